@@ -1,0 +1,41 @@
+# contextstore: `make run` serves on the embedded default, `make test` runs the whole suite.
+SHELL := /bin/bash
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test lint bench venv migrate demo clean
+
+$(STAMP): pyproject.toml
+	@PY="$$(scripts/find-python)" || exit 1; \
+	if [ ! -x $(BIN)/python ]; then echo "creating $(VENV) with $$PY"; "$$PY" -m venv $(VENV); fi
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+migrate: venv
+	@mkdir -p var
+	$(BIN)/python manage.py migrate --noinput
+
+demo: migrate
+	$(BIN)/python manage.py seed_demo --if-empty
+
+run: demo
+	$(BIN)/python manage.py serve --host $(HOST) --port $(PORT)
+
+test: venv
+	@mkdir -p var
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: venv
+	$(BIN)/ruff check .
+
+bench: migrate
+	$(BIN)/python manage.py bench_core
+
+clean:
+	rm -rf $(VENV) var

@@ -1,0 +1,40 @@
+"""Domain errors raised by services; the API turns each into its JSON error shape."""
+
+from typing import Any
+
+
+class DomainError(Exception):
+    code = "error"
+    status = 400
+
+    def __init__(self, message: str, *, details: dict[str, Any] | None = None, code: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.details = details or {}
+        if code:
+            self.code = code
+
+
+class InvalidInput(DomainError):
+    code = "invalid"
+    status = 400
+
+
+class NotFound(DomainError):
+    code = "not_found"
+    status = 404
+
+
+class Conflict(DomainError):
+    code = "conflict"
+    status = 409
+
+
+class StaleRevision(DomainError):
+    code = "stale_revision"
+    status = 412
+
+
+class PayloadTooLarge(DomainError):
+    code = "payload_too_large"
+    status = 413

@@ -1,0 +1,31 @@
+import json
+from typing import Any
+
+from django import forms
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import models
+
+
+class OrderedJSONField(models.TextField):
+    """JSON stored as text, so objects come back with their keys in the order written.
+
+    PostgreSQL's jsonb sorts object keys; agents read their state back verbatim, and clientai's
+    history text lists step results in insertion order, so that order is part of the data.
+    """
+
+    def from_db_value(self, value: str | None, expression: Any, connection: Any) -> Any:
+        return None if value is None else json.loads(value)
+
+    def to_python(self, value: Any) -> Any:
+        return value
+
+    def get_prep_value(self, value: Any) -> str | None:
+        if value is None:
+            return None
+        return json.dumps(value, cls=DjangoJSONEncoder, ensure_ascii=False)
+
+    def value_to_string(self, obj: models.Model) -> str:
+        return self.get_prep_value(self.value_from_object(obj)) or "null"
+
+    def formfield(self, **kwargs: Any) -> forms.Field:
+        return forms.JSONField(**{"required": not self.blank, **kwargs})

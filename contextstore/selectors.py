@@ -1,0 +1,128 @@
+"""Shared reads. Each returns a queryset (or plain data) and reads only what it returns."""
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from django.db.models import Q, QuerySet, Subquery
+
+from contextstore.models import (
+    ContextBlock, Event, Memory, Run, Session, StateRevision, Thread, Workspace,
+)
+
+EVENT_STATUSES = {s.value for s in Event.Status}
+
+
+def thread_events(
+    *, thread: Thread, types: Iterable[str] | None = None, text: str | None = None,
+    regex: str | None = None, run_id: str | None = None, call_id: str | None = None,
+    step: str | None = None, after_seq: int | None = None, before_seq: int | None = None,
+    status: str | None = "active", visible: bool | None = None, limit: int | None = None,
+    current_call: bool = False,
+) -> QuerySet[Event]:
+    """Events of a thread matching all the given filters, oldest first.
+
+    `limit` keeps the most recent matches (Nooa's events.query); `status` is one status,
+    "all", or None for all; `current_call` narrows to the call id of the newest event that has one.
+    """
+    qs = Event.objects.filter(thread=thread).select_related("run")
+    if status and status != "all":
+        qs = qs.filter(status=status)
+    if types:
+        qs = qs.filter(type__in=list(types))
+    if text:
+        qs = qs.filter(content__icontains=text)
+    if regex:
+        qs = qs.filter(content__iregex=regex)
+    if run_id:
+        qs = qs.filter(run__run_id=run_id)
+    if current_call:
+        newest = (
+            Event.objects.filter(thread=thread).exclude(call_id="").order_by("-seq")
+            .values_list("call_id", flat=True).first()
+        )
+        qs = qs.filter(call_id=newest) if newest else qs.none()
+    if call_id:
+        qs = qs.filter(call_id=call_id)
+    if step:
+        qs = qs.filter(step=step)
+    if after_seq is not None:
+        qs = qs.filter(seq__gt=after_seq)
+    if before_seq is not None:
+        qs = qs.filter(seq__lt=before_seq)
+    if visible is not None:
+        qs = qs.filter(visible=visible)
+    if limit is not None:
+        newest_pks = qs.order_by("-seq").values("pk")[:limit]
+        qs = Event.objects.filter(pk__in=Subquery(newest_pks)).select_related("run")
+    return qs.order_by("seq")
+
+
+def working_context_backward(*, thread: Thread, chunk: int = 64) -> Iterator[Event]:
+    """Model-visible active events from the newest position back, read in growing chunks.
+
+    Uses the partial (thread, position) index, so a caller that stops early reads only what
+    it consumed (plus one chunk).
+    """
+    qs = Event.objects.filter(thread=thread, status=Event.Status.ACTIVE, visible=True).defer(
+        "payload_hash", "created_at"
+    )
+    before: int | None = None
+    while True:
+        page_qs = qs if before is None else qs.filter(position__lt=before)
+        page = list(page_qs.order_by("-position")[:chunk])
+        yield from page
+        if len(page) < chunk:
+            return
+        before = page[-1].position
+        chunk = min(chunk * 4, 4096)
+
+
+def thread_blocks(*, thread: Thread) -> QuerySet[ContextBlock]:
+    return ContextBlock.objects.filter(thread=thread).order_by("placement", "order", "name")
+
+
+def workspace_sessions(
+    *, workspace: Workspace, q: str | None = None, user_id: str | None = None,
+    agent: str | None = None, archived: bool | None = None,
+) -> QuerySet[Session]:
+    qs = Session.objects.filter(workspace=workspace)
+    if q:
+        qs = qs.filter(
+            Q(key__icontains=q) | Q(user_id__icontains=q) | Q(agent__icontains=q) | Q(title__icontains=q)
+        )
+    if user_id is not None:
+        qs = qs.filter(user_id=user_id)
+    if agent:
+        qs = qs.filter(agent=agent)
+    if archived is not None:
+        qs = qs.filter(archived=archived)
+    return qs.order_by("-last_activity_at", "-id")
+
+
+def session_threads(*, session: Session) -> QuerySet[Thread]:
+    return Thread.objects.filter(session=session).select_related("parent").order_by("created_at", "id")
+
+
+def thread_runs(*, thread: Thread) -> QuerySet[Run]:
+    return Run.objects.filter(thread=thread).order_by("started_at", "id")
+
+
+def thread_revisions(*, thread: Thread) -> QuerySet[StateRevision]:
+    return StateRevision.objects.filter(thread=thread).order_by("revision")
+
+
+def memory_recall(
+    *, workspace: Workspace, user_id: str | None = None, q: str | None = None, limit: int = 20
+) -> QuerySet[Memory]:
+    qs = Memory.objects.filter(workspace=workspace)
+    if user_id is not None:
+        qs = qs.filter(user_id=user_id)
+    if q:
+        words = [w for w in q.split() if w]
+        cond = Q()
+        for word in words:
+            cond |= Q(content__icontains=word) | Q(key__icontains=word)
+        qs = qs.filter(cond)
+    return qs.order_by("-updated_at", "-id")[:limit]
+
+

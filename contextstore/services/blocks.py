@@ -1,0 +1,127 @@
+"""Nooa context blocks: fixed value or live expression, prefix or suffix, None suppresses."""
+
+import copy
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.template import Context, Engine, Library, TemplateSyntaxError, defaulttags
+
+from contextstore.errors import InvalidInput, NotFound
+from contextstore.models import ContextBlock, Thread
+from contextstore.services.common import UNSET, Actor, audit
+from contextstore.tokens import count_tokens
+
+# A template language for expressions with variables, filters, if/for/with and nothing that
+# reaches outside the data it is given (no include, load, extends or debug).
+safe_tags = Library()
+for _name, _tag in (("if", defaulttags.do_if), ("for", defaulttags.do_for),
+                    ("with", defaulttags.do_with), ("firstof", defaulttags.firstof)):
+    safe_tags.tag(_name, _tag)
+
+
+class SafeEngine(Engine):
+    default_builtins = ["django.template.defaultfilters", "contextstore.services.blocks"]
+
+
+register = safe_tags  # the module is its own template library for SafeEngine
+ENGINE = SafeEngine(loaders=[], autoescape=False, libraries={}, string_if_invalid="")
+
+
+def _compile(expr: str):
+    try:
+        return ENGINE.from_string(expr)
+    except TemplateSyntaxError as exc:
+        raise InvalidInput(f"The expression does not compile: {exc}", details={"expr": str(exc)}) from exc
+
+
+def evaluate_expr(expr: str, thread: Thread) -> str | None:
+    """Render a block expression against a copy of the thread's durable state."""
+    data = {
+        "state": copy.deepcopy(thread.state),
+        "memory": copy.deepcopy(thread.memory),
+        "iteration": thread.iteration,
+        "summary": thread.summary,
+        "thread": {"name": thread.name, "revision": thread.revision, "events": thread.event_count},
+    }
+    try:
+        text = _compile(expr).render(Context(data, autoescape=False))
+    except InvalidInput:
+        raise
+    except Exception as exc:  # an expression must never break a render
+        return f"[expression error: {type(exc).__name__}]"
+    text = text.strip()
+    return text[: settings.CONTEXTSTORE["BLOCK_MAX_CHARS"]] or None
+
+
+def block_text(block: ContextBlock, thread: Thread) -> str | None:
+    """What a block contributes to the prompt now; None when suppressed."""
+    if block.expr is not None:
+        return evaluate_expr(block.expr, thread)
+    return block.value
+
+
+def block_upsert(
+    *, thread: Thread, name: str, actor: Actor, value: str | None = UNSET, expr: str | None = UNSET,
+    placement: str = UNSET, order: int = UNSET,
+) -> tuple[ContextBlock, bool]:
+    """Create or change a block. Giving value=None (and no expr) suppresses it without removing."""
+    if not isinstance(name, str) or not name or len(name) > 200:
+        raise InvalidInput("name is required (at most 200 characters).", details={"name": "invalid"})
+    if value is not UNSET and expr is not UNSET and value is not None and expr is not None:
+        raise InvalidInput("Give a fixed value or an expr, not both.", details={"expr": "not with value"})
+    if value is not UNSET and value is not None and not isinstance(value, str):
+        raise InvalidInput("value must be a string or null.", details={"value": "must be a string"})
+    if expr is not UNSET and expr is not None:
+        if not isinstance(expr, str):
+            raise InvalidInput("expr must be a string.", details={"expr": "must be a string"})
+        _compile(expr)
+    if placement is not UNSET and placement not in ContextBlock.Placement.values:
+        raise InvalidInput("placement is prefix or suffix.", details={"placement": placement})
+    if order is not UNSET and (not isinstance(order, int) or isinstance(order, bool)):
+        raise InvalidInput("order must be an integer.", details={"order": "must be an integer"})
+    limit = settings.CONTEXTSTORE["BLOCK_MAX_CHARS"]
+    for field, text in (("value", value), ("expr", expr)):
+        if isinstance(text, str) and len(text) > limit:
+            raise InvalidInput(f"{field} is longer than {limit} characters.", details={field: "too long"})
+
+    with transaction.atomic():
+        block = ContextBlock.objects.select_for_update().filter(thread=thread, name=name).first()
+        created = block is None
+        if created:
+            block = ContextBlock(thread=thread, name=name, version=0)
+        changes: dict[str, Any] = {}
+        if value is not UNSET:
+            changes["value"] = value
+            if expr is UNSET:
+                changes["expr"] = None
+        if expr is not UNSET:
+            changes["expr"] = expr
+            if value is UNSET:
+                changes["value"] = None
+        if placement is not UNSET:
+            changes["placement"] = placement
+        if order is not UNSET:
+            changes["order"] = order
+        changed = created or any(getattr(block, k) != v for k, v in changes.items())
+        if not changed:
+            return block, False
+        for k, v in changes.items():
+            setattr(block, k, v)
+        block.version += 1
+        block.token_count = count_tokens(block.value or "")
+        block.save()
+        audit(actor=actor, action="block.create" if created else "block.update", target=block,
+              workspace=thread.workspace, thread=thread.pk, name=name, version=block.version,
+              fields=sorted(changes))
+    return block, created
+
+
+def block_delete(*, thread: Thread, name: str, actor: Actor) -> None:
+    with transaction.atomic():
+        block = ContextBlock.objects.filter(thread=thread, name=name).first()
+        if block is None:
+            raise NotFound(f"No block named {name!r} on this thread.")
+        audit(actor=actor, action="block.delete", target=block, workspace=thread.workspace,
+              thread=thread.pk, name=name)
+        block.delete()

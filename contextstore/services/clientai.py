@@ -1,0 +1,147 @@
+"""clientai's AgentContext operations, with the semantics of clientai/agent/core/context.py.
+
+Each mutates the thread's durable fields under its row lock and records a state revision.
+"""
+
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+
+from contextstore.errors import InvalidInput
+from contextstore.models import Thread
+from contextstore.services.common import Actor, audit, lock_thread, record_revision
+from contextstore.services.events import event_append
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else str(value)
+
+
+def thread_set_input(*, thread: Thread, input_data: Any, actor: Actor) -> Thread:
+    """AgentContext.set_input: the previous interaction moves to history only if there was a
+    current input and results; history is capped at max_history_size."""
+    with transaction.atomic():
+        thread = lock_thread(thread)
+        if thread.current_input is not None and thread.last_results:
+            history = list(thread.conversation_history)
+            history.append({
+                "input": thread.original_input,
+                "results": dict(thread.last_results),
+                "iteration": thread.iteration,
+                "timestamp": datetime.now().isoformat(),
+            })
+            if len(history) > thread.max_history_size:
+                # Same slice as clientai, including its quirk that a size of 0 keeps everything.
+                history = history[-thread.max_history_size:]
+            thread.conversation_history = history
+        thread.current_input = input_data
+        thread.original_input = input_data
+        thread.last_results = {}
+        record_revision(thread=thread, reason="set_input", actor=actor, fields=[
+            "conversation_history", "current_input", "original_input", "last_results"])
+        audit(actor=actor, action="clientai.set_input", target=thread, workspace=thread.workspace)
+        event_append(thread=thread, actor=actor,
+                     events=[{"type": "Input", "role": "user", "content": _text(input_data)}])
+    return thread
+
+
+def thread_set_step_result(*, thread: Thread, step: str, result: Any, actor: Actor) -> Thread:
+    if not isinstance(step, str) or not step:
+        raise InvalidInput("step is required.", details={"step": "required"})
+    with transaction.atomic():
+        thread = lock_thread(thread)
+        thread.last_results = {**thread.last_results, step: result}
+        record_revision(thread=thread, reason=f"set_step_result {step}", actor=actor,
+                        fields=["last_results"])
+        audit(actor=actor, action="clientai.set_step_result", target=thread,
+              workspace=thread.workspace, step=step)
+        event_append(thread=thread, actor=actor, events=[{
+            "type": "StepResult", "role": "assistant", "step": step, "content": _text(result),
+        }])
+    return thread
+
+
+def thread_get_step_result(*, thread: Thread, step: str) -> Any:
+    return thread.last_results.get(step)
+
+
+def thread_increment_iteration(*, thread: Thread, actor: Actor) -> int:
+    with transaction.atomic():
+        thread = lock_thread(thread)
+        thread.iteration += 1
+        record_revision(thread=thread, reason="increment_iteration", actor=actor, fields=["iteration"])
+        audit(actor=actor, action="clientai.increment_iteration", target=thread,
+              workspace=thread.workspace, iteration=thread.iteration)
+    return thread.iteration
+
+
+def thread_set_max_history_size(*, thread: Thread, size: int, actor: Actor) -> Thread:
+    if not isinstance(size, int) or isinstance(size, bool):
+        raise InvalidInput("size must be an integer.", details={"size": "must be an integer"})
+    if size < 0:
+        raise InvalidInput("History size must be non-negative", details={"size": size})
+    with transaction.atomic():
+        thread = lock_thread(thread)
+        thread.max_history_size = size
+        if len(thread.conversation_history) > size:
+            thread.conversation_history = thread.conversation_history[-size:]
+        record_revision(thread=thread, reason="set_max_history_size", actor=actor,
+                        fields=["max_history_size", "conversation_history"])
+        audit(actor=actor, action="clientai.set_max_history_size", target=thread,
+              workspace=thread.workspace, size=size)
+    return thread
+
+
+def _clear(thread: Thread) -> list[str]:
+    thread.memory = []
+    thread.state = {}
+    thread.last_results = {}
+    thread.current_input = None
+    thread.original_input = None
+    thread.iteration = 0
+    return ["memory", "state", "last_results", "current_input", "original_input", "iteration"]
+
+
+def thread_reset(*, thread: Thread, actor: Actor) -> Thread:
+    """AgentContext.clear: state, memory, results, inputs and iteration reset; history kept."""
+    with transaction.atomic():
+        thread = lock_thread(thread)
+        record_revision(thread=thread, reason="reset", actor=actor, fields=_clear(thread))
+        audit(actor=actor, action="thread.reset", target=thread, workspace=thread.workspace)
+    return thread
+
+
+def thread_reset_all(*, thread: Thread, actor: Actor) -> Thread:
+    """AgentContext.clear_all: clear() and the conversation history too."""
+    with transaction.atomic():
+        thread = lock_thread(thread)
+        fields = _clear(thread)
+        thread.conversation_history = []
+        record_revision(thread=thread, reason="reset_all", actor=actor,
+                        fields=[*fields, "conversation_history"])
+        audit(actor=actor, action="thread.reset_all", target=thread, workspace=thread.workspace)
+    return thread
+
+
+def recent_history(*, thread: Thread, n: int | None = None, raw: bool = False) -> str | list[dict]:
+    """AgentContext.get_recent_history, byte for byte."""
+    history = thread.conversation_history
+    history = history[-n:] if n and n < len(history) else history
+    if raw:
+        return history
+    if not history:
+        if thread.original_input is not None:
+            return "No previous interactions. This is the first query."
+        return "No interactions available."
+    formatted = []
+    for i, interaction in enumerate(history, 1):
+        timestamp = datetime.fromisoformat(interaction["timestamp"]).strftime("%Y-%m-%d %H:%M:%S")
+        text = f"Interaction {i}:\nTime: {timestamp}\nInput: {interaction['input']}\nResults:"
+        for step_name, result in interaction["results"].items():
+            text += f"\n- {step_name}: {result}"
+        formatted.append(text)
+    history_text = "Previous Interactions:\n" + "\n\n".join(formatted)
+    if thread.original_input is not None:
+        history_text += "\n\nNow handling the current query."
+    return history_text

@@ -1,0 +1,68 @@
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import models
+
+from contextstore.models import ApiToken, AuditLog, StateRevision, Thread, Workspace
+
+UNSET: Any = object()
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who makes a change: a person, an API token, a worker or the system itself."""
+
+    type: str
+    label: str
+    user: AbstractBaseUser | None = None
+    token: ApiToken | None = None
+    ip: str | None = None
+
+    @classmethod
+    def for_user(cls, user: AbstractBaseUser, ip: str | None = None) -> "Actor":
+        return cls(AuditLog.ActorType.USER, user.get_username(), user=user, ip=ip)
+
+    @classmethod
+    def for_token(cls, token: ApiToken, ip: str | None = None) -> "Actor":
+        return cls(AuditLog.ActorType.TOKEN, f"token:{token.prefix}", token=token, ip=ip)
+
+    @classmethod
+    def worker(cls, name: str = "worker") -> "Actor":
+        return cls(AuditLog.ActorType.WORKER, name)
+
+    @classmethod
+    def system(cls, name: str = "system") -> "Actor":
+        return cls(AuditLog.ActorType.SYSTEM, name)
+
+
+def audit(
+    *, actor: Actor, action: str, target: models.Model, workspace: Workspace | None, **details: Any
+) -> AuditLog:
+    return AuditLog.objects.create(
+        workspace=workspace,
+        actor_type=actor.type,
+        actor_user=actor.user,
+        actor_token=actor.token,
+        actor_label=actor.label[:200],
+        action=action,
+        target_type=target._meta.model_name,
+        target_id=str(target.pk),
+        details=details,
+        ip=actor.ip,
+    )
+
+
+def lock_thread(thread: Thread) -> Thread:
+    """Re-read the thread under a row lock; every change to its history or state starts here."""
+    return Thread.objects.select_for_update().get(pk=thread.pk)
+
+
+def record_revision(*, thread: Thread, reason: str, actor: Actor, fields: list[str]) -> None:
+    """Bump the thread's revision (the CAS token), save the given fields and keep the snapshot."""
+    thread.revision += 1
+    thread.save(update_fields=[*fields, "revision", "updated_at"])
+    StateRevision.objects.create(
+        thread=thread, revision=thread.revision, state=thread.state, memory=thread.memory,
+        reason=reason[:500], actor=actor.label[:200],
+    )

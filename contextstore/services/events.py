@@ -1,0 +1,311 @@
+import hashlib
+import json
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError, connection, transaction
+from django.db.models import F
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from contextstore import selectors
+from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge
+from contextstore.models import RUNTIME_TYPES, Event, Run, Session, Thread
+from contextstore.services.common import Actor, audit, lock_thread
+from contextstore.tokens import event_tokens
+
+TYPE_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,31}$")
+STRING_FIELDS = {"role": 32, "call_id": 200, "step": 200, "anchor": 200, "client_id": 200, "run_id": 200}
+
+
+@dataclass
+class EventSpec:
+    """One validated event to append, with its tokens counted before any lock is taken."""
+
+    type: str
+    role: str
+    content: str
+    parts: list | None
+    data: Any
+    run_id: str
+    call_id: str
+    step: str
+    anchor: str
+    client_id: str | None
+    visible: bool
+    occurred_at: datetime | None
+    payload_hash: str
+    token_count: int
+    thinking_tokens: int
+
+
+@dataclass
+class AppendResult:
+    events: list[Event]
+    created: int
+
+
+def _fail(index: int, field: str, message: str) -> InvalidInput:
+    return InvalidInput(f"events[{index}].{field}: {message}",
+                        details={f"events[{index}].{field}": message})
+
+
+def _spec(raw: Any, index: int) -> EventSpec:
+    if not isinstance(raw, dict):
+        raise _fail(index, "", "each event must be a JSON object")
+    unknown = set(raw) - {"type", "role", "content", "parts", "data", "run_id", "call_id", "step",
+                          "anchor", "client_id", "visible", "occurred_at"}
+    if unknown:
+        raise _fail(index, sorted(unknown)[0], "unknown field")
+    etype = raw.get("type")
+    if not isinstance(etype, str) or not TYPE_PATTERN.match(etype):
+        raise _fail(index, "type", "required; letters, digits and _ (at most 32), e.g. Message")
+    content = raw.get("content", "")
+    if content is None:
+        content = ""
+    if not isinstance(content, str):
+        raise _fail(index, "content", "must be a string")
+    limit = settings.CONTEXTSTORE["MAX_EVENT_CONTENT_BYTES"]
+    if len(content.encode()) > limit:
+        raise PayloadTooLarge(f"events[{index}].content is larger than {limit} bytes.",
+                              details={f"events[{index}].content": f"at most {limit} bytes"})
+    parts = raw.get("parts")
+    if parts is not None and not isinstance(parts, list):
+        raise _fail(index, "parts", "must be a list")
+    strings: dict[str, str] = {}
+    for field, max_length in STRING_FIELDS.items():
+        value = raw.get(field)
+        if value is None:
+            value = ""
+        if not isinstance(value, str):
+            raise _fail(index, field, "must be a string")
+        if len(value) > max_length:
+            raise _fail(index, field, f"at most {max_length} characters")
+        strings[field] = value
+    visible = raw.get("visible")
+    if visible is None:
+        visible = etype not in RUNTIME_TYPES
+    elif not isinstance(visible, bool):
+        raise _fail(index, "visible", "must be true or false")
+    occurred_at = raw.get("occurred_at")
+    if occurred_at is not None:
+        parsed = parse_datetime(occurred_at) if isinstance(occurred_at, str) else None
+        if parsed is None:
+            raise _fail(index, "occurred_at", "must be an ISO 8601 date-time")
+        occurred_at = parsed if timezone.is_aware(parsed) else timezone.make_aware(parsed, timezone.utc)
+    payload = {k: raw.get(k) for k in sorted(raw) if k != "client_id"}
+    payload_hash = hashlib.sha256(
+        json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str).encode()
+    ).hexdigest()
+    total, thinking = event_tokens(content, parts)
+    return EventSpec(
+        type=etype, role=strings["role"], content=content, parts=parts, data=raw.get("data"),
+        run_id=strings["run_id"], call_id=strings["call_id"], step=strings["step"],
+        anchor=strings["anchor"], client_id=strings["client_id"] or None, visible=visible,
+        occurred_at=occurred_at, payload_hash=payload_hash, token_count=total,
+        thinking_tokens=thinking,
+    )
+
+
+def _metric(data: Any, *keys: str) -> Decimal:
+    if not isinstance(data, dict):
+        return Decimal(0)
+    for key in keys:
+        value = data.get(key)
+        if isinstance(value, int | float | str) and not isinstance(value, bool):
+            try:
+                return Decimal(str(value))
+            except InvalidOperation:
+                return Decimal(0)
+    return Decimal(0)
+
+
+def _runs_for(thread: Thread, run_ids: Iterable[str]) -> dict[str, Run]:
+    """Existing runs by run_id, creating the missing ones. The caller holds the thread lock."""
+    wanted = set(run_ids)
+    if not wanted:
+        return {}
+    runs = {r.run_id: r for r in Run.objects.filter(thread=thread, run_id__in=wanted)}
+    missing = [Run(thread=thread, run_id=rid) for rid in sorted(wanted - set(runs))]
+    if missing:
+        for run in Run.objects.bulk_create(missing):
+            runs[run.run_id] = run
+    return runs
+
+
+def event_append(*, thread: Thread, events: list[Any], actor: Actor) -> AppendResult:
+    """Append a batch of events to a thread.
+
+    Idempotent per client_id: the same client_id with the same payload returns the stored event;
+    with a different payload the whole batch is refused with a conflict. Sequence numbers are
+    gap-free under concurrent writers (the thread row is locked), and counters are updated in
+    the same transaction. The cost depends on the batch, not on the thread's history.
+    """
+    if not isinstance(events, list) or not events:
+        raise InvalidInput("events must be a non-empty list.", details={"events": "non-empty list"})
+    max_batch = settings.CONTEXTSTORE["MAX_EVENTS_PER_BATCH"]
+    if len(events) > max_batch:
+        raise PayloadTooLarge(f"At most {max_batch} events per batch; got {len(events)}.",
+                              details={"events": f"at most {max_batch} per batch"})
+    specs = [_spec(raw, i) for i, raw in enumerate(events)]
+    now = timezone.now()
+
+    with transaction.atomic():
+        thread = lock_thread(thread)
+        client_ids = {s.client_id for s in specs if s.client_id}
+        stored = (
+            {e.client_id: e for e in Event.objects.filter(thread=thread, client_id__in=client_ids)}
+            if client_ids else {}
+        )
+        results: list[Event | None] = [None] * len(specs)
+        fresh: list[tuple[int, EventSpec]] = []
+        batch_hashes: dict[str, str] = {}
+        for i, spec in enumerate(specs):
+            if spec.client_id is None:
+                fresh.append((i, spec))
+                continue
+            known = stored.get(spec.client_id)
+            expected = known.payload_hash if known else batch_hashes.get(spec.client_id)
+            if expected is not None and expected != spec.payload_hash:
+                raise Conflict(
+                    f"client_id {spec.client_id!r} was already used for a different event.",
+                    code="idempotency_conflict",
+                    details={f"events[{i}].client_id": spec.client_id},
+                )
+            if known is not None:
+                results[i] = known
+            elif spec.client_id not in batch_hashes:
+                batch_hashes[spec.client_id] = spec.payload_hash
+                fresh.append((i, spec))
+
+        created = _insert(thread, fresh, results, now)
+        if created:
+            audit(actor=actor, action="events.append", target=thread, workspace=thread.workspace,
+                  count=len(created), first_seq=created[0].seq, last_seq=created[-1].seq)
+
+    by_client = {e.client_id: e for e in results if e is not None and e.client_id}
+    final = [e if e is not None else by_client[specs[i].client_id] for i, e in enumerate(results)]
+    if created:
+        from contextstore.services.summaries import summarization_check
+
+        summarization_check(thread=thread)
+    return AppendResult(events=final, created=len(created))
+
+
+def _insert(
+    thread: Thread, fresh: list[tuple[int, EventSpec]], results: list[Event | None], now: datetime
+) -> list[Event]:
+    if not fresh:
+        return []
+    runs = _runs_for(thread, (s.run_id for _, s in fresh if s.run_id))
+    objs = []
+    seq = thread.last_seq
+    for _, spec in fresh:
+        seq += 1
+        objs.append(Event(
+            thread=thread, seq=seq, position=seq, type=spec.type, role=spec.role,
+            content=spec.content, parts=spec.parts, data=spec.data,
+            run=runs.get(spec.run_id), call_id=spec.call_id, step=spec.step, anchor=spec.anchor,
+            client_id=spec.client_id, payload_hash=spec.payload_hash,
+            token_count=spec.token_count, thinking_tokens=spec.thinking_tokens,
+            visible=spec.visible, occurred_at=spec.occurred_at or now,
+        ))
+    Event.objects.bulk_create(objs)
+    for (i, _), obj in zip(fresh, objs, strict=True):
+        results[i] = obj
+
+    tokens = sum(e.token_count for e in objs)
+    visible = [e for e in objs if e.visible]
+    errors = sum(1 for e in objs if e.type == "Error")
+    cost = sum((_metric(e.data, "cost") for e in objs if e.type == "LLMComplete"), Decimal(0))
+    Thread.objects.filter(pk=thread.pk).update(
+        last_seq=seq,
+        event_count=F("event_count") + len(objs),
+        token_total=F("token_total") + tokens,
+        active_event_count=F("active_event_count") + len(visible),
+        active_tokens=F("active_tokens") + sum(e.token_count for e in visible),
+        last_event_at=now,
+        updated_at=now,
+    )
+    Session.objects.filter(pk=thread.session_id).update(
+        event_count=F("event_count") + len(objs),
+        error_count=F("error_count") + errors,
+        token_total=F("token_total") + tokens,
+        cost_total=F("cost_total") + cost,
+        last_activity_at=now,
+    )
+    thread.refresh_from_db()
+
+    per_run: dict[int, dict[str, Any]] = defaultdict(
+        lambda: {"events": 0, "in": Decimal(0), "out": Decimal(0), "cost": Decimal(0), "steps": {}}
+    )
+    for e in objs:
+        if e.run is None:
+            continue
+        agg = per_run[e.run.pk]
+        agg["events"] += 1
+        if e.type == "LLMComplete":
+            agg["in"] += _metric(e.data, "input_tokens", "prompt_tokens")
+            agg["out"] += _metric(e.data, "output_tokens", "completion_tokens")
+            agg["cost"] += _metric(e.data, "cost")
+        if e.type == "StepResult" and e.step:
+            agg["steps"][e.step] = e.data.get("result", e.content) if isinstance(e.data, dict) else e.content
+    runs_by_pk = {e.run.pk: e.run for e in objs if e.run is not None}
+    for pk, agg in per_run.items():
+        Run.objects.filter(pk=pk).update(
+            event_count=F("event_count") + agg["events"],
+            input_tokens=F("input_tokens") + int(agg["in"]),
+            output_tokens=F("output_tokens") + int(agg["out"]),
+            cost=F("cost") + agg["cost"],
+        )
+        if agg["steps"]:
+            run = runs_by_pk[pk]
+            run.refresh_from_db(fields=["step_results"])
+            run.step_results = {**run.step_results, **agg["steps"]}
+            run.save(update_fields=["step_results"])
+    return objs
+
+
+@contextmanager
+def regex_guard() -> Iterator[None]:
+    """Run a regex query inside a statement timeout so a pathological pattern cannot hog the DB."""
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            ms = int(settings.CONTEXTSTORE["REGEX_TIMEOUT_MS"])
+            with connection.cursor() as cursor:
+                cursor.execute(f"SET LOCAL statement_timeout = {ms}")
+        yield
+
+
+def event_search(*, thread: Thread, **filters: Any) -> list[Event]:
+    """Nooa's events.query over the database: AND of filters, chronological, limit keeps newest.
+
+    Evaluates the query (inside a statement timeout when a regex is given) and turns a bad
+    pattern or a timeout into a clear input error.
+    """
+    regex = filters.get("regex")
+    if regex:
+        try:
+            re.compile(regex)
+        except re.error as exc:
+            raise InvalidInput(f"Invalid regular expression: {exc}", details={"regex": str(exc)}) from exc
+    qs = selectors.thread_events(thread=thread, **filters)
+    if not regex:
+        return list(qs)
+    try:
+        with regex_guard():
+            return list(qs)
+    except DatabaseError as exc:
+        message = str(exc).lower()
+        if "statement timeout" in message or "canceling statement" in message:
+            raise InvalidInput("The regular expression took too long; narrow it down.",
+                               code="regex_timeout", details={"regex": regex}) from exc
+        raise InvalidInput(f"The database refused the regular expression: {exc}",
+                           details={"regex": regex}) from exc

@@ -1,0 +1,62 @@
+"""Provider state (Agent Framework's serialize()) and long-term memories (remember/recall)."""
+
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from contextstore.errors import InvalidInput
+from contextstore.models import Event, Memory, ProviderState, Thread, Workspace
+from contextstore.services.common import Actor, audit
+
+
+def provider_state_put(*, thread: Thread, provider: str, state: Any, actor: Actor) -> ProviderState:
+    if not isinstance(provider, str) or not provider or len(provider) > 200:
+        raise InvalidInput("provider name is required (at most 200 characters).")
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                obj, created = ProviderState.objects.select_for_update().get_or_create(
+                    thread=thread, provider=provider, defaults={"state": state}
+                )
+        except IntegrityError:
+            obj, created = ProviderState.objects.select_for_update().get(
+                thread=thread, provider=provider), False
+        if not created:
+            obj.state = state
+            obj.version += 1
+            obj.save(update_fields=["state", "version", "updated_at"])
+        audit(actor=actor, action="provider_state.put", target=obj, workspace=thread.workspace,
+              thread=thread.pk, provider=provider, version=obj.version)
+    return obj
+
+
+def memory_remember(
+    *, workspace: Workspace, user_id: str, content: str, actor: Actor, key: str | None = None,
+    data: Any = None, source_event: Event | None = None,
+) -> tuple[Memory, bool]:
+    """Store a long-term fact about an end user; with a key, the fact is replaced in place."""
+    if not isinstance(content, str) or not content.strip():
+        raise InvalidInput("content is required.", details={"content": "required"})
+    if not isinstance(user_id, str) or len(user_id) > 255:
+        raise InvalidInput("user_id must be a string.", details={"user_id": "string"})
+    if key is not None and (not isinstance(key, str) or not key or len(key) > 200):
+        raise InvalidInput("key must be a non-empty string (at most 200 characters) or null.")
+    with transaction.atomic():
+        if key is None:
+            memory, created = Memory.objects.create(
+                workspace=workspace, user_id=user_id, content=content, data=data,
+                source_event=source_event), True
+        else:
+            try:
+                with transaction.atomic():
+                    memory, created = Memory.objects.update_or_create(
+                        workspace=workspace, user_id=user_id, key=key,
+                        defaults={"content": content, "data": data, "source_event": source_event},
+                    )
+            except IntegrityError:
+                memory, created = Memory.objects.get(workspace=workspace, user_id=user_id, key=key), False
+                memory.content, memory.data, memory.source_event = content, data, source_event
+                memory.save()
+        audit(actor=actor, action="memory.remember", target=memory, workspace=workspace,
+              user_id=user_id, key=key, created=created)
+    return memory, created

@@ -1,0 +1,117 @@
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+
+from contextstore.errors import InvalidInput
+from contextstore.models import Collapse, Session, Thread, Workspace
+from contextstore.services.common import UNSET, Actor, audit
+
+
+def _check_key(name: str, value: str, *, max_length: int, required: bool = False) -> str:
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string.", details={name: "must be a string"})
+    if required and not value:
+        raise InvalidInput(f"{name} is required.", details={name: "required"})
+    if len(value) > max_length:
+        raise InvalidInput(f"{name} is longer than {max_length} characters.",
+                           details={name: f"at most {max_length} characters"})
+    return value
+
+
+def session_ensure(
+    *, workspace: Workspace, key: str, user_id: str = "", agent: str = "", title: str = "",
+    metadata: dict[str, Any] | None = None, actor: Actor,
+) -> tuple[Session, bool]:
+    """Upsert a session by (workspace, user_id, key); agent/title/metadata update when given."""
+    _check_key("key", key, max_length=255, required=True)
+    _check_key("user_id", user_id, max_length=255)
+    _check_key("agent", agent, max_length=200)
+    _check_key("title", title, max_length=500)
+    if metadata is not None and not isinstance(metadata, dict):
+        raise InvalidInput("metadata must be a JSON object.", details={"metadata": "must be an object"})
+    defaults = {"agent": agent, "title": title, "metadata": metadata or {}}
+    try:
+        with transaction.atomic():
+            session, created = Session.objects.get_or_create(
+                workspace=workspace, user_id=user_id, key=key, defaults=defaults
+            )
+            if created:
+                audit(actor=actor, action="session.create", target=session, workspace=workspace,
+                      key=key, user_id=user_id)
+    except IntegrityError:
+        session, created = Session.objects.get(workspace=workspace, user_id=user_id, key=key), False
+    if not created:
+        changes = {k: v for k, v in (("agent", agent), ("title", title)) if v and getattr(session, k) != v}
+        if metadata is not None and metadata != session.metadata:
+            changes["metadata"] = metadata
+        if changes:
+            session = session_update(session=session, actor=actor, **changes)
+    return session, created
+
+
+def session_update(
+    *, session: Session, actor: Actor, title: str = UNSET, agent: str = UNSET,
+    metadata: dict = UNSET, archived: bool = UNSET,
+) -> Session:
+    changes = {
+        k: v for k, v in
+        (("title", title), ("agent", agent), ("metadata", metadata), ("archived", archived))
+        if v is not UNSET
+    }
+    if "title" in changes:
+        _check_key("title", changes["title"], max_length=500)
+    if "agent" in changes:
+        _check_key("agent", changes["agent"], max_length=200)
+    if "metadata" in changes and not isinstance(changes["metadata"], dict):
+        raise InvalidInput("metadata must be a JSON object.", details={"metadata": "must be an object"})
+    if "archived" in changes and not isinstance(changes["archived"], bool):
+        raise InvalidInput("archived must be true or false.", details={"archived": "must be a boolean"})
+    if not changes:
+        return session
+    with transaction.atomic():
+        for field, value in changes.items():
+            setattr(session, field, value)
+        session.save(update_fields=[*changes, "updated_at"])
+        audit(actor=actor, action="session.update", target=session, workspace=session.workspace,
+              fields=sorted(changes))
+    return session
+
+
+def session_archive(*, session: Session, actor: Actor, archived: bool = True) -> Session:
+    return session_update(session=session, actor=actor, archived=archived)
+
+
+def session_delete(*, session: Session, actor: Actor) -> None:
+    """Hard delete: the session, its threads and all their history. Audited, not undoable."""
+    with transaction.atomic():
+        audit(actor=actor, action="session.delete", target=session, workspace=session.workspace,
+              key=session.key, user_id=session.user_id, events=session.event_count)
+        # Collapses protect their summary events; drop them first so the cascade can run.
+        Collapse.objects.filter(thread__session=session).delete()
+        session.delete()
+
+
+def thread_ensure(*, session: Session, name: str = "main", actor: Actor) -> tuple[Thread, bool]:
+    _check_key("name", name, max_length=200, required=True)
+    try:
+        with transaction.atomic():
+            thread, created = Thread.objects.get_or_create(
+                session=session, name=name, defaults={"workspace_id": session.workspace_id}
+            )
+            if created:
+                Session.objects.filter(pk=session.pk).update(thread_count=F("thread_count") + 1)
+                audit(actor=actor, action="thread.create", target=thread, workspace=session.workspace,
+                      session=session.key, name=name)
+    except IntegrityError:
+        thread, created = Thread.objects.get(session=session, name=name), False
+    return thread, created
+
+
+def thread_ensure_by_key(
+    *, workspace: Workspace, session_key: str, user_id: str = "", agent: str = "",
+    name: str = "main", actor: Actor,
+) -> tuple[Thread, bool]:
+    session, _ = session_ensure(workspace=workspace, key=session_key, user_id=user_id, agent=agent,
+                                actor=actor)
+    return thread_ensure(session=session, name=name, actor=actor)

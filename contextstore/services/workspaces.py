@@ -1,0 +1,88 @@
+import hashlib
+import secrets
+from datetime import timedelta
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from django.utils.text import slugify
+
+from contextstore.errors import InvalidInput
+from contextstore.models import ApiToken, Membership, Workspace
+from contextstore.services.common import Actor, audit
+
+TOKEN_PREFIX = "cs_"
+LAST_USED_PRECISION = timedelta(minutes=1)
+
+
+def workspace_ensure(*, slug: str, name: str = "") -> tuple[Workspace, bool]:
+    if not slug or slugify(slug) != slug:
+        raise InvalidInput("A workspace slug is lower-case letters, digits and dashes.",
+                           details={"slug": slug})
+    try:
+        with transaction.atomic():
+            return Workspace.objects.get_or_create(slug=slug, defaults={"name": name or slug})
+    except IntegrityError:
+        return Workspace.objects.get(slug=slug), False
+
+
+def membership_set(*, workspace: Workspace, user: AbstractBaseUser, role: str, actor: Actor) -> Membership:
+    if role not in Membership.Role.values:
+        raise InvalidInput(f"Unknown role {role!r}.", details={"role": role})
+    with transaction.atomic():
+        membership, _ = Membership.objects.update_or_create(
+            workspace=workspace, user=user, defaults={"role": role}
+        )
+        audit(actor=actor, action="membership.set", target=membership, workspace=workspace,
+              user=user.get_username(), role=role)
+    return membership
+
+
+def _hash(raw: str) -> str:
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def api_token_create(
+    *, workspace: Workspace, name: str = "", scope: str = ApiToken.Scope.WRITE, actor: Actor,
+    created_by: AbstractBaseUser | None = None,
+) -> tuple[ApiToken, str]:
+    """Create a token; the raw value is returned once and only its hash is stored."""
+    if scope not in ApiToken.Scope.values:
+        raise InvalidInput(f"Unknown scope {scope!r}; use read or write.", details={"scope": scope})
+    raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    with transaction.atomic():
+        token = ApiToken.objects.create(
+            workspace=workspace, name=name[:100], prefix=raw[:12], token_hash=_hash(raw),
+            scope=scope, created_by=created_by,
+        )
+        audit(actor=actor, action="token.create", target=token, workspace=workspace,
+              name=token.name, scope=scope, prefix=token.prefix)
+    return token, raw
+
+
+def api_token_revoke(*, token: ApiToken, actor: Actor) -> ApiToken:
+    with transaction.atomic():
+        if token.revoked_at is None:
+            token.revoked_at = timezone.now()
+            token.save(update_fields=["revoked_at"])
+            audit(actor=actor, action="token.revoke", target=token, workspace=token.workspace,
+                  prefix=token.prefix)
+    return token
+
+
+def api_token_authenticate(raw: str) -> ApiToken | None:
+    """The active token for a raw value, or None. last_used_at is written at most once a minute."""
+    if not raw.startswith(TOKEN_PREFIX):
+        return None
+    token = (
+        ApiToken.objects.select_related("workspace")
+        .filter(token_hash=_hash(raw), revoked_at__isnull=True)
+        .first()
+    )
+    if token is None:
+        return None
+    now = timezone.now()
+    if token.last_used_at is None or now - token.last_used_at > LAST_USED_PRECISION:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        token.last_used_at = now
+    return token

