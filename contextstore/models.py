@@ -225,7 +225,8 @@ class Event(models.Model):
         CLEARED = "cleared"
         REVERTED = "reverted"  # a Summary whose collapse was undone
 
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="events")
+    # No index of its own: the unique (thread, seq) index serves every lookup by thread.
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="events", db_index=False)
     seq = models.BigIntegerField()
     # Where the event stands in the working context: its seq, or for a Summary the first seq
     # it replaces, so a summary sits where its range stood.

@@ -53,12 +53,14 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_filters",
     "django_htmx",
     "contextstore",
 ]
 
 MIDDLEWARE = [
+    "contextstore.middleware.RequestIdMiddleware",  # first: every response and log line gets an id
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -95,6 +97,7 @@ TEMPLATES = [
 DATABASE_URL = env_str("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'contextstore.sqlite3'}"
 DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("CONN_MAX_AGE", 60))}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES["default"]["OPTIONS"] = {
         "transaction_mode": "IMMEDIATE",
         "timeout": 20,
@@ -161,26 +164,160 @@ CONTEXTSTORE = {
 }
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_REQUEST_BYTES", 10 * 1024 * 1024)
 
-# Celery: Redis in production; the embedded default uses kombu's filesystem transport
-# so a real worker runs beside the web server with no broker server.
+# Agent API (DRF): bearer API tokens, one JSON error shape, per-token rate limit
+# (API_THROTTLE_RATE like "6000/minute", or "off"). Body size: MAX_REQUEST_BYTES above.
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["contextstore.api.authentication.BearerTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["contextstore.api.permissions.TokenScope"],
+    "DEFAULT_THROTTLE_CLASSES": ["contextstore.api.throttling.TokenRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {"token": env_str("API_THROTTLE_RATE", "6000/minute")},
+    "DEFAULT_PARSER_CLASSES": ["contextstore.api.parsers.LimitedJSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PAGINATION_CLASS": "contextstore.api.pagination.OldestFirstCursorPagination",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "contextstore.api.exceptions.api_exception_handler",
+    "UNAUTHENTICATED_USER": None,
+    "URL_FORMAT_OVERRIDE": None,  # ?format= is the export format, not a renderer switch
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "contextstore agent API",
+    "DESCRIPTION": "Sessions, threads, events, context blocks, state and summaries of AI agents. "
+                   'Errors are always {"error": {"code", "message", "details"}}.',
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "contextstore.api.schema.add_error_responses",
+    ],
+}
+
+# Celery: Redis in production (CELERY_BROKER_URL=redis://host:6379/0, any number of workers).
+# The embedded default is kombu's filesystem transport under var/broker: `make run` starts a
+# real worker (with beat) beside the web server and no broker server. That transport deletes a
+# message when a worker takes it, so a worker killed mid-task loses it; the job row stays
+# pending and beat's recover_summaries sends it again. With Redis, acks_late plus the
+# visibility timeout redeliver it by themselves.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "contextstore")
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_RESULT_BACKEND = None
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 600)}
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A broker outage must not stall the request that queued a job (beat sends it later).
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.5,
+                                    "interval_max": 1}
+CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", 900)
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
 if CELERY_BROKER_URL.startswith("filesystem://"):
     _queue_dir = VAR_DIR / "broker"
     CELERY_BROKER_TRANSPORT_OPTIONS.update(
-        {"data_folder_in": str(_queue_dir), "data_folder_out": str(_queue_dir),
-         "processed_folder": str(VAR_DIR / "broker-processed"), "store_processed": False}
+        {"data_folder_in": str(_queue_dir / "queue"), "data_folder_out": str(_queue_dir / "queue"),
+         "control_folder": str(_queue_dir / "control"),
+         "processed_folder": str(_queue_dir / "processed"), "store_processed": False}
     )
+CELERY_BEAT_SCHEDULE = {
+    "recover-summaries": {"task": "contextstore.tasks.recover_summaries",
+                          "schedule": env_int("SUMMARIZER_RECOVER_EVERY", 120)},
+    "expire-jobs": {"task": "contextstore.tasks.expire_jobs", "schedule": 3600},
+}
 
+
+def env_json(name: str, default: object = None) -> object:
+    import json
+
+    value = os.environ.get(name)
+    if not value:
+        return default
+    try:
+        return json.loads(value)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be JSON: {exc}") from exc
+
+
+# Summarizers. A thread is summarized automatically only when it has a setting, or when a
+# default applies: SUMMARIZER_DEFAULT for every workspace, SUMMARIZER_WORKSPACE_DEFAULTS by slug,
+# e.g. SUMMARIZER_DEFAULT='{"token_budget": {"max_tokens": 8000, "preserve_recent": 10}}'.
+SUMMARIZER_DEFAULT = env_json("SUMMARIZER_DEFAULT")
+SUMMARIZER_WORKSPACE_DEFAULTS = env_json("SUMMARIZER_WORKSPACE_DEFAULTS", {})
+SUMMARIZER_BACKEND = env_str("SUMMARIZER_BACKEND", "extractive")  # or "openai"
+SUMMARIZER_BASE_URL = env_str("SUMMARIZER_BASE_URL")  # e.g. http://localhost:11434/v1 (Ollama)
+SUMMARIZER_API_KEY = env_str("SUMMARIZER_API_KEY")
+SUMMARIZER_MODEL = env_str("SUMMARIZER_MODEL", "gpt-4o-mini")
+SUMMARIZER_TIMEOUT = float(env_str("SUMMARIZER_TIMEOUT", "60"))
+SUMMARIZER_RETRIES = env_int("SUMMARIZER_RETRIES", 2)
+SUMMARIZER_BACKOFF = float(env_str("SUMMARIZER_BACKOFF", "2"))
+SUMMARIZER_FALLBACK_EXTRACTIVE = env_bool("SUMMARIZER_FALLBACK_EXTRACTIVE", False)
+# Prices (per million tokens) turn reported usage into a cost when the endpoint gives none.
+SUMMARIZER_PRICE_INPUT_PER_MTOK = float(env_str("SUMMARIZER_PRICE_INPUT_PER_MTOK") or 0) or None
+SUMMARIZER_PRICE_OUTPUT_PER_MTOK = float(env_str("SUMMARIZER_PRICE_OUTPUT_PER_MTOK") or 0) or None
+SUMMARIZER_MAX_TOKENS = env_int("SUMMARIZER_MAX_TOKENS", 1000)  # default cap of one summary
+SUMMARIZER_MAX_INPUT_TOKENS = env_int("SUMMARIZER_MAX_INPUT_TOKENS", 60_000)
+SUMMARIZER_MAX_EVENTS_PER_JOB = env_int("SUMMARIZER_MAX_EVENTS_PER_JOB", 10_000)
+SUMMARIZER_FAILURE_BACKOFF = env_int("SUMMARIZER_FAILURE_BACKOFF", 60)
+SUMMARIZER_MAX_ATTEMPTS = env_int("SUMMARIZER_MAX_ATTEMPTS", 5)
+SUMMARIZER_STALE_AFTER = env_int("SUMMARIZER_STALE_AFTER", CELERY_VISIBILITY_TIMEOUT + 60)
+SUMMARIZER_JOB_RETENTION_DAYS = env_int("SUMMARIZER_JOB_RETENTION_DAYS", 7)
+
+# Production hardening, on whenever DEBUG is off (`manage.py check --deploy` is clean with
+# docker/.env.example). TLS ends at a proxy or load balancer; BEHIND_PROXY makes Django trust
+# its X-Forwarded-Proto, without which the HTTPS redirect and HSTS cannot see that the original
+# request was secure. Turn it on only when that proxy always sets the header.
+if env_bool("BEHIND_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+if not DEBUG:
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    # Probes call plain HTTP from inside the network; a redirect would fail them.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+    SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+    if not SECURE_HSTS_PRELOAD:
+        # Joining the browsers' preload list is the domain owner's one-way decision, not a default.
+        SILENCED_SYSTEM_CHECKS = ["security.W021"]
+
+# A shared cache, so limits counted in it (API rate limits) hold across all web processes;
+# without CACHE_URL each process counts alone in its own memory.
+CACHE_URL = env_str("CACHE_URL")
+if CACHE_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                          "LOCATION": CACHE_URL}}
+
+# Logs go to stdout: JSON lines with the request id in production (for log collectors), text
+# while developing. Celery workers log through this too instead of installing their own handlers.
+LOG_FORMAT = env_str("LOG_FORMAT", "text" if DEBUG else "json")
+if LOG_FORMAT not in {"json", "text"}:
+    raise ImproperlyConfigured(f"LOG_FORMAT must be json or text, not {LOG_FORMAT!r}.")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"request_id": {"()": "contextstore.middleware.RequestIdFilter"}},
+    "formatters": {
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": "%(asctime)s %(levelname)s %(name)s %(process)d %(request_id)s %(message)s",
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+        },
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "stream": "ext://sys.stdout",
+                    "filters": ["request_id"], "formatter": LOG_FORMAT},
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # runserver prints every request already; the access line is for production servers.
+    "loggers": {"contextstore.request": {"level": "WARNING" if DEBUG else "INFO"}},
 }
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False

@@ -7,7 +7,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from contextstore.errors import Conflict, InvalidInput
-from contextstore.models import Collapse, Event, Job, Thread
+from contextstore.models import Collapse, Event, Job, Session, Thread
 from contextstore.services.common import Actor, audit, lock_thread
 from contextstore.tokens import count_tokens
 
@@ -74,6 +74,10 @@ def collapse_create(
             active_event_count=F("active_event_count") + 1 - len(visible),
             active_tokens=F("active_tokens") + tokens_after - tokens_before,
             updated_at=now,
+        )
+        Session.objects.filter(pk=thread.session_id).update(
+            event_count=F("event_count") + 1, token_total=F("token_total") + tokens_after,
+            last_activity_at=now,
         )
         audit(actor=actor, action="collapse.create", target=collapse, workspace=thread.workspace,
               thread=thread.pk, start_seq=collapse.start_seq, end_seq=collapse.end_seq,

@@ -55,7 +55,7 @@ def audit(
 
 def lock_thread(thread: Thread) -> Thread:
     """Re-read the thread under a row lock; every change to its history or state starts here."""
-    return Thread.objects.select_for_update().get(pk=thread.pk)
+    return Thread.objects.select_for_update(of=("self",)).select_related("workspace").get(pk=thread.pk)
 
 
 def record_revision(*, thread: Thread, reason: str, actor: Actor, fields: list[str]) -> None:

@@ -217,7 +217,7 @@ def _insert(
             token_count=spec.token_count, thinking_tokens=spec.thinking_tokens,
             visible=spec.visible, occurred_at=spec.occurred_at or now,
         ))
-    Event.objects.bulk_create(objs)
+    _bulk_insert(objs, now)
     for (i, _), obj in zip(fresh, objs, strict=True):
         results[i] = obj
 
@@ -225,14 +225,17 @@ def _insert(
     visible = [e for e in objs if e.visible]
     errors = sum(1 for e in objs if e.type == "Error")
     cost = sum((_metric(e.data, "cost") for e in objs if e.type == "LLMComplete"), Decimal(0))
+    # The row is locked, so the in-memory counters plus this batch are exact.
+    thread.last_seq = seq
+    thread.event_count += len(objs)
+    thread.token_total += tokens
+    thread.active_event_count += len(visible)
+    thread.active_tokens += sum(e.token_count for e in visible)
+    thread.last_event_at = thread.updated_at = now
     Thread.objects.filter(pk=thread.pk).update(
-        last_seq=seq,
-        event_count=F("event_count") + len(objs),
-        token_total=F("token_total") + tokens,
-        active_event_count=F("active_event_count") + len(visible),
-        active_tokens=F("active_tokens") + sum(e.token_count for e in visible),
-        last_event_at=now,
-        updated_at=now,
+        last_seq=thread.last_seq, event_count=thread.event_count, token_total=thread.token_total,
+        active_event_count=thread.active_event_count, active_tokens=thread.active_tokens,
+        last_event_at=now, updated_at=now,
     )
     Session.objects.filter(pk=thread.session_id).update(
         event_count=F("event_count") + len(objs),
@@ -241,7 +244,6 @@ def _insert(
         cost_total=F("cost_total") + cost,
         last_activity_at=now,
     )
-    thread.refresh_from_db()
 
     per_run: dict[int, dict[str, Any]] = defaultdict(
         lambda: {"events": 0, "in": Decimal(0), "out": Decimal(0), "cost": Decimal(0), "steps": {}}
@@ -273,6 +275,31 @@ def _insert(
     return objs
 
 
+def _bulk_insert(objs: list[Event], now: datetime) -> None:
+    """Insert new events; on PostgreSQL with COPY (several times faster than INSERT).
+
+    Ids are drawn from the table's sequence first so the caller gets them back, as it does
+    from bulk_create.
+    """
+    if connection.vendor != "postgresql":
+        Event.objects.bulk_create(objs)
+        return
+    fields = Event._meta.concrete_fields
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT nextval(pg_get_serial_sequence('contextstore_event', 'id')) "
+            "FROM generate_series(1, %s)", [len(objs)],
+        )
+        for obj, (pk,) in zip(objs, cursor.fetchall(), strict=True):
+            obj.pk = pk
+            obj.created_at = now
+            obj._state.adding = False
+        with cursor.copy(f"COPY contextstore_event ({columns}) FROM STDIN") as copy:
+            for obj in objs:
+                copy.write_row([f.get_db_prep_save(getattr(obj, f.attname), connection) for f in fields])
+
+
 @contextmanager
 def regex_guard() -> Iterator[None]:
     """Run a regex query inside a statement timeout so a pathological pattern cannot hog the DB."""
@@ -284,8 +311,10 @@ def regex_guard() -> Iterator[None]:
         yield
 
 
-def event_search(*, thread: Thread, **filters: Any) -> list[Event]:
+def event_search(*, thread: Thread, first: int | None = None, **filters: Any) -> list[Event]:
     """Nooa's events.query over the database: AND of filters, chronological, limit keeps newest.
+
+    `first` reads only the first n matches (one page of a keyset-paginated listing).
 
     Evaluates the query (inside a statement timeout when a regex is given) and turns a bad
     pattern or a timeout into a clear input error.
@@ -297,6 +326,8 @@ def event_search(*, thread: Thread, **filters: Any) -> list[Event]:
         except re.error as exc:
             raise InvalidInput(f"Invalid regular expression: {exc}", details={"regex": str(exc)}) from exc
     qs = selectors.thread_events(thread=thread, **filters)
+    if first is not None:
+        qs = qs[:first]
     if not regex:
         return list(qs)
     try:

@@ -85,6 +85,7 @@ def session_archive(*, session: Session, actor: Actor, archived: bool = True) ->
 def session_delete(*, session: Session, actor: Actor) -> None:
     """Hard delete: the session, its threads and all their history. Audited, not undoable."""
     with transaction.atomic():
+        session = Session.objects.select_for_update().get(pk=session.pk)
         audit(actor=actor, action="session.delete", target=session, workspace=session.workspace,
               key=session.key, user_id=session.user_id, events=session.event_count)
         # Collapses protect their summary events; drop them first so the cascade can run.

@@ -1,0 +1,186 @@
+"""Fill the `demo` workspace with realistic agent history. Safe to run again: it adds nothing twice."""
+
+import random
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+from django.utils import timezone
+
+from contextstore.models import Membership, Session
+from contextstore.services.blocks import block_upsert
+from contextstore.services.clientai import thread_set_input, thread_set_step_result
+from contextstore.services.collapses import collapse_create
+from contextstore.services.common import Actor
+from contextstore.services.events import event_append
+from contextstore.services.memories import memory_remember, provider_state_put
+from contextstore.services.runs import run_finish
+from contextstore.services.sessions import session_ensure, thread_ensure
+from contextstore.services.state import state_write
+from contextstore.services.threads import thread_fork
+from contextstore.services.workspaces import membership_set, workspace_ensure
+
+AGENTS = ["support-bot", "code-reviewer", "research-assistant", "travel-planner"]
+USERS = ["alice", "bob", "chen", "dara", ""]
+TASKS = [
+    "Find out why the nightly export job failed and propose a fix.",
+    "Review the pull request that adds rate limiting to the upload endpoint.",
+    "Summarise recent papers on retrieval-augmented generation for legal documents.",
+    "Plan a three-day trip to Lisbon in March with a budget of 900 euros.",
+    "Migrate the billing service's cron jobs to the new scheduler.",
+    "Answer the customer's question about duplicate charges on invoice 4411.",
+]
+TOOLS = ["search_logs", "read_file", "run_tests", "web_search", "query_db", "calendar_lookup"]
+SENTENCES = [
+    "The export job reads from the replica, which lagged by forty minutes last night.",
+    "I checked the retry policy and it gives up after three attempts without backoff.",
+    "The decision is to move the job to the primary and add exponential backoff.",
+    "Tests in test_upload.py cover the happy path but not the burst case.",
+    "The user prefers morning flights and vegetarian restaurants.",
+    "Two charges share the same idempotency key, so the second one should have been refused.",
+    "The scheduler supports cron syntax, so the migration is mostly mechanical.",
+    "Three papers report gains from chunking by section rather than by fixed length.",
+    "I will open a ticket for the missing index on invoices(customer_id).",
+    "The budget allows a mid-range hotel near Baixa for three nights.",
+]
+ERRORS = [
+    "TimeoutError: query_db exceeded 30s",
+    "HTTP 429 from web_search: rate limited, retry after 12s",
+    "FileNotFoundError: config/scheduler.yaml",
+]
+
+
+def _turn(rng: random.Random, i: int, run_id: str, call_id: str) -> list[dict]:
+    tool = rng.choice(TOOLS)
+    call = f"call_{i}"
+    thinking = " ".join(rng.sample(SENTENCES, 2))
+    said = " ".join(rng.sample(SENTENCES, 3))
+    cost = round(rng.uniform(0.0004, 0.004), 6)
+    events = [
+        {"type": "LLMCallStart", "run_id": run_id, "call_id": call_id, "data": {"model": "gpt-4o-mini"}},
+        {"type": "Reasoning", "role": "assistant", "run_id": run_id, "call_id": call_id,
+         "content": "", "parts": [{"type": "thinking", "thinking": thinking}]},
+        {"type": "ToolCall", "role": "assistant", "run_id": run_id, "call_id": call_id,
+         "content": f"Calling {tool}", "parts": [{"type": "tool_call", "id": call, "name": tool,
+                                                   "arguments": {"query": said[:60]}}]},
+        {"type": "ToolResult", "role": "tool", "run_id": run_id, "call_id": call_id,
+         "content": rng.choice(SENTENCES), "data": {"tool_call_id": call, "ok": True}},
+        {"type": "LLMOutput", "role": "assistant", "run_id": run_id, "call_id": call_id,
+         "content": said, "parts": [{"type": "thinking", "thinking": thinking},
+                                    {"type": "text", "text": said}]},
+        {"type": "LLMComplete", "run_id": run_id, "call_id": call_id,
+         "data": {"model": "gpt-4o-mini", "input_tokens": rng.randint(800, 4000),
+                  "output_tokens": rng.randint(60, 400), "cost": cost}},
+    ]
+    if rng.random() < 0.12:
+        events.append({"type": "Error", "role": "system", "run_id": run_id, "call_id": call_id,
+                       "content": rng.choice(ERRORS)})
+    if rng.random() < 0.2:
+        events.append({"type": "Feedback", "role": "user", "run_id": run_id,
+                       "content": "Good, but keep it shorter next time."})
+    if rng.random() < 0.1:
+        events.append({"type": "PythonOutput", "role": "tool", "run_id": run_id,
+                       "content": "rows=1204 duplicates=2 elapsed=0.41s"})
+    return events
+
+
+class Command(BaseCommand):
+    help = "Fill the workspace `demo` with realistic sessions, threads and events (idempotent)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--if-empty", action="store_true",
+                            help="do nothing when the demo workspace already has sessions")
+        parser.add_argument("--events", type=int, default=4000, help="roughly how many events")
+
+    def handle(self, *args, if_empty: bool, events: int, **options):
+        workspace, _ = workspace_ensure(slug="demo", name="Demo")
+        if if_empty and Session.objects.filter(workspace=workspace).exists():
+            self.stdout.write("demo data already loaded")
+            return
+        actor = Actor.system("seed_demo")
+        rng = random.Random(7)
+        per_session = max(events // 12, 20)
+        for n in range(12):
+            agent = AGENTS[n % len(AGENTS)]
+            user_id = USERS[n % len(USERS)]
+            session, _ = session_ensure(
+                workspace=workspace, key=f"demo-{n + 1:02d}", user_id=user_id, agent=agent,
+                title=TASKS[n % len(TASKS)][:80], metadata={"channel": rng.choice(["web", "slack", "api"])},
+                actor=actor,
+            )
+            thread, _ = thread_ensure(session=session, actor=actor)
+            if thread.event_count:
+                continue
+            self._fill(thread, rng, per_session, actor, n)
+        self._people(workspace, actor)
+        self.stdout.write(self.style.SUCCESS(f"demo workspace ready ({Session.objects.filter(workspace=workspace).count()} sessions)"))
+
+    def _fill(self, thread, rng: random.Random, count: int, actor: Actor, n: int) -> None:
+        task = TASKS[n % len(TASKS)]
+        start = timezone.now() - timedelta(hours=12 - n)
+        batch = [{"type": "Task", "role": "user", "content": task, "occurred_at": start.isoformat()}]
+        turn = 0
+        while len(batch) < count:
+            run_id = f"run-{turn // 5 + 1}"
+            call_id = f"{run_id}.solve"
+            if turn % 5 == 0:
+                batch.append({"type": "BeforeAgentCall", "run_id": run_id, "call_id": call_id})
+                batch.append({"type": "Message", "role": "user", "run_id": run_id,
+                              "content": f"Follow-up {turn // 5 + 1}: {rng.choice(SENTENCES)}"})
+            batch.extend(_turn(rng, turn, run_id, call_id))
+            if turn % 5 == 4:
+                batch.append({"type": "StepResult", "role": "assistant", "run_id": run_id,
+                              "step": "answer", "content": rng.choice(SENTENCES)})
+                batch.append({"type": "AfterAgentCall", "run_id": run_id, "call_id": call_id})
+            turn += 1
+        for i in range(0, len(batch), 500):
+            event_append(thread=thread, events=batch[i:i + 500], actor=actor)
+        for run in thread.runs.order_by("pk")[: max(thread.runs.count() - 1, 0)]:
+            run_finish(run=run, status="failed" if rng.random() < 0.1 else "completed", actor=actor,
+                       error="tool budget exhausted")
+
+        block_upsert(thread=thread, name="persona", placement="prefix", order=0, actor=actor,
+                     value="You are a careful assistant. Cite the tool output you rely on.")
+        block_upsert(thread=thread, name="plan", placement="prefix", order=1, actor=actor,
+                     value="1. Reproduce\n2. Find the cause\n3. Propose a fix\n4. Verify")
+        block_upsert(thread=thread, name="progress", placement="suffix", actor=actor,
+                     expr="Step {{ state.plan.step }} of {{ state.plan.total }}; iteration {{ iteration }}")
+        block_upsert(thread=thread, name="scratch", placement="suffix", value=None, actor=actor)
+        for step in range(1, 4):
+            state_write(thread=thread, actor=actor, reason=f"advance to step {step}",
+                        state={"plan": {"step": step, "total": 4}, "tasks": [
+                            {"id": 1, "title": "reproduce", "done": step > 1},
+                            {"id": 2, "title": "fix", "done": step > 2}],
+                            "permissions": {"allow": ["read_file", "run_tests"]}})
+        thread_set_input(thread=thread, input_data=task, actor=actor)
+        thread_set_step_result(thread=thread, step="analyze", result="The cause is understood.",
+                               actor=actor)
+        provider_state_put(thread=thread, provider="UserInfoMemory", actor=actor,
+                           state={"name": thread.session.user_id.title() or None, "age": None})
+        if thread.session.user_id:
+            memory_remember(workspace=thread.workspace, user_id=thread.session.user_id, key="preferences",
+                            content=f"{thread.session.user_id.title()} prefers short answers with links.",
+                            actor=actor)
+        if n == 0:
+            collapse_create(thread=thread, start_seq=2, end_seq=60, actor=actor, source="person",
+                            summary_text="Reproduced the export failure: replica lag caused stale "
+                                         "reads; retries had no backoff.")
+            fork = thread_fork(thread=thread, name="what-if-primary", start_seq=1, end_seq=120,
+                               actor=actor, system_prompt="Explore moving the job to the primary.")
+            event_append(thread=fork, actor=actor, events=[
+                {"type": "Message", "role": "user", "content": "What if we read from the primary?"}])
+
+    def _people(self, workspace, actor: Actor) -> None:
+        """A login for the local dashboard: only when DEBUG (never in production)."""
+        if not settings.DEBUG:
+            return
+        User = get_user_model()
+        user, created = User.objects.get_or_create(username="demo", defaults={"is_staff": True,
+                                                                              "is_superuser": True})
+        if created:
+            user.set_password("demo")
+            user.save()
+            self.stdout.write("dashboard login: demo / demo (DEBUG only)")
+        if not Membership.objects.filter(workspace=workspace, user=user).exists():
+            membership_set(workspace=workspace, user=user, role="admin", actor=actor)

@@ -1,0 +1,173 @@
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge
+from contextstore.models import AuditLog, Event, Run
+from contextstore.services.events import event_append, event_search
+from tests.conftest import messages
+
+
+def test_it_numbers_events_without_gaps(thread, actor):
+    event_append(thread=thread, events=messages(3), actor=actor)
+    result = event_append(thread=thread, events=messages(2), actor=actor)
+    assert [e.seq for e in result.events] == [4, 5]
+    assert list(thread.events.values_list("seq", flat=True).order_by("seq")) == [1, 2, 3, 4, 5]
+
+
+def test_it_counts_tokens_once_and_keeps_counters(thread, session, actor):
+    result = event_append(thread=thread, actor=actor, events=[
+        {"type": "Message", "role": "user", "content": "hello world"},
+        {"type": "LLMComplete", "data": {"input_tokens": 10, "output_tokens": 5, "cost": 0.25}},
+        {"type": "Error", "content": "boom"},
+    ])
+    thread.refresh_from_db()
+    session.refresh_from_db()
+    assert result.events[0].token_count == 2
+    assert thread.event_count == 3 and thread.last_seq == 3
+    assert thread.active_event_count == 2  # LLMComplete is runtime-only
+    assert thread.token_total == sum(e.token_count for e in result.events)
+    assert (session.event_count, session.error_count, float(session.cost_total)) == (3, 1, 0.25)
+    assert thread.last_event_at is not None
+
+
+def test_a_replayed_client_id_returns_the_stored_event(thread, actor):
+    event = {"type": "Message", "content": "hi", "client_id": "c-1"}
+    first = event_append(thread=thread, events=[event], actor=actor)
+    again = event_append(thread=thread, events=[event], actor=actor)
+    assert again.created == 0 and again.events[0].pk == first.events[0].pk
+    assert thread.events.count() == 1
+
+
+def test_a_client_id_reused_for_another_payload_is_a_conflict_and_writes_nothing(thread, actor):
+    event_append(thread=thread, events=[{"type": "Message", "content": "hi", "client_id": "c-1"}],
+                 actor=actor)
+    with pytest.raises(Conflict) as info:
+        event_append(thread=thread, actor=actor, events=[
+            {"type": "Message", "content": "new"},
+            {"type": "Message", "content": "changed", "client_id": "c-1"},
+        ])
+    assert info.value.code == "idempotency_conflict"
+    assert thread.events.count() == 1
+
+
+def test_duplicates_inside_one_batch_are_stored_once(thread, actor):
+    event = {"type": "Message", "content": "hi", "client_id": "dup"}
+    result = event_append(thread=thread, events=[event, event], actor=actor)
+    assert result.created == 1 and result.events[0].pk == result.events[1].pk
+
+
+@pytest.mark.parametrize("bad", [
+    {"content": "no type"}, {"type": "Not a type!"}, {"type": "Message", "content": 5},
+    {"type": "Message", "parts": "x"}, {"type": "Message", "visible": "yes"},
+    {"type": "Message", "occurred_at": "yesterday"}, {"type": "Message", "surprise": 1}, "text",
+])
+def test_bad_events_are_refused_whole(thread, actor, bad):
+    with pytest.raises(InvalidInput):
+        event_append(thread=thread, events=[{"type": "Message", "content": "ok"}, bad], actor=actor)
+    assert thread.events.count() == 0
+
+
+def test_limits_are_payload_too_large(thread, actor, settings):
+    settings.CONTEXTSTORE = {**settings.CONTEXTSTORE, "MAX_EVENTS_PER_BATCH": 3,
+                             "MAX_EVENT_CONTENT_BYTES": 10}
+    with pytest.raises(PayloadTooLarge):
+        event_append(thread=thread, events=messages(4, words=1), actor=actor)
+    with pytest.raises(PayloadTooLarge):
+        event_append(thread=thread, events=[{"type": "Message", "content": "x" * 11}], actor=actor)
+    assert thread.events.count() == 0
+
+
+def test_events_link_to_runs_which_sum_their_llm_usage(thread, actor):
+    event_append(thread=thread, actor=actor, events=[
+        {"type": "Task", "content": "go", "run_id": "r1"},
+        {"type": "LLMComplete", "run_id": "r1", "data": {"input_tokens": 100, "output_tokens": 7, "cost": 0.5}},
+        {"type": "LLMComplete", "run_id": "r1", "data": {"prompt_tokens": 1, "completion_tokens": 1, "cost": "0.25"}},
+        {"type": "StepResult", "run_id": "r1", "step": "answer", "content": "42"},
+    ])
+    run = Run.objects.get(thread=thread, run_id="r1")
+    assert (run.event_count, run.input_tokens, run.output_tokens, float(run.cost)) == (4, 101, 8, 0.75)
+    assert run.step_results == {"answer": "42"}
+
+
+def test_each_batch_is_audited(thread, actor):
+    event_append(thread=thread, events=messages(3), actor=actor)
+    log = AuditLog.objects.get(action="events.append")
+    assert log.details == {"count": 3, "first_seq": 1, "last_seq": 3}
+
+
+def test_append_costs_the_same_number_of_queries_whatever_the_history(thread, actor):
+    event_append(thread=thread, events=messages(5), actor=actor)
+    with CaptureQueriesContext(connection) as small:
+        event_append(thread=thread, events=messages(100, words=5), actor=actor)
+    for _ in range(10):
+        event_append(thread=thread, events=messages(500, words=5), actor=actor)
+    with CaptureQueriesContext(connection) as large:
+        event_append(thread=thread, events=messages(100, words=5), actor=actor)
+    assert len(large) == len(small)
+
+
+@pytest.fixture
+def history(thread, actor):
+    event_append(thread=thread, actor=actor, events=[
+        {"type": "Task", "content": "Fix the Timeout in export", "run_id": "r1", "call_id": "c1"},
+        {"type": "Message", "role": "user", "content": "what timed out?", "run_id": "r1", "call_id": "c1"},
+        {"type": "Error", "content": "TimeoutError after 30s", "run_id": "r1", "call_id": "c1"},
+        {"type": "LLMComplete", "data": {"cost": 1}, "run_id": "r1", "call_id": "c1"},
+        {"type": "StepResult", "step": "analyze", "content": "replica lag", "run_id": "r2", "call_id": "c2"},
+        {"type": "Message", "role": "assistant", "content": "Moving to the primary.", "run_id": "r2", "call_id": "c2"},
+    ])
+    return thread
+
+
+def seqs(events) -> list[int]:
+    return [e.seq for e in events]
+
+
+def test_query_filters_are_anded_and_chronological(history):
+    assert seqs(event_search(thread=history, types=["Message", "Error"])) == [2, 3, 6]
+    assert seqs(event_search(thread=history, types=["Message"], run_id="r2")) == [6]
+    assert seqs(event_search(thread=history, text="timeout")) == [1, 3]  # case-insensitive
+    assert seqs(event_search(thread=history, call_id="c1", visible=True)) == [1, 2, 3]
+    assert seqs(event_search(thread=history, step="analyze")) == [5]
+    assert seqs(event_search(thread=history, after_seq=2, before_seq=5)) == [3, 4]
+
+
+def test_limit_keeps_the_most_recent_in_order(history):
+    assert seqs(event_search(thread=history, limit=2)) == [5, 6]
+    assert seqs(event_search(thread=history, types=["Message"], limit=1)) == [6]
+
+
+def test_current_call_is_the_call_of_the_newest_event_that_has_one(history):
+    assert seqs(event_search(thread=history, current_call=True)) == [5, 6]
+
+
+def test_regex_search_is_case_insensitive_and_done_by_the_database(history):
+    assert seqs(event_search(thread=history, regex=r"time(d)?\s?out")) == [1, 2, 3]
+
+
+def test_a_broken_regex_is_a_clear_input_error(history):
+    with pytest.raises(InvalidInput) as info:
+        event_search(thread=history, regex="(unclosed")
+    assert "regular expression" in info.value.message
+
+
+def test_status_all_includes_collapsed_events(history, actor):
+    from contextstore.services.collapses import collapse_create
+
+    collapse_create(thread=history, start_seq=1, end_seq=3, summary_text="earlier", actor=actor)
+    assert seqs(event_search(thread=history)) == [4, 5, 6, 7]
+    assert seqs(event_search(thread=history, status="all")) == [1, 2, 3, 4, 5, 6, 7]
+    assert seqs(event_search(thread=history, status="collapsed")) == [1, 2, 3]
+
+
+@pytest.mark.postgres
+def test_a_slow_regex_is_stopped_by_the_statement_timeout(thread, actor, settings):
+    if connection.vendor != "postgresql":
+        pytest.skip("statement timeouts are a PostgreSQL feature")
+    settings.CONTEXTSTORE = {**settings.CONTEXTSTORE, "REGEX_TIMEOUT_MS": 1}
+    event_append(thread=thread, events=messages(1000, words=200), actor=actor)
+    with pytest.raises(InvalidInput) as info:
+        event_search(thread=thread, regex=r"(context\s*)+nothing-matches-this")
+    assert info.value.code == "regex_timeout"
+    assert Event.objects.filter(thread=thread).count() == 1000

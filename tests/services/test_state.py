@@ -1,0 +1,90 @@
+import pytest
+
+from contextstore.errors import InvalidInput, NotFound, StaleRevision
+from contextstore.models import AuditLog, StateRevision
+from contextstore.services.state import json_merge_patch, state_restore, state_write
+
+
+def test_a_write_bumps_the_revision_and_records_it(thread, actor):
+    state_write(thread=thread, state={"a": 1}, reason="first", actor=actor)
+    thread.refresh_from_db()
+    assert (thread.state, thread.revision) == ({"a": 1}, 1)
+    rev = StateRevision.objects.get(thread=thread, revision=1)
+    assert (rev.state, rev.reason, rev.actor) == ({"a": 1}, "first", actor.label)
+    assert AuditLog.objects.filter(action="state.write").exists()
+
+
+def test_a_stale_revision_is_refused_and_nothing_changes(thread, actor):
+    state_write(thread=thread, state={"a": 1}, actor=actor)
+    with pytest.raises(StaleRevision) as info:
+        state_write(thread=thread, state={"a": 2}, expected_revision=0, actor=actor)
+    thread.refresh_from_db()
+    assert (thread.state, thread.revision) == ({"a": 1}, 1)
+    assert info.value.details == {"current_revision": 1, "expected_revision": 0}
+    assert StateRevision.objects.filter(thread=thread).count() == 1
+
+
+def test_the_current_revision_is_accepted(thread, actor):
+    state_write(thread=thread, state={"a": 1}, expected_revision=0, actor=actor)
+    state_write(thread=thread, state={"a": 2}, expected_revision=1, actor=actor)
+    thread.refresh_from_db()
+    assert thread.state == {"a": 2}
+
+
+def test_a_write_without_a_revision_is_last_write_wins_and_still_recorded(thread, actor):
+    state_write(thread=thread, state={"a": 1}, actor=actor)
+    state_write(thread=thread, state={"b": 2}, actor=actor)
+    assert list(StateRevision.objects.filter(thread=thread).values_list("state", flat=True)) == [
+        {"a": 1}, {"b": 2}]
+
+
+def test_merge_patch_follows_rfc_7386(thread, actor):
+    state_write(thread=thread, state={"title": "Goodbye!", "author": {"givenName": "John",
+                "familyName": "Doe"}, "tags": ["example", "sample"], "content": "x"}, actor=actor)
+    state_write(thread=thread, merge=True, actor=actor, state={
+        "title": "Hello!", "phoneNumber": "+01-123-456-7890", "author": {"familyName": None},
+        "tags": ["example"]})
+    thread.refresh_from_db()
+    assert thread.state == {"title": "Hello!", "author": {"givenName": "John"}, "tags": ["example"],
+                            "content": "x", "phoneNumber": "+01-123-456-7890"}
+
+
+@pytest.mark.parametrize("target,patch,result", [
+    ({"a": "b"}, {"a": "c"}, {"a": "c"}), ({"a": "b"}, {"b": "c"}, {"a": "b", "b": "c"}),
+    ({"a": "b"}, {"a": None}, {}), ({"a": ["b"]}, {"a": "c"}, {"a": "c"}),
+    ({"a": {"b": "c"}}, {"a": {"b": "d", "c": None}}, {"a": {"b": "d"}}),
+    ({"a": [{"b": "c"}]}, {"a": [1]}, {"a": [1]}), ({"e": None}, {"a": 1}, {"e": None, "a": 1}),
+    ({}, {"a": {"bb": {"ccc": None}}}, {"a": {"bb": {}}}),
+])
+def test_json_merge_patch_matches_the_rfc_examples(target, patch, result):
+    assert json_merge_patch(target, patch) == result
+
+
+def test_a_patch_that_is_not_an_object_is_refused(thread, actor):
+    with pytest.raises(InvalidInput):
+        state_write(thread=thread, state=[1, 2], merge=True, actor=actor)
+    thread.refresh_from_db()
+    assert thread.revision == 0
+
+
+def test_key_order_survives_the_round_trip(thread, actor):
+    state = {"zeta": 1, "alpha": {"b": 2, "a": 1}, "mid": 3}
+    state_write(thread=thread, state=state, actor=actor)
+    thread.refresh_from_db()
+    assert list(thread.state) == ["zeta", "alpha", "mid"] and list(thread.state["alpha"]) == ["b", "a"]
+
+
+def test_restore_writes_an_earlier_revision_again(thread, actor):
+    state_write(thread=thread, state={"v": 1}, memory=[{"m": "x"}], actor=actor)
+    state_write(thread=thread, state={"v": 2}, memory=[], actor=actor)
+    state_restore(thread=thread, revision=1, actor=actor)
+    thread.refresh_from_db()
+    assert (thread.state, thread.memory, thread.revision) == ({"v": 1}, [{"m": "x"}], 3)
+    assert StateRevision.objects.get(thread=thread, revision=3).reason == "restore r1"
+    with pytest.raises(NotFound):
+        state_restore(thread=thread, revision=99, actor=actor)
+
+
+def test_memory_must_be_a_list_of_objects(thread, actor):
+    with pytest.raises(InvalidInput):
+        state_write(thread=thread, memory=["x"], actor=actor)

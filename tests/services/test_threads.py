@@ -1,0 +1,120 @@
+import itertools
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from contextstore import rendering
+from contextstore.errors import Conflict, InvalidInput
+from contextstore.models import AuditLog, Event, Thread
+from contextstore.services.blocks import block_upsert
+from contextstore.services.collapses import collapse_create
+from contextstore.services.events import event_append
+from contextstore.services.sessions import thread_ensure
+from contextstore.services.state import state_write
+from contextstore.services.threads import thread_clear_context, thread_fork
+from contextstore.tokens import count_tokens
+from tests.conftest import messages
+
+
+def test_clear_context_empties_the_working_context_and_keeps_everything_else(thread, actor):
+    event_append(thread=thread, events=messages(5), actor=actor)
+    collapse_create(thread=thread, start_seq=1, end_seq=2, summary_text="s", actor=actor)
+    state_write(thread=thread, actor=actor, summary="compacted", state={
+        "tasks": [{"id": 1}], "permissions": {"allow": ["x"]}, "plan_mode": {"active": True},
+        "tools": {"activated_groups": ["fs"]}})
+    block_upsert(thread=thread, name="persona", value="Be brief.", placement="prefix", actor=actor)
+    thread.refresh_from_db()
+    revision = thread.revision
+
+    cleared = thread_clear_context(thread=thread, actor=actor)
+
+    thread.refresh_from_db()
+    assert cleared == 4  # 3 remaining originals + the summary
+    assert thread.summary == "" and thread.revision == revision + 1
+    assert thread.state["tasks"] == [{"id": 1}] and thread.state["permissions"] == {"allow": ["x"]}
+    assert Event.objects.filter(thread=thread).count() == 6  # nothing deleted
+    assert set(Event.objects.filter(thread=thread).values_list("status", flat=True)) == {
+        "cleared", "collapsed"}
+    render = rendering.context_render(thread=thread, max_tokens=1000)
+    assert [m["section"] for m in render["messages"]] == ["prefix"]
+    assert (thread.active_event_count, thread.active_tokens) == (0, 0)
+    assert AuditLog.objects.get(action="thread.clear_context").details == {"cleared": 4}
+    event_append(thread=thread, events=messages(1), actor=actor)
+    thread.refresh_from_db()
+    assert thread.last_seq == 7 and thread.active_event_count == 1
+
+
+def test_fork_copies_the_range_start_inclusive_end_exclusive(thread, actor):
+    event_append(thread=thread, events=messages(6), actor=actor)
+    state_write(thread=thread, state={"k": 1}, actor=actor)
+    block_upsert(thread=thread, name="persona", value="x", placement="prefix", actor=actor)
+    fork = thread_fork(thread=thread, name="alt", start_seq=2, end_seq=5, system_prompt="new",
+                       actor=actor)
+    assert list(fork.events.order_by("seq").values_list("seq", "content")) == [
+        (1, "turn 1: " + " ".join(["context"] * 56)), (2, "turn 2: " + " ".join(["context"] * 56)),
+        (3, "turn 3: " + " ".join(["context"] * 56))]
+    assert (fork.parent_id, fork.fork_start_seq, fork.fork_end_seq) == (thread.pk, 2, 5)
+    assert fork.state == {"k": 1} and fork.system_prompt == "new"
+    assert fork.blocks.get().value == "x"
+    assert (fork.last_seq, fork.active_event_count) == (3, 3)
+    thread.session.refresh_from_db()
+    assert thread.session.thread_count == 2
+
+
+def test_fork_with_open_ends_copies_the_working_context(thread, actor):
+    event_append(thread=thread, events=messages(4), actor=actor)
+    collapse_create(thread=thread, start_seq=1, end_seq=2, summary_text="early", actor=actor)
+    fork = thread_fork(thread=thread, name="all", actor=actor)
+    assert list(fork.events.order_by("seq").values_list("type", flat=True)) == [
+        "Summary", "Message", "Message"]
+
+
+def test_fork_refuses_a_taken_name(thread, actor):
+    with pytest.raises(Conflict):
+        thread_fork(thread=thread, name="main", actor=actor)
+    with pytest.raises(InvalidInput):
+        thread_fork(thread=thread, name="x", start_seq=5, end_seq=2, actor=actor)
+    assert Thread.objects.count() == 1
+
+
+def test_total_tokens_count_the_special_slots_and_the_working_context(thread, actor):
+    event_append(thread=thread, events=messages(3), actor=actor)
+    Thread.objects.filter(pk=thread.pk).update(system_prompt="You are helpful.",
+                                               tool_definitions=[{"name": "search"}])
+    thread.refresh_from_db()
+    expected = (count_tokens("You are helpful.") + count_tokens('[{"name": "search"}]')
+                + sum(Event.objects.filter(thread=thread).values_list("token_count", flat=True)))
+    assert rendering.total_tokens(thread=thread) == expected
+
+
+names = itertools.count()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sizes=st.lists(st.integers(1, 40), min_size=0, max_size=15),
+       runtime=st.lists(st.booleans(), max_size=15), count=st.integers(0, 20),
+       budget=st.integers(0, 200))
+def test_windows_match_a_plain_list_implementation(session, actor, sizes, runtime, count, budget):
+    thread, _ = thread_ensure(session=session, name=f"w-{next(names)}", actor=actor)
+    if sizes:
+        event_append(thread=thread, actor=actor, events=[
+            {"type": "LLMCallEnd" if i < len(runtime) and runtime[i] else "Message",
+             "content": " ".join(["word"] * n)} for i, n in enumerate(sizes)])
+    thread.refresh_from_db()
+    visible = list(Event.objects.filter(thread=thread, visible=True).order_by("position"))
+
+    by_count = rendering.window_by_count(thread=thread, count=count)
+    expected = visible[-count:] if count else []
+    assert [e.seq for e in by_count["events"]] == [e.seq for e in expected]
+    assert by_count["covers_all"] == (len(visible) <= count)
+
+    by_tokens = rendering.window_by_tokens(thread=thread, max_tokens=budget)
+    kept, used = [], 0
+    for e in reversed(visible):
+        if used + e.token_count > budget:
+            break
+        used += e.token_count
+        kept.insert(0, e)
+    assert [e.seq for e in by_tokens["events"]] == [e.seq for e in kept]
+    assert by_tokens["covers_all"] == (sum(e.token_count for e in visible) <= budget)

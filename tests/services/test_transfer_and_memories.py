@@ -1,0 +1,70 @@
+import pytest
+
+from contextstore.errors import Conflict, InvalidInput
+from contextstore.models import AuditLog, Event, Memory, ProviderState
+from contextstore.selectors import memory_recall
+from contextstore.services.blocks import block_upsert
+from contextstore.services.collapses import collapse_create
+from contextstore.services.events import event_append
+from contextstore.services.memories import memory_remember, provider_state_put
+from contextstore.services.state import state_write
+from contextstore.services.transfer import thread_export, thread_import
+from tests.conftest import messages
+
+
+def test_export_then_import_gives_the_same_thread(thread, actor, workspace):
+    event_append(thread=thread, events=messages(5) + [{"type": "LLMOutput", "parts": [
+        {"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "ok"}], "run_id": "r1"}],
+        actor=actor)
+    collapse_create(thread=thread, start_seq=2, end_seq=3, summary_text="s", actor=actor)
+    state_write(thread=thread, state={"z": 1, "a": 2}, summary="sum", actor=actor)
+    block_upsert(thread=thread, name="p", value="v", placement="prefix", actor=actor)
+    thread.refresh_from_db()
+    data = thread_export(thread=thread)
+    copy = thread_import(workspace=workspace, data=data, session_key="copy", actor=actor)
+    again = thread_export(thread=copy)
+    for key in ("thread", "blocks", "session"):
+        if key == "session":
+            assert again[key]["key"] == "copy"
+            continue
+        assert again[key] == data[key]
+    strip = lambda events: [{k: v for k, v in e.items() if k not in ("collapse", "run_id")} for e in events]  # noqa: E731
+    assert strip(again["events"]) == strip(data["events"])
+    assert [c["summary_seq"] for c in again["collapses"]] == [c["summary_seq"] for c in data["collapses"]]
+    assert (copy.active_event_count, copy.active_tokens) == (thread.active_event_count, thread.active_tokens)
+
+
+def test_import_into_a_taken_name_is_a_conflict(thread, actor, workspace):
+    data = thread_export(thread=thread)
+    with pytest.raises(Conflict):
+        thread_import(workspace=workspace, data=data, actor=actor)
+
+
+def test_a_malformed_import_is_refused_and_changes_nothing(actor, workspace):
+    with pytest.raises(InvalidInput):
+        thread_import(workspace=workspace, data={"format": "contextstore", "thread": {},
+                                                  "events": [{"seq": 2}]}, session_key="x", actor=actor)
+    with pytest.raises(InvalidInput):
+        thread_import(workspace=workspace, data={"nothing": 1}, actor=actor)
+    assert not Event.objects.exists()
+
+
+def test_provider_state_is_versioned_per_provider(thread, actor):
+    provider_state_put(thread=thread, provider="UserInfoMemory", state={"name": None}, actor=actor)
+    obj = provider_state_put(thread=thread, provider="UserInfoMemory", state={"name": "Ann"}, actor=actor)
+    assert (obj.state, obj.version) == ({"name": "Ann"}, 2)
+    assert ProviderState.objects.count() == 1
+    assert AuditLog.objects.filter(action="provider_state.put").count() == 2
+
+
+def test_remember_upserts_by_user_and_key_and_recall_searches(workspace, other_workspace, actor):
+    memory_remember(workspace=workspace, user_id="ann", key="name", content="Her name is Ann.", actor=actor)
+    memory_remember(workspace=workspace, user_id="ann", key="name", content="Her name is Anne.", actor=actor)
+    memory_remember(workspace=workspace, user_id="ann", content="Likes tea.", actor=actor)
+    memory_remember(workspace=other_workspace, user_id="ann", content="Likes tea too.", actor=actor)
+    assert Memory.objects.filter(workspace=workspace).count() == 2
+    assert [m.content for m in memory_recall(workspace=workspace, user_id="ann", q="anne")] == [
+        "Her name is Anne."]
+    assert [m.content for m in memory_recall(workspace=workspace, user_id="ann", q="tea")] == ["Likes tea."]
+    with pytest.raises(InvalidInput):
+        memory_remember(workspace=workspace, user_id="ann", content=" ", actor=actor)
