@@ -81,15 +81,9 @@ def context_render(*, thread: Thread, max_tokens: int, strip_thinking: bool = Fa
     fixed = prefix.tokens + summary_tokens + suffix.tokens
     budget = max(max_tokens - fixed, 0)
 
-    history: list[Event] = []
-    used = 0
-    for event in selectors.working_context_backward(thread=thread):
-        cost = event.token_count - (event.thinking_tokens if strip_thinking else 0)
-        if used + cost > budget:
-            break
-        used += cost
-        history.append(event)
-    history.reverse()
+    history = selectors.working_context_tail(thread=thread, max_tokens=budget,
+                                             strip_thinking=strip_thinking)
+    used = sum(e.token_count - (e.thinking_tokens if strip_thinking else 0) for e in history)
 
     messages: list[dict[str, Any]] = []
     if prefix.text:
@@ -126,6 +120,10 @@ def context_render(*, thread: Thread, max_tokens: int, strip_thinking: bool = Fa
 
 def special_tokens(thread: Thread) -> int:
     """Tokens of peteos' special slots: the system prompt and the tool definitions."""
+    # A thread imported from peteos keeps its slot messages and their count as peteos made it.
+    counted = (thread.extra or {}).get("peteos", {}).get("special_tokens")
+    if isinstance(counted, int):
+        return counted
     tools = json.dumps(thread.tool_definitions, ensure_ascii=False) if thread.tool_definitions else ""
     return count_tokens(thread.system_prompt) + count_tokens(tools)
 
@@ -140,13 +138,7 @@ def window_by_count(*, thread: Thread, count: int) -> dict[str, Any]:
 
     covers_all is true when nothing would be dropped (peteos returns None then).
     """
-    events: list[Event] = []
-    if count > 0:
-        for event in selectors.working_context_backward(thread=thread, chunk=min(count, 4096)):
-            events.append(event)
-            if len(events) >= count:
-                break
-    events.reverse()
+    events = selectors.working_context_tail(thread=thread, count=count)
     return {"events": events, "covers_all": thread.active_event_count <= count}
 
 
@@ -154,13 +146,28 @@ def window_by_tokens(*, thread: Thread, max_tokens: int) -> dict[str, Any]:
     """peteos rolling_token_window: keep messages from the end while the total, special
     messages included, stays within max_tokens; covers_all when nothing needs dropping."""
     budget = max_tokens - special_tokens(thread)
-    events: list[Event] = []
-    used = 0
-    if budget > 0:
-        for event in selectors.working_context_backward(thread=thread):
-            if used + event.token_count > budget:
-                break
-            used += event.token_count
-            events.append(event)
-    events.reverse()
-    return {"events": events, "covers_all": total_tokens(thread=thread) <= max_tokens}
+    events = selectors.working_context_tail(thread=thread, max_tokens=budget)
+    return {"events": _without_dangling_tool_results(events),
+            "covers_all": total_tokens(thread=thread) <= max_tokens}
+
+
+def _without_dangling_tool_results(events: list[Event]) -> list[Event]:
+    """Drop events holding a tool_result whose tool_use fell out of the window.
+
+    Mirrors peteos' _strip_dangling_tool_results: some model APIs reject a result with no call.
+    """
+    open_calls: set[str] = set()
+    kept: list[Event] = []
+    for event in events:
+        parts = [p for p in event.parts or () if isinstance(p, dict)]
+        dangling = False
+        for part in parts:
+            if part.get("type") == "tool_use":
+                open_calls.add(part.get("call_id"))
+            elif part.get("type") == "tool_result" and part.get("call_id") not in open_calls:
+                dangling = True
+        if dangling:
+            continue
+        open_calls.difference_update(p.get("call_id") for p in parts if p.get("type") == "tool_result")
+        kept.append(event)
+    return kept

@@ -1,12 +1,18 @@
 """Shared reads. Each returns a queryset (or plain data) and reads only what it returns."""
 
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Iterable
 
 from django.db.models import Q, QuerySet, Subquery
 
 from contextstore.models import (
-    ContextBlock, Event, Memory, Run, Session, StateRevision, Thread, Workspace,
+    ContextBlock,
+    Event,
+    Memory,
+    Run,
+    Session,
+    StateRevision,
+    Thread,
+    Workspace,
 )
 
 EVENT_STATUSES = {s.value for s in Event.Status}
@@ -57,24 +63,43 @@ def thread_events(
     return qs.order_by("seq")
 
 
-def working_context_backward(*, thread: Thread, chunk: int = 64) -> Iterator[Event]:
-    """Model-visible active events from the newest position back, read in growing chunks.
+def working_context_tail(
+    *, thread: Thread, max_tokens: int | None = None, count: int | None = None,
+    strip_thinking: bool = False,
+) -> list[Event]:
+    """The newest model-visible active events, oldest first: the last `count`, or the longest
+    run from the newest whose tokens fit `max_tokens`.
 
-    Uses the partial (thread, position) index, so a caller that stops early reads only what
-    it consumed (plus one chunk).
+    Walks the partial (thread, position) index backward reading only (position, tokens), then
+    loads just the events that fit, so the cost follows the budget, not the history.
     """
-    qs = Event.objects.filter(thread=thread, status=Event.Status.ACTIVE, visible=True).defer(
-        "payload_hash", "created_at"
-    )
-    before: int | None = None
+    qs = Event.objects.filter(thread=thread, status=Event.Status.ACTIVE, visible=True)
+    if count is not None:
+        return list(qs.order_by("-position")[: max(count, 0)])[::-1]
+    budget = max(max_tokens or 0, 0)
+    average = max(thread.active_tokens // max(thread.active_event_count, 1), 1)
+    chunk = min(max(budget // average + 16, 32), 4096)
+    used, newest, oldest, before = 0, None, None, None
     while True:
         page_qs = qs if before is None else qs.filter(position__lt=before)
-        page = list(page_qs.order_by("-position")[:chunk])
-        yield from page
-        if len(page) < chunk:
-            return
-        before = page[-1].position
+        rows = list(page_qs.order_by("-position").values_list(
+            "position", "token_count", "thinking_tokens")[:chunk])
+        for position, tokens, thinking in rows:
+            cost = tokens - (thinking if strip_thinking else 0)
+            if used + cost > budget:
+                rows = []  # stop: the window is contiguous from the newest event
+                break
+            used += cost
+            newest = position if newest is None else newest
+            oldest = position
+        if len(rows) < chunk:
+            break
+        before = rows[-1][0]
         chunk = min(chunk * 4, 4096)
+    if oldest is None:
+        return []
+    # Bounded above too, so events appended meanwhile cannot push the window over budget.
+    return list(qs.filter(position__gte=oldest, position__lte=newest).order_by("position"))
 
 
 def thread_blocks(*, thread: Thread) -> QuerySet[ContextBlock]:

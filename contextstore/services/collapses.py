@@ -101,10 +101,8 @@ def collapse_undo(*, collapse: Collapse, actor: Actor) -> Collapse:
             raise Conflict("This summary is no longer in the working context (cleared).",
                            code="not_in_context")
         members = Event.objects.filter(collapse=collapse)
-        visible_count, visible_tokens = 0, 0
-        for visible, tokens in members.filter(visible=True).values_list("visible", "token_count"):
-            visible_count += 1
-            visible_tokens += tokens
+        tokens = list(members.filter(visible=True).values_list("token_count", flat=True))
+        visible_count, visible_tokens = len(tokens), sum(tokens)
         members.update(status=Event.Status.ACTIVE, collapse=None)
         Event.objects.filter(pk=summary.pk).update(status=Event.Status.REVERTED)
         now = timezone.now()

@@ -30,8 +30,16 @@ def frozen_time(monkeypatch):
     monkeypatch.setattr(reference_clientai, "datetime", FrozenDatetime)
 
 
-FIELDS = ("memory", "state", "last_results", "current_input", "original_input",
-          "conversation_history", "max_history_size", "iteration")
+FIELDS = (
+    "memory",
+    "state",
+    "last_results",
+    "current_input",
+    "original_input",
+    "conversation_history",
+    "max_history_size",
+    "iteration",
+)
 
 
 def same(thread, ctx: AgentContext) -> None:
@@ -49,8 +57,9 @@ def test_the_documented_example(thread, actor):
         target.set_step_result("analyze", "Python is a programming language")
         target.set_input("How do I install Python?")
     svc.thread_set_input(thread=thread, input_data="What is Python?", actor=actor)
-    svc.thread_set_step_result(thread=thread, step="analyze",
-                               result="Python is a programming language", actor=actor)
+    svc.thread_set_step_result(
+        thread=thread, step="analyze", result="Python is a programming language", actor=actor
+    )
     svc.thread_set_input(thread=thread, input_data="How do I install Python?", actor=actor)
     same(thread, ctx)
     assert svc.recent_history(thread=thread) == (
@@ -109,21 +118,40 @@ def test_every_operation_is_a_recorded_revision_and_inputs_become_events(thread,
     svc.thread_set_step_result(thread=thread, step="s", result={"x": 1}, actor=actor)
     assert svc.thread_increment_iteration(thread=thread, actor=actor) == 1
     assert list(StateRevision.objects.filter(thread=thread).values_list("reason", flat=True)) == [
-        "set_input", "set_step_result s", "increment_iteration"]
+        "set_input",
+        "set_step_result s",
+        "increment_iteration",
+    ]
     assert list(Event.objects.filter(thread=thread).values_list("type", "content")) == [
-        ("Input", "q"), ("StepResult", "{'x': 1}")]
+        ("Input", "q"),
+        ("StepResult", "{'x': 1}"),
+    ]
 
 
 names = itertools.count()
-operations = st.lists(st.one_of(
-    st.tuples(st.just("set_input"), st.one_of(st.text(max_size=8), st.integers(), st.none(),
-                                              st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))),
-    st.tuples(st.just("set_step_result"), st.sampled_from(["analyze", "draft", "b", "review"]),
-              st.one_of(st.text(max_size=8), st.integers(), st.floats(allow_nan=False), st.booleans())),
-    st.tuples(st.just("increment_iteration")),
-    st.tuples(st.just("set_max_history_size"), st.integers(0, 4)),
-    st.tuples(st.just("clear")), st.tuples(st.just("clear_all")),
-), max_size=25)
+operations = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("set_input"),
+            st.one_of(
+                st.text(max_size=8),
+                st.integers(),
+                st.none(),
+                st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+            ),
+        ),
+        st.tuples(
+            st.just("set_step_result"),
+            st.sampled_from(["analyze", "draft", "b", "review"]),
+            st.one_of(st.text(max_size=8), st.integers(), st.floats(allow_nan=False), st.booleans()),
+        ),
+        st.tuples(st.just("increment_iteration")),
+        st.tuples(st.just("set_max_history_size"), st.integers(0, 4)),
+        st.tuples(st.just("clear")),
+        st.tuples(st.just("clear_all")),
+    ),
+    max_size=25,
+)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -16,11 +16,15 @@ def test_it_numbers_events_without_gaps(thread, actor):
 
 
 def test_it_counts_tokens_once_and_keeps_counters(thread, session, actor):
-    result = event_append(thread=thread, actor=actor, events=[
-        {"type": "Message", "role": "user", "content": "hello world"},
-        {"type": "LLMComplete", "data": {"input_tokens": 10, "output_tokens": 5, "cost": 0.25}},
-        {"type": "Error", "content": "boom"},
-    ])
+    result = event_append(
+        thread=thread,
+        actor=actor,
+        events=[
+            {"type": "Message", "role": "user", "content": "hello world"},
+            {"type": "LLMComplete", "data": {"input_tokens": 10, "output_tokens": 5, "cost": 0.25}},
+            {"type": "Error", "content": "boom"},
+        ],
+    )
     thread.refresh_from_db()
     session.refresh_from_db()
     assert result.events[0].token_count == 2
@@ -40,13 +44,18 @@ def test_a_replayed_client_id_returns_the_stored_event(thread, actor):
 
 
 def test_a_client_id_reused_for_another_payload_is_a_conflict_and_writes_nothing(thread, actor):
-    event_append(thread=thread, events=[{"type": "Message", "content": "hi", "client_id": "c-1"}],
-                 actor=actor)
+    event_append(
+        thread=thread, events=[{"type": "Message", "content": "hi", "client_id": "c-1"}], actor=actor
+    )
     with pytest.raises(Conflict) as info:
-        event_append(thread=thread, actor=actor, events=[
-            {"type": "Message", "content": "new"},
-            {"type": "Message", "content": "changed", "client_id": "c-1"},
-        ])
+        event_append(
+            thread=thread,
+            actor=actor,
+            events=[
+                {"type": "Message", "content": "new"},
+                {"type": "Message", "content": "changed", "client_id": "c-1"},
+            ],
+        )
     assert info.value.code == "idempotency_conflict"
     assert thread.events.count() == 1
 
@@ -57,11 +66,19 @@ def test_duplicates_inside_one_batch_are_stored_once(thread, actor):
     assert result.created == 1 and result.events[0].pk == result.events[1].pk
 
 
-@pytest.mark.parametrize("bad", [
-    {"content": "no type"}, {"type": "Not a type!"}, {"type": "Message", "content": 5},
-    {"type": "Message", "parts": "x"}, {"type": "Message", "visible": "yes"},
-    {"type": "Message", "occurred_at": "yesterday"}, {"type": "Message", "surprise": 1}, "text",
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"content": "no type"},
+        {"type": "Not a type!"},
+        {"type": "Message", "content": 5},
+        {"type": "Message", "parts": "x"},
+        {"type": "Message", "visible": "yes"},
+        {"type": "Message", "occurred_at": "yesterday"},
+        {"type": "Message", "surprise": 1},
+        "text",
+    ],
+)
 def test_bad_events_are_refused_whole(thread, actor, bad):
     with pytest.raises(InvalidInput):
         event_append(thread=thread, events=[{"type": "Message", "content": "ok"}, bad], actor=actor)
@@ -69,8 +86,11 @@ def test_bad_events_are_refused_whole(thread, actor, bad):
 
 
 def test_limits_are_payload_too_large(thread, actor, settings):
-    settings.CONTEXTSTORE = {**settings.CONTEXTSTORE, "MAX_EVENTS_PER_BATCH": 3,
-                             "MAX_EVENT_CONTENT_BYTES": 10}
+    settings.CONTEXTSTORE = {
+        **settings.CONTEXTSTORE,
+        "MAX_EVENTS_PER_BATCH": 3,
+        "MAX_EVENT_CONTENT_BYTES": 10,
+    }
     with pytest.raises(PayloadTooLarge):
         event_append(thread=thread, events=messages(4, words=1), actor=actor)
     with pytest.raises(PayloadTooLarge):
@@ -79,12 +99,24 @@ def test_limits_are_payload_too_large(thread, actor, settings):
 
 
 def test_events_link_to_runs_which_sum_their_llm_usage(thread, actor):
-    event_append(thread=thread, actor=actor, events=[
-        {"type": "Task", "content": "go", "run_id": "r1"},
-        {"type": "LLMComplete", "run_id": "r1", "data": {"input_tokens": 100, "output_tokens": 7, "cost": 0.5}},
-        {"type": "LLMComplete", "run_id": "r1", "data": {"prompt_tokens": 1, "completion_tokens": 1, "cost": "0.25"}},
-        {"type": "StepResult", "run_id": "r1", "step": "answer", "content": "42"},
-    ])
+    event_append(
+        thread=thread,
+        actor=actor,
+        events=[
+            {"type": "Task", "content": "go", "run_id": "r1"},
+            {
+                "type": "LLMComplete",
+                "run_id": "r1",
+                "data": {"input_tokens": 100, "output_tokens": 7, "cost": 0.5},
+            },
+            {
+                "type": "LLMComplete",
+                "run_id": "r1",
+                "data": {"prompt_tokens": 1, "completion_tokens": 1, "cost": "0.25"},
+            },
+            {"type": "StepResult", "run_id": "r1", "step": "answer", "content": "42"},
+        ],
+    )
     run = Run.objects.get(thread=thread, run_id="r1")
     assert (run.event_count, run.input_tokens, run.output_tokens, float(run.cost)) == (4, 101, 8, 0.75)
     assert run.step_results == {"answer": "42"}
@@ -109,14 +141,36 @@ def test_append_costs_the_same_number_of_queries_whatever_the_history(thread, ac
 
 @pytest.fixture
 def history(thread, actor):
-    event_append(thread=thread, actor=actor, events=[
-        {"type": "Task", "content": "Fix the Timeout in export", "run_id": "r1", "call_id": "c1"},
-        {"type": "Message", "role": "user", "content": "what timed out?", "run_id": "r1", "call_id": "c1"},
-        {"type": "Error", "content": "TimeoutError after 30s", "run_id": "r1", "call_id": "c1"},
-        {"type": "LLMComplete", "data": {"cost": 1}, "run_id": "r1", "call_id": "c1"},
-        {"type": "StepResult", "step": "analyze", "content": "replica lag", "run_id": "r2", "call_id": "c2"},
-        {"type": "Message", "role": "assistant", "content": "Moving to the primary.", "run_id": "r2", "call_id": "c2"},
-    ])
+    event_append(
+        thread=thread,
+        actor=actor,
+        events=[
+            {"type": "Task", "content": "Fix the Timeout in export", "run_id": "r1", "call_id": "c1"},
+            {
+                "type": "Message",
+                "role": "user",
+                "content": "what timed out?",
+                "run_id": "r1",
+                "call_id": "c1",
+            },
+            {"type": "Error", "content": "TimeoutError after 30s", "run_id": "r1", "call_id": "c1"},
+            {"type": "LLMComplete", "data": {"cost": 1}, "run_id": "r1", "call_id": "c1"},
+            {
+                "type": "StepResult",
+                "step": "analyze",
+                "content": "replica lag",
+                "run_id": "r2",
+                "call_id": "c2",
+            },
+            {
+                "type": "Message",
+                "role": "assistant",
+                "content": "Moving to the primary.",
+                "run_id": "r2",
+                "call_id": "c2",
+            },
+        ],
+    )
     return thread
 
 

@@ -4,7 +4,11 @@ from contextstore.errors import InvalidInput
 from contextstore.models import AuditLog, Event, Session, Thread
 from contextstore.services.events import event_append
 from contextstore.services.sessions import (
-    session_archive, session_delete, session_ensure, thread_ensure, thread_ensure_by_key,
+    session_archive,
+    session_delete,
+    session_ensure,
+    thread_ensure,
+    thread_ensure_by_key,
 )
 from tests.conftest import messages
 

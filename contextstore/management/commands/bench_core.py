@@ -68,7 +68,7 @@ class Command(BaseCommand):
         for n in [0, *sizes_n[1:]]:
             thread = threads[n]
             batch = [event(i) for i in range(100)]
-            append[n] = timed(lambda t=thread: event_append(thread=t, events=batch, actor=actor),
+            append[n] = timed(lambda t=thread, b=batch: event_append(thread=t, events=b, actor=actor),
                               max(repeat // 3, 5)) / 100
             self.stdout.write(f"  thread of {n:>7} events: {append[n]:.3f} ms/event "
                               f"({1000 / append[n]:,.0f} events/s)")

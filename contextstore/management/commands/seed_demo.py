@@ -114,7 +114,8 @@ class Command(BaseCommand):
                 continue
             self._fill(thread, rng, per_session, actor, n)
         self._people(workspace, actor)
-        self.stdout.write(self.style.SUCCESS(f"demo workspace ready ({Session.objects.filter(workspace=workspace).count()} sessions)"))
+        sessions = Session.objects.filter(workspace=workspace).count()
+        self.stdout.write(self.style.SUCCESS(f"demo workspace ready ({sessions} sessions)"))
 
     def _fill(self, thread, rng: random.Random, count: int, actor: Actor, n: int) -> None:
         task = TASKS[n % len(TASKS)]

@@ -1,8 +1,8 @@
 """Run the web server and a real Celery worker beside it: the embedded default of `make run`."""
 
 import subprocess
-from pathlib import Path
 import sys
+from pathlib import Path
 
 from django.conf import settings
 from django.core.management import call_command
