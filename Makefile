@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	@PY="$$(scripts/find-python)" || exit 1; \
 	if [ ! -x $(BIN)/python ]; then echo "creating $(VENV) with $$PY"; "$$PY" -m venv $(VENV); fi
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,adapters]'
 	@touch $(STAMP)
 
 venv: $(STAMP)

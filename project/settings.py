@@ -111,6 +111,8 @@ else:
     DATABASES["default"].setdefault("OPTIONS", {})["options"] = (
         f"-c statement_timeout={statement_timeout_ms}"
     )
+    # libpq waits forever for an unreachable server by default; a probe or request must not.
+    DATABASES["default"]["OPTIONS"]["connect_timeout"] = env_int("DATABASE_CONNECT_TIMEOUT", 5)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -218,7 +220,12 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.5,
                                     "interval_max": 1}
 CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", 900)
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": CELERY_VISIBILITY_TIMEOUT,
+    # Redis: how often a worker looks for messages abandoned by a dead worker (every sweep).
+    "unacked_restore_interval": env_int("CELERY_RESTORE_INTERVAL", 30),
+    "unacked_restore_throttle": 1,
+}
 if CELERY_BROKER_URL.startswith("filesystem://"):
     _queue_dir = VAR_DIR / "broker"
     CELERY_BROKER_TRANSPORT_OPTIONS.update(
@@ -318,6 +325,6 @@ LOGGING = {
     },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     # runserver prints every request already; the access line is for production servers.
-    "loggers": {"contextstore.request": {"level": "WARNING" if DEBUG else "INFO"}},
+    "loggers": {"contextstore.request": {"level": "WARNING"}} if DEBUG else {},
 }
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False

@@ -1,7 +1,13 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from contextstore.views import health
+
 urlpatterns = [
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
+    path("api/", include("contextstore.api.urls")),
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("", include("contextstore.urls")),
 ]

@@ -1,80 +1,266 @@
-"""peteos context JSON <-> contextstore export.
+"""peteos context JSON (``Context.raw_dict``) <-> a contextstore thread, losslessly.
 
-Every message becomes an event; the original message dict is kept in the event's data under
-"peteos" so that export gives back exactly what was imported. Top-level fields that have no
-column (id, content map, anchor points, counters, lineage) are kept in thread.extra["peteos"].
+A peteos context keeps every message in one "messages" list: the system prompt and tool
+definitions messages sit in the first slots, anchors partition the rest, and a message appended
+at an earlier anchor is shown before older ones. contextstore keeps:
+
+- each ordinary message as one event, in peteos' creation order (its ``_sequence_number``), so
+  seq and position follow the order peteos' rolling windows select by; the message dict itself
+  stays untouched in ``event.data["peteos"]`` and its home anchor in ``event.anchor``;
+- the special messages (system prompt, tool definitions) in ``thread.extra["peteos"]``, with their
+  text copied to ``thread.system_prompt`` / ``thread.tool_definitions`` for people to read;
+- every other top-level key (id, content_map, anchor_points, message_sequence,
+  ``_mutation_counter``, children, slot ids, fork lineage) in ``thread.extra["peteos"]["context"]``
+  in its original key order, and the display order as a list of message ids.
+
+Token counts are peteos' own (``Message.count_tokens``: ``"<role>: "`` plus the content's JSON,
+or the count a message already caches), so totals and windows agree with what peteos computes.
 """
 
+import json
 from typing import Any
 
 from contextstore.errors import InvalidInput
 from contextstore.models import Event, Thread
-from contextstore.tokens import part_text
+from contextstore.tokens import count_tokens, is_thinking
 
-SLOT_KEYS = ("system_prompt_message", "tool_definitions_message")
+KEY = "peteos"
+SLOT_ID_KEYS = ("system_prompt_message_id", "tool_definitions_message_id")
 
 
-def _message_text(message: dict[str, Any]) -> tuple[str, list | None]:
-    content = message.get("content")
+def message_tokens(message: dict[str, Any]) -> int:
+    """peteos ``Message.count_tokens``: the cached count if the message carries one."""
+    cached = message.get("token_count")
+    if isinstance(cached, int) and not isinstance(cached, bool):
+        return cached
+    return _count(message.get("role", ""), message.get("content", []))
+
+
+def _count(role: str, content: Any) -> int:
+    # Exactly peteos' Message._compute_token_count text, so the numbers are the same.
+    return count_tokens(f"{role}: {json.dumps(content, ensure_ascii=False) if content else ''}")
+
+
+def stripped_content(message: dict[str, Any]) -> list | None:
+    """The content peteos' ``strip_thinking`` keeps; None when it drops the whole message."""
+    content = message.get("content") or []
+    if not isinstance(content, list):
+        return content
+    kept = [p for p in content if not is_thinking(p)]
+    return kept or None
+
+
+def thinking_tokens(message: dict[str, Any]) -> int:
+    """Tokens that disappear from this message when thinking is stripped (peteos counting)."""
+    kept = stripped_content(message)
+    total = message_tokens(message)
+    if kept is None:
+        return total
+    return max(total - _count(message.get("role", ""), kept), 0)
+
+
+def _text(content: Any) -> str:
     if isinstance(content, str):
-        return content, None
+        return content
     if isinstance(content, list):
-        texts = [part_text(p) for p in content if isinstance(p, dict) and p.get("type") == "text"]
-        return "\n".join(texts), content
-    return "", None
+        return "\n".join(
+            p["text"] for p in content
+            if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+        )
+    return ""
 
 
-def peteos_to_export(data: dict[str, Any]) -> dict[str, Any]:
+def _event_type(content: Any) -> str:
+    types = {p.get("type") for p in content if isinstance(p, dict)} if isinstance(content, list) else set()
+    if "tool_result" in types:
+        return "ToolResult"
+    if "tool_use" in types:
+        return "ToolCall"
+    return "Message"
+
+
+def _home_anchor(anchors: list, index: int) -> str:
+    """peteos' home anchor of the message at `index`: the first anchor whose end is past it."""
+    for name, end in anchors:
+        if end > index:
+            return str(name)
+    return ""
+
+
+def _check(data: dict[str, Any]) -> tuple[list[dict[str, Any]], list]:
     messages = data.get("messages")
     if not isinstance(messages, list):
         raise InvalidInput("Not a contextstore export nor a peteos context: no messages list.")
-    events = []
-    for seq, message in enumerate(messages, 1):
+    for i, message in enumerate(messages):
         if not isinstance(message, dict):
-            raise InvalidInput(f"messages[{seq - 1}] must be an object.")
-        content, parts = _message_text(message)
+            raise InvalidInput(f"messages[{i}] must be an object.", details={"index": i})
+        if "content" in message and not isinstance(message["content"], list | str):
+            raise InvalidInput(f"messages[{i}].content must be a list of parts.", details={"index": i})
+    anchors = data.get("anchor_points") or []
+    if not isinstance(anchors, list) or not all(
+        isinstance(a, list | tuple) and len(a) == 2 and isinstance(a[1], int) for a in anchors
+    ):
+        raise InvalidInput("anchor_points must be a list of [name, end_index] pairs.")
+    return messages, anchors
+
+
+def peteos_to_export(data: dict[str, Any]) -> dict[str, Any]:
+    """A peteos ``Context.raw_dict`` as a contextstore export (see ``services.transfer``).
+
+    Events carry their peteos token counts under token_count / thinking_tokens; the importer
+    takes them only from this converter, never from a client's contextstore JSON.
+    """
+    messages, anchors = _check(data)
+    slot_ids = {data.get(k) for k in SLOT_ID_KEYS} - {None, ""}
+    specials: list[list] = []
+    ordinary: list[tuple[int, dict[str, Any]]] = []
+    for index, message in enumerate(messages):
+        if message.get("id") in slot_ids:
+            specials.append([index, message])
+        else:
+            ordinary.append((index, message))
+
+    def creation_order(item: tuple[int, dict[str, Any]]) -> tuple[int, int]:
+        number = item[1].get("_sequence_number")
+        # Messages without a sequence number (hand-built dicts) keep their display place.
+        return (number if isinstance(number, int) else -1, item[0])
+
+    ids = [m.get("id") for _, m in ordinary]
+    ids_unique = all(isinstance(i, str) and i for i in ids) and len(set(ids)) == len(ids)
+    events = []
+    for seq, (index, message) in enumerate(sorted(ordinary, key=creation_order), 1):
+        content = message.get("content")
         events.append({
-            "seq": seq, "position": seq, "type": "Message", "role": str(message.get("role", "")),
-            "content": content, "parts": parts, "data": {"peteos": message}, "visible": True,
-            "status": Event.Status.ACTIVE,
+            "seq": seq, "position": seq, "type": _event_type(content),
+            "role": str(message.get("role", ""))[:32], "content": _text(content),
+            "parts": content if isinstance(content, list) else None,
+            "data": {KEY: message}, "anchor": _home_anchor(anchors, index)[:200],
+            "client_id": f"peteos:{message['id']}"[:200] if ids_unique else None,
+            "visible": True, "status": Event.Status.ACTIVE,
+            "token_count": message_tokens(message), "thinking_tokens": thinking_tokens(message),
         })
-    slots = {k: data.get(k) for k in SLOT_KEYS}
-    system = slots["system_prompt_message"]
-    system_text = _message_text(system)[0] if isinstance(system, dict) else ""
-    tools = slots["tool_definitions_message"]
-    extra = {k: v for k, v in data.items() if k != "messages"}
+
+    system = next((m for _, m in specials if m.get("id") == data.get(SLOT_ID_KEYS[0])), None)
+    tools = next((m for _, m in specials if m.get("id") == data.get(SLOT_ID_KEYS[1])), None)
+    # The top level in its own key order; "messages" is rebuilt from the events on export.
+    context = {k: (None if k == "messages" else v) for k, v in data.items()}
     return {
         "format": "contextstore",
-        "session": {"key": str(data.get("id") or "") or None},
-        "thread": {"system_prompt": system_text, "tool_definitions": tools,
-                   "extra": {"peteos": extra}},
+        "session": {"key": str(data.get("id") or "")[:255] or None, "agent": "peteos"},
+        "thread": {
+            "system_prompt": _text(system.get("content")) if system else "",
+            "tool_definitions": tools.get("content") if tools else None,
+            "extra": {KEY: {
+                "context": context,
+                "special_messages": specials,
+                "special_tokens": sum(message_tokens(m) for _, m in specials),
+                "order": [m.get("id") for _, m in ordinary] if ids_unique else None,
+            }},
+        },
         "events": events,
     }
 
 
-def thread_to_peteos(*, thread: Thread) -> dict[str, Any]:
-    """The thread's working context as a peteos context dict."""
-    stored = dict((thread.extra or {}).get("peteos") or {})
-    messages = []
-    for event in thread.events.filter(status=Event.Status.ACTIVE).order_by("position").iterator(
-        chunk_size=2000
-    ):
-        original = event.data.get("peteos") if isinstance(event.data, dict) else None
+def _new_message(event: Event, number: int) -> dict[str, Any]:
+    """A peteos message for an event that did not come from peteos (appended through the API)."""
+    return {
+        "role": event.role or "user",
+        "content": event.parts if event.parts else [{"type": "text", "text": event.content}],
+        "_type": "Message",
+        "id": f"contextstore-{event.thread_id}-{event.seq}",
+        "_hook_ids": [],
+        "creation_timestamp": event.occurred_at.isoformat(),
+        "_sequence_number": number,
+    }
+
+
+def thread_to_peteos(*, thread: Thread, strip_thinking: bool = False) -> dict[str, Any]:
+    """The thread's working context as a peteos ``Context.raw_dict``.
+
+    A thread imported from peteos and not changed since comes back equal to what was imported.
+    Events added through contextstore are appended at the last anchor with fresh sequence
+    numbers; collapsed and cleared events are left out, a Summary stands where its range stood.
+    With strip_thinking, thinking parts are removed and messages left empty are dropped, as
+    peteos' ``Context.strip_thinking`` does (ids and counters are kept, not re-forked).
+    """
+    stored = dict((thread.extra or {}).get(KEY) or {})
+    # The incremental adapter (contextstore.adapters.peteos.save_context) keeps the context's
+    # current top level, display order and messages peteos changed in place as provider state.
+    saved = thread.provider_states.filter(provider=KEY).values_list("state", flat=True).first()
+    if isinstance(saved, dict):
+        stored.update(saved)
+    revised = stored.get("revised") or {}
+    context = dict(stored.get("context") or {})
+    if context and (thread.extra or {}).get("forked_from"):
+        # A contextstore fork of a peteos thread inherited the parent's top level: give it the
+        # lineage peteos gives a fork (its own id, pointing back at the parent).
+        context["origin_context_id"] = context.get("id")
+        context["parent_mutation_counter"] = context.get("_mutation_counter", 0)
+        context["id"] = f"{context.get('id')}-fork-{thread.pk}"
+        context["children"] = []
+    anchors = [list(a) for a in context.get("anchor_points") or []]
+    counter = int(context.get("_mutation_counter") or 0)
+    display = {mid: i for i, mid in enumerate(stored.get("order") or [])}
+    last_anchor = anchors[-1][0] if anchors else "messages"
+
+    placed: list[tuple[float, dict[str, Any], str]] = []
+    all_events = list(thread.events.order_by("position", "seq").iterator(chunk_size=2000))
+    seq_place: dict[int, float] = {}  # where each peteos message stood, collapsed ones too
+    originals: dict[int, dict[str, Any]] = {}
+    for event in all_events:
+        original = event.data.get(KEY) if isinstance(event.data, dict) else None
         if isinstance(original, dict):
-            messages.append(original)
+            originals[event.seq] = revised.get(original.get("id")) or original
+            if original.get("id") in display:
+                seq_place[event.seq] = float(display[original["id"]])
+    added = 0
+    for event in all_events:
+        if event.status != Event.Status.ACTIVE:
             continue
-        content = event.parts if event.parts else [{"type": "text", "text": event.content}]
-        messages.append({"role": event.role or "user", "content": content,
-                         "_sequence_number": event.seq})
-    result = {**stored, "messages": messages}
-    if "system_prompt_message" not in stored:
-        result["system_prompt_message"] = (
-            {"role": "system", "content": [{"type": "text", "text": thread.system_prompt}]}
-            if thread.system_prompt else None
-        )
-    if "tool_definitions_message" not in stored:
-        result["tool_definitions_message"] = thread.tool_definitions
-    result.setdefault("id", f"contextstore-{thread.pk}")
-    result.setdefault("anchor_points", [["messages", len(messages)]])
-    result.setdefault("content_map", {})
-    return result
+        original = originals.get(event.seq)
+        if event.seq in seq_place:
+            placed.append((seq_place[event.seq], original, event.anchor or last_anchor))
+            continue
+        if isinstance(original, dict):
+            message = original
+        else:
+            message, counter, added = _new_message(event, counter), counter + 1, added + 1
+        # A Summary sits just before the first message it replaced; new events go last.
+        place = seq_place.get(event.position, len(display) + event.position) - 0.5
+        placed.append((place, message, event.anchor or last_anchor))
+    placed.sort(key=lambda item: item[0])
+
+    rows = [(m, a) for _, m, a in placed]
+    for index, message in stored.get("special_messages") or []:
+        home = _home_anchor(anchors, index) or (anchors[0][0] if anchors else "")
+        rows.insert(min(index, len(rows)), (message, home))
+    messages = [m for m, _ in rows]
+
+    unchanged = added == 0 and [m.get("id") for m in messages if m.get("id") in display] == list(
+        stored.get("order") or []
+    ) and len(messages) == len(display) + len(stored.get("special_messages") or [])
+    if not unchanged and anchors:
+        # Rebuild each anchor's end index from the messages' home anchors (peteos invariant 3).
+        rank = {name: i for i, (name, _) in enumerate(anchors)}
+        rows.sort(key=lambda row: rank.get(row[1], len(anchors)))
+        messages = [m for m, _ in rows]
+        homes = [rank.get(a, len(anchors) - 1) for _, a in rows]
+        anchors = [[name, sum(1 for h in homes if h <= i)] for i, (name, _) in enumerate(anchors)]
+        context["anchor_points"] = anchors
+        context["message_sequence"] = int(context.get("message_sequence") or 0) + added
+        context["_mutation_counter"] = counter
+
+    if strip_thinking:
+        stripped = []
+        for message in messages:
+            kept = stripped_content(message)
+            if kept is not None:
+                stripped.append({**message, "content": kept})
+        messages = stripped
+
+    if not context:
+        context = {"messages": None, "id": f"contextstore-{thread.pk}", "content_map": {},
+                   "anchor_points": [["messages", len(messages)]],
+                   "message_sequence": len(messages), "_mutation_counter": counter, "children": []}
+    context["messages"] = messages
+    return context

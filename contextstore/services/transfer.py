@@ -63,12 +63,16 @@ def thread_export(*, thread: Thread) -> dict[str, Any]:
     }
 
 
-def _event_from(item: dict[str, Any], thread: Thread, now) -> Event:
+def _event_from(item: dict[str, Any], thread: Thread, now, *, counted: bool = False) -> Event:
     content = item.get("content") or ""
     parts = item.get("parts")
     if not isinstance(content, str) or (parts is not None and not isinstance(parts, list)):
         raise InvalidInput("Each event needs string content and list parts.")
-    total, thinking = event_tokens(content, parts)
+    # Only the peteos converter (server-side) may supply counts: peteos counts its own way.
+    if counted:
+        total, thinking = item["token_count"], item["thinking_tokens"]
+    else:
+        total, thinking = event_tokens(content, parts)
     occurred = parse_datetime(item["occurred_at"]) if item.get("occurred_at") else None
     return Event(
         thread=thread, seq=item["seq"], position=item.get("position", item["seq"]),
@@ -88,7 +92,8 @@ def thread_import(
     """Create a thread from an export (contextstore JSON, or peteos context JSON)."""
     if not isinstance(data, dict):
         raise InvalidInput("The import must be a JSON object.")
-    if data.get("format") != FORMAT:
+    counted = data.get("format") != FORMAT
+    if counted:
         from contextstore.services.peteos import peteos_to_export
 
         data = peteos_to_export(data)
@@ -110,7 +115,7 @@ def thread_import(
             raw_events = data.get("events") or []
             if not isinstance(raw_events, list):
                 raise InvalidInput("events must be a list.")
-            events = [_event_from(item, thread, now) for item in raw_events]
+            events = [_event_from(item, thread, now, counted=counted) for item in raw_events]
             seqs = [e.seq for e in events]
             if seqs != list(range(1, len(seqs) + 1)):
                 raise InvalidInput("Event seqs must run 1, 2, 3… without gaps.")

@@ -86,3 +86,12 @@ def api_token_authenticate(raw: str) -> ApiToken | None:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         token.last_used_at = now
     return token
+
+
+def membership_remove(*, membership: Membership, actor: Actor) -> None:
+    """Take a person out of a workspace (from admin); audited like every access change."""
+    with transaction.atomic():
+        audit(actor=actor, action="membership.remove", target=membership,
+              workspace=membership.workspace, user=membership.user.get_username(),
+              role=membership.role)
+        membership.delete()

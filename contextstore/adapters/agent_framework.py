@@ -1,0 +1,213 @@
+"""Microsoft Agent Framework: history, context and sessions kept in contextstore.
+
+    from contextstore.adapters.agent_framework import (
+        ContextStoreHistoryProvider, ContextStoreSessionStore, UserInfoMemory)
+
+    cs = ContextStore(url, token)
+    agent = Agent(client=chat_client, instructions="...", context_providers=[
+        ContextStoreHistoryProvider(cs, user_id="ann"), UserInfoMemory(cs, chat_client, user_id="ann")])
+    sessions = ContextStoreSessionStore(cs, user_id="ann")
+    session = await sessions.get("chat-1") or agent.create_session(session_id="chat-1")
+    await agent.run("Hello", session=session)
+    await sessions.set("chat-1", session)
+
+An Agent Framework session id is a contextstore session key (one thread, ``main`` by default):
+
+- ``ContextStoreHistoryProvider`` (a ``HistoryProvider``): ``get_messages`` reads the thread's
+  working context (a collapsed range comes back as its summary), ``save_messages`` appends.
+- ``ContextStoreContextProvider`` (a ``ContextProvider``): ``before_run`` adds the thread's
+  context blocks, its summary and the user's long-term memories as instructions; ``after_run``
+  stores the provider's own state as the thread's provider state, and ``before_run`` restores it
+  in a process that starts from an empty session. ``UserInfoMemory`` is the seed document's
+  example built on it: it extracts the user's name and age and remembers them as memories.
+- ``ContextStoreSessionStore`` (a ``SessionStore``): the serialized ``AgentSession``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from agent_framework import (
+    AgentSession,
+    ContextProvider,
+    HistoryProvider,
+    Message,
+    SessionContext,
+    SessionStore,
+    SupportsAgentRun,
+)
+from pydantic import BaseModel
+
+from contextstore.client import ContextStore, ThreadHandle
+
+KEY = "agent_framework"
+SESSION_PROVIDER = "agent_framework.session"
+TYPES = {"user": "Message", "assistant": "LLMOutput", "system": "Notification", "tool": "ToolResult"}
+
+
+class _Threads:
+    """One thread handle per Agent Framework session id, found or created on first use."""
+
+    def __init__(self, client: ContextStore, *, user_id: str, agent: str, thread: str) -> None:
+        self.client, self.user_id, self.agent, self.name = client, user_id, agent, thread
+        self._handles: dict[str, ThreadHandle] = {}
+
+    def __call__(self, session_id: str | None) -> ThreadHandle:
+        if not session_id:
+            raise ValueError("contextstore keeps sessions by id: run the agent with a session.")
+        if session_id not in self._handles:
+            self._handles[session_id] = self.client.thread(
+                session_id, user_id=self.user_id, agent=self.agent, name=self.name)
+        return self._handles[session_id]
+
+
+class ContextStoreHistoryProvider(HistoryProvider):
+    """Conversation history as the events of the session's thread."""
+
+    def __init__(self, client: ContextStore, *, user_id: str = "", agent: str = "agent-framework",
+                 thread: str = "main", source_id: str = "contextstore_history", **options: Any):
+        super().__init__(source_id, **options)
+        self.threads = _Threads(client, user_id=user_id, agent=agent, thread=thread)
+
+    async def get_messages(self, session_id: str | None, *, state: dict[str, Any] | None = None,
+                           **kwargs: Any) -> list[Message]:
+        messages = []
+        for event in self.threads(session_id).iter_events(visible=True):
+            stored = event.data.get(KEY) if isinstance(event.data, dict) else None
+            if isinstance(stored, dict):
+                messages.append(Message.from_dict(stored))
+            elif event.type == "Summary":  # a collapsed range stands as its summary
+                messages.append(Message(role="system", contents=[event.content]))
+        return messages
+
+    async def save_messages(self, session_id: str | None, messages: Sequence[Message], *,
+                            state: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        if not messages:
+            return
+        self.threads(session_id).append([{
+            "type": TYPES.get(str(m.role), "Message"), "role": str(m.role), "content": m.text or "",
+            "data": {KEY: m.to_dict()},
+        } for m in messages])
+
+
+class ContextStoreContextProvider(ContextProvider):
+    """Adds the thread's blocks, summary and the user's memories; persists its own state."""
+
+    def __init__(self, client: ContextStore, *, user_id: str = "", agent: str = "agent-framework",
+                 thread: str = "main", source_id: str = "contextstore_context",
+                 max_memories: int = 20) -> None:
+        super().__init__(source_id)
+        self.client, self.user_id, self.max_memories = client, user_id, max_memories
+        self.threads = _Threads(client, user_id=user_id, agent=agent, thread=thread)
+
+    async def before_run(self, *, agent: SupportsAgentRun, session: AgentSession,
+                         context: SessionContext, state: dict[str, Any]) -> None:
+        thread = self.threads(context.session_id or session.session_id)
+        if not state:  # a fresh process: pick up what the last run stored
+            saved = thread.provider_state(self.source_id)
+            if saved is not None and isinstance(saved.state, dict):
+                state.update(saved.state)
+        # The render evaluates live blocks; with the smallest budget it reads almost no history,
+        # and only its block and summary sections are used here.
+        rendered = thread.context(max_tokens=1).messages
+        parts = [m["content"] for m in rendered if m.get("section") in ("prefix", "summary", "suffix")]
+        memories = self.client.recall(user_id=self.user_id, limit=self.max_memories)
+        if memories:
+            parts.append("What you know about the user:\n" + "\n".join(
+                f"- {m.content}" for m in reversed(memories)))
+        parts += self.instructions(state)
+        if parts:
+            context.extend_instructions(self.source_id, parts)
+
+    async def after_run(self, *, agent: SupportsAgentRun, session: AgentSession,
+                        context: SessionContext, state: dict[str, Any]) -> None:
+        await self.extract(context, state)
+        self.threads(context.session_id or session.session_id).put_provider_state(
+            self.source_id, dict(state))
+
+    def instructions(self, state: dict[str, Any]) -> list[str]:
+        """Extra instructions from the provider's own state (override)."""
+        return []
+
+    async def extract(self, context: SessionContext, state: dict[str, Any]) -> None:
+        """Learn from the finished run before its state is stored (override)."""
+
+
+class UserInfo(BaseModel):
+    name: str | None = None
+    age: int | None = None
+
+
+class UserInfoMemory(ContextStoreContextProvider):
+    """The seed document's UserInfoMemory, with contextstore as its storage.
+
+    After each run it asks the chat client to extract the user's name and age from the user's
+    messages, keeps them in its provider state and remembers them as the user's memories; before
+    each run it tells the agent what it knows, or to ask for what is missing.
+    """
+
+    def __init__(self, client: ContextStore, chat_client: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("source_id", "user_info_memory")
+        super().__init__(client, **kwargs)
+        self.chat_client = chat_client
+
+    def user_info(self, state: dict[str, Any]) -> UserInfo:
+        return UserInfo.model_validate(state.get("user_info") or {})
+
+    def instructions(self, state: dict[str, Any]) -> list[str]:
+        info = self.user_info(state)
+        return [
+            "Ask the user for their name and politely decline to answer any questions until "
+            "they provide it." if info.name is None else f"The user's name is {info.name}.",
+            "Ask the user for their age and politely decline to answer any questions until "
+            "they provide it." if info.age is None else f"The user's age is {info.age}.",
+        ]
+
+    async def extract(self, context: SessionContext, state: dict[str, Any]) -> None:
+        info = self.user_info(state)
+        user_messages = [m for m in context.input_messages if str(m.role) == "user"]
+        if (info.name is not None and info.age is not None) or not user_messages:
+            return
+        result = await self.chat_client.get_response(user_messages, options={
+            "instructions": "Extract the user's name and age from the message if present. "
+                            "If not present return nulls.",
+            "response_format": UserInfo,
+        })
+        found = result.value
+        if found is None:
+            return
+        if info.name is None and found.name:
+            info.name = found.name
+            self.client.remember(f"The user's name is {info.name}.", user_id=self.user_id,
+                                 key="name", data={"name": info.name})
+        if info.age is None and found.age:
+            info.age = found.age
+            self.client.remember(f"The user is {info.age} years old.", user_id=self.user_id,
+                                 key="age", data={"age": info.age})
+        state["user_info"] = info.model_dump()
+
+
+class ContextStoreSessionStore(SessionStore):
+    """``AgentSession`` snapshots as provider state on the session's thread."""
+
+    def __init__(self, client: ContextStore, *, user_id: str = "", agent: str = "agent-framework",
+                 thread: str = "main") -> None:
+        super().__init__()
+        self.threads = _Threads(client, user_id=user_id, agent=agent, thread=thread)
+
+    async def get(self, session_id: str) -> AgentSession | None:
+        self.validate_session_id(session_id)
+        saved = self.threads(session_id).provider_state(SESSION_PROVIDER)
+        if saved is None or saved.state is None:
+            return None
+        return AgentSession.from_dict(saved.state)
+
+    async def set(self, session_id: str, session: AgentSession) -> None:
+        self.validate_session_id(session_id)
+        self.threads(session_id).put_provider_state(SESSION_PROVIDER, session.to_dict())
+
+    async def delete(self, session_id: str) -> None:
+        """Forget the snapshot; the conversation's events stay, as everything in contextstore."""
+        self.validate_session_id(session_id)
+        self.threads(session_id).put_provider_state(SESSION_PROVIDER, None)

@@ -1,0 +1,128 @@
+"""clientai: an ``AgentContext`` that lives in a contextstore thread.
+
+    from contextstore.adapters.clientai import persist
+
+    agent = MyAgent(client=llm, default_model="gpt-4o")
+    persist(agent, ContextStore(url, token).thread("chat-42", user_id="ann", agent="helper"))
+    agent.run("What is Python?")      # history, results, state are on the server
+
+Every ``AgentContext`` method calls the matching contextstore endpoint, which applies clientai's
+own semantics on the server (history capped at ``max_history_size``, ``clear`` keeps history,
+``clear_all`` does not), and the local fields are then taken from the server's answer, so a new
+process that loads the thread sees exactly the same context. clientai's workflow also writes
+``state`` and ``last_results`` directly; ``save()`` sends such writes, and runs before every method
+and after every ``agent.run``.
+
+Not persisted: ``current_input`` when the workflow overwrites it with a step's output in the
+middle of a run (the server keeps the run's input; the next ``set_input`` replaces both anyway).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from clientai.agent.core.context import AgentContext
+
+from contextstore.client import State, ThreadHandle
+
+FIELDS = tuple(f.name for f in fields(AgentContext))
+
+
+@dataclass
+class ContextStoreAgentContext(AgentContext):
+    """An AgentContext whose every change is written to `thread` (see the module docstring)."""
+
+    thread: ThreadHandle | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._synced: dict[str, Any] = {}
+        self._remember()
+
+    @classmethod
+    def load(cls, thread: ThreadHandle) -> ContextStoreAgentContext:
+        """The context as the server has it."""
+        context = cls(thread=thread)
+        context._adopt(thread.state(), history=True)
+        return context
+
+    # -- keeping the local copy equal to the server
+
+    def _remember(self) -> None:
+        self._synced = {"state": copy.deepcopy(self.state), "memory": copy.deepcopy(self.memory),
+                        "last_results": copy.deepcopy(self.last_results)}
+
+    def _adopt(self, state: State, *, history: bool = False) -> None:
+        self.state, self.memory = state.state, state.memory
+        self.last_results = state.last_results
+        self.current_input, self.original_input = state.current_input, state.original_input
+        self.iteration, self.max_history_size = state.iteration, state.max_history_size
+        if history:
+            self.conversation_history = self._server.get_recent_history(raw=True)
+        self._remember()
+
+    @property
+    def _server(self) -> ThreadHandle:
+        if self.thread is None:
+            raise RuntimeError("ContextStoreAgentContext needs a thread: use .load(thread).")
+        return self.thread
+
+    def save(self) -> None:
+        """Send what the workflow wrote directly into `state`, `memory` and `last_results`."""
+        if self.thread is None:
+            return
+        if self.state != self._synced["state"] or self.memory != self._synced["memory"]:
+            # clientai has one writer per context and no revision of its own: last write wins
+            # (the server still records the revision).
+            self.thread.put_state(self.state, memory=self.memory, reason="clientai save")
+        for step, result in self.last_results.items():
+            if step not in self._synced["last_results"] or self._synced["last_results"][step] != result:
+                self.thread.set_step_result(step, result)
+        self._remember()
+
+    # -- AgentContext, each through its endpoint
+
+    def set_input(self, input_data: Any) -> None:
+        self.save()  # results written directly must reach the server before they become history
+        self._adopt(self._server.set_input(input_data), history=True)
+
+    def set_step_result(self, step_name: str, result: Any) -> None:
+        self.save()
+        self.last_results[step_name] = self._server.set_step_result(step_name, result)
+        self._remember()
+
+    def increment_iteration(self) -> int:
+        self.save()
+        self.iteration = self._server.increment_iteration()
+        return self.iteration
+
+    def set_max_history_size(self, size: int) -> None:
+        if size < 0:  # clientai's own check and message, before anything is sent
+            raise ValueError("History size must be non-negative")
+        self.save()
+        self._adopt(self._server.set_max_history_size(size), history=True)
+
+    def clear(self) -> None:
+        if self.thread is None:  # clientai's Agent constructor may call it before a thread is set
+            return super().clear()
+        self._adopt(self._server.reset())
+
+    def clear_all(self) -> None:
+        self._adopt(self._server.reset_all(), history=True)
+
+
+def persist(agent: Any, thread: ThreadHandle) -> ContextStoreAgentContext:
+    """Give a clientai `agent` the thread's context and save it after every run."""
+    context = ContextStoreAgentContext.load(thread)
+    agent.context = context
+    run = agent.run
+
+    def run_and_save(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return run(*args, **kwargs)
+        finally:
+            agent.context.save()
+
+    agent.run = run_and_save
+    return context

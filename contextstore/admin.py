@@ -1,0 +1,311 @@
+"""Django admin: every model listed for audit. Changes go through the services (audited, with
+the admin user as actor); the audit log and the events themselves are read-only."""
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from contextstore.errors import DomainError
+from contextstore.models import (
+    ApiToken, AuditLog, Collapse, ContextBlock, Event, Job, Membership, Memory, ProviderState,
+    Run, Session, StateRevision, Thread, Workspace,
+)
+from contextstore.services import blocks, clientai, collapses, sessions, state, threads, workspaces
+from contextstore.services.common import Actor
+
+
+def actor_of(request: HttpRequest) -> Actor:
+    return Actor.for_user(request.user, request.META.get("REMOTE_ADDR"))
+
+
+def run_each(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet, verb: str,
+             call) -> None:
+    """Apply one service per selected object; report successes and domain errors separately."""
+    done = 0
+    for obj in queryset:
+        try:
+            call(obj)
+            done += 1
+        except DomainError as exc:
+            modeladmin.message_user(request, f"{obj}: {exc.message}", messages.ERROR)
+    if done:
+        modeladmin.message_user(request, f"{verb}: {done}.", messages.SUCCESS)
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Shown for audit, never edited by hand: the services own these rows."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+    fields = ("user", "role", "created_at")
+    readonly_fields = ("user", "role", "created_at")
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
+@admin.register(Workspace)
+class WorkspaceAdmin(admin.ModelAdmin):
+    list_display = ("slug", "name", "created_at")
+    search_fields = ("slug", "name")
+    date_hierarchy = "created_at"
+    inlines = [MembershipInline]
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ("user", "workspace", "role", "created_at")
+    list_filter = ("role", "workspace")
+    search_fields = ("user__username", "workspace__slug")
+    list_select_related = ("user", "workspace")
+    autocomplete_fields = ("user", "workspace")
+
+    def save_model(self, request, obj, form, change):
+        saved = workspaces.membership_set(workspace=obj.workspace, user=obj.user, role=obj.role,
+                                          actor=actor_of(request))
+        obj.pk = saved.pk
+
+    def delete_model(self, request, obj):
+        workspaces.membership_remove(membership=obj, actor=actor_of(request))
+
+    def delete_queryset(self, request, queryset):
+        for membership in queryset.select_related("user", "workspace"):
+            workspaces.membership_remove(membership=membership, actor=actor_of(request))
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Created through the service (the raw value is shown once, only its hash is kept)."""
+
+    list_display = ("prefix", "name", "workspace", "scope", "created_at", "last_used_at", "revoked_at")
+    list_filter = ("scope", "workspace", ("revoked_at", admin.EmptyFieldListFilter))
+    search_fields = ("prefix", "name", "workspace__slug")
+    date_hierarchy = "created_at"
+    list_select_related = ("workspace",)
+    actions = ["revoke"]
+
+    def get_fields(self, request, obj=None):
+        if obj is None:
+            return ("workspace", "name", "scope")
+        return ("workspace", "name", "scope", "prefix", "created_by", "created_at", "last_used_at",
+                "revoked_at")
+
+    def get_readonly_fields(self, request, obj=None):
+        return () if obj is None else self.get_fields(request, obj)
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False  # revoke instead: the audit log keeps pointing at the token
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return
+        token, raw = workspaces.api_token_create(
+            workspace=obj.workspace, name=obj.name, scope=obj.scope, actor=actor_of(request),
+            created_by=request.user,
+        )
+        obj.pk = token.pk
+        messages.warning(request, f"New API token {token.prefix}…: {raw} — copy it now, it is not shown again.")
+
+    @admin.action(description="Revoke selected tokens")
+    def revoke(self, request, queryset):
+        run_each(self, request, queryset.select_related("workspace"), "Revoked",
+                 lambda t: workspaces.api_token_revoke(token=t, actor=actor_of(request)))
+
+
+@admin.register(Session)
+class SessionAdmin(admin.ModelAdmin):
+    list_display = ("key", "title", "user_id", "agent", "workspace", "thread_count", "event_count",
+                    "token_total", "cost_total", "error_count", "archived", "last_activity_at")
+    list_filter = ("archived", "workspace", "agent")
+    search_fields = ("key", "title", "user_id", "agent")
+    date_hierarchy = "last_activity_at"
+    list_select_related = ("workspace",)
+    fields = ("workspace", "key", "user_id", "agent", "title", "metadata", "archived", "created_at",
+              "last_activity_at", "thread_count", "event_count", "token_total", "cost_total",
+              "error_count")
+    readonly_fields = ("workspace", "key", "user_id", "created_at", "last_activity_at",
+                       "thread_count", "event_count", "token_total", "cost_total", "error_count")
+    actions = ["archive", "unarchive"]
+
+    def has_add_permission(self, request) -> bool:
+        return False  # agents create sessions through the API
+
+    def save_model(self, request, obj, form, change):
+        changes = {f: form.cleaned_data[f] for f in form.changed_data
+                   if f in ("title", "agent", "metadata", "archived")}
+        fresh = Session.objects.get(pk=obj.pk)
+        sessions.session_update(session=fresh, actor=actor_of(request), **changes)
+
+    def delete_model(self, request, obj):
+        sessions.session_delete(session=obj, actor=actor_of(request))
+
+    def delete_queryset(self, request, queryset):
+        for session in queryset.select_related("workspace"):
+            sessions.session_delete(session=session, actor=actor_of(request))
+
+    @admin.action(description="Archive selected sessions")
+    def archive(self, request, queryset):
+        run_each(self, request, queryset.select_related("workspace"), "Archived",
+                 lambda s: sessions.session_archive(session=s, actor=actor_of(request)))
+
+    @admin.action(description="Unarchive selected sessions")
+    def unarchive(self, request, queryset):
+        run_each(self, request, queryset.select_related("workspace"), "Unarchived",
+                 lambda s: sessions.session_archive(session=s, actor=actor_of(request), archived=False))
+
+
+@admin.register(Thread)
+class ThreadAdmin(ReadOnlyAdmin):
+    list_display = ("__str__", "workspace", "event_count", "active_event_count", "active_tokens",
+                    "revision", "parent", "last_event_at")
+    list_filter = ("workspace", "name")
+    search_fields = ("session__key", "name", "session__user_id")
+    date_hierarchy = "created_at"
+    list_select_related = ("session", "workspace", "parent__session")
+    actions = ["clear_context", "reset", "reset_all"]
+
+    @admin.action(description="Clear context (AgentScope clearContext; nothing deleted)")
+    def clear_context(self, request, queryset):
+        run_each(self, request, queryset.select_related("workspace"), "Context cleared",
+                 lambda t: threads.thread_clear_context(thread=t, actor=actor_of(request)))
+
+    @admin.action(description="Reset state (clientai clear)")
+    def reset(self, request, queryset):
+        run_each(self, request, queryset.select_related("workspace"), "Reset",
+                 lambda t: clientai.thread_reset(thread=t, actor=actor_of(request)))
+
+    @admin.action(description="Reset all (clientai clear_all)")
+    def reset_all(self, request, queryset):
+        run_each(self, request, queryset.select_related("workspace"), "Reset all",
+                 lambda t: clientai.thread_reset_all(thread=t, actor=actor_of(request)))
+
+
+@admin.register(Event)
+class EventAdmin(ReadOnlyAdmin):
+    list_display = ("seq", "type", "role", "thread", "status", "token_count", "visible", "occurred_at")
+    list_filter = ("status", "type", "visible")
+    search_fields = ("content", "call_id", "client_id", "run__run_id")
+    date_hierarchy = "occurred_at"
+    list_select_related = ("thread__session",)
+    raw_id_fields = ("thread", "run", "collapse")
+    show_full_result_count = False  # no COUNT over the events table on every page
+
+
+@admin.register(Collapse)
+class CollapseAdmin(ReadOnlyAdmin):
+    list_display = ("__str__", "thread", "source", "actor", "event_count", "tokens_before",
+                    "tokens_after", "created_at", "undone_at")
+    list_filter = ("source", ("undone_at", admin.EmptyFieldListFilter))
+    search_fields = ("actor", "thread__session__key")
+    date_hierarchy = "created_at"
+    list_select_related = ("thread__session",)
+    actions = ["undo"]
+
+    @admin.action(description="Undo selected collapses")
+    def undo(self, request, queryset):
+        run_each(self, request, queryset.select_related("thread"), "Undone",
+                 lambda c: collapses.collapse_undo(collapse=c, actor=actor_of(request)))
+
+
+@admin.register(ContextBlock)
+class ContextBlockAdmin(admin.ModelAdmin):
+    list_display = ("name", "thread", "placement", "order", "version", "token_count", "updated_at")
+    list_filter = ("placement",)
+    search_fields = ("name", "value", "thread__session__key")
+    date_hierarchy = "updated_at"
+    list_select_related = ("thread__session",)
+    fields = ("thread", "name", "value", "expr", "placement", "order", "version", "token_count")
+    readonly_fields = ("version", "token_count")
+    raw_id_fields = ("thread",)
+
+    def get_readonly_fields(self, request, obj=None):
+        return (*self.readonly_fields, "thread", "name") if obj else self.readonly_fields
+
+    def save_model(self, request, obj, form, change):
+        block, _ = blocks.block_upsert(
+            thread=obj.thread, name=obj.name, actor=actor_of(request),
+            **({"expr": obj.expr} if obj.expr else {"value": obj.value}),
+            placement=obj.placement, order=obj.order,
+        )
+        obj.pk = block.pk
+
+    def delete_model(self, request, obj):
+        blocks.block_delete(thread=obj.thread, name=obj.name, actor=actor_of(request))
+
+    def delete_queryset(self, request, queryset):
+        for block in queryset.select_related("thread__workspace"):
+            blocks.block_delete(thread=block.thread, name=block.name, actor=actor_of(request))
+
+
+@admin.register(StateRevision)
+class StateRevisionAdmin(ReadOnlyAdmin):
+    list_display = ("revision", "thread", "reason", "actor", "created_at")
+    search_fields = ("reason", "actor", "thread__session__key")
+    date_hierarchy = "created_at"
+    list_select_related = ("thread__session",)
+    actions = ["restore"]
+
+    @admin.action(description="Restore the selected revision (as a new revision)")
+    def restore(self, request, queryset):
+        run_each(self, request, queryset.select_related("thread"), "Restored",
+                 lambda r: state.state_restore(thread=r.thread, revision=r.revision,
+                                               actor=actor_of(request)))
+
+
+@admin.register(Run)
+class RunAdmin(ReadOnlyAdmin):
+    list_display = ("run_id", "thread", "status", "event_count", "input_tokens", "output_tokens",
+                    "cost", "started_at", "ended_at")
+    list_filter = ("status",)
+    search_fields = ("run_id", "thread__session__key")
+    date_hierarchy = "started_at"
+    list_select_related = ("thread__session",)
+
+
+@admin.register(ProviderState)
+class ProviderStateAdmin(ReadOnlyAdmin):
+    list_display = ("provider", "thread", "version", "updated_at")
+    search_fields = ("provider", "thread__session__key")
+    date_hierarchy = "updated_at"
+    list_select_related = ("thread__session",)
+
+
+@admin.register(Memory)
+class MemoryAdmin(ReadOnlyAdmin):
+    list_display = ("__str__", "workspace", "user_id", "key", "updated_at")
+    list_filter = ("workspace",)
+    search_fields = ("user_id", "key", "content")
+    date_hierarchy = "updated_at"
+    list_select_related = ("workspace",)
+
+
+@admin.register(Job)
+class JobAdmin(ReadOnlyAdmin):
+    list_display = ("id", "kind", "status", "thread", "attempts", "created_at", "finished_at")
+    list_filter = ("status", "kind")
+    search_fields = ("id", "thread__session__key")
+    date_hierarchy = "created_at"
+    list_select_related = ("thread__session",)
+
+
+@admin.register(AuditLog)
+class AuditLogAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "actor_type", "actor_label", "action", "target_type", "target_id",
+                    "workspace", "ip")
+    list_filter = ("action", "actor_type", "workspace")
+    search_fields = ("actor_label", "action", "target_id")
+    date_hierarchy = "created_at"
+    list_select_related = ("workspace",)
+    show_full_result_count = False

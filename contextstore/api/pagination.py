@@ -1,0 +1,37 @@
+from typing import Any
+
+from rest_framework.pagination import CursorPagination
+from rest_framework.response import Response
+
+
+class OldestFirstCursorPagination(CursorPagination):
+    """Cursor pages oldest first, shaped {"results": [...], "next": url|null}."""
+
+    ordering = "id"
+    page_size = 100
+    page_size_query_param = "page_size"
+    max_page_size = 1000
+
+    def get_paginated_response(self, data: list[Any]) -> Response:
+        return Response({"results": data, "next": self.get_next_link()})
+
+    def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "required": ["results", "next"],
+            "properties": {
+                "results": schema,
+                "next": {"type": "string", "format": "uri", "nullable": True},
+            },
+        }
+
+
+class SearchResultsPagination(OldestFirstCursorPagination):
+    """For searches that already return a bounded result (memory recall): the same page shape,
+    always complete, so `next` is null."""
+
+    def paginate_queryset(self, queryset: Any, request: Any, view: Any = None) -> list[Any]:
+        return list(queryset)
+
+    def get_paginated_response(self, data: list[Any]) -> Response:
+        return Response({"results": data, "next": None})

@@ -1,0 +1,54 @@
+"""Per-token request rate limit, a fixed window counted in the cache.
+
+DRF's SimpleRateThrottle keeps every request time of the window in one cache entry, which
+grows with the allowed rate; a counter per window costs the same at any rate.
+"""
+
+import time
+from typing import TYPE_CHECKING
+
+from django.core.cache import cache
+from rest_framework.settings import api_settings
+from rest_framework.throttling import BaseThrottle
+
+from contextstore.models import ApiToken
+
+if TYPE_CHECKING:  # rest_framework.views imports this module through api_settings
+    from rest_framework.request import Request
+    from rest_framework.views import APIView
+
+PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_rate(rate: str | None) -> tuple[int, int] | None:
+    """'600/minute' -> (600, 60); None, '' or 'off' disables throttling."""
+    if not rate or rate.strip().lower() in {"off", "none", "0"}:
+        return None
+    count, period = rate.split("/")
+    return int(count), PERIODS[period.strip()[0].lower()]
+
+
+class TokenRateThrottle(BaseThrottle):
+    scope = "token"
+
+    def allow_request(self, request: "Request", view: "APIView") -> bool:
+        # Read the rate on every request so settings overrides (tests, reloads) apply at once.
+        parsed = parse_rate(api_settings.DEFAULT_THROTTLE_RATES.get(self.scope))
+        token = request.auth
+        if parsed is None or not isinstance(token, ApiToken):
+            return True
+        limit, period = parsed
+        now = time.time()
+        window = int(now // period)
+        key = f"throttle:{self.scope}:{token.pk}:{period}:{window}"
+        cache.add(key, 0, timeout=period + 1)
+        try:
+            count = cache.incr(key)
+        except ValueError:  # expired between add and incr
+            cache.add(key, 1, timeout=period + 1)
+            count = 1
+        self._retry_after = (window + 1) * period - now
+        return count <= limit
+
+    def wait(self) -> float | None:
+        return getattr(self, "_retry_after", None)

@@ -1,0 +1,22 @@
+from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from rest_framework.routers import SimpleRouter
+
+from contextstore.api import views
+from contextstore.api.exceptions import api_not_found
+
+router = SimpleRouter()
+router.register("sessions", views.SessionViewSet, basename="session")
+router.register("threads", views.ThreadViewSet, basename="thread")
+router.register("collapses", views.CollapseViewSet, basename="collapse")
+router.register("runs", views.RunViewSet, basename="run")
+router.register("memories", views.MemoryViewSet, basename="memory")
+router.register("jobs", views.JobViewSet, basename="job")
+
+app_name = "api"
+urlpatterns = [
+    path("v1/", include(router.urls)),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api:schema"), name="docs"),
+    re_path(r"^(?s:.*)$", api_not_found),  # (?s): paths may contain newlines too
+]

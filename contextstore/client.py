@@ -1,0 +1,734 @@
+"""Python client for the contextstore agent API (v1).
+
+Needs only httpx; importing it never imports Django, so agents can use it anywhere::
+
+    from contextstore.client import ContextStore
+
+    with ContextStore("https://contextstore.example", token="cs_...") as cs:
+        thread = cs.thread("conversation-42", user_id="ann", agent="helper")
+        thread.append([{"type": "Message", "role": "user", "content": "Hi"}])
+        prompt = thread.context(max_tokens=8000).messages
+        state = thread.state()
+        thread.patch_state({"plan": ["research"]}, if_match=state.revision)
+
+Every appended event gets a generated `client_id` unless the caller gives one, so a retried
+append never duplicates. Transient failures are retried with exponential backoff (honouring
+Retry-After): connection failures and 429/503 always (the server did not act on the request),
+other 5xx and read timeouts only for requests that are safe to repeat (reads, PUT/PATCH/DELETE,
+appends, upserts). API errors raise a `ContextStoreError` subclass named after the status.
+"""
+
+from __future__ import annotations
+
+import json as json_module
+import random
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import httpx
+
+__all__ = [
+    "AppendedEvent", "Block", "Collapse", "ConnectionFailed", "Context", "ContextStore",
+    "ContextStoreError", "Conflict", "Event", "Forbidden", "InvalidInput", "Job", "Memory",
+    "NotFound", "PayloadTooLarge", "ProviderState", "Run", "ServerError", "Session",
+    "StaleRevision", "State", "StateRevision", "Thread", "ThreadHandle", "Throttled",
+    "Unauthorized", "Window",
+]
+
+
+# ------------------------------------------------------------------------------- errors
+
+class ContextStoreError(Exception):
+    """An error answer from the API: `status`, `code`, `message`, `details`."""
+
+    status: int = 0
+
+    def __init__(self, message: str, *, status: int = 0, code: str = "error",
+                 details: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.status = status or self.status
+        self.code = code
+        self.details = details or {}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.status}, {self.code!r}, {self.message!r})"
+
+
+class InvalidInput(ContextStoreError):
+    status = 400
+
+
+class Unauthorized(ContextStoreError):
+    status = 401
+
+
+class Forbidden(ContextStoreError):
+    status = 403
+
+
+class NotFound(ContextStoreError):
+    status = 404
+
+
+class Conflict(ContextStoreError):
+    status = 409
+
+
+class StaleRevision(ContextStoreError):
+    """The state changed since the revision you based your write on: read it again."""
+
+    status = 412
+
+
+class PayloadTooLarge(ContextStoreError):
+    status = 413
+
+
+class Throttled(ContextStoreError):
+    status = 429
+
+
+class ServerError(ContextStoreError):
+    status = 500
+
+
+class ConnectionFailed(ContextStoreError):
+    """The server could not be reached (after retries)."""
+
+
+ERRORS: dict[int, type[ContextStoreError]] = {
+    400: InvalidInput, 401: Unauthorized, 403: Forbidden, 404: NotFound, 409: Conflict,
+    412: StaleRevision, 413: PayloadTooLarge, 429: Throttled,
+}
+
+
+# ------------------------------------------------------------------------------- results
+
+def _build[T](cls: type[T], data: dict[str, Any], **extra: Any) -> T:
+    """A result dataclass from a JSON object; fields the client does not know are ignored so
+    newer servers stay compatible."""
+    names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    return cls(**{k: v for k, v in data.items() if k in names}, **extra)
+
+
+@dataclass
+class Session:
+    id: int
+    key: str
+    user_id: str = ""
+    agent: str = ""
+    title: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    archived: bool = False
+    created_at: str | None = None
+    updated_at: str | None = None
+    last_activity_at: str | None = None
+    thread_count: int = 0
+    event_count: int = 0
+    error_count: int = 0
+    token_total: int = 0
+    cost_total: float = 0.0
+    created: bool = False  # set by upsert_session: True when this call created it
+
+
+@dataclass
+class Thread:
+    id: int
+    session: int
+    session_key: str
+    name: str
+    user_id: str = ""
+    parent: int | None = None
+    fork_start_seq: int | None = None
+    fork_end_seq: int | None = None
+    revision: int = 0
+    iteration: int = 0
+    max_history_size: int = 10
+    summary: str = ""
+    summarizer: dict[str, Any] | None = None
+    system_prompt: str = ""
+    last_seq: int = 0
+    event_count: int = 0
+    token_total: int = 0
+    active_event_count: int = 0
+    active_tokens: int = 0
+    last_event_at: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+
+
+@dataclass
+class Event:
+    id: int
+    seq: int
+    type: str
+    position: int = 0
+    role: str = ""
+    content: str = ""
+    parts: list[Any] | None = None
+    data: Any = None
+    run_id: str | None = None
+    call_id: str = ""
+    step: str = ""
+    anchor: str = ""
+    client_id: str | None = None
+    token_count: int = 0
+    visible: bool = True
+    status: str = "active"
+    collapse: int | None = None
+    occurred_at: str | None = None
+    created_at: str | None = None
+
+
+@dataclass
+class AppendedEvent:
+    seq: int
+    id: int
+    token_count: int
+    client_id: str | None
+
+
+@dataclass
+class Collapse:
+    id: int
+    thread: int
+    start_seq: int
+    end_seq: int
+    summary_event: Event
+    source: str = ""
+    actor: str = ""
+    event_count: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    provenance: dict[str, Any] = field(default_factory=dict)
+    job: str | None = None
+    created_at: str | None = None
+    undone_at: str | None = None
+
+
+@dataclass
+class Block:
+    name: str
+    value: str | None = None
+    expr: str | None = None
+    placement: str = "suffix"
+    order: int = 0
+    version: int = 1
+    token_count: int = 0
+    created_at: str | None = None
+    updated_at: str | None = None
+
+
+@dataclass
+class State:
+    state: dict[str, Any]
+    memory: list[dict[str, Any]]
+    revision: int
+    iteration: int = 0
+    current_input: Any = None
+    original_input: Any = None
+    max_history_size: int = 10
+    summary: str = ""
+    last_results: dict[str, Any] = field(default_factory=dict)  # clientai step results
+
+
+@dataclass
+class StateRevision:
+    revision: int
+    state: dict[str, Any]
+    memory: list[dict[str, Any]]
+    reason: str = ""
+    actor: str = ""
+    created_at: str | None = None
+
+
+@dataclass
+class Context:
+    messages: list[dict[str, Any]]
+    stats: dict[str, Any]
+
+
+@dataclass
+class Window:
+    events: list[Event]
+    covers_all: bool
+
+
+@dataclass
+class Run:
+    id: int
+    run_id: str
+    thread: int
+    status: str
+    input: Any = None
+    step_results: dict[str, Any] = field(default_factory=dict)
+    iteration: int = 0
+    error: str = ""
+    started_at: str | None = None
+    ended_at: str | None = None
+    duration_ms: int | None = None
+    event_count: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+
+
+@dataclass
+class ProviderState:
+    name: str
+    state: Any
+    version: int = 1
+    updated_at: str | None = None
+
+
+@dataclass
+class Memory:
+    id: int
+    content: str
+    user_id: str = ""
+    key: str | None = None
+    data: Any = None
+    source_event: int | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    created: bool = False
+
+
+@dataclass
+class Job:
+    id: str
+    kind: str
+    status: str
+    thread: int
+    params: dict[str, Any] = field(default_factory=dict)
+    result: Any = None
+    error: str = ""
+    created_at: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+
+
+def _event(data: dict[str, Any]) -> Event:
+    return _build(Event, data)
+
+
+def _collapse(data: dict[str, Any]) -> Collapse:
+    return _build(Collapse, {**data, "summary_event": _event(data["summary_event"])})
+
+
+def _state(data: dict[str, Any]) -> State:
+    return _build(State, data)
+
+
+# ------------------------------------------------------------------------------- client
+
+RETRY_ALWAYS = {429, 503}
+RETRY_IF_IDEMPOTENT = {500, 502, 504}
+
+
+class ContextStore:
+    """A connection to one contextstore server, authenticated by one workspace API token."""
+
+    def __init__(self, base_url: str, token: str, *, timeout: float = 30.0, retries: int = 4,
+                 backoff: float = 0.25, max_backoff: float = 10.0,
+                 transport: httpx.BaseTransport | None = None):
+        self.retries = retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self._http = httpx.Client(
+            base_url=base_url.rstrip("/") + "/api/v1/",
+            headers={"Authorization": f"Bearer {token}", "Accept": "application/json",
+                     "User-Agent": "contextstore-client/1"},
+            timeout=timeout, transport=transport,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> ContextStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- transport
+
+    def request(self, method: str, path: str, *, json: Any = None, params: dict | None = None,
+                headers: dict[str, str] | None = None, idempotent: bool | None = None,
+                content: bytes | None = None) -> httpx.Response:
+        """Send one request, retrying transient failures; raise ContextStoreError on errors.
+
+        `idempotent` says whether repeating the request is harmless (default: everything but
+        POST); it decides whether a 5xx or a lost answer is retried.
+        """
+        if idempotent is None:
+            idempotent = method.upper() != "POST"
+        if params:
+            params = {k: _param(v) for k, v in params.items() if v is not None}
+        attempt = 0
+        while True:
+            retry_after: float | None = None
+            try:
+                response = self._http.request(method, path, json=json, params=params,
+                                              headers=headers, content=content)
+            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+                failure: Exception = exc  # never reached the server: always safe to retry
+            except httpx.TransportError as exc:
+                if not idempotent or attempt >= self.retries:
+                    raise ConnectionFailed(f"{method} {path}: {exc}") from exc
+                failure = exc
+            else:
+                status = response.status_code
+                retryable = status in RETRY_ALWAYS or (idempotent and status in RETRY_IF_IDEMPOTENT)
+                if status < 400 or not retryable or attempt >= self.retries:
+                    if status >= 400:
+                        raise _error(response)
+                    return response
+                failure = _error(response)
+                retry_after = _retry_after(response)
+            if attempt >= self.retries:
+                if isinstance(failure, ContextStoreError):
+                    raise failure
+                raise ConnectionFailed(f"{method} {path}: {failure}") from failure
+            delay = min(self.backoff * (2 ** attempt), self.max_backoff) * (0.5 + random.random())
+            time.sleep(min(max(delay, retry_after or 0.0), 60.0))
+            attempt += 1
+
+    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self.request(method, path, **kwargs)
+        return response.json() if response.content else None
+
+    def _pages(self, path: str, params: dict | None = None) -> Iterator[dict[str, Any]]:
+        """Every item of a paginated list, following `next` links."""
+        page = self._json("GET", path, params=params)
+        while True:
+            yield from page["results"]
+            if not page.get("next"):
+                return
+            page = self._json("GET", page["next"])
+
+    # -- sessions
+
+    def upsert_session(self, key: str, *, user_id: str = "", agent: str = "", title: str = "",
+                       metadata: dict[str, Any] | None = None) -> Session:
+        """Create the session (user_id, key) or return the existing one (`.created` tells)."""
+        response = self.request("POST", "sessions/", idempotent=True, json={
+            "key": key, "user_id": user_id, "agent": agent, "title": title, "metadata": metadata})
+        return _build(Session, response.json(), created=response.status_code == 201)
+
+    def iter_sessions(self, *, user_id: str | None = None, agent: str | None = None,
+                      q: str | None = None, archived: bool | None = None) -> Iterator[Session]:
+        params = {"user_id": user_id, "agent": agent, "q": q, "archived": archived}
+        for item in self._pages("sessions/", {k: v for k, v in params.items() if v is not None}):
+            yield _build(Session, item)
+
+    def sessions(self, **filters: Any) -> list[Session]:
+        """All sessions matching user_id / agent / q / archived, oldest first."""
+        return list(self.iter_sessions(**filters))
+
+    def session(self, session_id: int) -> Session:
+        return _build(Session, self._json("GET", f"sessions/{session_id}/"))
+
+    def update_session(self, session_id: int, **changes: Any) -> Session:
+        """Change title, agent, metadata or archived."""
+        return _build(Session, self._json("PATCH", f"sessions/{session_id}/", json=changes))
+
+    def delete_session(self, session_id: int) -> None:
+        """Delete a session with all its threads and history (not undoable)."""
+        self.request("DELETE", f"sessions/{session_id}/")
+
+    def session_threads(self, session_id: int) -> list[Thread]:
+        return [_build(Thread, t) for t in self._pages(f"sessions/{session_id}/threads/")]
+
+    # -- threads
+
+    def thread(self, session_key: str, *, user_id: str = "", agent: str = "",
+               name: str = "main") -> ThreadHandle:
+        """The thread `name` of session (user_id, session_key), created with it as needed."""
+        data = self._json("POST", "threads/ensure/", idempotent=True, json={
+            "session_key": session_key, "user_id": user_id, "agent": agent, "name": name})
+        return ThreadHandle(self, _build(Thread, data))
+
+    def get_thread(self, thread_id: int) -> ThreadHandle:
+        return ThreadHandle(self, _build(Thread, self._json("GET", f"threads/{thread_id}/")))
+
+    def import_thread(self, data: dict[str, Any], *, session_key: str | None = None,
+                      user_id: str | None = None, name: str | None = None) -> ThreadHandle:
+        """Create a thread from a contextstore export or a peteos context JSON."""
+        created = self._json("POST", "threads/import/", json=data, params={
+            "session_key": session_key, "user_id": user_id, "name": name})
+        return ThreadHandle(self, _build(Thread, created))
+
+    def undo_collapse(self, collapse_id: int) -> Collapse:
+        """Bring a collapse's events back (one nesting level at a time)."""
+        return _collapse(self._json("POST", f"collapses/{collapse_id}/undo/"))
+
+    # -- runs, memories, jobs
+
+    def run(self, run_pk: int) -> Run:
+        return _build(Run, self._json("GET", f"runs/{run_pk}/"))
+
+    def complete_run(self, run_pk: int) -> Run:
+        return _build(Run, self._json("POST", f"runs/{run_pk}/complete/", json={}, idempotent=True))
+
+    def fail_run(self, run_pk: int, error: str = "") -> Run:
+        return _build(Run, self._json("POST", f"runs/{run_pk}/fail/", json={"error": error},
+                                      idempotent=True))
+
+    def interrupt_run(self, run_pk: int) -> Run:
+        return _build(Run, self._json("POST", f"runs/{run_pk}/interrupt/", json={},
+                                      idempotent=True))
+
+    def remember(self, content: str, *, user_id: str = "", key: str | None = None,
+                 data: Any = None) -> Memory:
+        """Store a long-term fact about an end user; with a key it replaces the previous one."""
+        response = self.request("POST", "memories/", idempotent=key is not None, json={
+            "user_id": user_id, "key": key, "content": content, "data": data})
+        return _build(Memory, response.json(), created=response.status_code == 201)
+
+    def recall(self, *, user_id: str | None = None, q: str | None = None,
+               limit: int = 20) -> list[Memory]:
+        """Memories (newest first) of a user, optionally matching any word of `q`."""
+        data = self._json("GET", "memories/", params={"user_id": user_id, "q": q, "limit": limit})
+        return [_build(Memory, m) for m in data["results"]]
+
+    def job(self, job_id: str) -> Job:
+        return _build(Job, self._json("GET", f"jobs/{job_id}/"))
+
+
+class ThreadHandle:
+    """One thread: events, collapses, blocks, state, clientai/peteos/AgentScope operations."""
+
+    def __init__(self, client: ContextStore, thread: Thread):
+        self.client = client
+        self.thread = thread
+        self.id = thread.id
+        self._path = f"threads/{thread.id}/"
+
+    def __repr__(self) -> str:
+        return f"<ThreadHandle {self.id} {self.thread.session_key}/{self.thread.name}>"
+
+    def _json(self, method: str, sub: str = "", **kwargs: Any) -> Any:
+        return self.client._json(method, self._path + sub, **kwargs)
+
+    def refresh(self) -> Thread:
+        """Re-read the thread's counters and settings."""
+        self.thread = _build(Thread, self._json("GET"))
+        return self.thread
+
+    # -- events
+
+    def append(self, events: list[dict[str, Any]]) -> list[AppendedEvent]:
+        """Append a batch (one transaction). Events without a client_id get a fresh one, so the
+        batch can be retried safely; returns seq, id, token_count and client_id of each."""
+        batch = [e if e.get("client_id") else {**e, "client_id": uuid.uuid4().hex} for e in events]
+        data = self._json("POST", "events/", json={"events": batch}, idempotent=True)
+        return [_build(AppendedEvent, e) for e in data["events"]]
+
+    def append_one(self, type: str, content: str = "", **fields: Any) -> AppendedEvent:
+        """Append a single event: `append_one("Message", "hi", role="user")`."""
+        return self.append([{"type": type, "content": content, **fields}])[0]
+
+    def iter_events(self, *, type: str | list[str] | None = None, q: str | None = None,
+                    regex: str | None = None, run_id: str | None = None,
+                    call_id: str | None = None, step: str | None = None,
+                    after_seq: int | None = None, before_seq: int | None = None,
+                    status: str | None = None, visible: bool | None = None,
+                    limit: int | None = None, page_size: int | None = None) -> Iterator[Event]:
+        """Events matching all filters, oldest first; `limit` keeps only the newest matches."""
+        params = {"type": ",".join(type) if isinstance(type, list) else type, "q": q,
+                  "regex": regex, "run_id": run_id, "call_id": call_id, "step": step,
+                  "after_seq": after_seq, "before_seq": before_seq, "status": status,
+                  "visible": visible, "limit": limit, "page_size": page_size}
+        for item in self.client._pages(self._path + "events/",
+                                       {k: v for k, v in params.items() if v is not None}):
+            yield _event(item)
+
+    def events(self, **filters: Any) -> list[Event]:
+        """All matching events as a list (see iter_events for the filters)."""
+        return list(self.iter_events(**filters))
+
+    # -- collapses and summaries
+
+    def collapse(self, start_seq: int, end_seq: int, summary_text: str) -> Collapse:
+        """Replace [start_seq, end_seq] (inclusive) in the working context with a summary."""
+        return _collapse(self._json("POST", "collapse/", json={
+            "start_seq": start_seq, "end_seq": end_seq, "summary_text": summary_text}))
+
+    def summarize(self, start_seq: int, end_seq: int) -> str:
+        """Queue a worker to summarize and collapse the range; returns the job id."""
+        return self._json("POST", "collapse/", json={
+            "start_seq": start_seq, "end_seq": end_seq, "summarize": True})["job_id"]
+
+    def configure_summarizer(self, config: dict[str, Any] | None) -> Thread:
+        """Set the automatic summarizer (e.g. {"token_budget": {"max_tokens": 8000}}); None
+        removes the thread's setting, {} switches summarization off even under a default."""
+        # An explicit JSON null (httpx sends no body for json=None): null removes the setting.
+        body = json_module.dumps(config).encode()
+        self.thread = _build(Thread, self._json("PUT", "summarizer/", content=body,
+                                                headers={"Content-Type": "application/json"}))
+        return self.thread
+
+    # -- blocks
+
+    def blocks(self) -> list[Block]:
+        return [_build(Block, b) for b in self._json("GET", "blocks/")["results"]]
+
+    def put_block(self, name: str, *, value: str | None = None, expr: str | None = None,
+                  placement: str | None = None, order: int | None = None) -> Block:
+        """Set a block's fixed value or live expr (value=None and no expr suppresses it)."""
+        body: dict[str, Any] = {"expr": expr} if expr is not None else {"value": value}
+        if placement is not None:
+            body["placement"] = placement
+        if order is not None:
+            body["order"] = order
+        return _build(Block, self._json("PUT", f"blocks/{name}/", json=body))
+
+    def delete_block(self, name: str) -> None:
+        self._json("DELETE", f"blocks/{name}/")
+
+    # -- state
+
+    def state(self) -> State:
+        return _state(self._json("GET", "state/"))
+
+    def _write_state(self, method: str, state: Any, memory: Any, reason: str,
+                     if_match: int | None) -> State:
+        body: dict[str, Any] = {"reason": reason}
+        if state is not None:
+            body["state"] = state
+        if memory is not None:
+            body["memory"] = memory
+        headers = {"If-Match": f'"{if_match}"'} if if_match is not None else None
+        return _state(self._json(method, "state/", json=body, headers=headers))
+
+    def put_state(self, state: dict[str, Any] | None = None, *, memory: list | None = None,
+                  reason: str = "", if_match: int | None = None) -> State:
+        """Replace state and/or memory. With if_match (a revision), a stale write raises
+        StaleRevision and changes nothing; without, last write wins."""
+        return self._write_state("PUT", state, memory, reason, if_match)
+
+    def patch_state(self, patch: dict[str, Any] | None = None, *, memory: list | None = None,
+                    reason: str = "", if_match: int | None = None) -> State:
+        """Apply a JSON merge patch (RFC 7386: null removes a key) to the state."""
+        return self._write_state("PATCH", patch, memory, reason, if_match)
+
+    def revisions(self) -> list[StateRevision]:
+        return [_build(StateRevision, r) for r in self.client._pages(self._path + "state/revisions/")]
+
+    def restore(self, revision: int, *, if_match: int | None = None) -> State:
+        """Write an earlier revision's state and memory again, as a new revision."""
+        headers = {"If-Match": f'"{if_match}"'} if if_match is not None else None
+        return _state(self._json("POST", f"state/revisions/{revision}/restore/", headers=headers))
+
+    # -- clientai AgentContext
+
+    def set_input(self, input_data: Any) -> State:
+        """clientai set_input: moves the previous interaction to history."""
+        return _state(self._json("POST", "input/", json={"input": input_data}))
+
+    def set_step_result(self, step: str, result: Any) -> Any:
+        return self._json("POST", "results/", json={"step": step, "result": result})["result"]
+
+    def get_step_result(self, step: str) -> Any:
+        """The current result of a step, or None when there is none (like clientai)."""
+        try:
+            return self._json("GET", f"results/{step}/")["result"]
+        except NotFound:
+            return None
+
+    def increment_iteration(self) -> int:
+        return self._json("POST", "iteration/")["iteration"]
+
+    def set_max_history_size(self, size: int) -> State:
+        return _state(self._json("PUT", "max-history-size/", json={"size": size}))
+
+    def get_recent_history(self, n: int | None = None, raw: bool = False) -> str | list[dict]:
+        """clientai get_recent_history: the formatted text, or the raw interactions."""
+        data = self._json("GET", "history/", params={"n": n, "raw": raw})
+        return data if raw else data["text"]
+
+    def reset(self) -> State:
+        """clientai clear(): state, memory, results, inputs, iteration; history stays."""
+        return _state(self._json("POST", "reset/"))
+
+    def reset_all(self) -> State:
+        """clientai clear_all(): clear() and the conversation history."""
+        return _state(self._json("POST", "reset-all/"))
+
+    def clear_context(self) -> int:
+        """AgentScope clearContext: events and summary leave the working context; state stays.
+        Returns how many events were cleared."""
+        return self._json("POST", "clear-context/")["cleared"]
+
+    # -- render, windows, peteos
+
+    def context(self, *, max_tokens: int | None = None, strip_thinking: bool = False) -> Context:
+        """The model context: prefix blocks, summary, newest events that fit, suffix blocks."""
+        data = self._json("GET", "context/", params={"max_tokens": max_tokens,
+                                                     "strip_thinking": strip_thinking})
+        return Context(messages=data["messages"], stats=data["stats"])
+
+    def window(self, *, count: int | None = None, max_tokens: int | None = None) -> Window:
+        """peteos rolling window: the last `count` events, or those within `max_tokens`."""
+        data = self._json("GET", "window/", params={"count": count, "max_tokens": max_tokens})
+        return Window(events=[_event(e) for e in data["events"]], covers_all=data["covers_all"])
+
+    def fork(self, name: str, *, start_seq: int | None = None, end_seq: int | None = None,
+             system_prompt: str | None = None) -> ThreadHandle:
+        """peteos fork: a new thread with events [start_seq, end_seq) of this one."""
+        data = self._json("POST", "fork/", json={"name": name, "start_seq": start_seq,
+                                                 "end_seq": end_seq, "system_prompt": system_prompt})
+        return ThreadHandle(self.client, _build(Thread, data))
+
+    def total_tokens(self) -> int:
+        return self._json("GET", "tokens/")["total_tokens"]
+
+    def export(self, format: str = "contextstore") -> dict[str, Any]:
+        """The whole thread as contextstore JSON, or its working context as peteos JSON."""
+        return self._json("GET", "export/", params={"format": format})
+
+    # -- runs and providers
+
+    def runs(self) -> list[Run]:
+        return [_build(Run, r) for r in self.client._pages(self._path + "runs/")]
+
+    def provider_state(self, name: str) -> ProviderState | None:
+        """A context provider's serialized state on this thread, or None if never saved."""
+        try:
+            return _build(ProviderState, self._json("GET", f"providers/{name}/"))
+        except NotFound:
+            return None
+
+    def put_provider_state(self, name: str, state: Any) -> ProviderState:
+        return _build(ProviderState, self._json("PUT", f"providers/{name}/", json={"state": state}))
+
+
+# ------------------------------------------------------------------------------- helpers
+
+def _param(value: Any) -> Any:
+    return ("true" if value else "false") if isinstance(value, bool) else value
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("Retry-After")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _error(response: httpx.Response) -> ContextStoreError:
+    """The exception for an error answer, from the API's {"error": {...}} shape when present."""
+    status = response.status_code
+    try:
+        error = response.json()["error"]
+        code, message, details = error["code"], error["message"], error.get("details") or {}
+    except (ValueError, KeyError, TypeError):
+        code, message, details = "http_error", response.text[:500] or response.reason_phrase, {}
+    cls = ERRORS.get(status) or (ServerError if status >= 500 else ContextStoreError)
+    return cls(message, status=status, code=code, details=details)

@@ -1,0 +1,105 @@
+"""Dashboard input: filter forms for lists and small forms for actions.
+
+Forms only parse; every change is made by a service.
+"""
+
+from datetime import datetime, timedelta
+
+from django import forms
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from contextstore.models import EVENT_TYPES, ContextBlock
+
+
+def parse_cursor(raw: str | None) -> tuple[datetime, int] | None:
+    """A sessions keyset cursor `<iso time>~<id>`; None when absent or malformed."""
+    if not raw or "~" not in raw:
+        return None
+    stamp, _, pk = raw.rpartition("~")
+    when = parse_datetime(stamp)
+    if when is None or not pk.isdigit():
+        return None
+    return when, int(pk)
+
+
+def format_cursor(when: datetime, pk: int) -> str:
+    return f"{when.isoformat()}~{pk}"
+
+
+class SessionFilterForm(forms.Form):
+    ARCHIVED = (("", "Open"), ("yes", "Archived"), ("all", "All"))
+    ACTIVE = (("", "Any time"), ("hour", "Last hour"), ("day", "Last day"))
+
+    q = forms.CharField(required=False, max_length=200)
+    agent = forms.CharField(required=False, max_length=200)
+    user = forms.CharField(required=False, max_length=255)
+    archived = forms.ChoiceField(required=False, choices=ARCHIVED)
+    errors = forms.BooleanField(required=False)
+    active = forms.ChoiceField(required=False, choices=ACTIVE)
+
+    def active_since(self) -> datetime | None:
+        delta = {"hour": timedelta(hours=1), "day": timedelta(days=1)}.get(
+            self.cleaned_data.get("active") or "")
+        return timezone.now() - delta if delta else None
+
+
+class EventFilterForm(forms.Form):
+    """Timeline filters. Runtime-only events and cleared ones are hidden unless asked for."""
+
+    type = forms.MultipleChoiceField(required=False, choices=[(t, t) for t in EVENT_TYPES])
+    q = forms.CharField(required=False, max_length=200)
+    run = forms.CharField(required=False, max_length=200)
+    call = forms.CharField(required=False, max_length=200)
+    runtime = forms.BooleanField(required=False)
+    cleared = forms.BooleanField(required=False)
+
+    def narrows(self) -> bool:
+        """True when the timeline shows a subset that summary cards would not fit into."""
+        data = self.cleaned_data
+        return bool(data.get("q") or data.get("run") or data.get("call")
+                    or (data.get("type") and "Summary" not in data["type"]))
+
+
+class RangeForm(forms.Form):
+    start_seq = forms.IntegerField(min_value=1)
+    end_seq = forms.IntegerField(min_value=1)
+
+    def clean(self):
+        data = super().clean()
+        start, end = data.get("start_seq"), data.get("end_seq")
+        if start is not None and end is not None and start > end:
+            data["start_seq"], data["end_seq"] = end, start
+        return data
+
+
+class CollapseForm(RangeForm):
+    summary = forms.CharField(max_length=20_000, strip=True)
+
+
+class ForkForm(RangeForm):
+    name = forms.CharField(max_length=200)
+
+
+class BlockForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    kind = forms.ChoiceField(choices=(("value", "Fixed value"), ("expr", "Live expression")),
+                             required=False)
+    value = forms.CharField(required=False, widget=forms.Textarea, strip=False)
+    placement = forms.ChoiceField(choices=ContextBlock.Placement.choices)
+    order = forms.IntegerField(initial=0)
+    # A suppressed block keeps its row but renders nothing (Nooa's None value).
+    suppressed = forms.BooleanField(required=False)
+
+
+class DiffForm(forms.Form):
+    a = forms.IntegerField(min_value=0)
+    b = forms.IntegerField(min_value=0)
+
+
+def first_error(form: forms.Form) -> str:
+    """One readable sentence for a form that did not validate."""
+    for field, errors in form.errors.items():
+        label = "" if field == "__all__" else f"{field.replace('_', ' ')}: "
+        return f"{label}{errors[0]}"
+    return "The form is not valid."

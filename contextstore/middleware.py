@@ -1,0 +1,69 @@
+"""Request ids: one per request, on the response, in every log line written while it runs.
+
+A proxy or load balancer that already assigns ids (X-Request-ID) keeps its id, so one request
+can be followed from the proxy's log into ours. This module imports no models: the logging
+configuration loads RequestIdFilter before the apps are ready.
+"""
+
+import logging
+import re
+import time
+import uuid
+from collections.abc import Callable
+from contextvars import ContextVar
+
+from django.http import HttpRequest, HttpResponse
+
+REQUEST_ID_HEADER = "X-Request-ID"
+# A client-chosen id goes into logs and a response header: keep it short and plain.
+_VALID_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+
+request_id_var: ContextVar[str] = ContextVar("request_id", default="-")
+request_logger = logging.getLogger("contextstore.request")
+
+
+def current_request_id() -> str:
+    return request_id_var.get()
+
+
+class RequestIdFilter(logging.Filter):
+    """Adds `request_id` to every record ("-" outside a request), for text and JSON formats.
+
+    Django logs 4xx/5xx responses (django.request) after the middleware has returned; those
+    records carry the request itself, so its id is taken from there."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not hasattr(record, "request_id"):
+            request = getattr(record, "request", None)
+            record.request_id = getattr(request, "request_id", None) or request_id_var.get()
+        return True
+
+
+class RequestIdMiddleware:
+    """Assigns the request id and writes one access line per request (method, path, status,
+    duration), so gunicorn's own access log can stay off and every line is structured."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        incoming = request.headers.get(REQUEST_ID_HEADER, "")
+        request_id = incoming if _VALID_ID.match(incoming) else uuid.uuid4().hex
+        request.request_id = request_id
+        token = request_id_var.set(request_id)
+        started = time.perf_counter()
+        try:
+            response = self.get_response(request)
+            response[REQUEST_ID_HEADER] = request_id
+            request_logger.info(
+                "%s %s %s", request.method, request.path, response.status_code,
+                extra={
+                    "method": request.method,
+                    "path": request.path,
+                    "status": response.status_code,
+                    "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+                },
+            )
+            return response
+        finally:
+            request_id_var.reset(token)

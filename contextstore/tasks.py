@@ -1,0 +1,30 @@
+"""Thin Celery tasks: take ids, call one service, retry on database trouble.
+
+Tasks are acks_late (settings): a worker that dies mid-task leaves the message to be delivered
+again, and the services make a second run harmless.
+"""
+
+from celery import shared_task
+from django.conf import settings
+from django.db import InterfaceError, OperationalError
+
+from contextstore.services import summaries
+
+
+@shared_task(
+    autoretry_for=(OperationalError, InterfaceError), retry_backoff=True, retry_backoff_max=300,
+    max_retries=8,
+)
+def summarize_job(job_id: str) -> dict | None:
+    job = summaries.summary_job_run(job_id=job_id)
+    return None if job is None else {"status": job.status, "result": job.result}
+
+
+@shared_task
+def recover_summaries() -> dict[str, int]:
+    return summaries.summary_jobs_recover(stale_after=settings.SUMMARIZER_STALE_AFTER)
+
+
+@shared_task
+def expire_jobs() -> int:
+    return summaries.summary_jobs_expire(older_than_days=settings.SUMMARIZER_JOB_RETENTION_DAYS)

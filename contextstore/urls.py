@@ -1,0 +1,27 @@
+from django.urls import path
+
+from contextstore.views import actions, sessions, threads
+
+app_name = "contextstore"
+
+urlpatterns = [
+    path("", sessions.session_list, name="sessions"),
+    path("sessions/<int:pk>/", sessions.session_detail, name="session"),
+    path("threads/<int:pk>/", threads.thread_detail, name="thread"),
+    path("threads/<int:pk>/context/", threads.model_view, name="model-view"),
+    path("threads/<int:pk>/export/", threads.thread_export_view, name="export"),
+    path("threads/<int:pk>/collapses/<int:collapse_id>/", threads.collapse_detail, name="collapse"),
+    path("threads/<int:pk>/collapses/<int:collapse_id>/undo/", actions.collapse_undo,
+         name="collapse-undo"),
+    path("threads/<int:pk>/collapse/", actions.collapse_range, name="collapse-range"),
+    path("threads/<int:pk>/summarize/", actions.summarize_range, name="summarize"),
+    path("threads/<int:pk>/fork/", actions.fork_range, name="fork"),
+    path("threads/<int:pk>/clear/", actions.clear_context, name="clear"),
+    path("threads/<int:pk>/reset/", actions.reset, name="reset"),
+    path("threads/<int:pk>/reset-all/", actions.reset_all, name="reset-all"),
+    path("threads/<int:pk>/blocks/", actions.block_save, name="block-save"),
+    path("threads/<int:pk>/blocks/delete/", actions.block_delete, name="block-delete"),
+    path("threads/<int:pk>/state/diff/", actions.state_diff, name="state-diff"),
+    path("threads/<int:pk>/state/restore/", actions.state_restore, name="state-restore"),
+    path("jobs/<uuid:job_id>/", actions.job_status, name="job"),
+]

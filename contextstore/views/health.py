@@ -1,0 +1,88 @@
+"""Probes for load balancers and orchestrators: no auth, no templates, no sessions.
+
+/healthz answers "should this process be restarted?" (it runs and reaches its database);
+/readyz answers "should traffic come here?" (also the broker is reachable and the schema is
+migrated). Both return JSON with one entry per check and 200 or 503.
+"""
+
+import logging
+import time
+from collections.abc import Callable
+
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+
+from project.celery import app as celery_app
+
+logger = logging.getLogger(__name__)
+
+BROKER_TIMEOUT_SECONDS = 2.0
+
+# Once this process has seen every migration applied it stays so (a rollback of the schema
+# under a running release is not a supported operation), so /readyz reads the migration files
+# once per process instead of on every probe.
+_migrations_seen_applied = False
+
+
+def check_database() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        cursor.fetchone()
+    return "ok"
+
+
+def check_broker() -> str:
+    # Without socket timeouts a broker that accepts but never answers would hang the probe
+    # (and its gunicorn thread) for minutes; max_retries=0 fails on the first refusal instead
+    # of sleeping between retries.
+    options = {**celery_app.conf.broker_transport_options,
+               "socket_timeout": BROKER_TIMEOUT_SECONDS,
+               "socket_connect_timeout": BROKER_TIMEOUT_SECONDS}
+    with celery_app.connection_for_write(connect_timeout=BROKER_TIMEOUT_SECONDS,
+                                         transport_options=options) as conn:
+        conn.ensure_connection(max_retries=0, timeout=BROKER_TIMEOUT_SECONDS)
+    return "ok"
+
+
+def check_migrations() -> str:
+    global _migrations_seen_applied
+    if _migrations_seen_applied:
+        return "ok"
+    executor = MigrationExecutor(connection)
+    pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    if pending:
+        raise RuntimeError(f"{len(pending)} migration(s) not applied")
+    _migrations_seen_applied = True
+    return "ok"
+
+
+def _run(checks: dict[str, Callable[[], str]]) -> JsonResponse:
+    results: dict[str, str] = {}
+    healthy = True
+    for name, check in checks.items():
+        started = time.perf_counter()
+        try:
+            results[name] = check()
+        except Exception as exc:  # any failure is an answer (503), never a 500 page
+            healthy = False
+            results[name] = f"error: {type(exc).__name__}: {exc}"[:300]
+            logger.warning("health check %s failed: %s", name, exc,
+                           extra={"check": name, "seconds": time.perf_counter() - started})
+    return JsonResponse({"status": "ok" if healthy else "error", "checks": results},
+                        status=200 if healthy else 503)
+
+
+@never_cache
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    return _run({"database": check_database})
+
+
+@never_cache
+@require_GET
+def readyz(request: HttpRequest) -> JsonResponse:
+    return _run({"database": check_database, "broker": check_broker,
+                 "migrations": check_migrations})

@@ -1,0 +1,209 @@
+"""The thread page: timeline (keyset pages, live tail, filters), summary cards, side panel,
+"what the model sees", and the actions on a selected range or the whole thread."""
+
+import json
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.urls import reverse
+
+from contextstore import rendering
+from contextstore.forms import EventFilterForm
+from contextstore.models import Collapse, ContextBlock, Memory, ProviderState, Run, StateRevision, Thread
+from contextstore.services.transfer import EVENT_FIELDS, thread_export
+from contextstore.views import timeline
+from contextstore.views.access import can_edit, get_thread, visible_workspaces
+
+MAX_BUDGET = 2_000_000
+
+
+def _filters(request: HttpRequest) -> tuple[EventFilterForm, dict[str, Any]]:
+    form = EventFilterForm(request.GET)
+    data = dict(form.cleaned_data) if form.is_valid() else {}
+    data["narrow"] = form.narrows() if data else False
+    return form, data
+
+
+def _int(raw: str | None) -> int | None:
+    return int(raw) if raw and raw.isdigit() else None
+
+
+def budget_of(request: HttpRequest) -> int:
+    budget = _int(request.GET.get("budget")) or settings.CONTEXTSTORE["DEFAULT_RENDER_MAX_TOKENS"]
+    return min(max(budget, 1), MAX_BUDGET)
+
+
+def gauge(thread: Thread, budget: int) -> dict[str, Any]:
+    """Bar segments (in a 1000-unit SVG) for prefix, summary, history and suffix tokens.
+
+    History is the whole working context (the thread's counter), so the bar shows when it has
+    outgrown the budget; the render only reads the blocks and what fits.
+    """
+    stats = rendering.context_render(thread=thread, max_tokens=budget)["stats"]
+    sections = stats["sections"]
+    parts = [("prefix", sections["prefix"]["tokens"]), ("summary", sections["summary"]["tokens"]),
+             ("history", thread.active_tokens), ("suffix", sections["suffix"]["tokens"])]
+    total = sum(tokens for _, tokens in parts)
+    scale = 1000 / max(total, budget, 1)
+    x, segments = 0.0, []
+    for name, tokens in parts:
+        width = tokens * scale
+        segments.append({"name": name, "tokens": tokens, "x": round(x, 1), "width": round(width, 1)})
+        x += width
+    return {
+        "segments": segments, "total": total, "budget": budget, "over": total > budget,
+        "budget_x": round(budget * scale, 1), "percent": round(100 * total / budget) if budget else 0,
+        "prefix_hash": stats["prefix_hash"][:12],
+    }
+
+
+def run_chart(thread: Thread) -> dict[str, Any]:
+    """Tokens and cost of the latest 20 runs as bars in a 300x100 SVG."""
+    runs = list(Run.objects.filter(thread=thread).order_by("-started_at", "-id")[:20])[::-1]
+    if not runs:
+        return {"bars": []}
+    top_tokens = max(r.input_tokens + r.output_tokens for r in runs) or 1
+    top_cost = max(r.cost for r in runs) or 1
+    step = 300 / len(runs)
+    bars = []
+    for i, r in enumerate(runs):
+        tokens = r.input_tokens + r.output_tokens
+        height = 90 * tokens / top_tokens
+        cost_height = float(90 * r.cost / top_cost)
+        bars.append({
+            "run": r, "tokens": tokens, "x": round(i * step + step * 0.1, 1),
+            "width": round(step * 0.4, 1), "y": round(95 - height, 1), "height": round(height, 1),
+            "cx": round(i * step + step * 0.5, 1), "cy": round(95 - cost_height, 1),
+            "cheight": round(cost_height, 1),
+        })
+    return {"bars": bars, "top_tokens": top_tokens, "top_cost": top_cost}
+
+
+def panel_context(request: HttpRequest, thread: Thread) -> dict[str, Any]:
+    """Everything the side panel shows; each read is capped, none grows with history."""
+    budget = budget_of(request)
+    return {
+        "blocks": list(thread.blocks.order_by("placement", "order", "name")),
+        "gauge": gauge(thread, budget),
+        "revisions": list(
+            StateRevision.objects.filter(thread=thread).order_by("-revision")
+            .only("revision", "reason", "actor", "created_at")[:20]
+        ),
+        "providers": list(ProviderState.objects.filter(thread=thread).order_by("provider")[:20]),
+        "memories": list(
+            Memory.objects.filter(workspace_id=thread.workspace_id, user_id=thread.session.user_id)
+            .order_by("-updated_at", "-id")[:10]
+        ),
+        "chart": run_chart(thread),
+        "budget": budget,
+        "placements": ContextBlock.Placement.choices,
+    }
+
+
+@login_required
+def thread_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """The page, or for htmx: the timeline (filters), an older page (`before`), the tail (`after`)."""
+    thread = get_thread(request, pk)
+    form, filters = _filters(request)
+    before, after = _int(request.GET.get("before")), _int(request.GET.get("after"))
+    if not request.htmx:
+        after = None  # the tail is only ever polled; a page URL with ?after= is a plain page
+    params = request.GET.copy()
+    for key in ("before", "after", "budget"):
+        params.pop(key, None)
+    context: dict[str, Any] = {
+        "thread": thread, "session": thread.session, "workspace": thread.workspace,
+        "form": form, "filters": filters, "query": params.urlencode(),
+        "can_edit": can_edit(request.user, thread.workspace), "after": after,
+    }
+    template_name = "contextstore/thread_detail.html"
+    if request.htmx and after is not None:
+        context["page"] = timeline.timeline_tail(thread=thread, filters=filters, after=after)
+        return render(request, template_name + "#tail", context)
+    context["page"] = timeline.timeline_page(thread=thread, filters=filters, before=before)
+    if request.htmx and before is not None:
+        return render(request, template_name + "#older", context)
+    if request.htmx and request.htmx.target == "timeline":
+        return render(request, template_name + "#timeline", context)
+    context.update(panel_context(request, thread))
+    context["workspaces"] = visible_workspaces(request.user)
+    return render(request, template_name, context)
+
+
+@login_required
+def collapse_detail(request: HttpRequest, pk: int, collapse_id: int) -> HttpResponse:
+    """The originals behind a summary card, a page at a time."""
+    thread = get_thread(request, pk)
+    collapse = Collapse.objects.filter(thread=thread, pk=collapse_id).first()
+    if collapse is None:
+        raise Http404("No such collapse.")
+    members, more = timeline.collapse_members(collapse=collapse, after=_int(request.GET.get("after")) or 0)
+    context = {"thread": thread, "collapse": collapse, "members": members, "more": more,
+               "can_edit": can_edit(request.user, thread.workspace)}
+    template_name = "contextstore/collapse_detail.html"
+    if request.htmx:
+        template_name += "#members"
+    return render(request, template_name, context)
+
+
+@login_required
+def model_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """What the model sees for a budget, and whether the prefix changed since the last look.
+
+    The previous prefix hash is kept per thread in the person's session, so the warning means
+    "your prompt cache would have been invalidated since you last rendered this thread".
+    """
+    thread = get_thread(request, pk)
+    budget = budget_of(request)
+    rendered = rendering.context_render(thread=thread, max_tokens=budget)
+    key = f"contextstore.prefix_hash.{thread.pk}"
+    previous = request.session.get(key)
+    current = rendered["stats"]["prefix_hash"]
+    request.session[key] = current
+    context = {
+        "thread": thread, "session": thread.session, "workspace": thread.workspace,
+        "rendered": rendered, "budget": budget, "previous_hash": previous,
+        "prefix_changed": previous is not None and previous != current,
+    }
+    template_name = "contextstore/model_view.html"
+    if request.htmx:
+        template_name += "#model"
+    return render(request, template_name, context)
+
+
+@login_required
+def thread_export_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """The whole thread (contextstore JSON), or only the events of a selected seq range."""
+    thread = get_thread(request, pk)
+    start, end = _int(request.GET.get("start_seq")), _int(request.GET.get("end_seq"))
+    if start is None or end is None:
+        data = thread_export(thread=thread)
+        name = f"thread-{thread.pk}.json"
+    else:
+        start, end = min(start, end), max(start, end)
+        events = thread.events.select_related("run").filter(seq__gte=start, seq__lte=end)
+        data = {
+            "format": "contextstore-range", "thread": thread.pk, "session": thread.session.key,
+            "start_seq": start, "end_seq": end,
+            "events": [
+                {**{f: getattr(e, f) for f in EVENT_FIELDS},
+                 "run_id": e.run.run_id if e.run else None,
+                 "occurred_at": e.occurred_at.isoformat()}
+                for e in events.order_by("seq")[:10_000]
+            ],
+        }
+        name = f"thread-{thread.pk}-{start}-{end}.json"
+    response = JsonResponse(data, json_dumps_params={"ensure_ascii": False, "indent": 2})
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
+
+
+def thread_url(thread: Thread) -> str:
+    return reverse("contextstore:thread", args=[thread.pk])
+
+
+def pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)

@@ -1,0 +1,107 @@
+"""Reads behind the thread page's timeline: keyset pages of events by seq, summary cards.
+
+Every read is bounded by a page size and walks the (thread, seq) index from a cursor, so the
+cost of a page does not grow with the length of the thread's history (no OFFSET, no COUNT).
+"""
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import QuerySet, Subquery
+
+from contextstore.models import RUNTIME_TYPES, Collapse, Event, Thread
+
+PAGE_SIZE = 50
+TAIL_LIMIT = 200
+CARD_LIMIT = 200
+
+
+@dataclass
+class Item:
+    """One row of the timeline: an event, or a summary card standing for a collapsed range."""
+
+    kind: str  # "event" or "collapse"
+    key: int  # where it stands: an event's seq, a collapse's first position
+    event: Event | None = None
+    collapse: Collapse | None = None
+
+
+@dataclass
+class Page:
+    items: list[Item] = field(default_factory=list)
+    older: int | None = None  # seq to pass as `before` for the next older page; None at the start
+    last_seq: int = 0  # newest seq looked at; the live tail asks for what comes after it
+
+
+def _events(thread: Thread, filters: dict[str, Any]) -> QuerySet[Event]:
+    statuses = [Event.Status.ACTIVE] + ([Event.Status.CLEARED] if filters.get("cleared") else [])
+    # Collapse summaries show as cards at their range's place, not at the seq they were written.
+    # NOT IN over the thread's collapses (a small hashed set) keeps the plan a backward walk of
+    # the (thread, seq) index that stops after one page; an anti-join would read every event.
+    summaries = Collapse.objects.filter(thread=thread).values("summary_event_id")
+    qs = (
+        Event.objects.filter(thread=thread, status__in=statuses)
+        .exclude(pk__in=Subquery(summaries)).select_related("run")
+    )
+    if filters.get("type"):
+        qs = qs.filter(type__in=filters["type"])
+    elif not filters.get("runtime"):
+        qs = qs.exclude(type__in=RUNTIME_TYPES)
+    if filters.get("q"):
+        qs = qs.filter(content__icontains=filters["q"])
+    if filters.get("run"):
+        qs = qs.filter(run__run_id=filters["run"])
+    if filters.get("call"):
+        qs = qs.filter(call_id=filters["call"])
+    return qs
+
+
+def _cards(thread: Thread, filters: dict[str, Any], low: int, high: int | None) -> list[Item]:
+    """Active collapses whose range starts in [low, high), except ones nested in another."""
+    if filters.get("narrow"):
+        return []
+    statuses = [Event.Status.ACTIVE] + ([Event.Status.CLEARED] if filters.get("cleared") else [])
+    qs = Collapse.objects.filter(
+        thread=thread, undone_at__isnull=True, start_seq__gte=low,
+        summary_event__status__in=statuses,
+    ).select_related("summary_event")
+    if high is not None:
+        qs = qs.filter(start_seq__lt=high)
+    return [Item("collapse", c.start_seq, collapse=c)
+            for c in qs.order_by("-start_seq")[:CARD_LIMIT]]
+
+
+def timeline_page(
+    *, thread: Thread, filters: dict[str, Any], before: int | None = None, size: int = PAGE_SIZE
+) -> Page:
+    """The newest `size` matching events before seq `before`, oldest first, with their cards."""
+    qs = _events(thread, filters)
+    if before is not None:
+        qs = qs.filter(seq__lt=before)
+    events = list(qs.order_by("-seq")[: size + 1])
+    more = len(events) > size
+    events = events[:size]
+    low = events[-1].seq if more else 0
+    items = [Item("event", e.seq, event=e) for e in events]
+    items += _cards(thread, filters, low, before)
+    items.sort(key=lambda item: item.key)
+    return Page(items=items, older=low if more else None, last_seq=thread.last_seq)
+
+
+def timeline_tail(*, thread: Thread, filters: dict[str, Any], after: int) -> Page:
+    """Events appended after seq `after`, up to the thread's last seq as read with the thread."""
+    qs = _events(thread, filters).filter(seq__gt=after, seq__lte=thread.last_seq)
+    events = list(qs.order_by("seq")[:TAIL_LIMIT])
+    last = events[-1].seq if len(events) == TAIL_LIMIT else max(thread.last_seq, after)
+    return Page(items=[Item("event", e.seq, event=e) for e in events], last_seq=last)
+
+
+def collapse_members(*, collapse: Collapse, after: int = 0, size: int = PAGE_SIZE * 4) -> tuple[list[Event], int | None]:
+    """The originals of a collapse in working-context order, a page at a time."""
+    members = list(
+        Event.objects.filter(collapse=collapse, position__gt=after).select_related("run")
+        .order_by("position")[: size + 1]
+    )
+    more = len(members) > size
+    members = members[:size]
+    return members, (members[-1].position if more else None)

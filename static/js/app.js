@@ -1,0 +1,111 @@
+// contextstore dashboard behaviour. A static file because the CSP forbids inline scripts.
+(function () {
+  "use strict";
+
+  // Polling (auto-refresh, live tail) only while the tab is visible and not paused.
+  document.addEventListener("htmx:beforeRequest", function (evt) {
+    var elt = evt.detail.elt;
+    if (elt.hasAttribute("data-poll") && (document.hidden || elt.closest("[data-paused]"))) {
+      evt.preventDefault();
+    }
+  });
+
+  // "Load more" on the sessions list stops the auto-refresh from dropping loaded rows.
+  document.addEventListener("click", function (evt) {
+    var more = evt.target.closest("[data-pause-refresh]");
+    if (more) {
+      var results = document.getElementById("results");
+      if (results) results.setAttribute("data-paused", "");
+    }
+  });
+
+  // Workspace switcher: choosing a workspace navigates.
+  document.addEventListener("change", function (evt) {
+    if (evt.target.matches("[data-autosubmit]")) evt.target.form.submit();
+  });
+
+  // Long content folds; "show more" unfolds it.
+  document.addEventListener("click", function (evt) {
+    var btn = evt.target.closest("[data-more]");
+    if (!btn) return;
+    var content = btn.previousElementSibling;
+    var folded = content.classList.toggle("clamp");
+    btn.textContent = folded ? "show more" : "show less";
+  });
+
+  // Range selection: click an event's number for the first, shift-click for the last.
+  var selection = { start: null, end: null };
+  function paintSelection() {
+    var bar = document.getElementById("selection");
+    document.querySelectorAll(".event.selected").forEach(function (e) { e.classList.remove("selected"); });
+    if (selection.start === null) {
+      if (bar) bar.hidden = true;
+      return;
+    }
+    var lo = Math.min(selection.start, selection.end), hi = Math.max(selection.start, selection.end);
+    document.querySelectorAll(".event[data-seq]").forEach(function (e) {
+      var seq = Number(e.getAttribute("data-seq"));
+      if (seq >= lo && seq <= hi) e.classList.add("selected");
+    });
+    if (!bar) return;
+    bar.hidden = false;
+    bar.querySelectorAll("[data-range=start]").forEach(function (i) { i.value = lo; });
+    bar.querySelectorAll("[data-range=end]").forEach(function (i) { i.value = hi; });
+    bar.querySelector("[data-range-label]").textContent = lo === hi ? "#" + lo : "#" + lo + " – #" + hi;
+    var exp = bar.querySelector("[data-export]");
+    if (exp) exp.href = exp.getAttribute("data-export") + "?start_seq=" + lo + "&end_seq=" + hi;
+  }
+  document.addEventListener("click", function (evt) {
+    var pick = evt.target.closest("[data-pick]");
+    if (pick) {
+      var seq = Number(pick.getAttribute("data-pick"));
+      if (evt.shiftKey && selection.start !== null) {
+        selection.end = seq;
+      } else {
+        selection.start = seq;
+        selection.end = seq;
+      }
+      paintSelection();
+      return;
+    }
+    if (evt.target.closest("[data-clear-selection]")) {
+      selection.start = selection.end = null;
+      paintSelection();
+    }
+  });
+
+  // The timeline opens at its newest event (the bottom), and follows the live tail when the
+  // reader is already there.
+  function timelineBox() { return document.getElementById("timeline-scroll"); }
+  function atBottom(box) { return box.scrollHeight - box.scrollTop - box.clientHeight < 80; }
+  var stick = true;
+  document.addEventListener("DOMContentLoaded", function () {
+    var box = timelineBox();
+    if (box) box.scrollTop = box.scrollHeight;
+  });
+  // Older events go in above what the reader looks at: keep that in place, so the next
+  // "load older" marker stays above the viewport instead of firing again at once.
+  var older = null;
+  document.addEventListener("htmx:beforeSwap", function (evt) {
+    var box = timelineBox();
+    var target = evt.detail.target;
+    stick = !!box && target && target.id === "tail" && atBottom(box);
+    if (box && target && target.classList.contains("older")) {
+      older = { height: box.scrollHeight, top: box.scrollTop };
+    }
+  });
+  document.addEventListener("htmx:afterSwap", function () {
+    var box = timelineBox();
+    if (box && older) {
+      box.scrollTop = older.top + box.scrollHeight - older.height;
+    }
+    older = null;
+  });
+  document.addEventListener("htmx:afterSettle", function (evt) {
+    var box = timelineBox();
+    if (!box) return;
+    if (stick || (evt.detail.target && evt.detail.target.id === "timeline")) box.scrollTop = box.scrollHeight;
+    stick = false;
+    paintSelection();
+  });
+})();

@@ -1,0 +1,50 @@
+"""An offline Agent Framework chat client and the seed's agent, shared with child processes."""
+
+import json
+import re
+
+from agent_framework import Agent, BaseChatClient, ChatResponse, Message
+
+from contextstore.adapters.agent_framework import (
+    ContextStoreHistoryProvider,
+    ContextStoreSessionStore,
+    UserInfoMemory,
+)
+from contextstore.client import ContextStore
+
+
+class ScriptedChatClient(BaseChatClient):
+    """Answers with what it was given; extracts name and age like a model asked for JSON."""
+
+    async def _inner_get_response(self, *, messages, stream, options, **kwargs):
+        if options.get("response_format") is not None:
+            said = " ".join(m.text for m in messages if str(m.role) == "user")
+            name = re.search(r"[Mm]y name is (\w+)", said)
+            age = re.search(r"(\d+) years old", said)
+            text = json.dumps({"name": name and name.group(1), "age": age and int(age.group(1))})
+        else:
+            text = f"{len(messages)} messages | {options.get('instructions', '')}"
+        # Real clients hand the requested format on, so that response.value parses it.
+        return ChatResponse(messages=[Message(role="assistant", contents=[text])],
+                            response_format=options.get("response_format"))
+
+
+def seed_agent(cs: ContextStore, user_id: str) -> Agent:
+    """The seed document's agent: friendly instructions, UserInfoMemory, history in contextstore."""
+    client = ScriptedChatClient()
+    return Agent(
+        client=client,
+        instructions="You are a friendly assistant. Always address the user by their name.",
+        context_providers=[ContextStoreHistoryProvider(cs, user_id=user_id),
+                           UserInfoMemory(cs, client, user_id=user_id)],
+    )
+
+
+async def turn(cs: ContextStore, user_id: str, session_id: str, text: str) -> str:
+    """One turn as a fresh process would take it: session from the store, run, store again."""
+    sessions = ContextStoreSessionStore(cs, user_id=user_id)
+    agent = seed_agent(cs, user_id)
+    session = await sessions.get(session_id) or agent.create_session(session_id=session_id)
+    response = await agent.run(text, session=session)
+    await sessions.set(session_id, session)
+    return response.text

@@ -1,0 +1,37 @@
+"""An offline AgentScope chat model and a one-call helper, shared with child processes."""
+
+import asyncio
+
+from agentscope.agent import Agent
+from agentscope.formatter import OpenAIChatFormatter
+from agentscope.message import TextBlock, UserMsg
+from agentscope.model import ChatModelBase
+from agentscope.model._model_response import ChatResponse
+from pydantic import BaseModel
+
+from contextstore.adapters.agentscope import ContextStoreStateStore
+
+
+class EchoModel(ChatModelBase):
+    """Answers with how many messages it was shown and the last user text: deterministic."""
+
+    class Parameters(BaseModel):
+        pass
+
+    def __init__(self) -> None:
+        super().__init__(credential=None, model="echo", parameters=self.Parameters(), stream=False)
+        self.formatter = OpenAIChatFormatter()
+
+    async def _call_api(self, model_name, messages, tools=None, tool_choice=None, **kwargs):
+        texts = [m.get_text_content() for m in messages if m.role == "user"]
+        reply = f"seen {len(messages)}; last: {texts[-1] if texts else ''}"
+        return ChatResponse(content=[TextBlock(type="text", text=reply)], is_last=True)
+
+
+def turn(store: ContextStoreStateStore, user: str, session: str, text: str) -> str:
+    """One call the stateless way: load the slot, build an agent on it, reply, save."""
+    state = store.load(user, session)
+    agent = Agent(name="helper", system_prompt="Be brief.", model=EchoModel(), state=state)
+    answer = asyncio.run(agent.reply(UserMsg(user, text)))
+    store.save(agent.state, user, session)
+    return answer.get_text_content()

@@ -1,0 +1,78 @@
+"""Playwright (sync API) driving Debian's chromium against pytest-django's live server."""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.test import Client
+
+from contextstore.models import Membership
+
+# Playwright's sync API runs an event loop in this thread; the ORM calls the tests make between
+# browser steps are ordinary synchronous calls, so Django's async-safety guard does not apply.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (.ci/run installs Debian's chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM, headless=True,
+            args=["--no-sandbox", "--disable-background-networking", "--disable-component-update",
+                  "--no-first-run"],
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    """PBKDF2 costs about a second per user; these tests are about pages, not hashing."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def member(transactional_db, workspace):
+    from django.contrib.auth import get_user_model
+
+    user = get_user_model().objects.create_user("bea", password="pw-for-tests-123")
+    Membership.objects.create(workspace=workspace, user=user, role=Membership.Role.EDITOR)
+    return user
+
+
+class Problems(list):
+    """Console errors and CSP violations seen by a page; a test ends by asserting there are none."""
+
+
+@pytest.fixture
+def page(browser, live_server, member):
+    """A 1280x800 page logged in as an editor (session cookie set directly, no login form)."""
+    client = Client()
+    client.force_login(member)
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, base_url=live_server.url)
+    context.add_cookies([{
+        "name": settings.SESSION_COOKIE_NAME, "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
+        "url": live_server.url,
+    }])
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    page.problems = Problems()
+    page.on("console", lambda m: m.type == "error" and page.problems.append(f"{m.text} at {m.location}"))
+    page.on("response", lambda r: r.status >= 400 and page.problems.append(f"{r.status} {r.url}"))
+    page.on("pageerror", lambda e: page.problems.append(str(e)))
+    yield page
+    context.close()
+
+
+def screenshot(page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=False)

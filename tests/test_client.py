@@ -1,0 +1,244 @@
+"""The Python client against a live server, and its retry rules against a mock transport."""
+
+import subprocess
+import sys
+
+import httpx
+import pytest
+
+from contextstore import client as cs_client
+from contextstore.client import ContextStore
+from contextstore.models import Event
+from tests.conftest import messages
+
+
+@pytest.fixture
+def cs(live_server, transactional_db, token):
+    with ContextStore(live_server.url, token[1], retries=1, backoff=0.01) as store:
+        yield store
+
+
+def test_importing_the_client_does_not_import_django():
+    code = ("import sys, contextstore.client; "
+            "sys.exit(any(m == 'django' or m.startswith('django.') for m in sys.modules))")
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_sessions_threads_and_events_round_trip(cs):
+    session = cs.upsert_session("conv", user_id="ann", agent="bot", metadata={"b": 1, "a": 2})
+    assert session.created and list(session.metadata) == ["b", "a"]
+    assert not cs.upsert_session("conv", user_id="ann").created
+    assert [s.key for s in cs.sessions(user_id="ann")] == ["conv"]
+    assert cs.update_session(session.id, title="T").title == "T"
+    assert cs.session(session.id).title == "T"
+
+    thread = cs.thread("conv", user_id="ann", agent="bot")
+    assert thread.thread.session == session.id and thread.thread.name == "main"
+    assert [t.id for t in cs.session_threads(session.id)] == [thread.id]
+    appended = thread.append(messages(3, words=5) + [{"type": "Error", "content": "bad",
+                                                      "client_id": "mine"}])
+    assert [a.seq for a in appended] == [1, 2, 3, 4]
+    assert appended[3].client_id == "mine" and all(a.client_id for a in appended)
+    one = thread.append_one("Message", "later", role="user", run_id="r1")
+    assert one.seq == 5
+    assert [e.seq for e in thread.events(type=["Error", "Message"], limit=2)] == [4, 5]
+    assert [e.seq for e in thread.iter_events(page_size=2)] == [1, 2, 3, 4, 5]
+    assert thread.events(q="LATER")[0].run_id == "r1"
+    assert thread.refresh().event_count == 5
+    assert cs.get_thread(thread.id).thread.last_seq == 5
+    cs.delete_session(session.id)
+    with pytest.raises(cs_client.NotFound):
+        cs.session(session.id)
+
+
+def test_a_retried_append_with_the_same_client_ids_does_not_duplicate(cs, thread):
+    handle = cs.get_thread(thread.pk)
+    batch = [{"type": "Message", "content": "x", "client_id": "k1"}]
+    assert handle.append(batch)[0].seq == handle.append(batch)[0].seq == 1
+    with pytest.raises(cs_client.Conflict) as conflict:
+        handle.append([{"type": "Message", "content": "other", "client_id": "k1"}])
+    assert conflict.value.code == "idempotency_conflict" and conflict.value.status == 409
+    assert Event.objects.filter(thread=thread).count() == 1
+
+
+def test_collapse_blocks_context_window_fork_and_export(cs, thread):
+    handle = cs.get_thread(thread.pk)
+    handle.append(messages(6, words=8))
+    collapse = handle.collapse(2, 3, "two turns")
+    assert (collapse.start_seq, collapse.summary_event.type) == (2, "Summary")
+    assert cs.undo_collapse(collapse.id).undone_at is not None
+    assert handle.put_block("persona", value="Be kind.", placement="prefix").version == 1
+    handle.put_block("goal", expr="{{ state.goal }}")
+    assert [b.name for b in handle.blocks()] == ["persona", "goal"]
+    handle.delete_block("goal")
+    context = handle.context(max_tokens=1000, strip_thinking=True)
+    assert context.messages[0]["section"] == "prefix" and context.stats["max_tokens"] == 1000
+    window = handle.window(count=2)
+    assert [e.seq for e in window.events] == [5, 6] and not window.covers_all
+    assert handle.window(max_tokens=handle.total_tokens()).covers_all
+    child = handle.fork("branch", start_seq=1, end_seq=3, system_prompt="short")
+    assert child.thread.parent == thread.pk and len(child.events()) == 2
+    exported = handle.export()
+    copy = cs.import_thread(exported, session_key="copy")
+    assert copy.thread.event_count == exported["events"].__len__()
+    peteos = handle.export("peteos")
+    assert len(cs.import_thread(peteos, session_key="pete").events()) == len(peteos["messages"])
+
+
+def test_state_with_if_match_and_revisions(cs, thread):
+    handle = cs.get_thread(thread.pk)
+    first = handle.put_state({"plan": ["a"]}, memory=[{"fact": 1}], reason="start", if_match=0)
+    assert first.revision == 1
+    patched = handle.patch_state({"plan": None, "done": True}, if_match=first.revision)
+    assert patched.state == {"done": True} and patched.memory == [{"fact": 1}]
+    with pytest.raises(cs_client.StaleRevision) as stale:
+        handle.put_state({"x": 1}, if_match=first.revision)
+    assert stale.value.details["current_revision"] == 2
+    assert handle.state().state == {"done": True}
+    assert [r.revision for r in handle.revisions()] == [1, 2]
+    assert handle.restore(1).state == {"plan": ["a"]}
+    with pytest.raises(cs_client.InvalidInput) as bad:
+        handle.put_state({"x": 1}, memory=["not an object"])
+    assert "memory" in str(bad.value.details)
+
+
+def test_clientai_operations(cs, thread):
+    handle = cs.get_thread(thread.pk)
+    assert handle.set_input("q1").current_input == "q1"
+    assert handle.set_step_result("analyze", {"ok": True}) == {"ok": True}
+    assert handle.get_step_result("analyze") == {"ok": True}
+    assert handle.get_step_result("missing") is None
+    assert handle.increment_iteration() == 1
+    handle.set_input("q2")
+    assert handle.get_recent_history(raw=True)[0]["input"] == "q1"
+    assert handle.get_recent_history(n=1).startswith("Previous Interactions:")
+    assert handle.set_max_history_size(0).max_history_size == 0
+    assert handle.reset().current_input is None
+    assert handle.reset_all().iteration == 0
+    assert handle.get_recent_history() == "No interactions available."
+    handle.append_one("Message", "hello")
+    assert handle.clear_context() >= 1
+    assert handle.context().stats["sections"]["history"]["events_included"] == 0
+
+
+def test_runs_providers_memories_and_jobs(cs, thread):
+    handle = cs.get_thread(thread.pk)
+    handle.append([{"type": "Task", "run_id": "r-1"}, {"type": "Task", "run_id": "r-2"},
+                   {"type": "Task", "run_id": "r-3"}])
+    r1, r2, r3 = handle.runs()
+    assert cs.complete_run(r1.id).status == "completed"
+    assert cs.fail_run(r2.id, "boom").error == "boom"
+    assert cs.interrupt_run(r3.id).status == "interrupted"
+    assert cs.run(r1.id).run_id == "r-1"
+    assert handle.provider_state("mem") is None
+    assert handle.put_provider_state("mem", {"u": 1}).version == 1
+    assert handle.provider_state("mem").state == {"u": 1}
+    memory = cs.remember("likes tea", user_id="ann", key="drink")
+    assert memory.created and not cs.remember("likes coffee", user_id="ann", key="drink").created
+    assert [m.content for m in cs.recall(user_id="ann", q="coffee")] == ["likes coffee"]
+    with pytest.raises(cs_client.NotFound):
+        cs.job("00000000-0000-0000-0000-000000000000")
+
+
+def test_summarizer_settings_and_summarize_jobs(cs, thread):
+    handle = cs.get_thread(thread.pk)
+    handle.append(messages(4, words=5))
+    configured = handle.configure_summarizer({"token_budget": {"max_tokens": 8000}})
+    assert configured.summarizer["token_budget"]["max_tokens"] == 8000
+    assert handle.configure_summarizer({}).summarizer == {}
+    assert handle.configure_summarizer(None).summarizer is None
+    job = cs.job(handle.summarize(1, 2))
+    assert (job.kind, job.thread) == ("range", thread.pk)
+
+
+def test_auth_and_scope_errors_are_typed(live_server, transactional_db, read_token, thread):
+    with ContextStore(live_server.url, "cs_wrong", retries=0) as bad:
+        with pytest.raises(cs_client.Unauthorized):
+            bad.get_thread(thread.pk)
+    with ContextStore(live_server.url, read_token[1], retries=0) as reader:
+        handle = reader.get_thread(thread.pk)
+        with pytest.raises(cs_client.Forbidden) as denied:
+            handle.append_one("Message", "x")
+        assert denied.value.code == "scope"
+
+
+# ---------------------------------------------------------------- retries (no server needed)
+
+def scripted(answers: list) -> tuple[httpx.MockTransport, list[httpx.Request]]:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    return httpx.MockTransport(handler), seen
+
+
+def ok_append() -> httpx.Response:
+    return httpx.Response(201, json={"events": [{"seq": 1, "id": 1, "token_count": 1,
+                                                 "client_id": "x"}], "created": 1})
+
+
+def handle_for(transport: httpx.MockTransport, retries: int = 3) -> cs_client.ThreadHandle:
+    store = ContextStore("http://cs.test", "cs_t", transport=transport, retries=retries,
+                         backoff=0.001)
+    return cs_client.ThreadHandle(store, cs_client.Thread(id=7, session=1, session_key="s",
+                                                          name="main"))
+
+
+def test_appends_are_retried_with_the_same_client_ids_after_a_lost_answer():
+    transport, seen = scripted([httpx.ReadTimeout("lost"), httpx.Response(503), ok_append()])
+    handle_for(transport).append([{"type": "Message", "content": "x"}])
+    bodies = [r.content for r in seen]
+    assert len(bodies) == 3 and bodies[0] == bodies[1] == bodies[2]
+    assert b'"client_id"' in bodies[0]
+
+
+def test_non_idempotent_calls_are_not_repeated_after_a_server_error():
+    transport, seen = scripted([httpx.Response(500, json={"error": {
+        "code": "server_error", "message": "boom", "details": {}}})])
+    with pytest.raises(cs_client.ServerError):
+        handle_for(transport).increment_iteration()
+    assert len(seen) == 1
+
+
+def test_connection_errors_and_throttling_are_retried_then_reported():
+    transport, seen = scripted([httpx.ConnectError("refused"),
+                                httpx.Response(429, headers={"Retry-After": "0"}, json={"error": {
+                                    "code": "throttled", "message": "slow down", "details": {}}}),
+                                httpx.Response(200, json={"iteration": 3})])
+    assert handle_for(transport).increment_iteration() == 3
+    assert len(seen) == 3
+    transport, seen = scripted([httpx.ConnectError("refused")] * 3)
+    with pytest.raises(cs_client.ConnectionFailed):
+        handle_for(transport, retries=2).state()
+    assert len(seen) == 3
+
+
+def test_concurrent_clients_with_replayed_batches_lose_and_duplicate_nothing(cs, live_server,
+                                                                             token, thread):
+    """Four agents append to one thread at once, each sending every batch twice (a retry after
+    a lost answer): every event is stored once and seqs stay gap-free."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def agent(name: str) -> list[int]:
+        with ContextStore(live_server.url, token[1], retries=3, backoff=0.01) as mine:
+            handle = mine.get_thread(thread.pk)
+            seqs = []
+            for b in range(5):
+                batch = [{"type": "Message", "content": f"{name} {b} {i}",
+                          "client_id": f"{name}-{b}-{i}"} for i in range(4)]
+                first = handle.append(batch)
+                assert [a.seq for a in handle.append(batch)] == [a.seq for a in first]
+                seqs += [a.seq for a in first]
+            return seqs
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(agent, ["a", "b", "c", "d"]))
+    every = sorted(s for seqs in results for s in seqs)
+    assert every == list(range(1, 81))
+    stored = cs.get_thread(thread.pk).events(page_size=1000)
+    assert len({e.client_id for e in stored}) == len(stored) == 80

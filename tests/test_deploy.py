@@ -1,0 +1,457 @@
+"""The deployment files cannot drift from the code: docker/Dockerfile, docker/compose.yml and
+docker/.env.example are parsed and held against what project/ actually reads; the production
+settings pass `manage.py check --deploy`; the probes and request ids behave."""
+
+import ast
+import json
+import logging
+import logging.config
+import os
+import re
+import secrets
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from django.conf import settings
+from django.test import Client
+
+from contextstore.views import health
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCKER = ROOT / "docker"
+APP_SERVICES = ("migrate", "web", "worker", "beat")
+ENV_LINE = re.compile(r"^(#?)([A-Z][A-Z0-9_]*)=(.*)$")
+# Helpers in project/ that read one environment variable, named by their first argument:
+# settings' env_str/env_int/env_bool/env_list/env_json/..., gunicorn.py's _int/_bool.
+ENV_READER = re.compile(r"^(env_\w+|_int|_bool|_str)$")
+
+
+# --- parsing helpers -----------------------------------------------------------------------
+
+def dockerfile_instructions() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) pairs with continuation lines joined and comments dropped."""
+    instructions, pending = [], ""
+    for line in (DOCKER / "Dockerfile").read_text().splitlines():
+        if not pending and (not line.strip() or line.lstrip().startswith("#")):
+            continue
+        pending += line.rstrip()
+        if pending.endswith("\\"):
+            pending = pending[:-1] + " "
+            continue
+        keyword, _, args = pending.strip().partition(" ")
+        instructions.append((keyword.upper(), " ".join(args.split())))
+        pending = ""
+    return instructions
+
+
+def stages() -> list[list[tuple[str, str]]]:
+    """Instructions grouped by build stage (each starts at a FROM)."""
+    result: list[list[tuple[str, str]]] = []
+    for keyword, args in dockerfile_instructions():
+        if keyword == "FROM":
+            result.append([])
+        if result:
+            result[-1].append((keyword, args))
+    return result
+
+
+def compose() -> dict:
+    return yaml.safe_load((DOCKER / "compose.yml").read_text())
+
+
+def env_example() -> list[tuple[str, str, bool, str]]:
+    """(name, value, set?, comment above) for every entry of docker/.env.example."""
+    entries, comment = [], ""
+    for line in (DOCKER / ".env.example").read_text().splitlines():
+        match = ENV_LINE.match(line)
+        if match:
+            entries.append((match[2], match[3], not match[1], comment))
+            comment = ""
+        elif line.startswith("# ") and not line.startswith("# ---"):
+            comment = f"{comment} {line[2:]}".strip()
+        else:
+            comment = ""
+    return entries
+
+
+def env_names_read_by(path: Path) -> set[str]:
+    """Names of environment variables a module under project/ reads."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            func = node.func
+            if isinstance(func, ast.Name) and ENV_READER.match(func.id):
+                names.add(node.args[0].value)
+            elif isinstance(func, ast.Attribute) and func.attr in {"get", "getenv"}:
+                source = ast.unparse(func.value)
+                if source in {"os.environ", "os"}:
+                    names.add(node.args[0].value)
+        elif isinstance(node, ast.Subscript) and ast.unparse(node.value) == "os.environ":
+            if isinstance(node.slice, ast.Constant):
+                names.add(node.slice.value)
+    return names
+
+
+def code_env_names() -> set[str]:
+    return set().union(*(env_names_read_by(p) for p in sorted((ROOT / "project").glob("*.py"))))
+
+
+def compose_interpolated_names() -> set[str]:
+    return set(re.findall(r"\$\{([A-Z][A-Z0-9_]*)", (DOCKER / "compose.yml").read_text()))
+
+
+def production_env(tmp_path: Path) -> dict[str, str]:
+    """The environment a production container gets: docker/.env.example with a real secret."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in code_env_names() and not k.startswith("DJANGO_")}
+    env.update({name: value for name, value, active, _ in env_example() if active})
+    env.update({"SECRET_KEY": secrets.token_urlsafe(50), "CONTEXTSTORE_VAR_DIR": str(tmp_path),
+                "DJANGO_SETTINGS_MODULE": "project.settings"})
+    return env
+
+
+# --- Dockerfile ----------------------------------------------------------------------------
+
+def test_the_image_builds_in_stages_from_a_slim_python_that_satisfies_the_project():
+    all_stages = stages()
+    assert len(all_stages) >= 2, "dependencies build in one stage, the runtime is another"
+    args = dict(a.split("=", 1) for k, a in dockerfile_instructions() if k == "ARG" and "=" in a)
+    bases = [stage[0][1].split()[0].replace("${PYTHON_IMAGE}", args.get("PYTHON_IMAGE", ""))
+             for stage in all_stages]
+    assert all("slim" in base for base in bases), bases
+    version = re.search(r"python:(\d+)\.(\d+)", bases[-1])
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    required = re.search(r'requires-python = ">=(\d+)\.(\d+)"', pyproject)
+    assert version and required
+    assert tuple(map(int, version.groups())) >= tuple(map(int, required.groups()))
+    runtime = all_stages[-1]
+    assert any(k == "COPY" and a.startswith("--from=") for k, a in runtime), "copies the venv"
+
+
+def test_the_image_runs_as_a_non_root_user():
+    users = [a for k, a in stages()[-1] if k == "USER"]
+    assert users, "the runtime stage sets USER"
+    user = users[-1].split(":")[0]
+    assert user not in {"root", "0"}
+
+
+def test_the_image_collects_static_files_at_build_and_serves_with_gunicorn():
+    runtime = stages()[-1]
+    assert any(k == "RUN" and "manage.py collectstatic --noinput" in a for k, a in runtime)
+    cmd = json.loads(next(a for k, a in reversed(runtime) if k == "CMD"))
+    assert cmd[0] == "gunicorn"
+    config = cmd[cmd.index("--config") + 1]
+    assert (ROOT / config).is_file()
+    assert cmd[-1] == settings.WSGI_APPLICATION.rsplit(".", 1)[0]
+
+
+def test_the_image_copies_everything_settings_load_from_the_source_tree():
+    copied = {a.split()[0].rstrip("/") for k, a in stages()[-1]
+              if k == "COPY" and not a.startswith("--from=")}
+    needed = {"manage.py", "project", "contextstore"}
+    for folder in [*settings.STATICFILES_DIRS, *settings.TEMPLATES[0]["DIRS"]]:
+        needed.add(str(Path(folder).relative_to(ROOT)))
+    assert needed <= copied
+    for source in copied:
+        assert (ROOT / source).exists(), f"COPY {source}: no such path"
+
+
+def test_the_build_context_lets_in_exactly_what_the_image_copies():
+    lines = (DOCKER / "Dockerfile.dockerignore").read_text().splitlines()
+    patterns = [line for line in lines if line and not line.startswith("#")]
+    assert patterns[0] == "**", "everything is left out unless let in by name"
+    let_in = {p[1:].rstrip("/") for p in patterns if p.startswith("!")}
+    sources = {a.split()[0].rstrip("/") for k, a in dockerfile_instructions()
+               if k == "COPY" and not a.startswith("--from=")}
+    # A file under a let-in folder (contextstore/__init__.py) is covered by that folder.
+    uncovered = {src for src in sources if not any(src == p or src.startswith(f"{p}/")
+                                                     for p in let_in)}
+    assert not uncovered
+    assert not let_in & {".env", "docker/.env", "var", ".venv", ".git"}
+
+
+def test_gunicorn_takes_its_settings_from_the_environment(monkeypatch):
+    import runpy
+
+    for name, value in {"GUNICORN_BIND": "127.0.0.1:9", "GUNICORN_WORKERS": "3",
+                        "GUNICORN_THREADS": "8", "GUNICORN_TIMEOUT": "45", "DEBUG": "false",
+                        "GUNICORN_ACCESS_LOG": ""}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("LOG_FORMAT", raising=False)
+    config = runpy.run_path(str(ROOT / "project" / "gunicorn.py"))
+    assert (config["bind"], config["workers"], config["threads"], config["timeout"]) == (
+        "127.0.0.1:9", 3, 8, 45)
+    assert config["worker_class"] == "gthread"
+    assert config["accesslog"] is None
+    assert config["logconfig_dict"]["loggers"]["gunicorn.access"]["level"] == "WARNING"
+    generic = config["logconfig_dict"]["formatters"]["generic"]
+    assert generic["()"] == "pythonjsonlogger.json.JsonFormatter"
+    monkeypatch.setenv("GUNICORN_THREADS", "1")
+    assert runpy.run_path(str(ROOT / "project" / "gunicorn.py"))["worker_class"] == "sync"
+
+
+# --- compose.yml ---------------------------------------------------------------------------
+
+def test_compose_runs_web_worker_beat_postgres_redis_and_a_one_shot_migrate():
+    services = compose()["services"]
+    assert set(services) >= {"web", "worker", "beat", "postgres", "redis", "migrate"}
+    assert services["migrate"]["command"][-2:] == ["migrate", "--noinput"]
+    assert services["migrate"]["restart"] == "no"
+    assert services["web"]["command"][0] == "gunicorn"
+    assert services["worker"]["command"][:4] == ["celery", "--app", "project", "worker"]
+    assert services["beat"]["command"][:4] == ["celery", "--app", "project", "beat"]
+    assert services["beat"]["deploy"]["replicas"] == 1
+    for name in APP_SERVICES:
+        build = services[name]["build"]
+        assert (DOCKER / build["context"]).resolve() == ROOT
+        assert (ROOT / build["dockerfile"]).resolve() == DOCKER / "Dockerfile"
+
+
+def test_every_long_running_service_but_beat_has_a_health_check():
+    services = compose()["services"]
+    for name in ("web", "worker", "postgres", "redis"):
+        check = services[name]["healthcheck"]
+        assert check["test"][0] in {"CMD", "CMD-SHELL"} and check["interval"], name
+    assert "/readyz" in " ".join(services["web"]["healthcheck"]["test"])
+
+
+def test_web_and_worker_get_time_to_finish_their_work_when_stopped():
+    import runpy
+
+    services = compose()["services"]
+    graceful = runpy.run_path(str(ROOT / "project" / "gunicorn.py"))["graceful_timeout"]
+    assert int(services["web"]["stop_grace_period"].rstrip("s")) > graceful
+    assert int(services["worker"]["stop_grace_period"].rstrip("s")) >= 60
+
+
+def test_app_services_wait_for_migrations_and_healthy_backing_services():
+    services = compose()["services"]
+    assert services["migrate"]["depends_on"] == {"postgres": {"condition": "service_healthy"}}
+    for name in ("web", "worker", "beat"):
+        depends = services[name]["depends_on"]
+        assert depends["migrate"] == {"condition": "service_completed_successfully"}, name
+        assert depends["redis"] == {"condition": "service_healthy"}, name
+    for name in ("web", "worker"):
+        assert services[name]["depends_on"]["postgres"] == {"condition": "service_healthy"}
+
+
+def test_data_lives_in_named_volumes():
+    spec = compose()
+    declared = set(spec["volumes"])
+    for name, target in (("postgres", "/var/lib/postgresql/data"), ("redis", "/data")):
+        mounts = [m.split(":") for m in spec["services"][name]["volumes"]]
+        assert any(src in declared and dst == target for src, dst in mounts), name
+
+
+def test_compose_gives_the_app_only_variables_the_code_reads():
+    services = compose()["services"]
+    read = code_env_names()
+    for name in APP_SERVICES:
+        assert services[name]["env_file"] == ".env"
+        assert set(services[name]["environment"]) <= read, name
+
+
+# --- .env.example --------------------------------------------------------------------------
+
+def test_env_example_lists_every_variable_the_code_reads():
+    listed = {name for name, *_ in env_example()}
+    missing = code_env_names() - listed
+    assert not missing, f"add to docker/.env.example (with a comment): {sorted(missing)}"
+
+
+def test_env_example_lists_nothing_that_neither_code_nor_compose_uses():
+    listed = {name for name, *_ in env_example()}
+    unused = listed - code_env_names() - compose_interpolated_names()
+    assert not unused, f"not read anywhere: {sorted(unused)}"
+    assert compose_interpolated_names() <= listed
+
+
+def test_every_env_example_entry_is_listed_once_with_a_comment():
+    entries = env_example()
+    names = [name for name, *_ in entries]
+    assert len(names) == len(set(names))
+    assert [name for name, _, _, comment in entries if not comment] == []
+
+
+def test_the_readme_documents_every_setting():
+    readme = (ROOT / "README.md").read_text()
+    table = readme[readme.index("### Every setting"):].split("\n### ", 1)[0]
+    documented = set(re.findall(r"^\| `([A-Z][A-Z0-9_]*)`|, `([A-Z][A-Z0-9_]*)`", table, re.M))
+    names = {name for pair in documented for name in pair if name}
+    missing = (code_env_names() | compose_interpolated_names()) - names
+    assert not missing, f"add to README.md's 'Every setting' table: {sorted(missing)}"
+
+
+# --- production settings -------------------------------------------------------------------
+
+def test_check_deploy_passes_with_the_production_env(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT, env=production_env(tmp_path), capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues" in result.stdout
+
+
+def test_production_env_turns_on_hashed_static_files_json_logs_and_database_timeouts(tmp_path):
+    env = production_env(tmp_path) | {"DATABASE_URL": "postgres://u:p@db.internal:5432/cs"}
+    script = (
+        "import json; from django.conf import settings as s; db = s.DATABASES['default']; "
+        "print(json.dumps({'storage': s.STORAGES['staticfiles']['BACKEND'], "
+        "'formatter': s.LOGGING['handlers']['console']['formatter'], "
+        "'proxy': s.SECURE_PROXY_SSL_HEADER, 'cookies': [s.SESSION_COOKIE_SECURE, "
+        "s.CSRF_COOKIE_SECURE], 'hsts': s.SECURE_HSTS_SECONDS, 'age': db['CONN_MAX_AGE'], "
+        "'health': db['CONN_HEALTH_CHECKS'], 'options': db['OPTIONS']}))"
+    )
+    result = subprocess.run([sys.executable, "manage.py", "shell", "-c", script], cwd=ROOT,
+                            env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == {
+        "storage": "whitenoise.storage.CompressedManifestStaticFilesStorage",
+        "formatter": "json",
+        "proxy": ["HTTP_X_FORWARDED_PROTO", "https"],
+        "cookies": [True, True],
+        "hsts": 31_536_000,
+        "age": 60,
+        "health": True,
+        "options": {"options": "-c statement_timeout=30000", "connect_timeout": 5},
+    }
+
+
+def test_production_settings_refuse_to_start_without_a_secret_key(tmp_path):
+    env = production_env(tmp_path) | {"SECRET_KEY": ""}
+    result = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert "SECRET_KEY must be set" in result.stderr
+
+
+# --- probes --------------------------------------------------------------------------------
+
+@pytest.fixture
+def fresh_migration_check(monkeypatch):
+    """Each test sees the migration check run for real, not this process's cached answer."""
+    monkeypatch.setattr(health, "_migrations_seen_applied", False)
+
+
+def test_healthz_answers_without_auth_when_the_database_is_up(client, db):
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok", "checks": {"database": "ok"}}
+    assert "no-cache" in response["Cache-Control"]
+
+
+def test_readyz_checks_database_broker_and_migrations(client, db, fresh_migration_check):
+    response = client.get("/readyz")
+    assert response.status_code == 200, response.json()
+    assert response.json() == {
+        "status": "ok", "checks": {"database": "ok", "broker": "ok", "migrations": "ok"},
+    }
+
+
+def test_readyz_is_503_when_the_broker_is_unreachable(client, db, monkeypatch):
+    from project.celery import app
+
+    # Port 1 on loopback refuses at once: a broker that is down, without waiting for a timeout.
+    monkeypatch.setattr(app.conf, "broker_url", "redis://127.0.0.1:1/0")
+    monkeypatch.setattr(app.conf, "broker_write_url", None)
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["status"] == "error"
+    assert body["checks"]["database"] == "ok"
+    assert body["checks"]["broker"].startswith("error: ")
+
+
+def test_readyz_gives_up_on_a_broker_that_accepts_but_never_answers(client, db, monkeypatch):
+    import time
+
+    from project.celery import app
+
+    with socket.socket() as silent:  # the kernel accepts connections; nobody ever replies
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        monkeypatch.setattr(app.conf, "broker_url", f"redis://127.0.0.1:{port}/0")
+        monkeypatch.setattr(app.conf, "broker_write_url", None)
+        started = time.monotonic()
+        response = client.get("/readyz")
+        elapsed = time.monotonic() - started
+    assert response.status_code == 503
+    assert "Timeout" in response.json()["checks"]["broker"]
+    assert elapsed < health.BROKER_TIMEOUT_SECONDS * 3
+
+
+def test_probes_take_only_get(client, db):
+    assert client.post("/healthz").status_code == 405
+
+
+def test_probes_stay_on_plain_http_when_everything_else_redirects_to_https(db, settings):
+    settings.SECURE_SSL_REDIRECT = True
+    settings.SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+    client = Client()  # built after the override: SecurityMiddleware reads settings once
+    assert client.get("/healthz").status_code == 200
+    redirect = client.get("/accounts/login/")
+    assert redirect.status_code == 301
+    assert redirect["Location"].startswith("https://")
+
+
+# --- request ids ---------------------------------------------------------------------------
+
+def test_every_response_carries_a_fresh_request_id(client, db):
+    first, second = client.get("/healthz"), client.get("/healthz")
+    assert re.fullmatch(r"[0-9a-f]{32}", first["X-Request-ID"])
+    assert first["X-Request-ID"] != second["X-Request-ID"]
+
+
+def test_a_request_id_from_the_proxy_is_kept_and_a_malformed_one_replaced(client, db):
+    kept = client.get("/healthz", headers={"X-Request-ID": "lb-1234.abc"})
+    assert kept["X-Request-ID"] == "lb-1234.abc"
+    for bad in ("has spaces", "x" * 129, "new\nline"):
+        replaced = client.get("/healthz", headers={"X-Request-ID": bad})
+        assert re.fullmatch(r"[0-9a-f]{32}", replaced["X-Request-ID"]), bad
+
+
+class Collect(logging.Handler):
+    """A handler built from the production LOGGING config's request-id filter and JSON format."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        configurator = logging.config.DictConfigurator(settings.LOGGING)
+        self.addFilter(configurator.configure_filter(settings.LOGGING["filters"]["request_id"]))
+        self.setFormatter(configurator.configure_formatter(settings.LOGGING["formatters"]["json"]))
+        self.lines: list[dict] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(json.loads(self.format(record)))
+
+
+def test_log_lines_written_during_a_request_are_json_with_its_request_id(client, db, monkeypatch):
+    from project.celery import app
+
+    monkeypatch.setattr(app.conf, "broker_url", "redis://127.0.0.1:1/0")  # so the view logs too
+    monkeypatch.setattr(app.conf, "broker_write_url", None)
+    handler = Collect()
+    root, access_logger = logging.getLogger(), logging.getLogger("contextstore.request")
+    levels = root.level, access_logger.level
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)  # setLevel, not an attribute: it clears the loggers' caches
+    access_logger.setLevel(logging.INFO)
+    try:
+        response = client.get("/readyz", headers={"X-Request-ID": "trace-me-42"})
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(levels[0])
+        access_logger.setLevel(levels[1])
+    assert response["X-Request-ID"] == "trace-me-42"
+    by_logger = {line["logger"]: line for line in handler.lines}
+    warning = by_logger["contextstore.views.health"]
+    assert (warning["level"], warning["request_id"]) == ("WARNING", "trace-me-42")
+    access = by_logger["contextstore.request"]
+    assert access["request_id"] == "trace-me-42"
+    assert (access["method"], access["path"], access["status"]) == ("GET", "/readyz", 503)
+    assert access["message"] == "GET /readyz 503" and access["duration_ms"] >= 0

@@ -1,0 +1,336 @@
+"""Summarization services: settings, triggers, and the worker side run in-process."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from contextstore import rendering
+from contextstore.errors import InvalidInput
+from contextstore.models import AuditLog, Collapse, Event, Job, Thread
+from contextstore.services import summaries
+from contextstore.services.collapses import collapse_create
+from contextstore.services.events import event_append
+from contextstore.services.runs import run_finish, run_start
+from contextstore.services.threads import thread_clear_context
+from contextstore.summarizers import SummarizerError
+from contextstore.summarizers import extractive as extractive_backend
+from tests.conftest import messages
+
+BUDGET = {"token_budget": {"max_tokens": 2000, "preserve_recent": 4}}
+
+
+def run_pending() -> list[Job]:
+    """What a worker does: run queued jobs (and the follow-ups they queue) until none is left."""
+    done = []
+    while job := Job.objects.filter(status=Job.Status.QUEUED).order_by("created_at").first():
+        done.append(summaries.summary_job_run(job_id=job.pk))
+    return done
+
+
+def fresh(thread: Thread) -> Thread:
+    return Thread.objects.get(pk=thread.pk)
+
+
+@pytest.fixture
+def budgeted(thread, actor):
+    return summaries.summarizer_configure(thread=thread, config=BUDGET, actor=actor)
+
+
+def test_configure_stores_a_normalised_setting_and_audits_it(thread, actor):
+    summaries.summarizer_configure(thread=thread, config={
+        "token_budget": {"max_tokens": 8000, "preserve_recent": 10}, "per_run": {"min_events": 3},
+    }, actor=actor)
+    assert fresh(thread).summarizer == {
+        "token_budget": {"max_tokens": 8000, "preserve_recent": 10, "summary_max_tokens": 1000},
+        "per_run": {"min_events": 3},
+    }
+    log = AuditLog.objects.get(action="thread.summarizer")
+    assert log.details["after"]["token_budget"]["max_tokens"] == 8000
+    summaries.summarizer_configure(thread=thread, config=None, actor=actor)
+    assert fresh(thread).summarizer is None
+
+
+@pytest.mark.parametrize("config, field", [
+    ({"token_budget": {"max_tokens": 10}}, "token_budget.max_tokens"),
+    ({"token_budget": {"preserve_recent": 3}}, "token_budget.max_tokens"),
+    ({"token_budget": {"max_tokens": "8000"}}, "token_budget.max_tokens"),
+    ({"token_budget": {"max_tokens": 8000, "preserve_recent": -1}}, "token_budget.preserve_recent"),
+    ({"token_budget": {"max_tokens": 8000, "keep": 3}}, "token_budget.keep"),
+    ({"per_run": {"min_events": 0}}, "per_run.min_events"),
+    ({"per_run": [3]}, "per_run"),
+    ({"backend": "gpt"}, "backend"),
+    ({"budget": 1}, "budget"),
+])
+def test_configure_refuses_bad_settings_and_changes_nothing(thread, actor, config, field):
+    with pytest.raises(InvalidInput) as exc:
+        summaries.summarizer_configure(thread=thread, config=config, actor=actor)
+    assert field in exc.value.details
+    assert fresh(thread).summarizer is None
+    assert not AuditLog.objects.filter(action="thread.summarizer").exists()
+
+
+def test_a_thread_without_a_setting_is_never_summarized(thread, actor):
+    event_append(thread=thread, events=messages(80), actor=actor)
+    assert fresh(thread).active_tokens > 2000
+    assert not Job.objects.exists()
+
+
+def test_fast_appends_past_the_budget_queue_one_job(budgeted, actor):
+    for i in range(10):
+        event_append(thread=budgeted, events=messages(10, start=i * 10), actor=actor)
+    job = Job.objects.get()
+    assert (job.kind, job.status, job.pending_key) == ("token_budget", "queued",
+                                                       f"token_budget:{budgeted.pk}")
+
+
+def test_the_worker_collapses_the_oldest_events_and_the_render_fits(budgeted, actor):
+    event_append(thread=budgeted, events=messages(60), actor=actor)
+    (job,) = run_pending()
+    assert job.status == "done" and job.attempts == 1 and job.pending_key is None
+    collapse = Collapse.objects.get()
+    assert job.result["collapse"] == collapse.pk
+    assert (collapse.start_seq, collapse.end_seq, collapse.source) == (1, 56, "token_budget")
+    assert collapse.provenance["backend"] == "extractive"
+    assert collapse.provenance["tokens_before"] == collapse.tokens_before
+    assert collapse.provenance["tokens_after"] == collapse.tokens_after < 500
+    assert {"duration_ms", "start_seq", "end_seq", "events", "job"} <= set(collapse.provenance)
+    thread = fresh(budgeted)
+    assert thread.active_tokens <= 2000
+    out = rendering.context_render(thread=thread, max_tokens=2000)
+    assert out["stats"]["fits"] and out["stats"]["sections"]["history"]["events_omitted"] == 0
+    assert [m["type"] for m in out["messages"]] == ["Summary"] + ["Message"] * 4
+    assert Event.objects.filter(thread=thread, status="collapsed").count() == 56
+    assert Event.objects.filter(thread=thread).count() == 61
+
+
+def test_running_a_job_twice_makes_one_collapse(budgeted, actor):
+    event_append(thread=budgeted, events=messages(60), actor=actor)
+    job = Job.objects.get()
+    summaries.summary_job_run(job_id=job.pk)
+    Job.objects.filter(pk=job.pk).update(status="running")  # as if redelivered before the ack
+    again = summaries.summary_job_run(job_id=job.pk)
+    assert again.status == "done" and Collapse.objects.count() == 1
+
+
+def test_events_appended_during_a_summary_stay_active(budgeted, actor, monkeypatch):
+    event_append(thread=budgeted, events=messages(60), actor=actor)
+    real = extractive_backend.summarize
+
+    def slow_summary(items, **kwargs):
+        event_append(thread=budgeted, events=messages(3, start=1000), actor=actor)
+        return real(items, **kwargs)
+
+    monkeypatch.setattr(extractive_backend, "summarize", slow_summary)
+    run_pending()
+    collapse = Collapse.objects.get()
+    assert collapse.end_seq == 56
+    late = Event.objects.filter(thread=budgeted, seq__in=[61, 62, 63])
+    assert {e.status for e in late} == {"active"}
+    assert [e.content[:9] for e in late.order_by("seq")] == ["turn 1000", "turn 1001", "turn 1002"]
+
+
+def test_a_range_changed_during_the_summary_is_read_again(budgeted, actor, monkeypatch):
+    event_append(thread=budgeted, events=messages(60), actor=actor)
+    real = extractive_backend.summarize
+    calls = []
+
+    def meddling_summary(items, **kwargs):
+        calls.append(len(items))
+        if len(calls) == 1:  # a person collapses part of the range meanwhile
+            collapse_create(thread=budgeted, start_seq=10, end_seq=20, summary_text="by hand",
+                            actor=actor, source="person")
+        return real(items, **kwargs)
+
+    monkeypatch.setattr(extractive_backend, "summarize", meddling_summary)
+    run_pending()
+    assert calls[:2] == [56, 46]  # re-read: the manual summary replaced 11 events
+    auto = Collapse.objects.get(source="token_budget")
+    assert Collapse.objects.get(source="person").summary_event.collapse_id == auto.pk  # nested
+
+
+def test_a_range_cleared_before_the_commit_is_skipped(thread, actor, monkeypatch):
+    event_append(thread=thread, events=messages(20), actor=actor)
+    job = summaries.summarize_range_request(thread=thread, start_seq=1, end_seq=10, actor=actor)
+    real = extractive_backend.summarize
+
+    def clearing_summary(items, **kwargs):
+        thread_clear_context(thread=thread, actor=actor)
+        return real(items, **kwargs)
+
+    monkeypatch.setattr(extractive_backend, "summarize", clearing_summary)
+    job = summaries.summary_job_run(job_id=job.pk)
+    assert job.status == "done"
+    assert job.result == {"collapse": None, "skipped": "already_collapsed_or_cleared"}
+    assert not Collapse.objects.exists()
+
+
+def test_a_range_request_queues_a_job_and_the_worker_collapses_exactly_it(thread, actor):
+    event_append(thread=thread, events=messages(30), actor=actor)
+    job = summaries.summarize_range_request(thread=thread, start_seq=5, end_seq=12, actor=actor)
+    assert job.status == "queued" and job.params["start_seq"] == 5
+    same = summaries.summarize_range_request(thread=thread, start_seq=5, end_seq=12, actor=actor)
+    assert same.pk == job.pk
+    (job,) = run_pending()
+    collapse = Collapse.objects.get(pk=job.result["collapse"])
+    assert (collapse.start_seq, collapse.end_seq, collapse.event_count) == (5, 12, 8)
+    assert collapse.source == "worker" and collapse.actor == "summarizer:extractive for tests"
+    assert summaries.summary_job_run(job_id=job.pk).result == job.result  # a late redelivery
+
+
+@pytest.mark.parametrize("start, end, code", [
+    (0, 5, "invalid"), (5, 2, "invalid"), ("1", 3, "invalid"), (100, 200, "empty_range"),
+])
+def test_a_bad_range_request_is_refused_and_queues_nothing(thread, actor, start, end, code):
+    event_append(thread=thread, events=messages(10), actor=actor)
+    with pytest.raises(InvalidInput) as exc:
+        summaries.summarize_range_request(thread=thread, start_seq=start, end_seq=end, actor=actor)
+    assert exc.value.code == code
+    assert not Job.objects.exists()
+
+
+def test_a_completed_run_with_enough_events_is_summarized(thread, actor):
+    summaries.summarizer_configure(thread=thread, config={"per_run": {"min_events": 3}}, actor=actor)
+    event_append(thread=thread, events=messages(2), actor=actor)
+    event_append(thread=thread, events=messages(5, start=2, run_id="r-1"), actor=actor)
+    run, _ = run_start(thread=thread, run_id="r-1", actor=actor)
+    short, _ = run_start(thread=thread, run_id="r-2", actor=actor)
+    event_append(thread=thread, events=messages(2, start=7, run_id="r-2"), actor=actor)
+    run_finish(run=run, status="completed", actor=actor)
+    run_finish(run=short, status="completed", actor=actor)
+    (job,) = run_pending()
+    assert job.kind == "per_run" and job.params["run_id"] == "r-1"
+    collapse = Collapse.objects.get()
+    assert (collapse.start_seq, collapse.end_seq, collapse.source) == (3, 7, "per_run")
+
+
+def test_a_failing_llm_fails_the_job_visibly(budgeted, actor, monkeypatch, settings):
+    settings.SUMMARIZER_BACKEND = "openai"
+
+    def down(items, **kwargs):
+        raise SummarizerError("gpt at http://llm: HTTP 500: overloaded")
+
+    monkeypatch.setattr(summaries.openai_backend, "summarize", down)
+    event_append(thread=budgeted, events=messages(60), actor=actor)
+    (job,) = run_pending()
+    assert job.status == "failed" and "HTTP 500" in job.error and job.pending_key is None
+    assert not Collapse.objects.exists()
+    assert AuditLog.objects.filter(action="summary.failed", target_id=str(job.pk)).exists()
+    event_append(thread=budgeted, events=messages(1), actor=actor)
+    assert Job.objects.count() == 1  # no job storm while the backend is down
+
+
+def test_the_extractive_fallback_is_used_when_enabled(budgeted, actor, monkeypatch, settings):
+    settings.SUMMARIZER_BACKEND = "openai"
+    settings.SUMMARIZER_FALLBACK_EXTRACTIVE = True
+
+    def down(items, **kwargs):
+        raise SummarizerError("timed out after 60s")
+
+    monkeypatch.setattr(summaries.openai_backend, "summarize", down)
+    event_append(thread=budgeted, events=messages(60), actor=actor)
+    (job,) = run_pending()
+    provenance = Collapse.objects.get().provenance
+    assert job.status == "done" and provenance["backend"] == "extractive"
+    assert provenance["fallback_from"] == {"backend": "openai", "error": "timed out after 60s"}
+
+
+def test_a_workspace_default_applies_to_threads_without_a_setting(thread, actor, settings):
+    settings.SUMMARIZER_WORKSPACE_DEFAULTS = {thread.workspace.slug: BUDGET}
+    event_append(thread=thread, events=messages(60), actor=actor)
+    assert Job.objects.get().kind == "token_budget"
+    summaries.summarizer_configure(thread=thread, config={}, actor=actor)  # opt out
+    Job.objects.all().delete()
+    event_append(thread=thread, events=messages(5), actor=actor)
+    assert not Job.objects.exists()
+
+
+def test_a_long_backlog_is_brought_under_budget_in_bounded_chunks(budgeted, actor, settings):
+    settings.SUMMARIZER_MAX_EVENTS_PER_JOB = 100
+    for i in range(5):
+        event_append(thread=budgeted, events=messages(100, start=i * 100), actor=actor)
+    jobs = run_pending()
+    assert len(jobs) >= 5 and all(j.status == "done" for j in jobs)
+    thread = fresh(budgeted)
+    assert thread.active_tokens <= 2000
+    assert Event.objects.filter(thread=thread, type="Message", status="collapsed").count() == 496
+
+
+def test_recovery_resends_lost_jobs_and_gives_up_on_crashing_ones(budgeted, actor, monkeypatch):
+    sent = []
+    monkeypatch.setattr(summaries, "send_job", lambda pk: sent.append(pk))
+    event_append(thread=budgeted, events=messages(60), actor=actor)
+    lost = Job.objects.get()
+    old = timezone.now() - timedelta(hours=1)
+    Job.objects.filter(pk=lost.pk).update(created_at=old)
+    assert summaries.summary_jobs_recover(stale_after=600) == {"resent": 1, "given_up": 0, "queued": 0}
+    assert sent == [lost.pk]
+    Job.objects.filter(pk=lost.pk).update(status="running", started_at=old, attempts=5)
+    assert summaries.summary_jobs_recover(stale_after=600) == {"resent": 0, "given_up": 1, "queued": 0}
+    assert Job.objects.get(pk=lost.pk).status == "failed"
+
+
+def test_recovery_queues_threads_left_over_budget(budgeted, actor, settings):
+    event_append(thread=budgeted, events=messages(60), actor=actor)
+    Job.objects.all().delete()  # the job was lost before it was even recorded as failed
+    assert summaries.summary_jobs_recover(stale_after=600)["queued"] == 1
+    assert Job.objects.get().thread_id == budgeted.pk
+
+
+def test_expiry_deletes_old_finished_jobs_and_keeps_their_collapses(budgeted, actor):
+    event_append(thread=budgeted, events=messages(60), actor=actor)
+    (job,) = run_pending()
+    assert summaries.summary_jobs_expire(older_than_days=7) == 0
+    Job.objects.filter(pk=job.pk).update(finished_at=timezone.now() - timedelta(days=8))
+    assert summaries.summary_jobs_expire(older_than_days=7) == 1
+    assert Collapse.objects.get().job is None
+
+
+def test_the_append_check_does_not_grow_with_history(budgeted, actor, django_assert_max_num_queries):
+    event_append(thread=budgeted, events=messages(200), actor=actor)
+    thread = fresh(budgeted)
+    with django_assert_max_num_queries(2):
+        summaries.summarization_check(thread=thread)
+
+
+def test_two_copies_of_a_job_running_at_once_make_one_collapse(budgeted, actor, monkeypatch):
+    event_append(thread=budgeted, events=messages(60), actor=actor)
+    job = Job.objects.get()
+    real = extractive_backend.summarize
+    twin_ran: list[Job] = []
+    started = []
+
+    def summary_while_the_twin_runs(items, **kwargs):
+        if not started:  # a redelivered copy runs the same job to the end meanwhile
+            started.append(True)
+            twin_ran.append(summaries.summary_job_run(job_id=job.pk))
+        return real(items, **kwargs)
+
+    monkeypatch.setattr(extractive_backend, "summarize", summary_while_the_twin_runs)
+    finished = summaries.summary_job_run(job_id=job.pk)
+    collapse = Collapse.objects.get()
+    assert twin_ran[0].result["collapse"] == collapse.pk
+    assert finished.status == "done" and finished.result["collapse"] == collapse.pk
+    assert finished.attempts == 2
+
+
+def test_a_job_of_a_deleted_thread_is_a_no_op(budgeted, actor):
+    event_append(thread=budgeted, events=messages(60), actor=actor)
+    job_id = Job.objects.get().pk
+    budgeted.delete()
+    assert summaries.summary_job_run(job_id=job_id) is None
+
+
+def test_an_invalid_default_is_ignored_rather_than_breaking_appends(thread, actor, settings):
+    settings.SUMMARIZER_DEFAULT = {"token_budget": {"preserve_recent": 3}}  # no max_tokens
+    event_append(thread=thread, events=messages(60), actor=actor)
+    assert not Job.objects.exists()
+
+
+def test_a_job_that_keeps_killing_its_worker_is_given_up(budgeted, actor, settings):
+    event_append(thread=budgeted, events=messages(60), actor=actor)
+    job = Job.objects.get()
+    Job.objects.filter(pk=job.pk).update(status="running", attempts=settings.SUMMARIZER_MAX_ATTEMPTS)
+    job = summaries.summary_job_run(job_id=job.pk)
+    assert job.status == "failed" and "Gave up after 5 attempts" in job.error
+    assert not Collapse.objects.exists()

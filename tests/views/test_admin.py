@@ -1,0 +1,102 @@
+import pytest
+from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from contextstore.models import (
+    ApiToken, AuditLog, Collapse, ContextBlock, Event, Job, Membership, Memory, ProviderState, Run,
+    Session, StateRevision, Thread, Workspace,
+)
+from contextstore.services.collapses import collapse_create
+from contextstore.services.events import event_append
+from tests.conftest import messages
+
+MODELS = [ApiToken, AuditLog, Collapse, ContextBlock, Event, Job, Membership, Memory, ProviderState,
+          Run, Session, StateRevision, Thread, Workspace]
+
+
+@pytest.fixture
+def admin_client(db) -> Client:
+    user = get_user_model().objects.create_superuser("root", password="pw-for-tests-123")
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_every_model_is_registered():
+    assert all(admin.site.is_registered(model) for model in MODELS)
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
+def test_every_changelist_renders_with_search(admin_client, thread, actor, model):
+    event_append(thread=thread, events=messages(3), actor=actor)
+    url = f"/admin/contextstore/{model._meta.model_name}/"
+    assert admin_client.get(url).status_code == 200
+    assert admin_client.get(url, {"q": "x"}).status_code == 200
+
+
+def test_audit_log_and_events_are_read_only(admin_client, thread, actor):
+    event_append(thread=thread, events=messages(1), actor=actor)
+    event = Event.objects.get()
+    log = AuditLog.objects.first()
+    for model, obj in ((Event, event), (AuditLog, log)):
+        name = model._meta.model_name
+        assert admin_client.get(f"/admin/contextstore/{name}/add/").status_code == 403
+        page = admin_client.get(f"/admin/contextstore/{name}/{obj.pk}/change/")
+        assert page.status_code == 200 and 'name="_save"' not in page.content.decode()
+        assert admin_client.post(f"/admin/contextstore/{name}/{obj.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert Event.objects.filter(pk=event.pk).exists()
+
+
+def test_audit_log_filters_by_actor_action_and_workspace(admin_client, workspace, thread, actor):
+    response = admin_client.get("/admin/contextstore/auditlog/",
+                                {"action": "thread.create", "actor_type": "system", "workspace__id__exact": workspace.pk})
+    assert response.status_code == 200 and "thread.create" in response.content.decode()
+
+
+def test_creating_a_token_in_admin_shows_the_raw_value_once(admin_client, workspace):
+    response = admin_client.post("/admin/contextstore/apitoken/add/",
+                                 {"workspace": workspace.pk, "name": "ci", "scope": "read"}, follow=True)
+    token = ApiToken.objects.get(name="ci")
+    html = response.content.decode()
+    assert "cs_" in html and "not shown again" in html
+    raw = html.split("New API token")[1].split(": ")[1].split(" ")[0]
+    from contextstore.services.workspaces import api_token_authenticate
+    assert api_token_authenticate(raw) == token
+    assert raw not in admin_client.get(f"/admin/contextstore/apitoken/{token.pk}/change/").content.decode()
+    assert AuditLog.objects.filter(action="token.create", actor_label="root").exists()
+
+
+def test_revoking_tokens_from_admin_goes_through_the_service(admin_client, token):
+    api_token, _ = token
+    admin_client.post("/admin/contextstore/apitoken/",
+                      {"action": "revoke", "_selected_action": [api_token.pk]})
+    api_token.refresh_from_db()
+    assert api_token.revoked_at is not None
+    assert AuditLog.objects.filter(action="token.revoke", actor_label="root").exists()
+
+
+def test_thread_and_collapse_admin_actions_are_audited(admin_client, thread, actor):
+    event_append(thread=thread, events=messages(4), actor=actor)
+    collapse = collapse_create(thread=thread, start_seq=1, end_seq=2, summary_text="s", actor=actor)
+    admin_client.post("/admin/contextstore/collapse/", {"action": "undo", "_selected_action": [collapse.pk]})
+    collapse.refresh_from_db()
+    assert collapse.undone_at is not None
+    admin_client.post("/admin/contextstore/thread/", {"action": "clear_context", "_selected_action": [thread.pk]})
+    assert Event.objects.filter(thread=thread, status="cleared").count() == 4
+    assert AuditLog.objects.filter(action="thread.clear_context", actor_label="root").exists()
+    assert AuditLog.objects.filter(action="collapse.undo", actor_label="root").exists()
+
+
+def test_archiving_sessions_from_admin(admin_client, session):
+    admin_client.post("/admin/contextstore/session/", {"action": "archive", "_selected_action": [session.pk]})
+    session.refresh_from_db()
+    assert session.archived
+    assert AuditLog.objects.filter(action="session.update", actor_label="root").exists()
+
+
+def test_memberships_saved_in_admin_are_audited(admin_client, workspace, user):
+    admin_client.post("/admin/contextstore/membership/add/",
+                      {"workspace": workspace.pk, "user": user.pk, "role": "editor"})
+    assert Membership.objects.get(user=user).role == "editor"
+    assert AuditLog.objects.filter(action="membership.set", actor_label="root").exists()
