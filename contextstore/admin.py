@@ -1,16 +1,30 @@
 """Django admin: every model listed for audit. Changes go through the services (audited, with
 the admin user as actor); the audit log and the events themselves are read-only."""
 
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from contextstore.errors import DomainError
 from contextstore.models import (
-    ApiToken, AuditLog, Collapse, ContextBlock, Event, Job, Membership, Memory, ProviderState,
-    Run, Session, StateRevision, Thread, Workspace,
+    ApiToken,
+    AuditLog,
+    Collapse,
+    ContextBlock,
+    Event,
+    Job,
+    Membership,
+    Memory,
+    ProviderState,
+    Run,
+    Session,
+    StateRevision,
+    Thread,
+    Workspace,
 )
 from contextstore.services import blocks, clientai, collapses, sessions, state, threads, workspaces
+from contextstore.services.blocks import evaluate_expr
 from contextstore.services.common import Actor
 
 
@@ -116,7 +130,8 @@ class ApiTokenAdmin(admin.ModelAdmin):
             created_by=request.user,
         )
         obj.pk = token.pk
-        messages.warning(request, f"New API token {token.prefix}…: {raw} — copy it now, it is not shown again.")
+        messages.warning(
+            request, f"New API token {token.prefix}…: {raw} — copy it now, it is not shown again.")
 
     @admin.action(description="Revoke selected tokens")
     def revoke(self, request, queryset):
@@ -124,8 +139,21 @@ class ApiTokenAdmin(admin.ModelAdmin):
                  lambda t: workspaces.api_token_revoke(token=t, actor=actor_of(request)))
 
 
+class SessionForm(forms.ModelForm):
+    class Meta:
+        model = Session
+        fields = ("title", "agent", "metadata", "archived")
+
+    def clean_metadata(self):
+        metadata = self.cleaned_data["metadata"]
+        if not isinstance(metadata, dict):
+            raise forms.ValidationError("Metadata is a JSON object.")
+        return metadata
+
+
 @admin.register(Session)
 class SessionAdmin(admin.ModelAdmin):
+    form = SessionForm
     list_display = ("key", "title", "user_id", "agent", "workspace", "thread_count", "event_count",
                     "token_total", "cost_total", "error_count", "archived", "last_activity_at")
     list_filter = ("archived", "workspace", "agent")
@@ -219,8 +247,29 @@ class CollapseAdmin(ReadOnlyAdmin):
                  lambda c: collapses.collapse_undo(collapse=c, actor=actor_of(request)))
 
 
+class ContextBlockForm(forms.ModelForm):
+    """The service's rules as form errors: a value or an expression, and one that compiles."""
+
+    class Meta:
+        model = ContextBlock
+        fields = ("thread", "name", "value", "expr", "placement", "order")
+
+    def clean(self):
+        data = super().clean()
+        if data.get("value") and data.get("expr"):
+            raise forms.ValidationError("Give a fixed value or an expression, not both.")
+        thread = data.get("thread") or getattr(self.instance, "thread", None)
+        if data.get("expr") and thread is not None:
+            try:
+                evaluate_expr(data["expr"], thread)
+            except DomainError as exc:
+                raise forms.ValidationError(exc.message) from exc
+        return data
+
+
 @admin.register(ContextBlock)
 class ContextBlockAdmin(admin.ModelAdmin):
+    form = ContextBlockForm
     list_display = ("name", "thread", "placement", "order", "version", "token_count", "updated_at")
     list_filter = ("placement",)
     search_fields = ("name", "value", "thread__session__key")

@@ -7,6 +7,7 @@ app_name = "contextstore"
 urlpatterns = [
     path("", sessions.session_list, name="sessions"),
     path("sessions/<int:pk>/", sessions.session_detail, name="session"),
+    path("sessions/<int:pk>/archive/", sessions.session_archive_toggle, name="session-archive"),
     path("threads/<int:pk>/", threads.thread_detail, name="thread"),
     path("threads/<int:pk>/context/", threads.model_view, name="model-view"),
     path("threads/<int:pk>/export/", threads.thread_export_view, name="export"),

@@ -12,6 +12,7 @@ import secrets
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from django.conf import settings
 from django.test import Client
 
 from contextstore.views import health
+from project.celery import app as celery_app
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKER = ROOT / "docker"
@@ -211,6 +213,13 @@ def test_compose_runs_web_worker_beat_postgres_redis_and_a_one_shot_migrate():
         assert (ROOT / build["dockerfile"]).resolve() == DOCKER / "Dockerfile"
 
 
+def test_only_web_is_published_and_only_on_loopback_for_the_proxy():
+    services = compose()["services"]
+    published = {name: spec["ports"] for name, spec in services.items() if "ports" in spec}
+    assert list(published) == ["web"]
+    assert all(port.startswith("127.0.0.1:") for port in published["web"])
+
+
 def test_every_long_running_service_but_beat_has_a_health_check():
     services = compose()["services"]
     for name in ("web", "worker", "postgres", "redis"):
@@ -333,6 +342,20 @@ def test_production_settings_refuse_to_start_without_a_secret_key(tmp_path):
 # --- probes --------------------------------------------------------------------------------
 
 @pytest.fixture
+def broker_at(monkeypatch):
+    """Point the Celery app at another broker URL for one test. Celery reads the
+    CELERY_BROKER_URL environment variable before its configuration (CI sets it), so both."""
+
+    def point(url: str) -> None:
+        monkeypatch.setenv("CELERY_BROKER_URL", url)
+        monkeypatch.delenv("CELERY_BROKER_WRITE_URL", raising=False)
+        monkeypatch.setattr(celery_app.conf, "broker_url", url)
+        monkeypatch.setattr(celery_app.conf, "broker_write_url", None)
+
+    return point
+
+
+@pytest.fixture
 def fresh_migration_check(monkeypatch):
     """Each test sees the migration check run for real, not this process's cached answer."""
     monkeypatch.setattr(health, "_migrations_seen_applied", False)
@@ -353,12 +376,9 @@ def test_readyz_checks_database_broker_and_migrations(client, db, fresh_migratio
     }
 
 
-def test_readyz_is_503_when_the_broker_is_unreachable(client, db, monkeypatch):
-    from project.celery import app
-
+def test_readyz_is_503_when_the_broker_is_unreachable(client, db, broker_at):
     # Port 1 on loopback refuses at once: a broker that is down, without waiting for a timeout.
-    monkeypatch.setattr(app.conf, "broker_url", "redis://127.0.0.1:1/0")
-    monkeypatch.setattr(app.conf, "broker_write_url", None)
+    broker_at("redis://127.0.0.1:1/0")
     response = client.get("/readyz")
     assert response.status_code == 503
     body = response.json()
@@ -367,17 +387,11 @@ def test_readyz_is_503_when_the_broker_is_unreachable(client, db, monkeypatch):
     assert body["checks"]["broker"].startswith("error: ")
 
 
-def test_readyz_gives_up_on_a_broker_that_accepts_but_never_answers(client, db, monkeypatch):
-    import time
-
-    from project.celery import app
-
+def test_readyz_gives_up_on_a_broker_that_accepts_but_never_answers(client, db, broker_at):
     with socket.socket() as silent:  # the kernel accepts connections; nobody ever replies
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
-        port = silent.getsockname()[1]
-        monkeypatch.setattr(app.conf, "broker_url", f"redis://127.0.0.1:{port}/0")
-        monkeypatch.setattr(app.conf, "broker_write_url", None)
+        broker_at(f"redis://127.0.0.1:{silent.getsockname()[1]}/0")
         started = time.monotonic()
         response = client.get("/readyz")
         elapsed = time.monotonic() - started
@@ -430,11 +444,8 @@ class Collect(logging.Handler):
         self.lines.append(json.loads(self.format(record)))
 
 
-def test_log_lines_written_during_a_request_are_json_with_its_request_id(client, db, monkeypatch):
-    from project.celery import app
-
-    monkeypatch.setattr(app.conf, "broker_url", "redis://127.0.0.1:1/0")  # so the view logs too
-    monkeypatch.setattr(app.conf, "broker_write_url", None)
+def test_log_lines_written_during_a_request_are_json_with_its_request_id(client, db, broker_at):
+    broker_at("redis://127.0.0.1:1/0")  # a failing check, so the view logs a line too
     handler = Collect()
     root, access_logger = logging.getLogger(), logging.getLogger("contextstore.request")
     levels = root.level, access_logger.level

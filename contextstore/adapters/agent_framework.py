@@ -77,8 +77,11 @@ class ContextStoreHistoryProvider(HistoryProvider):
             stored = event.data.get(KEY) if isinstance(event.data, dict) else None
             if isinstance(stored, dict):
                 messages.append(Message.from_dict(stored))
-            elif event.type == "Summary":  # a collapsed range stands as its summary
-                messages.append(Message(role="system", contents=[event.content]))
+            elif event.content:
+                # A collapsed range stands as its summary; events written by others (a person,
+                # another framework) join the conversation as plain text.
+                role = event.role if event.role in ("user", "assistant", "system") else "system"
+                messages.append(Message(role=role, contents=[event.content]))
         return messages
 
     async def save_messages(self, session_id: str | None, messages: Sequence[Message], *,

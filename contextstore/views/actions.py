@@ -8,12 +8,19 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.views.decorators.vary import vary_on_headers
 
 from contextstore.forms import BlockForm, CollapseForm, DiffForm, ForkForm, RangeForm, first_error
 from contextstore.models import Collapse, Job, StateRevision, Thread
 from contextstore.services import blocks, clientai, collapses, state, threads
 from contextstore.views.access import (
-    actor_for, after_action, can_edit, error_response, get_thread, thread_action,
+    actor_for,
+    after_action,
+    can_edit,
+    error_response,
+    get_thread,
+    thread_action,
+    visible_workspaces,
 )
 from contextstore.views.threads import panel_context, thread_url
 
@@ -63,6 +70,7 @@ def summarize_range(request: HttpRequest, thread: Thread) -> HttpResponse:
 
 
 @login_required
+@vary_on_headers("HX-Request")  # a page and its fragment share a URL
 def job_status(request: HttpRequest, job_id) -> HttpResponse:
     """A summarize job's status; polled by htmx until it is done, then the page reloads."""
     job = Job.objects.select_related("thread").filter(pk=job_id).first()
@@ -72,7 +80,9 @@ def job_status(request: HttpRequest, job_id) -> HttpResponse:
     template_name = "contextstore/job_status.html"
     if request.htmx:
         template_name += "#job"
-    response = render(request, template_name, {"job": job, "thread": thread})
+    response = render(request, template_name, {
+        "job": job, "thread": thread, "workspace": thread.workspace,
+        "workspaces": visible_workspaces(request.user)})
     if request.htmx and job.status == Job.Status.DONE:
         response["HX-Refresh"] = "true"
     return response
@@ -151,6 +161,7 @@ def state_restore(request: HttpRequest, thread: Thread) -> HttpResponse:
 
 
 @login_required
+@vary_on_headers("HX-Request")  # a page and its fragment share a URL
 def state_diff(request: HttpRequest, pk: int) -> HttpResponse:
     """A unified diff of state and memory between two revisions (pretty JSON, difflib)."""
     thread = get_thread(request, pk)
@@ -174,7 +185,8 @@ def state_diff(request: HttpRequest, pk: int) -> HttpResponse:
         lines.append({"kind": kind, "text": line})
     context = {"thread": thread, "a": found[a], "b": found[b], "lines": lines,
                "can_edit": can_edit(request.user, thread.workspace),
-               "session": thread.session, "workspace": thread.workspace}
+               "session": thread.session, "workspace": thread.workspace,
+               "workspaces": visible_workspaces(request.user)}
     template_name = "contextstore/state_diff.html"
     if request.htmx:
         template_name += "#diff"

@@ -1,19 +1,31 @@
 """Sessions list (search, filters, keyset paging, auto-refresh) and the session page."""
 
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+from django.views.decorators.vary import vary_on_headers
 
 from contextstore import selectors
 from contextstore.forms import SessionFilterForm, format_cursor, parse_cursor
 from contextstore.models import Run, Session
-from contextstore.views.access import can_edit, current_workspace, get_session, visible_workspaces
+from contextstore.services.sessions import session_archive
+from contextstore.views.access import (
+    actor_for,
+    can_edit,
+    current_workspace,
+    get_session,
+    visible_workspaces,
+)
 
 PAGE_SIZE = 50
 
 
 @login_required
+@vary_on_headers("HX-Request")  # a page and its fragment share a URL
 def session_list(request: HttpRequest) -> HttpResponse:
     workspace = current_workspace(request)
     form = SessionFilterForm(request.GET or None)
@@ -67,6 +79,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@vary_on_headers("HX-Request")  # a page and its fragment share a URL
 def session_detail(request: HttpRequest, pk: int) -> HttpResponse:
     session = get_session(request, pk)
     threads = list(selectors.session_threads(session=session)[:200])
@@ -86,6 +99,17 @@ def session_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if request.htmx:
         template_name += "#runs"
     return render(request, template_name, context)
+
+
+@login_required
+@require_POST
+def session_archive_toggle(request: HttpRequest, pk: int) -> HttpResponse:
+    """Archive an open session or reopen an archived one (hides it from the default list)."""
+    session = get_session(request, pk)
+    if not can_edit(request.user, session.workspace):
+        raise PermissionDenied("Viewers cannot change anything.")
+    session_archive(session=session, actor=actor_for(request), archived=not session.archived)
+    return redirect(reverse("contextstore:session", args=[session.pk]))
 
 
 def _lineage(threads: list) -> list[tuple[object, int]]:

@@ -9,6 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.views.decorators.vary import vary_on_headers
 
 from contextstore import rendering
 from contextstore.forms import EventFilterForm
@@ -104,6 +105,7 @@ def panel_context(request: HttpRequest, thread: Thread) -> dict[str, Any]:
 
 
 @login_required
+@vary_on_headers("HX-Request")  # a page and its fragment share a URL
 def thread_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """The page, or for htmx: the timeline (filters), an older page (`before`), the tail (`after`)."""
     thread = get_thread(request, pk)
@@ -118,6 +120,7 @@ def thread_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "thread": thread, "session": thread.session, "workspace": thread.workspace,
         "form": form, "filters": filters, "query": params.urlencode(),
         "can_edit": can_edit(request.user, thread.workspace), "after": after,
+        "before": before,
     }
     template_name = "contextstore/thread_detail.html"
     if request.htmx and after is not None:
@@ -134,6 +137,7 @@ def thread_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @login_required
+@vary_on_headers("HX-Request")  # a page and its fragment share a URL
 def collapse_detail(request: HttpRequest, pk: int, collapse_id: int) -> HttpResponse:
     """The originals behind a summary card, a page at a time."""
     thread = get_thread(request, pk)
@@ -142,7 +146,8 @@ def collapse_detail(request: HttpRequest, pk: int, collapse_id: int) -> HttpResp
         raise Http404("No such collapse.")
     members, more = timeline.collapse_members(collapse=collapse, after=_int(request.GET.get("after")) or 0)
     context = {"thread": thread, "collapse": collapse, "members": members, "more": more,
-               "can_edit": can_edit(request.user, thread.workspace)}
+               "can_edit": can_edit(request.user, thread.workspace),
+               "workspace": thread.workspace, "workspaces": visible_workspaces(request.user)}
     template_name = "contextstore/collapse_detail.html"
     if request.htmx:
         template_name += "#members"
@@ -150,6 +155,7 @@ def collapse_detail(request: HttpRequest, pk: int, collapse_id: int) -> HttpResp
 
 
 @login_required
+@vary_on_headers("HX-Request")  # a page and its fragment share a URL
 def model_view(request: HttpRequest, pk: int) -> HttpResponse:
     """What the model sees for a budget, and whether the prefix changed since the last look.
 
@@ -166,6 +172,7 @@ def model_view(request: HttpRequest, pk: int) -> HttpResponse:
     context = {
         "thread": thread, "session": thread.session, "workspace": thread.workspace,
         "rendered": rendered, "budget": budget, "previous_hash": previous,
+        "workspaces": visible_workspaces(request.user),
         "prefix_changed": previous is not None and previous != current,
     }
     template_name = "contextstore/model_view.html"

@@ -96,7 +96,9 @@ def timeline_tail(*, thread: Thread, filters: dict[str, Any], after: int) -> Pag
     return Page(items=[Item("event", e.seq, event=e) for e in events], last_seq=last)
 
 
-def collapse_members(*, collapse: Collapse, after: int = 0, size: int = PAGE_SIZE * 4) -> tuple[list[Event], int | None]:
+def collapse_members(
+    *, collapse: Collapse, after: int = 0, size: int = PAGE_SIZE * 4
+) -> tuple[list[Event], int | None]:
     """The originals of a collapse in working-context order, a page at a time."""
     members = list(
         Event.objects.filter(collapse=collapse, position__gt=after).select_related("run")

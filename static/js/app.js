@@ -10,6 +10,31 @@
     }
   });
 
+  // An error answer that was not written for the flash area (a 404 page, a 500) must not
+  // land inside a list: show a short message instead. Text only, never the response's HTML.
+  document.addEventListener("htmx:beforeSwap", function (evt) {
+    var xhr = evt.detail.xhr;
+    if (xhr.status < 400 || xhr.getResponseHeader("HX-Retarget")) return;
+    evt.detail.shouldSwap = false;
+    var flash = document.getElementById("flash");
+    if (!flash) return;
+    var box = document.createElement("div");
+    box.className = "flash";
+    box.setAttribute("role", "alert");
+    box.textContent = xhr.status === 404 ? "That is gone or not yours to see (404)."
+      : xhr.status === 403 ? "Your role does not allow this (403)."
+      : "Something went wrong (" + xhr.status + "). Try again.";
+    flash.replaceChildren(box);
+  });
+  document.addEventListener("htmx:sendError", function () {
+    var flash = document.getElementById("flash");
+    if (!flash) return;
+    var box = document.createElement("div");
+    box.className = "flash";
+    box.textContent = "The server cannot be reached; retrying when it is back.";
+    flash.replaceChildren(box);
+  });
+
   // "Load more" on the sessions list stops the auto-refresh from dropping loaded rows.
   document.addEventListener("click", function (evt) {
     var more = evt.target.closest("[data-pause-refresh]");

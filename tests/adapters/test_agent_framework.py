@@ -72,6 +72,16 @@ def test_blocks_summary_and_collapses_reach_the_agent(store):
     assert answer.startswith("4 messages")
 
 
+def test_a_message_written_by_someone_else_joins_the_conversation(store):
+    asyncio.run(turn(store, "ruaidhri", "chat-4", "hi"))
+    thread = store.thread("chat-4", user_id="ruaidhri")
+    thread.append_one("Message", "Note from the operator: be brief.", role="user")
+
+    answer = asyncio.run(turn(store, "ruaidhri", "chat-4", "ok"))
+
+    assert answer.startswith("4 messages")  # hi, its answer, the note, the new input
+
+
 def test_a_deleted_session_snapshot_reads_as_absent(store):
     sessions = ContextStoreSessionStore(store, user_id="ruaidhri")
     asyncio.run(turn(store, "ruaidhri", "chat-3", "hi"))

@@ -52,6 +52,10 @@ def conversation() -> Context:
     ctx.append(Message.create("assistant", [ContentPart.create_thinking("Only thinking here.")]))
     ctx.append(text("assistant", "It is a one-pixel image."))
     ctx.messages[-1].tags.append("final")
+    # A dynamic message: its hook resolves through the content map.
+    ctx.content_map["sha-1"] = "resolved reminder text"
+    ctx.append(Message({"role": "user", "content": [{"type": "text", "text": "reminder"}],
+                        "_hook_ids": ["reminder-hook"]}))
     return ctx
 
 

@@ -3,7 +3,6 @@
 import re
 
 import pytest
-from django.conf import settings
 from playwright.sync_api import expect
 
 from contextstore.models import Collapse, Event, Job
@@ -82,9 +81,15 @@ def test_open_a_thread_scroll_to_load_older_events_and_filter_by_type(page, thre
     expect(page.locator("#timeline .event")).to_contain_text("Payment gateway timed out")
     expect(page).to_have_url(re.compile(r"type=Error"))
     page.go_back()
+    expect(page).not_to_have_url(re.compile(r"type=Error"))
+    expect(page.locator("#e116")).to_be_attached()
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto(f"/threads/{thread.pk}/")
     screenshot(page, "thread-390")
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"/threads/{thread.pk}/context/?budget=600")
+    expect(page.locator("#prefix-status")).to_be_visible()
+    screenshot(page, "model-view-1280")
     assert page.problems == [], page.problems
 
 
@@ -128,6 +133,8 @@ def test_collapse_a_range_and_undo_it(page, thread):
     expect(page.locator("#e102")).to_have_count(0)
     card.locator("text=Show originals").click()
     expect(card.locator(".members .event")).to_have_count(6)
+    card.scroll_into_view_if_needed()
+    screenshot(page, "thread-summary-card-1280")
     card.locator("text=Undo collapse").click()
     expect(page.locator(".card-summary")).to_have_count(0)
     expect(page.locator("#e102")).to_be_visible()

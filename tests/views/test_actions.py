@@ -206,7 +206,7 @@ def test_viewers_see_no_action_buttons(viewer_client, history, actor):
     state_write(thread=history, state={"a": 2}, actor=actor)
     html = viewer_client.get(f"/threads/{history.pk}/").content.decode()
     for label in ("Clear context", "Reset all", "Undo collapse", "Collapse range", "Add block",
-                  "Restore", "Fork into", "Summarize with worker", 'method="post" action="/threads'):
+                  ">Restore<", "Fork into", "Summarize with worker", 'method="post" action="/threads'):
         assert label not in html, label
     assert "read-only access" in html
 

@@ -4,8 +4,20 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from contextstore.models import (
-    ApiToken, AuditLog, Collapse, ContextBlock, Event, Job, Membership, Memory, ProviderState, Run,
-    Session, StateRevision, Thread, Workspace,
+    ApiToken,
+    AuditLog,
+    Collapse,
+    ContextBlock,
+    Event,
+    Job,
+    Membership,
+    Memory,
+    ProviderState,
+    Run,
+    Session,
+    StateRevision,
+    Thread,
+    Workspace,
 )
 from contextstore.services.collapses import collapse_create
 from contextstore.services.events import event_append
@@ -44,13 +56,14 @@ def test_audit_log_and_events_are_read_only(admin_client, thread, actor):
         assert admin_client.get(f"/admin/contextstore/{name}/add/").status_code == 403
         page = admin_client.get(f"/admin/contextstore/{name}/{obj.pk}/change/")
         assert page.status_code == 200 and 'name="_save"' not in page.content.decode()
-        assert admin_client.post(f"/admin/contextstore/{name}/{obj.pk}/delete/", {"post": "yes"}).status_code == 403
+        deleted = admin_client.post(f"/admin/contextstore/{name}/{obj.pk}/delete/", {"post": "yes"})
+        assert deleted.status_code == 403
     assert Event.objects.filter(pk=event.pk).exists()
 
 
 def test_audit_log_filters_by_actor_action_and_workspace(admin_client, workspace, thread, actor):
-    response = admin_client.get("/admin/contextstore/auditlog/",
-                                {"action": "thread.create", "actor_type": "system", "workspace__id__exact": workspace.pk})
+    response = admin_client.get("/admin/contextstore/auditlog/", {
+        "action": "thread.create", "actor_type": "system", "workspace__id__exact": workspace.pk})
     assert response.status_code == 200 and "thread.create" in response.content.decode()
 
 
@@ -82,7 +95,8 @@ def test_thread_and_collapse_admin_actions_are_audited(admin_client, thread, act
     admin_client.post("/admin/contextstore/collapse/", {"action": "undo", "_selected_action": [collapse.pk]})
     collapse.refresh_from_db()
     assert collapse.undone_at is not None
-    admin_client.post("/admin/contextstore/thread/", {"action": "clear_context", "_selected_action": [thread.pk]})
+    admin_client.post("/admin/contextstore/thread/",
+                      {"action": "clear_context", "_selected_action": [thread.pk]})
     assert Event.objects.filter(thread=thread, status="cleared").count() == 4
     assert AuditLog.objects.filter(action="thread.clear_context", actor_label="root").exists()
     assert AuditLog.objects.filter(action="collapse.undo", actor_label="root").exists()
@@ -100,3 +114,28 @@ def test_memberships_saved_in_admin_are_audited(admin_client, workspace, user):
                       {"workspace": workspace.pk, "user": user.pk, "role": "editor"})
     assert Membership.objects.get(user=user).role == "editor"
     assert AuditLog.objects.filter(action="membership.set", actor_label="root").exists()
+
+
+def test_a_block_with_a_broken_expression_is_a_form_error_in_admin(admin_client, thread):
+    response = admin_client.post("/admin/contextstore/contextblock/add/", {
+        "thread": thread.pk, "name": "b", "expr": "{% if %}", "placement": "suffix", "order": 0})
+    assert response.status_code == 200 and "does not compile" in response.content.decode()
+    assert not ContextBlock.objects.exists()
+
+
+def test_a_block_added_in_admin_is_created_by_the_service(admin_client, thread):
+    admin_client.post("/admin/contextstore/contextblock/add/", {
+        "thread": thread.pk, "name": "rules", "value": "Be kind.", "placement": "prefix", "order": 0})
+    block = ContextBlock.objects.get()
+    assert block.value == "Be kind." and block.token_count > 0
+    assert AuditLog.objects.filter(action="block.create", actor_label="root").exists()
+
+
+def test_session_metadata_must_stay_an_object_in_admin(admin_client, session):
+    response = admin_client.post(f"/admin/contextstore/session/{session.pk}/change/", {
+        "title": "t", "agent": "a", "metadata": "[1, 2]"})
+    assert response.status_code == 200 and "JSON object" in response.content.decode()
+    admin_client.post(f"/admin/contextstore/session/{session.pk}/change/", {
+        "title": "Renamed", "agent": "helper", "metadata": '{"k": 1}'})
+    session.refresh_from_db()
+    assert session.title == "Renamed" and session.metadata == {"k": 1}

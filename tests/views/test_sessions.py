@@ -137,3 +137,26 @@ def test_session_fields_are_escaped(editor_client, workspace, actor, agent_text)
     html = editor_client.get("/").content.decode()
     assert agent_text not in html
     assert "&lt;" in html
+
+
+def test_editors_archive_and_reopen_a_session_and_viewers_cannot(editor_client, viewer_client, session):
+    assert "Archive session" not in viewer_client.get(f"/sessions/{session.pk}/").content.decode()
+    assert viewer_client.post(f"/sessions/{session.pk}/archive/").status_code == 403
+    assert "Archive session" in editor_client.get(f"/sessions/{session.pk}/").content.decode()
+    editor_client.post(f"/sessions/{session.pk}/archive/")
+    session.refresh_from_db()
+    assert session.archived
+    editor_client.post(f"/sessions/{session.pk}/archive/")
+    session.refresh_from_db()
+    assert not session.archived
+
+
+def test_pages_and_fragments_vary_on_the_htmx_header(editor_client, session):
+    response = editor_client.get("/", **HTMX)
+    assert "HX-Request" in response["Vary"]
+
+
+def test_a_history_restore_gets_the_full_page(editor_client, session):
+    # htmx is configured to restore history without HX-Request, so the view serves the page.
+    html = editor_client.get("/", HTTP_HX_HISTORY_RESTORE_REQUEST="true").content.decode()
+    assert "<html" in html

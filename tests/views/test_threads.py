@@ -25,7 +25,7 @@ def test_the_thread_page_shows_the_newest_page_of_events_at_the_bottom(editor_cl
     event_append(thread=thread, events=messages(120), actor=actor)
     html = editor_client.get(f"/threads/{thread.pk}/").content.decode()
     assert seqs(html) == list(range(71, 121))
-    assert 'hx-get="/threads/%d/?before=71"' % thread.pk in html
+    assert f'hx-get="/threads/{thread.pk}/?before=71"' in html
     assert 'id="tail"' in html and "after=120" in html
 
 
@@ -104,7 +104,8 @@ def test_agent_content_is_escaped_everywhere_on_the_thread_page(editor_client, t
                 f"/threads/{thread.pk}/context/", f"/threads/{thread.pk}/state/diff/?a=1&b=1"):
         html = editor_client.get(url).content.decode()
         assert "<img src=x" not in html and "<script>alert" not in html, url
-    assert "&lt;img src=x onerror=alert(1)&gt;" in editor_client.get(f"/threads/{thread.pk}/").content.decode()
+    page = editor_client.get(f"/threads/{thread.pk}/").content.decode()
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page
 
 
 def test_a_collapsed_range_shows_as_one_summary_card_with_its_originals(editor_client, thread, actor):
@@ -113,7 +114,7 @@ def test_a_collapsed_range_shows_as_one_summary_card_with_its_originals(editor_c
                                actor=actor, provenance={"model": "extractive"})
     html = editor_client.get(f"/threads/{thread.pk}/").content.decode()
     assert seqs(html) == [1, 2, 7, 8, 9, 10]
-    assert html.index('data-seq="2"') < html.index('id="c%d"' % collapse.pk) < html.index('data-seq="7"')
+    assert html.index('data-seq="2"') < html.index(f'id="c{collapse.pk}"') < html.index('data-seq="7"')
     assert "#3–#6 · 4 events" in html and "turns 3 to 6" in html and "Undo collapse" in html
     assert "extractive" in html
     members = editor_client.get(f"/threads/{thread.pk}/collapses/{collapse.pk}/", **HTMX).content.decode()
@@ -143,7 +144,8 @@ def test_the_side_panel_shows_blocks_gauge_state_revisions_providers_memories_an
     memory_remember(workspace=thread.workspace, user_id="alice", content="likes tea", actor=actor)
     run_start(thread=thread, run_id="r-1", actor=actor)
     event_append(thread=thread, actor=actor, events=[
-        {"type": "LLMComplete", "run_id": "r-1", "data": {"input_tokens": 100, "output_tokens": 50, "cost": 0.02}}])
+        {"type": "LLMComplete", "run_id": "r-1",
+         "data": {"input_tokens": 100, "output_tokens": 50, "cost": 0.02}}])
     html = editor_client.get(f"/threads/{thread.pk}/").content.decode()
     assert "persona" in html and "suppressed" in html
     assert 'class="g-prefix"' in html and 'class="g-history"' in html
@@ -160,7 +162,8 @@ def test_the_thread_page_queries_do_not_grow_with_history(
         session = session_ensure(workspace=workspace, key=key, actor=actor)[0]
         thread = thread_ensure(session=session, actor=actor)[0]
         for start in range(0, n, 1000):
-            event_append(thread=thread, events=messages(min(1000, n - start), start=start, words=6), actor=actor)
+            batch = messages(min(1000, n - start), start=start, words=6)
+            event_append(thread=thread, events=batch, actor=actor)
         collapse_create(thread=thread, start_seq=2, end_seq=n // 2, summary_text="early", actor=actor)
         state_write(thread=thread, state={"n": n}, actor=actor)
         editor_client.get(f"/threads/{thread.pk}/")  # warm the session row
@@ -215,3 +218,12 @@ def test_runtime_and_collapsed_state_counts_stay_consistent_with_the_rows(thread
     event_append(thread=thread, events=messages(4), actor=actor)
     collapse_create(thread=thread, start_seq=1, end_seq=2, summary_text="s", actor=actor)
     assert Event.objects.filter(thread=thread, status="collapsed").count() == 2
+
+
+def test_an_older_page_at_its_own_url_has_no_live_tail_and_links_back_to_the_newest(
+    editor_client, thread, actor
+):
+    event_append(thread=thread, events=messages(120), actor=actor)
+    html = editor_client.get(f"/threads/{thread.pk}/", {"before": 60}).content.decode()
+    assert seqs(html) == list(range(10, 60))
+    assert 'id="tail"' not in html and "Jump to the newest events" in html

@@ -3,7 +3,7 @@
 The worker is a separate process, so it must see committed data: these tests use
 `transactional_db` and pass the test database's URL (PostgreSQL, or the SQLite test file) to the
 worker. Without a Redis server the Redis tests are skipped. Each run uses its own Redis database
-(CONTEXTSTORE_TEST_REDIS_URL, default db 5) and queue name, and flushes that database.
+(CONTEXTSTORE_TEST_REDIS_URL, default db 5) and a queue name of its own, removed afterwards.
 """
 
 import os
@@ -54,9 +54,22 @@ def _reset_producers() -> None:
 def _use_broker(url: str, queue: str, options: dict) -> dict:
     saved = {key: app.conf[key] for key in ("broker_url", "task_default_queue",
                                             "broker_transport_options")}
+    saved["env"] = os.environ.get("CELERY_BROKER_URL")
+    # Celery reads CELERY_BROKER_URL from the environment before its own configuration.
+    os.environ["CELERY_BROKER_URL"] = url
     app.conf.update(broker_url=url, task_default_queue=queue, broker_transport_options=options)
     _reset_producers()
     return saved
+
+
+def _restore_broker(saved: dict) -> None:
+    env = saved.pop("env")
+    if env is None:
+        os.environ.pop("CELERY_BROKER_URL", None)
+    else:
+        os.environ["CELERY_BROKER_URL"] = env
+    app.conf.update(saved)
+    _reset_producers()
 
 
 def _needs_shared_database() -> None:
@@ -70,14 +83,14 @@ def broker(transactional_db) -> Iterator[Broker]:
     _needs_shared_database()
     if not _redis_up(REDIS_URL):
         pytest.skip(f"no Redis at {REDIS_URL}")
-    client = redis.Redis.from_url(REDIS_URL)
-    client.flushdb()
     queue = f"contextstore-test-{uuid.uuid4().hex[:8]}"
     saved = _use_broker(REDIS_URL, queue, {"visibility_timeout": VISIBILITY_TIMEOUT})
     yield Broker(REDIS_URL, queue)
-    app.conf.update(saved)
-    _reset_producers()
-    client.flushdb()
+    _restore_broker(saved)
+    # Only this test's keys: another run (the other database's) may share the Redis database.
+    client = redis.Redis.from_url(REDIS_URL)
+    for key in client.scan_iter(match=f"*{queue}*"):
+        client.delete(key)
 
 
 @pytest.fixture
@@ -94,8 +107,7 @@ def filesystem_broker(transactional_db, tmp_path) -> Iterator[Broker]:
     queue = f"contextstore-test-{uuid.uuid4().hex[:8]}"
     saved = _use_broker("filesystem://", queue, folders)
     yield Broker("filesystem://", queue, {"CONTEXTSTORE_VAR_DIR": str(var)})
-    app.conf.update(saved)
-    _reset_producers()
+    _restore_broker(saved)
 
 
 def database_url() -> str:

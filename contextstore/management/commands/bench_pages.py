@@ -10,7 +10,6 @@ templates), so the figure is the server's share of a page load, without the netw
 
 import statistics
 import time
-from collections.abc import Callable
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
@@ -37,15 +36,10 @@ def event(i: int) -> dict:
             "data": {"tool": "search", "i": i} if kind == "ToolCall" else None}
 
 
-def timed(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
-    """(median, 90th percentile) wall time of fn in milliseconds."""
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - start) * 1000)
-    samples.sort()
-    return statistics.median(samples), samples[int(len(samples) * 0.9) - 1]
+def summary(samples: list[float]) -> str:
+    samples = sorted(samples)
+    p90 = samples[max(int(len(samples) * 0.9) - 1, 0)]
+    return f"{statistics.median(samples):6.1f} / {p90:6.1f}"
 
 
 class Command(BaseCommand):
@@ -67,28 +61,35 @@ class Command(BaseCommand):
         client = Client(HTTP_HOST="localhost")
         client.force_login(user)
 
-        self.stdout.write(f"database: {connection.vendor}; {repeat} requests per figure; ms median / p90")
-        results: dict[int, float] = {}
-        for n in [int(s) for s in sizes.split(",")]:
-            thread = self._thread(workspace, n, actor)
-            url = f"/threads/{thread.pk}/"
+        self.stdout.write(f"database: {connection.vendor}; {repeat} requests per figure, "
+                          "sizes interleaved so machine load hits all alike; ms median / p90")
+        threads = {int(n): self._thread(workspace, int(n), actor) for n in sizes.split(",")}
 
-            def get(path: str, htmx: bool = False, **params) -> None:
-                headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
-                response = client.get(path, params, secure=True, **headers)
-                assert response.status_code == 200, response.status_code
+        def get(path: str, htmx: bool = False, **params) -> float:
+            headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
+            start = time.perf_counter()
+            response = client.get(path, params, secure=True, **headers)
+            elapsed = (time.perf_counter() - start) * 1000
+            assert response.status_code == 200, response.status_code
+            return elapsed
 
-            get(url)  # warm caches and the session row
-            page = timed(lambda: get(url), repeat)
-            older = timed(lambda: get(url, True, before=max(thread.last_seq - 500, 2)), repeat)
-            tail = timed(lambda: get(url, True, after=thread.last_seq), repeat)
-            results[n] = page[0]
+        samples = {n: {"page": [], "older": [], "tail": []} for n in threads}
+        for thread in threads.values():
+            get(f"/threads/{thread.pk}/")  # warm caches and the session row
+        for _ in range(repeat):
+            for n, thread in threads.items():
+                url = f"/threads/{thread.pk}/"
+                samples[n]["page"].append(get(url))
+                samples[n]["older"].append(get(url, True, before=max(thread.last_seq - 500, 2)))
+                samples[n]["tail"].append(get(url, True, after=thread.last_seq))
+        for n, figures in samples.items():
             self.stdout.write(
-                f"{n:>7} events  page {page[0]:6.1f} / {page[1]:6.1f}   older page {older[0]:6.1f} / "
-                f"{older[1]:6.1f}   live tail {tail[0]:6.1f} / {tail[1]:6.1f}")
-        if len(results) > 1:
-            small, large = results[min(results)], results[max(results)]
-            self.stdout.write(f"page ratio {max(results)} vs {min(results)} events: {large / small:.2f}x")
+                f"{n:>7} events  page {summary(figures['page'])}   older page "
+                f"{summary(figures['older'])}   live tail {summary(figures['tail'])}")
+        if len(samples) > 1:
+            small, large = min(samples), max(samples)
+            ratio = statistics.median(samples[large]["page"]) / statistics.median(samples[small]["page"])
+            self.stdout.write(f"page ratio {large} vs {small} events: {ratio:.2f}x")
 
     def _thread(self, workspace, n: int, actor: Actor) -> Thread:
         """A thread with n events, a collapse in the middle, blocks and a few state revisions."""
