@@ -14,8 +14,9 @@ Needs only httpx; importing it never imports Django, so agents can use it anywhe
 Every appended event gets a generated `client_id` unless the caller gives one, so a retried
 append never duplicates. Transient failures are retried with exponential backoff (honouring
 Retry-After): connection failures and 429/503 always (the server did not act on the request),
-other 5xx and read timeouts only for requests that are safe to repeat (reads, PUT/PATCH/DELETE,
-appends, upserts). API errors raise a `ContextStoreError` subclass named after the status.
+other 5xx and read timeouts only for requests that are safe to repeat (reads, appends,
+upserts, unconditional PUT/PATCH/DELETE; never a write sent with If-Match). API errors
+raise a `ContextStoreError` subclass named after the status.
 """
 
 from __future__ import annotations
@@ -604,7 +605,10 @@ class ThreadHandle:
         if memory is not None:
             body["memory"] = memory
         headers = {"If-Match": f'"{if_match}"'} if if_match is not None else None
-        return _state(self._json(method, "state/", json=body, headers=headers))
+        # A conditional write that may have landed must not be resent: the retry would meet
+        # its own new revision and report a false StaleRevision. The caller re-reads instead.
+        return _state(self._json(method, "state/", json=body, headers=headers,
+                                 idempotent=if_match is None))
 
     def put_state(self, state: dict[str, Any] | None = None, *, memory: list | None = None,
                   reason: str = "", if_match: int | None = None) -> State:

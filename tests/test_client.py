@@ -242,3 +242,14 @@ def test_concurrent_clients_with_replayed_batches_lose_and_duplicate_nothing(cs,
     assert every == list(range(1, 81))
     stored = cs.get_thread(thread.pk).events(page_size=1000)
     assert len({e.client_id for e in stored}) == len(stored) == 80
+
+
+def test_a_conditional_state_write_is_not_resent_after_a_lost_answer():
+    transport, seen = scripted([httpx.ReadTimeout("lost")])
+    with pytest.raises(cs_client.ConnectionFailed):
+        handle_for(transport).put_state({"k": 1}, if_match=3)
+    assert len(seen) == 1 and seen[0].headers["If-Match"] == '"3"'
+    transport, seen = scripted([httpx.ReadTimeout("lost"), httpx.Response(200, json={
+        "state": {"k": 1}, "memory": [], "revision": 4})])
+    assert handle_for(transport).put_state({"k": 1}).revision == 4  # unconditional: resent
+    assert len(seen) == 2

@@ -344,15 +344,22 @@ def test_production_settings_refuse_to_start_without_a_secret_key(tmp_path):
 @pytest.fixture
 def broker_at(monkeypatch):
     """Point the Celery app at another broker URL for one test. Celery reads the
-    CELERY_BROKER_URL environment variable before its configuration (CI sets it), so both."""
+    CELERY_BROKER_URL environment variable before its configuration (CI sets it), so both.
+
+    The configuration is restored key by key afterwards: reading broker_write_url to save it
+    would pin today's fallback value and leak it into later tests."""
+    keys = ("broker_url", "broker_write_url")
+    saved = {key: celery_app.conf.changes[key] for key in keys if key in celery_app.conf.changes}
 
     def point(url: str) -> None:
         monkeypatch.setenv("CELERY_BROKER_URL", url)
         monkeypatch.delenv("CELERY_BROKER_WRITE_URL", raising=False)
-        monkeypatch.setattr(celery_app.conf, "broker_url", url)
-        monkeypatch.setattr(celery_app.conf, "broker_write_url", None)
+        celery_app.conf.update(broker_url=url, broker_write_url=None)
 
-    return point
+    yield point
+    for key in keys:
+        celery_app.conf.changes.pop(key, None)
+    celery_app.conf.update(saved)
 
 
 @pytest.fixture

@@ -55,8 +55,10 @@ class SessionSerializer(serializers.ModelSerializer):
 
 
 class SessionUpsertSerializer(serializers.Serializer):
-    key = serializers.CharField(max_length=255)
-    user_id = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
+    # Identifiers are kept verbatim (no trimming): they are the agent's keys, not prose.
+    key = serializers.CharField(max_length=255, trim_whitespace=False)
+    user_id = serializers.CharField(max_length=255, required=False, allow_blank=True, default="",
+                                    trim_whitespace=False)
     agent = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     title = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
     metadata = serializers.DictField(required=False, allow_null=True, default=None)
@@ -93,10 +95,12 @@ class ThreadSerializer(serializers.ModelSerializer):
 
 
 class ThreadEnsureSerializer(serializers.Serializer):
-    session_key = serializers.CharField(max_length=255)
-    user_id = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
+    session_key = serializers.CharField(max_length=255, trim_whitespace=False)
+    user_id = serializers.CharField(max_length=255, required=False, allow_blank=True, default="",
+                                    trim_whitespace=False)
     agent = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
-    name = serializers.CharField(max_length=200, required=False, default="main")
+    name = serializers.CharField(max_length=200, required=False, default="main",
+                                 trim_whitespace=False)
 
 
 # ---------------------------------------------------------------- events
@@ -292,7 +296,7 @@ class InputSerializer(serializers.Serializer):
 
 
 class StepResultInSerializer(serializers.Serializer):
-    step = serializers.CharField(max_length=200)
+    step = serializers.CharField(max_length=200, trim_whitespace=False)
     result = JSON_ANY(allow_null=True)
 
 
@@ -419,8 +423,10 @@ class MemorySerializer(serializers.ModelSerializer):
 
 
 class MemoryInSerializer(serializers.Serializer):
-    user_id = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
-    key = serializers.CharField(max_length=200, required=False, allow_null=True, default=None)
+    user_id = serializers.CharField(max_length=255, required=False, allow_blank=True, default="",
+                                    trim_whitespace=False)
+    key = serializers.CharField(max_length=200, required=False, allow_null=True, default=None,
+                                trim_whitespace=False)
     content = serializers.CharField(trim_whitespace=False)
     data = JSON_ANY(required=False, allow_null=True, default=None)
 

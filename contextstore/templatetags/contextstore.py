@@ -6,8 +6,10 @@ from decimal import Decimal
 from typing import Any
 
 from django import template
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
+from django.utils.timesince import timesince
 
 from contextstore.tokens import is_thinking, part_text
 
@@ -92,3 +94,13 @@ def _tree(value: Any, depth: int) -> SafeString:
 def json_tree(value: Any) -> SafeString:
     """A collapsible tree of nested <details>, every key and value escaped."""
     return format_html('<div class="json-tree">{}</div>', _tree(value, 0))
+
+
+@register.filter
+def ago(when) -> str:
+    """"just now" for the last minute, then Django's timesince ("3 hours ago")."""
+    if when is None:
+        return "—"
+    if (timezone.now() - when).total_seconds() < 60:
+        return "just now"
+    return f"{timesince(when)} ago"

@@ -14,6 +14,12 @@
   // land inside a list: show a short message instead. Text only, never the response's HTML.
   document.addEventListener("htmx:beforeSwap", function (evt) {
     var xhr = evt.detail.xhr;
+    // A session that expired answers a fragment request with the login page: go there whole.
+    if (xhr.responseURL && xhr.responseURL.indexOf("/accounts/login/") !== -1) {
+      evt.detail.shouldSwap = false;
+      window.location.href = xhr.responseURL;
+      return;
+    }
     if (xhr.status < 400 || xhr.getResponseHeader("HX-Retarget")) return;
     evt.detail.shouldSwap = false;
     var flash = document.getElementById("flash");

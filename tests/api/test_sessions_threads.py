@@ -79,3 +79,15 @@ def test_it_hides_other_workspaces(other_client, session, thread, thread_url):
     assert Session.objects.filter(pk=session.pk).exists()
     thread.refresh_from_db()
     assert thread.event_count == 0
+
+
+def test_keys_are_kept_verbatim_and_blank_ones_refused(api_client):
+    spaced = api_client.post("/api/v1/threads/ensure/", {"session_key": " k ", "user_id": "u "},
+                             format="json")
+    assert spaced.status_code == 201
+    assert (spaced.json()["session_key"], spaced.json()["user_id"]) == (" k ", "u ")
+    plain = api_client.post("/api/v1/threads/ensure/", {"session_key": "k", "user_id": "u"},
+                            format="json")
+    assert plain.status_code == 201 and plain.json()["id"] != spaced.json()["id"]
+    blank = api_client.post("/api/v1/sessions/", {"key": ""}, format="json")
+    assert blank.status_code == 400 and "key" in blank.json()["error"]["details"]

@@ -174,6 +174,9 @@ def test_fork_a_range_into_a_new_thread(page, thread):
     expect(page.locator("h1")).to_have_text("what-if")
     expect(page.locator("#timeline .event")).to_have_count(5)
     expect(page.locator(".page-head")).to_contain_text("forked from")
+    page.click(".crumbs a:has-text('Refund for order 4711')")
+    expect(page.locator(".fork-mark")).to_have_count(1)
+    screenshot(page, "session-1280")
 
 
 def gauge_prefix(page) -> int:
@@ -212,3 +215,24 @@ def test_agent_markup_is_shown_as_text_and_never_runs(page, thread, actor):
     page.wait_for_timeout(500)
     assert dialogs == []
     assert page.locator("#e117 img").count() == 0 and page.locator("#e117 script").count() == 0
+
+
+def test_admin_works_under_the_content_security_policy(page, member, thread):
+    member.is_staff = member.is_superuser = True
+    member.save()
+    page.goto("/admin/contextstore/apitoken/add/")
+    page.select_option("select[name=workspace]", label="acme")
+    page.fill("input[name=name]", "ci")
+    page.click("input[name=_save]")
+    expect(page.locator(".messagelist")).to_contain_text("not shown again")
+    page.goto("/admin/contextstore/event/?type__exact=Error")
+    expect(page.locator("#result_list")).to_contain_text("Error")
+    assert [p for p in page.problems if "favicon" not in p] == []
+
+
+def test_an_expired_session_sends_the_live_tail_to_the_login_page(page, thread):
+    page.goto(f"/threads/{thread.pk}/")
+    expect(page.locator("#e116")).to_be_visible()
+    page.context.clear_cookies()
+    expect(page).to_have_url(re.compile(r"/accounts/login/"), timeout=8000)
+    expect(page.locator("#e116")).to_have_count(0)

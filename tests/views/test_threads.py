@@ -227,3 +227,13 @@ def test_an_older_page_at_its_own_url_has_no_live_tail_and_links_back_to_the_new
     html = editor_client.get(f"/threads/{thread.pk}/", {"before": 60}).content.decode()
     assert seqs(html) == list(range(10, 60))
     assert 'id="tail"' not in html and "Jump to the newest events" in html
+
+
+def test_an_undone_collapse_says_so_on_its_own_page(editor_client, thread, actor):
+    from contextstore.services.collapses import collapse_undo
+
+    event_append(thread=thread, events=messages(4), actor=actor)
+    collapse = collapse_create(thread=thread, start_seq=1, end_seq=2, summary_text="s", actor=actor)
+    collapse_undo(collapse=collapse, actor=actor)
+    html = editor_client.get(f"/threads/{thread.pk}/collapses/{collapse.pk}/").content.decode()
+    assert "was undone just now" in html and "No originals" in html

@@ -52,12 +52,13 @@ def _reset_producers() -> None:
 
 
 def _use_broker(url: str, queue: str, options: dict) -> dict:
-    saved = {key: app.conf[key] for key in ("broker_url", "task_default_queue",
+    saved = {key: app.conf[key] for key in ("broker_url", "broker_write_url", "task_default_queue",
                                             "broker_transport_options")}
     saved["env"] = os.environ.get("CELERY_BROKER_URL")
     # Celery reads CELERY_BROKER_URL from the environment before its own configuration.
     os.environ["CELERY_BROKER_URL"] = url
-    app.conf.update(broker_url=url, task_default_queue=queue, broker_transport_options=options)
+    app.conf.update(broker_url=url, broker_write_url=url, task_default_queue=queue,
+                    broker_transport_options=options)
     _reset_producers()
     return saved
 

@@ -138,6 +138,9 @@ class Command(BaseCommand):
             response.raise_for_status()
             return response.json()["id"]
 
+        # The figures depend on the machine and what else runs on it: say so with them.
+        self.stdout.write(f"server {url}, database {settings.DATABASES['default']['ENGINE']}, "
+                          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
         with client() as http:
             for clients in (1, 4, 16):
                 rate = self.batch_appends(client, new_thread, http, clients, seconds, run_tag)
@@ -145,8 +148,8 @@ class Command(BaseCommand):
                                   f"{rate:>9,.0f} events/s")
             rate = self.single_appends(http, new_thread(http, "single"), seconds, run_tag)
             self.stdout.write(f"single-event appends, 1 client:          {rate:>9,.0f} events/s")
-            for size in (1000, large):
-                thread_id = new_thread(http, f"context-{size}")
+            for index, size in enumerate((1000, large)):
+                thread_id = new_thread(http, f"context-{index}-{size}")
                 self.fill(http, thread_id, size, run_tag)
                 latencies = self.context_latency(http, thread_id, samples)
                 self.stdout.write(
