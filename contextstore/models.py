@@ -236,7 +236,9 @@ class Event(models.Model):
     content = models.TextField(blank=True, default="")
     parts = OrderedJSONField(null=True, blank=True)
     data = OrderedJSONField(null=True, blank=True)
-    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="events")
+    # (run, seq) and (collapse) below are the only indexes these need; no automatic FK index.
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL,
+                            related_name="events", db_index=False)
     call_id = models.CharField(max_length=200, blank=True, default="")
     step = models.CharField(max_length=200, blank=True, default="")
     anchor = models.CharField(max_length=200, blank=True, default="")
@@ -247,7 +249,8 @@ class Event(models.Model):
     visible = models.BooleanField(default=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
     collapse = models.ForeignKey(
-        Collapse, null=True, blank=True, on_delete=models.SET_NULL, related_name="members"
+        Collapse, null=True, blank=True, on_delete=models.SET_NULL, related_name="members",
+        db_index=False,
     )
     occurred_at = models.DateTimeField()
     created_at = models.DateTimeField(auto_now_add=True)

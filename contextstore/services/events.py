@@ -22,6 +22,7 @@ from contextstore.services.common import Actor, audit, lock_thread
 from contextstore.tokens import event_tokens
 
 TYPE_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,31}$")
+COPY_THRESHOLD = 20  # below this, one INSERT beats nextval + COPY
 STRING_FIELDS = {"role": 32, "call_id": 200, "step": 200, "anchor": 200, "client_id": 200, "run_id": 200}
 
 
@@ -281,8 +282,8 @@ def _bulk_insert(objs: list[Event], now: datetime) -> None:
     Ids are drawn from the table's sequence first so the caller gets them back, as it does
     from bulk_create.
     """
-    if connection.vendor != "postgresql":
-        Event.objects.bulk_create(objs)
+    if connection.vendor != "postgresql" or len(objs) < COPY_THRESHOLD:
+        Event.objects.bulk_create(objs)  # one INSERT … RETURNING: fewer round trips when small
         return
     fields = Event._meta.concrete_fields
     columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)

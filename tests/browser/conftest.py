@@ -10,6 +10,9 @@ from django.test import Client
 
 from contextstore.models import Membership
 
+# The real-worker fixtures (a `celery -A project worker` on the embedded filesystem broker).
+from tests.worker.conftest import filesystem_broker, make_fs_worker  # noqa: F401
+
 # Playwright's sync API runs an event loop in this thread; the ORM calls the tests make between
 # browser steps are ordinary synchronous calls, so Django's async-safety guard does not apply.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")

@@ -141,19 +141,18 @@ def test_collapse_a_range_and_undo_it(page, thread):
     assert Collapse.objects.get().undone_at is not None
 
 
-def test_summarize_a_range_with_the_worker(page, thread):
-    """The click queues a real Job; the test then plays the worker by running the Celery task's
-    body in-process (no broker consumer in the test run), and the page's polling shows it."""
-    from contextstore.tasks import summarize_job
-
+@pytest.mark.worker
+def test_summarize_a_range_with_the_worker(make_fs_worker, page, thread):
+    """A real `celery -A project worker` (the embedded filesystem broker, the test database)
+    picks up the job the click queued; the page polls the job's status until it is done."""
+    make_fs_worker().start()
     page.goto(f"/threads/{thread.pk}/")
     select_range(page, 90, 99)
     page.click("text=Summarize with worker")
-    expect(page.locator("#job-status .job")).to_contain_text("queued")
-    job = Job.objects.get()
-    summarize_job(str(job.pk))
-    expect(page.locator(".card-summary")).to_contain_text("#90–#99", timeout=10_000)
+    expect(page.locator("#job-status .job")).to_be_visible()
+    expect(page.locator(".card-summary")).to_contain_text("#90–#99", timeout=30_000)
     expect(page.locator(".card-summary")).to_contain_text("Worker")
+    assert Job.objects.get().status == Job.Status.DONE
 
 
 def test_clear_context_and_see_events_greyed(page, thread):
