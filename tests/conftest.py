@@ -6,6 +6,12 @@ from contextstore.services.sessions import session_ensure, thread_ensure
 from contextstore.services.workspaces import api_token_create, workspace_ensure
 
 
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    """PBKDF2 costs about a second per user; no test here is about hashing strength."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture
 def actor() -> Actor:
     return Actor.system("tests")

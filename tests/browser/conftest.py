@@ -37,12 +37,6 @@ def browser():
         browser.close()
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    """PBKDF2 costs about a second per user; these tests are about pages, not hashing."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def member(transactional_db, workspace):
     from django.contrib.auth import get_user_model

@@ -7,12 +7,6 @@ from django.test import Client
 from contextstore.models import Membership
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    """PBKDF2 costs about a second per user; these tests are about pages, not hashing."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 def _member(workspace, username: str, role: str):
     user = get_user_model().objects.create_user(username, password="pw-for-tests-123")
     Membership.objects.create(workspace=workspace, user=user, role=role)
