@@ -3,6 +3,7 @@ the admin user as actor); the audit log and the events themselves are read-only.
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.auth import get_permission_codename
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
@@ -32,6 +33,13 @@ def actor_of(request: HttpRequest) -> Actor:
     return Actor.for_user(request.user, request.META.get("REMOTE_ADDR"))
 
 
+def counts_only(modeladmin: admin.ModelAdmin, objs, request: HttpRequest) -> tuple:
+    """What the delete confirmation lists: one line per object, not every event row (a session
+    may hold millions). The services delete collapses before the events they protect, so
+    nothing is reported as protected."""
+    return [str(obj) for obj in objs], {modeladmin.opts.verbose_name_plural: len(objs)}, set(), []
+
+
 def run_each(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet, verb: str,
              call) -> None:
     """Apply one service per selected object; report successes and domain errors separately."""
@@ -48,6 +56,12 @@ def run_each(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: Query
 
 class ReadOnlyAdmin(admin.ModelAdmin):
     """Shown for audit, never edited by hand: the services own these rows."""
+
+    def has_mutate_permission(self, request: HttpRequest) -> bool:
+        """Actions that call services need the model's change permission, though the form
+        itself stays read-only."""
+        opts = self.opts
+        return request.user.has_perm(f"{opts.app_label}.{get_permission_codename('change', opts)}")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -77,6 +91,26 @@ class WorkspaceAdmin(admin.ModelAdmin):
     date_hierarchy = "created_at"
     inlines = [MembershipInline]
 
+    def get_readonly_fields(self, request, obj=None):
+        return ("slug",) if obj is not None else ()
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            workspaces.workspace_update(workspace=obj, name=obj.name, actor=actor_of(request))
+            return
+        saved, _ = workspaces.workspace_ensure(slug=obj.slug, name=obj.name)
+        obj.pk = saved.pk
+
+    def get_deleted_objects(self, objs, request):
+        return counts_only(self, objs, request)
+
+    def delete_model(self, request, obj):
+        workspaces.workspace_delete(workspace=obj, actor=actor_of(request))
+
+    def delete_queryset(self, request, queryset):
+        for workspace in queryset:
+            workspaces.workspace_delete(workspace=workspace, actor=actor_of(request))
+
 
 @admin.register(Membership)
 class MembershipAdmin(admin.ModelAdmin):
@@ -85,6 +119,10 @@ class MembershipAdmin(admin.ModelAdmin):
     search_fields = ("user__username", "workspace__slug")
     list_select_related = ("user", "workspace")
     autocomplete_fields = ("user", "workspace")
+
+    def get_readonly_fields(self, request, obj=None):
+        # Moving a membership would add the new access and keep the old: change the role only.
+        return ("user", "workspace") if obj is not None else ()
 
     def save_model(self, request, obj, form, change):
         saved = workspaces.membership_set(workspace=obj.workspace, user=obj.user, role=obj.role,
@@ -133,7 +171,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
         messages.warning(
             request, f"New API token {token.prefix}…: {raw} — copy it now, it is not shown again.")
 
-    @admin.action(description="Revoke selected tokens")
+    @admin.action(description="Revoke selected tokens", permissions=["change"])
     def revoke(self, request, queryset):
         run_each(self, request, queryset.select_related("workspace"), "Revoked",
                  lambda t: workspaces.api_token_revoke(token=t, actor=actor_of(request)))
@@ -176,6 +214,9 @@ class SessionAdmin(admin.ModelAdmin):
         fresh = Session.objects.get(pk=obj.pk)
         sessions.session_update(session=fresh, actor=actor_of(request), **changes)
 
+    def get_deleted_objects(self, objs, request):
+        return counts_only(self, objs, request)
+
     def delete_model(self, request, obj):
         sessions.session_delete(session=obj, actor=actor_of(request))
 
@@ -183,12 +224,12 @@ class SessionAdmin(admin.ModelAdmin):
         for session in queryset.select_related("workspace"):
             sessions.session_delete(session=session, actor=actor_of(request))
 
-    @admin.action(description="Archive selected sessions")
+    @admin.action(description="Archive selected sessions", permissions=["change"])
     def archive(self, request, queryset):
         run_each(self, request, queryset.select_related("workspace"), "Archived",
                  lambda s: sessions.session_archive(session=s, actor=actor_of(request)))
 
-    @admin.action(description="Unarchive selected sessions")
+    @admin.action(description="Unarchive selected sessions", permissions=["change"])
     def unarchive(self, request, queryset):
         run_each(self, request, queryset.select_related("workspace"), "Unarchived",
                  lambda s: sessions.session_archive(session=s, actor=actor_of(request), archived=False))
@@ -204,17 +245,18 @@ class ThreadAdmin(ReadOnlyAdmin):
     list_select_related = ("session", "workspace", "parent__session")
     actions = ["clear_context", "reset", "reset_all"]
 
-    @admin.action(description="Clear context (AgentScope clearContext; nothing deleted)")
+    @admin.action(description="Clear context (AgentScope clearContext; nothing deleted)",
+                  permissions=["mutate"])
     def clear_context(self, request, queryset):
         run_each(self, request, queryset.select_related("workspace"), "Context cleared",
                  lambda t: threads.thread_clear_context(thread=t, actor=actor_of(request)))
 
-    @admin.action(description="Reset state (clientai clear)")
+    @admin.action(description="Reset state (clientai clear)", permissions=["mutate"])
     def reset(self, request, queryset):
         run_each(self, request, queryset.select_related("workspace"), "Reset",
                  lambda t: clientai.thread_reset(thread=t, actor=actor_of(request)))
 
-    @admin.action(description="Reset all (clientai clear_all)")
+    @admin.action(description="Reset all (clientai clear_all)", permissions=["mutate"])
     def reset_all(self, request, queryset):
         run_each(self, request, queryset.select_related("workspace"), "Reset all",
                  lambda t: clientai.thread_reset_all(thread=t, actor=actor_of(request)))
@@ -241,7 +283,7 @@ class CollapseAdmin(ReadOnlyAdmin):
     list_select_related = ("thread__session",)
     actions = ["undo"]
 
-    @admin.action(description="Undo selected collapses")
+    @admin.action(description="Undo selected collapses", permissions=["mutate"])
     def undo(self, request, queryset):
         run_each(self, request, queryset.select_related("thread"), "Undone",
                  lambda c: collapses.collapse_undo(collapse=c, actor=actor_of(request)))
@@ -306,7 +348,7 @@ class StateRevisionAdmin(ReadOnlyAdmin):
     list_select_related = ("thread__session",)
     actions = ["restore"]
 
-    @admin.action(description="Restore the selected revision (as a new revision)")
+    @admin.action(description="Restore the selected revision (as a new revision)", permissions=["mutate"])
     def restore(self, request, queryset):
         run_each(self, request, queryset.select_related("thread"), "Restored",
                  lambda r: state.state_restore(thread=r.thread, revision=r.revision,

@@ -598,12 +598,14 @@ class ThreadHandle:
         return _state(self._json("GET", "state/"))
 
     def _write_state(self, method: str, state: Any, memory: Any, reason: str,
-                     if_match: int | None) -> State:
+                     if_match: int | None, summary: str | None = None) -> State:
         body: dict[str, Any] = {"reason": reason}
         if state is not None:
             body["state"] = state
         if memory is not None:
             body["memory"] = memory
+        if summary is not None:
+            body["summary"] = summary
         headers = {"If-Match": f'"{if_match}"'} if if_match is not None else None
         # A conditional write that may have landed must not be resent: the retry would meet
         # its own new revision and report a false StaleRevision. The caller re-reads instead.
@@ -611,15 +613,17 @@ class ThreadHandle:
                                  idempotent=if_match is None))
 
     def put_state(self, state: dict[str, Any] | None = None, *, memory: list | None = None,
-                  reason: str = "", if_match: int | None = None) -> State:
-        """Replace state and/or memory. With if_match (a revision), a stale write raises
-        StaleRevision and changes nothing; without, last write wins."""
-        return self._write_state("PUT", state, memory, reason, if_match)
+                  summary: str | None = None, reason: str = "",
+                  if_match: int | None = None) -> State:
+        """Replace state, memory and/or summary. With if_match (a revision), a stale write
+        raises StaleRevision and changes nothing; without, last write wins."""
+        return self._write_state("PUT", state, memory, reason, if_match, summary)
 
     def patch_state(self, patch: dict[str, Any] | None = None, *, memory: list | None = None,
-                    reason: str = "", if_match: int | None = None) -> State:
+                    summary: str | None = None, reason: str = "",
+                    if_match: int | None = None) -> State:
         """Apply a JSON merge patch (RFC 7386: null removes a key) to the state."""
-        return self._write_state("PATCH", patch, memory, reason, if_match)
+        return self._write_state("PATCH", patch, memory, reason, if_match, summary)
 
     def revisions(self) -> list[StateRevision]:
         return [_build(StateRevision, r) for r in self.client._pages(self._path + "state/revisions/")]

@@ -87,7 +87,7 @@ class BlockForm(forms.Form):
                              required=False)
     value = forms.CharField(required=False, widget=forms.Textarea, strip=False)
     placement = forms.ChoiceField(choices=ContextBlock.Placement.choices)
-    order = forms.IntegerField(initial=0)
+    order = forms.IntegerField(initial=0, min_value=-(2**31), max_value=2**31 - 1)
     # A suppressed block keeps its row but renders nothing (Nooa's None value).
     suppressed = forms.BooleanField(required=False)
 

@@ -100,6 +100,8 @@ def test_state_with_if_match_and_revisions(cs, thread):
     with pytest.raises(cs_client.InvalidInput) as bad:
         handle.put_state({"x": 1}, memory=["not an object"])
     assert "memory" in str(bad.value.details)
+    assert handle.patch_state(summary="Chose the primary.").summary == "Chose the primary."
+    assert handle.state().state == {"plan": ["a"]}
 
 
 def test_clientai_operations(cs, thread):

@@ -392,6 +392,7 @@ def test_readyz_is_503_when_the_broker_is_unreachable(client, db, broker_at):
     assert body["status"] == "error"
     assert body["checks"]["database"] == "ok"
     assert body["checks"]["broker"].startswith("error: ")
+    assert "127.0.0.1" not in body["checks"]["broker"]  # no hosts or URLs to anonymous callers
 
 
 def test_readyz_gives_up_on_a_broker_that_accepts_but_never_answers(client, db, broker_at):
@@ -403,7 +404,7 @@ def test_readyz_gives_up_on_a_broker_that_accepts_but_never_answers(client, db, 
         response = client.get("/readyz")
         elapsed = time.monotonic() - started
     assert response.status_code == 503
-    assert "Timeout" in response.json()["checks"]["broker"]
+    assert response.json()["checks"]["broker"].startswith("error: ")
     assert elapsed < health.BROKER_TIMEOUT_SECONDS * 3
 
 

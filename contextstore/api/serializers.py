@@ -276,6 +276,8 @@ class StateSerializer(serializers.ModelSerializer):
 class StateWriteSerializer(serializers.Serializer):
     state = JSON_ANY(required=False, help_text="PUT: the new object; PATCH: a JSON merge patch.")
     memory = serializers.ListField(child=serializers.DictField(), required=False)
+    summary = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False,
+                                    help_text="The compacted summary (AgentScope setSummary).")
     reason = serializers.CharField(required=False, allow_blank=True, max_length=500)
 
 

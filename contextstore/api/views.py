@@ -275,7 +275,8 @@ class ThreadViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
         data = parse(s.StateWriteSerializer, body(request))
         thread = state.state_write(
             thread=thread, actor=actor_of(request), state=data.get("state", UNSET),
-            memory=data.get("memory", UNSET), reason=data.get("reason", ""),
+            memory=data.get("memory", UNSET), summary=data.get("summary", UNSET),
+            reason=data.get("reason", ""),
             merge=request.method == "PATCH", expected_revision=expected)
         return self.state_response(thread)
 

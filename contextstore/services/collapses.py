@@ -2,11 +2,12 @@
 
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from contextstore.errors import Conflict, InvalidInput
+from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge
 from contextstore.models import Collapse, Event, Job, Session, Thread
 from contextstore.services.common import Actor, audit, lock_thread
 from contextstore.tokens import count_tokens
@@ -31,6 +32,10 @@ def collapse_create(
                            details={"start_seq": start_seq, "end_seq": end_seq})
     if not isinstance(summary_text, str) or not summary_text.strip():
         raise InvalidInput("summary_text is required.", details={"summary_text": "required"})
+    limit = settings.CONTEXTSTORE["MAX_EVENT_CONTENT_BYTES"]
+    if len(summary_text.encode()) > limit:
+        raise PayloadTooLarge(f"summary_text is larger than {limit} bytes.",
+                              details={"summary_text": f"at most {limit} bytes"})
     if source not in Collapse.Source.values:
         raise InvalidInput(f"Unknown collapse source {source!r}.")
 

@@ -1,6 +1,8 @@
+import contextvars
 import hashlib
 import json
 import re
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -9,6 +11,7 @@ from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+import regex as regex_module
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.db.models import F
@@ -128,6 +131,19 @@ def _metric(data: Any, *keys: str) -> Decimal:
     return Decimal(0)
 
 
+def session_count_events(*, session_id: int, events: list[Event], now: datetime, threads: int = 0) -> None:
+    """Add new events (and threads) to the session's counters, in the caller's transaction."""
+    Session.objects.filter(pk=session_id).update(
+        thread_count=F("thread_count") + threads,
+        event_count=F("event_count") + len(events),
+        error_count=F("error_count") + sum(1 for e in events if e.type == "Error"),
+        token_total=F("token_total") + sum(e.token_count for e in events),
+        cost_total=F("cost_total") + sum(
+            (_metric(e.data, "cost") for e in events if e.type == "LLMComplete"), Decimal(0)),
+        last_activity_at=now,
+    )
+
+
 def _runs_for(thread: Thread, run_ids: Iterable[str]) -> dict[str, Run]:
     """Existing runs by run_id, creating the missing ones. The caller holds the thread lock."""
     wanted = set(run_ids)
@@ -224,8 +240,6 @@ def _insert(
 
     tokens = sum(e.token_count for e in objs)
     visible = [e for e in objs if e.visible]
-    errors = sum(1 for e in objs if e.type == "Error")
-    cost = sum((_metric(e.data, "cost") for e in objs if e.type == "LLMComplete"), Decimal(0))
     # The row is locked, so the in-memory counters plus this batch are exact.
     thread.last_seq = seq
     thread.event_count += len(objs)
@@ -238,13 +252,7 @@ def _insert(
         active_event_count=thread.active_event_count, active_tokens=thread.active_tokens,
         last_event_at=now, updated_at=now,
     )
-    Session.objects.filter(pk=thread.session_id).update(
-        event_count=F("event_count") + len(objs),
-        error_count=F("error_count") + errors,
-        token_total=F("token_total") + tokens,
-        cost_total=F("cost_total") + cost,
-        last_activity_at=now,
-    )
+    session_count_events(session_id=thread.session_id, events=objs, now=now)
 
     per_run: dict[int, dict[str, Any]] = defaultdict(
         lambda: {"events": 0, "in": Decimal(0), "out": Decimal(0), "cost": Decimal(0), "steps": {}}
@@ -301,15 +309,43 @@ def _bulk_insert(objs: list[Event], now: datetime) -> None:
                 copy.write_row([f.get_db_prep_save(getattr(obj, f.attname), connection) for f in fields])
 
 
+# On SQLite the REGEXP function runs in this process; Python's re cannot be interrupted, so
+# contextstore installs one built on the regex package, which takes a timeout, and bounds each
+# query by the deadline regex_guard sets.
+_regex_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "regex_deadline", default=None)
+
+
+def sqlite_regexp(pattern: str | None, text: Any) -> bool | None:
+    if pattern is None or text is None:
+        return None
+    deadline = _regex_deadline.get()
+    timeout = None if deadline is None else deadline - time.monotonic()
+    if timeout is not None and timeout <= 0:
+        raise TimeoutError("regex deadline passed")
+    return bool(regex_module.search(pattern, str(text), timeout=timeout))
+
+
+def install_sqlite_regexp(sender: Any, connection: Any, **kwargs: Any) -> None:
+    """connection_created handler: replace Django's REGEXP on SQLite with the bounded one."""
+    if connection.vendor == "sqlite":
+        connection.connection.create_function("REGEXP", 2, sqlite_regexp, deterministic=True)
+
+
 @contextmanager
 def regex_guard() -> Iterator[None]:
-    """Run a regex query inside a statement timeout so a pathological pattern cannot hog the DB."""
-    with transaction.atomic():
-        if connection.vendor == "postgresql":
-            ms = int(settings.CONTEXTSTORE["REGEX_TIMEOUT_MS"])
-            with connection.cursor() as cursor:
-                cursor.execute(f"SET LOCAL statement_timeout = {ms}")
-        yield
+    """Run a regex query under a time limit so a pathological pattern cannot hog the database:
+    PostgreSQL's statement timeout, or the deadline of the SQLite REGEXP function."""
+    seconds = int(settings.CONTEXTSTORE["REGEX_TIMEOUT_MS"]) / 1000
+    token = _regex_deadline.set(time.monotonic() + seconds)
+    try:
+        with transaction.atomic():
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute(f"SET LOCAL statement_timeout = {int(seconds * 1000)}")
+            yield
+    finally:
+        _regex_deadline.reset(token)
 
 
 def event_search(*, thread: Thread, first: int | None = None, **filters: Any) -> list[Event]:
@@ -336,7 +372,8 @@ def event_search(*, thread: Thread, first: int | None = None, **filters: Any) ->
             return list(qs)
     except DatabaseError as exc:
         message = str(exc).lower()
-        if "statement timeout" in message or "canceling statement" in message:
+        timed_out = isinstance(exc.__cause__, TimeoutError) or "user-defined function raised" in message
+        if timed_out or "statement timeout" in message or "canceling statement" in message:
             raise InvalidInput("The regular expression took too long; narrow it down.",
                                code="regex_timeout", details={"regex": regex}) from exc
         raise InvalidInput(f"The database refused the regular expression: {exc}",

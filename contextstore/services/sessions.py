@@ -85,6 +85,9 @@ def session_archive(*, session: Session, actor: Actor, archived: bool = True) ->
 def session_delete(*, session: Session, actor: Actor) -> None:
     """Hard delete: the session, its threads and all their history. Audited, not undoable."""
     with transaction.atomic():
+        # Threads before the session row: the order appends take them in, so no deadlock.
+        list(Thread.objects.select_for_update().filter(session=session).order_by("pk")
+             .values_list("pk", flat=True))
         session = Session.objects.select_for_update().get(pk=session.pk)
         audit(actor=actor, action="session.delete", target=session, workspace=session.workspace,
               key=session.key, user_id=session.user_id, events=session.event_count)

@@ -478,7 +478,8 @@ def _threads_over_budget(limit: int) -> Iterator[Thread]:
     """Threads with a token budget (their own or a default) that have no pending job; the
     budget itself is compared in Python (settings are stored as ordered JSON text)."""
     has_pending = Job.objects.filter(kind=Job.Kind.TOKEN_BUDGET, status__in=PENDING)
-    defaults = [settings.SUMMARIZER_DEFAULT, *settings.SUMMARIZER_WORKSPACE_DEFAULTS.values()]
+    raw_defaults = [settings.SUMMARIZER_DEFAULT, *settings.SUMMARIZER_WORKSPACE_DEFAULTS.values()]
+    defaults = [_clean_default(json.dumps(c, sort_keys=True)) for c in raw_defaults if c is not None]
     smallest = min((c["token_budget"]["max_tokens"] for c in defaults if c and c.get("token_budget")),
                    default=None)
     scope = Q(summarizer__contains='"token_budget"', active_tokens__gt=256)

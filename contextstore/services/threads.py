@@ -1,12 +1,12 @@
 """Whole-thread operations: AgentScope's clearContext and peteos' fork."""
 
 from django.db import IntegrityError, transaction
-from django.db.models import F
 from django.utils import timezone
 
 from contextstore.errors import Conflict, InvalidInput
-from contextstore.models import ContextBlock, Event, Session, Thread
+from contextstore.models import ContextBlock, Event, Thread
 from contextstore.services.common import Actor, audit, lock_thread, record_revision
+from contextstore.services.events import session_count_events
 
 
 def thread_clear_context(*, thread: Thread, actor: Actor) -> int:
@@ -97,10 +97,7 @@ def thread_fork(
             for b in parent.blocks.all()
         ])
         record_revision(thread=child, reason=f"fork of thread {parent.pk}", actor=actor, fields=[])
-        Session.objects.filter(pk=parent.session_id).update(
-            thread_count=F("thread_count") + 1, event_count=F("event_count") + len(copies),
-            token_total=F("token_total") + child.token_total, last_activity_at=now,
-        )
+        session_count_events(session_id=parent.session_id, events=copies, now=now, threads=1)
         audit(actor=actor, action="thread.fork", target=child, workspace=parent.workspace,
               parent=parent.pk, start_seq=start_seq, end_seq=end_seq, events=len(copies))
     return child

@@ -2,16 +2,17 @@
 
 from typing import Any
 
-from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db import DataError, IntegrityError, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from contextstore.errors import Conflict, InvalidInput
-from contextstore.models import Collapse, ContextBlock, Event, Session, Thread
+from contextstore.models import Collapse, Event, Thread
+from contextstore.services.blocks import block_upsert
 from contextstore.services.common import Actor, audit, record_revision
+from contextstore.services.events import _spec, session_count_events
 from contextstore.services.sessions import session_ensure
-from contextstore.tokens import event_tokens
+from contextstore.services.summaries import summarizer_config_clean
 
 FORMAT = "contextstore"
 VERSION = 1
@@ -63,33 +64,75 @@ def thread_export(*, thread: Thread) -> dict[str, Any]:
     }
 
 
-def _event_from(item: dict[str, Any], thread: Thread, now, *, counted: bool = False) -> Event:
-    content = item.get("content") or ""
-    parts = item.get("parts")
-    if not isinstance(content, str) or (parts is not None and not isinstance(parts, list)):
-        raise InvalidInput("Each event needs string content and list parts.")
-    # Only the peteos converter (server-side) may supply counts: peteos counts its own way.
-    if counted:
+EVENT_INPUT_FIELDS = ("type", "role", "content", "parts", "data", "call_id", "step", "anchor",
+                      "client_id", "visible", "occurred_at")
+STATUSES = set(Event.Status.values)
+
+
+def _event_from(item: Any, index: int, thread: Thread, now, *, counted: bool) -> Event:
+    """An event of an import, checked like an append (events._spec) plus its stored fields."""
+    if not isinstance(item, dict):
+        raise InvalidInput(f"events[{index}] must be an object.")
+    spec = _spec({k: item[k] for k in EVENT_INPUT_FIELDS if k in item}, index)
+    seq, position = item.get("seq"), item.get("position", item.get("seq"))
+    status = item.get("status") or Event.Status.ACTIVE
+    for label, value in (("seq", seq), ("position", position)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise InvalidInput(f"events[{index}].{label} must be a positive integer.")
+    if status not in STATUSES:
+        raise InvalidInput(f"events[{index}].status must be one of {sorted(STATUSES)}.")
+    # An ordinary event stands at its seq; only a Summary stands earlier, where its range stood.
+    if position != seq and not (spec.type == "Summary" and position < seq):
+        raise InvalidInput(f"events[{index}].position must equal its seq.")
+    total, thinking = spec.token_count, spec.thinking_tokens
+    if counted:  # only the peteos converter (server-side) supplies counts: peteos counts its own way
         total, thinking = item["token_count"], item["thinking_tokens"]
-    else:
-        total, thinking = event_tokens(content, parts)
-    occurred = parse_datetime(item["occurred_at"]) if item.get("occurred_at") else None
     return Event(
-        thread=thread, seq=item["seq"], position=item.get("position", item["seq"]),
-        type=item.get("type") or "Message", role=item.get("role") or "", content=content,
-        parts=parts, data=item.get("data"), call_id=item.get("call_id") or "",
-        step=item.get("step") or "", anchor=item.get("anchor") or "",
-        client_id=item.get("client_id"), visible=item.get("visible", True),
-        status=item.get("status") or Event.Status.ACTIVE, token_count=total,
-        thinking_tokens=thinking, occurred_at=occurred or now,
+        thread=thread, seq=seq, position=position, type=spec.type, role=spec.role,
+        content=spec.content, parts=spec.parts, data=spec.data, call_id=spec.call_id,
+        step=spec.step, anchor=spec.anchor, client_id=spec.client_id, visible=spec.visible,
+        status=status, token_count=total, thinking_tokens=thinking,
+        occurred_at=spec.occurred_at or now,
     )
+
+
+def _thread_fields(thread_data: Any) -> dict[str, Any]:
+    """The thread fields of an import, held to the same rules as the services that write them."""
+    if not isinstance(thread_data, dict):
+        raise InvalidInput("thread must be an object.")
+    fields = {f: thread_data[f] for f in THREAD_FIELDS if f != "name" and f in thread_data}
+    checks = {
+        "state": dict, "last_results": dict, "extra": dict, "conversation_history": list,
+        "iteration": int, "max_history_size": int, "summary": str, "system_prompt": str,
+    }
+    for field, kind in checks.items():
+        if field in fields and (not isinstance(fields[field], kind) or isinstance(fields[field], bool)):
+            raise InvalidInput(f"thread.{field} must be a {kind.__name__}.")
+    if fields.get("max_history_size", 0) < 0:
+        raise InvalidInput("thread.max_history_size must be non-negative.")
+    if "memory" in fields and not (isinstance(fields["memory"], list)
+                                   and all(isinstance(m, dict) for m in fields["memory"])):
+        raise InvalidInput("thread.memory must be a list of objects.")
+    if fields.get("summarizer") is not None:
+        fields["summarizer"] = summarizer_config_clean(fields["summarizer"])
+    return fields
+
+
+def _working_positions_unique(events: list[Event]) -> None:
+    positions = [e.position for e in events if e.status == Event.Status.ACTIVE]
+    if len(positions) != len(set(positions)):
+        raise InvalidInput("Two active events stand at the same position.")
 
 
 def thread_import(
     *, workspace, data: dict[str, Any], actor: Actor, session_key: str | None = None,
     user_id: str | None = None, name: str | None = None,
 ) -> Thread:
-    """Create a thread from an export (contextstore JSON, or peteos context JSON)."""
+    """Create a thread from an export (contextstore JSON, or peteos context JSON).
+
+    Everything is checked before anything is written, and written in one transaction: a
+    refused import leaves no session, thread or event behind.
+    """
     if not isinstance(data, dict):
         raise InvalidInput("The import must be a JSON object.")
     counted = data.get("format") != FORMAT
@@ -98,48 +141,60 @@ def thread_import(
 
         data = peteos_to_export(data)
     source_session = data.get("session") or {}
+    if not isinstance(source_session, dict):
+        raise InvalidInput("session must be an object.")
     thread_data = data.get("thread") or {}
+    fields = _thread_fields(thread_data)
+    thread_name = name or thread_data.get("name") or "main"
+    raw_events = data.get("events") or []
+    raw_blocks = data.get("blocks") or []
+    raw_collapses = data.get("collapses") or []
+    if not all(isinstance(x, list) for x in (raw_events, raw_blocks, raw_collapses)):
+        raise InvalidInput("events, blocks and collapses must be lists.")
     key = session_key or source_session.get("key") or f"import-{timezone.now():%Y%m%d%H%M%S}"
-    session, _ = session_ensure(
-        workspace=workspace, key=key, user_id=user_id if user_id is not None else
-        source_session.get("user_id", ""), agent=source_session.get("agent", ""),
-        title=source_session.get("title", ""), actor=actor,
-    )
     now = timezone.now()
     try:
         with transaction.atomic():
-            thread = Thread.objects.create(
-                workspace=workspace, session=session, name=name or thread_data.get("name") or "main",
-                **{f: thread_data[f] for f in THREAD_FIELDS if f != "name" and f in thread_data},
+            session, _ = session_ensure(
+                workspace=workspace, key=key, actor=actor,
+                user_id=user_id if user_id is not None else source_session.get("user_id", ""),
+                agent=source_session.get("agent", ""), title=source_session.get("title", ""),
             )
-            raw_events = data.get("events") or []
-            if not isinstance(raw_events, list):
-                raise InvalidInput("events must be a list.")
-            events = [_event_from(item, thread, now, counted=counted) for item in raw_events]
-            seqs = [e.seq for e in events]
-            if seqs != list(range(1, len(seqs) + 1)):
+            if Thread.objects.filter(session=session, name=thread_name).exists():
+                raise Conflict("A thread with this name already exists in the session.",
+                               code="name_taken", details={"name": thread_name})
+            thread = Thread.objects.create(workspace=workspace, session=session, name=thread_name,
+                                           **fields)
+            events = [_event_from(item, i, thread, now, counted=counted)
+                      for i, item in enumerate(raw_events)]
+            if [e.seq for e in events] != list(range(1, len(events) + 1)):
                 raise InvalidInput("Event seqs must run 1, 2, 3… without gaps.")
+            _working_positions_unique(events)
             Event.objects.bulk_create(events, batch_size=1000)
             by_seq = {e.seq: e for e in events}
             old_collapse_ids = {}
-            for c in data.get("collapses") or []:
+            for c in raw_collapses:
+                summary = by_seq.get(c.get("summary_seq")) if isinstance(c, dict) else None
+                if summary is None or summary.type != "Summary":
+                    raise InvalidInput("Each collapse needs the seq of its Summary event.")
                 collapse = Collapse.objects.create(
                     thread=thread, start_seq=c["start_seq"], end_seq=c["end_seq"],
-                    summary_event=by_seq[c["summary_seq"]], source=c.get("source", "agent"),
+                    summary_event=summary, source=c.get("source", "agent"),
                     actor=c.get("actor", ""), tokens_before=c.get("tokens_before", 0),
                     tokens_after=c.get("tokens_after", 0), provenance=c.get("provenance") or {},
                     undone_at=parse_datetime(c["undone_at"]) if c.get("undone_at") else None,
                 )
-                old_collapse_ids[c["id"]] = collapse
+                old_collapse_ids[c.get("id")] = collapse
             for item, event in zip(raw_events, events, strict=True):
                 if item.get("collapse") in old_collapse_ids:
                     event.collapse = old_collapse_ids[item["collapse"]]
             Event.objects.bulk_update([e for e in events if e.collapse_id], ["collapse"], batch_size=1000)
-            for b in data.get("blocks") or []:
-                ContextBlock.objects.create(
-                    thread=thread, name=b["name"], value=b.get("value"), expr=b.get("expr"),
-                    placement=b.get("placement", "suffix"), order=b.get("order", 0),
-                )
+            for b in raw_blocks:
+                if not isinstance(b, dict):
+                    raise InvalidInput("Each block must be an object.")
+                block_upsert(thread=thread, name=b.get("name"), actor=actor, value=b.get("value"),
+                             expr=b.get("expr"), placement=b.get("placement", "suffix"),
+                             order=b.get("order", 0))
             working = [e for e in events if e.status == Event.Status.ACTIVE and e.visible]
             thread.last_seq = len(events)
             thread.event_count = len(events)
@@ -149,15 +204,13 @@ def thread_import(
             thread.last_event_at = now if events else None
             thread.save()
             record_revision(thread=thread, reason="import", actor=actor, fields=[])
-            Session.objects.filter(pk=session.pk).update(
-                thread_count=F("thread_count") + 1, event_count=F("event_count") + len(events),
-                token_total=F("token_total") + thread.token_total, last_activity_at=now,
-            )
+            session_count_events(session_id=session.pk, events=events, now=now, threads=1)
             audit(actor=actor, action="thread.import", target=thread, workspace=workspace,
                   events=len(events), session=session.key)
     except IntegrityError as exc:
-        raise Conflict("A thread with this name already exists in the session.",
-                       code="name_taken", details={"name": name or thread_data.get("name")}) from exc
+        raise InvalidInput(f"The import conflicts with itself: {exc}") from exc
+    except DataError as exc:
+        raise InvalidInput(f"The import holds a value the database refuses: {exc}") from exc
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidInput(f"The import is malformed: {exc!r}") from exc
     return thread

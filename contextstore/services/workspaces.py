@@ -95,3 +95,25 @@ def membership_remove(*, membership: Membership, actor: Actor) -> None:
               workspace=membership.workspace, user=membership.user.get_username(),
               role=membership.role)
         membership.delete()
+
+
+def workspace_update(*, workspace: Workspace, name: str, actor: Actor) -> Workspace:
+    if not isinstance(name, str) or not name.strip() or len(name) > 200:
+        raise InvalidInput("A workspace name is 1 to 200 characters.", details={"name": name})
+    with transaction.atomic():
+        workspace.name = name
+        workspace.save(update_fields=["name"])
+        audit(actor=actor, action="workspace.update", target=workspace, workspace=workspace, name=name)
+    return workspace
+
+
+def workspace_delete(*, workspace: Workspace, actor: Actor) -> None:
+    """Hard delete of a tenant and everything in it, audited (the record outlives it)."""
+    from contextstore.services.sessions import session_delete
+
+    with transaction.atomic():
+        for session in workspace.sessions.all():
+            session_delete(session=session, actor=actor)
+        audit(actor=actor, action="workspace.delete", target=workspace, workspace=None,
+              slug=workspace.slug)
+        workspace.delete()

@@ -82,3 +82,14 @@ def test_read_tokens_read_but_cannot_write(read_client, thread, thread_url):
                             format="json").status_code == 403
     thread.refresh_from_db()
     assert thread.revision == 0 and thread.event_count == 0
+
+
+def test_the_summary_is_written_with_the_state_and_cleared_by_clear_context(api_client, thread,
+                                                                            thread_url):
+    response = api_client.put(f"{thread_url}state/", {"summary": "We chose the primary."},
+                              format="json")
+    assert response.status_code == 200 and response.json()["summary"] == "We chose the primary."
+    context = api_client.get(f"{thread_url}context/").json()
+    assert [m["section"] for m in context["messages"]] == ["summary"]
+    assert api_client.post(f"{thread_url}clear-context/").status_code == 200
+    assert api_client.get(f"{thread_url}state/").json()["summary"] == ""

@@ -54,6 +54,9 @@ def test_delete_removes_and_is_audited(thread, actor):
 @pytest.mark.parametrize("expr", [
     "{% load static %}{% static 'x' %}", "{% include 'base.html' %}", "{% debug %}",
     "{% now 'Y' %}", "{% extends 'x' %}",
+    # work or output out of proportion to the expression: loops and padding
+    "{% for a in state.s %}{% for b in state.s %}{{ b }}{% endfor %}{% endfor %}",
+    '{{ "a"|ljust:"2000000000" }}', "{{ state.s|center:999999999 }}",
 ])
 def test_expressions_cannot_reach_outside_their_data(thread, actor, expr):
     with pytest.raises(InvalidInput):
@@ -144,3 +147,19 @@ def test_render_reads_only_what_it_returns_whatever_the_history_length(thread, a
         large["stats"]["sections"]["history"]["events_included"]
     # rows read: the loop stops at the first event that does not fit
     assert large["stats"]["sections"]["history"]["events_omitted"] > 6000
+
+
+def test_expressions_have_variables_filters_and_conditions(thread, actor):
+    state_write(thread=thread, state={"plan": {"steps": ["look", "fix"], "done": False}}, actor=actor)
+    block_upsert(thread=thread, name="plan", actor=actor, expr=(
+        "{{ state.plan.steps|join:', '|upper }} ({{ state.plan.steps|length }})"
+        "{% if not state.plan.done %} in progress{% endif %}{{ state.missing|default:'' }}"))
+    thread.refresh_from_db()
+    suffix = section(rendering.context_render(thread=thread, max_tokens=1000), "suffix")
+    assert suffix[0]["content"] == "## plan\nLOOK, FIX (2) in progress"
+
+
+def test_block_order_must_fit_an_integer_column(thread, actor):
+    with pytest.raises(InvalidInput):
+        block_upsert(thread=thread, name="x", value="v", order=2**40, actor=actor)
+    assert not ContextBlock.objects.exists()

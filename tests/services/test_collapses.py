@@ -126,3 +126,13 @@ def test_undo_restores_exactly_the_previous_working_context(session, actor, ops)
             assert now[: len(before)] == before
             assert all(p > before[-1][0] for p, _ in now[len(before):])
         assert_counters_match(thread)
+
+
+def test_a_summary_larger_than_an_event_may_be_is_refused(thread, actor, settings):
+    from contextstore.errors import PayloadTooLarge
+
+    settings.CONTEXTSTORE = {**settings.CONTEXTSTORE, "MAX_EVENT_CONTENT_BYTES": 10}
+    event_append(thread=thread, events=[{"type": "Message", "content": "short"}] * 2, actor=actor)
+    with pytest.raises(PayloadTooLarge):
+        collapse_create(thread=thread, start_seq=1, end_seq=2, summary_text="x" * 11, actor=actor)
+    assert not Collapse.objects.exists()

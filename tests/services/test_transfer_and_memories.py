@@ -68,3 +68,40 @@ def test_remember_upserts_by_user_and_key_and_recall_searches(workspace, other_w
     assert [m.content for m in memory_recall(workspace=workspace, user_id="ann", q="tea")] == ["Likes tea."]
     with pytest.raises(InvalidInput):
         memory_remember(workspace=workspace, user_id="ann", content=" ", actor=actor)
+
+
+@pytest.mark.parametrize("change", [
+    lambda d: d["thread"].update(summarizer={"token_budget": {"preserve_recent": 1}}),
+    lambda d: d["thread"].update(summarizer="x"),
+    lambda d: d["thread"].update(state=[1]),
+    lambda d: d["blocks"].append({"name": "bad", "expr": "{% if %}"}),
+    lambda d: d["events"][0].update(status="gone"),
+    lambda d: d["events"][0].update(type="Not a type!"),
+    lambda d: d["events"][1].update(position=1),
+    lambda d: d["events"][0].update(role="r" * 40),
+])
+def test_an_import_is_checked_like_the_services_and_a_refused_one_leaves_nothing(
+        thread, actor, workspace, change):
+    event_append(thread=thread, events=messages(3), actor=actor)
+    data = thread_export(thread=thread)
+    change(data)
+    sessions_before = workspace.sessions.count()
+    with pytest.raises(InvalidInput):
+        thread_import(workspace=workspace, data=data, session_key="fresh", actor=actor)
+    assert workspace.sessions.count() == sessions_before
+    assert Event.objects.count() == 3
+
+
+def test_fork_and_import_keep_the_session_counters_exact(thread, session, actor, workspace):
+    from contextstore.services.threads import thread_fork
+
+    event_append(thread=thread, actor=actor, events=[
+        {"type": "Error", "content": "boom"},
+        {"type": "LLMComplete", "data": {"cost": 0.5}}])
+    thread_fork(thread=thread, name="alt", actor=actor)
+    session.refresh_from_db()
+    assert (session.event_count, session.error_count, float(session.cost_total)) == (4, 2, 1.0)
+    copy = thread_import(workspace=workspace, data=thread_export(thread=thread), session_key="c",
+                         actor=actor)
+    copy.session.refresh_from_db()
+    assert (copy.session.event_count, copy.session.error_count, copy.session.thread_count) == (2, 1, 1)

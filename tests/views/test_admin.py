@@ -139,3 +139,66 @@ def test_session_metadata_must_stay_an_object_in_admin(admin_client, session):
         "title": "Renamed", "agent": "helper", "metadata": '{"k": 1}'})
     session.refresh_from_db()
     assert session.title == "Renamed" and session.metadata == {"k": 1}
+
+
+@pytest.fixture
+def view_only_client(db) -> Client:
+    """Staff who may look at everything in admin and change nothing."""
+    from django.contrib.auth.models import Permission
+
+    user = get_user_model().objects.create_user("viv", password="pw-for-tests-123", is_staff=True)
+    user.user_permissions.set(Permission.objects.filter(codename__startswith="view_"))
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_staff_with_view_permission_only_cannot_run_actions_that_change_data(
+        view_only_client, token, thread, session, actor):
+    api_token, _ = token
+    event_append(thread=thread, events=messages(4), actor=actor)
+    collapse = collapse_create(thread=thread, start_seq=1, end_seq=2, summary_text="s", actor=actor)
+    for url, action, pk in (
+        ("/admin/contextstore/apitoken/", "revoke", api_token.pk),
+        ("/admin/contextstore/session/", "archive", session.pk),
+        ("/admin/contextstore/thread/", "clear_context", thread.pk),
+        ("/admin/contextstore/collapse/", "undo", collapse.pk),
+    ):
+        assert view_only_client.get(url).status_code == 200
+        view_only_client.post(url, {"action": action, "_selected_action": [pk]})
+    api_token.refresh_from_db()
+    session.refresh_from_db()
+    collapse.refresh_from_db()
+    assert api_token.revoked_at is None and not session.archived and collapse.undone_at is None
+    assert not Event.objects.filter(thread=thread, status="cleared").exists()
+
+
+def test_a_membership_cannot_be_moved_to_another_user_or_workspace(admin_client, workspace,
+                                                                   other_workspace, user):
+    membership = Membership.objects.create(workspace=workspace, user=user, role="viewer")
+    admin_client.post(f"/admin/contextstore/membership/{membership.pk}/change/",
+                      {"workspace": other_workspace.pk, "user": user.pk, "role": "editor"})
+    assert list(Membership.objects.values_list("workspace__slug", "role")) == [("acme", "editor")]
+
+
+def test_workspaces_are_renamed_and_deleted_through_audited_services(admin_client, thread, actor):
+    workspace = thread.workspace
+    event_append(thread=thread, events=messages(3), actor=actor)
+    collapse_create(thread=thread, start_seq=1, end_seq=2, summary_text="s", actor=actor)
+    admin_client.post(f"/admin/contextstore/workspace/{workspace.pk}/change/", {
+        "name": "Acme Corp", "memberships-TOTAL_FORMS": 0, "memberships-INITIAL_FORMS": 0})
+    workspace.refresh_from_db()
+    assert workspace.name == "Acme Corp"
+    admin_client.post(f"/admin/contextstore/workspace/{workspace.pk}/delete/", {"post": "yes"})
+    assert not Workspace.objects.filter(pk=workspace.pk).exists() and not Event.objects.exists()
+    assert set(AuditLog.objects.filter(actor_label="root").values_list("action", flat=True)) >= {
+        "workspace.update", "workspace.delete", "session.delete"}
+
+
+def test_a_session_with_a_collapse_can_be_deleted_in_admin(admin_client, session, thread, actor):
+    event_append(thread=thread, events=messages(3), actor=actor)
+    collapse_create(thread=thread, start_seq=1, end_seq=2, summary_text="s", actor=actor)
+    confirm = admin_client.get(f"/admin/contextstore/session/{session.pk}/delete/")
+    assert confirm.status_code == 200
+    admin_client.post(f"/admin/contextstore/session/{session.pk}/delete/", {"post": "yes"})
+    assert not Session.objects.exists() and not Event.objects.exists()
