@@ -27,6 +27,10 @@ BROKER_TIMEOUT_SECONDS = 2.0
 _migrations_seen_applied = False
 
 
+class CheckFailed(Exception):
+    """A failure described by our own words, safe to show to anyone."""
+
+
 def check_database() -> str:
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
@@ -54,7 +58,7 @@ def check_migrations() -> str:
     executor = MigrationExecutor(connection)
     pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
     if pending:
-        raise RuntimeError(f"{len(pending)} migration(s) not applied")
+        raise CheckFailed(f"{len(pending)} migration(s) not applied")
     _migrations_seen_applied = True
     return "ok"
 
@@ -69,7 +73,8 @@ def _run(checks: dict[str, Callable[[], str]]) -> JsonResponse:
         except Exception as exc:  # any failure is an answer (503), never a 500 page
             healthy = False
             # The probes need no login, so the answer names no host, user or URL; the log does.
-            results[name] = f"error: {type(exc).__name__}"
+            results[name] = (f"error: {exc}" if isinstance(exc, CheckFailed)
+                             else f"error: {type(exc).__name__}")
             logger.warning("health check %s failed: %s", name, exc,
                            extra={"check": name, "seconds": time.perf_counter() - started})
     return JsonResponse({"status": "ok" if healthy else "error", "checks": results},
