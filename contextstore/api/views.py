@@ -38,7 +38,7 @@ from contextstore.services import (
     threads,
     transfer,
 )
-from contextstore.services.common import UNSET, Actor
+from contextstore.services.common import THREAD_STATE_FIELDS, UNSET, Actor
 
 EVENTS_PAGE_SIZE = 500
 
@@ -141,7 +141,10 @@ class ThreadViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     parser_classes = [LimitedJSONParser, MergePatchParser]
 
     def get_queryset(self) -> QuerySet[Thread]:
-        return Thread.objects.filter(workspace=self.request.auth.workspace).select_related("session")
+        qs = Thread.objects.filter(workspace=self.request.auth.workspace).select_related("session")
+        if self.action == "events":  # reading and appending history never touch the state
+            qs = qs.defer(*THREAD_STATE_FIELDS)
+        return qs
 
     def thread_response(self, thread: Thread, code: int = status.HTTP_200_OK) -> Response:
         thread = self.get_queryset().get(pk=thread.pk)

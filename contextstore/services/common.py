@@ -53,9 +53,23 @@ def audit(
     )
 
 
-def lock_thread(thread: Thread) -> Thread:
-    """Re-read the thread under a row lock; every change to its history or state starts here."""
-    return Thread.objects.select_for_update(of=("self",)).select_related("workspace").get(pk=thread.pk)
+# The agent's durable state: JSON that can be large, and that history operations never read.
+THREAD_STATE_FIELDS = (
+    "state", "memory", "last_results", "conversation_history", "current_input",
+    "original_input", "extra", "tool_definitions", "system_prompt",
+)
+
+
+def lock_thread(thread: Thread, *, history_only: bool = False) -> Thread:
+    """Re-read the thread under a row lock; every change to its history or state starts here.
+
+    history_only skips the state columns, so appending costs the same however big the
+    agent's state has grown.
+    """
+    qs = Thread.objects.select_for_update(of=("self",)).select_related("workspace")
+    if history_only:
+        qs = qs.defer(*THREAD_STATE_FIELDS)
+    return qs.get(pk=thread.pk)
 
 
 def record_revision(*, thread: Thread, reason: str, actor: Actor, fields: list[str]) -> None:

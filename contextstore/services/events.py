@@ -175,7 +175,7 @@ def event_append(*, thread: Thread, events: list[Any], actor: Actor) -> AppendRe
     now = timezone.now()
 
     with transaction.atomic():
-        thread = lock_thread(thread)
+        thread = lock_thread(thread, history_only=True)
         client_ids = {s.client_id for s in specs if s.client_id}
         stored = (
             {e.client_id: e for e in Event.objects.filter(thread=thread, client_id__in=client_ids)}

@@ -238,3 +238,11 @@ def test_a_catastrophic_pattern_on_one_event_is_stopped_too(thread, actor, setti
     else:
         assert hits == []  # an engine without backtracking answers at once
     assert time.monotonic() - started < 5
+
+
+def test_appending_never_reads_the_agent_state(thread, actor):
+    """However big the state grows, an append does not load (and decode) it."""
+    with CaptureQueriesContext(connection) as queries:
+        event_append(thread=thread, events=messages(2), actor=actor)
+    selects = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("SELECT")]
+    assert selects and not any('"conversation_history"' in sql or '"memory"' in sql for sql in selects)
