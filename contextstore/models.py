@@ -242,7 +242,7 @@ class Event(models.Model):
     call_id = models.CharField(max_length=200, blank=True, default="")
     step = models.CharField(max_length=200, blank=True, default="")
     anchor = models.CharField(max_length=200, blank=True, default="")
-    client_id = models.CharField(max_length=200, null=True, blank=True)
+    client_id = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001 - NULL (no key) is outside the unique index
     payload_hash = models.CharField(max_length=64, blank=True, default="")
     token_count = models.PositiveIntegerField(default=0)
     thinking_tokens = models.PositiveIntegerField(default=0)
@@ -289,8 +289,8 @@ class ContextBlock(models.Model):
 
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="blocks")
     name = models.CharField(max_length=200)
-    value = models.TextField(null=True, blank=True)
-    expr = models.TextField(null=True, blank=True)
+    value = models.TextField(null=True, blank=True)  # noqa: DJ001 - NULL suppresses the block (Nooa); "" is a value
+    expr = models.TextField(null=True, blank=True)  # noqa: DJ001 - NULL means a fixed value
     placement = models.CharField(max_length=6, choices=Placement.choices, default=Placement.SUFFIX)
     order = models.IntegerField(default=0)
     version = models.PositiveIntegerField(default=1)
@@ -348,7 +348,7 @@ class ProviderState(models.Model):
 class Memory(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memories")
     user_id = models.CharField(max_length=255, blank=True, default="")
-    key = models.CharField(max_length=200, null=True, blank=True)
+    key = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001 - NULL (no key) is outside the unique index
     content = models.TextField()
     data = OrderedJSONField(null=True, blank=True)
     source_event = models.ForeignKey(

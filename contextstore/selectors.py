@@ -15,8 +15,6 @@ from contextstore.models import (
     Workspace,
 )
 
-EVENT_STATUSES = {s.value for s in Event.Status}
-
 
 def thread_events(
     *, thread: Thread, types: Iterable[str] | None = None, text: str | None = None,

@@ -153,22 +153,28 @@ def agent_framework_demo(cs: ContextStore, key: str) -> str:
     return asyncio.run(run())
 
 
+def nooa_run_code(source: str, call: int):
+    """What a model answers when it decides to run `source` in Nooa's code tool (offline
+    scripted LLM responses for FakeLLMClient)."""
+    from nooa.unifiedllm.unifiedllm import LLMResponse, ToolCall
+
+    arguments = json.dumps({"code": source})
+    return LLMResponse(
+        raw_response=None, content="", finish_reason="tool_calls", reasoning=None,
+        tool_calls=[ToolCall(id=f"call-{call}", name="execute_python", arguments=arguments)],
+        assistant_message={"role": "assistant", "content": None, "tool_calls": [{
+            "id": f"call-{call}", "type": "function",
+            "function": {"name": "execute_python", "arguments": arguments}}]},
+        usage={"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15})
+
+
 def nooa_demo(cs: ContextStore, key: str) -> str:
     from nooa import Agent
     from nooa.unifiedllm.fake import FakeLLMClient
-    from nooa.unifiedllm.unifiedllm import LLMResponse, ToolCall
 
     from contextstore.adapters.nooa import ContextStoreStorage
 
-    def run_code(source: str, call: int) -> LLMResponse:
-        arguments = json.dumps({"code": source})
-        return LLMResponse(
-            raw_response=None, content="", finish_reason="tool_calls", reasoning=None,
-            tool_calls=[ToolCall(id=f"call-{call}", name="execute_python", arguments=arguments)],
-            assistant_message={"role": "assistant", "content": None, "tool_calls": [{
-                "id": f"call-{call}", "type": "function",
-                "function": {"name": "execute_python", "arguments": arguments}}]},
-            usage={"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15})
+    run_code = nooa_run_code
 
     class Counter(Agent):
         count: int = 0

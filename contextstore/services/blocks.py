@@ -6,7 +6,12 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.template import (
-    Context, Engine, Library, TemplateSyntaxError, defaultfilters, defaulttags,
+    Context,
+    Engine,
+    Library,
+    TemplateSyntaxError,
+    defaultfilters,
+    defaulttags,
 )
 
 from contextstore.errors import InvalidInput, NotFound

@@ -61,7 +61,7 @@ def _fail(index: int, field: str, message: str) -> InvalidInput:
                         details={f"events[{index}].{field}": message})
 
 
-def _spec(raw: Any, index: int) -> EventSpec:
+def event_spec(raw: Any, index: int) -> EventSpec:
     if not isinstance(raw, dict):
         raise _fail(index, "", "each event must be a JSON object")
     unknown = set(raw) - {"type", "role", "content", "parts", "data", "run_id", "call_id", "step",
@@ -171,7 +171,7 @@ def event_append(*, thread: Thread, events: list[Any], actor: Actor) -> AppendRe
     if len(events) > max_batch:
         raise PayloadTooLarge(f"At most {max_batch} events per batch; got {len(events)}.",
                               details={"events": f"at most {max_batch} per batch"})
-    specs = [_spec(raw, i) for i, raw in enumerate(events)]
+    specs = [event_spec(raw, i) for i, raw in enumerate(events)]
     now = timezone.now()
 
     with transaction.atomic():

@@ -32,7 +32,7 @@ def _check_expected(thread: Thread, expected_revision: int | None) -> None:
         )
 
 
-def _check_memory(memory: Any) -> None:
+def check_memory(memory: Any) -> None:
     if not isinstance(memory, list) or not all(isinstance(m, dict) for m in memory):
         raise InvalidInput("memory must be a list of objects.", details={"memory": "list of objects"})
 
@@ -46,7 +46,7 @@ def state_write(
     if state is not UNSET and not merge and not isinstance(state, dict):
         raise InvalidInput("state must be a JSON object.", details={"state": "must be an object"})
     if memory is not UNSET:
-        _check_memory(memory)
+        check_memory(memory)
     if summary is not UNSET and not isinstance(summary, str):
         raise InvalidInput("summary must be a string.", details={"summary": "must be a string"})
     if not isinstance(reason, str):

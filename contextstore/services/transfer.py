@@ -10,8 +10,9 @@ from contextstore.errors import Conflict, InvalidInput
 from contextstore.models import Collapse, Event, Thread
 from contextstore.services.blocks import block_upsert
 from contextstore.services.common import Actor, audit, record_revision
-from contextstore.services.events import _spec, session_count_events
+from contextstore.services.events import event_spec, session_count_events
 from contextstore.services.sessions import session_ensure
+from contextstore.services.state import check_memory
 from contextstore.services.summaries import summarizer_config_clean
 
 FORMAT = "contextstore"
@@ -70,10 +71,10 @@ STATUSES = set(Event.Status.values)
 
 
 def _event_from(item: Any, index: int, thread: Thread, now, *, counted: bool) -> Event:
-    """An event of an import, checked like an append (events._spec) plus its stored fields."""
+    """An event of an import, checked like an append (events.event_spec) plus its stored fields."""
     if not isinstance(item, dict):
         raise InvalidInput(f"events[{index}] must be an object.")
-    spec = _spec({k: item[k] for k in EVENT_INPUT_FIELDS if k in item}, index)
+    spec = event_spec({k: item[k] for k in EVENT_INPUT_FIELDS if k in item}, index)
     seq, position = item.get("seq"), item.get("position", item.get("seq"))
     status = item.get("status") or Event.Status.ACTIVE
     for label, value in (("seq", seq), ("position", position)):
@@ -110,9 +111,8 @@ def _thread_fields(thread_data: Any) -> dict[str, Any]:
             raise InvalidInput(f"thread.{field} must be a {kind.__name__}.")
     if fields.get("max_history_size", 0) < 0:
         raise InvalidInput("thread.max_history_size must be non-negative.")
-    if "memory" in fields and not (isinstance(fields["memory"], list)
-                                   and all(isinstance(m, dict) for m in fields["memory"])):
-        raise InvalidInput("thread.memory must be a list of objects.")
+    if "memory" in fields:
+        check_memory(fields["memory"])
     if fields.get("summarizer") is not None:
         fields["summarizer"] = summarizer_config_clean(fields["summarizer"])
     return fields

@@ -1,23 +1,9 @@
 """An offline Nooa agent: FakeLLMClient scripted to run code through execute_python."""
 
-import json
-
 from nooa import Agent, DynamicContext
 from nooa.unifiedllm.fake import FakeLLMClient
-from nooa.unifiedllm.unifiedllm import LLMResponse, ToolCall
 
-
-def run_code(source: str, call: int) -> LLMResponse:
-    """What a model answers when it decides to run `source` in Nooa's code tool."""
-    arguments = json.dumps({"code": source})
-    return LLMResponse(
-        raw_response=None, content="", finish_reason="tool_calls", reasoning=None,
-        tool_calls=[ToolCall(id=f"call-{call}", name="execute_python", arguments=arguments)],
-        assistant_message={"role": "assistant", "content": None, "tool_calls": [{
-            "id": f"call-{call}", "type": "function",
-            "function": {"name": "execute_python", "arguments": arguments}}]},
-        usage={"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-    )
+from contextstore.adapters.demo import nooa_run_code as run_code
 
 
 class Counter(Agent):

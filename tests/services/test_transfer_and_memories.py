@@ -74,6 +74,7 @@ def test_remember_upserts_by_user_and_key_and_recall_searches(workspace, other_w
     lambda d: d["thread"].update(summarizer={"token_budget": {"preserve_recent": 1}}),
     lambda d: d["thread"].update(summarizer="x"),
     lambda d: d["thread"].update(state=[1]),
+    lambda d: d["thread"].update(memory=["not an object"]),
     lambda d: d["blocks"].append({"name": "bad", "expr": "{% if %}"}),
     lambda d: d["events"][0].update(status="gone"),
     lambda d: d["events"][0].update(type="Not a type!"),
