@@ -6,6 +6,10 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
 
+class JSONText(str):
+    """JSON already serialized by the caller (who also needed its size): stored as it is."""
+
+
 class OrderedJSONField(models.TextField):
     """JSON stored as text, so objects come back with their keys in the order written.
 
@@ -22,6 +26,8 @@ class OrderedJSONField(models.TextField):
     def get_prep_value(self, value: Any) -> str | None:
         if value is None:
             return None
+        if isinstance(value, JSONText):
+            return str(value)
         return json.dumps(value, cls=DjangoJSONEncoder, ensure_ascii=False)
 
     def value_to_string(self, obj: models.Model) -> str:

@@ -1,9 +1,12 @@
+import copy
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from contextstore.documents import DOCUMENT_DEFAULTS, new_document
 from contextstore.fields import OrderedJSONField
 
 MODEL_VISIBLE_TYPES = (
@@ -105,26 +108,49 @@ class Session(models.Model):
         return self.title or self.key
 
 
+class InDocument:
+    """One field of Thread.document, read as an attribute (thread.state, thread.summary).
+
+    Read-only on purpose: every write goes through services/document.py, which records the
+    revision; assigning raises instead of silently skipping the history.
+    """
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+        self.default = dict(DOCUMENT_DEFAULTS)[name]
+
+    def __get__(self, obj: "Thread | None", objtype: type | None = None) -> Any:
+        if obj is None:
+            return self
+        value = obj.document.get(self.name, self.default)
+        return copy.deepcopy(value) if value is self.default else value
+
+    def __set__(self, obj: "Thread", value: Any) -> None:
+        raise AttributeError(f"Thread.{self.name} is part of the document; "
+                             "write it with contextstore.services.document.")
+
+
 class Thread(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="threads")
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="threads")
     name = models.CharField(max_length=200, default="main")
-    # The agent's durable state (clientai AgentContext fields, AgentScope sub-state in `state`).
-    state = OrderedJSONField(default=dict)
-    memory = OrderedJSONField(default=list)
-    last_results = OrderedJSONField(default=dict)
-    conversation_history = OrderedJSONField(default=list)
-    current_input = OrderedJSONField(null=True, blank=True)
-    original_input = OrderedJSONField(null=True, blank=True)
-    iteration = models.IntegerField(default=0)
-    max_history_size = models.PositiveIntegerField(default=10)
-    summary = models.TextField(blank=True, default="")
-    revision = models.PositiveIntegerField(default=0)
+    # The agent's document (state, memory, summary, clientai fields, peteos slots, framework
+    # namespaces): one JSON object with one revision, written only by services/document.py.
+    document = OrderedJSONField(default=new_document)
+    revision = models.PositiveIntegerField(default=0)  # the document's revision; the CAS token
+    state = InDocument()
+    memory = InDocument()
+    summary = InDocument()
+    last_results = InDocument()
+    conversation_history = InDocument()
+    current_input = InDocument()
+    original_input = InDocument()
+    iteration = InDocument()
+    max_history_size = InDocument()
+    system_prompt = InDocument()
+    tool_definitions = InDocument()
+    extra = InDocument()
     summarizer = OrderedJSONField(null=True, blank=True)
-    # peteos slots and format-specific metadata kept for lossless export.
-    system_prompt = models.TextField(blank=True, default="")
-    tool_definitions = OrderedJSONField(null=True, blank=True)
-    extra = OrderedJSONField(default=dict)
     parent = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="forks"
     )
@@ -311,10 +337,19 @@ class ContextBlock(models.Model):
 
 
 class StateRevision(models.Model):
+    """One revision of a thread's document: enough, with its snapshot, to rebuild all of it."""
+
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="state_revisions")
     revision = models.PositiveIntegerField()
-    state = OrderedJSONField(default=dict)
-    memory = OrderedJSONField(default=list)
+    # The whole document as JSON text (a snapshot: every SNAPSHOT_EVERY revisions, or when the
+    # patches since the last one outgrow the document), else NULL.
+    document = models.TextField(null=True, blank=True)  # noqa: DJ001 - NULL: not a snapshot
+    # RFC 6902 operations (JSON text) from the previous revision; NULL for a snapshot that was
+    # not written after one (the first revision, and revisions carried over by the migration).
+    patch = models.TextField(null=True, blank=True)  # noqa: DJ001 - NULL: no previous revision
+    base = models.PositiveIntegerField(default=0)  # the snapshot this revision is rebuilt from
+    chain_bytes = models.PositiveBigIntegerField(default=0)  # patch bytes since that snapshot
+    size = models.PositiveBigIntegerField(default=0)  # bytes this revision stores
     reason = models.CharField(max_length=500, blank=True, default="")
     actor = models.CharField(max_length=200, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)

@@ -131,7 +131,9 @@ def thread_runs(*, thread: Thread) -> QuerySet[Run]:
 
 
 def thread_revisions(*, thread: Thread) -> QuerySet[StateRevision]:
-    return StateRevision.objects.filter(thread=thread).order_by("revision")
+    """A thread's revisions without their stored JSON (rebuild documents with
+    services.document.revision_documents)."""
+    return StateRevision.objects.filter(thread=thread).defer("document", "patch").order_by("revision")
 
 
 def memory_recall(

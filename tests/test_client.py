@@ -95,7 +95,7 @@ def test_state_with_if_match_and_revisions(cs, thread):
         handle.put_state({"x": 1}, if_match=first.revision)
     assert stale.value.details["current_revision"] == 2
     assert handle.state().state == {"done": True}
-    assert [r.revision for r in handle.revisions()] == [1, 2]
+    assert [r.revision for r in handle.revisions()] == [0, 1, 2]  # r0: the starting document
     assert handle.restore(1).state == {"plan": ["a"]}
     with pytest.raises(cs_client.InvalidInput) as bad:
         handle.put_state({"x": 1}, memory=["not an object"])

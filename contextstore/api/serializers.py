@@ -82,6 +82,11 @@ class ThreadSerializer(serializers.ModelSerializer):
     session_key = serializers.CharField(source="session.key", read_only=True)
     user_id = serializers.CharField(source="session.user_id", read_only=True)
     summarizer = JSON_ANY(allow_null=True)
+    # Fields of the thread's document (Thread.document), read through the model's attributes.
+    iteration = serializers.IntegerField(read_only=True)
+    max_history_size = serializers.IntegerField(read_only=True)
+    summary = serializers.CharField(read_only=True)
+    system_prompt = serializers.CharField(read_only=True)
 
     class Meta:
         model = Thread
@@ -265,6 +270,9 @@ class StateSerializer(serializers.ModelSerializer):
     memory = serializers.ListField(child=serializers.DictField())
     current_input = JSON_ANY(allow_null=True)
     original_input = JSON_ANY(allow_null=True)
+    iteration = serializers.IntegerField()
+    max_history_size = serializers.IntegerField()
+    summary = serializers.CharField()
 
     class Meta:
         model = Thread
@@ -282,13 +290,45 @@ class StateWriteSerializer(serializers.Serializer):
 
 
 class StateRevisionSerializer(serializers.ModelSerializer):
-    state = serializers.DictField()
-    memory = serializers.ListField(child=serializers.DictField())
+    """A revision in the list: its state and memory (the shape clients have always read)."""
+
+    state = serializers.SerializerMethodField()
+    memory = serializers.SerializerMethodField()
+    snapshot = serializers.SerializerMethodField(
+        help_text="Whether this revision stores the whole document (else a patch).")
 
     class Meta:
         model = StateRevision
-        fields = ["revision", "state", "memory", "reason", "actor", "created_at"]
+        fields = ["revision", "state", "memory", "reason", "actor", "created_at", "size",
+                  "snapshot"]
         read_only_fields = fields
+
+    def _document(self, obj: StateRevision) -> dict[str, Any]:
+        return self.context["documents"][obj.revision]
+
+    def get_state(self, obj: StateRevision) -> dict[str, Any]:
+        return self._document(obj)["state"]
+
+    def get_memory(self, obj: StateRevision) -> list[dict[str, Any]]:
+        return self._document(obj)["memory"]
+
+    def get_snapshot(self, obj: StateRevision) -> bool:
+        return obj.base == obj.revision
+
+
+class RevisionDetailSerializer(serializers.Serializer):
+    revision = serializers.IntegerField()
+    reason = serializers.CharField()
+    actor = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    size = serializers.IntegerField(help_text="Bytes this revision stores.")
+    snapshot = serializers.BooleanField()
+    document = serializers.DictField(help_text="The whole document at this revision.")
+    diff = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="RFC 6902 operations from the previous revision to this one.")
+    changed = serializers.ListField(child=serializers.CharField(),
+                                    help_text="Document fields this revision changed.")
 
 
 # ---------------------------------------------------------------- clientai

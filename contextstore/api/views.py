@@ -28,6 +28,7 @@ from contextstore.services import (
     blocks,
     clientai,
     collapses,
+    document,
     events,
     memories,
     peteos,
@@ -289,7 +290,9 @@ class ThreadViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
         thread = self.get_object()
         self.paginator.ordering = "revision"
         page = self.paginate_queryset(selectors.thread_revisions(thread=thread))
-        return self.get_paginated_response(s.StateRevisionSerializer(page, many=True).data)
+        docs = document.revision_documents(thread=thread, revisions=[r.revision for r in page])
+        return self.get_paginated_response(
+            s.StateRevisionSerializer(page, many=True, context={"documents": docs}).data)
 
     @extend_schema(request=None, responses=s.StateSerializer,
                    parameters=[OpenApiParameter("If-Match", str, OpenApiParameter.HEADER)])

@@ -1,6 +1,7 @@
 """clientai's AgentContext operations, with the semantics of clientai/agent/core/context.py.
 
-Each mutates the thread's durable fields under its row lock and records a state revision.
+Each changes fields of the thread's document (services/document.py) under its row lock, which
+records a revision, so every one of them can be undone by restoring the revision before it.
 """
 
 from datetime import datetime
@@ -10,7 +11,8 @@ from django.db import transaction
 
 from contextstore.errors import InvalidInput
 from contextstore.models import Thread
-from contextstore.services.common import Actor, audit, lock_thread, record_revision
+from contextstore.services.common import Actor, audit, lock_thread
+from contextstore.services.document import document_write
 from contextstore.services.events import event_append
 
 
@@ -23,6 +25,7 @@ def thread_set_input(*, thread: Thread, input_data: Any, actor: Actor) -> Thread
     current input and results; history is capped at max_history_size."""
     with transaction.atomic():
         thread = lock_thread(thread)
+        values: dict[str, Any] = {}
         if thread.current_input is not None and thread.last_results:
             history = list(thread.conversation_history)
             history.append({
@@ -34,12 +37,9 @@ def thread_set_input(*, thread: Thread, input_data: Any, actor: Actor) -> Thread
             if len(history) > thread.max_history_size:
                 # Same slice as clientai, including its quirk that a size of 0 keeps everything.
                 history = history[-thread.max_history_size:]
-            thread.conversation_history = history
-        thread.current_input = input_data
-        thread.original_input = input_data
-        thread.last_results = {}
-        record_revision(thread=thread, reason="set_input", actor=actor, fields=[
-            "conversation_history", "current_input", "original_input", "last_results"])
+            values["conversation_history"] = history
+        values.update(current_input=input_data, original_input=input_data, last_results={})
+        document_write(thread=thread, actor=actor, reason="set_input", values=values)
         audit(actor=actor, action="clientai.set_input", target=thread, workspace=thread.workspace)
         event_append(thread=thread, actor=actor,
                      events=[{"type": "Input", "role": "user", "content": _text(input_data)}])
@@ -51,9 +51,8 @@ def thread_set_step_result(*, thread: Thread, step: str, result: Any, actor: Act
         raise InvalidInput("step is required.", details={"step": "required"})
     with transaction.atomic():
         thread = lock_thread(thread)
-        thread.last_results = {**thread.last_results, step: result}
-        record_revision(thread=thread, reason=f"set_step_result {step}", actor=actor,
-                        fields=["last_results"])
+        document_write(thread=thread, actor=actor, reason=f"set_step_result {step}",
+                       values={"last_results": {**thread.last_results, step: result}})
         audit(actor=actor, action="clientai.set_step_result", target=thread,
               workspace=thread.workspace, step=step)
         event_append(thread=thread, actor=actor, events=[{
@@ -69,8 +68,8 @@ def thread_get_step_result(*, thread: Thread, step: str) -> Any:
 def thread_increment_iteration(*, thread: Thread, actor: Actor) -> int:
     with transaction.atomic():
         thread = lock_thread(thread)
-        thread.iteration += 1
-        record_revision(thread=thread, reason="increment_iteration", actor=actor, fields=["iteration"])
+        document_write(thread=thread, actor=actor, reason="increment_iteration",
+                       values={"iteration": thread.iteration + 1})
         audit(actor=actor, action="clientai.increment_iteration", target=thread,
               workspace=thread.workspace, iteration=thread.iteration)
     return thread.iteration
@@ -83,31 +82,26 @@ def thread_set_max_history_size(*, thread: Thread, size: int, actor: Actor) -> T
         raise InvalidInput("History size must be non-negative", details={"size": size})
     with transaction.atomic():
         thread = lock_thread(thread)
-        thread.max_history_size = size
+        values: dict[str, Any] = {"max_history_size": size}
         if len(thread.conversation_history) > size:
-            thread.conversation_history = thread.conversation_history[-size:]
-        record_revision(thread=thread, reason="set_max_history_size", actor=actor,
-                        fields=["max_history_size", "conversation_history"])
+            values["conversation_history"] = thread.conversation_history[-size:]
+        document_write(thread=thread, actor=actor, reason="set_max_history_size", values=values)
         audit(actor=actor, action="clientai.set_max_history_size", target=thread,
               workspace=thread.workspace, size=size)
     return thread
 
 
-def _clear(thread: Thread) -> list[str]:
-    thread.memory = []
-    thread.state = {}
-    thread.last_results = {}
-    thread.current_input = None
-    thread.original_input = None
-    thread.iteration = 0
-    return ["memory", "state", "last_results", "current_input", "original_input", "iteration"]
+def _cleared() -> dict[str, Any]:
+    """What AgentContext.clear() resets, in its order."""
+    return {"memory": [], "state": {}, "last_results": {}, "current_input": None,
+            "original_input": None, "iteration": 0}
 
 
 def thread_reset(*, thread: Thread, actor: Actor) -> Thread:
     """AgentContext.clear: state, memory, results, inputs and iteration reset; history kept."""
     with transaction.atomic():
         thread = lock_thread(thread)
-        record_revision(thread=thread, reason="reset", actor=actor, fields=_clear(thread))
+        document_write(thread=thread, actor=actor, reason="reset", values=_cleared())
         audit(actor=actor, action="thread.reset", target=thread, workspace=thread.workspace)
     return thread
 
@@ -116,10 +110,8 @@ def thread_reset_all(*, thread: Thread, actor: Actor) -> Thread:
     """AgentContext.clear_all: clear() and the conversation history too."""
     with transaction.atomic():
         thread = lock_thread(thread)
-        fields = _clear(thread)
-        thread.conversation_history = []
-        record_revision(thread=thread, reason="reset_all", actor=actor,
-                        fields=[*fields, "conversation_history"])
+        document_write(thread=thread, actor=actor, reason="reset_all",
+                       values={**_cleared(), "conversation_history": []})
         audit(actor=actor, action="thread.reset_all", target=thread, workspace=thread.workspace)
     return thread
 

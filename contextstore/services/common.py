@@ -4,7 +4,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import models
 
-from contextstore.models import ApiToken, AuditLog, StateRevision, Thread, Workspace
+from contextstore.models import ApiToken, AuditLog, Thread, Workspace
 
 UNSET: Any = object()
 
@@ -53,30 +53,17 @@ def audit(
     )
 
 
-# The agent's durable state: JSON that can be large, and that history operations never read.
-THREAD_STATE_FIELDS = (
-    "state", "memory", "last_results", "conversation_history", "current_input",
-    "original_input", "extra", "tool_definitions", "system_prompt",
-)
+# The agent's document: JSON that can be large, and that history operations never read.
+THREAD_STATE_FIELDS = ("document",)
 
 
 def lock_thread(thread: Thread, *, history_only: bool = False) -> Thread:
     """Re-read the thread under a row lock; every change to its history or state starts here.
 
-    history_only skips the state columns, so appending costs the same however big the
+    history_only skips the document, so appending costs the same however big the
     agent's state has grown.
     """
     qs = Thread.objects.select_for_update(of=("self",)).select_related("workspace")
     if history_only:
         qs = qs.defer(*THREAD_STATE_FIELDS)
     return qs.get(pk=thread.pk)
-
-
-def record_revision(*, thread: Thread, reason: str, actor: Actor, fields: list[str]) -> None:
-    """Bump the thread's revision (the CAS token), save the given fields and keep the snapshot."""
-    thread.revision += 1
-    thread.save(update_fields=[*fields, "revision", "updated_at"])
-    StateRevision.objects.create(
-        thread=thread, revision=thread.revision, state=thread.state, memory=thread.memory,
-        reason=reason[:500], actor=actor.label[:200],
-    )

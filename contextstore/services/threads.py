@@ -5,7 +5,8 @@ from django.utils import timezone
 
 from contextstore.errors import Conflict, InvalidInput
 from contextstore.models import ContextBlock, Event, Thread
-from contextstore.services.common import Actor, audit, lock_thread, record_revision
+from contextstore.services.common import Actor, audit, lock_thread
+from contextstore.services.document import document_write
 from contextstore.services.events import session_count_events
 
 
@@ -20,11 +21,10 @@ def thread_clear_context(*, thread: Thread, actor: Actor) -> int:
         cleared = Event.objects.filter(thread=thread, status=Event.Status.ACTIVE).update(
             status=Event.Status.CLEARED
         )
-        thread.summary = ""
         thread.active_event_count = 0
         thread.active_tokens = 0
-        record_revision(thread=thread, reason="clear_context", actor=actor,
-                        fields=["summary", "active_event_count", "active_tokens"])
+        document_write(thread=thread, actor=actor, reason="clear_context", values={"summary": ""},
+                       thread_fields=("active_event_count", "active_tokens"))
         audit(actor=actor, action="thread.clear_context", target=thread, workspace=thread.workspace,
               cleared=cleared)
     return cleared
@@ -61,12 +61,14 @@ def thread_fork(
             with transaction.atomic():
                 child = Thread.objects.create(
                     workspace_id=parent.workspace_id, session_id=parent.session_id, name=name,
-                    state=parent.state, memory=parent.memory, summary=parent.summary,
-                    system_prompt=parent.system_prompt if system_prompt is None else system_prompt,
-                    tool_definitions=parent.tool_definitions, parent=parent,
-                    fork_start_seq=start_seq, fork_end_seq=end_seq,
-                    extra={**parent.extra, "forked_from": {"thread": parent.pk,
-                                                            "last_seq": parent.last_seq}},
+                    document={
+                        **parent.document,
+                        "system_prompt": parent.system_prompt if system_prompt is None
+                        else system_prompt,
+                        "extra": {**parent.extra, "forked_from": {"thread": parent.pk,
+                                                                   "last_seq": parent.last_seq}},
+                    },
+                    parent=parent, fork_start_seq=start_seq, fork_end_seq=end_seq,
                 )
         except IntegrityError as exc:
             raise Conflict(f"This session already has a thread named {name!r}.",
@@ -96,7 +98,7 @@ def thread_fork(
                          placement=b.placement, order=b.order, version=1, token_count=b.token_count)
             for b in parent.blocks.all()
         ])
-        record_revision(thread=child, reason=f"fork of thread {parent.pk}", actor=actor, fields=[])
+        document_write(thread=child, actor=actor, reason=f"fork of thread {parent.pk}")
         session_count_events(session_id=parent.session_id, events=copies, now=now, threads=1)
         audit(actor=actor, action="thread.fork", target=child, workspace=parent.workspace,
               parent=parent.pk, start_seq=start_seq, end_seq=end_seq, events=len(copies))

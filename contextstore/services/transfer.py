@@ -6,10 +6,12 @@ from django.db import DataError, IntegrityError, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from contextstore.documents import DOCUMENT_FIELDS, new_document
 from contextstore.errors import Conflict, InvalidInput
 from contextstore.models import Collapse, Event, Thread
 from contextstore.services.blocks import block_upsert
-from contextstore.services.common import Actor, audit, record_revision
+from contextstore.services.common import Actor, audit
+from contextstore.services.document import document_write
 from contextstore.services.events import event_spec, session_count_events
 from contextstore.services.sessions import session_ensure
 from contextstore.services.state import check_memory
@@ -163,8 +165,11 @@ def thread_import(
             if Thread.objects.filter(session=session, name=thread_name).exists():
                 raise Conflict("A thread with this name already exists in the session.",
                                code="name_taken", details={"name": thread_name})
-            thread = Thread.objects.create(workspace=workspace, session=session, name=thread_name,
-                                           **fields)
+            summarizer = fields.pop("summarizer", None)
+            thread = Thread.objects.create(
+                workspace=workspace, session=session, name=thread_name, summarizer=summarizer,
+                document=new_document(**{f: v for f, v in fields.items() if f in DOCUMENT_FIELDS}),
+            )
             events = [_event_from(item, i, thread, now, counted=counted)
                       for i, item in enumerate(raw_events)]
             if [e.seq for e in events] != list(range(1, len(events) + 1)):
@@ -203,7 +208,7 @@ def thread_import(
             thread.active_tokens = sum(e.token_count for e in working)
             thread.last_event_at = now if events else None
             thread.save()
-            record_revision(thread=thread, reason="import", actor=actor, fields=[])
+            document_write(thread=thread, actor=actor, reason="import")
             session_count_events(session_id=session.pk, events=events, now=now, threads=1)
             audit(actor=actor, action="thread.import", target=thread, workspace=workspace,
                   events=len(events), session=session.key)

@@ -10,9 +10,10 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.vary import vary_on_headers
 
+from contextstore import documents
 from contextstore.forms import BlockForm, CollapseForm, DiffForm, ForkForm, RangeForm, first_error
 from contextstore.models import Collapse, Job, StateRevision, Thread
-from contextstore.services import blocks, clientai, collapses, state, threads
+from contextstore.services import blocks, clientai, collapses, document, state, threads
 from contextstore.views.access import (
     actor_for,
     after_action,
@@ -163,27 +164,36 @@ def state_restore(request: HttpRequest, thread: Thread) -> HttpResponse:
 @login_required
 @vary_on_headers("HX-Request")  # a page and its fragment share a URL
 def state_diff(request: HttpRequest, pk: int) -> HttpResponse:
-    """A unified diff of state and memory between two revisions (pretty JSON, difflib)."""
+    """Every document field that differs between two revisions, each as a unified diff of its
+    pretty JSON (difflib)."""
     thread = get_thread(request, pk)
     form = DiffForm(request.GET)
     if not form.is_valid():
         return error_response(request, first_error(form), 400)
     a, b = form.cleaned_data["a"], form.cleaned_data["b"]
-    found = {r.revision: r for r in StateRevision.objects.filter(thread=thread, revision__in=[a, b])}
+    found = {r.revision: r for r in StateRevision.objects.filter(thread=thread, revision__in=[a, b])
+             .defer("document", "patch")}
     missing = [n for n in (a, b) if n not in found]
     if missing:
         return error_response(request, f"No revision {missing[0]} on this thread.", 404)
+    old, new = (document.revision_document(thread=thread, revision=n) for n in (a, b))
 
-    def text(r: StateRevision) -> list[str]:
-        doc = {"state": r.state, "memory": r.memory}
-        return json.dumps(doc, indent=2, ensure_ascii=False).splitlines()
+    def text(value: object) -> list[str]:
+        return json.dumps(value, indent=2, ensure_ascii=False).splitlines()
 
-    lines = []
-    for line in difflib.unified_diff(text(found[a]), text(found[b]), f"r{a}", f"r{b}", lineterm="", n=3):
-        kind = ("hunk" if line.startswith("@@") else "head" if line[:3] in ("---", "+++")
-                else "add" if line.startswith("+") else "del" if line.startswith("-") else "same")
-        lines.append({"kind": kind, "text": line})
-    context = {"thread": thread, "a": found[a], "b": found[b], "lines": lines,
+    fields = []
+    for name in documents.DOCUMENT_FIELDS:
+        if documents.dumps(old.get(name)) == documents.dumps(new.get(name)):
+            continue
+        lines = []
+        for line in difflib.unified_diff(text(old.get(name)), text(new.get(name)),
+                                         f"r{a} {name}", f"r{b} {name}", lineterm="", n=3):
+            kind = ("hunk" if line.startswith("@@") else "head" if line[:3] in ("---", "+++")
+                    else "add" if line.startswith("+") else "del" if line.startswith("-")
+                    else "same")
+            lines.append({"kind": kind, "text": line})
+        fields.append({"name": name, "lines": lines})
+    context = {"thread": thread, "a": found[a], "b": found[b], "fields": fields,
                "can_edit": can_edit(request.user, thread.workspace),
                "session": thread.session, "workspace": thread.workspace,
                "workspaces": visible_workspaces(request.user)}

@@ -42,7 +42,9 @@ def test_a_write_without_if_match_is_last_write_wins_and_recorded(api_client, th
     api_client.put(f"{thread_url}state/", {"state": {"v": 1}}, format="json")
     api_client.put(f"{thread_url}state/", {"state": {"v": 2}}, format="json", HTTP_IF_MATCH="*")
     revisions = api_client.get(f"{thread_url}state/revisions/").json()
-    assert [(r["revision"], r["state"]) for r in revisions["results"]] == [(1, {"v": 1}), (2, {"v": 2})]
+    # r0 is the document the thread started from, kept by its first write
+    assert [(r["revision"], r["state"]) for r in revisions["results"]] == [
+        (0, {}), (1, {"v": 1}), (2, {"v": 2})]
     assert revisions["next"] is None
 
 

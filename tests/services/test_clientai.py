@@ -118,6 +118,7 @@ def test_every_operation_is_a_recorded_revision_and_inputs_become_events(thread,
     svc.thread_set_step_result(thread=thread, step="s", result={"x": 1}, actor=actor)
     assert svc.thread_increment_iteration(thread=thread, actor=actor) == 1
     assert list(StateRevision.objects.filter(thread=thread).values_list("reason", flat=True)) == [
+        "initial document",
         "set_input",
         "set_step_result s",
         "increment_iteration",

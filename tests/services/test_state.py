@@ -1,8 +1,15 @@
-import pytest
+import copy
 
+import jsonpatch
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contextstore.documents import dumps, merge_patch, merge_patch_ops
 from contextstore.errors import InvalidInput, NotFound, StaleRevision
 from contextstore.models import AuditLog, StateRevision
-from contextstore.services.state import json_merge_patch, state_restore, state_write
+from contextstore.services.document import revision_document
+from contextstore.services.state import state_restore, state_write
 
 
 def test_a_write_bumps_the_revision_and_records_it(thread, actor):
@@ -10,7 +17,10 @@ def test_a_write_bumps_the_revision_and_records_it(thread, actor):
     thread.refresh_from_db()
     assert (thread.state, thread.revision) == ({"a": 1}, 1)
     rev = StateRevision.objects.get(thread=thread, revision=1)
-    assert (rev.state, rev.reason, rev.actor) == ({"a": 1}, "first", actor.label)
+    assert (rev.reason, rev.actor) == ("first", actor.label)
+    assert revision_document(thread=thread, revision=1) == thread.document
+    # the document the thread started from is kept too, so the first write can be undone
+    assert revision_document(thread=thread, revision=0)["state"] == {}
     assert AuditLog.objects.filter(action="state.write").exists()
 
 
@@ -21,7 +31,7 @@ def test_a_stale_revision_is_refused_and_nothing_changes(thread, actor):
     thread.refresh_from_db()
     assert (thread.state, thread.revision) == ({"a": 1}, 1)
     assert info.value.details == {"current_revision": 1, "expected_revision": 0}
-    assert StateRevision.objects.filter(thread=thread).count() == 1
+    assert list(StateRevision.objects.filter(thread=thread).values_list("revision", flat=True)) == [0, 1]
 
 
 def test_the_current_revision_is_accepted(thread, actor):
@@ -34,7 +44,7 @@ def test_the_current_revision_is_accepted(thread, actor):
 def test_a_write_without_a_revision_is_last_write_wins_and_still_recorded(thread, actor):
     state_write(thread=thread, state={"a": 1}, actor=actor)
     state_write(thread=thread, state={"b": 2}, actor=actor)
-    assert list(StateRevision.objects.filter(thread=thread).values_list("state", flat=True)) == [
+    assert [revision_document(thread=thread, revision=r)["state"] for r in (1, 2)] == [
         {"a": 1}, {"b": 2}]
 
 
@@ -57,7 +67,12 @@ def test_merge_patch_follows_rfc_7386(thread, actor):
     ({}, {"a": {"bb": {"ccc": None}}}, {"a": {"bb": {}}}),
 ])
 def test_json_merge_patch_matches_the_rfc_examples(target, patch, result):
-    assert json_merge_patch(target, patch) == result
+    # The revision's RFC 6902 operations, built from the patch alone, do exactly what the
+    # merge-patch library does, key order included.
+    ops = merge_patch_ops(target, patch, "")
+    patched = jsonpatch.apply_patch(target, ops)
+    assert merge_patch(target, patch) == result
+    assert dumps(patched) == dumps(result)
 
 
 def test_a_patch_that_is_not_an_object_is_refused(thread, actor):
@@ -88,3 +103,20 @@ def test_restore_writes_an_earlier_revision_again(thread, actor):
 def test_memory_must_be_a_list_of_objects(thread, actor):
     with pytest.raises(InvalidInput):
         state_write(thread=thread, memory=["x"], actor=actor)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("abc/~"), inner,
+                                                                 max_size=3),
+    max_leaves=8,
+)
+json_objects = st.dictionaries(st.sampled_from("abc/~"), json_values, max_size=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(target=json_objects, patch=json_objects)
+def test_patch_operations_reproduce_the_merge_byte_for_byte(target, patch):
+    ops = merge_patch_ops(target, patch, "")
+    patched = jsonpatch.apply_patch(target, ops)
+    assert dumps(patched) == dumps(merge_patch(copy.deepcopy(target), copy.deepcopy(patch)))

@@ -80,8 +80,8 @@ def test_fork_refuses_a_taken_name(thread, actor):
 
 def test_total_tokens_count_the_special_slots_and_the_working_context(thread, actor):
     event_append(thread=thread, events=messages(3), actor=actor)
-    Thread.objects.filter(pk=thread.pk).update(system_prompt="You are helpful.",
-                                               tool_definitions=[{"name": "search"}])
+    Thread.objects.filter(pk=thread.pk).update(document={
+        **thread.document, "system_prompt": "You are helpful.", "tool_definitions": [{"name": "search"}]})
     thread.refresh_from_db()
     expected = (count_tokens("You are helpful.") + count_tokens('[{"name": "search"}]')
                 + sum(Event.objects.filter(thread=thread).values_list("token_count", flat=True)))

@@ -3,6 +3,7 @@ import re
 import pytest
 
 from contextstore.models import AuditLog, Collapse, ContextBlock, Event, Job, Thread
+from contextstore.services import clientai
 from contextstore.services.blocks import block_upsert
 from contextstore.services.collapses import collapse_create
 from contextstore.services.events import event_append
@@ -78,7 +79,9 @@ def test_clear_context_greys_events_and_deletes_nothing(editor_client, history):
 
 def test_reset_and_reset_all_follow_clientai(editor_client, history, actor):
     state_write(thread=history, state={"k": 1}, actor=actor)
-    Thread.objects.filter(pk=history.pk).update(conversation_history=[{"input": "x"}])
+    history.refresh_from_db()
+    Thread.objects.filter(pk=history.pk).update(
+        document={**history.document, "conversation_history": [{"input": "x"}]})
     editor_client.post(f"/threads/{history.pk}/reset/")
     history.refresh_from_db()
     assert history.state == {} and history.conversation_history == [{"input": "x"}]
@@ -156,13 +159,27 @@ def test_diff_two_state_revisions_and_restore_one(editor_client, history, actor)
     state_write(thread=history, state={"plan": "a", "keep": 1}, actor=actor)
     state_write(thread=history, state={"plan": "b", "keep": 1}, actor=actor)
     html = editor_client.get(f"/threads/{history.pk}/state/diff/", {"a": 1, "b": 2}, **HTMX).content.decode()
-    assert '<div class="d-del">-    &quot;plan&quot;: &quot;a&quot;,</div>' in html
-    assert '<div class="d-add">+    &quot;plan&quot;: &quot;b&quot;,</div>' in html
+    assert '<div class="d-del">-  &quot;plan&quot;: &quot;a&quot;,</div>' in html
+    assert '<div class="d-add">+  &quot;plan&quot;: &quot;b&quot;,</div>' in html
     assert "<html" not in html
     editor_client.post(f"/threads/{history.pk}/state/restore/", {"revision": 1})
     history.refresh_from_db()
     assert history.state == {"plan": "a", "keep": 1} and history.revision == 3
     assert audited("state.restore")
+
+
+def test_the_diff_shows_every_document_field_an_operation_changed(editor_client, history,
+                                                                  actor):
+    state_write(thread=history, state={"plan": "<b>x</b>"}, memory=[{"m": 1}], actor=actor)
+    clientai.thread_set_input(thread=history, input_data="q", actor=actor)
+    clientai.thread_increment_iteration(thread=history, actor=actor)
+    clientai.thread_reset(thread=history, actor=actor)
+    history.refresh_from_db()
+    html = editor_client.get(f"/threads/{history.pk}/state/diff/",
+                             {"a": history.revision - 1, "b": history.revision}, **HTMX).content.decode()
+    changed = re.findall(r'data-field="([a-z_]+)"', html)
+    assert changed == ["state", "memory", "current_input", "original_input", "iteration"]
+    assert "&lt;b&gt;x&lt;/b&gt;" in html and "<b>x</b>" not in html  # agent content escaped
 
 
 def test_a_diff_with_a_missing_revision_is_a_404_message(editor_client, history):

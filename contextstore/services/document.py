@@ -1,0 +1,180 @@
+"""Writes of the agent's document (Thread.document) and its revisions.
+
+Every change to state, memory, summary, the clientai fields, the peteos slots or a framework
+namespace goes through document_write, which bumps the thread's revision (the CAS token) and
+stores a revision: RFC 6902 operations from the previous revision, plus a full snapshot every
+SNAPSHOT_EVERY revisions or once the patches since the last snapshot outgrow the document.
+Revision r is rebuilt from the nearest snapshot at or before r plus the patches after it, so
+a restore brings back the whole document, byte for byte.
+"""
+
+import json
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from contextstore import documents
+from contextstore.errors import InvalidInput, NotFound, StaleRevision
+from contextstore.fields import JSONText
+from contextstore.models import StateRevision, Thread
+from contextstore.services.common import Actor, audit, lock_thread
+
+SNAPSHOT_EVERY = 50
+
+
+def check_expected(thread: Thread, expected_revision: int | None) -> None:
+    if expected_revision is not None and expected_revision != thread.revision:
+        raise StaleRevision(
+            f"The state is at revision {thread.revision}, not {expected_revision}; "
+            "read it again and retry.",
+            details={"current_revision": thread.revision, "expected_revision": expected_revision},
+        )
+
+
+def _tail(thread: Thread) -> tuple[int, int]:
+    """(base, chain_bytes) of the revision the thread stands at, writing it first if missing.
+
+    A new thread (revision 0) has no row until its first write, which keeps the document it
+    started from as a snapshot, so even the first operation can be undone.
+    """
+    tail = (StateRevision.objects.filter(thread=thread, revision=thread.revision)
+            .values_list("base", "chain_bytes").first())
+    if tail is None:
+        text = documents.dumps(thread.document)
+        StateRevision.objects.create(
+            thread=thread, revision=thread.revision, document=text, base=thread.revision,
+            size=len(text.encode()), reason="initial document",
+        )
+        tail = (thread.revision, 0)
+    return tail
+
+
+def revision_create(
+    *, thread: Thread, ops: list[dict[str, Any]], document_text: str, tail: tuple[int, int],
+    reason: str, actor: Actor,
+) -> StateRevision:
+    """Store revision thread.revision (already bumped) after `tail` (the previous revision's
+    base and chain_bytes): the patch, and a snapshot when one is due.
+
+    Its cost follows the patch (one insert), except on the revisions that take a snapshot.
+    """
+    base, chain = tail
+    patch_text = documents.dumps(ops)
+    patch_bytes = len(patch_text.encode())
+    chain += patch_bytes
+    snapshot = thread.revision - base >= SNAPSHOT_EVERY or chain > len(document_text)
+    return StateRevision.objects.create(
+        thread=thread, revision=thread.revision, patch=patch_text,
+        document=document_text if snapshot else None,
+        base=thread.revision if snapshot else base, chain_bytes=0 if snapshot else chain,
+        size=patch_bytes + (len(document_text.encode()) if snapshot else 0),
+        reason=reason[:500], actor=actor.label[:200],
+    )
+
+
+def document_write(
+    *, thread: Thread, actor: Actor, reason: str, values: dict[str, Any] | None = None,
+    merge: dict[str, dict[str, Any]] | None = None, thread_fields: tuple[str, ...] = (),
+) -> list[dict[str, Any]]:
+    """Change the document of a thread locked by the caller (lock_thread, in its transaction)
+    and record the revision. Returns the revision's RFC 6902 operations.
+
+    values: document fields set to new values. merge: document fields (objects) changed by an
+    RFC 7386 merge patch, whose revision is built from the patch alone. thread_fields: other
+    Thread columns the caller changed, saved in the same UPDATE.
+    """
+    document = thread.document
+    tail = _tail(thread)
+    ops: list[dict[str, Any]] = []
+    for name, patch in (merge or {}).items():
+        ops.extend(documents.merge_patch_ops(document[name], patch, f"/{name}"))
+        document[name] = documents.merge_patch(document[name], patch)
+    for name, value in (values or {}).items():
+        if name not in documents.DOCUMENT_FIELDS:
+            raise KeyError(name)
+        ops.extend(documents.field_ops(name, document.get(name, documents.MISSING), value))
+        document[name] = value
+    thread.revision += 1
+    thread.updated_at = timezone.now()
+    text = documents.dumps(document)
+    revision_create(thread=thread, ops=ops, document_text=text, tail=tail, reason=reason,
+                    actor=actor)
+    Thread.objects.filter(pk=thread.pk).update(
+        document=JSONText(text), revision=thread.revision, updated_at=thread.updated_at,
+        **{f: getattr(thread, f) for f in thread_fields},
+    )
+    return ops
+
+
+def _rows(thread: Thread, revision: int):
+    base = (StateRevision.objects.filter(thread=thread, revision=revision)
+            .values_list("base", flat=True).first())
+    if base is None:
+        raise NotFound(f"No revision {revision} on this thread.", details={"revision": revision})
+    return (StateRevision.objects.filter(thread=thread, revision__gte=base, revision__lte=revision)
+            .order_by("revision"))
+
+
+def revision_document(*, thread: Thread, revision: int) -> dict[str, Any]:
+    """The whole document as it stood at a revision: its snapshot plus the patches after it."""
+    document: Any = None
+    for text, patch in _rows(thread, revision).values_list("document", "patch"):
+        if document is None or patch is None:  # the snapshot, or one with no patch (migrated)
+            document = json.loads(text)
+        else:
+            document = documents.apply_ops(document, json.loads(patch))
+    return document
+
+
+def revision_documents(*, thread: Thread, revisions: list[int]) -> dict[int, dict[str, Any]]:
+    """Documents at several revisions (a page of the list), rebuilt in one forward pass."""
+    if not revisions:
+        return {}
+    low, high = min(revisions), max(revisions)
+    start = (StateRevision.objects.filter(thread=thread, revision=low)
+             .values_list("base", flat=True).first())
+    if start is None:
+        raise NotFound(f"No revision {low} on this thread.")
+    wanted, found, document = set(revisions), {}, None
+    for number, text, patch in (StateRevision.objects
+                                .filter(thread=thread, revision__gte=start, revision__lte=high)
+                                .order_by("revision").values_list("revision", "document", "patch")
+                                .iterator(chunk_size=200)):
+        if document is None or patch is None:  # the starting snapshot, or one without a patch
+            document = json.loads(text)
+        else:
+            document = documents.apply_ops(document, json.loads(patch))
+        if number in wanted:
+            found[number] = json.loads(documents.dumps(document))
+    return found
+
+
+def revision_diff(*, thread: Thread, revision: int) -> list[dict[str, Any]]:
+    """RFC 6902 operations from the previous revision to this one (empty for the first)."""
+    row = StateRevision.objects.filter(thread=thread, revision=revision).values_list(
+        "patch", flat=True).first()
+    if row is not None:
+        return json.loads(row)
+    if not StateRevision.objects.filter(thread=thread, revision=revision).exists():
+        raise NotFound(f"No revision {revision} on this thread.", details={"revision": revision})
+    if not StateRevision.objects.filter(thread=thread, revision=revision - 1).exists():
+        return []
+    return documents.document_ops(revision_document(thread=thread, revision=revision - 1),
+                                  revision_document(thread=thread, revision=revision))
+
+
+def document_restore(
+    *, thread: Thread, revision: int, actor: Actor, expected_revision: int | None = None,
+) -> Thread:
+    """Make an earlier revision's whole document the current one, as a new revision."""
+    with transaction.atomic():
+        thread = lock_thread(thread)
+        check_expected(thread, expected_revision)
+        old = revision_document(thread=thread, revision=revision)
+        if not isinstance(old, dict) or list(old) != list(documents.DOCUMENT_FIELDS):
+            raise InvalidInput(f"Revision {revision} does not hold a whole document.")
+        document_write(thread=thread, actor=actor, reason=f"restore r{revision}", values=old)
+        audit(actor=actor, action="state.restore", target=thread, workspace=thread.workspace,
+              revision=thread.revision, restored=revision)
+    return thread
