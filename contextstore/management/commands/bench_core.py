@@ -1,4 +1,5 @@
-"""Measure the hot paths against history length: append, render, text search.
+"""Measure the hot paths against history length: append, render, text search; and the cost
+of one document revision against the size of the agent's state.
 
 Run against PostgreSQL for production figures:
     DATABASE_URL=postgres://... python manage.py bench_core
@@ -7,17 +8,23 @@ Data lives in a workspace `bench` and is reused between runs (--fresh rebuilds i
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import ModuleType
+from typing import Any
 
 from django.core.management.base import BaseCommand
 from django.db import connection
+from django.test import Client, override_settings
 
-from contextstore import rendering
-from contextstore.models import Session, Thread
+from contextstore import documents, rendering
+from contextstore.models import Session, StateRevision, Thread
+from contextstore.services import document as document_service
 from contextstore.services.common import Actor
 from contextstore.services.events import event_append, event_search
 from contextstore.services.sessions import session_delete, session_ensure, thread_ensure
-from contextstore.services.workspaces import workspace_ensure
+from contextstore.services.state import state_write
+from contextstore.services.workspaces import api_token_create, workspace_ensure
 
 RARE = "quokka"
 BODY = ("The export job reads from the replica which lagged by forty minutes, so the retry "
@@ -29,6 +36,29 @@ def event(i: int) -> dict:
     # about 400 characters, like the events the design figures were measured with
     text = f"turn {i}: " + BODY * 2
     return {"type": "Message", "role": "user" if i % 2 else "assistant", "content": text[:400]}
+
+
+@contextmanager
+def _timing(spent: list[float], module: ModuleType, *names: str) -> Iterator[None]:
+    """Time calls of module-level functions (looked up at call time by their callers)."""
+    originals = {name: getattr(module, name) for name in names}
+
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed_call(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent.append((time.perf_counter() - started) * 1000)
+        return timed_call
+
+    for name, fn in originals.items():
+        setattr(module, name, wrap(fn))
+    try:
+        yield
+    finally:
+        for name, fn in originals.items():
+            setattr(module, name, fn)
 
 
 def timed(fn: Callable[[], object], repeat: int) -> float:
@@ -48,8 +78,13 @@ class Command(BaseCommand):
         parser.add_argument("--sizes", default="1000,10000,100000")
         parser.add_argument("--fresh", action="store_true")
         parser.add_argument("--repeat", type=int, default=30)
+        parser.add_argument("--revisions", type=int, default=100,
+                            help="one-key merge patches per state size (0 skips that part)")
+        parser.add_argument("--state-sizes", default="1000,1000000",
+                            help="state sizes in bytes for the revision figures")
 
-    def handle(self, *args, sizes: str, fresh: bool, repeat: int, **options):
+    def handle(self, *args, sizes: str, fresh: bool, repeat: int, revisions: int,
+               state_sizes: str, **options):
         actor = Actor.system("bench_core")
         workspace, _ = workspace_ensure(slug="bench")
         sizes_n = [int(s) for s in sizes.split(",")]
@@ -95,6 +130,66 @@ class Command(BaseCommand):
                                      ("search", search, small)):
             ratio = figures[large] / figures[base]
             self.stdout.write(f"  {label:<7} {ratio:.2f}x" + ("" if ratio < 1.5 else "  ABOVE TARGET"))
+        if revisions:
+            self._revisions(workspace, actor, [int(x) for x in state_sizes.split(",")], revisions)
+
+    def _revisions(self, workspace, actor: Actor, state_sizes: list[int], count: int) -> None:
+        """One-key merge patches on states of each size: the revision's own cost (operations
+        built from the patch, previous-revision lookup, insert, snapshots when due) and,
+        honestly, the whole write (lock, load, patch, save the document) and HTTP request."""
+        self.stdout.write(f"\ndocument revisions: {count} one-key merge patches per state size")
+        token = api_token_create(workspace=workspace, name="bench_core", actor=actor)[1]
+        http = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
+        threads, starts = {}, {}
+        for size in state_sizes:
+            session, _ = session_ensure(workspace=workspace, key=f"bench-doc-{size}", actor=actor)
+            session_delete(session=session, actor=actor)
+            session, _ = session_ensure(workspace=workspace, key=f"bench-doc-{size}", actor=actor)
+            thread, _ = thread_ensure(session=session, actor=actor)
+            state = {f"key{i:06d}": "v" * 86 for i in range(max(size // 100, 1))}  # ~100 B each
+            state_write(thread=thread, state=state, actor=actor)
+            threads[size] = thread
+            starts[size] = Thread.objects.get(pk=thread.pk).revision
+        figures: dict[int, list[float]] = {size: [] for size in state_sizes}
+        writes: dict[int, list[float]] = {size: [] for size in state_sizes}
+        spent: list[float] = []
+        # The sizes take turns, so a busy machine slows both alike.
+        with _timing(spent, document_service, "_tail", "revision_create"), \
+                _timing(spent, documents, "merge_patch_ops"):
+            for i in range(count):
+                for size in state_sizes:
+                    spent.clear()
+                    started = time.perf_counter()
+                    state_write(thread=threads[size], state={"counter": i}, merge=True, actor=actor)
+                    writes[size].append((time.perf_counter() - started) * 1000)
+                    figures[size].append(sum(spent))
+        for size in state_sizes:
+            rows = StateRevision.objects.filter(thread=threads[size], revision__gt=starts[size])
+            stored = sum(rows.values_list("size", flat=True)) / count
+            patches = rows.filter(document__isnull=True)
+            patch_bytes = sum(patches.values_list("size", flat=True)) / max(patches.count(), 1)
+            url = f"/api/v1/threads/{threads[size].pk}/state/"
+            with override_settings(ALLOWED_HOSTS=["testserver"]):
+                requests = timed(lambda u=url: http.patch(
+                    u, data='{"state": {"counter": -1}}', content_type="application/json"),
+                    max(count // 5, 5))
+            started = time.perf_counter()
+            document_service.revision_document(thread=threads[size],
+                                               revision=threads[size].revision)
+            rebuild = (time.perf_counter() - started) * 1000
+            spent_size = figures[size]
+            self.stdout.write(
+                f"  state of {size:>9,} B: revision {statistics.median(spent_size):.3f} ms median, "
+                f"{statistics.fmean(spent_size):.3f} ms mean (snapshots included); "
+                f"whole write {statistics.median(writes[size]):.2f} ms; "
+                f"HTTP PATCH {requests:.2f} ms; stored {stored:,.0f} B/revision "
+                f"({patch_bytes:,.0f} B per patch-only revision); rebuilding the newest "
+                f"revision {rebuild:.1f} ms")
+        small, large = state_sizes[0], state_sizes[-1]
+        for label, fn in (("median", statistics.median), ("mean", statistics.fmean)):
+            ratio = fn(figures[large]) / fn(figures[small])
+            self.stdout.write(f"  revision cost ratio, {large:,} B vs {small:,} B state ({label}, "
+                              f"target <= 1.5): {ratio:.2f}x" + ("" if ratio <= 1.5 else "  ABOVE TARGET"))
 
     def _thread(self, workspace, n: int, actor: Actor) -> Thread:
         session, _ = session_ensure(workspace=workspace, key=f"bench-{n}", actor=actor)
