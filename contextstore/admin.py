@@ -342,13 +342,14 @@ class ContextBlockAdmin(admin.ModelAdmin):
 
 @admin.register(StateRevision)
 class StateRevisionAdmin(ReadOnlyAdmin):
-    list_display = ("revision", "thread", "reason", "actor", "created_at")
+    list_display = ("revision", "thread", "reason", "actor", "size", "base", "created_at")
     search_fields = ("reason", "actor", "thread__session__key")
     date_hierarchy = "created_at"
     list_select_related = ("thread__session",)
     actions = ["restore"]
 
-    @admin.action(description="Restore the selected revision (as a new revision)", permissions=["mutate"])
+    @admin.action(description="Restore the selected revision's whole document (as a new revision)",
+                  permissions=["mutate"])
     def restore(self, request, queryset):
         run_each(self, request, queryset.select_related("thread"), "Restored",
                  lambda r: state.state_restore(thread=r.thread, revision=r.revision,

@@ -628,8 +628,14 @@ class ThreadHandle:
     def revisions(self) -> list[StateRevision]:
         return [_build(StateRevision, r) for r in self.client._pages(self._path + "state/revisions/")]
 
+    def revision(self, revision: int) -> dict[str, Any]:
+        """One revision: {"document": the whole document then, "diff": RFC 6902 operations
+        from the previous revision, "changed": the fields they touch, reason, actor, ...}."""
+        return self._json("GET", f"state/revisions/{revision}/")
+
     def restore(self, revision: int, *, if_match: int | None = None) -> State:
-        """Write an earlier revision's state and memory again, as a new revision."""
+        """Bring back an earlier revision's whole document (state, memory, summary, clientai
+        fields, system prompt, tools, framework namespaces), as a new revision."""
         headers = {"If-Match": f'"{if_match}"'} if if_match is not None else None
         return _state(self._json("POST", f"state/revisions/{revision}/restore/", headers=headers))
 

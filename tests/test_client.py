@@ -97,6 +97,9 @@ def test_state_with_if_match_and_revisions(cs, thread):
     assert handle.state().state == {"done": True}
     assert [r.revision for r in handle.revisions()] == [0, 1, 2]  # r0: the starting document
     assert handle.restore(1).state == {"plan": ["a"]}
+    detail = handle.revision(2)
+    assert detail["document"]["state"] == {"done": True} and detail["changed"] == ["state"]
+    assert {"op": "remove", "path": "/state/plan"} in detail["diff"]
     with pytest.raises(cs_client.InvalidInput) as bad:
         handle.put_state({"x": 1}, memory=["not an object"])
     assert "memory" in str(bad.value.details)

@@ -5,7 +5,7 @@ already call them.
 """
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -18,15 +18,18 @@ from contextstore.services.document import revision_diff, revision_document
 
 @extend_schema(tags=["threads"])
 class RevisionViewSet(viewsets.ViewSet):
+    lookup_field = "revision"
     lookup_value_regex = "[0-9]+"
 
     @extend_schema(responses=s.RevisionDetailSerializer,
+                   parameters=[OpenApiParameter("thread_pk", int, OpenApiParameter.PATH),
+                               OpenApiParameter("revision", int, OpenApiParameter.PATH)],
                    summary="One revision: the whole document at it and the diff from the one before")
-    def retrieve(self, request: Request, thread_pk: str, pk: str) -> Response:
+    def retrieve(self, request: Request, thread_pk: str, revision: str) -> Response:
         thread = get_object_or_404(Thread.objects.filter(workspace=request.auth.workspace),
                                    pk=thread_pk)
         row = get_object_or_404(StateRevision.objects.defer("document", "patch"),
-                                thread=thread, revision=int(pk))
+                                thread=thread, revision=int(revision))
         diff = revision_diff(thread=thread, revision=row.revision)
         return Response(s.RevisionDetailSerializer({
             "revision": row.revision, "reason": row.reason, "actor": row.actor,
