@@ -197,3 +197,18 @@ def test_the_api_refuses_a_stale_if_match_with_412_and_changes_nothing(api_clien
     stale = api_client.patch(f"{thread_url}state/", {"state": {"c": 3}}, format="json",
                              HTTP_IF_MATCH=f'"{first["revision"]}"')
     assert stale.status_code == 412 and stored_text(thread.pk) == before
+
+
+def test_no_revision_is_more_than_snapshot_every_patches_from_its_snapshot(thread, actor,
+                                                                           monkeypatch):
+    from contextstore.services.state import state_write
+
+    monkeypatch.setattr(document_service, "SNAPSHOT_EVERY", 5)
+    state_write(thread=thread, state={f"k{i}": "x" * 100 for i in range(200)}, actor=actor)
+    for i in range(30):
+        state_write(thread=thread, state={"c": i}, merge=True, actor=actor)
+    rows = list(StateRevision.objects.filter(thread=thread))
+    assert all(0 <= r.revision - r.base < 5 for r in rows)
+    assert sum(r.document is not None for r in rows) <= 10  # not a snapshot per write
+    thread.refresh_from_db()
+    assert document_service.revision_document(thread=thread, revision=thread.revision) == thread.document
