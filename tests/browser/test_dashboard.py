@@ -7,6 +7,7 @@ from playwright.sync_api import expect
 
 from contextstore.models import Collapse, Event, Job
 from contextstore.services.blocks import block_upsert
+from contextstore.services.clientai import thread_reset, thread_set_input
 from contextstore.services.events import event_append
 from contextstore.services.sessions import session_ensure, thread_ensure
 from contextstore.services.state import state_write
@@ -203,6 +204,24 @@ def test_diff_two_state_revisions(page, thread):
     page.click("button:has-text('Diff')")
     expect(page.locator("#diff-out .d-add", has_text='"refund": 42.5')).to_be_visible()
     expect(page.locator("#diff-out .d-del", has_text='"refund": null')).to_be_visible()
+
+
+def test_a_reset_shows_every_changed_field_and_is_undone_from_the_diff(page, thread, actor):
+    thread_set_input(thread=thread, input_data="Where is my refund?", actor=actor)
+    thread_reset(thread=thread, actor=actor)  # r4: state, inputs and more back to empty
+    page.goto(f"/threads/{thread.pk}/")
+    page.select_option("select[name=a]", "4")
+    page.select_option("select[name=b]", "3")
+    page.click("button:has-text('Diff')")
+    for name in ("state", "current_input", "original_input"):
+        expect(page.locator(f"#diff-out [data-field={name}]")).to_be_visible()
+    page.locator("#diff-out").scroll_into_view_if_needed()
+    screenshot(page, "document-diff")
+    page.click("#diff-out button:has-text('Restore r3')")
+    expect(page.locator("#state")).to_contain_text("refund")
+    thread.refresh_from_db()
+    assert thread.current_input == "Where is my refund?" and thread.revision == 5
+    assert page.problems == [], page.problems
 
 
 def test_agent_markup_is_shown_as_text_and_never_runs(page, thread, actor):
