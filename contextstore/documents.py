@@ -31,7 +31,7 @@ DOCUMENT_DEFAULTS: tuple[tuple[str, Any], ...] = (
     ("extra", {}),                     # framework namespaces (peteos context, fork lineage, ...)
 )
 DOCUMENT_FIELDS = tuple(name for name, _ in DOCUMENT_DEFAULTS)
-_MISSING: Any = object()
+MISSING: Any = object()  # a field the document does not have yet
 
 
 def new_document(**values: Any) -> dict[str, Any]:
@@ -62,16 +62,16 @@ def merge_patch_ops(target: Any, patch: dict[str, Any], path: str) -> list[dict[
     ops: list[dict[str, Any]] = []
     for key, value in patch.items():
         where = _path(path, key)
-        current = target.get(key, _MISSING) if isinstance(target, dict) else _MISSING
+        current = target.get(key, MISSING) if isinstance(target, dict) else MISSING
         if value is None:
-            if current is not _MISSING:
+            if current is not MISSING:
                 ops.append({"op": "remove", "path": where})
         elif isinstance(value, dict) and isinstance(current, dict):
             ops.extend(merge_patch_ops(current, value, where))
         else:
             if isinstance(value, dict):
                 value = json_merge_patch.merge({}, copy.deepcopy(value))
-            ops.append({"op": "add" if current is _MISSING else "replace", "path": where,
+            ops.append({"op": "add" if current is MISSING else "replace", "path": where,
                         "value": value})
     return ops
 
@@ -96,7 +96,7 @@ def field_ops(name: str, old: Any, new: Any) -> list[dict[str, Any]]:
     order, so it is checked) and is smaller; otherwise one operation setting the whole field.
     """
     path = _path("", name)
-    if old is _MISSING:
+    if old is MISSING:
         return [{"op": "add", "path": path, "value": new}]
     new_text = dumps(new)
     if dumps(old) == new_text:
@@ -130,5 +130,3 @@ def changed_fields(ops: list[dict[str, Any]]) -> list[str]:
     names = {op["path"].split("/")[1].replace("~1", "/").replace("~0", "~") for op in ops}
     return [n for n in DOCUMENT_FIELDS if n in names] + sorted(names - set(DOCUMENT_FIELDS))
 
-
-MISSING = _MISSING
