@@ -2,6 +2,7 @@
 GET /api/v1/threads/{id}/clears/ and POST /api/v1/threads/{id}/clears/{clear}/undo/."""
 
 from django.db.models import QuerySet
+from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, viewsets
 from rest_framework.decorators import action
@@ -10,7 +11,7 @@ from rest_framework.response import Response
 
 from contextstore.api import serializers as s
 from contextstore.api.views import actor_of
-from contextstore.models import Clear
+from contextstore.models import Clear, Thread
 from contextstore.services import threads
 
 
@@ -21,8 +22,9 @@ class ClearViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
 
     def get_queryset(self) -> QuerySet[Clear]:
         # Scoped by workspace and thread: another workspace's thread or clear is a 404.
-        return Clear.objects.filter(thread__workspace=self.request.auth.workspace,
-                                    thread_id=self.kwargs["thread_pk"])
+        thread = get_object_or_404(Thread, workspace=self.request.auth.workspace,
+                                   pk=self.kwargs["thread_pk"])
+        return Clear.objects.filter(thread=thread)
 
     @extend_schema(request=None, responses=s.UnclearedSerializer,
                    summary="Un-clear: bring a clear's events and summary back")

@@ -16,6 +16,7 @@ THREAD_CALLS = [
     ("get", "history/"), ("post", "reset/"), ("post", "reset-all/"), ("post", "clear-context/"),
     ("get", "context/"), ("get", "window/?count=1"), ("post", "fork/"), ("get", "tokens/"),
     ("get", "export/"), ("get", "runs/"), ("get", "providers/p/"), ("put", "providers/p/"),
+    ("delete", ""), ("get", "clears/"), ("post", "clears/1/undo/"),
 ]
 BODIES = {
     "events/": {"events": [{"type": "Message", "content": "x"}]},
