@@ -29,7 +29,8 @@ def assert_counters_match(thread) -> None:
 
 def test_a_collapse_replaces_its_range_with_a_summary_standing_where_the_range_stood(thread, actor):
     event_append(thread=thread, events=messages(6, words=20), actor=actor)
-    collapse = collapse_create(thread=thread, start_position=2, end_position=4, summary_text="middle", actor=actor)
+    collapse = collapse_create(thread=thread, start_position=2, end_position=4,
+                               summary_text="middle", actor=actor)
     assert [p for p, _ in working(thread)] == [1, 2, 5, 6]
     assert working(thread)[1] == (2, "middle")
     assert collapse.summary_event.seq == 7 and collapse.event_count == 3
@@ -52,8 +53,10 @@ def test_undo_brings_the_originals_back(thread, actor):
 
 def test_collapses_nest_and_undo_one_level_at_a_time(thread, actor):
     event_append(thread=thread, events=messages(8), actor=actor)
-    inner = collapse_create(thread=thread, start_position=3, end_position=5, summary_text="inner", actor=actor)
-    outer = collapse_create(thread=thread, start_position=1, end_position=6, summary_text="outer", actor=actor)
+    inner = collapse_create(thread=thread, start_position=3, end_position=5,
+                            summary_text="inner", actor=actor)
+    outer = collapse_create(thread=thread, start_position=1, end_position=6,
+                            summary_text="outer", actor=actor)
     assert working(thread)[0] == (1, "outer")
     with pytest.raises(Conflict) as info:
         collapse_undo(collapse=inner, actor=actor)
@@ -77,8 +80,10 @@ def test_a_collapse_for_a_job_is_made_once(thread, actor):
 
     event_append(thread=thread, events=messages(4), actor=actor)
     job = Job.objects.create(workspace=thread.workspace, thread=thread, kind="range")
-    a = collapse_create(thread=thread, start_position=1, end_position=2, summary_text="s", actor=actor, job=job)
-    b = collapse_create(thread=thread, start_position=1, end_position=2, summary_text="s", actor=actor, job=job)
+    a = collapse_create(thread=thread, start_position=1, end_position=2,
+                        summary_text="s", actor=actor, job=job)
+    b = collapse_create(thread=thread, start_position=1, end_position=2,
+                        summary_text="s", actor=actor, job=job)
     assert a.pk == b.pk and Collapse.objects.count() == 1
 
 

@@ -40,7 +40,8 @@ def test_htmx_actions_answer_with_a_redirect_header(editor_client, history):
 
 
 def test_undo_brings_the_originals_back(editor_client, history, actor):
-    collapse = collapse_create(thread=history, start_position=2, end_position=4, summary_text="s", actor=actor)
+    collapse = collapse_create(thread=history, start_position=2, end_position=4,
+                               summary_text="s", actor=actor)
     response = editor_client.post(f"/threads/{history.pk}/collapses/{collapse.pk}/undo/")
     assert response.status_code == 302
     assert Event.objects.filter(thread=history, status="collapsed").count() == 0
@@ -48,7 +49,8 @@ def test_undo_brings_the_originals_back(editor_client, history, actor):
 
 
 def test_undoing_twice_is_a_readable_conflict(editor_client, history, actor):
-    collapse = collapse_create(thread=history, start_position=2, end_position=4, summary_text="s", actor=actor)
+    collapse = collapse_create(thread=history, start_position=2, end_position=4,
+                               summary_text="s", actor=actor)
     editor_client.post(f"/threads/{history.pk}/collapses/{collapse.pk}/undo/")
     response = editor_client.post(f"/threads/{history.pk}/collapses/{collapse.pk}/undo/", **HTMX)
     assert response.status_code == 409

@@ -164,7 +164,8 @@ def test_the_thread_page_queries_do_not_grow_with_history(
         for start in range(0, n, 1000):
             batch = messages(min(1000, n - start), start=start, words=6)
             event_append(thread=thread, events=batch, actor=actor)
-        collapse_create(thread=thread, start_position=2, end_position=n // 2, summary_text="early", actor=actor)
+        collapse_create(thread=thread, start_position=2, end_position=n // 2,
+                        summary_text="early", actor=actor)
         state_write(thread=thread, state={"n": n}, actor=actor)
         editor_client.get(f"/threads/{thread.pk}/")  # warm the session row
         with django_assert_max_num_queries(20) as ctx:
