@@ -158,3 +158,53 @@ def test_a_fork_renders_exactly_the_parents_render_restricted_to_its_range(sessi
             break
         collapse_undo(collapse=undoable, actor=actor)
     assert not Event.objects.filter(thread=child, status="collapsed").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_agent_appending_while_a_person_clears_unclears_and_forks_loses_nothing(thread, actor):
+    """An agent appends while a person clears, un-clears, forks and deletes the fork: every
+    event is kept once, the returning events stand before the newer ones, counters stay exact."""
+    import threading
+
+    from django.db import connections
+
+    from contextstore.services import history
+
+    errors: list[BaseException] = []
+
+    def agent() -> None:
+        try:
+            for b in range(12):
+                event_append(thread=thread, actor=actor, events=[
+                    {"type": "Message", "content": f"a{b}-{i}"} for i in range(3)])
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    def person() -> None:
+        try:
+            for round_ in range(4):
+                clear = thread_clear_context(thread=thread, actor=actor)
+                child = thread_fork(thread=thread, name=f"f{round_}", actor=actor)
+                thread_unclear(clear=clear, actor=actor)
+                thread_delete_fork(thread=child, actor=actor)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    workers = [threading.Thread(target=agent), threading.Thread(target=person)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(120)
+    assert not errors
+    assert Event.objects.filter(thread=thread).count() == 36
+    assert Event.objects.filter(thread=thread, status="active").count() == 36  # every clear undone
+    assert list(Event.objects.filter(thread=thread).order_by("position")
+                .values_list("seq", flat=True)) == list(range(1, 37))
+    assert Thread.objects.filter(session=thread.session).count() == 1
+    stored, recounted = (history.counters_stored(session=thread.session),
+                         history.counters_recount(session=thread.session))
+    assert stored == recounted
