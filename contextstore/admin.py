@@ -11,6 +11,7 @@ from contextstore.errors import DomainError
 from contextstore.models import (
     ApiToken,
     AuditLog,
+    Clear,
     Collapse,
     ContextBlock,
     Event,
@@ -269,7 +270,7 @@ class EventAdmin(ReadOnlyAdmin):
     search_fields = ("content", "call_id", "client_id", "run__run_id")
     date_hierarchy = "occurred_at"
     list_select_related = ("thread__session",)
-    raw_id_fields = ("thread", "run", "collapse")
+    raw_id_fields = ("thread", "run", "collapse", "cleared_by")
     show_full_result_count = False  # no COUNT over the events table on every page
 
 
@@ -287,6 +288,20 @@ class CollapseAdmin(ReadOnlyAdmin):
     def undo(self, request, queryset):
         run_each(self, request, queryset.select_related("thread"), "Undone",
                  lambda c: collapses.collapse_undo(collapse=c, actor=actor_of(request)))
+
+
+@admin.register(Clear)
+class ClearAdmin(ReadOnlyAdmin):
+    list_display = ("__str__", "thread", "actor", "event_count", "tokens", "created_at", "undone_at")
+    list_filter = (("undone_at", admin.EmptyFieldListFilter),)
+    search_fields = ("actor", "thread__session__key")
+    list_select_related = ("thread__session",)
+    actions = ["unclear"]
+
+    @admin.action(description="Un-clear selected clears", permissions=["mutate"])
+    def unclear(self, request, queryset):
+        run_each(self, request, queryset.select_related("thread"), "Un-cleared",
+                 lambda c: threads.thread_unclear(clear=c, actor=actor_of(request)))
 
 
 class ContextBlockForm(forms.ModelForm):

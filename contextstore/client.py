@@ -144,8 +144,8 @@ class Thread:
     name: str
     user_id: str = ""
     parent: int | None = None
-    fork_start_seq: int | None = None
-    fork_end_seq: int | None = None
+    fork_start_position: int | None = None  # inclusive
+    fork_end_position: int | None = None  # inclusive
     revision: int = 0
     iteration: int = 0
     max_history_size: int = 10
@@ -197,8 +197,8 @@ class AppendedEvent:
 class Collapse:
     id: int
     thread: int
-    start_seq: int
-    end_seq: int
+    start_position: int  # working-context positions, both ends inclusive
+    end_position: int
     summary_event: Event
     source: str = ""
     actor: str = ""
@@ -207,6 +207,20 @@ class Collapse:
     tokens_after: int = 0
     provenance: dict[str, Any] = field(default_factory=dict)
     job: str | None = None
+    created_at: str | None = None
+    undone_at: str | None = None
+
+
+@dataclass
+class Clear:
+    """One clear-context: how many events it took out and the summary it emptied."""
+
+    id: int
+    thread: int
+    actor: str = ""
+    summary: str = ""
+    event_count: int = 0
+    tokens: int = 0
     created_at: str | None = None
     undone_at: str | None = None
 
@@ -555,15 +569,18 @@ class ThreadHandle:
 
     # -- collapses and summaries
 
-    def collapse(self, start_seq: int, end_seq: int, summary_text: str) -> Collapse:
-        """Replace [start_seq, end_seq] (inclusive) in the working context with a summary."""
+    def collapse(self, start_position: int, end_position: int, summary_text: str) -> Collapse:
+        """Replace the working context at positions [start_position, end_position] (both
+        included) with a summary. An ordinary event's position is its seq."""
         return _collapse(self._json("POST", "collapse/", json={
-            "start_seq": start_seq, "end_seq": end_seq, "summary_text": summary_text}))
+            "start_position": start_position, "end_position": end_position,
+            "summary_text": summary_text}))
 
-    def summarize(self, start_seq: int, end_seq: int) -> str:
-        """Queue a worker to summarize and collapse the range; returns the job id."""
+    def summarize(self, start_position: int, end_position: int) -> str:
+        """Queue a worker to summarize and collapse the range (inclusive); returns the job id."""
         return self._json("POST", "collapse/", json={
-            "start_seq": start_seq, "end_seq": end_seq, "summarize": True})["job_id"]
+            "start_position": start_position, "end_position": end_position,
+            "summarize": True})["job_id"]
 
     def configure_summarizer(self, config: dict[str, Any] | None) -> Thread:
         """Set the automatic summarizer (e.g. {"token_budget": {"max_tokens": 8000}}); None
@@ -676,8 +693,23 @@ class ThreadHandle:
 
     def clear_context(self) -> int:
         """AgentScope clearContext: events and summary leave the working context; state stays.
-        Returns how many events were cleared."""
+        Returns how many events were cleared; `unclear()` takes it back."""
         return self._json("POST", "clear-context/")["cleared"]
+
+    def clears(self) -> list[Clear]:
+        """Every clear-context of this thread, oldest first (undone ones too)."""
+        return [_build(Clear, c) for c in self.client._pages(self._path + "clears/")]
+
+    def unclear(self, clear_id: int | None = None) -> Clear:
+        """Undo a clear-context (by default the newest one not undone yet): its events come back
+        into the working context and its summary with them (unless a newer one was written)."""
+        if clear_id is None:
+            pending = [c for c in self.clears() if c.undone_at is None]
+            if not pending:
+                raise NotFound("This thread has no clear to undo.")
+            clear_id = pending[-1].id
+        data = self._json("POST", f"clears/{clear_id}/undo/")
+        return _build(Clear, data["clear"])
 
     # -- render, windows, peteos
 
@@ -692,12 +724,20 @@ class ThreadHandle:
         data = self._json("GET", "window/", params={"count": count, "max_tokens": max_tokens})
         return Window(events=[_event(e) for e in data["events"]], covers_all=data["covers_all"])
 
-    def fork(self, name: str, *, start_seq: int | None = None, end_seq: int | None = None,
-             system_prompt: str | None = None) -> ThreadHandle:
-        """peteos fork: a new thread with events [start_seq, end_seq) of this one."""
-        data = self._json("POST", "fork/", json={"name": name, "start_seq": start_seq,
-                                                 "end_seq": end_seq, "system_prompt": system_prompt})
+    def fork(self, name: str, *, start_position: int | None = None,
+             end_position: int | None = None, system_prompt: str | None = None) -> ThreadHandle:
+        """peteos fork: a new thread with exactly this thread's working context at positions
+        [start_position, end_position] (both included; None = open end), summaries and their
+        collapses included. `delete_fork()` on the new handle undoes it."""
+        data = self._json("POST", "fork/", json={
+            "name": name, "start_position": start_position, "end_position": end_position,
+            "system_prompt": system_prompt})
         return ThreadHandle(self.client, _build(Thread, data))
+
+    def delete_fork(self) -> None:
+        """Delete this thread, which must be a fork; the parent keeps every original. What the
+        fork added after forking is deleted with it (not undoable)."""
+        self._json("DELETE")
 
     def total_tokens(self) -> int:
         return self._json("GET", "tokens/")["total_tokens"]

@@ -62,14 +62,16 @@ class EventFilterForm(forms.Form):
 
 
 class RangeForm(forms.Form):
-    start_seq = forms.IntegerField(min_value=1)
-    end_seq = forms.IntegerField(min_value=1)
+    """A selected working-context range: positions, both ends included."""
+
+    start_position = forms.IntegerField(min_value=1)
+    end_position = forms.IntegerField(min_value=1)
 
     def clean(self):
         data = super().clean()
-        start, end = data.get("start_seq"), data.get("end_seq")
+        start, end = data.get("start_position"), data.get("end_position")
         if start is not None and end is not None and start > end:
-            data["start_seq"], data["end_seq"] = end, start
+            data["start_position"], data["end_position"] = end, start
         return data
 
 

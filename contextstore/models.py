@@ -154,8 +154,9 @@ class Thread(models.Model):
     parent = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="forks"
     )
-    fork_start_seq = models.BigIntegerField(null=True, blank=True)
-    fork_end_seq = models.BigIntegerField(null=True, blank=True)
+    # The parent's working-context positions the fork copied, both ends inclusive (None = open).
+    fork_start_position = models.BigIntegerField(null=True, blank=True)
+    fork_end_position = models.BigIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     # Counters, updated in the same transaction as the events they count.
@@ -216,8 +217,9 @@ class Collapse(models.Model):
         WORKER = "worker"
 
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="collapses")
-    start_seq = models.BigIntegerField()
-    end_seq = models.BigIntegerField()
+    # Working-context positions, both ends inclusive: the first and last position it replaced.
+    start_position = models.BigIntegerField()
+    end_position = models.BigIntegerField()
     summary_event = models.OneToOneField(
         "Event", on_delete=models.PROTECT, related_name="summary_of"
     )
@@ -234,10 +236,33 @@ class Collapse(models.Model):
     undone_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        indexes = [models.Index(fields=["thread", "start_seq"], name="collapse_range")]
+        indexes = [models.Index(fields=["thread", "start_position"], name="collapse_range")]
 
     def __str__(self) -> str:
-        return f"collapse {self.start_seq}–{self.end_seq} of {self.thread_id}"
+        return f"collapse {self.start_position}–{self.end_position} of {self.thread_id}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.undone_at is None
+
+
+class Clear(models.Model):
+    """One clear-context (AgentScope clearContext): which events it took out of the working
+    context (they point to it) and the summary it emptied, so un-clear can bring both back."""
+
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="clears")
+    actor = models.CharField(max_length=200, blank=True, default="")
+    summary = models.TextField(blank=True, default="")
+    event_count = models.PositiveIntegerField(default=0)
+    tokens = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    undone_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"clear {self.pk} of {self.thread_id}"
 
     @property
     def is_active(self) -> bool:
@@ -278,6 +303,10 @@ class Event(models.Model):
         Collapse, null=True, blank=True, on_delete=models.SET_NULL, related_name="members",
         db_index=False,
     )
+    cleared_by = models.ForeignKey(
+        Clear, null=True, blank=True, on_delete=models.SET_NULL, related_name="members",
+        db_index=False,
+    )
     occurred_at = models.DateTimeField()
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -298,6 +327,8 @@ class Event(models.Model):
                 name="event_working_context",
             ),
             models.Index(fields=["collapse"], name="event_collapse"),
+            models.Index(fields=["cleared_by"], name="event_cleared_by",
+                         condition=Q(cleared_by__isnull=False)),
         ]
 
     def __str__(self) -> str:

@@ -65,7 +65,7 @@ def test_collapse_blocks_context_window_fork_and_export(cs, thread):
     handle = cs.get_thread(thread.pk)
     handle.append(messages(6, words=8))
     collapse = handle.collapse(2, 3, "two turns")
-    assert (collapse.start_seq, collapse.summary_event.type) == (2, "Summary")
+    assert (collapse.start_position, collapse.summary_event.type) == (2, "Summary")
     assert cs.undo_collapse(collapse.id).undone_at is not None
     assert handle.put_block("persona", value="Be kind.", placement="prefix").version == 1
     handle.put_block("goal", expr="{{ state.goal }}")
@@ -76,7 +76,7 @@ def test_collapse_blocks_context_window_fork_and_export(cs, thread):
     window = handle.window(count=2)
     assert [e.seq for e in window.events] == [5, 6] and not window.covers_all
     assert handle.window(max_tokens=handle.total_tokens()).covers_all
-    child = handle.fork("branch", start_seq=1, end_seq=3, system_prompt="short")
+    child = handle.fork("branch", start_position=1, end_position=2, system_prompt="short")
     assert child.thread.parent == thread.pk and len(child.events()) == 2
     exported = handle.export()
     copy = cs.import_thread(exported, session_key="copy")

@@ -218,9 +218,9 @@ def test_the_production_layout_serves_summarizes_and_shuts_down_cleanly(layout, 
     summaries = api.get(f"/api/v1/threads/{thread_id}/events/", params={"type": "Summary"})
     [summary] = summaries.json()["results"]
     assert summary["status"] == "active" and summary["position"] == 1
-    assert summary["data"]["start_seq"] == 1
-    assert summary["data"]["end_seq"] <= 40 - PRESERVE_RECENT
-    end = summary["data"]["end_seq"]
+    assert summary["data"]["start_position"] == 1
+    assert summary["data"]["end_position"] <= 40 - PRESERVE_RECENT
+    end = summary["data"]["end_position"]
     listed = {status: [e["seq"] for e in api.get(
         f"/api/v1/threads/{thread_id}/events/", params={"status": status}).json()["results"]]
         for status in ("collapsed", "active")}

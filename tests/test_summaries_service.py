@@ -90,11 +90,11 @@ def test_the_worker_collapses_the_oldest_events_and_the_render_fits(budgeted, ac
     assert job.status == "done" and job.attempts == 1 and job.pending_key is None
     collapse = Collapse.objects.get()
     assert job.result["collapse"] == collapse.pk
-    assert (collapse.start_seq, collapse.end_seq, collapse.source) == (1, 56, "token_budget")
+    assert (collapse.start_position, collapse.end_position, collapse.source) == (1, 56, "token_budget")
     assert collapse.provenance["backend"] == "extractive"
     assert collapse.provenance["tokens_before"] == collapse.tokens_before
     assert collapse.provenance["tokens_after"] == collapse.tokens_after < 500
-    assert {"duration_ms", "start_seq", "end_seq", "events", "job"} <= set(collapse.provenance)
+    assert {"duration_ms", "start_position", "end_position", "events", "job"} <= set(collapse.provenance)
     thread = fresh(budgeted)
     assert thread.active_tokens <= 2000
     out = rendering.context_render(thread=thread, max_tokens=2000)
@@ -124,7 +124,7 @@ def test_events_appended_during_a_summary_stay_active(budgeted, actor, monkeypat
     monkeypatch.setattr(extractive_backend, "summarize", slow_summary)
     run_pending()
     collapse = Collapse.objects.get()
-    assert collapse.end_seq == 56
+    assert collapse.end_position == 56
     late = Event.objects.filter(thread=budgeted, seq__in=[61, 62, 63])
     assert {e.status for e in late} == {"active"}
     assert [e.content[:9] for e in late.order_by("seq")] == ["turn 1000", "turn 1001", "turn 1002"]
@@ -138,7 +138,7 @@ def test_a_range_changed_during_the_summary_is_read_again(budgeted, actor, monke
     def meddling_summary(items, **kwargs):
         calls.append(len(items))
         if len(calls) == 1:  # a person collapses part of the range meanwhile
-            collapse_create(thread=budgeted, start_seq=10, end_seq=20, summary_text="by hand",
+            collapse_create(thread=budgeted, start_position=10, end_position=20, summary_text="by hand",
                             actor=actor, source="person")
         return real(items, **kwargs)
 
@@ -151,7 +151,7 @@ def test_a_range_changed_during_the_summary_is_read_again(budgeted, actor, monke
 
 def test_a_range_cleared_before_the_commit_is_skipped(thread, actor, monkeypatch):
     event_append(thread=thread, events=messages(20), actor=actor)
-    job = summaries.summarize_range_request(thread=thread, start_seq=1, end_seq=10, actor=actor)
+    job = summaries.summarize_range_request(thread=thread, start_position=1, end_position=10, actor=actor)
     real = extractive_backend.summarize
 
     def clearing_summary(items, **kwargs):
@@ -167,13 +167,13 @@ def test_a_range_cleared_before_the_commit_is_skipped(thread, actor, monkeypatch
 
 def test_a_range_request_queues_a_job_and_the_worker_collapses_exactly_it(thread, actor):
     event_append(thread=thread, events=messages(30), actor=actor)
-    job = summaries.summarize_range_request(thread=thread, start_seq=5, end_seq=12, actor=actor)
-    assert job.status == "queued" and job.params["start_seq"] == 5
-    same = summaries.summarize_range_request(thread=thread, start_seq=5, end_seq=12, actor=actor)
+    job = summaries.summarize_range_request(thread=thread, start_position=5, end_position=12, actor=actor)
+    assert job.status == "queued" and job.params["start_position"] == 5
+    same = summaries.summarize_range_request(thread=thread, start_position=5, end_position=12, actor=actor)
     assert same.pk == job.pk
     (job,) = run_pending()
     collapse = Collapse.objects.get(pk=job.result["collapse"])
-    assert (collapse.start_seq, collapse.end_seq, collapse.event_count) == (5, 12, 8)
+    assert (collapse.start_position, collapse.end_position, collapse.event_count) == (5, 12, 8)
     assert collapse.source == "worker" and collapse.actor == "summarizer:extractive for tests"
     assert summaries.summary_job_run(job_id=job.pk).result == job.result  # a late redelivery
 
@@ -184,7 +184,7 @@ def test_a_range_request_queues_a_job_and_the_worker_collapses_exactly_it(thread
 def test_a_bad_range_request_is_refused_and_queues_nothing(thread, actor, start, end, code):
     event_append(thread=thread, events=messages(10), actor=actor)
     with pytest.raises(InvalidInput) as exc:
-        summaries.summarize_range_request(thread=thread, start_seq=start, end_seq=end, actor=actor)
+        summaries.summarize_range_request(thread=thread, start_position=start, end_position=end, actor=actor)
     assert exc.value.code == code
     assert not Job.objects.exists()
 
@@ -201,7 +201,7 @@ def test_a_completed_run_with_enough_events_is_summarized(thread, actor):
     (job,) = run_pending()
     assert job.kind == "per_run" and job.params["run_id"] == "r-1"
     collapse = Collapse.objects.get()
-    assert (collapse.start_seq, collapse.end_seq, collapse.source) == (3, 7, "per_run")
+    assert (collapse.start_position, collapse.end_position, collapse.source) == (3, 7, "per_run")
 
 
 def test_a_failing_llm_fails_the_job_visibly(budgeted, actor, monkeypatch, settings):

@@ -7,10 +7,12 @@ thousands and DRF's per-field machinery would cost more than the database work.
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from contextstore.models import (
     EVENT_TYPES,
+    Clear,
     Collapse,
     ContextBlock,
     Event,
@@ -78,6 +80,10 @@ class SessionQuerySerializer(serializers.Serializer):
     archived = serializers.BooleanField(required=False, allow_null=True, default=None)
 
 
+RANGE_HELP = "Working-context position; ranges include both ends."
+
+
+@extend_schema_serializer(deprecate_fields=["fork_start_seq", "fork_end_seq"])
 class ThreadSerializer(serializers.ModelSerializer):
     session_key = serializers.CharField(source="session.key", read_only=True)
     user_id = serializers.CharField(source="session.user_id", read_only=True)
@@ -87,16 +93,30 @@ class ThreadSerializer(serializers.ModelSerializer):
     max_history_size = serializers.IntegerField(read_only=True)
     summary = serializers.CharField(read_only=True)
     system_prompt = serializers.CharField(read_only=True)
+    fork_start_position = serializers.IntegerField(allow_null=True, help_text=RANGE_HELP)
+    fork_end_position = serializers.IntegerField(allow_null=True, help_text=RANGE_HELP)
+    fork_start_seq = serializers.SerializerMethodField(
+        help_text="Deprecated: use fork_start_position (the same value).")
+    fork_end_seq = serializers.SerializerMethodField(
+        help_text="Deprecated: use fork_end_position. The old exclusive end: fork_end_position + 1.")
 
     class Meta:
         model = Thread
         fields = [
-            "id", "session", "session_key", "user_id", "name", "parent", "fork_start_seq",
-            "fork_end_seq", "revision", "iteration", "max_history_size", "summary", "summarizer",
+            "id", "session", "session_key", "user_id", "name", "parent", "fork_start_position",
+            "fork_end_position", "fork_start_seq", "fork_end_seq", "revision", "iteration",
+            "max_history_size", "summary", "summarizer",
             "system_prompt", "last_seq", "event_count", "token_total", "active_event_count",
             "active_tokens", "last_event_at", "created_at", "updated_at",
         ]
         read_only_fields = fields
+
+    def get_fork_start_seq(self, thread: Thread) -> int | None:
+        return thread.fork_start_position
+
+    def get_fork_end_seq(self, thread: Thread) -> int | None:
+        end = thread.fork_end_position
+        return None if end is None else end + 1
 
 
 class ThreadEnsureSerializer(serializers.Serializer):
@@ -207,29 +227,60 @@ class EventPageSerializer(serializers.Serializer):
 
 # ---------------------------------------------------------------- collapses and blocks
 
+@extend_schema_serializer(deprecate_fields=["start_seq", "end_seq"])
 class CollapseSerializer(serializers.ModelSerializer):
     summary_event = EventSerializer()
     provenance = JSON_ANY()
+    start_position = serializers.IntegerField(help_text=RANGE_HELP)
+    end_position = serializers.IntegerField(help_text=RANGE_HELP)
+    start_seq = serializers.IntegerField(source="start_position",
+                                         help_text="Deprecated: use start_position.")
+    end_seq = serializers.IntegerField(source="end_position", help_text="Deprecated: use end_position.")
 
     class Meta:
         model = Collapse
         fields = [
-            "id", "thread", "start_seq", "end_seq", "source", "actor", "event_count",
+            "id", "thread", "start_position", "end_position", "start_seq", "end_seq", "source",
+            "actor", "event_count",
             "tokens_before", "tokens_after", "provenance", "summary_event", "job", "created_at",
             "undone_at",
         ]
         read_only_fields = fields
 
 
+def _positions(attrs: dict[str, Any], *, end_exclusive_seq: bool = False,
+               required: bool = True) -> dict[str, Any]:
+    """start_position/end_position from the new names or the deprecated start_seq/end_seq
+    (one version of grace). A deprecated end_seq that was exclusive (fork) becomes end - 1."""
+    for new, old in (("start_position", "start_seq"), ("end_position", "end_seq")):
+        if old in attrs:
+            if attrs.get(new) is not None:
+                raise serializers.ValidationError({old: f"give {new} (or the deprecated {old}), not both"})
+            value = attrs.pop(old)
+            if old == "end_seq" and end_exclusive_seq and value is not None:
+                value -= 1
+            attrs[new] = value
+        elif required and attrs.get(new) is None:
+            raise serializers.ValidationError({new: "This field is required."})
+    start, end = attrs.get("start_position"), attrs.get("end_position")
+    if start is not None and end is not None and start > end:
+        raise serializers.ValidationError({"start_position": "must not be after end_position"})
+    return attrs
+
+
+@extend_schema_serializer(deprecate_fields=["start_seq", "end_seq"])
 class CollapseInSerializer(serializers.Serializer):
-    start_seq = serializers.IntegerField(min_value=1)
-    end_seq = serializers.IntegerField(min_value=1)
+    start_position = serializers.IntegerField(min_value=1, required=False, help_text=RANGE_HELP)
+    end_position = serializers.IntegerField(min_value=1, required=False, help_text=RANGE_HELP)
+    start_seq = serializers.IntegerField(min_value=1, required=False,
+                                         help_text="Deprecated: use start_position (same meaning).")
+    end_seq = serializers.IntegerField(min_value=1, required=False,
+                                       help_text="Deprecated: use end_position (same meaning).")
     summary_text = serializers.CharField(required=False, trim_whitespace=False)
     summarize = serializers.BooleanField(required=False, default=False)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if attrs["start_seq"] > attrs["end_seq"]:
-            raise serializers.ValidationError({"start_seq": "must not be after end_seq"})
+        attrs = _positions(attrs)
         if attrs.get("summarize") == bool(attrs.get("summary_text")):
             raise serializers.ValidationError(
                 {"summary_text": "give summary_text, or summarize: true (not both)"})
@@ -364,10 +415,6 @@ class HistoryTextSerializer(serializers.Serializer):
     text = serializers.CharField()
 
 
-class ClearedSerializer(serializers.Serializer):
-    cleared = serializers.IntegerField()
-
-
 # ---------------------------------------------------------------- render, windows, peteos
 
 class ContextQuerySerializer(serializers.Serializer):
@@ -395,14 +442,49 @@ class WindowSerializer(serializers.Serializer):
     covers_all = serializers.BooleanField()
 
 
+@extend_schema_serializer(deprecate_fields=["start_seq", "end_seq"])
 class ForkInSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200)
-    start_seq = serializers.IntegerField(required=False, allow_null=True, default=None,
-                                         help_text="First seq copied (inclusive).")
-    end_seq = serializers.IntegerField(required=False, allow_null=True, default=None,
-                                       help_text="Seq where the copy stops (exclusive).")
+    start_position = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1,
+        help_text="First working-context position copied (inclusive); none = from the start.")
+    end_position = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1,
+        help_text="Last working-context position copied (inclusive); none = to the end.")
+    start_seq = serializers.IntegerField(required=False, allow_null=True, min_value=1,
+                                         help_text="Deprecated: use start_position.")
+    end_seq = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1,
+        help_text="Deprecated: use end_position. Exclusive, as before: end_position = end_seq - 1.")
     system_prompt = serializers.CharField(required=False, allow_null=True, default=None,
                                           allow_blank=True, trim_whitespace=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        attrs = _positions(attrs, end_exclusive_seq=True, required=False)
+        if attrs.get("end_position") == 0:
+            raise serializers.ValidationError({"end_seq": "must be at least 2 (it is exclusive)"})
+        return attrs
+
+
+class ClearSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Clear
+        fields = ["id", "thread", "actor", "summary", "event_count", "tokens", "created_at",
+                  "undone_at"]
+        read_only_fields = fields
+
+
+class ClearedSerializer(serializers.Serializer):
+    cleared = serializers.IntegerField(help_text="How many events left the working context.")
+    clear = ClearSerializer(help_text="The record un-clear takes back: POST "
+                                      "/threads/{id}/clears/{clear}/undo/")
+
+
+class UnclearedSerializer(serializers.Serializer):
+    restored = serializers.IntegerField(help_text="How many events came back.")
+    summary_restored = serializers.BooleanField(
+        help_text="False when a newer summary was written since the clear (it is kept).")
+    clear = ClearSerializer()
 
 
 class TokensSerializer(serializers.Serializer):

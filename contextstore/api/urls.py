@@ -2,7 +2,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import SimpleRouter
 
-from contextstore.api import revisions, views
+from contextstore.api import clears, revisions, views
 from contextstore.api.exceptions import api_not_found
 
 router = SimpleRouter()
@@ -10,6 +10,7 @@ router.register("sessions", views.SessionViewSet, basename="session")
 router.register("threads", views.ThreadViewSet, basename="thread")
 router.register(r"threads/(?P<thread_pk>[0-9]+)/state/revisions", revisions.RevisionViewSet,
                 basename="thread-revision")
+router.register(r"threads/(?P<thread_pk>[0-9]+)/clears", clears.ClearViewSet, basename="thread-clear")
 router.register("collapses", views.CollapseViewSet, basename="collapse")
 router.register("runs", views.RunViewSet, basename="run")
 router.register("memories", views.MemoryViewSet, basename="memory")

@@ -136,7 +136,7 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
 # ---------------------------------------------------------------------------- threads
 
 @extend_schema(tags=["threads"])
-class ThreadViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class ThreadViewSet(mixins.RetrieveModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet):
     serializer_class = s.ThreadSerializer
     lookup_value_regex = "[0-9]+"
     parser_classes = [LimitedJSONParser, MergePatchParser]
@@ -146,6 +146,14 @@ class ThreadViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
         if self.action == "events":  # reading and appending history never touch the state
             qs = qs.defer(*THREAD_STATE_FIELDS)
         return qs
+
+    @extend_schema(responses={204: None}, summary="Delete a forked thread (the inverse of fork)",
+                   description="Only forks; the parent is untouched and keeps every original. "
+                               "What the fork added after forking is deleted with it, for good "
+                               "(the audit log records the deletion). Not a fork: 409 not_a_fork.")
+    def destroy(self, request: Request, pk: str) -> Response:
+        threads.thread_delete_fork(thread=self.get_object(), actor=actor_of(request))
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
     def thread_response(self, thread: Thread, code: int = status.HTTP_200_OK) -> Response:
         thread = self.get_queryset().get(pk=thread.pk)
@@ -206,18 +214,21 @@ class ThreadViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
 
     @extend_schema(request=s.CollapseInSerializer,
                    responses={201: s.CollapseSerializer, 202: s.JobAcceptedSerializer},
-                   summary="Collapse [start_seq, end_seq] into a summary (or queue a summarizer)")
+                   summary="Collapse positions [start_position, end_position] into a summary "
+                           "(or queue a summarizer)",
+                   description="Both ends are working-context positions and both are included. "
+                               "start_seq/end_seq are accepted for one more version (deprecated).")
     @action(detail=True, methods=["post"])
     def collapse(self, request: Request, pk: str) -> Response:
         thread = self.get_object()
         data = parse(s.CollapseInSerializer, body(request))
         if data["summarize"]:
             job = summaries.summarize_range_request(
-                thread=thread, start_seq=data["start_seq"], end_seq=data["end_seq"],
-                actor=actor_of(request))
+                thread=thread, start_position=data["start_position"],
+                end_position=data["end_position"], actor=actor_of(request))
             return Response({"job_id": str(job.pk)}, status=status.HTTP_202_ACCEPTED)
         collapse = collapses.collapse_create(
-            thread=thread, start_seq=data["start_seq"], end_seq=data["end_seq"],
+            thread=thread, start_position=data["start_position"], end_position=data["end_position"],
             summary_text=data["summary_text"], actor=actor_of(request),
             source=Collapse.Source.AGENT)
         return Response(s.CollapseSerializer(collapse).data, status=status.HTTP_201_CREATED)
@@ -367,8 +378,8 @@ class ThreadViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     @extend_schema(request=None, responses=s.ClearedSerializer, summary="AgentScope clearContext")
     @action(detail=True, methods=["post"], url_path="clear-context")
     def clear_context(self, request: Request, pk: str) -> Response:
-        cleared = threads.thread_clear_context(thread=self.get_object(), actor=actor_of(request))
-        return Response({"cleared": cleared})
+        clear = threads.thread_clear_context(thread=self.get_object(), actor=actor_of(request))
+        return Response({"cleared": clear.event_count, "clear": s.ClearSerializer(clear).data})
 
     # -- render, windows, peteos
 
@@ -392,7 +403,10 @@ class ThreadViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
         return Response({"events": s.EventSerializer(window["events"], many=True).data,
                          "covers_all": window["covers_all"]})
 
-    @extend_schema(request=s.ForkInSerializer, responses={201: s.ThreadSerializer})
+    @extend_schema(request=s.ForkInSerializer, responses={201: s.ThreadSerializer},
+                   summary="Fork the working context of positions [start_position, end_position]",
+                   description="Copies exactly that working context, summaries with their "
+                               "collapses (still undoable in the fork). Undo: DELETE the fork.")
     @action(detail=True, methods=["post"])
     def fork(self, request: Request, pk: str) -> Response:
         data = parse(s.ForkInSerializer, body(request))

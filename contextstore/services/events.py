@@ -8,19 +8,18 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import regex as regex_module
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
-from django.db.models import F
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from contextstore import selectors
 from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge
-from contextstore.models import RUNTIME_TYPES, Event, Run, Session, Thread
+from contextstore.models import RUNTIME_TYPES, Event, Run, Thread
+from contextstore.services import history
 from contextstore.services.common import Actor, audit, lock_thread
 from contextstore.tokens import event_tokens
 
@@ -118,32 +117,6 @@ def event_spec(raw: Any, index: int) -> EventSpec:
     )
 
 
-def _metric(data: Any, *keys: str) -> Decimal:
-    if not isinstance(data, dict):
-        return Decimal(0)
-    for key in keys:
-        value = data.get(key)
-        if isinstance(value, int | float | str) and not isinstance(value, bool):
-            try:
-                return Decimal(str(value))
-            except InvalidOperation:
-                return Decimal(0)
-    return Decimal(0)
-
-
-def session_count_events(*, session_id: int, events: list[Event], now: datetime, threads: int = 0) -> None:
-    """Add new events (and threads) to the session's counters, in the caller's transaction."""
-    Session.objects.filter(pk=session_id).update(
-        thread_count=F("thread_count") + threads,
-        event_count=F("event_count") + len(events),
-        error_count=F("error_count") + sum(1 for e in events if e.type == "Error"),
-        token_total=F("token_total") + sum(e.token_count for e in events),
-        cost_total=F("cost_total") + sum(
-            (_metric(e.data, "cost") for e in events if e.type == "LLMComplete"), Decimal(0)),
-        last_activity_at=now,
-    )
-
-
 def _runs_for(thread: Thread, run_ids: Iterable[str]) -> dict[str, Run]:
     """Existing runs by run_id, creating the missing ones. The caller holds the thread lock."""
     wanted = set(run_ids)
@@ -222,66 +195,31 @@ def _insert(
     if not fresh:
         return []
     runs = _runs_for(thread, (s.run_id for _, s in fresh if s.run_id))
-    objs = []
-    seq = thread.last_seq
-    for _, spec in fresh:
-        seq += 1
-        objs.append(Event(
-            thread=thread, seq=seq, position=seq, type=spec.type, role=spec.role,
-            content=spec.content, parts=spec.parts, data=spec.data,
-            run=runs.get(spec.run_id), call_id=spec.call_id, step=spec.step, anchor=spec.anchor,
-            client_id=spec.client_id, payload_hash=spec.payload_hash,
-            token_count=spec.token_count, thinking_tokens=spec.thinking_tokens,
-            visible=spec.visible, occurred_at=spec.occurred_at or now,
-        ))
+    first = history.seq_allocate(thread, len(fresh))
+    objs = [history.event_build(thread=thread, seq=seq, spec=spec, now=now, run=runs.get(spec.run_id))
+            for seq, (_, spec) in enumerate(fresh, first)]
     _bulk_insert(objs, now)
     for (i, _), obj in zip(fresh, objs, strict=True):
         results[i] = obj
-
-    tokens = sum(e.token_count for e in objs)
-    visible = [e for e in objs if e.visible]
-    # The row is locked, so the in-memory counters plus this batch are exact.
-    thread.last_seq = seq
-    thread.event_count += len(objs)
-    thread.token_total += tokens
-    thread.active_event_count += len(visible)
-    thread.active_tokens += sum(e.token_count for e in visible)
-    thread.last_event_at = thread.updated_at = now
-    Thread.objects.filter(pk=thread.pk).update(
-        last_seq=thread.last_seq, event_count=thread.event_count, token_total=thread.token_total,
-        active_event_count=thread.active_event_count, active_tokens=thread.active_tokens,
-        last_event_at=now, updated_at=now,
-    )
-    session_count_events(session_id=thread.session_id, events=objs, now=now)
-
-    per_run: dict[int, dict[str, Any]] = defaultdict(
-        lambda: {"events": 0, "in": Decimal(0), "out": Decimal(0), "cost": Decimal(0), "steps": {}}
-    )
-    for e in objs:
-        if e.run is None:
-            continue
-        agg = per_run[e.run.pk]
-        agg["events"] += 1
-        if e.type == "LLMComplete":
-            agg["in"] += _metric(e.data, "input_tokens", "prompt_tokens")
-            agg["out"] += _metric(e.data, "output_tokens", "completion_tokens")
-            agg["cost"] += _metric(e.data, "cost")
-        if e.type == "StepResult" and e.step:
-            agg["steps"][e.step] = e.data.get("result", e.content) if isinstance(e.data, dict) else e.content
-    runs_by_pk = {e.run.pk: e.run for e in objs if e.run is not None}
-    for pk, agg in per_run.items():
-        Run.objects.filter(pk=pk).update(
-            event_count=F("event_count") + agg["events"],
-            input_tokens=F("input_tokens") + int(agg["in"]),
-            output_tokens=F("output_tokens") + int(agg["out"]),
-            cost=F("cost") + agg["cost"],
-        )
-        if agg["steps"]:
-            run = runs_by_pk[pk]
-            run.refresh_from_db(fields=["step_results"])
-            run.step_results = {**run.step_results, **agg["steps"]}
-            run.save(update_fields=["step_results"])
+    history.history_added(thread=thread, events=objs, now=now)
+    _step_results(objs)
     return objs
+
+
+def _step_results(objs: list[Event]) -> None:
+    """clientai's step results of a run: the latest StepResult per step (not a counter)."""
+    steps: dict[int, dict[str, Any]] = defaultdict(dict)
+    runs_by_pk = {}
+    for e in objs:
+        if e.run is not None and e.type == "StepResult" and e.step:
+            data = e.data if isinstance(e.data, dict) else {}
+            steps[e.run.pk][e.step] = data.get("result", e.content)
+            runs_by_pk[e.run.pk] = e.run
+    for pk, found in steps.items():
+        run = runs_by_pk[pk]
+        run.refresh_from_db(fields=["step_results"])
+        run.step_results = {**run.step_results, **found}
+        run.save(update_fields=["step_results"])
 
 
 def _bulk_insert(objs: list[Event], now: datetime) -> None:

@@ -1,10 +1,10 @@
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import F
 
 from contextstore.errors import InvalidInput
 from contextstore.models import Collapse, Session, Thread, Workspace
+from contextstore.services import history
 from contextstore.services.common import UNSET, Actor, audit
 
 
@@ -104,7 +104,7 @@ def thread_ensure(*, session: Session, name: str = "main", actor: Actor) -> tupl
                 session=session, name=name, defaults={"workspace_id": session.workspace_id}
             )
             if created:
-                Session.objects.filter(pk=session.pk).update(thread_count=F("thread_count") + 1)
+                history.session_thread_added(session_id=session.pk)
                 audit(actor=actor, action="thread.create", target=thread, workspace=session.workspace,
                       session=session.key, name=name)
     except IntegrityError:

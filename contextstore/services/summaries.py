@@ -180,27 +180,31 @@ def run_completed_check(*, run: Run) -> Job | None:
                     params={"run": run.pk, "run_id": run.run_id})
 
 
-def summarize_range_request(*, thread: Thread, start_seq: Any, end_seq: Any, actor: Actor) -> Job:
-    """Queue a summary of the working-context positions [start_seq, end_seq] (the seqs of
-    ordinary events). The same range asked again while pending returns the same job."""
-    start = _int(start_seq, "start_seq", 1, 2**62)
-    end = _int(end_seq, "end_seq", 1, 2**62)
+def summarize_range_request(
+    *, thread: Thread, start_position: Any, end_position: Any, actor: Actor
+) -> Job:
+    """Queue a summary of the working-context positions [start_position, end_position] (both
+    inclusive). The same range asked again while pending returns the same job."""
+    start = _int(start_position, "start_position", 1, 2**62)
+    end = _int(end_position, "end_position", 1, 2**62)
     if start > end:
-        raise InvalidInput("start_seq must not be after end_seq.",
-                           details={"start_seq": start, "end_seq": end})
+        raise InvalidInput("start_position must not be after end_position.",
+                           details={"start_position": start, "end_position": end})
     cap = settings.SUMMARIZER_MAX_EVENTS_PER_JOB
     count = _range_events(thread, start, end)[: cap + 1].count()
     if count == 0:
-        raise InvalidInput(f"No active events between {start} and {end}.", code="empty_range",
-                           details={"start_seq": start, "end_seq": end})
+        raise InvalidInput(f"No active events between positions {start} and {end}.",
+                           code="empty_range", details={"start_position": start, "end_position": end})
     if count > cap:
         raise InvalidInput(f"At most {cap} events per summary; narrow the range.",
-                           code="range_too_large", details={"start_seq": start, "end_seq": end})
+                           code="range_too_large",
+                           details={"start_position": start, "end_position": end})
     with transaction.atomic():
         job = _enqueue(thread=thread, kind=Job.Kind.RANGE, key=f"range:{thread.pk}:{start}-{end}",
-                       params={"start_seq": start, "end_seq": end, "requested_by": actor.label})
+                       params={"start_position": start, "end_position": end,
+                               "requested_by": actor.label})
         audit(actor=actor, action="summary.request", target=job, workspace=thread.workspace,
-              thread=thread.pk, start_seq=start, end_seq=end)
+              thread=thread.pk, start_position=start, end_position=end)
     return job
 
 
@@ -320,7 +324,9 @@ def _decide_range(job: Job, thread: Thread, config: dict) -> tuple[int, int, lis
             return "fewer_than_min_events"
         start, end = first, last
     else:
-        start, end = job.params["start_seq"], job.params["end_seq"]
+        # Jobs queued before positions were named carry start_seq/end_seq (the same positions).
+        start = job.params.get("start_position", job.params.get("start_seq"))
+        end = job.params.get("end_position", job.params.get("end_seq"))
     # Interleaved events of other runs inside a run's span are summarized with it, not lost.
     members = list(_range_events(thread, start, end).order_by("position")[: limit + 1])
     if not members:
@@ -404,10 +410,10 @@ def _commit(
                 # A summary no smaller than what it replaces would only churn (and could loop).
                 _finish(job, result={"collapse": None, "skipped": "no_gain"})
                 return "no_gain"
-            provenance.update(start_seq=start, end_seq=end, events=len(members),
+            provenance.update(start_position=start, end_position=end, events=len(members),
                               tokens_before=tokens_before)
             existing = collapse_create(
-                thread=locked, start_seq=start, end_seq=end, summary_text=summary.text,
+                thread=locked, start_position=start, end_position=end, summary_text=summary.text,
                 actor=actor, source=SOURCE_BY_KIND[job.kind], provenance=provenance, job=job,
             )
             Collapse.objects.filter(pk=existing.pk).update(
@@ -418,7 +424,8 @@ def _commit(
 
 
 def _collapse_result(collapse: Collapse) -> dict[str, Any]:
-    return {"collapse": collapse.pk, "start_seq": collapse.start_seq, "end_seq": collapse.end_seq,
+    return {"collapse": collapse.pk, "start_position": collapse.start_position,
+            "end_position": collapse.end_position,
             "events": collapse.event_count, "tokens_before": collapse.tokens_before,
             "tokens_after": collapse.tokens_after}
 

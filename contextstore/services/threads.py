@@ -1,62 +1,125 @@
-"""Whole-thread operations: AgentScope's clearContext and peteos' fork."""
+"""Whole-thread operations and their inverses: AgentScope's clearContext ↔ un-clear, peteos'
+fork ↔ delete fork.
+
+Ranges are working-context positions, both ends inclusive (see README, "Ranges").
+"""
+
+from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from contextstore.errors import Conflict, InvalidInput
-from contextstore.models import ContextBlock, Event, Thread
+from contextstore.models import Clear, Collapse, ContextBlock, Event, Thread
+from contextstore.services import history
 from contextstore.services.common import Actor, audit, lock_thread
 from contextstore.services.document import document_write
-from contextstore.services.events import session_count_events
 
 
-def thread_clear_context(*, thread: Thread, actor: Actor) -> int:
+def thread_clear_context(*, thread: Thread, actor: Actor) -> Clear:
     """AgentScope clearContext: the conversation and its summary leave the working context.
 
-    State (tasks, permissions, plan, tool sub-state), memory and blocks stay; nothing is deleted
-    (events get status `cleared` and remain browsable). Returns how many events were cleared.
+    State (tasks, permissions, plan, tool sub-state), memory and blocks stay; nothing is deleted:
+    the events get status `cleared` and point to the returned Clear, which also keeps the
+    summary it emptied, so `thread_unclear` can bring both back. The summary is emptied through
+    the state service, so the clear is a revision of the agent's document too.
     """
     with transaction.atomic():
-        thread = lock_thread(thread)
-        cleared = Event.objects.filter(thread=thread, status=Event.Status.ACTIVE).update(
-            status=Event.Status.CLEARED
-        )
-        thread.active_event_count = 0
-        thread.active_tokens = 0
-        document_write(thread=thread, actor=actor, reason="clear_context", values={"summary": ""},
-                       thread_fields=("active_event_count", "active_tokens"))
-        audit(actor=actor, action="thread.clear_context", target=thread, workspace=thread.workspace,
-              cleared=cleared)
-    return cleared
+        locked = lock_thread(thread)
+        members = Event.objects.filter(thread=locked, status=Event.Status.ACTIVE)
+        left = history.Moved.of(members.only("visible", "token_count"))
+        summary = locked.summary
+        clear = Clear.objects.create(thread=locked, actor=actor.label[:200], summary=summary,
+                                     event_count=left.count, tokens=left.tokens)
+        cleared = members.update(status=Event.Status.CLEARED, cleared_by=clear)
+        if cleared != clear.event_count:  # runtime events leave too; count every row
+            Clear.objects.filter(pk=clear.pk).update(event_count=cleared)
+            clear.event_count = cleared
+        history.working_context_changed(thread=locked, now=timezone.now(), left=left)
+        document_write(thread=locked, actor=actor, reason="clear_context", values={"summary": ""})
+        audit(actor=actor, action="thread.clear_context", target=locked, workspace=locked.workspace,
+              clear=clear.pk, cleared=cleared, summary_chars=len(summary))
+    return clear
+
+
+def thread_unclear(*, clear: Clear, actor: Actor) -> Clear:
+    """Undo one clear-context: its events come back into the working context at their own
+    positions, and its summary comes back as a new revision.
+
+    - Events appended after the clear stay where they are; the returning ones, being older,
+      stand before them (the working context is ordered by position).
+    - A cleared Summary comes back active, so its collapse can be undone again; the originals
+      of a collapse were never cleared (a clear only takes active events) and stay collapsed.
+    - The summary is written back only when the thread's summary is still empty (as the clear
+      left it). A summary written since is newer and stays; the cleared one remains readable
+      in the Clear record and in the revision history.
+    - Clears are independent: each brings back only its own events, in any order.
+    """
+    with transaction.atomic():
+        thread = lock_thread(clear.thread)
+        clear = Clear.objects.get(pk=clear.pk)
+        if clear.undone_at is not None:
+            raise Conflict("This clear was already undone.", code="already_undone")
+        members = Event.objects.filter(cleared_by=clear, status=Event.Status.CLEARED)
+        entered = history.Moved.of(members.only("visible", "token_count"))
+        restored = members.update(status=Event.Status.ACTIVE, cleared_by=None)
+        now = timezone.now()
+        clear.undone_at = now
+        clear.save(update_fields=["undone_at"])
+        history.working_context_changed(thread=thread, now=now, entered=entered)
+        summary_restored = bool(clear.summary) and thread.summary == ""
+        if summary_restored:
+            document_write(thread=thread, actor=actor, reason=f"unclear {clear.pk}",
+                           values={"summary": clear.summary})
+        audit(actor=actor, action="thread.unclear", target=thread, workspace=thread.workspace,
+              clear=clear.pk, restored=restored, summary_restored=summary_restored)
+    clear.restored = restored
+    clear.summary_restored = summary_restored
+    return clear
+
+
+def _check_position(label: str, value: Any) -> int | None:
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+        raise InvalidInput(f"{label} must be a positive integer.", details={label: value})
+    return value
 
 
 def thread_fork(
-    *, thread: Thread, name: str, actor: Actor, start_seq: int | None = None,
-    end_seq: int | None = None, system_prompt: str | None = None,
+    *, thread: Thread, name: str, actor: Actor, start_position: int | None = None,
+    end_position: int | None = None, system_prompt: str | None = None,
 ) -> Thread:
-    """peteos fork_insert_sequence: a new thread with the active events created in
-    [start_seq, end_seq) (None = open end), renumbered from 1 in working-context order.
+    """peteos fork: a new thread holding exactly the working context at positions
+    [start_position, end_position] (inclusive; None = open end).
 
-    The fork keeps the parent's state, memory, blocks, tool definitions and (unless given a new
-    one) system prompt, and records its lineage.
+    Summaries in the range are copied with their collapses, and the collapsed originals are
+    copied too (status collapsed, nested collapses all the way down), so each collapse can still
+    be undone in the child. Cleared, collapsed-elsewhere and reverted events are not part of the
+    working context and are not copied. The child's events are renumbered from 1: originals in
+    position order, then the summaries in the order they were made, each standing at the
+    position of the first event it replaces.
+
+    The fork keeps the parent's state, memory, summary, blocks, tool definitions and (unless
+    given a new one) system prompt, and records its lineage.
     """
     if not isinstance(name, str) or not name or len(name) > 200:
         raise InvalidInput("name is required (at most 200 characters).", details={"name": "required"})
-    for label, value in (("start_seq", start_seq), ("end_seq", end_seq)):
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-            raise InvalidInput(f"{label} must be an integer.", details={label: value})
-    if start_seq is not None and end_seq is not None and start_seq > end_seq:
-        raise InvalidInput("start_seq must not be after end_seq.")
+    _check_position("start_position", start_position)
+    _check_position("end_position", end_position)
+    if start_position is not None and end_position is not None and start_position > end_position:
+        raise InvalidInput("start_position must not be after end_position.",
+                           details={"start_position": start_position, "end_position": end_position})
     if system_prompt is not None and not isinstance(system_prompt, str):
         raise InvalidInput("system_prompt must be a string.", details={"system_prompt": "string"})
 
     with transaction.atomic():
         parent = lock_thread(thread)
-        source = Event.objects.filter(thread=parent, status=Event.Status.ACTIVE)
-        if start_seq is not None:
-            source = source.filter(seq__gte=start_seq)
-        if end_seq is not None:
-            source = source.filter(seq__lt=end_seq)
+        working = Event.objects.filter(thread=parent, status=Event.Status.ACTIVE)
+        if start_position is not None:
+            working = working.filter(position__gte=start_position)
+        if end_position is not None:
+            working = working.filter(position__lte=end_position)
+        top = list(working.order_by("position"))
+        collapses, originals = _collapsed_under(top)
         try:
             with transaction.atomic():
                 child = Thread.objects.create(
@@ -68,38 +131,105 @@ def thread_fork(
                         "extra": {**parent.extra, "forked_from": {"thread": parent.pk,
                                                                    "last_seq": parent.last_seq}},
                     },
-                    parent=parent, fork_start_seq=start_seq, fork_end_seq=end_seq,
+                    parent=parent, fork_start_position=start_position, fork_end_position=end_position,
                 )
         except IntegrityError as exc:
             raise Conflict(f"This session already has a thread named {name!r}.",
                            code="name_taken", details={"name": name}) from exc
-        copies = []
         now = timezone.now()
-        for seq, event in enumerate(source.order_by("position").iterator(chunk_size=2000), 1):
-            copies.append(Event(
-                thread=child, seq=seq, position=seq, type=event.type, role=event.role,
-                content=event.content, parts=event.parts, data=event.data, call_id=event.call_id,
-                step=event.step, anchor=event.anchor, client_id=event.client_id,
-                payload_hash=event.payload_hash, token_count=event.token_count,
-                thinking_tokens=event.thinking_tokens, visible=event.visible,
-                occurred_at=event.occurred_at,
-            ))
-        Event.objects.bulk_create(copies, batch_size=1000)
-        visible = [e for e in copies if e.visible]
-        child.last_seq = len(copies)
-        child.event_count = len(copies)
-        child.token_total = sum(e.token_count for e in copies)
-        child.active_event_count = len(visible)
-        child.active_tokens = sum(e.token_count for e in visible)
-        child.last_event_at = now if copies else None
-        child.save()
+        copies = _copy_events(child, top, collapses, originals)
+        history.history_added(thread=child, events=copies, now=now, new_thread=True)
         ContextBlock.objects.bulk_create([
             ContextBlock(thread=child, name=b.name, value=b.value, expr=b.expr,
                          placement=b.placement, order=b.order, version=1, token_count=b.token_count)
             for b in parent.blocks.all()
         ])
         document_write(thread=child, actor=actor, reason=f"fork of thread {parent.pk}")
-        session_count_events(session_id=parent.session_id, events=copies, now=now, threads=1)
         audit(actor=actor, action="thread.fork", target=child, workspace=parent.workspace,
-              parent=parent.pk, start_seq=start_seq, end_seq=end_seq, events=len(copies))
+              parent=parent.pk, start_position=start_position, end_position=end_position,
+              events=len(copies), collapses=len(collapses))
     return child
+
+
+def _collapsed_under(top: list[Event]) -> tuple[list[Collapse], dict[int, list[Event]]]:
+    """The active collapses whose summaries are in `top` or nested under them, innermost last,
+    and each collapse's originals."""
+    collapses: list[Collapse] = []
+    originals: dict[int, list[Event]] = {}
+    summaries = [e.pk for e in top if e.type == "Summary"]
+    while summaries:
+        level = list(Collapse.objects.filter(summary_event_id__in=summaries, undone_at__isnull=True)
+                     .select_related("summary_event"))
+        members = list(Event.objects.filter(collapse__in=level, status=Event.Status.COLLAPSED)
+                       .order_by("position"))
+        for c in level:
+            originals[c.pk] = [m for m in members if m.collapse_id == c.pk]
+        collapses.extend(level)
+        summaries = [m.pk for m in members if m.type == "Summary"]
+    return collapses, originals
+
+
+def _copy_events(child: Thread, top: list[Event], collapses: list[Collapse],
+                 originals: dict[int, list[Event]]) -> list[Event]:
+    summary_of = {c.summary_event_id: c for c in collapses}
+    plain = [e for e in top if e.pk not in summary_of]
+    plain += [m for ms in originals.values() for m in ms if m.pk not in summary_of]
+    plain.sort(key=lambda e: e.position)
+    copies: dict[int, Event] = {}
+    for seq, event in enumerate(plain, 1):
+        copies[event.pk] = history.event_copy(event=event, thread=child, seq=seq, position=seq,
+                                              status=event.status)
+    # Summaries after every original, inner ones (made earlier) first, as in the parent.
+    seq = len(plain)
+    new_position: dict[int, int] = {}
+    for collapse in sorted(collapses, key=lambda c: c.summary_event.seq):
+        first = originals[collapse.pk][0]
+        seq += 1
+        position = new_position.get(first.pk, copies.get(first.pk) and copies[first.pk].position)
+        summary = collapse.summary_event
+        copies[summary.pk] = history.event_copy(event=summary, thread=child, seq=seq,
+                                                position=position, status=summary.status)
+        new_position[summary.pk] = position
+    Event.objects.bulk_create(list(copies.values()), batch_size=1000)
+    for collapse in collapses:
+        members = originals[collapse.pk]
+        summary = copies[collapse.summary_event_id]
+        data = summary.data if isinstance(summary.data, dict) else {}
+        positions = [copies[m.pk].position for m in members]
+        summary_data = {**data, "start_position": min(positions), "end_position": max(positions)}
+        Event.objects.filter(pk=summary.pk).update(data=summary_data)
+        copy = Collapse.objects.create(
+            thread=child, start_position=min(positions), end_position=max(positions),
+            summary_event=summary, source=collapse.source, actor=collapse.actor,
+            event_count=collapse.event_count, tokens_before=collapse.tokens_before,
+            tokens_after=collapse.tokens_after,
+            provenance={**collapse.provenance, "forked_from_collapse": collapse.pk},
+        )
+        Event.objects.filter(pk__in=[copies[m.pk].pk for m in members]).update(collapse=copy)
+    return list(copies.values())
+
+
+def thread_delete_fork(*, thread: Thread, actor: Actor) -> Thread | None:
+    """Delete a forked thread with everything it holds; the inverse of fork.
+
+    Only forks can be deleted this way (a session's own threads go with the session). The
+    parent is untouched and keeps every original the fork copied; what the fork added after
+    forking (its own events, state writes, runs) is deleted with it, permanently. The audit
+    log keeps who deleted which fork, of which parent, and how many events it held.
+    Returns the parent (None if the parent itself was deleted).
+    """
+    with transaction.atomic():
+        thread = lock_thread(thread, history_only=True)
+        if thread.parent_id is None:
+            raise Conflict("Only a forked thread can be deleted; this thread is not a fork.",
+                           code="not_a_fork")
+        now = timezone.now()
+        history.thread_removed(thread=thread, now=now)
+        audit(actor=actor, action="thread.delete_fork", target=thread, workspace=thread.workspace,
+              name=thread.name, parent=thread.parent_id, events=thread.event_count,
+              start_position=thread.fork_start_position, end_position=thread.fork_end_position)
+        parent = Thread.objects.filter(pk=thread.parent_id).first()
+        # Collapses protect their summary events; drop them first so the cascade can run.
+        Collapse.objects.filter(thread=thread).delete()
+        thread.delete()
+    return parent

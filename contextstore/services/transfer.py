@@ -8,11 +8,12 @@ from django.utils.dateparse import parse_datetime
 
 from contextstore.documents import DOCUMENT_FIELDS, new_document
 from contextstore.errors import Conflict, InvalidInput
-from contextstore.models import Collapse, Event, Thread
+from contextstore.models import Clear, Collapse, Event, Thread
+from contextstore.services import history
 from contextstore.services.blocks import block_upsert
 from contextstore.services.common import Actor, audit
 from contextstore.services.document import document_write
-from contextstore.services.events import event_spec, session_count_events
+from contextstore.services.events import event_spec
 from contextstore.services.sessions import session_ensure
 from contextstore.services.state import check_memory
 from contextstore.services.summaries import summarizer_config_clean
@@ -43,6 +44,7 @@ def thread_export(*, thread: Thread) -> dict[str, Any]:
         item["run_id"] = e.run.run_id if e.run else None
         item["occurred_at"] = _iso(e.occurred_at)
         item["collapse"] = e.collapse_id
+        item["cleared_by"] = e.cleared_by_id
         events.append(item)
     return {
         "format": FORMAT,
@@ -57,11 +59,17 @@ def thread_export(*, thread: Thread) -> dict[str, Any]:
             for b in thread.blocks.order_by("placement", "order", "name")
         ],
         "collapses": [
-            {"id": c.pk, "start_seq": c.start_seq, "end_seq": c.end_seq,
+            {"id": c.pk, "start_position": c.start_position, "end_position": c.end_position,
              "summary_seq": c.summary_event.seq, "source": c.source, "actor": c.actor,
-             "tokens_before": c.tokens_before, "tokens_after": c.tokens_after,
-             "provenance": c.provenance, "undone_at": _iso(c.undone_at)}
+             "event_count": c.event_count, "tokens_before": c.tokens_before,
+             "tokens_after": c.tokens_after, "provenance": c.provenance,
+             "undone_at": _iso(c.undone_at)}
             for c in thread.collapses.select_related("summary_event").order_by("pk")
+        ],
+        "clears": [
+            {"id": c.pk, "actor": c.actor, "summary": c.summary, "event_count": c.event_count,
+             "tokens": c.tokens, "created_at": _iso(c.created_at), "undone_at": _iso(c.undone_at)}
+            for c in thread.clears.order_by("pk")
         ],
         "events": events,
     }
@@ -87,16 +95,10 @@ def _event_from(item: Any, index: int, thread: Thread, now, *, counted: bool) ->
     # An ordinary event stands at its seq; only a Summary stands earlier, where its range stood.
     if position != seq and not (spec.type == "Summary" and position < seq):
         raise InvalidInput(f"events[{index}].position must equal its seq.")
-    total, thinking = spec.token_count, spec.thinking_tokens
     if counted:  # only the peteos converter (server-side) supplies counts: peteos counts its own way
-        total, thinking = item["token_count"], item["thinking_tokens"]
-    return Event(
-        thread=thread, seq=seq, position=position, type=spec.type, role=spec.role,
-        content=spec.content, parts=spec.parts, data=spec.data, call_id=spec.call_id,
-        step=spec.step, anchor=spec.anchor, client_id=spec.client_id, visible=spec.visible,
-        status=status, token_count=total, thinking_tokens=thinking,
-        occurred_at=spec.occurred_at or now,
-    )
+        spec.token_count, spec.thinking_tokens = item["token_count"], item["thinking_tokens"]
+    return history.event_build(thread=thread, seq=seq, spec=spec, now=now, position=position,
+                               status=status)
 
 
 def _thread_fields(thread_data: Any) -> dict[str, Any]:
@@ -151,8 +153,9 @@ def thread_import(
     raw_events = data.get("events") or []
     raw_blocks = data.get("blocks") or []
     raw_collapses = data.get("collapses") or []
-    if not all(isinstance(x, list) for x in (raw_events, raw_blocks, raw_collapses)):
-        raise InvalidInput("events, blocks and collapses must be lists.")
+    raw_clears = data.get("clears") or []
+    if not all(isinstance(x, list) for x in (raw_events, raw_blocks, raw_collapses, raw_clears)):
+        raise InvalidInput("events, blocks, collapses and clears must be lists.")
     key = session_key or source_session.get("key") or f"import-{timezone.now():%Y%m%d%H%M%S}"
     now = timezone.now()
     try:
@@ -182,34 +185,41 @@ def thread_import(
                 summary = by_seq.get(c.get("summary_seq")) if isinstance(c, dict) else None
                 if summary is None or summary.type != "Summary":
                     raise InvalidInput("Each collapse needs the seq of its Summary event.")
+                # Exports before positions were named call them start_seq/end_seq.
                 collapse = Collapse.objects.create(
-                    thread=thread, start_seq=c["start_seq"], end_seq=c["end_seq"],
+                    thread=thread, start_position=c.get("start_position", c.get("start_seq")),
+                    end_position=c.get("end_position", c.get("end_seq")),
                     summary_event=summary, source=c.get("source", "agent"),
-                    actor=c.get("actor", ""), tokens_before=c.get("tokens_before", 0),
+                    actor=c.get("actor", ""), event_count=c.get("event_count", 0),
+                    tokens_before=c.get("tokens_before", 0),
                     tokens_after=c.get("tokens_after", 0), provenance=c.get("provenance") or {},
                     undone_at=parse_datetime(c["undone_at"]) if c.get("undone_at") else None,
                 )
                 old_collapse_ids[c.get("id")] = collapse
+            old_clear_ids = {}
+            for c in raw_clears:
+                if not isinstance(c, dict):
+                    raise InvalidInput("Each clear must be an object.")
+                old_clear_ids[c.get("id")] = Clear.objects.create(
+                    thread=thread, actor=str(c.get("actor", ""))[:200], summary=c.get("summary", ""),
+                    event_count=c.get("event_count", 0), tokens=c.get("tokens", 0),
+                    undone_at=parse_datetime(c["undone_at"]) if c.get("undone_at") else None,
+                )
             for item, event in zip(raw_events, events, strict=True):
                 if item.get("collapse") in old_collapse_ids:
                     event.collapse = old_collapse_ids[item["collapse"]]
-            Event.objects.bulk_update([e for e in events if e.collapse_id], ["collapse"], batch_size=1000)
+                if item.get("cleared_by") in old_clear_ids:
+                    event.cleared_by = old_clear_ids[item["cleared_by"]]
+            Event.objects.bulk_update([e for e in events if e.collapse_id or e.cleared_by_id],
+                                      ["collapse", "cleared_by"], batch_size=1000)
             for b in raw_blocks:
                 if not isinstance(b, dict):
                     raise InvalidInput("Each block must be an object.")
                 block_upsert(thread=thread, name=b.get("name"), actor=actor, value=b.get("value"),
                              expr=b.get("expr"), placement=b.get("placement", "suffix"),
                              order=b.get("order", 0))
-            working = [e for e in events if e.status == Event.Status.ACTIVE and e.visible]
-            thread.last_seq = len(events)
-            thread.event_count = len(events)
-            thread.token_total = sum(e.token_count for e in events)
-            thread.active_event_count = len(working)
-            thread.active_tokens = sum(e.token_count for e in working)
-            thread.last_event_at = now if events else None
-            thread.save()
+            history.history_added(thread=thread, events=events, now=now, new_thread=True)
             document_write(thread=thread, actor=actor, reason="import")
-            session_count_events(session_id=session.pk, events=events, now=now, threads=1)
             audit(actor=actor, action="thread.import", target=thread, workspace=workspace,
                   events=len(events), session=session.key)
     except IntegrityError as exc:

@@ -12,7 +12,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from contextstore import documents
 from contextstore.forms import BlockForm, CollapseForm, DiffForm, ForkForm, RangeForm, first_error
-from contextstore.models import Collapse, Job, StateRevision, Thread
+from contextstore.models import Clear, Collapse, ContextBlock, Job, StateRevision, Thread
 from contextstore.services import blocks, clientai, collapses, document, state, threads
 from contextstore.views.access import (
     actor_for,
@@ -24,6 +24,7 @@ from contextstore.views.access import (
     visible_workspaces,
 )
 from contextstore.views.threads import panel_context, thread_url
+from contextstore.views.undo import offer_undo, take_undo
 
 
 def _invalid(request: HttpRequest, form) -> HttpResponse:
@@ -35,11 +36,16 @@ def collapse_range(request: HttpRequest, thread: Thread) -> HttpResponse:
     form = CollapseForm(request.POST)
     if not form.is_valid():
         return _invalid(request, form)
-    collapses.collapse_create(
-        thread=thread, start_seq=form.cleaned_data["start_seq"], end_seq=form.cleaned_data["end_seq"],
+    collapse = collapses.collapse_create(
+        thread=thread, start_position=form.cleaned_data["start_position"],
+        end_position=form.cleaned_data["end_position"],
         summary_text=form.cleaned_data["summary"], actor=actor_for(request),
         source=Collapse.Source.PERSON,
     )
+    offer_undo(request, thread=thread,
+               text=f"Collapsed {collapse.event_count} events (positions {collapse.start_position}"
+                    f"–{collapse.end_position}) into a summary.",
+               url=reverse("contextstore:collapse-undo", args=[thread.pk, collapse.pk]))
     return after_action(request, thread_url(thread))
 
 
@@ -49,6 +55,8 @@ def collapse_undo(request: HttpRequest, thread: Thread, collapse_id: int) -> Htt
     if collapse is None:
         raise Http404("No such collapse.")
     collapses.collapse_undo(collapse=collapse, actor=actor_for(request))
+    offer_undo(request, thread=thread, text=f"Collapse undone: its {collapse.event_count} "
+               "events are back in the working context.")
     return after_action(request, thread_url(thread))
 
 
@@ -61,8 +69,8 @@ def summarize_range(request: HttpRequest, thread: Thread) -> HttpResponse:
     if not form.is_valid():
         return _invalid(request, form)
     job = summaries.summarize_range_request(
-        thread=thread, start_seq=form.cleaned_data["start_seq"],
-        end_seq=form.cleaned_data["end_seq"], actor=actor_for(request),
+        thread=thread, start_position=form.cleaned_data["start_position"],
+        end_position=form.cleaned_data["end_position"], actor=actor_for(request),
     )
     template_name = "contextstore/job_status.html"
     if request.htmx:
@@ -94,37 +102,80 @@ def fork_range(request: HttpRequest, thread: Thread) -> HttpResponse:
     form = ForkForm(request.POST)
     if not form.is_valid():
         return _invalid(request, form)
-    # The selection is inclusive; thread_fork takes peteos' half-open [start, end).
     child = threads.thread_fork(
         thread=thread, name=form.cleaned_data["name"], actor=actor_for(request),
-        start_seq=form.cleaned_data["start_seq"], end_seq=form.cleaned_data["end_seq"] + 1,
+        start_position=form.cleaned_data["start_position"],
+        end_position=form.cleaned_data["end_position"],
     )
+    offer_undo(request, thread=child,
+               text=f"Forked {child.event_count} events of {thread.name} into {child.name}.",
+               url=reverse("contextstore:delete-fork", args=[child.pk]), label="Undo (delete fork)")
     return after_action(request, thread_url(child))
 
 
 @thread_action
+def delete_fork(request: HttpRequest, thread: Thread) -> HttpResponse:
+    parent = threads.thread_delete_fork(thread=thread, actor=actor_for(request))
+    if parent is None:
+        return after_action(request, reverse("contextstore:session", args=[thread.session_id]))
+    offer_undo(request, thread=parent, text=f"Deleted the fork {thread.name}; {parent.name} "
+               "is unchanged. A deleted fork cannot be brought back.")
+    return after_action(request, thread_url(parent))
+
+
+@thread_action
 def clear_context(request: HttpRequest, thread: Thread) -> HttpResponse:
-    threads.thread_clear_context(thread=thread, actor=actor_for(request))
+    clear = threads.thread_clear_context(thread=thread, actor=actor_for(request))
+    offer_undo(request, thread=thread,
+               text=f"Cleared {clear.event_count} events"
+                    f"{' and the summary' if clear.summary else ''} from the working context.",
+               url=reverse("contextstore:unclear", args=[thread.pk, clear.pk]), label="Undo (un-clear)")
     return after_action(request, thread_url(thread) + "?cleared=on")
 
 
 @thread_action
+def unclear(request: HttpRequest, thread: Thread, clear_id: int) -> HttpResponse:
+    clear = Clear.objects.filter(thread=thread, pk=clear_id).first()
+    if clear is None:
+        raise Http404("No such clear.")
+    clear = threads.thread_unclear(clear=clear, actor=actor_for(request))
+    text = f"Un-cleared: {clear.restored} events are back in the working context"
+    if clear.summary_restored:
+        text += ", and the summary with them"
+    elif clear.summary:
+        text += "; the summary written since the clear was kept"
+    offer_undo(request, thread=thread, text=text + ".")
+    return after_action(request, thread_url(thread))
+
+
+def _offer_restore(request: HttpRequest, thread: Thread, before: int, what: str) -> None:
+    offer_undo(request, thread=thread, text=f"{what} (revision {before} → {before + 1}).",
+               url=reverse("contextstore:state-restore", args=[thread.pk]),
+               fields={"revision": before}, label=f"Undo (restore r{before})")
+
+
+@thread_action
 def reset(request: HttpRequest, thread: Thread) -> HttpResponse:
+    before = thread.revision
     clientai.thread_reset(thread=thread, actor=actor_for(request))
+    _offer_restore(request, thread, before, "State reset")
     return after_action(request, thread_url(thread))
 
 
 @thread_action
 def reset_all(request: HttpRequest, thread: Thread) -> HttpResponse:
+    before = thread.revision
     clientai.thread_reset_all(thread=thread, actor=actor_for(request))
+    _offer_restore(request, thread, before, "State and conversation history reset")
     return after_action(request, thread_url(thread))
 
 
 def _panel(request: HttpRequest, thread: Thread) -> HttpResponse:
     thread.refresh_from_db()
-    context = {"thread": thread, "session": thread.session, "can_edit": True,
-               **panel_context(request, thread)}
     if request.htmx:
+        # The panel is swapped in place: the offer to undo comes with it.
+        context = {"thread": thread, "session": thread.session, "can_edit": True,
+                   "panel_undo": take_undo(request, thread), **panel_context(request, thread)}
         return render(request, "contextstore/thread_detail.html#context-panel", context)
     return after_action(request, thread_url(thread))
 
@@ -148,7 +199,17 @@ def block_save(request: HttpRequest, thread: Thread) -> HttpResponse:
 @thread_action
 def block_delete(request: HttpRequest, thread: Thread) -> HttpResponse:
     name = request.POST.get("name", "")
+    old = ContextBlock.objects.filter(thread=thread, name=name).first()
     blocks.block_delete(thread=thread, name=name, actor=actor_for(request))
+    if old is not None:
+        # Undo puts the block back as it was, through the same form that saves blocks.
+        kind = "expr" if old.expr is not None else "value"
+        text = old.expr if old.expr is not None else old.value
+        offer_undo(request, thread=thread, text=f"Deleted the block {old.name}.",
+                   url=reverse("contextstore:block-save", args=[thread.pk]), label="Undo",
+                   fields={"name": old.name, "kind": kind, "value": text or "",
+                           "placement": old.placement, "order": old.order,
+                           **({"suppressed": "on"} if old.is_suppressed else {})})
     return _panel(request, thread)
 
 
@@ -157,7 +218,11 @@ def state_restore(request: HttpRequest, thread: Thread) -> HttpResponse:
     revision = request.POST.get("revision", "")
     if not revision.isdigit():
         return error_response(request, "Choose a revision to restore.", 400)
-    state.state_restore(thread=thread, revision=int(revision), actor=actor_for(request))
+    before = thread.revision
+    thread = state.state_restore(thread=thread, revision=int(revision), actor=actor_for(request))
+    offer_undo(request, thread=thread, text=f"Restored revision {revision} as revision "
+               f"{thread.revision}.", url=reverse("contextstore:state-restore", args=[thread.pk]),
+               fields={"revision": before}, label=f"Undo (restore r{before})")
     return after_action(request, thread_url(thread))
 
 

@@ -13,10 +13,20 @@ from django.views.decorators.vary import vary_on_headers
 
 from contextstore import rendering
 from contextstore.forms import EventFilterForm
-from contextstore.models import Collapse, ContextBlock, Memory, ProviderState, Run, StateRevision, Thread
+from contextstore.models import (
+    Clear,
+    Collapse,
+    ContextBlock,
+    Memory,
+    ProviderState,
+    Run,
+    StateRevision,
+    Thread,
+)
 from contextstore.services.transfer import EVENT_FIELDS, thread_export
 from contextstore.views import timeline
 from contextstore.views.access import can_edit, get_thread, visible_workspaces
+from contextstore.views.undo import take_undo
 
 MAX_BUDGET = 2_000_000
 
@@ -99,6 +109,7 @@ def panel_context(request: HttpRequest, thread: Thread) -> dict[str, Any]:
             .order_by("-updated_at", "-id")[:10]
         ),
         "chart": run_chart(thread),
+        "clears": list(Clear.objects.filter(thread=thread).order_by("-pk")[:10]),
         "budget": budget,
         "placements": ContextBlock.Placement.choices,
     }
@@ -133,6 +144,7 @@ def thread_detail(request: HttpRequest, pk: int) -> HttpResponse:
         return render(request, template_name + "#timeline", context)
     context.update(panel_context(request, thread))
     context["workspaces"] = visible_workspaces(request.user)
+    context["undo"] = take_undo(request, thread)  # only a full page shows (and uses up) the offer
     return render(request, template_name, context)
 
 
@@ -183,18 +195,20 @@ def model_view(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 def thread_export_view(request: HttpRequest, pk: int) -> HttpResponse:
-    """The whole thread (contextstore JSON), or only the events of a selected seq range."""
+    """The whole thread (contextstore JSON), or only the events at a selected range of
+    positions (both ends included; every status, so a summary's originals come along)."""
     thread = get_thread(request, pk)
-    start, end = _int(request.GET.get("start_seq")), _int(request.GET.get("end_seq"))
+    start = _int(request.GET.get("start_position") or request.GET.get("start_seq"))
+    end = _int(request.GET.get("end_position") or request.GET.get("end_seq"))
     if start is None or end is None:
         data = thread_export(thread=thread)
         name = f"thread-{thread.pk}.json"
     else:
         start, end = min(start, end), max(start, end)
-        events = thread.events.select_related("run").filter(seq__gte=start, seq__lte=end)
+        events = thread.events.select_related("run").filter(position__gte=start, position__lte=end)
         data = {
             "format": "contextstore-range", "thread": thread.pk, "session": thread.session.key,
-            "start_seq": start, "end_seq": end,
+            "start_position": start, "end_position": end,
             "events": [
                 {**{f: getattr(e, f) for f in EVENT_FIELDS},
                  "run_id": e.run.run_id if e.run else None,

@@ -62,13 +62,13 @@ def _cards(thread: Thread, filters: dict[str, Any], low: int, high: int | None) 
         return []
     statuses = [Event.Status.ACTIVE] + ([Event.Status.CLEARED] if filters.get("cleared") else [])
     qs = Collapse.objects.filter(
-        thread=thread, undone_at__isnull=True, start_seq__gte=low,
+        thread=thread, undone_at__isnull=True, start_position__gte=low,
         summary_event__status__in=statuses,
     ).select_related("summary_event")
     if high is not None:
-        qs = qs.filter(start_seq__lt=high)
-    return [Item("collapse", c.start_seq, collapse=c)
-            for c in qs.order_by("-start_seq")[:CARD_LIMIT]]
+        qs = qs.filter(start_position__lt=high)
+    return [Item("collapse", c.start_position, collapse=c)
+            for c in qs.order_by("-start_position")[:CARD_LIMIT]]
 
 
 def timeline_page(

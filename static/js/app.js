@@ -74,9 +74,9 @@
       return;
     }
     var lo = Math.min(selection.start, selection.end), hi = Math.max(selection.start, selection.end);
-    document.querySelectorAll(".event[data-seq]").forEach(function (e) {
-      var seq = Number(e.getAttribute("data-seq"));
-      if (seq >= lo && seq <= hi) e.classList.add("selected");
+    document.querySelectorAll(".event[data-position]").forEach(function (e) {
+      var position = Number(e.getAttribute("data-position"));
+      if (position >= lo && position <= hi) e.classList.add("selected");
     });
     if (!bar) return;
     bar.hidden = false;
@@ -84,17 +84,18 @@
     bar.querySelectorAll("[data-range=end]").forEach(function (i) { i.value = hi; });
     bar.querySelector("[data-range-label]").textContent = lo === hi ? "#" + lo : "#" + lo + " – #" + hi;
     var exp = bar.querySelector("[data-export]");
-    if (exp) exp.href = exp.getAttribute("data-export") + "?start_seq=" + lo + "&end_seq=" + hi;
+    if (exp) exp.href = exp.getAttribute("data-export") + "?start_position=" + lo + "&end_position=" + hi;
   }
   document.addEventListener("click", function (evt) {
     var pick = evt.target.closest("[data-pick]");
     if (pick) {
-      var seq = Number(pick.getAttribute("data-pick"));
+      // Ranges are working-context positions (an ordinary event's position is its seq).
+      var position = Number(pick.getAttribute("data-pick"));
       if (evt.shiftKey && selection.start !== null) {
-        selection.end = seq;
+        selection.end = position;
       } else {
-        selection.start = seq;
-        selection.end = seq;
+        selection.start = position;
+        selection.end = position;
       }
       paintSelection();
       return;

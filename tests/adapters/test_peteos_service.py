@@ -206,7 +206,7 @@ def test_events_added_through_contextstore_export_as_a_context_peteos_can_extend
 def test_a_collapsed_range_exports_as_its_summary_in_place(workspace, actor):
     ctx = conversation()
     thread = imported(workspace, actor, ctx)
-    collapse_create(thread=thread, start_seq=2, end_seq=3, summary_text="Looked up: 100 °C.",
+    collapse_create(thread=thread, start_position=2, end_position=3, summary_text="Looked up: 100 °C.",
                     actor=actor)
 
     exported = thread_to_peteos(thread=thread)
@@ -223,7 +223,7 @@ def test_a_contextstore_fork_of_a_peteos_thread_exports_as_a_peteos_fork(workspa
     ctx = conversation()
     thread = imported(workspace, actor, ctx)
 
-    child = thread_fork(thread=thread, name="branch", start_seq=2, end_seq=5, actor=actor)
+    child = thread_fork(thread=thread, name="branch", start_position=2, end_position=4, actor=actor)
     exported = thread_to_peteos(thread=child)
     loaded = Context.load_from_dict(exported)
     loaded.append(text("user", "continuing the branch"))

@@ -88,7 +88,7 @@ def test_it_queries_events_by_every_filter(api_client, thread, thread_url):
 
 def test_collapsed_events_show_only_with_status_all(api_client, thread, thread_url):
     api_client.post(f"{thread_url}events/", {"events": messages(4)}, format="json")
-    api_client.post(f"{thread_url}collapse/", {"start_seq": 1, "end_seq": 2, "summary_text": "s"},
+    api_client.post(f"{thread_url}collapse/", {"start_position": 1, "end_position": 2, "summary_text": "s"},
                     format="json")
     assert [e["seq"] for e in api_client.get(f"{thread_url}events/").json()["results"]] == [3, 4, 5]
     everything = api_client.get(f"{thread_url}events/?status=all").json()["results"]
@@ -117,11 +117,11 @@ def test_a_bad_regex_is_a_clear_400(api_client, thread, thread_url):
 def test_collapse_replaces_a_range_and_undo_brings_it_back(api_client, thread, thread_url):
     api_client.post(f"{thread_url}events/", {"events": messages(6)}, format="json")
     response = api_client.post(f"{thread_url}collapse/",
-                               {"start_seq": 2, "end_seq": 4, "summary_text": "middle turns"},
+                               {"start_position": 2, "end_position": 4, "summary_text": "middle turns"},
                                format="json")
     assert response.status_code == 201
     collapse = response.json()
-    assert (collapse["start_seq"], collapse["end_seq"], collapse["event_count"]) == (2, 4, 3)
+    assert (collapse["start_position"], collapse["end_position"], collapse["event_count"]) == (2, 4, 3)
     assert collapse["summary_event"]["type"] == "Summary"
     assert collapse["summary_event"]["content"] == "middle turns"
     assert collapse["summary_event"]["position"] == 2
@@ -137,17 +137,17 @@ def test_collapse_replaces_a_range_and_undo_brings_it_back(api_client, thread, t
 
 def test_collapse_input_errors_change_nothing(api_client, thread, thread_url, other_client):
     api_client.post(f"{thread_url}events/", {"events": messages(3)}, format="json")
-    for payload in ({"start_seq": 3, "end_seq": 1, "summary_text": "x"},
-                    {"start_seq": 1, "end_seq": 2},
-                    {"start_seq": 1, "end_seq": 2, "summary_text": "x", "summarize": True},
-                    {"start_seq": 0, "end_seq": 2, "summary_text": "x"},
-                    {"start_seq": "one", "end_seq": 2, "summary_text": "x"}):
+    for payload in ({"start_position": 3, "end_position": 1, "summary_text": "x"},
+                    {"start_position": 1, "end_position": 2},
+                    {"start_position": 1, "end_position": 2, "summary_text": "x", "summarize": True},
+                    {"start_position": 0, "end_position": 2, "summary_text": "x"},
+                    {"start_position": "one", "end_position": 2, "summary_text": "x"}):
         assert api_client.post(f"{thread_url}collapse/", payload, format="json").status_code == 400
     empty = api_client.post(f"{thread_url}collapse/",
-                            {"start_seq": 50, "end_seq": 60, "summary_text": "x"}, format="json")
+                            {"start_position": 50, "end_position": 60, "summary_text": "x"}, format="json")
     assert empty.status_code == 400 and empty.json()["error"]["code"] == "empty_range"
     assert not Collapse.objects.exists()
-    made = api_client.post(f"{thread_url}collapse/", {"start_seq": 1, "end_seq": 2,
+    made = api_client.post(f"{thread_url}collapse/", {"start_position": 1, "end_position": 2,
                                                       "summary_text": "x"}, format="json").json()
     assert other_client.post(f"/api/v1/collapses/{made['id']}/undo/").status_code == 404
 

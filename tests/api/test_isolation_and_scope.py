@@ -16,10 +16,11 @@ THREAD_CALLS = [
     ("get", "history/"), ("post", "reset/"), ("post", "reset-all/"), ("post", "clear-context/"),
     ("get", "context/"), ("get", "window/?count=1"), ("post", "fork/"), ("get", "tokens/"),
     ("get", "export/"), ("get", "runs/"), ("get", "providers/p/"), ("put", "providers/p/"),
+    ("delete", ""), ("get", "clears/"), ("post", "clears/1/undo/"),
 ]
 BODIES = {
     "events/": {"events": [{"type": "Message", "content": "x"}]},
-    "collapse/": {"start_seq": 1, "end_seq": 1, "summary_text": "s"},
+    "collapse/": {"start_position": 1, "end_position": 1, "summary_text": "s"},
     "summarizer/": {"token_budget": {"max_tokens": 1000}},
     "blocks/b/": {"value": "v"}, "state/": {"state": {"k": 1}}, "input/": {"input": "q"},
     "results/": {"step": "s", "result": 1}, "max-history-size/": {"size": 3},
@@ -67,12 +68,12 @@ def test_a_read_token_reads_everything(read_client, busy_thread, method, sub):
 
 def test_collapses_jobs_and_sessions_of_another_workspace_are_404(
         api_client, other_client, read_client, busy_thread, session, actor):
-    collapse = collapse_create(thread=busy_thread, start_seq=1, end_seq=2, summary_text="s",
+    collapse = collapse_create(thread=busy_thread, start_position=1, end_position=2, summary_text="s",
                                actor=actor)
     assert other_client.post(f"/api/v1/collapses/{collapse.pk}/undo/").status_code == 404
     assert read_client.post(f"/api/v1/collapses/{collapse.pk}/undo/").status_code == 403
     queued = api_client.post(f"/api/v1/threads/{busy_thread.pk}/collapse/",
-                             {"start_seq": 3, "end_seq": 3, "summarize": True}, format="json")
+                             {"start_position": 3, "end_position": 3, "summarize": True}, format="json")
     assert queued.status_code == 202
     job_id = queued.json()["job_id"]
     job = api_client.get(f"/api/v1/jobs/{job_id}/").json()

@@ -56,9 +56,9 @@ def test_windows_by_count_and_tokens(api_client, thread, thread_url):
         assert api_client.get(f"{thread_url}window/?{query}").status_code == 400
 
 
-def test_fork_copies_a_seq_range_into_a_new_thread(api_client, thread, thread_url):
+def test_fork_copies_a_position_range_into_a_new_thread(api_client, thread, thread_url):
     api_client.post(f"{thread_url}events/", {"events": messages(5, words=5)}, format="json")
-    forked = api_client.post(f"{thread_url}fork/", {"name": "branch", "start_seq": 2, "end_seq": 4,
+    forked = api_client.post(f"{thread_url}fork/", {"name": "branch", "start_position": 2, "end_position": 3,
                                                     "system_prompt": "be brief"}, format="json")
     assert forked.status_code == 201
     child = forked.json()

@@ -29,7 +29,8 @@ def assert_counters_match(thread) -> None:
 
 def test_a_collapse_replaces_its_range_with_a_summary_standing_where_the_range_stood(thread, actor):
     event_append(thread=thread, events=messages(6, words=20), actor=actor)
-    collapse = collapse_create(thread=thread, start_seq=2, end_seq=4, summary_text="middle", actor=actor)
+    collapse = collapse_create(thread=thread, start_position=2, end_position=4,
+                               summary_text="middle", actor=actor)
     assert [p for p, _ in working(thread)] == [1, 2, 5, 6]
     assert working(thread)[1] == (2, "middle")
     assert collapse.summary_event.seq == 7 and collapse.event_count == 3
@@ -41,7 +42,7 @@ def test_a_collapse_replaces_its_range_with_a_summary_standing_where_the_range_s
 def test_undo_brings_the_originals_back(thread, actor):
     event_append(thread=thread, events=messages(6), actor=actor)
     before = working(thread)
-    collapse = collapse_create(thread=thread, start_seq=1, end_seq=3, summary_text="s", actor=actor)
+    collapse = collapse_create(thread=thread, start_position=1, end_position=3, summary_text="s", actor=actor)
     collapse_undo(collapse=collapse, actor=actor)
     assert working(thread) == before
     assert Event.objects.get(pk=collapse.summary_event_id).status == "reverted"
@@ -52,8 +53,10 @@ def test_undo_brings_the_originals_back(thread, actor):
 
 def test_collapses_nest_and_undo_one_level_at_a_time(thread, actor):
     event_append(thread=thread, events=messages(8), actor=actor)
-    inner = collapse_create(thread=thread, start_seq=3, end_seq=5, summary_text="inner", actor=actor)
-    outer = collapse_create(thread=thread, start_seq=1, end_seq=6, summary_text="outer", actor=actor)
+    inner = collapse_create(thread=thread, start_position=3, end_position=5,
+                            summary_text="inner", actor=actor)
+    outer = collapse_create(thread=thread, start_position=1, end_position=6,
+                            summary_text="outer", actor=actor)
     assert working(thread)[0] == (1, "outer")
     with pytest.raises(Conflict) as info:
         collapse_undo(collapse=inner, actor=actor)
@@ -68,7 +71,7 @@ def test_collapses_nest_and_undo_one_level_at_a_time(thread, actor):
 def test_bad_ranges_change_nothing(thread, actor, start, end, text):
     event_append(thread=thread, events=messages(3), actor=actor)
     with pytest.raises(InvalidInput):
-        collapse_create(thread=thread, start_seq=start, end_seq=end, summary_text=text, actor=actor)
+        collapse_create(thread=thread, start_position=start, end_position=end, summary_text=text, actor=actor)
     assert not Collapse.objects.exists() and thread.events.count() == 3
 
 
@@ -77,14 +80,16 @@ def test_a_collapse_for_a_job_is_made_once(thread, actor):
 
     event_append(thread=thread, events=messages(4), actor=actor)
     job = Job.objects.create(workspace=thread.workspace, thread=thread, kind="range")
-    a = collapse_create(thread=thread, start_seq=1, end_seq=2, summary_text="s", actor=actor, job=job)
-    b = collapse_create(thread=thread, start_seq=1, end_seq=2, summary_text="s", actor=actor, job=job)
+    a = collapse_create(thread=thread, start_position=1, end_position=2,
+                        summary_text="s", actor=actor, job=job)
+    b = collapse_create(thread=thread, start_position=1, end_position=2,
+                        summary_text="s", actor=actor, job=job)
     assert a.pk == b.pk and Collapse.objects.count() == 1
 
 
 def test_a_cleared_summary_cannot_be_undone(thread, actor):
     event_append(thread=thread, events=messages(4), actor=actor)
-    collapse = collapse_create(thread=thread, start_seq=1, end_seq=2, summary_text="s", actor=actor)
+    collapse = collapse_create(thread=thread, start_position=1, end_position=2, summary_text="s", actor=actor)
     thread_clear_context(thread=thread, actor=actor)
     with pytest.raises(Conflict):
         collapse_undo(collapse=collapse, actor=actor)
@@ -114,7 +119,7 @@ def test_undo_restores_exactly_the_previous_working_context(session, actor, ops)
             positions = [p for p, _ in working(thread)]
             a, b = sorted((op[1] % len(positions), op[2] % len(positions)))
             before = working(thread)
-            collapse = collapse_create(thread=thread, start_seq=positions[a], end_seq=positions[b],
+            collapse = collapse_create(thread=thread, start_position=positions[a], end_position=positions[b],
                                        summary_text=f"summary {len(stack)}", actor=actor)
             stack.append((collapse, before))
             assert len(working(thread)) == len(before) - (b - a + 1) + 1
@@ -134,5 +139,5 @@ def test_a_summary_larger_than_an_event_may_be_is_refused(thread, actor, setting
     settings.CONTEXTSTORE = {**settings.CONTEXTSTORE, "MAX_EVENT_CONTENT_BYTES": 10}
     event_append(thread=thread, events=[{"type": "Message", "content": "short"}] * 2, actor=actor)
     with pytest.raises(PayloadTooLarge):
-        collapse_create(thread=thread, start_seq=1, end_seq=2, summary_text="x" * 11, actor=actor)
+        collapse_create(thread=thread, start_position=1, end_position=2, summary_text="x" * 11, actor=actor)
     assert not Collapse.objects.exists()

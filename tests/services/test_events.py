@@ -211,7 +211,7 @@ def test_a_broken_regex_is_a_clear_input_error(history):
 def test_status_all_includes_collapsed_events(history, actor):
     from contextstore.services.collapses import collapse_create
 
-    collapse_create(thread=history, start_seq=1, end_seq=3, summary_text="earlier", actor=actor)
+    collapse_create(thread=history, start_position=1, end_position=3, summary_text="earlier", actor=actor)
     assert seqs(event_search(thread=history)) == [4, 5, 6, 7]
     assert seqs(event_search(thread=history, status="all")) == [1, 2, 3, 4, 5, 6, 7]
     assert seqs(event_search(thread=history, status="collapsed")) == [1, 2, 3]

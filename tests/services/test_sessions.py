@@ -64,7 +64,7 @@ def test_delete_removes_everything_and_leaves_an_audit_record(session, thread, a
     event_append(thread=thread, events=messages(5), actor=actor)
     from contextstore.services.collapses import collapse_create
 
-    collapse_create(thread=thread, start_seq=1, end_seq=2, summary_text="s", actor=actor)
+    collapse_create(thread=thread, start_position=1, end_position=2, summary_text="s", actor=actor)
     session_delete(session=session, actor=actor)
     assert not Session.objects.exists() and not Thread.objects.exists() and not Event.objects.exists()
     log = AuditLog.objects.get(action="session.delete")

@@ -6,9 +6,9 @@ from hypothesis import strategies as st
 
 from contextstore import rendering
 from contextstore.errors import Conflict, InvalidInput
-from contextstore.models import AuditLog, Event, Thread
+from contextstore.models import AuditLog, Clear, Event, Thread
 from contextstore.services.blocks import block_upsert
-from contextstore.services.collapses import collapse_create
+from contextstore.services.collapses import collapse_create, collapse_undo
 from contextstore.services.events import event_append
 from contextstore.services.sessions import thread_ensure
 from contextstore.services.state import state_write
@@ -19,7 +19,7 @@ from tests.conftest import messages
 
 def test_clear_context_empties_the_working_context_and_keeps_everything_else(thread, actor):
     event_append(thread=thread, events=messages(5), actor=actor)
-    collapse_create(thread=thread, start_seq=1, end_seq=2, summary_text="s", actor=actor)
+    collapse_create(thread=thread, start_position=1, end_position=2, summary_text="s", actor=actor)
     state_write(thread=thread, actor=actor, summary="compacted", state={
         "tasks": [{"id": 1}], "permissions": {"allow": ["x"]}, "plan_mode": {"active": True},
         "tools": {"activated_groups": ["fs"]}})
@@ -27,7 +27,7 @@ def test_clear_context_empties_the_working_context_and_keeps_everything_else(thr
     thread.refresh_from_db()
     revision = thread.revision
 
-    cleared = thread_clear_context(thread=thread, actor=actor)
+    cleared = thread_clear_context(thread=thread, actor=actor).event_count
 
     thread.refresh_from_db()
     assert cleared == 4  # 3 remaining originals + the summary
@@ -39,22 +39,25 @@ def test_clear_context_empties_the_working_context_and_keeps_everything_else(thr
     render = rendering.context_render(thread=thread, max_tokens=1000)
     assert [m["section"] for m in render["messages"]] == ["prefix"]
     assert (thread.active_event_count, thread.active_tokens) == (0, 0)
-    assert AuditLog.objects.get(action="thread.clear_context").details == {"cleared": 4}
+    clear = Clear.objects.get(thread=thread)
+    assert (clear.event_count, clear.summary, clear.members.count()) == (4, "compacted", 4)
+    assert AuditLog.objects.get(action="thread.clear_context").details == {
+        "clear": clear.pk, "cleared": 4, "summary_chars": 9}
     event_append(thread=thread, events=messages(1), actor=actor)
     thread.refresh_from_db()
     assert thread.last_seq == 7 and thread.active_event_count == 1
 
 
-def test_fork_copies_the_range_start_inclusive_end_exclusive(thread, actor):
+def test_fork_copies_the_position_range_both_ends_included(thread, actor):
     event_append(thread=thread, events=messages(6), actor=actor)
     state_write(thread=thread, state={"k": 1}, actor=actor)
     block_upsert(thread=thread, name="persona", value="x", placement="prefix", actor=actor)
-    fork = thread_fork(thread=thread, name="alt", start_seq=2, end_seq=5, system_prompt="new",
+    fork = thread_fork(thread=thread, name="alt", start_position=2, end_position=4, system_prompt="new",
                        actor=actor)
     assert list(fork.events.order_by("seq").values_list("seq", "content")) == [
         (1, "turn 1: " + " ".join(["context"] * 56)), (2, "turn 2: " + " ".join(["context"] * 56)),
         (3, "turn 3: " + " ".join(["context"] * 56))]
-    assert (fork.parent_id, fork.fork_start_seq, fork.fork_end_seq) == (thread.pk, 2, 5)
+    assert (fork.parent_id, fork.fork_start_position, fork.fork_end_position) == (thread.pk, 2, 4)
     assert fork.state == {"k": 1} and fork.system_prompt == "new"
     assert fork.blocks.get().value == "x"
     assert (fork.last_seq, fork.active_event_count) == (3, 3)
@@ -64,17 +67,23 @@ def test_fork_copies_the_range_start_inclusive_end_exclusive(thread, actor):
 
 def test_fork_with_open_ends_copies_the_working_context(thread, actor):
     event_append(thread=thread, events=messages(4), actor=actor)
-    collapse_create(thread=thread, start_seq=1, end_seq=2, summary_text="early", actor=actor)
+    collapse_create(thread=thread, start_position=1, end_position=2, summary_text="early", actor=actor)
     fork = thread_fork(thread=thread, name="all", actor=actor)
-    assert list(fork.events.order_by("seq").values_list("type", flat=True)) == [
-        "Summary", "Message", "Message"]
+    assert list(fork.events.filter(status="active").order_by("position")
+                .values_list("type", flat=True)) == ["Summary", "Message", "Message"]
+    # The collapse came along with its originals, and can be undone in the fork.
+    copy = fork.collapses.get()
+    assert list(copy.members.values_list("seq", "status")) == [(1, "collapsed"), (2, "collapsed")]
+    collapse_undo(collapse=copy, actor=actor)
+    assert list(fork.events.filter(status="active").order_by("position")
+                .values_list("seq", flat=True)) == [1, 2, 3, 4]
 
 
 def test_fork_refuses_a_taken_name(thread, actor):
     with pytest.raises(Conflict):
         thread_fork(thread=thread, name="main", actor=actor)
     with pytest.raises(InvalidInput):
-        thread_fork(thread=thread, name="x", start_seq=5, end_seq=2, actor=actor)
+        thread_fork(thread=thread, name="x", start_position=5, end_position=2, actor=actor)
     assert Thread.objects.count() == 1
 
 

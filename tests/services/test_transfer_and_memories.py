@@ -16,7 +16,7 @@ def test_export_then_import_gives_the_same_thread(thread, actor, workspace):
     event_append(thread=thread, events=messages(5) + [{"type": "LLMOutput", "parts": [
         {"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "ok"}], "run_id": "r1"}],
         actor=actor)
-    collapse_create(thread=thread, start_seq=2, end_seq=3, summary_text="s", actor=actor)
+    collapse_create(thread=thread, start_position=2, end_position=3, summary_text="s", actor=actor)
     state_write(thread=thread, state={"z": 1, "a": 2}, summary="sum", actor=actor)
     block_upsert(thread=thread, name="p", value="v", placement="prefix", actor=actor)
     thread.refresh_from_db()

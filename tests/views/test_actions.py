@@ -26,22 +26,23 @@ def audited(action: str) -> AuditLog:
 
 def test_collapse_a_selected_range_with_a_typed_summary(editor_client, history):
     response = editor_client.post(f"/threads/{history.pk}/collapse/",
-                                  {"start_seq": 6, "end_seq": 3, "summary": "the middle"})
+                                  {"start_position": 6, "end_position": 3, "summary": "the middle"})
     assert response.status_code == 302 and response["Location"] == f"/threads/{history.pk}/"
     collapse = Collapse.objects.get()
-    assert (collapse.start_seq, collapse.end_seq, collapse.source) == (3, 6, "person")
+    assert (collapse.start_position, collapse.end_position, collapse.source) == (3, 6, "person")
     assert collapse.actor == "eddie"
     assert audited("collapse.create").actor_label == "eddie"
 
 
 def test_htmx_actions_answer_with_a_redirect_header(editor_client, history):
     response = editor_client.post(f"/threads/{history.pk}/collapse/",
-                                  {"start_seq": 1, "end_seq": 2, "summary": "s"}, **HTMX)
+                                  {"start_position": 1, "end_position": 2, "summary": "s"}, **HTMX)
     assert response.status_code == 204 and response["HX-Redirect"] == f"/threads/{history.pk}/"
 
 
 def test_undo_brings_the_originals_back(editor_client, history, actor):
-    collapse = collapse_create(thread=history, start_seq=2, end_seq=4, summary_text="s", actor=actor)
+    collapse = collapse_create(thread=history, start_position=2, end_position=4,
+                               summary_text="s", actor=actor)
     response = editor_client.post(f"/threads/{history.pk}/collapses/{collapse.pk}/undo/")
     assert response.status_code == 302
     assert Event.objects.filter(thread=history, status="collapsed").count() == 0
@@ -49,7 +50,8 @@ def test_undo_brings_the_originals_back(editor_client, history, actor):
 
 
 def test_undoing_twice_is_a_readable_conflict(editor_client, history, actor):
-    collapse = collapse_create(thread=history, start_seq=2, end_seq=4, summary_text="s", actor=actor)
+    collapse = collapse_create(thread=history, start_position=2, end_position=4,
+                               summary_text="s", actor=actor)
     editor_client.post(f"/threads/{history.pk}/collapses/{collapse.pk}/undo/")
     response = editor_client.post(f"/threads/{history.pk}/collapses/{collapse.pk}/undo/", **HTMX)
     assert response.status_code == 409
@@ -58,9 +60,9 @@ def test_undoing_twice_is_a_readable_conflict(editor_client, history, actor):
 
 
 @pytest.mark.parametrize("data, message", [
-    ({"start_seq": "x", "end_seq": 2, "summary": "s"}, "start seq"),
-    ({"start_seq": 1, "end_seq": 2, "summary": "  "}, "summary"),
-    ({"start_seq": 50, "end_seq": 60, "summary": "s"}, "No active events"),
+    ({"start_position": "x", "end_position": 2, "summary": "s"}, "start position"),
+    ({"start_position": 1, "end_position": 2, "summary": "  "}, "summary"),
+    ({"start_position": 50, "end_position": 60, "summary": "s"}, "No active events"),
 ])
 def test_bad_collapse_input_is_a_400_that_changes_nothing(editor_client, history, data, message):
     response = editor_client.post(f"/threads/{history.pk}/collapse/", data)
@@ -94,7 +96,7 @@ def test_reset_and_reset_all_follow_clientai(editor_client, history, actor):
 
 def test_fork_a_selected_range_into_a_new_thread(editor_client, history):
     response = editor_client.post(f"/threads/{history.pk}/fork/",
-                                  {"start_seq": 3, "end_seq": 5, "name": "branch"})
+                                  {"start_position": 3, "end_position": 5, "name": "branch"})
     child = Thread.objects.get(name="branch")
     assert response["Location"] == f"/threads/{child.pk}/"
     assert list(child.events.values_list("content", flat=True).order_by("seq"))[0].startswith("turn 2:")
@@ -103,13 +105,13 @@ def test_fork_a_selected_range_into_a_new_thread(editor_client, history):
 
 def test_forking_onto_a_taken_name_is_a_409(editor_client, history):
     response = editor_client.post(f"/threads/{history.pk}/fork/",
-                                  {"start_seq": 3, "end_seq": 5, "name": "main"})
+                                  {"start_position": 3, "end_position": 5, "name": "main"})
     assert response.status_code == 409
 
 
 def test_summarize_queues_a_job_and_its_status_fragment_polls_until_done(editor_client, history):
     response = editor_client.post(f"/threads/{history.pk}/summarize/",
-                                  {"start_seq": 2, "end_seq": 5}, **HTMX)
+                                  {"start_position": 2, "end_position": 5}, **HTMX)
     job = Job.objects.get()
     html = response.content.decode()
     assert response.status_code == 200 and "queued" in html and f"/jobs/{job.pk}/" in html
@@ -188,9 +190,9 @@ def test_a_diff_with_a_missing_revision_is_a_404_message(editor_client, history)
 
 
 ACTIONS = [
-    ("collapse/", {"start_seq": 1, "end_seq": 2, "summary": "s"}),
-    ("summarize/", {"start_seq": 1, "end_seq": 2}),
-    ("fork/", {"start_seq": 1, "end_seq": 2, "name": "f"}),
+    ("collapse/", {"start_position": 1, "end_position": 2, "summary": "s"}),
+    ("summarize/", {"start_position": 1, "end_position": 2}),
+    ("fork/", {"start_position": 1, "end_position": 2, "name": "f"}),
     ("clear/", {}), ("reset/", {}), ("reset-all/", {}),
     ("blocks/", {"name": "b", "kind": "value", "value": "v", "placement": "suffix", "order": 0}),
     ("blocks/delete/", {"name": "b"}),
@@ -217,7 +219,7 @@ def test_changes_are_post_only(editor_client, history, path):
 
 
 def test_viewers_see_no_action_buttons(viewer_client, history, actor):
-    collapse_create(thread=history, start_seq=1, end_seq=2, summary_text="s", actor=actor)
+    collapse_create(thread=history, start_position=1, end_position=2, summary_text="s", actor=actor)
     block_upsert(thread=history, name="b", value="v", actor=actor)
     state_write(thread=history, state={"a": 1}, actor=actor)
     state_write(thread=history, state={"a": 2}, actor=actor)

@@ -91,7 +91,7 @@ def test_revoking_tokens_from_admin_goes_through_the_service(admin_client, token
 
 def test_thread_and_collapse_admin_actions_are_audited(admin_client, thread, actor):
     event_append(thread=thread, events=messages(4), actor=actor)
-    collapse = collapse_create(thread=thread, start_seq=1, end_seq=2, summary_text="s", actor=actor)
+    collapse = collapse_create(thread=thread, start_position=1, end_position=2, summary_text="s", actor=actor)
     admin_client.post("/admin/contextstore/collapse/", {"action": "undo", "_selected_action": [collapse.pk]})
     collapse.refresh_from_db()
     assert collapse.undone_at is not None
@@ -157,7 +157,7 @@ def test_staff_with_view_permission_only_cannot_run_actions_that_change_data(
         view_only_client, token, thread, session, actor):
     api_token, _ = token
     event_append(thread=thread, events=messages(4), actor=actor)
-    collapse = collapse_create(thread=thread, start_seq=1, end_seq=2, summary_text="s", actor=actor)
+    collapse = collapse_create(thread=thread, start_position=1, end_position=2, summary_text="s", actor=actor)
     for url, action, pk in (
         ("/admin/contextstore/apitoken/", "revoke", api_token.pk),
         ("/admin/contextstore/session/", "archive", session.pk),
@@ -184,7 +184,7 @@ def test_a_membership_cannot_be_moved_to_another_user_or_workspace(admin_client,
 def test_workspaces_are_renamed_and_deleted_through_audited_services(admin_client, thread, actor):
     workspace = thread.workspace
     event_append(thread=thread, events=messages(3), actor=actor)
-    collapse_create(thread=thread, start_seq=1, end_seq=2, summary_text="s", actor=actor)
+    collapse_create(thread=thread, start_position=1, end_position=2, summary_text="s", actor=actor)
     admin_client.post(f"/admin/contextstore/workspace/{workspace.pk}/change/", {
         "name": "Acme Corp", "memberships-TOTAL_FORMS": 0, "memberships-INITIAL_FORMS": 0})
     workspace.refresh_from_db()
@@ -197,7 +197,7 @@ def test_workspaces_are_renamed_and_deleted_through_audited_services(admin_clien
 
 def test_a_session_with_a_collapse_can_be_deleted_in_admin(admin_client, session, thread, actor):
     event_append(thread=thread, events=messages(3), actor=actor)
-    collapse_create(thread=thread, start_seq=1, end_seq=2, summary_text="s", actor=actor)
+    collapse_create(thread=thread, start_position=1, end_position=2, summary_text="s", actor=actor)
     confirm = admin_client.get(f"/admin/contextstore/session/{session.pk}/delete/")
     assert confirm.status_code == 200
     admin_client.post(f"/admin/contextstore/session/{session.pk}/delete/", {"post": "yes"})

@@ -118,10 +118,10 @@ def test_the_session_page_shows_threads_with_fork_lineage_and_runs(editor_client
     from contextstore.services.threads import thread_fork
 
     event_append(thread=thread, events=messages(4), actor=actor)
-    thread_fork(thread=thread, name="what-if", start_seq=1, end_seq=3, actor=actor)
+    thread_fork(thread=thread, name="what-if", start_position=1, end_position=2, actor=actor)
     run_start(thread=thread, run_id="run-42", actor=actor)
     html = editor_client.get(f"/sessions/{thread.session_id}/").content.decode()
-    assert "what-if" in html and "forked from main" in html and "#1–#2" in html
+    assert "what-if" in html and "forked from main" in html and "positions 1–2" in html
     assert "run-42" in html
     fragment = editor_client.get(f"/sessions/{thread.session_id}/", **HTMX).content.decode()
     assert 'id="runs"' in fragment and "<html" not in fragment

@@ -96,7 +96,7 @@ def test_agent_content_is_escaped_everywhere_on_the_thread_page(editor_client, t
     ])
     block_upsert(thread=thread, name=XSS, value=XSS, actor=actor)
     state_write(thread=thread, state={XSS: [XSS]}, actor=actor, reason=XSS)
-    collapse_create(thread=thread, start_seq=1, end_seq=1, summary_text=XSS, actor=actor,
+    collapse_create(thread=thread, start_position=1, end_position=1, summary_text=XSS, actor=actor,
                     provenance={"note": XSS})
     provider_state_put(thread=thread, provider=XSS, state={"k": XSS}, actor=actor)
     memory_remember(workspace=thread.workspace, user_id=thread.session.user_id, content=XSS, actor=actor)
@@ -110,7 +110,7 @@ def test_agent_content_is_escaped_everywhere_on_the_thread_page(editor_client, t
 
 def test_a_collapsed_range_shows_as_one_summary_card_with_its_originals(editor_client, thread, actor):
     event_append(thread=thread, events=messages(10), actor=actor)
-    collapse = collapse_create(thread=thread, start_seq=3, end_seq=6, summary_text="turns 3 to 6",
+    collapse = collapse_create(thread=thread, start_position=3, end_position=6, summary_text="turns 3 to 6",
                                actor=actor, provenance={"model": "extractive"})
     html = editor_client.get(f"/threads/{thread.pk}/").content.decode()
     assert seqs(html) == [1, 2, 7, 8, 9, 10]
@@ -164,7 +164,8 @@ def test_the_thread_page_queries_do_not_grow_with_history(
         for start in range(0, n, 1000):
             batch = messages(min(1000, n - start), start=start, words=6)
             event_append(thread=thread, events=batch, actor=actor)
-        collapse_create(thread=thread, start_seq=2, end_seq=n // 2, summary_text="early", actor=actor)
+        collapse_create(thread=thread, start_position=2, end_position=n // 2,
+                        summary_text="early", actor=actor)
         state_write(thread=thread, state={"n": n}, actor=actor)
         editor_client.get(f"/threads/{thread.pk}/")  # warm the session row
         with django_assert_max_num_queries(20) as ctx:
@@ -199,7 +200,7 @@ def test_export_downloads_the_thread_or_a_selected_range_as_json(editor_client, 
     whole = editor_client.get(f"/threads/{thread.pk}/export/")
     assert whole["Content-Disposition"].startswith("attachment")
     assert len(whole.json()["events"]) == 6
-    part = editor_client.get(f"/threads/{thread.pk}/export/", {"start_seq": 4, "end_seq": 2}).json()
+    part = editor_client.get(f"/threads/{thread.pk}/export/", {"start_position": 4, "end_position": 2}).json()
     assert [e["seq"] for e in part["events"]] == [2, 3, 4]
 
 
@@ -216,7 +217,7 @@ def test_a_missing_thread_is_a_readable_404(editor_client, thread):
 def test_runtime_and_collapsed_state_counts_stay_consistent_with_the_rows(thread, actor):
     # A guard for the page's assumption: collapsed originals never show in the timeline query.
     event_append(thread=thread, events=messages(4), actor=actor)
-    collapse_create(thread=thread, start_seq=1, end_seq=2, summary_text="s", actor=actor)
+    collapse_create(thread=thread, start_position=1, end_position=2, summary_text="s", actor=actor)
     assert Event.objects.filter(thread=thread, status="collapsed").count() == 2
 
 
@@ -233,7 +234,7 @@ def test_an_undone_collapse_says_so_on_its_own_page(editor_client, thread, actor
     from contextstore.services.collapses import collapse_undo
 
     event_append(thread=thread, events=messages(4), actor=actor)
-    collapse = collapse_create(thread=thread, start_seq=1, end_seq=2, summary_text="s", actor=actor)
+    collapse = collapse_create(thread=thread, start_position=1, end_position=2, summary_text="s", actor=actor)
     collapse_undo(collapse=collapse, actor=actor)
     html = editor_client.get(f"/threads/{thread.pk}/collapses/{collapse.pk}/").content.decode()
     assert "was undone just now" in html and "No originals" in html

@@ -57,14 +57,14 @@ def test_a_range_summary_requested_through_the_api_reports_its_job(make_worker, 
     make_worker().start()
     url = f"/api/v1/threads/{thread.pk}/"
     api.post(url + "events/", {"events": messages(20)}, format="json")
-    response = api.post(url + "collapse/", {"start_seq": 3, "end_seq": 9, "summarize": True},
+    response = api.post(url + "collapse/", {"start_position": 3, "end_position": 9, "summarize": True},
                         format="json")
     assert response.status_code == 202, response.content
     job_url = f"/api/v1/jobs/{response.json()['job_id']}/"
     done = wait_for(lambda: (r := api.get(job_url).json())["status"] == "done" and r,
                     what="the job to finish")
     collapse = Collapse.objects.get(pk=done["result"]["collapse"])
-    assert (collapse.start_seq, collapse.end_seq, collapse.event_count) == (3, 9, 7)
+    assert (collapse.start_position, collapse.end_position, collapse.event_count) == (3, 9, 7)
 
 
 class StallingChat(ThreadingHTTPServer):
@@ -143,7 +143,7 @@ def test_a_worker_killed_mid_summary_loses_nothing_and_makes_one_collapse(
         "prompt_tokens"] == 100
     # The second attempt decided its range afresh: the three late events are older than the
     # five preserved ones by then, so they are summarized; nothing after the range is touched.
-    assert (collapse.start_seq, collapse.end_seq) == (1, 58)
+    assert (collapse.start_position, collapse.end_position) == (1, 58)
     events = Event.objects.filter(thread=thread)
     assert events.filter(type="Message").count() == 63  # none lost
     assert list(events.filter(status="active", type="Message").order_by("seq")
@@ -161,7 +161,7 @@ def test_the_embedded_filesystem_broker_runs_jobs_and_recovery_resends_a_lost_on
         SUMMARIZER_BASE_URL=f"http://127.0.0.1:{stalling_chat.server_port}/v1")
     worker.start()
     event_append(thread=thread, events=messages(10), actor=actor)
-    job = summaries.summarize_range_request(thread=thread, start_seq=1, end_seq=5, actor=actor)
+    job = summaries.summarize_range_request(thread=thread, start_position=1, end_position=5, actor=actor)
     assert stalling_chat.arrived.wait(30), "the worker never took the job"
     worker.kill()
     stalling_chat.release.set()
@@ -170,5 +170,5 @@ def test_the_embedded_filesystem_broker_runs_jobs_and_recovery_resends_a_lost_on
     assert summaries.summary_jobs_recover(stale_after=0)["resent"] == 1  # what beat does
     wait_for(lambda: Job.objects.get(pk=job.pk).status == "done", what="the resent job")
     collapse = Collapse.objects.get(thread=thread)
-    assert (collapse.start_seq, collapse.end_seq, collapse.event_count) == (1, 5, 5)
+    assert (collapse.start_position, collapse.end_position, collapse.event_count) == (1, 5, 5)
     assert Job.objects.get(pk=job.pk).attempts == 2

@@ -102,7 +102,7 @@ class Command(BaseCommand):
         for offset in range(start, n, BATCH):
             event_append(thread=thread, actor=actor,
                          events=[event(i) for i in range(offset, min(offset + BATCH, n))])
-        collapse_create(thread=thread, start_seq=n // 3, end_seq=n // 3 + 50,
+        collapse_create(thread=thread, start_position=n // 3, end_position=n // 3 + 50,
                         summary_text="An earlier stretch, summarized.", actor=actor)
         block_upsert(thread=thread, name="persona", value="You are a careful operator.",
                      placement="prefix", actor=actor)

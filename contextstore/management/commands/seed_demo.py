@@ -164,10 +164,10 @@ class Command(BaseCommand):
                             content=f"{thread.session.user_id.title()} prefers short answers with links.",
                             actor=actor)
         if n == 0:
-            collapse_create(thread=thread, start_seq=2, end_seq=60, actor=actor, source="person",
+            collapse_create(thread=thread, start_position=2, end_position=60, actor=actor, source="person",
                             summary_text="Reproduced the export failure: replica lag caused stale "
                                          "reads; retries had no backoff.")
-            fork = thread_fork(thread=thread, name="what-if-primary", start_seq=1, end_seq=120,
+            fork = thread_fork(thread=thread, name="what-if-primary", start_position=1, end_position=119,
                                actor=actor, system_prompt="Explore moving the job to the primary.")
             event_append(thread=fork, actor=actor, events=[
                 {"type": "Message", "role": "user", "content": "What if we read from the primary?"}])

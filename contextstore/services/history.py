@@ -1,0 +1,267 @@
+"""History bookkeeping, in one place: seq allocation, building an Event from a validated
+EventSpec, and every denormalised counter that follows the event rows.
+
+Every service that adds events or moves them in or out of the working context (append,
+collapse, undo, clear, un-clear, fork, import, the summary worker through collapse) calls
+these functions inside its own transaction, holding the thread's row lock, so the counters
+always equal a recount from the rows (see `counters_recount`, used by the property test):
+
+- Thread: last_seq (newest seq), event_count / token_total (every row), active_event_count /
+  active_tokens (visible rows with status active: the working context), last_event_at (when the
+  newest row was written);
+- Session: thread_count, event_count, error_count, token_total, cost_total (of its threads'
+  rows; cost from LLMComplete events);
+- Run: event_count, input_tokens, output_tokens, cost (of the rows that name the run).
+"""
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING, Any
+
+from django.db.models import Count, F, Sum
+
+from contextstore.models import Event, Run, Session, Thread
+
+if TYPE_CHECKING:
+    from contextstore.services.events import EventSpec
+
+
+def metric(data: Any, *keys: str) -> Decimal:
+    """A number an event reports in its data (cost, token usage); 0 when absent or malformed."""
+    if not isinstance(data, dict):
+        return Decimal(0)
+    for key in keys:
+        value = data.get(key)
+        if isinstance(value, int | float | str) and not isinstance(value, bool):
+            try:
+                number = Decimal(str(value))
+            except InvalidOperation:
+                return Decimal(0)
+            return number if number.is_finite() else Decimal(0)
+    return Decimal(0)
+
+
+def event_cost(event: Event) -> Decimal:
+    return metric(event.data, "cost") if event.type == "LLMComplete" else Decimal(0)
+
+
+def event_usage(event: Event) -> tuple[int, int]:
+    """(input, output) tokens an LLMComplete reports; whole tokens, counted per event."""
+    if event.type != "LLMComplete":
+        return 0, 0
+    return (int(metric(event.data, "input_tokens", "prompt_tokens")),
+            int(metric(event.data, "output_tokens", "completion_tokens")))
+
+
+# --- seq allocation and event building ---------------------------------------------------------
+
+def seq_allocate(thread: Thread, count: int) -> int:
+    """The first of `count` new seqs (gap-free, creation order). The caller holds the thread lock;
+    `history_added` records the new last_seq when the rows are in."""
+    return thread.last_seq + 1
+
+
+def event_build(
+    *, thread: Thread, seq: int, spec: "EventSpec", now: datetime, run: Run | None = None,
+    position: int | None = None, status: str = Event.Status.ACTIVE,
+) -> Event:
+    """An unsaved Event from a validated spec. An ordinary event stands at its seq; only a
+    Summary made by a collapse stands earlier (its position is given)."""
+    return Event(
+        thread=thread, seq=seq, position=seq if position is None else position, type=spec.type,
+        role=spec.role, content=spec.content, parts=spec.parts, data=spec.data, run=run,
+        call_id=spec.call_id, step=spec.step, anchor=spec.anchor, client_id=spec.client_id,
+        payload_hash=spec.payload_hash, token_count=spec.token_count,
+        thinking_tokens=spec.thinking_tokens, visible=spec.visible, status=status,
+        occurred_at=spec.occurred_at or now,
+    )
+
+
+def event_copy(*, event: Event, thread: Thread, seq: int, position: int, status: str) -> Event:
+    """An unsaved copy of a stored event for another thread (fork): same content and counts,
+    a new place; runs stay with the thread that ran them."""
+    return Event(
+        thread=thread, seq=seq, position=position, type=event.type, role=event.role,
+        content=event.content, parts=event.parts, data=event.data, call_id=event.call_id,
+        step=event.step, anchor=event.anchor, client_id=event.client_id,
+        payload_hash=event.payload_hash, token_count=event.token_count,
+        thinking_tokens=event.thinking_tokens, visible=event.visible, status=status,
+        occurred_at=event.occurred_at,
+    )
+
+
+# --- counters ----------------------------------------------------------------------------------
+
+def _working(events: Iterable[Event]) -> tuple[int, int]:
+    """(count, tokens) of the events that the working context counts: visible and active."""
+    count = tokens = 0
+    for e in events:
+        if e.visible and e.status == Event.Status.ACTIVE:
+            count += 1
+            tokens += e.token_count
+    return count, tokens
+
+
+def history_added(*, thread: Thread, events: list[Event], now: datetime, new_thread: bool = False) -> None:
+    """Count freshly inserted rows (any status) on their thread, session and runs.
+
+    The thread is locked and fresh (lock_thread), or was created in this transaction; its
+    in-memory counters are updated too so the caller can go on using them.
+    """
+    if new_thread:
+        session_thread_added(session_id=thread.session_id)
+    if not events:
+        return
+    count, tokens = _working(events)
+    thread.last_seq = max(thread.last_seq, max(e.seq for e in events))
+    thread.event_count += len(events)
+    thread.token_total += sum(e.token_count for e in events)
+    thread.active_event_count += count
+    thread.active_tokens += tokens
+    newest = max(e.created_at or now for e in events)
+    thread.last_event_at = max(thread.last_event_at or newest, newest)
+    thread.updated_at = now
+    Thread.objects.filter(pk=thread.pk).update(
+        last_seq=thread.last_seq, event_count=thread.event_count, token_total=thread.token_total,
+        active_event_count=thread.active_event_count, active_tokens=thread.active_tokens,
+        last_event_at=thread.last_event_at, updated_at=now,
+    )
+    Session.objects.filter(pk=thread.session_id).update(
+        event_count=F("event_count") + len(events),
+        error_count=F("error_count") + sum(1 for e in events if e.type == "Error"),
+        token_total=F("token_total") + sum(e.token_count for e in events),
+        cost_total=F("cost_total") + sum((event_cost(e) for e in events), Decimal(0)),
+        last_activity_at=now,
+    )
+    _runs_count(events)
+
+
+def _runs_count(events: list[Event]) -> None:
+    per_run: dict[int, dict[str, Any]] = defaultdict(
+        lambda: {"events": 0, "in": 0, "out": 0, "cost": Decimal(0)})
+    for e in events:
+        if e.run_id is None:
+            continue
+        agg = per_run[e.run_id]
+        agg["events"] += 1
+        used_in, used_out = event_usage(e)
+        agg["in"] += used_in
+        agg["out"] += used_out
+        agg["cost"] += event_cost(e)
+    for pk, agg in per_run.items():
+        Run.objects.filter(pk=pk).update(
+            event_count=F("event_count") + agg["events"], input_tokens=F("input_tokens") + agg["in"],
+            output_tokens=F("output_tokens") + agg["out"], cost=F("cost") + agg["cost"],
+        )
+
+
+@dataclass
+class Moved:
+    """Visible events that entered or left the working context, by count and tokens."""
+
+    count: int = 0
+    tokens: int = 0
+
+    @classmethod
+    def of(cls, events: Iterable[Event]) -> "Moved":
+        visible = [e for e in events if e.visible]
+        return cls(len(visible), sum(e.token_count for e in visible))
+
+
+def working_context_changed(
+    *, thread: Thread, now: datetime, entered: Moved | None = None, left: Moved | None = None
+) -> None:
+    """Events changed status (collapse, undo, clear, un-clear): only the working-context counters
+    move. The thread is locked and fresh."""
+    entered, left = entered or Moved(), left or Moved()
+    thread.active_event_count += entered.count - left.count
+    thread.active_tokens += entered.tokens - left.tokens
+    thread.updated_at = now
+    Thread.objects.filter(pk=thread.pk).update(
+        active_event_count=thread.active_event_count, active_tokens=thread.active_tokens,
+        updated_at=now,
+    )
+
+
+def session_thread_added(*, session_id: int) -> None:
+    Session.objects.filter(pk=session_id).update(thread_count=F("thread_count") + 1)
+
+
+def thread_removed(*, thread: Thread, now: datetime) -> None:
+    """A thread is about to be deleted with its rows: take them out of the session's counters.
+    (Runs go with the thread.)"""
+    events = Event.objects.filter(thread=thread)
+    totals = events.aggregate(count=Count("pk"), tokens=Sum("token_count"))
+    errors = events.filter(type="Error").count()
+    cost = sum((event_cost(e) for e in events.filter(type="LLMComplete").only("type", "data")),
+               Decimal(0))
+    Session.objects.filter(pk=thread.session_id).update(
+        thread_count=F("thread_count") - 1, event_count=F("event_count") - totals["count"],
+        error_count=F("error_count") - errors,
+        token_total=F("token_total") - (totals["tokens"] or 0),
+        cost_total=F("cost_total") - cost, last_activity_at=now,
+    )
+
+
+# --- recount (tests, repair) -------------------------------------------------------------------
+
+THREAD_COUNTERS = ("last_seq", "event_count", "token_total", "active_event_count",
+                   "active_tokens", "last_event_at")
+SESSION_COUNTERS = ("thread_count", "event_count", "error_count", "token_total", "cost_total")
+RUN_COUNTERS = ("event_count", "input_tokens", "output_tokens", "cost")
+
+
+def counters_recount(*, session: Session) -> dict[str, Any]:
+    """Every counter of a session, its threads and runs, recomputed from the rows: what the
+    stored counters must equal. Reads everything, so it is for tests and repairs only."""
+    result: dict[str, Any] = {"threads": {}, "runs": {}}
+    session_totals = {k: 0 for k in SESSION_COUNTERS}
+    session_totals["cost_total"] = Decimal(0)
+    runs: dict[int, dict[str, Any]] = {}
+    for thread in Thread.objects.filter(session=session).order_by("pk"):
+        session_totals["thread_count"] += 1
+        counts = {"last_seq": 0, "event_count": 0, "token_total": 0, "active_event_count": 0,
+                  "active_tokens": 0, "last_event_at": None}
+        for e in Event.objects.filter(thread=thread).iterator(chunk_size=2000):
+            counts["last_seq"] = max(counts["last_seq"], e.seq)
+            counts["event_count"] += 1
+            counts["token_total"] += e.token_count
+            if e.visible and e.status == Event.Status.ACTIVE:
+                counts["active_event_count"] += 1
+                counts["active_tokens"] += e.token_count
+            if counts["last_event_at"] is None or e.created_at > counts["last_event_at"]:
+                counts["last_event_at"] = e.created_at
+            session_totals["event_count"] += 1
+            session_totals["token_total"] += e.token_count
+            session_totals["error_count"] += e.type == "Error"
+            session_totals["cost_total"] += event_cost(e)
+            if e.run_id is not None:
+                run = runs.setdefault(e.run_id, {"event_count": 0, "input_tokens": 0,
+                                                 "output_tokens": 0, "cost": Decimal(0)})
+                run["event_count"] += 1
+                used_in, used_out = event_usage(e)
+                run["input_tokens"] += used_in
+                run["output_tokens"] += used_out
+                run["cost"] += event_cost(e)
+        result["threads"][thread.pk] = counts
+        for run in Run.objects.filter(thread=thread):
+            result["runs"][run.pk] = runs.get(run.pk, {"event_count": 0, "input_tokens": 0,
+                                                       "output_tokens": 0, "cost": Decimal(0)})
+    result["session"] = session_totals
+    return result
+
+
+def counters_stored(*, session: Session) -> dict[str, Any]:
+    """The stored counters, in the shape of counters_recount."""
+    session = Session.objects.get(pk=session.pk)
+    return {
+        "threads": {t["pk"]: {k: t[k] for k in THREAD_COUNTERS}
+                    for t in Thread.objects.filter(session=session).order_by("pk")
+                    .values("pk", *THREAD_COUNTERS)},
+        "runs": {r["pk"]: {k: r[k] for k in RUN_COUNTERS}
+                 for r in Run.objects.filter(thread__session=session).values("pk", *RUN_COUNTERS)},
+        "session": {k: getattr(session, k) for k in SESSION_COUNTERS},
+    }

@@ -1,0 +1,143 @@
+"""Every stored counter equals a recount from the rows, after every step of random sequences of
+every operation that adds events or moves them in or out of the working context."""
+
+import itertools
+from decimal import Decimal
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from contextstore.errors import DomainError
+from contextstore.models import Clear, Collapse, Event, StateRevision, Thread
+from contextstore.services import history, summaries
+from contextstore.services.collapses import collapse_create, collapse_undo
+from contextstore.services.events import event_append
+from contextstore.services.runs import run_start
+from contextstore.services.sessions import session_ensure, thread_ensure
+from contextstore.services.state import state_restore, state_write
+from contextstore.services.threads import (
+    thread_clear_context,
+    thread_delete_fork,
+    thread_fork,
+    thread_unclear,
+)
+from contextstore.services.transfer import thread_export, thread_import
+
+keys = itertools.count()
+
+EVENT = st.one_of(
+    st.builds(lambda n: {"type": "Message", "role": "user", "content": "word " * n}, st.integers(0, 30)),
+    st.builds(lambda n: {"type": "Error", "content": f"failed {n}"}, st.integers(0, 9)),
+    st.builds(lambda n: {"type": "LLMCallStart", "content": "calling"}, st.integers(0, 1)),
+    st.builds(lambda i, o, c, r: {"type": "LLMComplete", "run_id": r, "content": "done",
+                                  "data": {"input_tokens": i, "output_tokens": o,
+                                           "cost": str(Decimal(c) / 10**6)}},
+              st.integers(0, 5000), st.integers(0, 900), st.integers(0, 99_999),
+              st.sampled_from(["r1", "r2"])),
+    st.builds(lambda r, s: {"type": "StepResult", "run_id": r, "step": s, "content": "ok"},
+              st.sampled_from(["r1", "r2"]), st.sampled_from(["plan", "act"])),
+)
+KINDS = ("append", "collapse", "summary_job", "fork", "undo", "clear", "unclear", "restore",
+         "import", "delete_fork", "switch")
+# (kind, events to append, two numbers that pick a range or an object among the candidates)
+OPS = st.tuples(st.sampled_from(KINDS), st.lists(EVENT, min_size=1, max_size=6),
+                st.integers(0, 10**6), st.integers(0, 10**6))
+
+
+def assert_counters_match(session) -> None:
+    stored = history.counters_stored(session=session)
+    recounted = history.counters_recount(session=session)
+    # Money is kept to 6 decimal places by the column; the recount is exact.
+    recounted["session"]["cost_total"] = recounted["session"]["cost_total"].quantize(Decimal("0.000001"))
+    for run in recounted["runs"].values():
+        run["cost"] = run["cost"].quantize(Decimal("0.000001"))
+    assert stored == recounted
+
+
+def _range(thread: Thread, a: int, b: int) -> tuple[int, int] | None:
+    positions = list(Event.objects.filter(thread=thread, status="active")
+                     .order_by("position").values_list("position", flat=True))
+    if not positions:
+        return None
+    i, j = sorted((a % len(positions), b % len(positions)))
+    return positions[i], positions[j]
+
+
+def apply(op: tuple, thread: Thread, session, actor) -> Thread:
+    """Do one operation on `thread`; return the thread later operations work on."""
+    kind, _, a, b = op
+    pick = a
+    if kind == "append":
+        for run_id in {e["run_id"] for e in op[1] if "run_id" in e}:
+            run_start(thread=thread, run_id=run_id, actor=actor)
+        event_append(thread=thread, events=op[1], actor=actor)
+    elif kind == "collapse":
+        span = _range(thread, a, b)
+        if span:
+            collapse_create(thread=thread, start_position=span[0], end_position=span[1],
+                            summary_text=f"summary {a}", actor=actor)
+    elif kind == "summary_job":
+        span = _range(thread, a, b)
+        if span:
+            try:
+                job = summaries.summarize_range_request(
+                    thread=thread, start_position=span[0], end_position=span[1], actor=actor)
+            except DomainError:
+                return thread  # only runtime events there: nothing a summary can take
+            summaries.summary_job_run(job_id=job.pk)  # what the worker's task calls
+    elif kind == "fork":
+        span = _range(thread, a, b) or (None, None)
+        return thread_fork(thread=thread, name=f"fork-{next(keys)}", start_position=span[0],
+                           end_position=span[1], actor=actor)
+    elif kind == "undo":
+        undoable = list(Collapse.objects.filter(thread=thread, undone_at__isnull=True,
+                                                summary_event__status="active").order_by("pk"))
+        if undoable:
+            collapse_undo(collapse=undoable[pick % len(undoable)], actor=actor)
+    elif kind == "clear":
+        thread_clear_context(thread=thread, actor=actor)
+    elif kind == "unclear":
+        pending = list(Clear.objects.filter(thread=thread, undone_at__isnull=True).order_by("pk"))
+        if pending:
+            thread_unclear(clear=pending[pick % len(pending)], actor=actor)
+    elif kind == "restore":
+        revisions = list(StateRevision.objects.filter(thread=thread).values_list("revision", flat=True))
+        if revisions:
+            state_restore(thread=thread, revision=revisions[pick % len(revisions)], actor=actor)
+    elif kind == "import":
+        return thread_import(workspace=session.workspace, data=thread_export(thread=thread),
+                             actor=actor, session_key=session.key, user_id=session.user_id,
+                             name=f"copy-{next(keys)}")
+    elif kind == "delete_fork":
+        if thread.parent_id is not None:
+            return thread_delete_fork(thread=thread, actor=actor) or thread
+    elif kind == "switch":
+        threads = list(Thread.objects.filter(session=session).order_by("pk"))
+        return threads[pick % len(threads)]
+    return thread
+
+
+@pytest.mark.django_db
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(OPS, min_size=2, max_size=16))
+def test_every_counter_equals_a_recount_after_every_operation(workspace, actor, ops):
+    session = session_ensure(workspace=workspace, key=f"prop-{next(keys)}", user_id="u",
+                             actor=actor)[0]
+    thread = thread_ensure(session=session, actor=actor)[0]
+    state_write(thread=thread, state={"goal": "count"}, summary="first summary", actor=actor)
+    event_append(thread=thread, actor=actor, events=[
+        {"type": "Message", "content": f"turn {i} " + "word " * i} for i in range(8)])
+    for op in ops:
+        thread = Thread.objects.get(pk=thread.pk)
+        thread = apply(op, thread, session, actor)
+        assert_counters_match(session)
+
+
+def test_the_recount_notices_a_counter_that_drifted(thread, actor):
+    """The property test could not fail if the comparison were blind: drift one and look."""
+    event_append(thread=thread, events=[{"type": "Error", "content": "x"}], actor=actor)
+    assert_counters_match(thread.session)
+    Thread.objects.filter(pk=thread.pk).update(active_tokens=999)
+    with pytest.raises(AssertionError):
+        assert_counters_match(thread.session)
