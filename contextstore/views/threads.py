@@ -11,7 +11,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.vary import vary_on_headers
 
-from contextstore import rendering
+from contextstore import rendering, selectors
 from contextstore.forms import EventFilterForm
 from contextstore.models import Collapse, ContextBlock, Memory, ProviderState, Run, StateRevision, Thread
 from contextstore.services.transfer import EVENT_FIELDS, thread_export
@@ -83,11 +83,26 @@ def run_chart(thread: Thread) -> dict[str, Any]:
     return {"bars": bars, "top_tokens": top_tokens, "top_cost": top_cost}
 
 
+def block_history(thread: Thread, live: set[str]) -> tuple[dict[str, list], list]:
+    """The latest 60 kept block versions by name, and the deleted blocks among them (each with
+    the version its deletion removed, which a restore brings back)."""
+    by_name: dict[str, list] = {}
+    for v in selectors.block_versions(thread=thread)[:60]:
+        by_name.setdefault(v.name, []).append(v)
+    deleted = [vs[0] for name, vs in sorted(by_name.items()) if name not in live and vs[0].deleted]
+    return by_name, deleted
+
+
 def panel_context(request: HttpRequest, thread: Thread) -> dict[str, Any]:
     """Everything the side panel shows; each read is capped, none grows with history."""
     budget = budget_of(request)
+    blocks = list(thread.blocks.order_by("placement", "order", "name"))
+    versions, deleted = block_history(thread, {b.name for b in blocks})
+    for b in blocks:
+        b.kept_versions = versions.get(b.name, [])
     return {
-        "blocks": list(thread.blocks.order_by("placement", "order", "name")),
+        "blocks": blocks,
+        "deleted_blocks": deleted,
         "gauge": gauge(thread, budget),
         "revisions": list(
             StateRevision.objects.filter(thread=thread).order_by("-revision")

@@ -1,0 +1,31 @@
+"""0003 carries existing data over: each block's current content becomes its first version."""
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+BEFORE = [("contextstore", "0002_event_text_search")]
+AFTER = [("contextstore", "0003_h12_render_records")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_existing_blocks_get_their_current_version_kept():
+    executor = MigrationExecutor(connection)
+    executor.migrate(BEFORE)
+    apps = executor.loader.project_state(BEFORE).apps
+    workspace = apps.get_model("contextstore", "Workspace").objects.create(slug="w", name="W")
+    session = apps.get_model("contextstore", "Session").objects.create(workspace=workspace, key="k")
+    thread = apps.get_model("contextstore", "Thread").objects.create(workspace=workspace, session=session)
+    apps.get_model("contextstore", "ContextBlock").objects.create(
+        thread=thread, name="goal", value="ship", placement="prefix", order=2, version=4, token_count=1)
+
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(AFTER)
+    apps = executor.loader.project_state(AFTER).apps
+    kept = apps.get_model("contextstore", "ContextBlockVersion").objects.get()
+    assert (kept.thread_id, kept.name, kept.version, kept.value, kept.placement, kept.order,
+            kept.deleted) == (thread.pk, "goal", 4, "ship", "prefix", 2, False)
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
