@@ -374,8 +374,9 @@ class ThreadViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     def context(self, request: Request, pk: str) -> Response:
         query = parse(s.ContextQuerySerializer, request.query_params)
         max_tokens = query.get("max_tokens") or settings.CONTEXTSTORE["DEFAULT_RENDER_MAX_TOKENS"]
-        return Response(rendering.context_render(thread=self.get_object(), max_tokens=max_tokens,
-                                                 strip_thinking=query["strip_thinking"]))
+        return Response(rendering.context_render(
+            thread=self.get_object(), max_tokens=max_tokens, strip_thinking=query["strip_thinking"],
+            fmt=query["format"], on_oversize=query["on_oversize"]))
 
     @extend_schema(parameters=[s.WindowQuerySerializer], responses=s.WindowSerializer)
     @action(detail=True, methods=["get"])

@@ -22,6 +22,29 @@ def keep_current_block_versions(apps, schema_editor):
     ContextBlockVersion.objects.bulk_create(batch)
 
 
+def count_tool_call_arguments(apps, schema_editor):
+    """ToolCall events that keep name/arguments in `data` now count them, as the model sees them;
+    the thread and session token counters follow."""
+    from django.db.models import F
+
+    from contextstore.tokens import event_tokens
+
+    Event = apps.get_model("contextstore", "Event")
+    Thread = apps.get_model("contextstore", "Thread")
+    Session = apps.get_model("contextstore", "Session")
+    for event in Event.objects.filter(type="ToolCall").iterator(chunk_size=2000):
+        total, _ = event_tokens(event.content, event.parts, type_=event.type, data=event.data)
+        delta = total - event.token_count
+        if not delta:
+            continue
+        Event.objects.filter(pk=event.pk).update(token_count=total)
+        changes = {"token_total": F("token_total") + delta}
+        if event.status == "active" and event.visible:
+            changes["active_tokens"] = F("active_tokens") + delta
+        Thread.objects.filter(pk=event.thread_id).update(**changes)
+        Session.objects.filter(threads__pk=event.thread_id).update(token_total=F("token_total") + delta)
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -124,4 +147,5 @@ class Migration(migrations.Migration):
             },
         ),
         migrations.RunPython(keep_current_block_versions, migrations.RunPython.noop),
+        migrations.RunPython(count_tool_call_arguments, migrations.RunPython.noop),
     ]

@@ -108,7 +108,7 @@ def event_spec(raw: Any, index: int) -> EventSpec:
     payload_hash = hashlib.sha256(
         json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str).encode()
     ).hexdigest()
-    total, thinking = event_tokens(content, parts)
+    total, thinking = event_tokens(content, parts, type_=etype, data=raw.get("data"))
     return EventSpec(
         type=etype, role=strings["role"], content=content, parts=parts, data=raw.get("data"),
         run_id=strings["run_id"], call_id=strings["call_id"], step=strings["step"],
