@@ -2,13 +2,15 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import SimpleRouter
 
-from contextstore.api import blocks, views
+from contextstore.api import blocks, model_settings, views
 from contextstore.api.exceptions import api_not_found
 
 router = SimpleRouter()
 router.register("sessions", views.SessionViewSet, basename="session")
 router.register("threads", views.ThreadViewSet, basename="thread")
 router.register("threads", blocks.BlockVersionViewSet, basename="thread-block-version")
+router.register("threads", model_settings.ThreadModelViewSet, basename="thread-model")
+router.register("sessions", model_settings.SessionModelViewSet, basename="session-model")
 router.register("collapses", views.CollapseViewSet, basename="collapse")
 router.register("runs", views.RunViewSet, basename="run")
 router.register("memories", views.MemoryViewSet, basename="memory")

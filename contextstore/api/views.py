@@ -7,7 +7,6 @@ object is a 404. Writes need a write-scoped token (permissions.TokenScope).
 from typing import Any
 from urllib.parse import urlencode
 
-from django.conf import settings
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -23,6 +22,7 @@ from contextstore.api import serializers as s
 from contextstore.api.pagination import SearchResultsPagination
 from contextstore.api.parsers import LimitedJSONParser, MergePatchParser
 from contextstore.errors import InvalidInput, NotFound
+from contextstore.llm_models import thread_model_settings
 from contextstore.models import Collapse, Job, ProviderState, Run, Session, Thread
 from contextstore.services import (
     blocks,
@@ -373,9 +373,10 @@ class ThreadViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     @action(detail=True, methods=["get"])
     def context(self, request: Request, pk: str) -> Response:
         query = parse(s.ContextQuerySerializer, request.query_params)
-        max_tokens = query.get("max_tokens") or settings.CONTEXTSTORE["DEFAULT_RENDER_MAX_TOKENS"]
+        thread = self.get_object()
+        max_tokens = query.get("max_tokens") or thread_model_settings(thread).budget
         return Response(rendering.context_render(
-            thread=self.get_object(), max_tokens=max_tokens, strip_thinking=query["strip_thinking"],
+            thread=thread, max_tokens=max_tokens, strip_thinking=query["strip_thinking"],
             fmt=query["format"], on_oversize=query["on_oversize"]))
 
     @extend_schema(parameters=[s.WindowQuerySerializer], responses=s.WindowSerializer)

@@ -4,7 +4,6 @@
 import json
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
@@ -13,6 +12,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from contextstore import rendering, selectors
 from contextstore.forms import EventFilterForm
+from contextstore.llm_models import thread_model_settings
 from contextstore.models import Collapse, ContextBlock, Memory, ProviderState, Run, StateRevision, Thread
 from contextstore.services.transfer import EVENT_FIELDS, thread_export
 from contextstore.views import timeline
@@ -32,8 +32,9 @@ def _int(raw: str | None) -> int | None:
     return int(raw) if raw and raw.isdigit() else None
 
 
-def budget_of(request: HttpRequest) -> int:
-    budget = _int(request.GET.get("budget")) or settings.CONTEXTSTORE["DEFAULT_RENDER_MAX_TOKENS"]
+def budget_of(request: HttpRequest, thread: Thread) -> int:
+    """The budget asked for, else the thread's model budget (context window - reserve)."""
+    budget = _int(request.GET.get("budget")) or thread_model_settings(thread).budget
     return min(max(budget, 1), MAX_BUDGET)
 
 
@@ -95,7 +96,7 @@ def block_history(thread: Thread, live: set[str]) -> tuple[dict[str, list], list
 
 def panel_context(request: HttpRequest, thread: Thread) -> dict[str, Any]:
     """Everything the side panel shows; each read is capped, none grows with history."""
-    budget = budget_of(request)
+    budget = budget_of(request, thread)
     blocks = list(thread.blocks.order_by("placement", "order", "name"))
     versions, deleted = block_history(thread, {b.name for b in blocks})
     for b in blocks:
@@ -115,6 +116,7 @@ def panel_context(request: HttpRequest, thread: Thread) -> dict[str, Any]:
         ),
         "chart": run_chart(thread),
         "budget": budget,
+        "model_settings": thread_model_settings(thread),
         "placements": ContextBlock.Placement.choices,
     }
 
@@ -178,7 +180,7 @@ def model_view(request: HttpRequest, pk: int) -> HttpResponse:
     "your prompt cache would have been invalidated since you last rendered this thread".
     """
     thread = get_thread(request, pk)
-    budget = budget_of(request)
+    budget = budget_of(request, thread)
     rendered = rendering.context_render(thread=thread, max_tokens=budget)
     key = f"contextstore.prefix_hash.{thread.pk}"
     previous = request.session.get(key)
