@@ -343,6 +343,10 @@ class ContextQuerySerializer(serializers.Serializer):
         choices=["skip", "stop"], required=False, default="skip",
         help_text="A unit larger than the remaining budget is skipped (older events still "
                   "come) or ends the history there.")
+    record = serializers.BooleanField(
+        required=False, default=False,
+        help_text="Keep a render record (write scope); the response carries its render_id, "
+                  "GET /api/v1/renders/{render_id}/ rebuilds these messages later.")
 
 
 class ContextSerializer(serializers.Serializer):

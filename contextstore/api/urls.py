@@ -2,7 +2,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import SimpleRouter
 
-from contextstore.api import blocks, model_settings, views
+from contextstore.api import blocks, model_settings, renders, views
 from contextstore.api.exceptions import api_not_found
 
 router = SimpleRouter()
@@ -15,6 +15,7 @@ router.register("collapses", views.CollapseViewSet, basename="collapse")
 router.register("runs", views.RunViewSet, basename="run")
 router.register("memories", views.MemoryViewSet, basename="memory")
 router.register("jobs", views.JobViewSet, basename="job")
+router.register("renders", renders.RenderViewSet, basename="render")
 
 app_name = "api"
 urlpatterns = [

@@ -12,7 +12,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import Serializer
@@ -31,6 +31,7 @@ from contextstore.services import (
     events,
     memories,
     peteos,
+    renders,
     runs,
     sessions,
     state,
@@ -374,10 +375,17 @@ class ThreadViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     def context(self, request: Request, pk: str) -> Response:
         query = parse(s.ContextQuerySerializer, request.query_params)
         thread = self.get_object()
+        if query["record"] and not request.auth.can_write:
+            raise PermissionDenied("Recording a render needs a token with write scope.")
         max_tokens = query.get("max_tokens") or thread_model_settings(thread).budget
-        return Response(rendering.context_render(
+        rendered = rendering.render(
             thread=thread, max_tokens=max_tokens, strip_thinking=query["strip_thinking"],
-            fmt=query["format"], on_oversize=query["on_oversize"]))
+            fmt=query["format"], on_oversize=query["on_oversize"])
+        body = rendered.body
+        if query["record"]:
+            record = renders.render_record(thread=thread, rendered=rendered, actor=actor_of(request))
+            body = {**body, "render_id": str(record.pk)}
+        return Response(body)
 
     @extend_schema(parameters=[s.WindowQuerySerializer], responses=s.WindowSerializer)
     @action(detail=True, methods=["get"])

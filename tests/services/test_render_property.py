@@ -4,6 +4,7 @@ or result is orphaned, tokens stay within budget, every event left out is report
 says whether anything was left out for size."""
 
 import itertools
+import json
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 from contextstore import rendering
 from contextstore.errors import DomainError
 from contextstore.models import Event
+from contextstore.services import renders
 from contextstore.services.collapses import collapse_create
 from contextstore.services.events import event_append
 from contextstore.services.sessions import thread_ensure
@@ -147,6 +149,12 @@ def check(thread, render, budget: int, fmt: str) -> None:
 def test_random_threads_render_valid_honest_requests(session, actor, steps, budget, fmt, on_oversize, strip):
     thread = thread_ensure(session=session, name=f"p{next(names)}", actor=actor)[0]
     build(thread, actor, steps)
-    render = rendering.context_render(thread=thread, max_tokens=budget, fmt=fmt,
-                                      on_oversize=on_oversize, strip_thinking=strip)
-    check(thread, render, budget, fmt)
+    rendered = rendering.render(thread=thread, max_tokens=budget, fmt=fmt,
+                                on_oversize=on_oversize, strip_thinking=strip)
+    check(thread, rendered.body, budget, fmt)
+    # Recorded, it rebuilds byte for byte, also after the thread changes again.
+    kept = renders.render_record(thread=thread, rendered=rendered, actor=actor)
+    sent = json.dumps([rendered.body.get("system"), rendered.body["messages"]])
+    build(thread, actor, [("collapse", 0, 3), ("summary", 4), ("clear",), ("message", "user", 3)])
+    rebuilt = renders.render_rebuild(record=kept)
+    assert json.dumps([rebuilt.get("system"), rebuilt["messages"]]) == sent
