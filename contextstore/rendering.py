@@ -40,6 +40,15 @@ ON_OVERSIZE = ("skip", "stop")
 # keeps the walk's cost following the budget rather than the length of history.
 MAX_CONSECUTIVE_SKIPS = 8
 
+# Why an event was left out of a render (stats.skipped[].reason), in words for people.
+SKIP_REASONS = {
+    "oversize": "larger than the budget left; older events still came",
+    "budget": "the budget was spent; this and older events were left out",
+    "stop": "did not fit and on_oversize=stop: history ends here",
+    "orphan_tool_result": "a tool result whose call is not in the context (providers reject it)",
+    "unanswered_tool_call": "a tool call whose results are not all in the context",
+}
+
 ROLE_BY_TYPE = {
     "Task": "user", "Input": "user", "Feedback": "user", "Message": "user",
     "LLMOutput": "assistant", "Reasoning": "assistant", "ToolCall": "assistant",

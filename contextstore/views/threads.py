@@ -186,9 +186,11 @@ def model_view(request: HttpRequest, pk: int) -> HttpResponse:
     previous = request.session.get(key)
     current = rendered["stats"]["prefix_hash"]
     request.session[key] = current
+    skipped = [{**x, "why": rendering.SKIP_REASONS.get(x["reason"], x["reason"])}
+               for x in rendered["stats"]["skipped"]]
     context = {
         "thread": thread, "session": thread.session, "workspace": thread.workspace,
-        "rendered": rendered, "budget": budget, "previous_hash": previous,
+        "rendered": rendered, "budget": budget, "previous_hash": previous, "skipped": skipped,
         "workspaces": visible_workspaces(request.user),
         "prefix_changed": previous is not None and previous != current,
     }
