@@ -747,6 +747,10 @@ class ThreadHandle:
         return Context(messages=data["messages"], stats=data["stats"], format=data["format"],
                        system=data.get("system"), render_id=data.get("render_id"))
 
+    def llm_call(self, seq: int) -> dict[str, Any]:
+        """What the LLM call logged at `seq` was sent: its render rebuilt, or its logged messages."""
+        return self._json("GET", f"llm-calls/{seq}/")
+
     def model_settings(self) -> dict[str, Any]:
         """model, context_window, reserve_output as set here, and `effective` after inheritance."""
         return self._json("GET", "model/")

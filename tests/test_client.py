@@ -267,6 +267,7 @@ def test_the_loop_context_call_log_links_the_call_to_its_render(cs, live_server,
     start, done = Event.objects.filter(
         thread=thread, type__in=["LLMCallStart", "LLMComplete"]).order_by("seq")
     assert start.data["render_id"] == done.data["render_id"] == ctx.render_id
+    assert handle.llm_call(start.seq)["messages"] == ctx.messages
     handle.put_block("persona", value="Be long.")
     again = handle.context(format="openai")
     assert cs.render(ctx.render_id).messages == ctx.messages

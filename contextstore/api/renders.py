@@ -4,13 +4,15 @@ GET /api/v1/threads/{id}/context/?record=true (the Python client's context() doe
 
 from typing import Any
 
+from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from contextstore.models import RenderRecord
+from contextstore.errors import NotFound
+from contextstore.models import Event, RenderRecord, Thread
 from contextstore.services import renders
 
 UUID = "[0-9a-fA-F-]{36}"
@@ -72,3 +74,41 @@ class RenderViewSet(viewsets.GenericViewSet):
     @action(detail=True, methods=["get"], url_path=rf"diff/(?P<other>{UUID})")
     def diff(self, request: Request, pk: str, other: str) -> Response:
         return Response(renders.render_diff(a=self._get(pk), b=self._get(other)))
+
+
+class LLMCallSerializer(serializers.Serializer):
+    seq = serializers.IntegerField()
+    type = serializers.CharField()
+    render_id = serializers.UUIDField(allow_null=True)
+    format = serializers.CharField(allow_null=True)
+    system = serializers.ListField(child=serializers.DictField(), required=False)
+    messages = serializers.ListField(child=serializers.JSONField(), allow_null=True)
+
+
+@extend_schema(tags=["renders"])
+class LLMCallViewSet(viewsets.GenericViewSet):
+    """GET /api/v1/threads/{id}/llm-calls/{seq}/: what a logged model call was sent — its
+    render rebuilt, or the messages the agent logged with it."""
+
+    lookup_value_regex = "[0-9]+"
+    serializer_class = LLMCallSerializer
+
+    def get_queryset(self) -> QuerySet[Thread]:
+        return Thread.objects.filter(workspace=self.request.auth.workspace)
+
+    @extend_schema(responses=LLMCallSerializer, summary="What a logged LLM call was sent")
+    @action(detail=True, methods=["get"], url_path=r"llm-calls/(?P<seq>[0-9]+)")
+    def llm_call(self, request: Request, pk: str, seq: str) -> Response:
+        thread = self.get_object()
+        event = Event.objects.filter(thread=thread, seq=int(seq),
+                                     type__in=renders.LLM_CALL_TYPES).first()
+        if event is None:
+            raise NotFound(f"No LLM call event at seq {seq} on this thread.")
+        data = event.data if isinstance(event.data, dict) else {}
+        out: dict[str, Any] = {"seq": event.seq, "type": event.type,
+                               "render_id": data.get("render_id"), "format": None,
+                               "messages": renders.llm_call_messages(event=event)}
+        if out["render_id"]:
+            record = renders.render_get(workspace_id=thread.workspace_id, render_id=out["render_id"])
+            out.update(renders.render_rebuild(record=record))
+        return Response(out)

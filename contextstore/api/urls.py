@@ -16,6 +16,7 @@ router.register("runs", views.RunViewSet, basename="run")
 router.register("memories", views.MemoryViewSet, basename="memory")
 router.register("jobs", views.JobViewSet, basename="job")
 router.register("renders", renders.RenderViewSet, basename="render")
+router.register("threads", renders.LLMCallViewSet, basename="thread-llm-call")
 
 app_name = "api"
 urlpatterns = [

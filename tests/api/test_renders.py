@@ -49,6 +49,14 @@ def test_an_llm_call_carries_the_render_it_sent(api_client, thread_url):
     ok = api_client.post(f"{thread_url}events/", {"events": [
         {"type": "LLMCallStart", "data": {"model": "gpt-4o", "render_id": render_id}}]}, format="json")
     assert ok.status_code in (200, 201)
+    sent = api_client.get(f"{thread_url}llm-calls/7/").json()
+    assert sent["render_id"] == render_id and sent["messages"][0]["content"] == "## persona\nBe brief."
+    api_client.post(f"{thread_url}events/", {"events": [
+        {"type": "LLMCallStart", "data": {"messages": [{"role": "user", "content": "own"}]}}]},
+        format="json")
+    assert api_client.get(f"{thread_url}llm-calls/8/").json()["messages"] == [
+        {"role": "user", "content": "own"}]
+    assert api_client.get(f"{thread_url}llm-calls/1/").status_code == 404  # a Message
     bad = api_client.post(f"{thread_url}events/", {"events": [
         {"type": "LLMComplete", "data": {"render_id": "00000000-0000-0000-0000-000000000000"}}]},
         format="json")

@@ -118,3 +118,21 @@ def test_a_diff_says_what_changed(busy, actor):
     assert diff["prefix_changed"] is True and diff["prompt_cache_lost"] is True
     assert diff["summary_changed"] is False
     assert diff["tokens"]["history"]["before"] != diff["tokens"]["history"]["after"]
+
+
+def test_recording_costs_the_same_queries_whatever_the_history_length(thread, actor):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def cost():
+        thread.refresh_from_db()
+        with CaptureQueriesContext(connection) as queries:
+            rendered = rendering.render(thread=thread, max_tokens=2000)
+            renders.render_record(thread=thread, rendered=rendered, actor=actor)
+        return len(queries)
+
+    event_append(thread=thread, events=messages(200, words=30), actor=actor)
+    small = cost()
+    for _ in range(4):
+        event_append(thread=thread, events=messages(1000, words=30), actor=actor)
+    assert cost() == small <= 8
