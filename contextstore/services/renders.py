@@ -20,6 +20,7 @@ from django.db.models import Q
 from contextstore import rendering
 from contextstore.errors import InvalidInput, NotFound
 from contextstore.models import (
+    Collapse,
     ContextBlock,
     ContextBlockVersion,
     Event,
@@ -53,26 +54,39 @@ def _texts(hashes: set[str]) -> dict[str, str]:
 
 # ------------------------------------------------------------------ compact event lists
 
-def pack_events(events: list[Event]) -> list[list[int]]:
-    """[[id, position, n], ...]: runs where both id and position go up by one (bulk appends);
-    a lone event is [id, position]. Keeps a 1k-event record well under 16 bytes per event."""
-    packed: list[list[int]] = []
+def pack_events(events: list[Event]) -> list[Any]:
+    """Event (id, position) pairs as steps from the previous one: `n` is n events each one id
+    and one position on (a bulk append); `[d]` one event d ids and d positions on (runtime
+    events between); `[di, dp]` anything else (a summary: new id, old position). A 1k-event
+    record takes a few bytes per event at most."""
+    packed: list[Any] = []
+    last_id, last_pos = 0, 0
     for e in events:
-        last = packed[-1] if packed else None
-        if last is not None:
-            n = last[2] if len(last) == 3 else 1
-            if e.pk == last[0] + n and e.position == last[1] + n:
-                last[2:] = [n + 1]
-                continue
-        packed.append([e.pk, e.position])
+        di, dp = e.pk - last_id, e.position - last_pos
+        if di == dp == 1 and packed and isinstance(packed[-1], int):
+            packed[-1] += 1
+        elif di == dp == 1:
+            packed.append(1)
+        elif di == dp:
+            packed.append([di])
+        else:
+            packed.append([di, dp])
+        last_id, last_pos = e.pk, e.position
     return packed
 
 
-def unpack_events(packed: list[list[int]]) -> list[tuple[int, int]]:
-    out = []
-    for entry in packed:
-        n = entry[2] if len(entry) == 3 else 1
-        out.extend((entry[0] + i, entry[1] + i) for i in range(n))
+def unpack_events(packed: list[Any]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    last_id, last_pos = 0, 0
+    for step in packed:
+        if isinstance(step, int):
+            for _ in range(step):
+                last_id, last_pos = last_id + 1, last_pos + 1
+                out.append((last_id, last_pos))
+            continue
+        di, dp = (step[0], step[0]) if len(step) == 1 else step
+        last_id, last_pos = last_id + di, last_pos + dp
+        out.append((last_id, last_pos))
     return out
 
 
@@ -248,10 +262,13 @@ def _is_uuid(value: Any) -> bool:
 
 # ------------------------------------------------------------------ diff
 
-def _ranges(positions: list[int]) -> list[list[int]]:
+def _ranges(positions: list[int], within: list[int]) -> list[list[int]]:
+    """[first, last] position ranges, joining positions that are neighbours in `within` (the
+    render's own events), so runtime events between them do not split a range."""
+    order = {p: i for i, p in enumerate(sorted(within))}
     out: list[list[int]] = []
     for p in sorted(positions):
-        if out and p == out[-1][1] + 1:
+        if out and order[p] == order[out[-1][1]] + 1:
             out[-1][1] = p
         else:
             out.append([p, p])
@@ -280,6 +297,8 @@ def render_diff(*, a: RenderRecord, b: RenderRecord) -> dict[str, Any]:
         pk__in=removed_ids).values_list("pk", "status", "collapse_id")}
     why: dict[str, list[int]] = {}
     collapses: set[int] = set()
+    # ranges are of positions of events the render held; runtime events between them never
+    # reach a render, so a gap of those does not split a range
     for pk in removed_ids:
         status, collapse = now.get(pk, ("deleted", None))
         reason = {"collapsed": "collapsed", "cleared": "cleared", "active": "left_out"}.get(status, status)
@@ -303,12 +322,14 @@ def render_diff(*, a: RenderRecord, b: RenderRecord) -> dict[str, Any]:
     tokens["total"] = {"before": a.total_tokens, "after": b.total_tokens}
     return {
         "a": str(a.pk), "b": str(b.pk),
-        "events_added": {"count": len(added), "ranges": _ranges(added)},
+        "events_added": {"count": len(added), "ranges": _ranges(added, list(refs_b.values()))},
         "events_removed": {
             "count": len(removed_ids),
-            "by_reason": {reason: {"count": len(ps), "ranges": _ranges(ps)}
+            "by_reason": {reason: {"count": len(ps), "ranges": _ranges(ps, list(refs_a.values()))}
                           for reason, ps in sorted(why.items())},
-            "collapses": sorted(collapses),
+            "collapses": [{"id": c.pk, "start_position": c.start_seq, "end_position": c.end_seq,
+                           "undone": c.undone_at is not None}
+                          for c in Collapse.objects.filter(pk__in=collapses).order_by("pk")],
         },
         "blocks_changed": blocks,
         "summary_changed": a.spec["summary"] != b.spec["summary"],

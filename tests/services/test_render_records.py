@@ -136,3 +136,13 @@ def test_recording_costs_the_same_queries_whatever_the_history_length(thread, ac
     for _ in range(4):
         event_append(thread=thread, events=messages(1000, words=30), actor=actor)
     assert cost() == small <= 8
+
+
+def test_event_references_pack_and_unpack_exactly():
+    from types import SimpleNamespace
+
+    pairs = [(10, 1), (11, 2), (12, 3), (14, 5), (90, 6), (20, 9), (21, 10), (22, 11), (23, 12)]
+    events = [SimpleNamespace(pk=i, position=p) for i, p in pairs]
+    packed = renders.pack_events(events)
+    assert renders.unpack_events(packed) == pairs
+    assert packed == [[10, 1], 2, [2], [76, 1], [-70, 3], 3]
