@@ -67,7 +67,7 @@ def event_role(event: Event) -> str:
 
 def _kind(type_: str, role: str) -> str:
     """call, result or other: all the walk needs to know to keep units whole."""
-    if role_of(type_, role) == "tool":
+    if role_of(type_, role) == "tool" or type_ == "ToolResult":  # peteos keeps results as user
         return "result"
     return "call" if type_ == "ToolCall" else "other"
 

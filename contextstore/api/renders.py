@@ -15,7 +15,7 @@ from contextstore.errors import NotFound
 from contextstore.models import Event, RenderRecord, Thread
 from contextstore.services import renders
 
-UUID = "[0-9a-fA-F-]{36}"
+UUID = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 
 
 class RenderSerializer(serializers.Serializer):

@@ -198,6 +198,8 @@ def render_rebuild(*, record: RenderRecord) -> dict[str, Any]:
 
 
 def render_get(*, workspace_id: int, render_id: Any) -> RenderRecord:
+    if not _is_uuid(render_id):
+        raise NotFound("No such render.")
     record = RenderRecord.objects.filter(workspace_id=workspace_id, pk=render_id).select_related(
         "thread").first()
     if record is None:
