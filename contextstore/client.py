@@ -105,6 +105,8 @@ ERRORS: dict[int, type[ContextStoreError]] = {
     400: InvalidInput, 401: Unauthorized, 403: Forbidden, 404: NotFound, 409: Conflict,
     412: StaleRevision, 413: PayloadTooLarge, 429: Throttled,
 }
+# Events that log a model call; they may carry the render_id of the context that was sent.
+LLM_CALL_TYPES = ("LLMCallStart", "LLMComplete", "LLMCallEnd")
 
 
 # ------------------------------------------------------------------------------- results
@@ -263,8 +265,14 @@ class StateRevision:
 
 @dataclass
 class Context:
+    """A render. `messages` (and `system` for format="anthropic") go to the model as they are;
+    `render_id` names its render record (log it with the call: ThreadHandle.log_llm_call)."""
+
     messages: list[dict[str, Any]]
     stats: dict[str, Any]
+    format: str = "raw"
+    system: list[dict[str, Any]] | None = None
+    render_id: str | None = None
 
 
 @dataclass
@@ -514,6 +522,17 @@ class ContextStore:
     def job(self, job_id: str) -> Job:
         return _build(Job, self._json("GET", f"jobs/{job_id}/"))
 
+    def render(self, render_id: str) -> Context:
+        """A recorded render rebuilt: exactly the messages that call was given."""
+        data = self._json("GET", f"renders/{render_id}/")
+        return Context(messages=data["messages"], stats={k: data[k] for k in (
+            "max_tokens", "total_tokens", "prefix_hash", "fits")}, format=data["format"],
+            system=data.get("system"), render_id=data["id"])
+
+    def render_diff(self, a: str, b: str) -> dict[str, Any]:
+        """What changed between two recorded renders (events, blocks, summary, prefix, tokens)."""
+        return self._json("GET", f"renders/{a}/diff/{b}/")
+
 
 class ThreadHandle:
     """One thread: events, collapses, blocks, state, clientai/peteos/AgentScope operations."""
@@ -523,6 +542,8 @@ class ThreadHandle:
         self.thread = thread
         self.id = thread.id
         self._path = f"threads/{thread.id}/"
+        # The render the agent fetched last; LLM-call events logged after it carry its id.
+        self.last_render_id: str | None = None
 
     def __repr__(self) -> str:
         return f"<ThreadHandle {self.id} {self.thread.session_key}/{self.thread.name}>"
@@ -541,8 +562,38 @@ class ThreadHandle:
         """Append a batch (one transaction). Events without a client_id get a fresh one, so the
         batch can be retried safely; returns seq, id, token_count and client_id of each."""
         batch = [e if e.get("client_id") else {**e, "client_id": uuid.uuid4().hex} for e in events]
+        batch = [self._with_render(e) for e in batch]
         data = self._json("POST", "events/", json={"events": batch}, idempotent=True)
         return [_build(AppendedEvent, e) for e in data["events"]]
+
+    def _with_render(self, event: dict[str, Any]) -> dict[str, Any]:
+        """An LLM call logged after context() names the render it was sent (unless it says)."""
+        if event.get("type") not in LLM_CALL_TYPES or self.last_render_id is None:
+            return event
+        data = event.get("data")
+        if data is None:
+            data = {}
+        if not isinstance(data, dict) or "render_id" in data or "messages" in data:
+            return event
+        return {**event, "data": {**data, "render_id": self.last_render_id}}
+
+    def log_llm_call(self, model: str, *, messages: list[dict[str, Any]] | None = None,
+                     input_tokens: int | None = None, output_tokens: int | None = None,
+                     cost: float | None = None, run_id: str | None = None,
+                     **data: Any) -> list[AppendedEvent]:
+        """Log one model call: LLMCallStart (with the last context()'s render_id, or the exact
+        `messages` you sent when you built the prompt yourself) and LLMComplete with usage."""
+        start: dict[str, Any] = {"model": model, **data}
+        if messages is not None:
+            start["messages"] = messages
+        usage = {k: v for k, v in (("input_tokens", input_tokens), ("output_tokens", output_tokens),
+                                   ("cost", cost)) if v is not None}
+        extra = {"run_id": run_id} if run_id else {}
+        events = [{"type": "LLMCallStart", "data": start, **extra},
+                  {"type": "LLMComplete", "data": {"model": model, **usage}, **extra}]
+        if messages is not None:  # the messages name what was sent; no render to point at
+            events[1]["data"]["render_id"] = None
+        return self.append(events)
 
     def append_one(self, type: str, content: str = "", **fields: Any) -> AppendedEvent:
         """Append a single event: `append_one("Message", "hi", role="user")`."""
@@ -713,11 +764,45 @@ class ThreadHandle:
 
     # -- render, windows, peteos
 
-    def context(self, *, max_tokens: int | None = None, strip_thinking: bool = False) -> Context:
-        """The model context: prefix blocks, summary, newest events that fit, suffix blocks."""
-        data = self._json("GET", "context/", params={"max_tokens": max_tokens,
-                                                     "strip_thinking": strip_thinking})
-        return Context(messages=data["messages"], stats=data["stats"])
+    def context(self, *, max_tokens: int | None = None, strip_thinking: bool = False,
+                format: str = "raw", on_oversize: str = "skip", record: bool = True) -> Context:
+        """The model context: prefix blocks, summary, newest events that fit, suffix blocks.
+
+        format: "raw", "openai" (Chat Completions messages) or "anthropic" (`system` plus
+        Messages API turns). max_tokens defaults to the thread's model budget. By default the
+        render is recorded and later LLM-call events carry its render_id; a read-only token
+        gets the render unrecorded.
+        """
+        params = {"max_tokens": max_tokens, "strip_thinking": strip_thinking, "format": format,
+                  "on_oversize": on_oversize, "record": record}
+        try:
+            data = self._json("GET", "context/", params=params)
+        except Forbidden:
+            if not record:
+                raise
+            data = self._json("GET", "context/", params={**params, "record": False})
+        self.last_render_id = data.get("render_id")
+        return Context(messages=data["messages"], stats=data["stats"], format=data["format"],
+                       system=data.get("system"), render_id=data.get("render_id"))
+
+    def llm_call(self, seq: int) -> dict[str, Any]:
+        """What the LLM call logged at `seq` was sent: its render rebuilt, or its logged messages."""
+        return self._json("GET", f"llm-calls/{seq}/")
+
+    def model_settings(self) -> dict[str, Any]:
+        """model, context_window, reserve_output as set here, and `effective` after inheritance."""
+        return self._json("GET", "model/")
+
+    def set_model(self, **settings: Any) -> dict[str, Any]:
+        """Set model, context_window and/or reserve_output (None inherits)."""
+        return self._json("PATCH", "model/", json=settings)
+
+    def block_versions(self, name: str) -> list[dict[str, Any]]:
+        return self._json("GET", f"blocks/{name}/versions/")["results"]
+
+    def restore_block(self, name: str, version: int) -> Block:
+        """Make an earlier kept version the block's content again (undoes an edit or delete)."""
+        return _build(Block, self._json("POST", f"blocks/{name}/versions/{version}/restore/"))
 
     def window(self, *, count: int | None = None, max_tokens: int | None = None) -> Window:
         """peteos rolling window: the last `count` events, or those within `max_tokens`."""

@@ -17,7 +17,18 @@ RUNTIME_TYPES = ("BeforeAgentCall", "AfterAgentCall", "LLMCallStart", "LLMCallEn
 EVENT_TYPES = MODEL_VISIBLE_TYPES + RUNTIME_TYPES
 
 
-class Workspace(models.Model):
+class ModelSettings(models.Model):
+    """Which model a thread talks to; blank/NULL means "inherit" (thread → session → workspace)."""
+
+    model = models.CharField(max_length=200, blank=True, default="")
+    context_window = models.PositiveIntegerField(null=True, blank=True)
+    reserve_output = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+
+class Workspace(ModelSettings):
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -80,7 +91,7 @@ class ApiToken(models.Model):
         return self.scope == self.Scope.WRITE
 
 
-class Session(models.Model):
+class Session(ModelSettings):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="sessions")
     key = models.CharField(max_length=255)
     user_id = models.CharField(max_length=255, blank=True, default="")
@@ -130,7 +141,7 @@ class InDocument:
                              "write it with contextstore.services.document.")
 
 
-class Thread(models.Model):
+class Thread(ModelSettings):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="threads")
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="threads")
     name = models.CharField(max_length=200, default="main")
@@ -367,6 +378,40 @@ class ContextBlock(models.Model):
         return self.value is None and self.expr is None
 
 
+class ContextBlockVersion(models.Model):
+    """Every version a block has had, the current one included; a deletion is a version too.
+
+    Versions outlive the block row, so a deleted block can be restored and a render record can
+    name exactly the block text a past call saw.
+    """
+
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="block_versions")
+    name = models.CharField(max_length=200)
+    version = models.PositiveIntegerField()
+    value = models.TextField(null=True, blank=True)  # noqa: DJ001 - as ContextBlock.value
+    expr = models.TextField(null=True, blank=True)  # noqa: DJ001 - as ContextBlock.expr
+    placement = models.CharField(max_length=6, choices=ContextBlock.Placement.choices,
+                                 default=ContextBlock.Placement.SUFFIX)
+    order = models.IntegerField(default=0)
+    token_count = models.PositiveIntegerField(default=0)
+    deleted = models.BooleanField(default=False)
+    actor = models.CharField(max_length=200, blank=True, default="")
+    reason = models.CharField(max_length=32, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "version"]
+        constraints = [models.UniqueConstraint(fields=["thread", "name", "version"],
+                                               name="block_version_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.name} v{self.version}"
+
+    @property
+    def is_suppressed(self) -> bool:
+        return self.value is None and self.expr is None
+
+
 class StateRevision(models.Model):
     """One revision of a thread's document: enough, with its snapshot, to rebuild all of it."""
 
@@ -504,3 +549,41 @@ class AuditLog(models.Model):
 
     def __str__(self) -> str:
         return f"{self.actor_label} {self.action} {self.target_type}:{self.target_id}"
+
+
+class StoredText(models.Model):
+    """Text kept once per distinct content (sha256), for render records and logged prompts:
+    a summary, an evaluated block expression, one message an agent sent."""
+
+    sha256 = models.CharField(max_length=64, primary_key=True)
+    text = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.sha256[:12]
+
+
+class RenderRecord(models.Model):
+    """What one render gave a model, as references: rebuilds the same messages byte for byte.
+
+    `spec` holds event ids and positions, block version ids, text hashes, budget, format and
+    options; it never copies event text, which stays in the (immutable) event rows.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="renders")
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="renders")
+    format = models.CharField(max_length=10, default="raw")
+    max_tokens = models.PositiveIntegerField()
+    total_tokens = models.PositiveIntegerField(default=0)
+    prefix_hash = models.CharField(max_length=64)
+    thread_revision = models.PositiveIntegerField(default=0)
+    spec = OrderedJSONField(default=dict)
+    actor = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["thread", "created_at"], name="render_thread_time")]
+
+    def __str__(self) -> str:
+        return str(self.id)

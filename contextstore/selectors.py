@@ -6,6 +6,7 @@ from django.db.models import Q, QuerySet, Subquery
 
 from contextstore.models import (
     ContextBlock,
+    ContextBlockVersion,
     Event,
     Memory,
     Run,
@@ -102,6 +103,14 @@ def working_context_tail(
 
 def thread_blocks(*, thread: Thread) -> QuerySet[ContextBlock]:
     return ContextBlock.objects.filter(thread=thread).order_by("placement", "order", "name")
+
+
+def block_versions(*, thread: Thread, name: str | None = None) -> QuerySet[ContextBlockVersion]:
+    """Kept block versions, newest first; all names when name is None."""
+    qs = ContextBlockVersion.objects.filter(thread=thread)
+    if name is not None:
+        qs = qs.filter(name=name)
+    return qs.order_by("-id")
 
 
 def workspace_sessions(

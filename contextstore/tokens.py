@@ -7,6 +7,8 @@ from typing import Any
 import tiktoken
 from django.conf import settings
 
+from contextstore.toolcalls import data_call_text
+
 
 @functools.cache
 def _encoding(name: str) -> tiktoken.Encoding:
@@ -41,9 +43,11 @@ def is_thinking(part: Any) -> bool:
     return isinstance(part, dict) and part.get("type") in ("thinking", "redacted_thinking")
 
 
-def event_tokens(content: str, parts: list | None) -> tuple[int, int]:
-    """(total tokens, tokens in thinking parts) for an event's content and parts."""
-    total = count_tokens(content)
+def event_tokens(content: str, parts: list | None, *, type_: str = "",
+                 data: Any = None) -> tuple[int, int]:
+    """(total tokens, tokens in thinking parts) for an event's content and parts, and for a
+    ToolCall the name and arguments it keeps in `data` (the model sees them too)."""
+    total = count_tokens(content) + count_tokens(data_call_text(type_, parts, data))
     thinking = 0
     for part in parts or ():
         n = count_tokens(part_text(part))

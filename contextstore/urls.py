@@ -24,6 +24,7 @@ urlpatterns = [
     path("threads/<int:pk>/reset-all/", actions.reset_all, name="reset-all"),
     path("threads/<int:pk>/blocks/", actions.block_save, name="block-save"),
     path("threads/<int:pk>/blocks/delete/", actions.block_delete, name="block-delete"),
+    path("threads/<int:pk>/blocks/restore/", actions.block_restore, name="block-restore"),
     path("threads/<int:pk>/state/diff/", actions.state_diff, name="state-diff"),
     path("threads/<int:pk>/state/restore/", actions.state_restore, name="state-restore"),
     path("jobs/<uuid:job_id>/", actions.job_status, name="job"),

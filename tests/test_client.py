@@ -258,3 +258,37 @@ def test_a_conditional_state_write_is_not_resent_after_a_lost_answer():
         "state": {"k": 1}, "memory": [], "revision": 4})])
     assert handle_for(transport).put_state({"k": 1}).revision == 4  # unconditional: resent
     assert len(seen) == 2
+
+
+def test_the_loop_context_call_log_links_the_call_to_its_render(cs, live_server, thread, read_token):
+    handle = cs.get_thread(thread.pk)
+    handle.put_block("persona", value="Be brief.", placement="prefix")
+    handle.append(messages(3, words=5))
+    ctx = handle.context(format="openai")
+    assert ctx.format == "openai" and ctx.render_id and ctx.messages[0]["role"] == "system"
+    handle.log_llm_call("gpt-4o", input_tokens=ctx.stats["total_tokens"], output_tokens=5)
+    start, done = Event.objects.filter(
+        thread=thread, type__in=["LLMCallStart", "LLMComplete"]).order_by("seq")
+    assert start.data["render_id"] == done.data["render_id"] == ctx.render_id
+    assert handle.llm_call(start.seq)["messages"] == ctx.messages
+    handle.put_block("persona", value="Be long.")
+    again = handle.context(format="openai")
+    assert cs.render(ctx.render_id).messages == ctx.messages
+    assert cs.render_diff(ctx.render_id, again.render_id)["prompt_cache_lost"] is True
+    assert [v["version"] for v in handle.block_versions("persona")] == [2, 1]
+    assert handle.restore_block("persona", 1).value == "Be brief."
+
+    sent = [{"role": "user", "content": "built by hand"}]
+    handle.log_llm_call("gpt-4o", messages=sent)
+    own = Event.objects.filter(thread=thread, type="LLMCallStart").latest("seq")
+    assert "render_id" not in own.data and len(own.data["message_hashes"]) == 1
+
+    with ContextStore(live_server.url, read_token[1], retries=0) as reader:
+        unrecorded = reader.get_thread(thread.pk).context()
+        assert unrecorded.render_id is None and unrecorded.messages
+
+
+def test_model_settings_from_the_client(cs, thread):
+    handle = cs.get_thread(thread.pk)
+    assert handle.set_model(model="gpt-4o", reserve_output=1000)["effective"]["budget"] == 127_000
+    assert handle.model_settings()["model"] == "gpt-4o"

@@ -53,7 +53,6 @@ def test_configure_stores_a_normalised_setting_and_audits_it(thread, actor):
 
 @pytest.mark.parametrize("config, field", [
     ({"token_budget": {"max_tokens": 10}}, "token_budget.max_tokens"),
-    ({"token_budget": {"preserve_recent": 3}}, "token_budget.max_tokens"),
     ({"token_budget": {"max_tokens": "8000"}}, "token_budget.max_tokens"),
     ({"token_budget": {"max_tokens": 8000, "preserve_recent": -1}}, "token_budget.preserve_recent"),
     ({"token_budget": {"max_tokens": 8000, "keep": 3}}, "token_budget.keep"),

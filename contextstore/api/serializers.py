@@ -418,13 +418,33 @@ class HistoryTextSerializer(serializers.Serializer):
 # ---------------------------------------------------------------- render, windows, peteos
 
 class ContextQuerySerializer(serializers.Serializer):
-    max_tokens = serializers.IntegerField(required=False, min_value=1, max_value=10_000_000)
+    max_tokens = serializers.IntegerField(
+        required=False, min_value=1, max_value=10_000_000,
+        help_text="Default: the thread's context window minus its reserve_output.")
     strip_thinking = serializers.BooleanField(required=False, default=False)
+    format = serializers.ChoiceField(
+        choices=["raw", "openai", "anthropic"], required=False, default="raw",
+        help_text="raw: contextstore messages with sections; openai: Chat Completions messages; "
+                  "anthropic: `system` blocks plus Messages API turns.")
+    on_oversize = serializers.ChoiceField(
+        choices=["skip", "stop"], required=False, default="skip",
+        help_text="A unit larger than the remaining budget is skipped (older events still "
+                  "come) or ends the history there.")
+    record = serializers.BooleanField(
+        required=False, default=False,
+        help_text="Keep a render record (write scope); the response carries its render_id, "
+                  "GET /api/v1/renders/{render_id}/ rebuilds these messages later.")
 
 
 class ContextSerializer(serializers.Serializer):
+    format = serializers.ChoiceField(choices=["raw", "openai", "anthropic"])
+    system = serializers.ListField(child=serializers.DictField(), required=False,
+                                   help_text="anthropic only: the system text blocks.")
     messages = serializers.ListField(child=serializers.DictField())
-    stats = serializers.DictField()
+    stats = serializers.DictField(help_text="tokens per section, fits, prefix_hash, skipped "
+                                            "[{seq, position, tokens, reason}], ...")
+    render_id = serializers.UUIDField(required=False, allow_null=True,
+                                      help_text="The render record, when record=true.")
 
 
 class WindowQuerySerializer(serializers.Serializer):

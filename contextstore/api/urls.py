@@ -2,7 +2,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import SimpleRouter
 
-from contextstore.api import clears, revisions, views
+from contextstore.api import blocks, clears, model_settings, renders, revisions, views
 from contextstore.api.exceptions import api_not_found
 
 router = SimpleRouter()
@@ -11,10 +11,15 @@ router.register("threads", views.ThreadViewSet, basename="thread")
 router.register(r"threads/(?P<thread_pk>[0-9]+)/state/revisions", revisions.RevisionViewSet,
                 basename="thread-revision")
 router.register(r"threads/(?P<thread_pk>[0-9]+)/clears", clears.ClearViewSet, basename="thread-clear")
+router.register("threads", blocks.BlockVersionViewSet, basename="thread-block-version")
+router.register("threads", model_settings.ThreadModelViewSet, basename="thread-model")
+router.register("sessions", model_settings.SessionModelViewSet, basename="session-model")
 router.register("collapses", views.CollapseViewSet, basename="collapse")
 router.register("runs", views.RunViewSet, basename="run")
 router.register("memories", views.MemoryViewSet, basename="memory")
 router.register("jobs", views.JobViewSet, basename="job")
+router.register("renders", renders.RenderViewSet, basename="render")
+router.register("threads", renders.LLMCallViewSet, basename="thread-llm-call")
 
 app_name = "api"
 urlpatterns = [

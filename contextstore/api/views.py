@@ -7,13 +7,12 @@ object is a 404. Writes need a write-scoped token (permissions.TokenScope).
 from typing import Any
 from urllib.parse import urlencode
 
-from django.conf import settings
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import Serializer
@@ -23,6 +22,7 @@ from contextstore.api import serializers as s
 from contextstore.api.pagination import SearchResultsPagination
 from contextstore.api.parsers import LimitedJSONParser, MergePatchParser
 from contextstore.errors import InvalidInput, NotFound
+from contextstore.llm_models import thread_model_settings
 from contextstore.models import Collapse, Job, ProviderState, Run, Session, Thread
 from contextstore.services import (
     blocks,
@@ -32,6 +32,7 @@ from contextstore.services import (
     events,
     memories,
     peteos,
+    renders,
     runs,
     sessions,
     state,
@@ -387,9 +388,18 @@ class ThreadViewSet(mixins.RetrieveModelMixin, mixins.DestroyModelMixin, viewset
     @action(detail=True, methods=["get"])
     def context(self, request: Request, pk: str) -> Response:
         query = parse(s.ContextQuerySerializer, request.query_params)
-        max_tokens = query.get("max_tokens") or settings.CONTEXTSTORE["DEFAULT_RENDER_MAX_TOKENS"]
-        return Response(rendering.context_render(thread=self.get_object(), max_tokens=max_tokens,
-                                                 strip_thinking=query["strip_thinking"]))
+        thread = self.get_object()
+        if query["record"] and not request.auth.can_write:
+            raise PermissionDenied("Recording a render needs a token with write scope.")
+        max_tokens = query.get("max_tokens") or thread_model_settings(thread).budget
+        rendered = rendering.render(
+            thread=thread, max_tokens=max_tokens, strip_thinking=query["strip_thinking"],
+            fmt=query["format"], on_oversize=query["on_oversize"])
+        body = rendered.body
+        if query["record"]:
+            record = renders.render_record(thread=thread, rendered=rendered, actor=actor_of(request))
+            body = {**body, "render_id": str(record.pk)}
+        return Response(body)
 
     @extend_schema(parameters=[s.WindowQuerySerializer], responses=s.WindowSerializer)
     @action(detail=True, methods=["get"])

@@ -21,6 +21,7 @@ from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge
 from contextstore.models import RUNTIME_TYPES, Event, Run, Thread
 from contextstore.services import history
 from contextstore.services.common import Actor, audit, lock_thread
+from contextstore.services.renders import llm_call_prepare, texts_keep
 from contextstore.tokens import event_tokens
 
 TYPE_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,31}$")
@@ -107,7 +108,7 @@ def event_spec(raw: Any, index: int) -> EventSpec:
     payload_hash = hashlib.sha256(
         json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str).encode()
     ).hexdigest()
-    total, thinking = event_tokens(content, parts)
+    total, thinking = event_tokens(content, parts, type_=etype, data=raw.get("data"))
     return EventSpec(
         type=etype, role=strings["role"], content=content, parts=parts, data=raw.get("data"),
         run_id=strings["run_id"], call_id=strings["call_id"], step=strings["step"],
@@ -145,10 +146,12 @@ def event_append(*, thread: Thread, events: list[Any], actor: Actor) -> AppendRe
         raise PayloadTooLarge(f"At most {max_batch} events per batch; got {len(events)}.",
                               details={"events": f"at most {max_batch} per batch"})
     specs = [event_spec(raw, i) for i, raw in enumerate(events)]
+    specs, call_texts = llm_call_prepare(thread=thread, specs=specs)  # render_id, data.messages
     now = timezone.now()
 
     with transaction.atomic():
         thread = lock_thread(thread, history_only=True)
+        texts_keep(call_texts)
         client_ids = {s.client_id for s in specs if s.client_id}
         stored = (
             {e.client_id: e for e in Event.objects.filter(thread=thread, client_id__in=client_ids)}

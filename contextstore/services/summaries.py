@@ -30,6 +30,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from contextstore.errors import InvalidInput
+from contextstore.llm_models import thread_model_settings
 from contextstore.models import Collapse, Event, Job, Run, Thread
 from contextstore.services.collapses import collapse_create
 from contextstore.services.common import Actor, audit, lock_thread
@@ -81,17 +82,18 @@ def summarizer_config_clean(config: Any) -> dict[str, Any]:
     clean: dict[str, Any] = {}
     budget = _section(config, "token_budget", {"max_tokens", "preserve_recent", "summary_max_tokens"})
     if budget is not None:
-        if "max_tokens" not in budget:
-            raise InvalidInput("token_budget.max_tokens is required.",
-                               details={"token_budget.max_tokens": "required"})
-        max_tokens = _int(budget["max_tokens"], "token_budget.max_tokens", 256, 10_000_000)
-        cap = min(settings.SUMMARIZER_MAX_TOKENS, max_tokens // 4)
+        # Without max_tokens the thread's model budget applies (context window - reserve).
+        max_tokens = None
+        if budget.get("max_tokens") is not None:
+            max_tokens = _int(budget["max_tokens"], "token_budget.max_tokens", 256, 10_000_000)
+        ceiling = max_tokens or 10_000_000
+        cap = min(settings.SUMMARIZER_MAX_TOKENS, ceiling // 4)
         clean["token_budget"] = {
             "max_tokens": max_tokens,
             "preserve_recent": _int(budget.get("preserve_recent", 10),
                                     "token_budget.preserve_recent", 0, 10_000),
             "summary_max_tokens": _int(budget.get("summary_max_tokens", cap),
-                                       "token_budget.summary_max_tokens", 64, max_tokens // 2),
+                                       "token_budget.summary_max_tokens", 64, ceiling // 2),
         }
     per_run = _section(config, "per_run", {"min_events"})
     if per_run is not None:
@@ -149,6 +151,13 @@ def summarizer_configure(*, thread: Thread, config: dict | None, actor: Actor) -
     return thread
 
 
+def budget_tokens(thread: Thread, budget: dict) -> int:
+    """token_budget.max_tokens, or when it is not set the thread's model budget."""
+    if budget.get("max_tokens"):
+        return budget["max_tokens"]
+    return thread_model_settings(thread).budget
+
+
 # --- triggers ---------------------------------------------------------------------------------
 
 def summarization_check(*, thread: Thread) -> Job | None:
@@ -159,7 +168,7 @@ def summarization_check(*, thread: Thread) -> Job | None:
     budget = (config or {}).get("token_budget")
     if not budget:
         return None
-    if thread.active_tokens <= budget["max_tokens"]:
+    if thread.active_tokens <= budget_tokens(thread, budget):
         return None
     if thread.active_event_count <= budget.get("preserve_recent", 10):
         return None  # everything left is protected; collapsing cannot help
@@ -297,9 +306,10 @@ def _decide_range(job: Job, thread: Thread, config: dict) -> tuple[int, int, lis
         budget = config.get("token_budget")
         if not budget:
             return "no_token_budget_setting"
-        if thread.active_tokens <= budget["max_tokens"]:
+        limit_tokens = budget_tokens(thread, budget)
+        if thread.active_tokens <= limit_tokens:
             return "fits"
-        cap = budget.get("summary_max_tokens", min(cap, budget["max_tokens"] // 4))
+        cap = budget.get("summary_max_tokens", min(cap, limit_tokens // 4))
         keep = budget.get("preserve_recent", 10)
         head = active.order_by("position")
         if keep:
@@ -487,8 +497,8 @@ def _threads_over_budget(limit: int) -> Iterator[Thread]:
     has_pending = Job.objects.filter(kind=Job.Kind.TOKEN_BUDGET, status__in=PENDING)
     raw_defaults = [settings.SUMMARIZER_DEFAULT, *settings.SUMMARIZER_WORKSPACE_DEFAULTS.values()]
     defaults = [_clean_default(json.dumps(c, sort_keys=True)) for c in raw_defaults if c is not None]
-    smallest = min((c["token_budget"]["max_tokens"] for c in defaults if c and c.get("token_budget")),
-                   default=None)
+    smallest = min((c["token_budget"]["max_tokens"] or 256 for c in defaults
+                    if c and c.get("token_budget")), default=None)
     scope = Q(summarizer__contains='"token_budget"', active_tokens__gt=256)
     if smallest is not None:
         scope |= Q(summarizer__isnull=True, active_tokens__gt=smallest)
@@ -501,7 +511,7 @@ def _threads_over_budget(limit: int) -> Iterator[Thread]:
     found = 0
     for thread in candidates.iterator(chunk_size=1000):
         budget = (thread_summarizer_config(thread) or {}).get("token_budget")
-        if budget and thread.active_tokens > budget["max_tokens"]:
+        if budget and thread.active_tokens > budget_tokens(thread, budget):
             yield thread
             found += 1
             if found >= limit:

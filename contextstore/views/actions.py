@@ -214,6 +214,15 @@ def block_delete(request: HttpRequest, thread: Thread) -> HttpResponse:
 
 
 @thread_action
+def block_restore(request: HttpRequest, thread: Thread) -> HttpResponse:
+    name, version = request.POST.get("name", ""), request.POST.get("version", "")
+    if not version.isdigit():
+        return error_response(request, "Choose a block version to restore.", 400)
+    blocks.block_restore(thread=thread, name=name, version=int(version), actor=actor_for(request))
+    return _panel(request, thread)
+
+
+@thread_action
 def state_restore(request: HttpRequest, thread: Thread) -> HttpResponse:
     revision = request.POST.get("revision", "")
     if not revision.isdigit():

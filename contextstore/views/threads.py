@@ -4,15 +4,15 @@
 import json
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.vary import vary_on_headers
 
-from contextstore import rendering
+from contextstore import rendering, selectors
 from contextstore.forms import EventFilterForm
+from contextstore.llm_models import thread_model_settings
 from contextstore.models import (
     Clear,
     Collapse,
@@ -42,8 +42,9 @@ def _int(raw: str | None) -> int | None:
     return int(raw) if raw and raw.isdigit() else None
 
 
-def budget_of(request: HttpRequest) -> int:
-    budget = _int(request.GET.get("budget")) or settings.CONTEXTSTORE["DEFAULT_RENDER_MAX_TOKENS"]
+def budget_of(request: HttpRequest, thread: Thread) -> int:
+    """The budget asked for, else the thread's model budget (context window - reserve)."""
+    budget = _int(request.GET.get("budget")) or thread_model_settings(thread).budget
     return min(max(budget, 1), MAX_BUDGET)
 
 
@@ -93,11 +94,26 @@ def run_chart(thread: Thread) -> dict[str, Any]:
     return {"bars": bars, "top_tokens": top_tokens, "top_cost": top_cost}
 
 
+def block_history(thread: Thread, live: set[str]) -> tuple[dict[str, list], list]:
+    """The latest 60 kept block versions by name, and the deleted blocks among them (each with
+    the version its deletion removed, which a restore brings back)."""
+    by_name: dict[str, list] = {}
+    for v in selectors.block_versions(thread=thread)[:60]:
+        by_name.setdefault(v.name, []).append(v)
+    deleted = [vs[0] for name, vs in sorted(by_name.items()) if name not in live and vs[0].deleted]
+    return by_name, deleted
+
+
 def panel_context(request: HttpRequest, thread: Thread) -> dict[str, Any]:
     """Everything the side panel shows; each read is capped, none grows with history."""
-    budget = budget_of(request)
+    budget = budget_of(request, thread)
+    blocks = list(thread.blocks.order_by("placement", "order", "name"))
+    versions, deleted = block_history(thread, {b.name for b in blocks})
+    for b in blocks:
+        b.kept_versions = versions.get(b.name, [])
     return {
-        "blocks": list(thread.blocks.order_by("placement", "order", "name")),
+        "blocks": blocks,
+        "deleted_blocks": deleted,
         "gauge": gauge(thread, budget),
         "revisions": list(
             StateRevision.objects.filter(thread=thread).order_by("-revision")
@@ -111,6 +127,7 @@ def panel_context(request: HttpRequest, thread: Thread) -> dict[str, Any]:
         "chart": run_chart(thread),
         "clears": list(Clear.objects.filter(thread=thread).order_by("-pk")[:10]),
         "budget": budget,
+        "model_settings": thread_model_settings(thread),
         "placements": ContextBlock.Placement.choices,
     }
 
@@ -175,15 +192,17 @@ def model_view(request: HttpRequest, pk: int) -> HttpResponse:
     "your prompt cache would have been invalidated since you last rendered this thread".
     """
     thread = get_thread(request, pk)
-    budget = budget_of(request)
+    budget = budget_of(request, thread)
     rendered = rendering.context_render(thread=thread, max_tokens=budget)
     key = f"contextstore.prefix_hash.{thread.pk}"
     previous = request.session.get(key)
     current = rendered["stats"]["prefix_hash"]
     request.session[key] = current
+    skipped = [{**x, "why": rendering.SKIP_REASONS.get(x["reason"], x["reason"])}
+               for x in rendered["stats"]["skipped"]]
     context = {
         "thread": thread, "session": thread.session, "workspace": thread.workspace,
-        "rendered": rendered, "budget": budget, "previous_hash": previous,
+        "rendered": rendered, "budget": budget, "previous_hash": previous, "skipped": skipped,
         "workspaces": visible_workspaces(request.user),
         "prefix_changed": previous is not None and previous != current,
     }

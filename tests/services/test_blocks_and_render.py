@@ -89,7 +89,8 @@ def test_render_orders_prefix_summary_history_suffix_and_counts_each(thread, act
     stats = render["stats"]
     assert stats["total_tokens"] == sum(m["tokens"] for m in render["messages"])
     assert stats["sections"]["history"] == {"tokens": sum(m["tokens"] for m in section(render, "history")),
-                                            "events_included": 3, "events_omitted": 0}
+                                            "events_included": 3, "events_omitted": 0,
+                                            "older_not_examined": False}
 
 
 def test_render_keeps_the_newest_events_that_fit_the_budget(thread, actor):

@@ -80,3 +80,56 @@ def test_concurrent_writers_in_threads_keep_seq_gap_free(thread):
     assert not errors
     seqs = list(Event.objects.filter(thread=thread).order_by("seq").values_list("seq", flat=True))
     assert seqs == list(range(1, 101))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_agent_and_a_person_editing_one_block_keep_every_version(thread):
+    """An agent rewrites a block while a person restores and deletes it from the dashboard:
+    every change is a kept version with its own number, and the block matches the last one."""
+    import threading
+
+    from contextstore.errors import NotFound
+    from contextstore.models import ContextBlock, ContextBlockVersion
+    from contextstore.services.blocks import block_delete, block_restore, block_upsert
+
+    block_upsert(thread=thread, name="plan", value="v0", actor=Actor.system("setup"))
+    errors: list[BaseException] = []
+
+    def agent() -> None:
+        try:
+            for i in range(10):
+                block_upsert(thread=thread, name="plan", value=f"agent {i}", actor=Actor.worker("agent"))
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    def person() -> None:
+        try:
+            for _ in range(5):
+                block_restore(thread=thread, name="plan", version=1, actor=Actor.system("person"))
+                try:
+                    block_delete(thread=thread, name="plan", actor=Actor.system("person"))
+                except NotFound:
+                    pass
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    workers = [threading.Thread(target=agent), threading.Thread(target=person)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    assert not errors
+    versions = list(ContextBlockVersion.objects.filter(thread=thread, name="plan")
+                    .order_by("version").values_list("version", "value", "deleted"))
+    assert [v for v, _, _ in versions] == list(range(1, len(versions) + 1))
+    assert len(versions) >= 1 + 10 + 5
+    last = versions[-1]
+    block = ContextBlock.objects.filter(thread=thread, name="plan").first()
+    if last[2]:
+        assert block is None
+    else:
+        assert (block.version, block.value) == (last[0], last[1])

@@ -71,7 +71,7 @@ def test_remember_upserts_by_user_and_key_and_recall_searches(workspace, other_w
 
 
 @pytest.mark.parametrize("change", [
-    lambda d: d["thread"].update(summarizer={"token_budget": {"preserve_recent": 1}}),
+    lambda d: d["thread"].update(summarizer={"token_budget": {"max_tokens": 5}}),
     lambda d: d["thread"].update(summarizer="x"),
     lambda d: d["thread"].update(state=[1]),
     lambda d: d["thread"].update(memory=["not an object"]),

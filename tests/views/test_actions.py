@@ -196,6 +196,7 @@ ACTIONS = [
     ("clear/", {}), ("reset/", {}), ("reset-all/", {}),
     ("blocks/", {"name": "b", "kind": "value", "value": "v", "placement": "suffix", "order": 0}),
     ("blocks/delete/", {"name": "b"}),
+    ("blocks/restore/", {"name": "b", "version": 1}),
     ("state/restore/", {"revision": 0}),
 ]
 
@@ -251,3 +252,27 @@ def test_pages_send_a_csp_that_forbids_inline_scripts(editor_client, history):
     assert "script-src 'self'" in csp and "unsafe-inline" not in csp
     html = response.content.decode()
     assert "<script>" not in html and " style=" not in html and "onclick" not in html
+
+
+def test_a_block_version_is_restored_from_the_panel(editor_client, history, actor):
+    block_upsert(thread=history, name="goal", value="first", actor=actor)
+    block_upsert(thread=history, name="goal", value="second <b>", actor=actor)
+    page = editor_client.get(f"/threads/{history.pk}/").content.decode()
+    assert "Restore v1" in page and "second &lt;b&gt;" in page
+    response = editor_client.post(f"/threads/{history.pk}/blocks/restore/",
+                                  {"name": "goal", "version": 1}, **HTMX)
+    assert response.status_code == 200 and 'id="context-panel"' in response.content.decode()
+    assert ContextBlock.objects.get(name="goal").value == "first"
+    assert audited("block.restore")
+
+
+def test_a_deleted_block_is_offered_back_and_undeleted(editor_client, history, actor):
+    block_upsert(thread=history, name="gone", value="was here", actor=actor)
+    editor_client.post(f"/threads/{history.pk}/blocks/delete/", {"name": "gone"}, **HTMX)
+    panel = editor_client.get(f"/threads/{history.pk}/").content.decode()
+    assert 'data-deleted-block="gone"' in panel and "Undo delete" in panel
+    version = re.search(r'name="name" value="gone"><input type="hidden" name="version" value="(\d+)"',
+                        panel).group(1)
+    editor_client.post(f"/threads/{history.pk}/blocks/restore/", {"name": "gone", "version": version})
+    assert ContextBlock.objects.get(name="gone").value == "was here"
+    assert 'data-deleted-block="gone"' not in editor_client.get(f"/threads/{history.pk}/").content.decode()

@@ -195,6 +195,28 @@ def test_a_small_budget_leaves_older_events_out_of_what_the_model_sees(editor_cl
     assert "turn 19" in html and "turn 0:" not in html and "left out" in html
 
 
+def test_what_the_model_sees_says_why_each_event_was_left_out(editor_client, thread, actor):
+    event_append(thread=thread, actor=actor, events=messages(3, words=10) + [
+        {"type": "ToolResult", "content": "<b>orphan</b>", "data": {"tool_call_id": "gone"}},
+        {"type": "Message", "content": "huge " * 3000},
+        {"type": "ToolCall", "data": {"id": "c1", "name": "lookup", "arguments": {"q": "<i>"}}},
+        {"type": "ToolResult", "content": "found", "data": {"tool_call_id": "c1"}}])
+    html = editor_client.get(f"/threads/{thread.pk}/context/", {"budget": 500}).content.decode()
+    assert 'data-skipped="5" data-reason="oversize"' in html
+    assert 'data-skipped="4" data-reason="orphan_tool_result"' in html
+    assert "larger than the budget left" in html and "history cut to fit" in html
+    assert "lookup(" in html and "&lt;i&gt;" in html and "<i>" not in html
+    assert "turn 0:" in html  # older history still came after the skipped one
+
+
+def test_the_side_panel_uses_the_thread_model_budget(editor_client, thread, actor):
+    from contextstore.services.model_settings import model_settings_update
+
+    model_settings_update(target=thread, model="gpt-4", reserve_output=192, actor=actor)
+    html = editor_client.get(f"/threads/{thread.pk}/").content.decode()
+    assert "/ 8k tokens" in html and "<code>gpt-4</code>" in html and "(table)" in html
+
+
 def test_export_downloads_the_thread_or_a_selected_range_as_json(editor_client, thread, actor):
     event_append(thread=thread, events=messages(6), actor=actor)
     whole = editor_client.get(f"/threads/{thread.pk}/export/")

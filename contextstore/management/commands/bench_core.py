@@ -1,11 +1,13 @@
-"""Measure the hot paths against history length: append, render, text search; and the cost
-of one document revision against the size of the agent's state.
+"""Measure the hot paths against history length: append, render (with and without a render
+record), text search; the size of a render record; and the cost of one document revision
+against the size of the agent's state.
 
 Run against PostgreSQL for production figures:
     DATABASE_URL=postgres://... python manage.py bench_core
 Data lives in a workspace `bench` and is reused between runs (--fresh rebuilds it).
 """
 
+import json
 import statistics
 import time
 from collections.abc import Callable, Iterator
@@ -20,6 +22,7 @@ from django.test import Client, override_settings
 from contextstore import documents, rendering
 from contextstore.models import Session, StateRevision, Thread
 from contextstore.services import document as document_service
+from contextstore.services import renders
 from contextstore.services.common import Actor, lock_thread
 from contextstore.services.events import event_append, event_search
 from contextstore.services.sessions import session_delete, session_ensure, thread_ensure
@@ -115,6 +118,22 @@ class Command(BaseCommand):
             render[n] = timed(lambda t=thread: rendering.context_render(thread=t, max_tokens=8000), repeat)
             self.stdout.write(f"  thread of {n:>7} events: {render[n]:.2f} ms")
 
+        self.stdout.write("\nrender with record=true, 8k-token budget (ms, median)")
+        recorded = {}
+        for n in sizes_n:
+            thread = Thread.objects.get(pk=threads[n].pk)
+            recorded[n] = timed(lambda t=thread: self._record(t, 8000, actor), repeat)
+            self.stdout.write(f"  thread of {n:>7} events: {recorded[n]:.2f} ms "
+                              f"({recorded[n] / render[n]:.2f}x a render without record, target <= 1.3)")
+        first = sizes_n[0]
+        thread = Thread.objects.get(pk=threads[first].pk)
+        record = self._record(thread, 10_000_000, actor)
+        included = len(renders.unpack_events(record.spec["events"]))
+        size = len(json.dumps(record.spec, separators=(",", ":"))) + len(record.prefix_hash) + 16 + 40
+        target = 1024 + 16 * included
+        self.stdout.write(f"\nrender record of a {first}-event render: {included} events included, "
+                          f"{size} bytes (spec + hash + id + numbers; target < {target})")
+
         self.stdout.write(f"\nfind the rare word {RARE!r} (ms, median)")
         search = {}
         for n in sizes_n:
@@ -127,7 +146,7 @@ class Command(BaseCommand):
         small, large = sizes_n[0], sizes_n[-1]
         self.stdout.write(f"\nratios, {large} vs {small} events (target < 1.5)")
         for label, figures, base in (("append", append, 0), ("render", render, small),
-                                     ("search", search, small)):
+                                     ("record", recorded, small), ("search", search, small)):
             ratio = figures[large] / figures[base]
             self.stdout.write(f"  {label:<7} {ratio:.2f}x" + ("" if ratio < 1.5 else "  ABOVE TARGET"))
         if revisions:
@@ -221,6 +240,10 @@ class Command(BaseCommand):
                     samples[k].append((time.perf_counter() - started) * 1000)
             transaction.set_rollback(True)
         return samples
+
+    def _record(self, thread: Thread, budget: int, actor: Actor):
+        rendered = rendering.render(thread=thread, max_tokens=budget)
+        return renders.render_record(thread=thread, rendered=rendered, actor=actor)
 
     def _thread(self, workspace, n: int, actor: Actor) -> Thread:
         session, _ = session_ensure(workspace=workspace, key=f"bench-{n}", actor=actor)

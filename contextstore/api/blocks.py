@@ -1,0 +1,54 @@
+"""Kept versions of a thread's context blocks: list them, restore one (the undo of an update
+or a delete). Served under /api/v1/threads/{id}/blocks/{name}/versions/."""
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from contextstore import selectors
+from contextstore.api import serializers as s
+from contextstore.api.views import actor_of
+from contextstore.models import ContextBlockVersion, Thread
+from contextstore.services import blocks
+
+
+class BlockVersionSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ContextBlockVersion
+        fields = ["id", "name", "version", "value", "expr", "placement", "order", "token_count",
+                  "deleted", "reason", "actor", "created_at"]
+        read_only_fields = fields
+
+
+class BlockVersionListSerializer(serializers.Serializer):
+    results = BlockVersionSerializer(many=True)
+    next = serializers.URLField(allow_null=True)
+
+
+@extend_schema(tags=["threads"])
+class BlockVersionViewSet(viewsets.GenericViewSet):
+    lookup_value_regex = "[0-9]+"
+    serializer_class = BlockVersionSerializer
+
+    def get_queryset(self) -> QuerySet[Thread]:
+        return Thread.objects.filter(workspace=self.request.auth.workspace)
+
+    @extend_schema(responses=BlockVersionListSerializer,
+                   summary="Every kept version of a block, newest first (deletions included)")
+    @action(detail=True, methods=["get"], url_path=r"blocks/(?P<name>[^/]+)/versions",
+            pagination_class=None)
+    def block_versions(self, request: Request, pk: str, name: str) -> Response:
+        versions = selectors.block_versions(thread=self.get_object(), name=name)[:500]
+        return Response({"results": BlockVersionSerializer(versions, many=True).data, "next": None})
+
+    @extend_schema(request=None, responses=s.BlockSerializer,
+                   summary="Make a kept version the block's content again (a new version)")
+    @action(detail=True, methods=["post"],
+            url_path=r"blocks/(?P<name>[^/]+)/versions/(?P<version>[0-9]+)/restore")
+    def block_restore(self, request: Request, pk: str, name: str, version: str) -> Response:
+        block = blocks.block_restore(thread=self.get_object(), name=name, version=int(version),
+                                     actor=actor_of(request))
+        return Response(s.BlockSerializer(block).data)

@@ -1,0 +1,114 @@
+"""Render records: GET /api/v1/renders/{id}/ rebuilds the exact messages a past render gave;
+GET /api/v1/renders/{a}/diff/{b}/ says what changed between two. Records are made by
+GET /api/v1/threads/{id}/context/?record=true (the Python client's context() does it)."""
+
+from typing import Any
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from contextstore.errors import NotFound
+from contextstore.models import Event, RenderRecord, Thread
+from contextstore.services import renders
+
+UUID = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+
+
+class RenderSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    thread = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    actor = serializers.CharField()
+    format = serializers.CharField()
+    max_tokens = serializers.IntegerField()
+    total_tokens = serializers.IntegerField()
+    prefix_hash = serializers.CharField()
+    thread_revision = serializers.IntegerField()
+    options = serializers.DictField()
+    fits = serializers.BooleanField()
+    system = serializers.ListField(child=serializers.DictField(), required=False)
+    messages = serializers.ListField(child=serializers.DictField())
+
+
+class RenderDiffSerializer(serializers.Serializer):
+    a = serializers.UUIDField()
+    b = serializers.UUIDField()
+    events_added = serializers.DictField()
+    events_removed = serializers.DictField()
+    blocks_changed = serializers.ListField(child=serializers.DictField())
+    summary_changed = serializers.BooleanField()
+    prefix_changed = serializers.BooleanField()
+    prompt_cache_lost = serializers.BooleanField()
+    format_changed = serializers.BooleanField()
+    tokens = serializers.DictField()
+
+
+def render_out(record: RenderRecord) -> dict[str, Any]:
+    return {
+        "id": str(record.pk), "thread": record.thread_id, "created_at": record.created_at,
+        "actor": record.actor, "format": record.format, "max_tokens": record.max_tokens,
+        "total_tokens": record.total_tokens, "prefix_hash": record.prefix_hash,
+        "thread_revision": record.thread_revision, "options": record.spec["options"],
+        "fits": record.spec["fits"], **renders.render_rebuild(record=record),
+    }
+
+
+@extend_schema(tags=["renders"])
+class RenderViewSet(viewsets.GenericViewSet):
+    lookup_value_regex = UUID
+    serializer_class = RenderSerializer
+
+    def _get(self, pk: str) -> RenderRecord:
+        return renders.render_get(workspace_id=self.request.auth.workspace_id, render_id=pk)
+
+    @extend_schema(responses=RenderSerializer,
+                   summary="Rebuild the messages a recorded render gave, byte for byte")
+    def retrieve(self, request: Request, pk: str) -> Response:
+        return Response(render_out(self._get(pk)))
+
+    @extend_schema(responses=RenderDiffSerializer, summary="What changed between two renders")
+    @action(detail=True, methods=["get"], url_path=rf"diff/(?P<other>{UUID})")
+    def diff(self, request: Request, pk: str, other: str) -> Response:
+        return Response(renders.render_diff(a=self._get(pk), b=self._get(other)))
+
+
+class LLMCallSerializer(serializers.Serializer):
+    seq = serializers.IntegerField()
+    type = serializers.CharField()
+    render_id = serializers.UUIDField(allow_null=True)
+    format = serializers.CharField(allow_null=True)
+    system = serializers.ListField(child=serializers.DictField(), required=False)
+    messages = serializers.ListField(child=serializers.JSONField(), allow_null=True)
+
+
+@extend_schema(tags=["renders"])
+class LLMCallViewSet(viewsets.GenericViewSet):
+    """GET /api/v1/threads/{id}/llm-calls/{seq}/: what a logged model call was sent — its
+    render rebuilt, or the messages the agent logged with it."""
+
+    lookup_value_regex = "[0-9]+"
+    serializer_class = LLMCallSerializer
+
+    def get_queryset(self) -> QuerySet[Thread]:
+        return Thread.objects.filter(workspace=self.request.auth.workspace)
+
+    @extend_schema(responses=LLMCallSerializer, summary="What a logged LLM call was sent")
+    @action(detail=True, methods=["get"], url_path=r"llm-calls/(?P<seq>[0-9]+)")
+    def llm_call(self, request: Request, pk: str, seq: str) -> Response:
+        thread = self.get_object()
+        event = Event.objects.filter(thread=thread, seq=int(seq),
+                                     type__in=renders.LLM_CALL_TYPES).first()
+        if event is None:
+            raise NotFound(f"No LLM call event at seq {seq} on this thread.")
+        data = event.data if isinstance(event.data, dict) else {}
+        out: dict[str, Any] = {"seq": event.seq, "type": event.type,
+                               "render_id": data.get("render_id"), "format": None,
+                               "messages": renders.llm_call_messages(event=event)}
+        if out["render_id"]:
+            record = renders.render_get(workspace_id=thread.workspace_id, render_id=out["render_id"])
+            out.update(renders.render_rebuild(record=record))
+        return Response(out)

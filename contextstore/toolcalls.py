@@ -1,0 +1,112 @@
+"""Where an event keeps its tool calls and tool-result links, read one way everywhere.
+
+Frameworks put them in different places: content parts (`tool_use` as peteos/Anthropic,
+`tool_call`/`function_call` as the demo and OpenAI-style agents) or `data`
+(`{"name": .., "arguments": .., "id": ..}` or `{"tool_calls": [...]}`); a result names its call
+in `data.tool_call_id` (or `tool_use_id`/`call_id`) or in a `tool_result` part. No Django here:
+tokens.py counts with it at write time, rendering.py shapes messages with it.
+"""
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+CALL_PART_TYPES = ("tool_use", "tool_call", "function_call")
+RESULT_PART_TYPES = ("tool_result", "function_call_output")
+ID_KEYS = ("id", "call_id", "tool_call_id", "tool_use_id")
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str | None
+    name: str
+    arguments: Any  # a JSON object, or the string the model produced
+
+
+def _first_str(obj: dict, keys: tuple[str, ...]) -> str | None:
+    for key in keys:
+        value = obj.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _call(obj: Any) -> ToolCall | None:
+    if not isinstance(obj, dict):
+        return None
+    fn = obj.get("function") if isinstance(obj.get("function"), dict) else obj  # OpenAI nesting
+    name = fn.get("name")
+    if not isinstance(name, str) or not name:
+        return None
+    arguments = fn.get("arguments", fn.get("input", obj.get("input", {})))
+    return ToolCall(_first_str(obj, ID_KEYS), name, arguments)
+
+
+def part_calls(parts: Any) -> list[ToolCall]:
+    found = []
+    for part in parts or ():
+        if isinstance(part, dict) and part.get("type") in CALL_PART_TYPES:
+            call = _call(part)
+            if call:
+                found.append(call)
+    return found
+
+
+def data_calls(data: Any) -> list[ToolCall]:
+    """Calls kept in `data`: one call object, or a list under `tool_calls`."""
+    if not isinstance(data, dict):
+        return []
+    if isinstance(data.get("tool_calls"), list):
+        return [c for c in map(_call, data["tool_calls"]) if c]
+    call = _call(data)
+    return [call] if call else []
+
+
+def event_calls(type_: str, parts: Any, data: Any) -> list[ToolCall]:
+    """The tool calls an event makes: from its parts, else (for a ToolCall event) from data."""
+    calls = part_calls(parts)
+    if not calls and type_ == "ToolCall":
+        calls = data_calls(data)
+    return calls
+
+
+def result_call_id(parts: Any, data: Any) -> str | None:
+    """The id of the call a tool result answers, when the event names it."""
+    if isinstance(data, dict):
+        found = _first_str(data, ("tool_call_id", "tool_use_id", "call_id"))
+        if found:
+            return found
+    for part in parts or ():
+        if isinstance(part, dict) and part.get("type") in RESULT_PART_TYPES:
+            found = _first_str(part, ("tool_use_id", "call_id", "tool_call_id", "id"))
+            if found:
+                return found
+    return None
+
+
+def arguments_json(arguments: Any) -> str:
+    """Arguments as the JSON text OpenAI expects (a string is taken as already JSON text)."""
+    if isinstance(arguments, str):
+        return arguments
+    return json.dumps(arguments, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def arguments_object(arguments: Any) -> dict:
+    """Arguments as the object Anthropic's tool_use `input` must be."""
+    if isinstance(arguments, dict):
+        return arguments
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            return parsed
+    return {"value": arguments}
+
+
+def data_call_text(type_: str, parts: Any, data: Any) -> str:
+    """The text of calls kept only in `data`, which the model sees and which costs tokens."""
+    if part_calls(parts) or type_ != "ToolCall":
+        return ""
+    return "\n".join(f"{c.name}({arguments_json(c.arguments)})" for c in data_calls(data))

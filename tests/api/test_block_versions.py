@@ -1,0 +1,32 @@
+from contextstore.models import AuditLog
+
+
+def test_versions_are_listed_and_a_deleted_block_is_restored(api_client, thread_url):
+    api_client.put(f"{thread_url}blocks/goal/", {"value": "ship"}, format="json")
+    api_client.put(f"{thread_url}blocks/goal/", {"value": "ship today"}, format="json")
+    assert api_client.delete(f"{thread_url}blocks/goal/").status_code == 204
+    listed = api_client.get(f"{thread_url}blocks/goal/versions/").json()["results"]
+    assert [(v["version"], v["value"], v["deleted"], v["reason"]) for v in listed] == [
+        (3, "ship today", True, "delete"), (2, "ship today", False, "update"),
+        (1, "ship", False, "create")]
+    restored = api_client.post(f"{thread_url}blocks/goal/versions/1/restore/")
+    assert restored.status_code == 200
+    assert (restored.json()["value"], restored.json()["version"]) == ("ship", 4)
+    assert api_client.get(f"{thread_url}blocks/").json()["results"][0]["value"] == "ship"
+    assert AuditLog.objects.filter(action="block.restore", actor_type="token").count() == 1
+
+
+def test_restoring_an_unknown_version_is_a_404(api_client, thread_url):
+    api_client.put(f"{thread_url}blocks/goal/", {"value": "ship"}, format="json")
+    response = api_client.post(f"{thread_url}blocks/goal/versions/7/restore/")
+    assert response.status_code == 404 and response.json()["error"]["code"]
+
+
+def test_other_workspaces_and_readers_cannot_restore(api_client, read_client, other_client, thread_url):
+    api_client.put(f"{thread_url}blocks/goal/", {"value": "ship"}, format="json")
+    api_client.put(f"{thread_url}blocks/goal/", {"value": "later"}, format="json")
+    assert other_client.get(f"{thread_url}blocks/goal/versions/").status_code == 404
+    assert other_client.post(f"{thread_url}blocks/goal/versions/1/restore/").status_code == 404
+    assert read_client.post(f"{thread_url}blocks/goal/versions/1/restore/").status_code == 403
+    assert read_client.get(f"{thread_url}blocks/goal/versions/").status_code == 200
+    assert api_client.get(f"{thread_url}blocks/").json()["results"][0]["value"] == "later"

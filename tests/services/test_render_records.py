@@ -1,0 +1,148 @@
+"""A render record rebuilds byte-identical messages after any later change to the thread."""
+
+import json
+
+import pytest
+
+from contextstore import rendering
+from contextstore.errors import InvalidInput
+from contextstore.models import Event, RenderRecord, StoredText
+from contextstore.services import renders
+from contextstore.services.blocks import block_delete, block_restore, block_upsert
+from contextstore.services.collapses import collapse_create
+from contextstore.services.events import event_append
+from contextstore.services.state import state_restore, state_write
+from contextstore.services.threads import thread_clear_context
+from tests.conftest import messages
+
+
+def record(thread, actor, **options):
+    thread.refresh_from_db()
+    rendered = rendering.render(thread=thread, max_tokens=options.pop("max_tokens", 5000), **options)
+    return rendered.body, renders.render_record(thread=thread, rendered=rendered, actor=actor)
+
+
+def same(body, rebuilt) -> bool:
+    keys = ("system", "messages")
+    dump = lambda d: json.dumps({k: d[k] for k in keys if k in d}, ensure_ascii=False)  # noqa: E731
+    return dump(body) == dump(rebuilt)
+
+
+@pytest.fixture
+def busy(thread, actor):
+    block_upsert(thread=thread, name="persona", value="Be brief.", placement="prefix", actor=actor)
+    block_upsert(thread=thread, name="step", expr="Step {{ state.step }}", actor=actor)
+    state_write(thread=thread, state={"step": 1}, summary="We met.", actor=actor)
+    event_append(thread=thread, actor=actor, events=messages(6, words=12) + [
+        {"type": "ToolCall", "data": {"id": "c1", "name": "search", "arguments": {"q": "x"}}},
+        {"type": "ToolResult", "content": "found", "data": {"tool_call_id": "c1"}},
+        {"type": "LLMOutput", "parts": [{"type": "thinking", "thinking": "hmm", "signature": "s"},
+                                        {"type": "text", "text": "done"}]}])
+    thread.refresh_from_db()
+    return thread
+
+
+@pytest.mark.parametrize("fmt", rendering.FORMATS)
+def test_a_record_rebuilds_the_same_messages_after_every_kind_of_change(busy, actor, fmt):
+    revision_before = busy.revision
+    body, kept = record(busy, actor, fmt=fmt)
+    assert same(body, renders.render_rebuild(record=kept))
+
+    collapse_create(thread=busy, start_position=2, end_position=4, summary_text="three turns", actor=actor)
+    block_upsert(thread=busy, name="persona", value="Be thorough.", actor=actor)
+    block_delete(thread=busy, name="step", actor=actor)
+    state_write(thread=busy, state={"step": 9}, summary="Another summary.", actor=actor)
+    thread_clear_context(thread=busy, actor=actor)
+    state_restore(thread=busy, revision=revision_before, actor=actor)
+    block_restore(thread=busy, name="persona", version=1, actor=actor)
+    busy.refresh_from_db()
+    now = rendering.context_render(thread=busy, max_tokens=5000, fmt=fmt)
+    assert not same(body, now)  # the thread did change
+    assert same(body, renders.render_rebuild(record=RenderRecord.objects.get(pk=kept.pk)))
+
+
+def test_a_record_is_small_and_copies_no_text(thread, actor):
+    event_append(thread=thread, events=messages(1000, words=30), actor=actor)
+    body, kept = record(thread, actor, max_tokens=1_000_000)
+    included = body["stats"]["sections"]["history"]["events_included"]
+    assert included == 1000
+    size = len(json.dumps(kept.spec))
+    assert size < 1024 + 16 * included
+    assert "context" not in json.dumps(kept.spec)
+
+
+def test_expression_blocks_and_summaries_are_kept_once(thread, actor):
+    block_upsert(thread=thread, name="step", expr="Step {{ state.step }}", actor=actor)
+    state_write(thread=thread, state={"step": 1}, summary="S", actor=actor)
+    record(thread, actor)
+    record(thread, actor)
+    assert set(StoredText.objects.values_list("text", flat=True)) == {"Step 1", "S"}
+
+
+def test_llm_calls_link_to_renders_of_their_thread_only(thread, session, actor):
+    from contextstore.services.sessions import thread_ensure
+
+    _, kept = record(thread, actor)
+    event_append(thread=thread, actor=actor, events=[
+        {"type": "LLMCallStart", "data": {"model": "m", "render_id": str(kept.pk)}}])
+    other = thread_ensure(session=session, name="other", actor=actor)[0]
+    for bad in (str(kept.pk), "not-a-uuid", 5):
+        with pytest.raises(InvalidInput):
+            event_append(thread=other, actor=actor, events=[
+                {"type": "LLMComplete", "data": {"render_id": bad}}])
+    assert other.events.count() == 0
+
+
+def test_logged_messages_are_stored_once_per_distinct_message(thread, actor):
+    sent = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]
+    event_append(thread=thread, actor=actor, events=[{"type": "LLMCallStart", "data": {"messages": sent}}])
+    grown = sent + [{"role": "assistant", "content": "hello"}, {"role": "user", "content": "bye"}]
+    event_append(thread=thread, actor=actor, events=[{"type": "LLMCallStart", "data": {"messages": grown}}])
+    assert StoredText.objects.count() == 4
+    first, second = Event.objects.filter(type="LLMCallStart").order_by("seq")
+    assert "messages" not in first.data and len(second.data["message_hashes"]) == 4
+    assert renders.llm_call_messages(event=second) == grown
+
+
+def test_a_diff_says_what_changed(busy, actor):
+    _, a = record(busy, actor)
+    collapse_create(thread=busy, start_position=2, end_position=4, summary_text="three turns", actor=actor)
+    block_upsert(thread=busy, name="persona", value="Be thorough.", actor=actor)
+    event_append(thread=busy, events=messages(2, words=5), actor=actor)
+    _, b = record(busy, actor)
+    diff = renders.render_diff(a=a, b=b)
+    assert diff["events_removed"]["by_reason"] == {"collapsed": {"count": 3, "ranges": [[2, 4]]}}
+    assert diff["events_added"]["count"] == 3  # the summary and two new messages
+    assert diff["blocks_changed"] == [{"name": "persona", "change": "changed",
+                                       "version_before": 1, "version_after": 2}]
+    assert diff["prefix_changed"] is True and diff["prompt_cache_lost"] is True
+    assert diff["summary_changed"] is False
+    assert diff["tokens"]["history"]["before"] != diff["tokens"]["history"]["after"]
+
+
+def test_recording_costs_the_same_queries_whatever_the_history_length(thread, actor):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def cost():
+        thread.refresh_from_db()
+        with CaptureQueriesContext(connection) as queries:
+            rendered = rendering.render(thread=thread, max_tokens=2000)
+            renders.render_record(thread=thread, rendered=rendered, actor=actor)
+        return len(queries)
+
+    event_append(thread=thread, events=messages(200, words=30), actor=actor)
+    small = cost()
+    for _ in range(4):
+        event_append(thread=thread, events=messages(1000, words=30), actor=actor)
+    assert cost() == small <= 8
+
+
+def test_event_references_pack_and_unpack_exactly():
+    from types import SimpleNamespace
+
+    pairs = [(10, 1), (11, 2), (12, 3), (14, 5), (90, 6), (20, 9), (21, 10), (22, 11), (23, 12)]
+    events = [SimpleNamespace(pk=i, position=p) for i, p in pairs]
+    packed = renders.pack_events(events)
+    assert renders.unpack_events(packed) == pairs
+    assert packed == [[10, 1], 2, [2], [76, 1], [-70, 3], 3]
