@@ -3,6 +3,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from rest_framework.routers import SimpleRouter
 
 from contextstore.api import views
+from contextstore.api.agent_sessions import AgentSessionViewSet
 from contextstore.api.exceptions import api_not_found
 
 router = SimpleRouter()
@@ -12,6 +13,7 @@ router.register("collapses", views.CollapseViewSet, basename="collapse")
 router.register("runs", views.RunViewSet, basename="run")
 router.register("memories", views.MemoryViewSet, basename="memory")
 router.register("jobs", views.JobViewSet, basename="job")
+router.register("agent-sessions", AgentSessionViewSet, basename="agent-session")
 
 app_name = "api"
 urlpatterns = [
