@@ -383,10 +383,12 @@ class _AgentSessions:
         self, app: str, user_id: str, key: str, *, thread: str = "main", limit: int | None = None,
         after: str | None = None, types: list[str] | None = None, client_id: str | None = None,
         data_contains: dict | None = None, blobs: list[str] | None = None,
+        before_client_id: str | None = None,
     ) -> Any:
         """One request: session, state, scopes, newest `limit` events, named blobs; None if missing."""
         params: dict[str, Any] = {"app": app, "user_id": user_id, "key": key, "thread": thread,
                                   "limit": limit, "after": after, "client_id": client_id,
+                                  "before_client_id": before_client_id,
                                   "type": types or None, "blob": blobs or None}
         if data_contains is not None:
             params["data_contains"] = json_module.dumps(data_contains)
@@ -435,10 +437,12 @@ class _AgentSessions:
             "app": app, "user_id": user_id, "thread": thread, "cursor": cursor, "limit": limit})
 
     def agent_blobs(self, app: str, user_id: str, key: str, keys: list[str], *,
-                    thread: str = "main") -> Any:
-        """Several blobs at once: {key: {data: bytes, meta, content_type, size}}."""
-        return self._call("GET", "agent-sessions/blobs/", parse=_blobs_in, params={
-            "app": app, "user_id": user_id, "key": key, "thread": thread, "blob": keys})
+                    prefixes: list[str] | None = None, thread: str = "main") -> Any:
+        """Several blobs at once (by key or key prefix): {key: {data: bytes, meta, content_type,
+        size}}; {} when the session or thread does not exist."""
+        return self._call("GET", "agent-sessions/blobs/", parse=_blobs_in, missing={}, params={
+            "app": app, "user_id": user_id, "key": key, "thread": thread, "blob": keys or None,
+            "prefix": prefixes or None})
 
     def scoped_states(self, app: str, user_id: str = "") -> Any:
         return self._call("GET", "agent-sessions/scopes/", params={"app": app, "user_id": user_id})

@@ -44,6 +44,8 @@ class ReadQuerySerializer(IdentitySerializer):
                                           help_text="A JSON object every returned event's data contains.")
     blob = serializers.ListField(child=serializers.CharField(max_length=500), required=False,
                                  help_text="Blob keys to return with the read.")
+    before_client_id = serializers.CharField(max_length=200, required=False,
+                                             help_text="Only events older than the one with this client id.")
 
 
 class BlobInSerializer(serializers.Serializer):
@@ -250,7 +252,7 @@ class AgentSessionViewSet(viewsets.ViewSet):
         read = svc.session_read(
             workspace=request.auth.workspace, identity=_identity(data), limit=data.get("limit"),
             after=data.get("after"), types=data.get("type"), client_id=data.get("client_id"),
-            data_contains=contains, blob_keys=data.get("blob"))
+            data_contains=contains, blob_keys=data.get("blob"), before_client_id=data.get("before_client_id"))
         return Response(_read(read))
 
     @extend_schema(request=CommitSerializer, parameters=[IF_MATCH], responses=CommitResultSerializer,
@@ -305,15 +307,16 @@ class AgentSessionViewSet(viewsets.ViewSet):
         return Response({"deleted": removed})
 
     @extend_schema(parameters=[IdentitySerializer,
-                               OpenApiParameter("blob", str, many=True, description="blob keys")],
+                               OpenApiParameter("blob", str, many=True, description="blob keys"),
+                               OpenApiParameter("prefix", str, many=True, description="key prefixes")],
                    responses=BlobSerializer(many=True), summary="Get several blobs of a thread at once")
     @action(detail=False, methods=["get"])
     def blobs(self, request: Request) -> Response:
         query = request.query_params
         data = parse(IdentitySerializer, {k: query.get(k) for k in ("app", "user_id", "key", "thread")
                                           if k in query})
-        keys = query.getlist("blob")
-        blobs = svc.blobs_get(workspace=request.auth.workspace, identity=_identity(data), keys=keys)
+        blobs = svc.blobs_get(workspace=request.auth.workspace, identity=_identity(data),
+                              keys=query.getlist("blob"), prefixes=query.getlist("prefix"))
         return Response(BlobSerializer(blobs, many=True).data)
 
     @extend_schema(methods=["get"], parameters=[

@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import JSONField, Q
+from django.db.models import JSONField, Q, Subquery
 from django.db.models.functions import Cast
 from django.utils import timezone
 
@@ -162,7 +162,7 @@ def session_read(
     *, workspace: Workspace, identity: Identity, limit: int | None = None,
     after: datetime | None = None, types: list[str] | None = None,
     client_id: str | None = None, data_contains: dict | None = None,
-    blob_keys: list[str] | None = None,
+    blob_keys: list[str] | None = None, before_client_id: str | None = None,
 ) -> SessionRead:
     """Session, thread state, scoped states, newest `limit` history events (oldest first),
     optionally only those at or after `after`, and the named blobs. Cost follows `limit`."""
@@ -176,6 +176,10 @@ def session_read(
         qs = qs.filter(type__in=types)
     if client_id is not None:
         qs = qs.filter(client_id=client_id)
+    if before_client_id is not None:
+        # Older than the event with that client id (LangGraph's list(before=...)).
+        bound = Event.objects.filter(thread=thread, client_id=before_client_id).values_list("seq", flat=True)
+        qs = qs.filter(seq__lt=Subquery(bound[:1]))
     if data_contains is not None:
         if not isinstance(data_contains, dict):
             raise InvalidInput("data_contains must be a JSON object.", details={"data_contains": "object"})
@@ -216,10 +220,18 @@ def sessions_list(
     return [(s, threads.get(s.pk)) for s in page], next_cursor
 
 
-def blobs_get(*, workspace: Workspace, identity: Identity, keys: list[str]) -> list[ThreadBlob]:
+def blobs_get(*, workspace: Workspace, identity: Identity, keys: list[str],
+              prefixes: list[str] | None = None) -> list[ThreadBlob]:
+    """The blobs with the given keys or starting with one of the prefixes, by key."""
+    if len(keys) + len(prefixes or []) > MAX_BLOBS_PER_COMMIT:
+        raise InvalidInput(f"At most {MAX_BLOBS_PER_COMMIT} keys and prefixes.", details={"blob": "too many"})
     session = session_find(workspace=workspace, identity=identity)
     thread = _thread_of(session, identity.thread)
-    return list(ThreadBlob.objects.filter(thread=thread, key__in=keys))
+    wanted = Q(key__in=keys)
+    for prefix in prefixes or []:
+        if prefix:
+            wanted |= Q(key__startswith=prefix)
+    return list(ThreadBlob.objects.filter(wanted, thread=thread).order_by("key"))
 
 
 # ----------------------------------------------------------------------------- writes
