@@ -161,6 +161,8 @@ class ListQuerySerializer(serializers.Serializer):
 class SessionPageSerializer(serializers.Serializer):
     results = AgentSessionSerializer(many=True)
     next_cursor = serializers.CharField(allow_null=True)
+    app_state = JSON_ANY(help_text="The app scope's state.")
+    user_states = serializers.DictField(child=JSON_ANY(), help_text="User scopes of the page's users.")
 
 
 class RetractedSerializer(serializers.Serializer):
@@ -220,7 +222,10 @@ class AgentSessionViewSet(viewsets.ViewSet):
     def list(self, request: Request) -> Response:
         query = parse(ListQuerySerializer, request.query_params)
         rows, cursor = svc.sessions_list(workspace=request.auth.workspace, **query)
-        return Response({"results": [_session(s, t) for s, t in rows], "next_cursor": cursor})
+        app_state, user_states = svc.scopes_for_users(
+            workspace=request.auth.workspace, app=query["app"], user_ids={s.user_id for s, _ in rows})
+        return Response({"results": [_session(s, t) for s, t in rows], "next_cursor": cursor,
+                         "app_state": app_state, "user_states": user_states})
 
     @extend_schema(request=CreateSerializer,
                    responses={201: SessionReadSerializer, 409: OpenApiResponse(description="Exists.")},

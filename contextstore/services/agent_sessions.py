@@ -120,6 +120,21 @@ def scoped_states(*, workspace: Workspace, app: str, user_id: str) -> dict[str, 
     return found
 
 
+def scopes_for_users(*, workspace: Workspace, app: str, user_ids: set[str]) -> tuple[dict, dict[str, dict]]:
+    """The app scope's state and the user scopes' states of the given users, in one query."""
+    rows = ScopedState.objects.filter(
+        Q(scope=ScopedState.Scope.APP, user_id="") | Q(scope=ScopedState.Scope.USER, user_id__in=user_ids),
+        workspace=workspace, app=app)
+    app_state: dict = {}
+    users: dict[str, dict] = {}
+    for row in rows:
+        if row.scope == ScopedState.Scope.APP:
+            app_state = row.state
+        else:
+            users[row.user_id] = row.state
+    return app_state, users
+
+
 def history_events(*, thread: Thread) -> Any:
     """The framework's own history: appended events not retracted, cleared or collapsed."""
     return Event.objects.filter(thread=thread, status=Event.Status.ACTIVE).select_related("run")
