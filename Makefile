@@ -27,11 +27,12 @@ demo: migrate
 run: demo
 	$(BIN)/python manage.py serve --host $(HOST) --port $(PORT)
 
-# The frameworks' own suites run in their own virtualenvs (.venv-langgraph, .venv-openai-agents),
+# The frameworks' suites run in their own virtualenvs (.venv-langgraph, .venv-openai-agents, .venv-adk),
 # built once from PyPI and reused (tests/frameworks/ runs them against a live test server).
 framework-venvs:
 	scripts/framework-venv langgraph
 	scripts/framework-venv openai-agents
+	scripts/framework-venv adk
 
 test: venv framework-venvs
 	@mkdir -p var

@@ -44,3 +44,9 @@ def test_the_openai_agents_sdks_session_and_runner_tests_pass(framework_env):
 def test_langgraphs_checkpointer_conformance_suite_passes(framework_env):
     output = run_suite("langgraph", framework_env)
     assert "58 base tests passed" in output
+
+
+@pytest.mark.timeout(1800)
+def test_our_adk_session_service_contract_tests_pass(framework_env):
+    output = run_suite("adk", framework_env)
+    assert "6 passed" in output
