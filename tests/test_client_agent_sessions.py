@@ -109,3 +109,34 @@ def test_async_connection_errors_and_throttling_are_retried_then_reported():
     with pytest.raises(cs_client.StaleRevision) as stale:
         run(lambda s: s.commit_agent_session(*WHO, expected_last_seq=3), transport)
     assert stale.value.code == "stale_history"
+
+
+def test_concurrent_writers_on_one_history_one_wins_and_replays_apply_once(cs, live_server, token):
+    """Four agents commit at once on the history they all read (one wins, the others are
+    told it is stale), then all four replay one batch (applied once, same answer)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    cs.create_agent_session(*WHO)
+
+    def stale_writer(i: int) -> str:
+        with ContextStore(live_server.url, token[1], retries=3, backoff=0.01) as mine:
+            try:
+                mine.commit_agent_session(*WHO, events=[{"type": "Message", "content": f"w{i}"}],
+                                          user_state={f"w{i}": True}, expected_last_seq=0)
+                return "won"
+            except cs_client.StaleRevision:
+                return "stale"
+
+    def replayer(i: int) -> dict:
+        with ContextStore(live_server.url, token[1], retries=3, backoff=0.01) as mine:
+            return mine.commit_agent_session(*WHO, events=[{"type": "Message", "content": "once",
+                                                            "client_id": "once"}],
+                                             app_state={"n": 1}, batch_id="same-batch")
+
+    with ThreadPoolExecutor(4) as pool:
+        assert sorted(pool.map(stale_writer, range(4))) == ["stale", "stale", "stale", "won"]
+        answers = list(pool.map(replayer, range(4)))
+    assert all(a == answers[0] for a in answers)
+    read = cs.read_agent_session(*WHO)
+    assert [e["content"] for e in read["events"]][1:] == ["once"] and read["app_revision"] == 1
+    assert len(read["user_state"]) == 1

@@ -379,6 +379,9 @@ def session_commit(*, workspace: Workspace, identity: Identity, commit: CommitIn
     request_hash = _request_hash(identity, commit)
     with transaction.atomic():
         session, thread, _ = _ensure(workspace, identity, actor, create=commit.create)
+        # Under the thread's lock, so a replay sent while the first is still running waits
+        # for it and then finds its answer.
+        thread = lock_thread(thread, history_only=True)
         if commit.batch_id:
             record = CommitRecord.objects.filter(thread=thread, batch_id=commit.batch_id).first()
             if record is not None:
@@ -386,7 +389,6 @@ def session_commit(*, workspace: Workspace, identity: Identity, commit: CommitIn
                     raise Conflict("batch_id was already used for a different commit.",
                                    code="idempotency_conflict", details={"batch_id": commit.batch_id})
                 return record.response
-        thread = lock_thread(thread, history_only=True)
         if commit.expected_revision is not None and commit.expected_revision != thread.revision:
             raise StaleRevision(
                 f"The state is at revision {thread.revision}, not {commit.expected_revision}.",
