@@ -10,6 +10,7 @@ import binascii
 import json
 from typing import Any
 
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status, viewsets
@@ -213,9 +214,18 @@ IF_MATCH = OpenApiParameter("If-Match", str, OpenApiParameter.HEADER,
 
 # ------------------------------------------------------------------------------ views
 
+class PageSchema(AutoSchema):
+    """The list answers one page object ({results, next_cursor, …}), not a bare array."""
+
+    def _is_list_view(self, serializer: Any = None) -> bool:
+        return False
+
+
 @extend_schema(tags=["agent sessions"])
 class AgentSessionViewSet(viewsets.ViewSet):
     """Framework sessions (ADK, LangGraph, OpenAI Agents SDK) addressed by identity."""
+
+    schema = PageSchema()
 
     @extend_schema(parameters=[ListQuerySerializer], responses=SessionPageSerializer,
                    summary="List sessions of an app (and user) with state, newest activity first")
