@@ -19,3 +19,11 @@ def test_the_thread_page_shows_the_shared_scopes_escaped(editor_client, workspac
 
 def test_plain_sessions_have_no_shared_state_panel(editor_client, thread):
     assert 'id="scoped-state"' not in editor_client.get(f"/threads/{thread.pk}/").content.decode()
+
+
+def test_admins_see_scoped_states_and_session_apps_read_only(admin_client, workspace, actor):
+    session_create(workspace=workspace, identity=WHO, actor=actor, app_state={"a": 1})
+    listing = admin_client.get("/admin/contextstore/scopedstate/").content.decode()
+    assert "shop:app" in listing
+    assert "shop" in admin_client.get("/admin/contextstore/session/").content.decode()
+    assert admin_client.get("/admin/contextstore/scopedstate/add/").status_code == 403
