@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint bench venv migrate demo clean
+.PHONY: run test lint bench venv migrate demo clean framework-venvs
 
 $(STAMP): pyproject.toml
 	@PY="$$(scripts/find-python)" || exit 1; \
@@ -27,7 +27,14 @@ demo: migrate
 run: demo
 	$(BIN)/python manage.py serve --host $(HOST) --port $(PORT)
 
-test: venv
+# The frameworks' suites run in their own virtualenvs (.venv-langgraph, .venv-openai-agents, .venv-adk),
+# built once from PyPI and reused (tests/frameworks/ runs them against a live test server).
+framework-venvs:
+	scripts/framework-venv langgraph
+	scripts/framework-venv openai-agents
+	scripts/framework-venv adk
+
+test: venv framework-venvs
 	@mkdir -p var
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
@@ -38,4 +45,4 @@ bench: migrate
 	$(BIN)/python manage.py bench_core
 
 clean:
-	rm -rf $(VENV) var
+	rm -rf $(VENV) var .venv-langgraph .venv-openai-agents .venv-adk

@@ -20,6 +20,7 @@ from contextstore.models import (
     Memory,
     ProviderState,
     Run,
+    ScopedState,
     Session,
     StateRevision,
     Thread,
@@ -193,16 +194,16 @@ class SessionForm(forms.ModelForm):
 @admin.register(Session)
 class SessionAdmin(admin.ModelAdmin):
     form = SessionForm
-    list_display = ("key", "title", "user_id", "agent", "workspace", "thread_count", "event_count",
+    list_display = ("key", "title", "app", "user_id", "agent", "workspace", "thread_count", "event_count",
                     "token_total", "cost_total", "error_count", "archived", "last_activity_at")
-    list_filter = ("archived", "workspace", "agent")
-    search_fields = ("key", "title", "user_id", "agent")
+    list_filter = ("archived", "workspace", "app", "agent")
+    search_fields = ("key", "title", "app", "user_id", "agent")
     date_hierarchy = "last_activity_at"
     list_select_related = ("workspace",)
-    fields = ("workspace", "key", "user_id", "agent", "title", "metadata", "archived", "created_at",
+    fields = ("workspace", "app", "key", "user_id", "agent", "title", "metadata", "archived", "created_at",
               "last_activity_at", "thread_count", "event_count", "token_total", "cost_total",
               "error_count")
-    readonly_fields = ("workspace", "key", "user_id", "created_at", "last_activity_at",
+    readonly_fields = ("workspace", "app", "key", "user_id", "created_at", "last_activity_at",
                        "thread_count", "event_count", "token_total", "cost_total", "error_count")
     actions = ["archive", "unarchive"]
 
@@ -387,6 +388,16 @@ class ProviderStateAdmin(ReadOnlyAdmin):
     search_fields = ("provider", "thread__session__key")
     date_hierarchy = "updated_at"
     list_select_related = ("thread__session",)
+
+
+@admin.register(ScopedState)
+class ScopedStateAdmin(ReadOnlyAdmin):
+    """App- and user-scoped state of framework sessions (ADK app:/user: keys)."""
+
+    list_display = ("__str__", "workspace", "app", "scope", "user_id", "revision", "updated_at")
+    list_filter = ("workspace", "scope")
+    search_fields = ("app", "user_id")
+    list_select_related = ("workspace",)
 
 
 @admin.register(Memory)

@@ -21,6 +21,8 @@ raise a `ContextStoreError` subclass named after the status.
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import json as json_module
 import random
 import time
@@ -32,7 +34,7 @@ from typing import Any
 import httpx
 
 __all__ = [
-    "AppendedEvent", "Block", "Collapse", "ConnectionFailed", "Context", "ContextStore",
+    "AsyncContextStore", "AppendedEvent", "Block", "Collapse", "ConnectionFailed", "Context", "ContextStore",
     "ContextStoreError", "Conflict", "Event", "Forbidden", "InvalidInput", "Job", "Memory",
     "NotFound", "PayloadTooLarge", "ProviderState", "Run", "ServerError", "Session",
     "StaleRevision", "State", "StateRevision", "Thread", "ThreadHandle", "Throttled",
@@ -347,13 +349,138 @@ def _state(data: dict[str, Any]) -> State:
     return _build(State, data)
 
 
+# ----------------------------------------------------------------- framework sessions
+
+_RAISE: Any = object()
+
+
+def _blob_out(blobs: Any) -> list[dict[str, Any]]:
+    """Blobs to send: {key: bytes} or {key: (bytes, meta)} or a list of dicts with bytes."""
+    if isinstance(blobs, dict):
+        blobs = [{"key": k, "data": v[0], "meta": v[1]} if isinstance(v, tuple) else {"key": k, "data": v}
+                 for k, v in blobs.items()]
+    return [{**b, "data": base64.b64encode(bytes(b["data"])).decode()} for b in blobs]
+
+
+def _blobs_in(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {b["key"]: {**b, "data": base64.b64decode(b["data"])} for b in rows}
+
+
+def _read_in(body: dict[str, Any]) -> dict[str, Any]:
+    return {**body, "blobs": _blobs_in(body.get("blobs") or [])}
+
+
+class _AgentSessions:
+    """Framework sessions (/agent-sessions/), addressed by (app, user_id, key, thread): every
+    call is one request. Shared by ContextStore and AsyncContextStore: `_call` returns the
+    value for the first and an awaitable of it for the second (which overrides
+    it). Answers are plain dicts in the
+    API's shapes; blob bytes are decoded."""
+
+    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    def _call(self, method: str, path: str, *, parse: Any = None, missing: Any = _RAISE,
+              **kwargs: Any) -> Any:
+        try:
+            body = self._json(method, path, **kwargs)
+        except NotFound:
+            if missing is _RAISE:
+                raise
+            return missing
+        return parse(body) if parse else body
+
+    def create_agent_session(
+        self, app: str, user_id: str, key: str, *, thread: str = "main", state: dict | None = None,
+        app_state: dict | None = None, user_state: dict | None = None, agent: str = "",
+        title: str = "", metadata: dict | None = None,
+    ) -> Any:
+        """Create-only (Conflict if it exists): session, first thread, initial state and scopes."""
+        return self._call("POST", "agent-sessions/", parse=_read_in, idempotent=False, json={
+            "app": app, "user_id": user_id, "key": key, "thread": thread, "state": state,
+            "app_state": app_state, "user_state": user_state, "agent": agent, "title": title,
+            "metadata": metadata})
+
+    def read_agent_session(
+        self, app: str, user_id: str, key: str, *, thread: str = "main", limit: int | None = None,
+        after: str | None = None, types: list[str] | None = None, client_id: str | None = None,
+        data_contains: dict | None = None, blobs: list[str] | None = None,
+        before_client_id: str | None = None,
+    ) -> Any:
+        """One request: session, state, scopes, newest `limit` events, named blobs; None if missing."""
+        params: dict[str, Any] = {"app": app, "user_id": user_id, "key": key, "thread": thread,
+                                  "limit": limit, "after": after, "client_id": client_id,
+                                  "before_client_id": before_client_id,
+                                  "type": types or None, "blob": blobs or None}
+        if data_contains is not None:
+            params["data_contains"] = json_module.dumps(data_contains)
+        return self._call("GET", "agent-sessions/read/", params=params, parse=_read_in, missing=None)
+
+    def commit_agent_session(
+        self, app: str, user_id: str, key: str, *, thread: str = "main",
+        events: list[dict[str, Any]] | None = None, state: dict | None = None,
+        app_state: dict | None = None, user_state: dict | None = None, blobs: Any = None,
+        if_match: int | None = None, expected_last_seq: int | None = None,
+        batch_id: str | None = None, create: bool = False,
+    ) -> Any:
+        """The atomic conditional append. Always sent with a batch id, so a retry after a lost
+        answer returns the first answer instead of applying twice (hence safe to retry)."""
+        body = {"app": app, "user_id": user_id, "key": key, "thread": thread, "create": create,
+                "events": [{"client_id": uuid.uuid4().hex, **e} for e in events or []],
+                "state": state, "app_state": app_state, "user_state": user_state,
+                "blobs": _blob_out(blobs or []), "expected_last_seq": expected_last_seq,
+                "batch_id": batch_id or uuid.uuid4().hex}
+        headers = {"If-Match": f'"{if_match}"'} if if_match is not None else None
+        return self._call("POST", "agent-sessions/commit/", json=body, headers=headers, idempotent=True)
+
+    def retract_agent_event(self, app: str, user_id: str, key: str, *, thread: str = "main") -> Any:
+        """Retract the newest event and return it (None when there is none). Not retried."""
+        return self._call("POST", "agent-sessions/retract/", idempotent=False,
+                          json={"app": app, "user_id": user_id, "key": key, "thread": thread},
+                          parse=lambda body: body["event"])
+
+    def clear_agent_session(self, app: str, user_id: str, key: str, *, thread: str = "main") -> Any:
+        return self._call("POST", "agent-sessions/clear/", idempotent=True,
+                          json={"app": app, "user_id": user_id, "key": key, "thread": thread},
+                          parse=lambda body: body["cleared"])
+
+    def delete_agent_session(self, app: str, user_id: str = "", key: str | None = None, *,
+                             key_prefix: str | None = None) -> Any:
+        """Delete one session, or every session of the app whose key starts with key_prefix."""
+        body = {"app": app, "user_id": user_id}
+        body.update({"key": key} if key is not None else {"key_prefix": key_prefix})
+        return self._call("POST", "agent-sessions/delete/", json=body, idempotent=True,
+                          parse=lambda answer: answer["deleted"])
+
+    def list_agent_sessions(self, app: str, *, user_id: str | None = None, thread: str = "main",
+                            cursor: str | None = None, limit: int = 50) -> Any:
+        """One page {results: [session with state], next_cursor}, newest activity first."""
+        return self._call("GET", "agent-sessions/", params={
+            "app": app, "user_id": user_id, "thread": thread, "cursor": cursor, "limit": limit})
+
+    def agent_blobs(self, app: str, user_id: str, key: str, keys: list[str], *,
+                    prefixes: list[str] | None = None, thread: str = "main") -> Any:
+        """Several blobs at once (by key or key prefix): {key: {data: bytes, meta, content_type,
+        size}}; {} when the session or thread does not exist."""
+        return self._call("GET", "agent-sessions/blobs/", parse=_blobs_in, missing={}, params={
+            "app": app, "user_id": user_id, "key": key, "thread": thread, "blob": keys or None,
+            "prefix": prefixes or None})
+
+    def scoped_states(self, app: str, user_id: str = "") -> Any:
+        return self._call("GET", "agent-sessions/scopes/", params={"app": app, "user_id": user_id})
+
+    def patch_scoped_state(self, app: str, scope: str, patch: dict, *, user_id: str = "") -> Any:
+        return self._call("PATCH", "agent-sessions/scopes/", idempotent=False, json={
+            "app": app, "scope": scope, "user_id": user_id, "patch": patch})
+
+
 # ------------------------------------------------------------------------------- client
 
 RETRY_ALWAYS = {429, 503}
 RETRY_IF_IDEMPOTENT = {500, 502, 504}
 
 
-class ContextStore:
+class ContextStore(_AgentSessions):
     """A connection to one contextstore server, authenticated by one workspace API token."""
 
     def __init__(self, base_url: str, token: str, *, timeout: float = 30.0, retries: int = 4,
@@ -871,3 +998,83 @@ def _error(response: httpx.Response) -> ContextStoreError:
         code, message, details = "http_error", response.text[:500] or response.reason_phrase, {}
     cls = ERRORS.get(status) or (ServerError if status >= 500 else ContextStoreError)
     return cls(message, status=status, code=code, details=details)
+
+
+class AsyncContextStore(_AgentSessions):
+    """The asyncio twin of ContextStore (httpx.AsyncClient) with the same retry rules and
+    errors; it offers the framework-session calls and raw `request`."""
+
+    def __init__(self, base_url: str, token: str, *, timeout: float = 30.0, retries: int = 4,
+                 backoff: float = 0.25, max_backoff: float = 10.0,
+                 transport: httpx.AsyncBaseTransport | None = None):
+        self.retries = retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self._http = httpx.AsyncClient(
+            base_url=base_url.rstrip("/") + "/api/v1/",
+            headers={"Authorization": f"Bearer {token}", "Accept": "application/json",
+                     "User-Agent": "contextstore-client/1"},
+            timeout=timeout, transport=transport,
+        )
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncContextStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def request(self, method: str, path: str, *, json: Any = None, params: dict | None = None,
+                      headers: dict[str, str] | None = None, idempotent: bool | None = None,
+                      content: bytes | None = None) -> httpx.Response:
+        """ContextStore.request's rules, awaited: see there."""
+        if idempotent is None:
+            idempotent = method.upper() != "POST"
+        if params:
+            params = {k: _param(v) for k, v in params.items() if v is not None}
+        attempt = 0
+        while True:
+            retry_after: float | None = None
+            try:
+                response = await self._http.request(method, path, json=json, params=params,
+                                                    headers=headers, content=content)
+            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+                failure: Exception = exc
+            except httpx.TransportError as exc:
+                if not idempotent or attempt >= self.retries:
+                    raise ConnectionFailed(f"{method} {path}: {exc}") from exc
+                failure = exc
+            else:
+                status = response.status_code
+                retryable = status in RETRY_ALWAYS or (idempotent and status in RETRY_IF_IDEMPOTENT)
+                if status < 400 or not retryable or attempt >= self.retries:
+                    if status >= 400:
+                        raise _error(response)
+                    return response
+                failure = _error(response)
+                retry_after = _retry_after(response)
+            if attempt >= self.retries:
+                if isinstance(failure, ContextStoreError):
+                    raise failure
+                raise ConnectionFailed(f"{method} {path}: {failure}") from failure
+            delay = min(self.backoff * (2 ** attempt), self.max_backoff) * (0.5 + random.random())
+            await asyncio.sleep(min(max(delay, retry_after or 0.0), 60.0))
+            attempt += 1
+
+    async def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = await self.request(method, path, **kwargs)
+        return response.json() if response.content else None
+
+    def _call(self, method: str, path: str, *, parse: Any = None, missing: Any = _RAISE,
+              **kwargs: Any) -> Any:
+        async def call() -> Any:
+            try:
+                body = await self._json(method, path, **kwargs)
+            except NotFound:
+                if missing is _RAISE:
+                    raise
+                return missing
+            return parse(body) if parse else body
+        return call()

@@ -95,6 +95,8 @@ class Session(ModelSettings):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="sessions")
     key = models.CharField(max_length=255)
     user_id = models.CharField(max_length=255, blank=True, default="")
+    # The framework application a session belongs to (ADK app_name); part of its identity.
+    app = models.CharField(max_length=200, blank=True, default="")
     agent = models.CharField(max_length=200, blank=True, default="")
     title = models.CharField(max_length=500, blank=True, default="")
     metadata = OrderedJSONField(default=dict)
@@ -111,9 +113,13 @@ class Session(ModelSettings):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["workspace", "user_id", "key"], name="session_unique_key")
+            models.UniqueConstraint(fields=["workspace", "app", "user_id", "key"], name="session_unique_key")
         ]
-        indexes = [models.Index(fields=["workspace", "-last_activity_at", "-id"], name="session_activity")]
+        indexes = [
+            models.Index(fields=["workspace", "-last_activity_at", "-id"], name="session_activity"),
+            models.Index(fields=["workspace", "app", "user_id", "-last_activity_at", "-id"],
+                         name="session_app_activity"),
+        ]
 
     def __str__(self) -> str:
         return self.title or self.key
@@ -286,6 +292,7 @@ class Event(models.Model):
         COLLAPSED = "collapsed"
         CLEARED = "cleared"
         REVERTED = "reverted"  # a Summary whose collapse was undone
+        RETRACTED = "retracted"  # taken back by the agent (a popped item); kept for audit
 
     # No index of its own: the unique (thread, seq) index serves every lookup by thread.
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="events", db_index=False)
@@ -587,3 +594,85 @@ class RenderRecord(models.Model):
 
     def __str__(self) -> str:
         return str(self.id)
+
+
+class ScopedState(models.Model):
+    """State shared across sessions: app scope (workspace + app) or user scope (+ user_id).
+
+    ADK's `app:` and `user:` state prefixes. The revision is bumped on every write.
+    """
+
+    class Scope(models.TextChoices):
+        APP = "app"
+        USER = "user"
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="scoped_states")
+    app = models.CharField(max_length=200)
+    scope = models.CharField(max_length=4, choices=Scope.choices)
+    user_id = models.CharField(max_length=255, blank=True, default="")
+    state = OrderedJSONField(default=dict)
+    revision = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "app", "scope", "user_id"],
+                                    name="scoped_state_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.app}:{self.scope}:{self.user_id}" if self.user_id else f"{self.app}:{self.scope}"
+
+
+class ScopedStateRevision(models.Model):
+    scoped_state = models.ForeignKey(ScopedState, on_delete=models.CASCADE, related_name="revisions")
+    revision = models.PositiveIntegerField()
+    state = OrderedJSONField(default=dict)
+    actor = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["revision"]
+        constraints = [
+            models.UniqueConstraint(fields=["scoped_state", "revision"], name="scoped_state_revision_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"r{self.revision}"
+
+
+class ThreadBlob(models.Model):
+    """Binary values kept beside a thread (LangGraph checkpoints and channel values), by key.
+
+    Last write wins per key; `meta` is readable JSON describing the bytes.
+    """
+
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="blobs")
+    key = models.CharField(max_length=500)
+    content_type = models.CharField(max_length=100, blank=True, default="")
+    data = models.BinaryField()
+    meta = OrderedJSONField(null=True, blank=True)
+    size = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["thread", "key"], name="thread_blob_unique")]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class CommitRecord(models.Model):
+    """The answer to a conditional append, kept by batch id so a replay returns it unchanged."""
+
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="commit_records")
+    batch_id = models.CharField(max_length=200)
+    request_hash = models.CharField(max_length=64)
+    response = OrderedJSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["thread", "batch_id"], name="commit_record_unique")]
+
+    def __str__(self) -> str:
+        return self.batch_id

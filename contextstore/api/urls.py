@@ -3,6 +3,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from rest_framework.routers import SimpleRouter
 
 from contextstore.api import blocks, clears, model_settings, renders, revisions, views
+from contextstore.api.agent_sessions import AgentSessionViewSet
 from contextstore.api.exceptions import api_not_found
 
 router = SimpleRouter()
@@ -20,6 +21,7 @@ router.register("memories", views.MemoryViewSet, basename="memory")
 router.register("jobs", views.JobViewSet, basename="job")
 router.register("renders", renders.RenderViewSet, basename="render")
 router.register("threads", renders.LLMCallViewSet, basename="thread-llm-call")
+router.register("agent-sessions", AgentSessionViewSet, basename="agent-session")
 
 app_name = "api"
 urlpatterns = [

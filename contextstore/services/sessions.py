@@ -23,7 +23,11 @@ def session_ensure(
     *, workspace: Workspace, key: str, user_id: str = "", agent: str = "", title: str = "",
     metadata: dict[str, Any] | None = None, actor: Actor,
 ) -> tuple[Session, bool]:
-    """Upsert a session by (workspace, user_id, key); agent/title/metadata update when given."""
+    """Upsert a session by (workspace, user_id, key); agent/title/metadata update when given.
+
+    These are the app-less sessions; framework sessions (with an app) are made by
+    services/agent_sessions.py.
+    """
     _check_key("key", key, max_length=255, required=True)
     _check_key("user_id", user_id, max_length=255)
     _check_key("agent", agent, max_length=200)
@@ -34,13 +38,13 @@ def session_ensure(
     try:
         with transaction.atomic():
             session, created = Session.objects.get_or_create(
-                workspace=workspace, user_id=user_id, key=key, defaults=defaults
+                workspace=workspace, app="", user_id=user_id, key=key, defaults=defaults
             )
             if created:
                 audit(actor=actor, action="session.create", target=session, workspace=workspace,
                       key=key, user_id=user_id)
     except IntegrityError:
-        session, created = Session.objects.get(workspace=workspace, user_id=user_id, key=key), False
+        session, created = Session.objects.get(workspace=workspace, app="", user_id=user_id, key=key), False
     if not created:
         changes = {k: v for k, v in (("agent", agent), ("title", title)) if v and getattr(session, k) != v}
         if metadata is not None and metadata != session.metadata:

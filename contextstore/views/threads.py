@@ -23,6 +23,7 @@ from contextstore.models import (
     StateRevision,
     Thread,
 )
+from contextstore.services.agent_sessions import scoped_states
 from contextstore.services.transfer import EVENT_FIELDS, thread_export
 from contextstore.views import timeline
 from contextstore.views.access import can_edit, get_thread, visible_workspaces
@@ -120,6 +121,9 @@ def panel_context(request: HttpRequest, thread: Thread) -> dict[str, Any]:
             .only("revision", "reason", "actor", "created_at")[:20]
         ),
         "providers": list(ProviderState.objects.filter(thread=thread).order_by("provider")[:20]),
+        # Framework sessions (ADK app:/user: state) share state across sessions of an app.
+        "scopes": (scoped_states(workspace=thread.workspace, app=thread.session.app,
+                                 user_id=thread.session.user_id) if thread.session.app else None),
         "memories": list(
             Memory.objects.filter(workspace_id=thread.workspace_id, user_id=thread.session.user_id)
             .order_by("-updated_at", "-id")[:10]

@@ -4,15 +4,25 @@
 
 Without --token a write token is created for --workspace (default: demo). Each framework's
 agent gets its own session (demo-<framework>-<time>), so they show side by side in the dashboard.
+
+LangGraph, ADK and the OpenAI Agents SDK live in their own virtualenvs (``make
+framework-venvs``); their demos (contextstore/adapters/framework_demos.py) run there, one
+process each, for every such venv that exists.
 """
 
 import logging
+import os
+import subprocess
+from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from contextstore.services.common import Actor
 from contextstore.services.workspaces import api_token_create, workspace_ensure
+
+ROOT = Path(__file__).resolve().parents[3]
+VENV_DEMOS = ("langgraph", "adk", "openai-agents")
 
 
 class Command(BaseCommand):
@@ -33,10 +43,10 @@ class Command(BaseCommand):
         from contextstore.adapters.demo import DEMOS
         from contextstore.client import ContextStore, ContextStoreError
 
-        unknown = set(only) - set(DEMOS)
+        unknown = set(only) - set(DEMOS) - set(VENV_DEMOS)
         if unknown:
             raise CommandError(f"Unknown framework(s): {', '.join(sorted(unknown))}; "
-                               f"choose from {', '.join(DEMOS)}.")
+                               f"choose from {', '.join([*DEMOS, *VENV_DEMOS])}.")
         if not token:
             ws, _ = workspace_ensure(slug=workspace, name=workspace.title())
             created, token = api_token_create(workspace=ws, name="demo_frameworks",
@@ -56,5 +66,19 @@ class Command(BaseCommand):
                     self.stderr.write(f"{name}: contextstore answered {exc.status}: {exc}")
                     continue
                 self.stdout.write(f"{name}: session {key}: {outcome}")
+        for name in VENV_DEMOS:
+            python = ROOT / f".venv-{name}" / "bin" / "python"
+            if (only and name not in only) or not python.exists():
+                continue
+            ran = subprocess.run(
+                [str(python), "-m", "contextstore.adapters.framework_demos", name, "--url", url,
+                 "--token", token, "--key", f"demo-{name}-{stamp}"],
+                cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
+                text=True, timeout=300, check=False)
+            if ran.returncode != 0:
+                failed.append(name)
+                self.stderr.write(f"{name}: {ran.stderr[-2000:]}")
+                continue
+            self.stdout.write(ran.stdout.strip())
         if failed:
             raise CommandError(f"{len(failed)} demo(s) failed: {', '.join(failed)}")

@@ -1,0 +1,355 @@
+"""Framework sessions API (/api/v1/agent-sessions/): one request per framework call.
+
+Sessions are addressed by identity (app, user_id, key, thread) rather than by id, so an
+adapter never needs a lookup before it reads or writes. Thin: parse, call one service in
+services/agent_sessions.py, serialize.
+"""
+
+import base64
+import binascii
+import json
+from typing import Any
+
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from contextstore.api.serializers import JSON_ANY, EventInSerializer, EventSerializer, _iso
+from contextstore.api.views import actor_of, body, if_match_revision, parse
+from contextstore.errors import InvalidInput
+from contextstore.models import ScopedState, Session, Thread, ThreadBlob
+from contextstore.services import agent_sessions as svc
+from contextstore.services.agent_sessions import BlobIn, CommitIn, Identity
+
+# ------------------------------------------------------------------------- serializers
+
+
+class IdentitySerializer(serializers.Serializer):
+    app = serializers.CharField(max_length=200, allow_blank=True, default="", trim_whitespace=False)
+    user_id = serializers.CharField(max_length=255, allow_blank=True, default="", trim_whitespace=False)
+    key = serializers.CharField(max_length=255, trim_whitespace=False)
+    thread = serializers.CharField(max_length=200, default="main", trim_whitespace=False)
+
+
+class ReadQuerySerializer(IdentitySerializer):
+    limit = serializers.IntegerField(min_value=0, max_value=10000, required=False,
+                                     help_text="Newest N history events (default all).")
+    after = serializers.DateTimeField(required=False, help_text="Only events that occurred at or after.")
+    type = serializers.ListField(child=serializers.CharField(max_length=32), required=False)
+    client_id = serializers.CharField(max_length=200, required=False)
+    data_contains = serializers.CharField(required=False,
+                                          help_text="A JSON object every returned event's data contains.")
+    blob = serializers.ListField(child=serializers.CharField(max_length=500), required=False,
+                                 help_text="Blob keys to return with the read.")
+    before_client_id = serializers.CharField(max_length=200, required=False,
+                                             help_text="Only events older than the one with this client id.")
+
+
+class BlobInSerializer(serializers.Serializer):
+    key = serializers.CharField(max_length=500, trim_whitespace=False)
+    data = serializers.CharField(help_text="Base64 bytes.", trim_whitespace=False, allow_blank=True)
+    content_type = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+    meta = JSON_ANY(required=False, allow_null=True, default=None)
+
+
+class BlobSerializer(serializers.Serializer):
+    key = serializers.CharField()
+    data = serializers.CharField(help_text="Base64 bytes.")
+    content_type = serializers.CharField()
+    meta = JSON_ANY(allow_null=True)
+    size = serializers.IntegerField()
+
+    def to_representation(self, blob: ThreadBlob) -> dict[str, Any]:
+        return {"key": blob.key, "data": svc.b64(blob.data), "content_type": blob.content_type,
+                "meta": blob.meta, "size": blob.size}
+
+
+class CreateSerializer(IdentitySerializer):
+    state = JSON_ANY(required=False, allow_null=True, default=None)
+    app_state = JSON_ANY(required=False, allow_null=True, default=None)
+    user_state = JSON_ANY(required=False, allow_null=True, default=None)
+    agent = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    title = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
+    metadata = JSON_ANY(required=False, allow_null=True, default=None)
+
+
+class CommitSerializer(IdentitySerializer):
+    events = EventInSerializer(many=True, required=False)
+    state = JSON_ANY(required=False, allow_null=True, default=None, help_text="Merge patch (RFC 7386).")
+    app_state = JSON_ANY(required=False, allow_null=True, default=None)
+    user_state = JSON_ANY(required=False, allow_null=True, default=None)
+    blobs = BlobInSerializer(many=True, required=False)
+    expected_last_seq = serializers.IntegerField(required=False, allow_null=True, default=None)
+    batch_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    create = serializers.BooleanField(required=False, default=False)
+
+
+class CommitEventSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    seq = serializers.IntegerField()
+    client_id = serializers.CharField(allow_null=True)
+    occurred_at = serializers.DateTimeField()
+
+
+class CommitResultSerializer(serializers.Serializer):
+    session = serializers.IntegerField()
+    thread = serializers.IntegerField()
+    revision = serializers.IntegerField()
+    last_seq = serializers.IntegerField()
+    events = CommitEventSerializer(many=True)
+    app_revision = serializers.IntegerField()
+    user_revision = serializers.IntegerField()
+
+
+class AgentSessionSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    app = serializers.CharField()
+    user_id = serializers.CharField()
+    key = serializers.CharField()
+    agent = serializers.CharField()
+    title = serializers.CharField()
+    metadata = JSON_ANY()
+    created_at = serializers.DateTimeField()
+    last_activity_at = serializers.DateTimeField()
+    thread = serializers.IntegerField(allow_null=True)
+    state = JSON_ANY()
+    revision = serializers.IntegerField()
+    last_seq = serializers.IntegerField()
+
+
+def _session(session: Session, thread: Thread | None) -> dict[str, Any]:
+    return {
+        "id": session.pk, "app": session.app, "user_id": session.user_id, "key": session.key,
+        "agent": session.agent, "title": session.title, "metadata": session.metadata,
+        "created_at": _iso(session.created_at), "last_activity_at": _iso(session.last_activity_at),
+        "thread": thread.pk if thread else None, "state": thread.state if thread else {},
+        "revision": thread.revision if thread else 0, "last_seq": thread.last_seq if thread else 0,
+    }
+
+
+class SessionReadSerializer(AgentSessionSerializer):
+    app_state = JSON_ANY()
+    app_revision = serializers.IntegerField()
+    user_state = JSON_ANY()
+    user_revision = serializers.IntegerField()
+    events = EventSerializer(many=True)
+    blobs = BlobSerializer(many=True)
+
+
+def _read(read: svc.SessionRead) -> dict[str, Any]:
+    app, user = read.scopes["app"], read.scopes["user"]
+    return {
+        **_session(read.session, read.thread),
+        "app_state": app.state if app else {}, "app_revision": app.revision if app else 0,
+        "user_state": user.state if user else {}, "user_revision": user.revision if user else 0,
+        "events": EventSerializer(read.events, many=True).data,
+        "blobs": BlobSerializer(read.blobs, many=True).data,
+    }
+
+
+class ListQuerySerializer(serializers.Serializer):
+    app = serializers.CharField(max_length=200, allow_blank=True, default="", trim_whitespace=False)
+    user_id = serializers.CharField(max_length=255, required=False, allow_blank=True, trim_whitespace=False)
+    thread = serializers.CharField(max_length=200, default="main")
+    cursor = serializers.CharField(max_length=200, required=False)
+    limit = serializers.IntegerField(min_value=1, max_value=500, default=50)
+
+
+class SessionPageSerializer(serializers.Serializer):
+    results = AgentSessionSerializer(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+    app_state = JSON_ANY(help_text="The app scope's state.")
+    user_states = serializers.DictField(child=JSON_ANY(), help_text="User scopes of the page's users.")
+
+
+class RetractedSerializer(serializers.Serializer):
+    event = EventSerializer(allow_null=True)
+
+
+class DeleteSerializer(serializers.Serializer):
+    app = serializers.CharField(max_length=200, allow_blank=True, default="", trim_whitespace=False)
+    user_id = serializers.CharField(max_length=255, allow_blank=True, default="", trim_whitespace=False)
+    key = serializers.CharField(max_length=255, required=False, trim_whitespace=False)
+    key_prefix = serializers.CharField(max_length=255, required=False, trim_whitespace=False,
+                                       help_text="Delete every session of the app whose key starts so.")
+
+
+class ScopePatchSerializer(serializers.Serializer):
+    app = serializers.CharField(max_length=200, allow_blank=True, default="", trim_whitespace=False)
+    scope = serializers.ChoiceField(choices=ScopedState.Scope.choices)
+    user_id = serializers.CharField(max_length=255, allow_blank=True, default="", trim_whitespace=False)
+    patch = JSON_ANY()
+
+
+class ScopesSerializer(serializers.Serializer):
+    app_state = JSON_ANY()
+    app_revision = serializers.IntegerField()
+    user_state = JSON_ANY()
+    user_revision = serializers.IntegerField()
+
+
+def _identity(data: dict[str, Any]) -> Identity:
+    return Identity(app=data["app"], user_id=data["user_id"], key=data["key"], thread=data["thread"])
+
+
+def _blobs(raw: list[dict[str, Any]]) -> list[BlobIn]:
+    out = []
+    for i, blob in enumerate(raw):
+        try:
+            data = base64.b64decode(blob["data"], validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise InvalidInput(f"blobs[{i}].data is not base64.",
+                               details={f"blobs[{i}].data": "base64"}) from exc
+        out.append(BlobIn(key=blob["key"], data=data, content_type=blob["content_type"], meta=blob["meta"]))
+    return out
+
+
+IF_MATCH = OpenApiParameter("If-Match", str, OpenApiParameter.HEADER,
+                            description="The thread state's revision the commit is based on.")
+
+
+# ------------------------------------------------------------------------------ views
+
+class PageSchema(AutoSchema):
+    """The list answers one page object ({results, next_cursor, …}), not a bare array."""
+
+    def _is_list_view(self, serializer: Any = None) -> bool:
+        return False
+
+
+@extend_schema(tags=["agent sessions"])
+class AgentSessionViewSet(viewsets.ViewSet):
+    """Framework sessions (ADK, LangGraph, OpenAI Agents SDK) addressed by identity."""
+
+    schema = PageSchema()
+
+    @extend_schema(parameters=[ListQuerySerializer], responses=SessionPageSerializer,
+                   summary="List sessions of an app (and user) with state, newest activity first")
+    def list(self, request: Request) -> Response:
+        query = parse(ListQuerySerializer, request.query_params)
+        rows, cursor = svc.sessions_list(workspace=request.auth.workspace, **query)
+        app_state, user_states = svc.scopes_for_users(
+            workspace=request.auth.workspace, app=query["app"], user_ids={s.user_id for s, _ in rows})
+        return Response({"results": [_session(s, t) for s, t in rows], "next_cursor": cursor,
+                         "app_state": app_state, "user_states": user_states})
+
+    @extend_schema(request=CreateSerializer,
+                   responses={201: SessionReadSerializer, 409: OpenApiResponse(description="Exists.")},
+                   summary="Create a session (create-only) with its first thread and initial state")
+    def create(self, request: Request) -> Response:
+        data = parse(CreateSerializer, body(request))
+        read = svc.session_create(
+            workspace=request.auth.workspace, identity=_identity(data), actor=actor_of(request),
+            state=data["state"], app_state=data["app_state"], user_state=data["user_state"],
+            agent=data["agent"], title=data["title"], metadata=data["metadata"])
+        return Response(_read(read), status=status.HTTP_201_CREATED)
+
+    @extend_schema(parameters=[ReadQuerySerializer], responses=SessionReadSerializer,
+                   summary="Read a session in one request: state, scopes, newest events, blobs")
+    @action(detail=False, methods=["get"])
+    def read(self, request: Request) -> Response:
+        query = request.query_params.copy()
+        data = parse(ReadQuerySerializer, {
+            **{k: query.get(k) for k in query if k not in ("type", "blob")},
+            **({"type": query.getlist("type")} if "type" in query else {}),
+            **({"blob": query.getlist("blob")} if "blob" in query else {}),
+        })
+        contains = None
+        if "data_contains" in data:
+            try:
+                contains = json.loads(data["data_contains"])
+            except ValueError as exc:
+                raise InvalidInput("data_contains must be JSON.", details={"data_contains": "JSON"}) from exc
+        read = svc.session_read(
+            workspace=request.auth.workspace, identity=_identity(data), limit=data.get("limit"),
+            after=data.get("after"), types=data.get("type"), client_id=data.get("client_id"),
+            data_contains=contains, blob_keys=data.get("blob"), before_client_id=data.get("before_client_id"))
+        return Response(_read(read))
+
+    @extend_schema(request=CommitSerializer, parameters=[IF_MATCH], responses=CommitResultSerializer,
+                   summary="Atomic conditional append: events, state patches and blobs in one transaction")
+    @action(detail=False, methods=["post"])
+    def commit(self, request: Request) -> Response:
+        raw = body(request)
+        data = parse(CommitSerializer, raw)
+        commit = CommitIn(
+            # The raw events: the events service validates every field itself.
+            events=raw.get("events") or [], state=data["state"], app_state=data["app_state"],
+            user_state=data["user_state"], blobs=_blobs(data.get("blobs") or []),
+            expected_revision=if_match_revision(request), expected_last_seq=data["expected_last_seq"],
+            batch_id=data["batch_id"], create=data["create"])
+        result = svc.session_commit(workspace=request.auth.workspace, identity=_identity(data),
+                                    commit=commit, actor=actor_of(request))
+        return Response(result, headers={"ETag": f'"{result["revision"]}"'})
+
+    @extend_schema(request=IdentitySerializer, responses=RetractedSerializer,
+                   summary="Retract the newest event (kept for audit) and return it")
+    @action(detail=False, methods=["post"])
+    def retract(self, request: Request) -> Response:
+        data = parse(IdentitySerializer, body(request))
+        event = svc.retract_newest(workspace=request.auth.workspace, identity=_identity(data),
+                                   actor=actor_of(request))
+        return Response({"event": EventSerializer(event).data if event else None})
+
+    @extend_schema(request=IdentitySerializer,
+                   responses=OpenApiTypes.OBJECT,
+                   summary="Clear the session's history (kept for audit)")
+    @action(detail=False, methods=["post"])
+    def clear(self, request: Request) -> Response:
+        data = parse(IdentitySerializer, body(request))
+        cleared = svc.history_clear(workspace=request.auth.workspace, identity=_identity(data),
+                                    actor=actor_of(request))
+        return Response({"cleared": cleared})
+
+    @extend_schema(request=DeleteSerializer, responses=OpenApiTypes.OBJECT,
+                   summary="Delete a session by identity, or all of an app's sessions with a key prefix")
+    @action(detail=False, methods=["post"])
+    def delete(self, request: Request) -> Response:
+        data = parse(DeleteSerializer, body(request))
+        workspace, actor = request.auth.workspace, actor_of(request)
+        if "key_prefix" in data:
+            removed = svc.sessions_remove_by_prefix(workspace=workspace, app=data["app"],
+                                                    key_prefix=data["key_prefix"], actor=actor)
+        elif "key" in data:
+            identity = Identity(app=data["app"], user_id=data["user_id"], key=data["key"])
+            removed = int(svc.session_remove(workspace=workspace, identity=identity, actor=actor))
+        else:
+            raise InvalidInput("key or key_prefix is required.", details={"key": "required"})
+        return Response({"deleted": removed})
+
+    @extend_schema(parameters=[IdentitySerializer,
+                               OpenApiParameter("blob", str, many=True, description="blob keys"),
+                               OpenApiParameter("prefix", str, many=True, description="key prefixes")],
+                   responses=BlobSerializer(many=True), summary="Get several blobs of a thread at once")
+    @action(detail=False, methods=["get"])
+    def blobs(self, request: Request) -> Response:
+        query = request.query_params
+        data = parse(IdentitySerializer, {k: query.get(k) for k in ("app", "user_id", "key", "thread")
+                                          if k in query})
+        blobs = svc.blobs_get(workspace=request.auth.workspace, identity=_identity(data),
+                              keys=query.getlist("blob"), prefixes=query.getlist("prefix"))
+        return Response(BlobSerializer(blobs, many=True).data)
+
+    @extend_schema(methods=["get"], parameters=[
+        OpenApiParameter("app", str), OpenApiParameter("user_id", str)], responses=ScopesSerializer,
+        summary="The app- and user-scoped states")
+    @extend_schema(methods=["patch"], request=ScopePatchSerializer, responses=ScopesSerializer,
+                   summary="Merge-patch the app scope or a user scope")
+    @action(detail=False, methods=["get", "patch"])
+    def scopes(self, request: Request) -> Response:
+        workspace = request.auth.workspace
+        if request.method == "PATCH":
+            data = parse(ScopePatchSerializer, body(request))
+            svc.scoped_state_patch(workspace=workspace, app=data["app"], scope=data["scope"],
+                                   user_id=data["user_id"], patch=data["patch"], actor=actor_of(request))
+            app, user_id = data["app"], data["user_id"]
+        else:
+            app, user_id = request.query_params.get("app", ""), request.query_params.get("user_id", "")
+        scopes = svc.scoped_states(workspace=workspace, app=app, user_id=user_id)
+        a, u = scopes["app"], scopes["user"]
+        return Response({"app_state": a.state if a else {}, "app_revision": a.revision if a else 0,
+                         "user_state": u.state if u else {}, "user_revision": u.revision if u else 0})

@@ -1,0 +1,511 @@
+"""Framework sessions: what ADK's SessionService, LangGraph's checkpointer and the OpenAI
+Agents SDK's Session need, each framework call answered by one request.
+
+A framework session is a contextstore Session identified by (workspace, app, user_id, key),
+with one thread per name. Writes here are conditional appends ("commits"): events, a JSON
+merge patch of the thread's state, patches of the app- and user-scoped states and blobs,
+under an expected revision / last seq, in one transaction; a commit with a batch id is
+replay-safe (the first answer is stored and returned again).
+
+Thread state is only touched through services/state.py functions.
+"""
+
+import base64
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import JSONField, Q, Subquery
+from django.db.models.functions import Cast
+from django.utils import timezone
+
+from contextstore import documents
+from contextstore.errors import Conflict, InvalidInput, NotFound, StaleRevision
+from contextstore.models import (
+    CommitRecord,
+    Event,
+    ScopedState,
+    ScopedStateRevision,
+    Session,
+    Thread,
+    ThreadBlob,
+    Workspace,
+)
+from contextstore.services import events as event_service
+from contextstore.services import sessions as session_service
+from contextstore.services import state as state_service
+from contextstore.services import threads as thread_service
+from contextstore.services.common import Actor, audit, lock_thread
+
+MAX_BLOBS_PER_COMMIT = 500
+MAX_BLOB_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Identity:
+    app: str
+    user_id: str
+    key: str
+    thread: str = "main"
+
+
+@dataclass
+class BlobIn:
+    key: str
+    data: bytes
+    content_type: str = ""
+    meta: Any = None
+
+
+@dataclass
+class CommitIn:
+    events: list[Any] = field(default_factory=list)
+    state: dict | None = None  # merge patch of the thread's state
+    app_state: dict | None = None  # merge patch of the app scope
+    user_state: dict | None = None  # merge patch of the user scope
+    blobs: list[BlobIn] = field(default_factory=list)
+    expected_revision: int | None = None  # the thread state's revision (If-Match)
+    expected_last_seq: int | None = None  # the history the writer last saw
+    batch_id: str = ""
+    create: bool = False  # make the session and thread when missing
+
+
+def _check_identity(identity: Identity) -> None:
+    for name, value, limit in (("app", identity.app, 200), ("user_id", identity.user_id, 255),
+                               ("key", identity.key, 255), ("thread", identity.thread, 200)):
+        if not isinstance(value, str) or len(value) > limit:
+            raise InvalidInput(f"{name} must be a string of at most {limit} characters.",
+                               details={name: f"at most {limit} characters"})
+    if not identity.key:
+        raise InvalidInput("key is required.", details={"key": "required"})
+    if not identity.thread:
+        raise InvalidInput("thread is required.", details={"thread": "required"})
+
+
+def _check_patch(name: str, patch: Any) -> None:
+    if patch is not None and not isinstance(patch, dict):
+        raise InvalidInput(f"{name} must be a JSON object (a merge patch).",
+                           details={name: "must be an object"})
+
+
+# ------------------------------------------------------------------------------ reads
+
+def session_find(*, workspace: Workspace, identity: Identity) -> Session:
+    """Exact lookup by (app, user_id, key); never creates."""
+    session = Session.objects.filter(
+        workspace=workspace, app=identity.app, user_id=identity.user_id, key=identity.key
+    ).first()
+    if session is None:
+        raise NotFound("No such session.", details={"key": identity.key})
+    return session
+
+
+def _thread_of(session: Session, name: str) -> Thread:
+    thread = Thread.objects.filter(session=session, name=name).first()
+    if thread is None:
+        raise NotFound(f"The session has no thread {name!r}.", details={"thread": name})
+    return thread
+
+
+def scoped_states(*, workspace: Workspace, app: str, user_id: str) -> dict[str, ScopedState | None]:
+    rows = ScopedState.objects.filter(
+        Q(scope=ScopedState.Scope.APP, user_id="") | Q(scope=ScopedState.Scope.USER, user_id=user_id),
+        workspace=workspace, app=app,
+    )
+    found: dict[str, ScopedState | None] = {"app": None, "user": None}
+    for row in rows:
+        found[row.scope] = row
+    return found
+
+
+def scopes_for_users(*, workspace: Workspace, app: str, user_ids: set[str]) -> tuple[dict, dict[str, dict]]:
+    """The app scope's state and the user scopes' states of the given users, in one query."""
+    rows = ScopedState.objects.filter(
+        Q(scope=ScopedState.Scope.APP, user_id="") | Q(scope=ScopedState.Scope.USER, user_id__in=user_ids),
+        workspace=workspace, app=app)
+    app_state: dict = {}
+    users: dict[str, dict] = {}
+    for row in rows:
+        if row.scope == ScopedState.Scope.APP:
+            app_state = row.state
+        else:
+            users[row.user_id] = row.state
+    return app_state, users
+
+
+def history_events(*, thread: Thread) -> Any:
+    """The framework's own history: appended events not retracted, cleared or collapsed."""
+    return Event.objects.filter(thread=thread, status=Event.Status.ACTIVE).select_related("run")
+
+
+def data_contains_q(contains: dict[str, Any]) -> Q:
+    """JSON containment on `data` that behaves the same on PostgreSQL and SQLite: every leaf
+    of the given object must equal the event's value at the same path. Applies to a queryset
+    annotated with `data_json` (data is stored as text, see fields.OrderedJSONField)."""
+    q = Q()
+
+    def walk(prefix: list[str], value: Any) -> None:
+        nonlocal q
+        if isinstance(value, dict) and value:
+            for key, sub in value.items():
+                if not key or "__" in key or not key.replace("_", "a").replace("-", "a").isalnum():
+                    raise InvalidInput("data_contains keys must be plain names.",
+                                       details={"data_contains": key})
+                walk([*prefix, key], sub)
+            return
+        if not prefix:
+            raise InvalidInput("data_contains must be a non-empty object.",
+                               details={"data_contains": "object"})
+        q &= Q(**{"data_json__" + "__".join(prefix): value})
+
+    walk([], contains)
+    return q
+
+
+@dataclass
+class SessionRead:
+    session: Session
+    thread: Thread
+    scopes: dict[str, ScopedState | None]
+    events: list[Event]
+    blobs: list[ThreadBlob]
+
+
+def session_read(
+    *, workspace: Workspace, identity: Identity, limit: int | None = None,
+    after: datetime | None = None, types: list[str] | None = None,
+    client_id: str | None = None, data_contains: dict | None = None,
+    blob_keys: list[str] | None = None, before_client_id: str | None = None,
+) -> SessionRead:
+    """Session, thread state, scoped states, newest `limit` history events (oldest first),
+    optionally only those at or after `after`, and the named blobs. Cost follows `limit`."""
+    _check_identity(identity)
+    session = session_find(workspace=workspace, identity=identity)
+    thread = _thread_of(session, identity.thread)
+    qs = history_events(thread=thread)
+    if after is not None:
+        qs = qs.filter(occurred_at__gte=after)
+    if types:
+        qs = qs.filter(type__in=types)
+    if client_id is not None:
+        qs = qs.filter(client_id=client_id)
+    if before_client_id is not None:
+        # Older than the event with that client id (LangGraph's list(before=...)).
+        bound = Event.objects.filter(thread=thread, client_id=before_client_id).values_list("seq", flat=True)
+        qs = qs.filter(seq__lt=Subquery(bound[:1]))
+    if data_contains is not None:
+        if not isinstance(data_contains, dict):
+            raise InvalidInput("data_contains must be a JSON object.", details={"data_contains": "object"})
+        qs = qs.annotate(data_json=Cast("data", JSONField())).filter(data_contains_q(data_contains))
+    newest = qs.order_by("-seq")
+    rows = list(newest[:limit] if limit is not None else newest)
+    rows.reverse()
+    blobs = list(ThreadBlob.objects.filter(thread=thread, key__in=blob_keys)) if blob_keys else []
+    return SessionRead(
+        session=session, thread=thread,
+        scopes=scoped_states(workspace=workspace, app=identity.app, user_id=identity.user_id),
+        events=rows, blobs=blobs)
+
+
+def sessions_list(
+    *, workspace: Workspace, app: str, user_id: str | None = None, thread: str = "main",
+    cursor: str | None = None, limit: int = 50,
+) -> tuple[list[tuple[Session, Thread | None]], str | None]:
+    """Sessions of an app (and user), newest activity first, each with its thread's state.
+
+    The cursor is the (last_activity_at, id) of the last row of the previous page."""
+    qs = Session.objects.filter(workspace=workspace, app=app)
+    if user_id is not None:
+        qs = qs.filter(user_id=user_id)
+    if cursor:
+        try:
+            stamp, _, pk = cursor.rpartition("|")
+            at = datetime.fromisoformat(stamp)
+            last_pk = int(pk)
+        except ValueError as exc:
+            raise InvalidInput("cursor is not one this API gave out.", details={"cursor": cursor}) from exc
+        qs = qs.filter(Q(last_activity_at__lt=at) | Q(last_activity_at=at, id__lt=last_pk))
+    page = list(qs.order_by("-last_activity_at", "-id")[: limit + 1])
+    more = len(page) > limit
+    page = page[:limit]
+    threads = {t.session_id: t for t in Thread.objects.filter(session__in=page, name=thread)}
+    next_cursor = f"{page[-1].last_activity_at.isoformat()}|{page[-1].pk}" if more else None
+    return [(s, threads.get(s.pk)) for s in page], next_cursor
+
+
+def blobs_get(*, workspace: Workspace, identity: Identity, keys: list[str],
+              prefixes: list[str] | None = None) -> list[ThreadBlob]:
+    """The blobs with the given keys or starting with one of the prefixes, by key."""
+    if len(keys) + len(prefixes or []) > MAX_BLOBS_PER_COMMIT:
+        raise InvalidInput(f"At most {MAX_BLOBS_PER_COMMIT} keys and prefixes.", details={"blob": "too many"})
+    session = session_find(workspace=workspace, identity=identity)
+    thread = _thread_of(session, identity.thread)
+    wanted = Q(key__in=keys)
+    for prefix in prefixes or []:
+        if prefix:
+            wanted |= Q(key__startswith=prefix)
+    return list(ThreadBlob.objects.filter(wanted, thread=thread).order_by("key"))
+
+
+# ----------------------------------------------------------------------------- writes
+
+def _patch_scope(
+    *, workspace: Workspace, app: str, scope: str, user_id: str, patch: dict, actor: Actor
+) -> ScopedState:
+    try:
+        with transaction.atomic():
+            row, _ = ScopedState.objects.get_or_create(
+                workspace=workspace, app=app, scope=scope, user_id=user_id)
+    except IntegrityError:
+        pass
+    row = ScopedState.objects.select_for_update().get(
+        workspace=workspace, app=app, scope=scope, user_id=user_id)
+    row.state = documents.merge_patch(row.state, patch)
+    row.revision += 1
+    row.save(update_fields=["state", "revision", "updated_at"])
+    ScopedStateRevision.objects.create(scoped_state=row, revision=row.revision, state=row.state,
+                                       actor=actor.label[:200])
+    audit(actor=actor, action="scoped_state.patch", target=row, workspace=workspace,
+          app=app, scope=scope, user_id=user_id, revision=row.revision)
+    return row
+
+
+def scoped_state_patch(
+    *, workspace: Workspace, app: str, scope: str, user_id: str = "", patch: dict, actor: Actor
+) -> ScopedState:
+    """Merge-patch the app scope (user_id "") or a user's scope of an app."""
+    if scope not in ScopedState.Scope.values:
+        raise InvalidInput("scope must be app or user.", details={"scope": scope})
+    if scope == ScopedState.Scope.USER and not isinstance(user_id, str):
+        raise InvalidInput("user_id must be a string.", details={"user_id": "string"})
+    _check_patch("state", patch)
+    with transaction.atomic():
+        return _patch_scope(workspace=workspace, app=app, scope=scope,
+                            user_id=user_id if scope == "user" else "", patch=patch, actor=actor)
+
+
+def _ensure(workspace: Workspace, identity: Identity, actor: Actor, *, create: bool,
+            agent: str = "", title: str = "", metadata: dict | None = None) -> tuple[Session, Thread, bool]:
+    session = Session.objects.filter(
+        workspace=workspace, app=identity.app, user_id=identity.user_id, key=identity.key).first()
+    created = False
+    if session is None:
+        if not create:
+            raise NotFound("No such session.", details={"key": identity.key})
+        try:
+            with transaction.atomic():
+                session = Session.objects.create(
+                    workspace=workspace, app=identity.app, user_id=identity.user_id, key=identity.key,
+                    agent=agent or identity.app, title=title, metadata=metadata or {})
+                created = True
+                audit(actor=actor, action="session.create", target=session, workspace=workspace,
+                      app=identity.app, key=identity.key, user_id=identity.user_id)
+        except IntegrityError:
+            session = Session.objects.get(
+                workspace=workspace, app=identity.app, user_id=identity.user_id, key=identity.key)
+    thread = Thread.objects.filter(session=session, name=identity.thread).first()
+    if thread is None:
+        if not create:
+            raise NotFound(f"The session has no thread {identity.thread!r}.",
+                           details={"thread": identity.thread})
+        thread, _ = session_service.thread_ensure(session=session, name=identity.thread, actor=actor)
+    return session, thread, created
+
+
+def session_create(
+    *, workspace: Workspace, identity: Identity, actor: Actor, state: dict | None = None,
+    app_state: dict | None = None, user_state: dict | None = None, agent: str = "",
+    title: str = "", metadata: dict | None = None,
+) -> SessionRead:
+    """Create-only: the session, its first thread with an initial state, and scoped state
+    patches, in one transaction. An existing session is a 409 and nothing changes."""
+    _check_identity(identity)
+    for name, patch in (("state", state), ("app_state", app_state), ("user_state", user_state)):
+        _check_patch(name, patch)
+    if metadata is not None and not isinstance(metadata, dict):
+        raise InvalidInput("metadata must be a JSON object.", details={"metadata": "must be an object"})
+    with transaction.atomic():
+        session, thread, created = _ensure(workspace, identity, actor, create=True, agent=agent,
+                                           title=title, metadata=metadata)
+        if not created:
+            raise Conflict("A session with this app, user_id and key already exists.",
+                           code="session_exists", details={"key": identity.key})
+        if state:
+            thread = state_service.state_write(thread=thread, actor=actor, state=state,
+                                               reason="session create")
+        _patch_scopes(workspace, identity, app_state, user_state, actor)
+    return SessionRead(session=session, thread=thread,
+                       scopes=scoped_states(workspace=workspace, app=identity.app, user_id=identity.user_id),
+                       events=[], blobs=[])
+
+
+def _patch_scopes(workspace: Workspace, identity: Identity, app_state: dict | None,
+                  user_state: dict | None, actor: Actor) -> None:
+    if app_state:
+        _patch_scope(workspace=workspace, app=identity.app, scope="app", user_id="", patch=app_state,
+                     actor=actor)
+    if user_state:
+        _patch_scope(workspace=workspace, app=identity.app, scope="user", user_id=identity.user_id,
+                     patch=user_state, actor=actor)
+
+
+def _request_hash(identity: Identity, commit: CommitIn) -> str:
+    payload = {
+        "identity": [identity.app, identity.user_id, identity.key, identity.thread],
+        "events": commit.events, "state": commit.state, "app_state": commit.app_state,
+        "user_state": commit.user_state, "expected_revision": commit.expected_revision,
+        "expected_last_seq": commit.expected_last_seq,
+        "blobs": [[b.key, hashlib.sha256(b.data).hexdigest(), b.content_type, b.meta] for b in commit.blobs],
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def session_commit(*, workspace: Workspace, identity: Identity, commit: CommitIn, actor: Actor) -> dict:
+    """The atomic conditional append. Returns the answer (also stored under the batch id):
+    appended events, the thread's revision and last seq, and the scoped states' revisions."""
+    _check_identity(identity)
+    for name, patch in (("state", commit.state), ("app_state", commit.app_state),
+                        ("user_state", commit.user_state)):
+        _check_patch(name, patch)
+    if not isinstance(commit.events, list):
+        raise InvalidInput("events must be a list.", details={"events": "list"})
+    if len(commit.blobs) > MAX_BLOBS_PER_COMMIT:
+        raise InvalidInput(f"At most {MAX_BLOBS_PER_COMMIT} blobs per commit.", details={"blobs": "too many"})
+    if not isinstance(commit.batch_id, str) or len(commit.batch_id) > 200:
+        raise InvalidInput("batch_id must be a string of at most 200 characters.",
+                           details={"batch_id": "at most 200 characters"})
+    request_hash = _request_hash(identity, commit)
+    with transaction.atomic():
+        session, thread, _ = _ensure(workspace, identity, actor, create=commit.create)
+        # Under the thread's lock, so a replay sent while the first is still running waits
+        # for it and then finds its answer.
+        thread = lock_thread(thread, history_only=True)
+        if commit.batch_id:
+            record = CommitRecord.objects.filter(thread=thread, batch_id=commit.batch_id).first()
+            if record is not None:
+                if record.request_hash != request_hash:
+                    raise Conflict("batch_id was already used for a different commit.",
+                                   code="idempotency_conflict", details={"batch_id": commit.batch_id})
+                return record.response
+        if commit.expected_revision is not None and commit.expected_revision != thread.revision:
+            raise StaleRevision(
+                f"The state is at revision {thread.revision}, not {commit.expected_revision}.",
+                details={"current_revision": thread.revision, "expected_revision": commit.expected_revision})
+        if commit.expected_last_seq is not None and commit.expected_last_seq != thread.last_seq:
+            raise StaleRevision(
+                f"The history is at seq {thread.last_seq}, not {commit.expected_last_seq}.",
+                code="stale_history",
+                details={"current_last_seq": thread.last_seq, "expected_last_seq": commit.expected_last_seq})
+        appended: list[Event] = []
+        if commit.events:
+            result = event_service.event_append(thread=thread, events=commit.events, actor=actor)
+            appended = result.events
+            newest = max(e.occurred_at for e in appended)
+            # Last activity follows the framework's own clock (ADK's last_update_time).
+            Session.objects.filter(pk=session.pk).update(last_activity_at=newest)
+        revision = thread.revision
+        if commit.state:
+            revision = state_service.state_write(thread=thread, actor=actor, state=commit.state,
+                                                 merge=True, reason="commit").revision
+        _patch_scopes(workspace, identity, commit.app_state, commit.user_state, actor)
+        for blob in commit.blobs:
+            _blob_put(thread, blob)
+        if commit.blobs:
+            audit(actor=actor, action="blobs.put", target=thread, workspace=workspace,
+                  keys=[b.key for b in commit.blobs][:50], count=len(commit.blobs))
+        last_seq = Thread.objects.filter(pk=thread.pk).values_list("last_seq", flat=True).get()
+        scopes = scoped_states(workspace=workspace, app=identity.app, user_id=identity.user_id)
+        response = {
+            "session": session.pk, "thread": thread.pk, "revision": revision, "last_seq": last_seq,
+            "events": [{"id": e.pk, "seq": e.seq, "client_id": e.client_id,
+                        "occurred_at": e.occurred_at.isoformat()} for e in appended],
+            "app_revision": scopes["app"].revision if scopes["app"] else 0,
+            "user_revision": scopes["user"].revision if scopes["user"] else 0,
+        }
+        if commit.batch_id:
+            CommitRecord.objects.create(thread=thread, batch_id=commit.batch_id,
+                                        request_hash=request_hash, response=response)
+    return response
+
+
+def _blob_put(thread: Thread, blob: BlobIn) -> None:
+    if not isinstance(blob.key, str) or not blob.key or len(blob.key) > 500:
+        raise InvalidInput("Each blob needs a key of at most 500 characters.", details={"blobs": "key"})
+    if len(blob.data) > MAX_BLOB_BYTES:
+        raise InvalidInput(f"A blob is at most {MAX_BLOB_BYTES} bytes.", details={"blobs": blob.key})
+    ThreadBlob.objects.update_or_create(
+        thread=thread, key=blob.key,
+        defaults={"data": blob.data, "content_type": blob.content_type[:100], "meta": blob.meta,
+                  "size": len(blob.data)})
+
+
+def retract_newest(*, workspace: Workspace, identity: Identity, actor: Actor) -> Event | None:
+    """Take the newest history event out of the working context (OpenAI's pop_item).
+
+    The row stays, with status `retracted`, for audit; it is returned, or None when the
+    history is empty."""
+    _check_identity(identity)
+    with transaction.atomic():
+        session = Session.objects.filter(
+            workspace=workspace, app=identity.app, user_id=identity.user_id, key=identity.key).first()
+        if session is None:
+            return None
+        thread = Thread.objects.filter(session=session, name=identity.thread).first()
+        if thread is None:
+            return None
+        thread = lock_thread(thread, history_only=True)
+        event = history_events(thread=thread).order_by("-seq").first()
+        if event is None:
+            return None
+        event.status = Event.Status.RETRACTED
+        event.save(update_fields=["status"])
+        if event.visible:
+            Thread.objects.filter(pk=thread.pk).update(
+                active_event_count=max(thread.active_event_count - 1, 0),
+                active_tokens=max(thread.active_tokens - event.token_count, 0),
+                updated_at=timezone.now())
+        audit(actor=actor, action="event.retract", target=thread, workspace=workspace,
+              seq=event.seq, client_id=event.client_id)
+    return event
+
+
+def history_clear(*, workspace: Workspace, identity: Identity, actor: Actor) -> int:
+    """OpenAI's clear_session: the history leaves the session (cleared, kept for audit)."""
+    _check_identity(identity)
+    session = Session.objects.filter(
+        workspace=workspace, app=identity.app, user_id=identity.user_id, key=identity.key).first()
+    thread = Thread.objects.filter(session=session, name=identity.thread).first() if session else None
+    if thread is None:
+        return 0
+    return thread_service.thread_clear_context(thread=thread, actor=actor).event_count
+
+
+def session_remove(*, workspace: Workspace, identity: Identity, actor: Actor) -> bool:
+    """Delete the session (all threads); False when there was none."""
+    _check_identity(identity)
+    session = Session.objects.filter(
+        workspace=workspace, app=identity.app, user_id=identity.user_id, key=identity.key).first()
+    if session is None:
+        return False
+    session_service.session_delete(session=session, actor=actor)
+    return True
+
+
+def sessions_remove_by_prefix(*, workspace: Workspace, app: str, key_prefix: str, actor: Actor) -> int:
+    """Delete every session of an app whose key starts with a prefix (LangGraph delete_thread
+    removes a thread_id under every user)."""
+    if not key_prefix:
+        raise InvalidInput("key_prefix is required.", details={"key_prefix": "required"})
+    removed = 0
+    for session in Session.objects.filter(workspace=workspace, app=app, key__startswith=key_prefix):
+        session_service.session_delete(session=session, actor=actor)
+        removed += 1
+    return removed
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(bytes(data)).decode()
+

@@ -1,0 +1,52 @@
+"""The frameworks' own test suites, each in its own virtualenv (scripts/framework-venv),
+against this test run's live server on whichever database the run uses.
+
+The virtualenvs are built by the project's scripts from PyPI when missing; a failed build
+fails these tests (never skips them).
+"""
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def framework_env(live_server, transactional_db, token, settings) -> dict[str, str]:
+    # The suites make thousands of requests a minute through one token.
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK,
+                               "DEFAULT_THROTTLE_RATES": {"token": "off"}}
+    return {**os.environ, "CONTEXTSTORE_URL": live_server.url, "CONTEXTSTORE_TOKEN": token[1]}
+
+
+def run_suite(name: str, env: dict[str, str]) -> str:
+    build = subprocess.run([str(ROOT / "scripts/framework-venv"), name], cwd=ROOT, capture_output=True,
+                           text=True, timeout=1800, check=False)
+    assert build.returncode == 0, (
+        f"building .venv-{name} failed:\n{build.stdout[-3000:]}{build.stderr[-3000:]}")
+    run = subprocess.run([str(ROOT / "scripts/framework-tests"), name], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=1800, check=False)
+    output = run.stdout + run.stderr
+    assert run.returncode == 0, f"{name} suite failed:\n{output[-6000:]}"
+    return output
+
+
+@pytest.mark.timeout(1800)
+def test_the_openai_agents_sdks_session_and_runner_tests_pass(framework_env):
+    output = run_suite("openai-agents", framework_env)
+    assert " passed" in output
+
+
+@pytest.mark.timeout(1800)
+def test_langgraphs_checkpointer_conformance_suite_passes(framework_env):
+    output = run_suite("langgraph", framework_env)
+    assert "58 base tests passed" in output
+
+
+@pytest.mark.timeout(1800)
+def test_our_adk_session_service_contract_tests_pass(framework_env):
+    output = run_suite("adk", framework_env)
+    assert "6 passed" in output
