@@ -62,6 +62,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "contextstore.middleware.RequestIdMiddleware",  # first: every response and log line gets an id
     "django.middleware.security.SecurityMiddleware",
+    "contextstore.api.guard.ApiInputGuardMiddleware",  # NUL in API paths and query strings: 400
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

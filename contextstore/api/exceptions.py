@@ -84,7 +84,9 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         body = error_body("invalid", _first_message(details, "Invalid input."), details)
     else:
         code = getattr(exc.detail, "code", None) or exc.default_code or CODES.get(exc.status_code)
-        body = error_body(str(code), str(exc.detail))
+        # A body that is not JSON at all: the place to name is the body itself.
+        details = {"body": str(exc.detail)} if isinstance(exc, exceptions.ParseError) else None
+        body = error_body(str(code), str(exc.detail), details)
     if isinstance(exc, exceptions.AuthenticationFailed | exceptions.NotAuthenticated):
         auth_header = getattr(exc, "auth_header", None)
         if auth_header:

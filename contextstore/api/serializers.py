@@ -24,6 +24,9 @@ from contextstore.models import (
 )
 
 JSON_ANY = serializers.JSONField  # any JSON value (the models keep it as ordered text)
+# Largest seq, position or count a query may name: within a signed 64-bit column with room to
+# spare, so no database sees an integer it cannot hold.
+SEQ_MAX = 2**62
 
 
 # ---------------------------------------------------------------- errors (for the schema)
@@ -147,7 +150,12 @@ def _iso(value: Any) -> str | None:
 class EventInSerializer(serializers.Serializer):
     """One event to append (documentation; the events service validates each field)."""
 
-    type = serializers.CharField(max_length=32, help_text=f"e.g. {', '.join(EVENT_TYPES[:6])}…")
+    type = serializers.CharField(
+        max_length=64,
+        help_text="Any name of 1-64 printable characters without whitespace or control "
+                  f"characters. The documented types ({', '.join(EVENT_TYPES)}) keep their "
+                  "meaning; any other name (a framework's own vocabulary) is stored and shown "
+                  "as a generic entry.")
     role = serializers.CharField(max_length=32, required=False, allow_blank=True)
     content = serializers.CharField(required=False, allow_blank=True, allow_null=True)
     parts = serializers.ListField(child=JSON_ANY(), required=False, allow_null=True)
@@ -159,7 +167,9 @@ class EventInSerializer(serializers.Serializer):
     client_id = serializers.CharField(max_length=200, required=False, allow_blank=True,
                                       allow_null=True, help_text="Idempotency key, unique per thread.")
     visible = serializers.BooleanField(required=False, allow_null=True)
-    occurred_at = serializers.DateTimeField(required=False, allow_null=True)
+    occurred_at = serializers.DateTimeField(
+        required=False, allow_null=True,
+        help_text="ISO 8601; naive means UTC. Must fall within years 1-9999 once in UTC.")
 
 
 class EventBatchSerializer(serializers.Serializer):
@@ -185,12 +195,12 @@ class EventQuerySerializer(serializers.Serializer):
     run_id = serializers.CharField(required=False)
     call_id = serializers.CharField(required=False)
     step = serializers.CharField(required=False)
-    after_seq = serializers.IntegerField(required=False)
-    before_seq = serializers.IntegerField(required=False)
+    after_seq = serializers.IntegerField(required=False, min_value=-SEQ_MAX, max_value=SEQ_MAX)
+    before_seq = serializers.IntegerField(required=False, min_value=-SEQ_MAX, max_value=SEQ_MAX)
     status = serializers.ChoiceField(choices=["all", *Event.Status.values], required=False,
                                      default="active")
     visible = serializers.BooleanField(required=False, allow_null=True, default=None)
-    limit = serializers.IntegerField(required=False, min_value=1,
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=SEQ_MAX,
                                      help_text="Keep only the most recent matches.")
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=1000)
 
@@ -217,8 +227,8 @@ class CollapseSerializer(serializers.ModelSerializer):
 
 
 class CollapseInSerializer(serializers.Serializer):
-    start_seq = serializers.IntegerField(min_value=1)
-    end_seq = serializers.IntegerField(min_value=1)
+    start_seq = serializers.IntegerField(min_value=1, max_value=SEQ_MAX)
+    end_seq = serializers.IntegerField(min_value=1, max_value=SEQ_MAX)
     summary_text = serializers.CharField(required=False, trim_whitespace=False)
     summarize = serializers.BooleanField(required=False, default=False)
 
@@ -316,7 +326,7 @@ class MaxHistorySizeSerializer(serializers.Serializer):
 
 
 class HistoryQuerySerializer(serializers.Serializer):
-    n = serializers.IntegerField(required=False, min_value=0)
+    n = serializers.IntegerField(required=False, min_value=0, max_value=SEQ_MAX)
     raw = serializers.BooleanField(required=False, default=False)
 
 
@@ -358,8 +368,10 @@ class WindowSerializer(serializers.Serializer):
 class ForkInSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     start_seq = serializers.IntegerField(required=False, allow_null=True, default=None,
+                                         min_value=1, max_value=SEQ_MAX,
                                          help_text="First seq copied (inclusive).")
     end_seq = serializers.IntegerField(required=False, allow_null=True, default=None,
+                                       min_value=1, max_value=SEQ_MAX,
                                        help_text="Seq where the copy stops (exclusive).")
     system_prompt = serializers.CharField(required=False, allow_null=True, default=None,
                                           allow_blank=True, trim_whitespace=False)

@@ -4,6 +4,7 @@ Every queryset is scoped to the token's workspace in get_queryset, so another wo
 object is a 404. Writes need a write-scoped token (permissions.TokenScope).
 """
 
+import re
 from typing import Any
 from urllib.parse import urlencode
 
@@ -65,16 +66,21 @@ def etag_of(thread: Thread) -> str:
     return f'"{thread.revision}"'
 
 
+IF_MATCH = re.compile(r'(?:W/)?("?)([0-9]{1,18})\1')
+
+
 def if_match_revision(request: Request) -> int | None:
-    """The revision an If-Match header names: `"3"`, `W/"3"` or `3`; `*` or none means any."""
+    """The revision an If-Match header names: `"3"`, `3` or weak `W/"3"` (compared like a strong
+    one: a revision is exact either way); `*` or no header means any revision. Anything else,
+    e.g. non-ASCII digits such as `"²"` or a list of tags, is a 400."""
     header = request.headers.get("If-Match")
     if header is None or header.strip() == "*":
         return None
-    value = header.strip().removeprefix("W/").strip('"')
-    if not value.isdigit():
-        raise InvalidInput('If-Match must be a revision ETag such as "3".',
-                           details={"If-Match": header})
-    return int(value)
+    match = IF_MATCH.fullmatch(header.strip())
+    if match is None:
+        raise InvalidInput('If-Match must be a revision ETag such as "3" (ASCII digits).',
+                           details={"If-Match": "must be a revision ETag such as \"3\""})
+    return int(match.group(2))
 
 
 def page_url(request: Request, **params: Any) -> str:
