@@ -7,8 +7,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
-from datetime import timezone as dt_timezone
+from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -84,9 +83,9 @@ def parse_stored_datetime(value: Any) -> datetime:
     if parsed is None:
         raise ValueError("must be an ISO 8601 date-time")
     if timezone.is_naive(parsed):
-        parsed = parsed.replace(tzinfo=dt_timezone.utc)
+        parsed = parsed.replace(tzinfo=UTC)
     try:
-        return parsed.astimezone(dt_timezone.utc)
+        return parsed.astimezone(UTC)
     except OverflowError as exc:
         raise ValueError("out of range: must fall within years 1-9999 in UTC") from exc
 

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 
 import pytest
 import redis
-from django.conf import settings as django_settings
 
 from contextstore.models import Job
 from contextstore.services import summaries
