@@ -205,7 +205,14 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "contextstore agent API",
     "DESCRIPTION": "Sessions, threads, events, context blocks, state and summaries of AI agents. "
-                   'Errors are always {"error": {"code", "message", "details"}}.',
+                   'Errors are always {"error": {"code", "message", "details"}}; a 400 names the '
+                   "offending place in `details`.\n\n"
+                   "Input rules: JSON bodies nest at most 64 levels and repeat no key in an "
+                   "object; text holds no lone surrogates and no NUL (U+0000), in bodies, paths "
+                   "and query strings; date-times are ISO 8601 (naive = UTC) within years "
+                   "1-9999 in UTC; If-Match is a revision (\"3\", 3 or W/\"3\") or *. "
+                   "Event `type` is open: any 1-64 printable characters without whitespace; the "
+                   "documented types keep their meaning and any other name is a generic entry.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
