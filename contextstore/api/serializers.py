@@ -376,6 +376,12 @@ class ForkInSerializer(serializers.Serializer):
     system_prompt = serializers.CharField(required=False, allow_null=True, default=None,
                                           allow_blank=True, trim_whitespace=False)
 
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        start, end = attrs.get("start_seq"), attrs.get("end_seq")
+        if start is not None and end is not None and start > end:
+            raise serializers.ValidationError({"start_seq": "must not be after end_seq"})
+        return attrs
+
 
 class TokensSerializer(serializers.Serializer):
     total_tokens = serializers.IntegerField()

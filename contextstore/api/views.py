@@ -399,7 +399,13 @@ class ThreadViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     @action(detail=True, methods=["post"])
     def fork(self, request: Request, pk: str) -> Response:
         data = parse(s.ForkInSerializer, body(request))
-        child = threads.thread_fork(thread=self.get_object(), actor=actor_of(request), **data)
+        thread = self.get_object()
+        # Bounds must lie within the thread (end is exclusive, so last_seq + 1 is its end).
+        for label in ("start_seq", "end_seq"):
+            if data[label] is not None and data[label] > thread.last_seq + 1:
+                raise InvalidInput(f"{label} is past the end of the thread (last seq "
+                                   f"{thread.last_seq}).", details={label: "outside the thread"})
+        child = threads.thread_fork(thread=thread, actor=actor_of(request), **data)
         return self.thread_response(child, status.HTTP_201_CREATED)
 
     @extend_schema(responses=s.TokensSerializer)
