@@ -59,8 +59,8 @@ def test_stateful_sequences_following_the_schema_links(db, token, thread, client
             case.validate_response(response, checks=[not_a_server_error])
 
     Workflow.run(settings=hypothesis_settings(
-        max_examples=20, stateful_step_count=6, deadline=None, derandomize=True, database=None,
+        max_examples=40, stateful_step_count=6, deadline=None, derandomize=True, database=None,
         suppress_health_check=list(HealthCheck)))
-    assert len(calls) >= 20 and any(code < 300 for code in calls)  # it really ran sequences
+    assert len(calls) >= 40 and any(code < 300 for code in calls)  # it really ran sequences
     if Thread.objects.filter(pk=thread.pk).exists():
         assert_thread_reads(client, token[1], thread.pk)

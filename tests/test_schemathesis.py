@@ -59,4 +59,4 @@ def test_the_api_honours_its_schema(case, db, token, session, thread, client):
     case.validate_response(response, checks=CHECKS)
     check_answer(response, case, before)
     if case.method != "DELETE":  # deleting the fixture session (and thread) is allowed
-        assert_thread_reads(client, token[1], thread.pk, reads=("events/", "context/"))
+        assert_thread_reads(client, token[1], thread.pk, reads=("context/",))
