@@ -345,7 +345,7 @@ def trickle_server():
 
 
 def test_a_trickling_llm_fails_the_job_at_the_timeout_and_leaves_the_thread_as_it_was(
-        budgeted, actor, settings, trickle_server):
+        budgeted, actor, settings, trickle_server, monkeypatch):
     settings.SUMMARIZER_BACKEND = "openai"
     settings.SUMMARIZER_BASE_URL = f"http://127.0.0.1:{trickle_server.server_port}/v1"
     settings.SUMMARIZER_TIMEOUT = 2.0
@@ -354,11 +354,24 @@ def test_a_trickling_llm_fails_the_job_at_the_timeout_and_leaves_the_thread_as_i
     before = fresh(budgeted)
     rows = Event.objects.filter(thread=budgeted).values_list("seq", "status", "position")
     events_before = list(rows)
+    calls = []
+    original = summaries.openai_backend.summarize
+
+    def timed(*args, **kwargs):
+        started = time.monotonic()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            calls.append(time.monotonic() - started)
+
+    monkeypatch.setattr(summaries.openai_backend, "summarize", timed)
     started = time.monotonic()
     (job,) = run_pending()
     elapsed = time.monotonic() - started
     assert job.status == "failed" and "timed out after 2.0s" in job.error
-    assert 1.0 <= elapsed <= 3.0, elapsed  # SUMMARIZER_TIMEOUT ± 1 s, though bytes kept coming
+    (call,) = calls
+    assert 1.0 <= call <= 3.0, call  # SUMMARIZER_TIMEOUT ± 1 s, though bytes kept coming
+    assert elapsed < call + 5  # and the job around it did not wait on anything else
     after = fresh(budgeted)
     assert not Collapse.objects.exists()
     assert list(rows.all()) == events_before

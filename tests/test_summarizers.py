@@ -373,6 +373,7 @@ class TrickleHandler(BaseHTTPRequestHandler):
 @contextlib.contextmanager
 def serving_a_trickle() -> Iterator[ChatServer]:
     server = ChatServer(("127.0.0.1", 0), TrickleHandler)
+    server.block_on_close = False  # a handler may still be trickling to a client that left
     server.requests = []
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
