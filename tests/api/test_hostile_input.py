@@ -2,6 +2,7 @@
 databases: never a 5xx, every refusal in the JSON error shape naming the place, nothing written
 by a refused request, and the thread still reads afterwards."""
 
+import base64
 import json
 from typing import Any
 
@@ -107,6 +108,10 @@ CORPUS: list[tuple[str, str, str, Any, dict, str, int, str]] = [
     ("not JSON at all", "post", "events/", "{'events': }", {}, "", 400, "body"),
     ("invalid UTF-8", "post", "events/", b'{"events": [{"type": "Message", "content": "\xff"}]}', {},
      "", 400, "body"),
+    ("cursor whose position is not an id", "get", "/api/v1/sessions/", None, {},
+     "cursor=" + base64.b64encode(b"p=abc").decode(), 404, ""),
+    ("cursor whose position is huge", "get", "state/revisions/", None, {},
+     "cursor=" + base64.b64encode(b"p=" + b"9" * 40).decode(), 404, ""),
     ("huge thread id", "get", "/api/v1/threads/99999999999999999999999999/", None, {}, "", 404, ""),
     ("huge revision to restore", "post", "state/revisions/99999999999999999999999999/restore/", None,
      {}, "", 404, ""),
