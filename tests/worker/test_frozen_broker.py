@@ -2,7 +2,6 @@
 (the outbox) is written with the events, the publish happens after commit off the request's
 thread with bounded timeouts, and beat's recovery sends the job once a broker answers again."""
 
-import socket
 import threading
 import time
 import uuid
@@ -16,6 +15,7 @@ from contextstore.services import summaries
 from contextstore.tasks import publish_after_commit
 from tests.api.conftest import client_for
 from tests.conftest import messages
+from tests.frozen import frozen_server
 from tests.worker.conftest import REDIS_URL, _redis_up, _restore_broker, _use_broker
 
 pytestmark = pytest.mark.worker
@@ -23,29 +23,8 @@ pytestmark = pytest.mark.worker
 
 @pytest.fixture
 def frozen_broker_url() -> Iterator[str]:
-    """A TCP server that accepts every connection and never sends a byte."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(64)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(server.accept()[0])
-            except OSError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield f"redis://127.0.0.1:{server.getsockname()[1]}/8"
-    stop.set()
-    thread.join(timeout=2)
-    for conn in held:
-        conn.close()
-    server.close()
+    with frozen_server() as port:
+        yield f"redis://127.0.0.1:{port}/8"
 
 
 def _options() -> dict:
