@@ -4,13 +4,12 @@ from typing import Any
 
 from django.db import DataError, IntegrityError, transaction
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from contextstore.errors import Conflict, InvalidInput
 from contextstore.models import Collapse, Event, Thread
 from contextstore.services.blocks import block_upsert
 from contextstore.services.common import Actor, audit, record_revision
-from contextstore.services.events import event_spec, session_count_events
+from contextstore.services.events import event_spec, parse_stored_datetime, session_count_events
 from contextstore.services.sessions import session_ensure
 from contextstore.services.state import check_memory
 from contextstore.services.summaries import summarizer_config_clean
@@ -95,6 +94,14 @@ def _event_from(item: Any, index: int, thread: Thread, now, *, counted: bool) ->
         status=status, token_count=total, thinking_tokens=thinking,
         occurred_at=spec.occurred_at or now,
     )
+
+
+def _stored_datetime(value: Any, place: str):
+    """A date-time both databases store and read back (events.parse_stored_datetime)."""
+    try:
+        return parse_stored_datetime(value)
+    except ValueError as exc:
+        raise InvalidInput(f"{place}: {exc}", details={place: str(exc)}) from exc
 
 
 def _thread_fields(thread_data: Any) -> dict[str, Any]:
@@ -182,7 +189,8 @@ def thread_import(
                     summary_event=summary, source=c.get("source", "agent"),
                     actor=c.get("actor", ""), tokens_before=c.get("tokens_before", 0),
                     tokens_after=c.get("tokens_after", 0), provenance=c.get("provenance") or {},
-                    undone_at=parse_datetime(c["undone_at"]) if c.get("undone_at") else None,
+                    undone_at=_stored_datetime(c["undone_at"], "collapses[].undone_at")
+                    if c.get("undone_at") else None,
                 )
                 old_collapse_ids[c.get("id")] = collapse
             for item, event in zip(raw_events, events, strict=True):

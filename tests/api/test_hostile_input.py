@@ -191,3 +191,17 @@ def test_accepted_edge_values_are_stored_and_read_back_exactly(api_client, fille
     assert api_client.put(f"/api/v1/threads/{filled.pk}/state/", {"state": {"n": 2}},
                           format="json", HTTP_IF_MATCH="1").status_code == 200
     assert Event.objects.filter(thread=filled).count() == 9
+
+
+@pytest.mark.parametrize("stamp", ["9999-12-31T23:59:59-12:00", "2024-13-01T00:00:00Z"])
+def test_an_import_with_an_unstorable_date_time_is_refused(api_client, filled, actor, stamp):
+    from contextstore.services.collapses import collapse_create
+
+    collapse_create(thread=filled, start_seq=1, end_seq=2, summary_text="s", actor=actor)
+    export = api_client.get(f"/api/v1/threads/{filled.pk}/export/").json()
+    export["collapses"][0]["undone_at"] = stamp
+    before = counts()
+    response = api_client.post("/api/v1/threads/import/?name=copy", export, format="json")
+    assert response.status_code == 400, response.json()
+    assert "undone_at" in json.dumps(response.json()["error"]["details"])
+    assert counts() == before
