@@ -5,6 +5,8 @@ from django import forms
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
+from contextstore.jsonstrict import StrictJSONDecoder
+
 
 class JSONText(str):
     """JSON already serialized by the caller (who also needed its size): stored as it is."""
@@ -34,4 +36,5 @@ class OrderedJSONField(models.TextField):
         return self.get_prep_value(self.value_from_object(obj)) or "null"
 
     def formfield(self, **kwargs: Any) -> forms.Field:
-        return forms.JSONField(**{"required": not self.blank, **kwargs})
+        # The API's JSON rules (depth, repeated keys, surrogates, NUL) hold in forms too.
+        return forms.JSONField(**{"required": not self.blank, "decoder": StrictJSONDecoder, **kwargs})

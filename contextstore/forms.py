@@ -17,8 +17,11 @@ def parse_cursor(raw: str | None) -> tuple[datetime, int] | None:
     if not raw or "~" not in raw:
         return None
     stamp, _, pk = raw.rpartition("~")
-    when = parse_datetime(stamp)
-    if when is None or not pk.isdigit():
+    try:
+        when = parse_datetime(stamp)
+    except ValueError:  # well formed but not a date (month 13): a malformed cursor
+        return None
+    if when is None or not pk.isdigit() or not pk.isascii() or len(pk) > 18:
         return None
     return when, int(pk)
 

@@ -300,7 +300,7 @@ class Event(models.Model):
     # Where the event stands in the working context: its seq, or for a Summary the first seq
     # it replaces, so a summary sits where its range stood.
     position = models.BigIntegerField()
-    type = models.CharField(max_length=32)
+    type = models.CharField(max_length=64)  # open: any printable name (services.events)
     role = models.CharField(max_length=32, blank=True, default="")
     content = models.TextField(blank=True, default="")
     parts = OrderedJSONField(null=True, blank=True)

@@ -1,6 +1,9 @@
 """The Celery app, configured from Django settings (the CELERY_* names in project/settings.py)."""
 
+import json
 import os
+import sys
+from datetime import datetime
 from pathlib import Path
 
 from celery import Celery
@@ -27,3 +30,45 @@ def ensure_broker_folders() -> None:
 @import_modules.connect
 def _on_worker_import(**kwargs: object) -> None:
     ensure_broker_folders()
+
+
+def _json_say(message: str, logger_name: str = "celery.worker") -> None:
+    """One JSON line on stdout in the shape of the JSON log formatter (settings.LOGGING).
+
+    Celery prints its banner and shutdown notices itself rather than through logging (the
+    shutdown one from a signal handler, where taking logging's locks could deadlock), so with
+    LOG_FORMAT=json they are written here the same unlocked way, as JSON."""
+    now = datetime.now()
+    stamp = now.strftime("%Y-%m-%d %H:%M:%S") + f",{now.microsecond // 1000:03d}"  # as asctime
+    record = {"time": stamp, "level": "INFO",
+              "logger": logger_name, "process": os.getpid(), "request_id": "-",
+              "message": message.strip()}
+    try:
+        os.write(sys.__stdout__.fileno(), (json.dumps(record) + "\n").encode())
+    except (OSError, ValueError, AttributeError):
+        pass  # no stdout to write to
+
+
+def json_console() -> None:
+    """Make the worker's banner and shutdown lines JSON (beat runs with --quiet: no banner)."""
+    from celery.apps import worker as worker_app
+
+    def safe_say(msg: str, f: object = None) -> None:
+        _json_say(msg)
+
+    def emit_banner(self: worker_app.Worker) -> None:
+        _json_say(f"celery worker {self.hostname} starting:\n{self.startup_info(artlines=False)}"
+                  f"\n{self.extra_info() or ''}")
+
+    worker_app.safe_say = safe_say
+    worker_app.Worker.emit_banner = emit_banner
+
+
+def _configure_console() -> None:
+    from django.conf import settings
+
+    if settings.LOG_FORMAT == "json":
+        json_console()
+
+
+_configure_console()

@@ -62,6 +62,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "contextstore.middleware.RequestIdMiddleware",  # first: every response and log line gets an id
     "django.middleware.security.SecurityMiddleware",
+    "contextstore.api.guard.ApiInputGuardMiddleware",  # NUL in API paths and query strings: 400
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -92,10 +93,23 @@ TEMPLATES = [
     },
 ]
 
-# Database: DATABASE_URL, else a SQLite file under var/ (WAL, immediate transactions so
-# concurrent writers queue on the lock instead of failing on upgrade).
-DATABASE_URL = env_str("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'contextstore.sqlite3'}"
-DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("CONN_MAX_AGE", 60))}
+# Database: DATABASE_URL, else PostgreSQL from separate POSTGRES_* variables when POSTGRES_HOST
+# is set (compose does this: a password may then hold any character, where a URL would need it
+# percent-encoded), else a SQLite file under var/ (WAL, immediate transactions so concurrent
+# writers queue on the lock instead of failing on upgrade).
+DATABASE_URL = env_str("DATABASE_URL")
+if not DATABASE_URL and env_str("POSTGRES_HOST"):
+    DATABASES = {"default": {
+        "ENGINE": "django.db.backends.postgresql",
+        "HOST": env_str("POSTGRES_HOST"), "PORT": env_str("POSTGRES_PORT", "5432"),
+        "USER": env_str("POSTGRES_USER", "contextstore"),
+        "PASSWORD": env_str("POSTGRES_PASSWORD"), "NAME": env_str("POSTGRES_DB", "contextstore"),
+        "CONN_MAX_AGE": env_int("CONN_MAX_AGE", 60),
+    }}
+else:
+    DATABASE_URL = DATABASE_URL or f"sqlite:///{VAR_DIR / 'contextstore.sqlite3'}"
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL,
+                                                  conn_max_age=env_int("CONN_MAX_AGE", 60))}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES["default"]["OPTIONS"] = {
@@ -108,11 +122,14 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 else:
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
     statement_timeout_ms = env_int("DATABASE_STATEMENT_TIMEOUT_MS", 30_000)
-    DATABASES["default"].setdefault("OPTIONS", {})["options"] = (
-        f"-c statement_timeout={statement_timeout_ms}"
-    )
+    options = DATABASES["default"].setdefault("OPTIONS", {})
+    options["options"] = f"-c statement_timeout={statement_timeout_ms}"
     # libpq waits forever for an unreachable server by default; a probe or request must not.
-    DATABASES["default"]["OPTIONS"]["connect_timeout"] = env_int("DATABASE_CONNECT_TIMEOUT", 5)
+    options["connect_timeout"] = env_int("DATABASE_CONNECT_TIMEOUT", 5)
+    # A server that stops answering mid-query (frozen host, dropped network): the kernel gives
+    # up on unacknowledged data after tcp_user_timeout, and keepalives notice an idle link.
+    options["tcp_user_timeout"] = env_int("DATABASE_SOCKET_TIMEOUT", 60) * 1000
+    options.update(keepalives=1, keepalives_idle=30, keepalives_interval=10, keepalives_count=3)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -188,7 +205,14 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "contextstore agent API",
     "DESCRIPTION": "Sessions, threads, events, context blocks, state and summaries of AI agents. "
-                   'Errors are always {"error": {"code", "message", "details"}}.',
+                   'Errors are always {"error": {"code", "message", "details"}}; a 400 names the '
+                   "offending place in `details`.\n\n"
+                   "Input rules: JSON bodies nest at most 64 levels and repeat no key in an "
+                   "object; text holds no lone surrogates and no NUL (U+0000), in bodies, paths "
+                   "and query strings; date-times are ISO 8601 (naive = UTC) within years "
+                   "1-9999 in UTC; If-Match is a revision (\"3\", 3 or W/\"3\") or *. "
+                   "Event `type` is open: any 1-64 printable characters without whitespace; the "
+                   "documented types keep their meaning and any other name is a generic entry.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
@@ -220,9 +244,14 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# A broker outage must not stall the request that queued a job (beat sends it later).
-CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.5,
-                                    "interval_max": 1}
+# A broker outage must not stall the request that queued a job: requests publish from a
+# background thread after commit (contextstore.tasks), every wait on the broker is bounded,
+# and beat's recover_summaries sends later what could not be sent.
+BROKER_CONNECT_TIMEOUT = float(env_str("BROKER_CONNECT_TIMEOUT", "2"))
+BROKER_SOCKET_TIMEOUT = float(env_str("BROKER_SOCKET_TIMEOUT", "5"))
+CELERY_BROKER_CONNECTION_TIMEOUT = BROKER_CONNECT_TIMEOUT
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5,
+                                    "interval_max": 0.5}
 CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", 900)
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": CELERY_VISIBILITY_TIMEOUT,
@@ -230,6 +259,11 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "unacked_restore_interval": env_int("CELERY_RESTORE_INTERVAL", 30),
     "unacked_restore_throttle": 1,
 }
+if CELERY_BROKER_URL.startswith(("redis://", "rediss://", "redis+socket://")):
+    # redis-py waits forever on a connection that accepts and never answers unless told not to.
+    CELERY_BROKER_TRANSPORT_OPTIONS.update(
+        socket_connect_timeout=BROKER_CONNECT_TIMEOUT, socket_timeout=BROKER_SOCKET_TIMEOUT,
+        retry_on_timeout=False)
 if CELERY_BROKER_URL.startswith("filesystem://"):
     _queue_dir = VAR_DIR / "broker"
     CELERY_BROKER_TRANSPORT_OPTIONS.update(
@@ -303,8 +337,12 @@ if not DEBUG:
 # without CACHE_URL each process counts alone in its own memory.
 CACHE_URL = env_str("CACHE_URL")
 if CACHE_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
-                          "LOCATION": CACHE_URL}}
+    CACHES = {"default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL,
+        # Passed to redis-py's connection pool: a stuck cache must not hang a request.
+        "OPTIONS": {"socket_connect_timeout": float(env_str("CACHE_CONNECT_TIMEOUT", "2")),
+                    "socket_timeout": float(env_str("CACHE_SOCKET_TIMEOUT", "2"))},
+    }}
 
 # Logs go to stdout: JSON lines with the request id in production (for log collectors), text
 # while developing. Celery workers log through this too instead of installing their own handlers.

@@ -163,7 +163,7 @@ def test_the_image_copies_everything_settings_load_from_the_source_tree():
 
 
 def test_the_build_context_lets_in_exactly_what_the_image_copies():
-    lines = (DOCKER / "Dockerfile.dockerignore").read_text().splitlines()
+    lines = (ROOT / ".dockerignore").read_text().splitlines()
     patterns = [line for line in lines if line and not line.startswith("#")]
     assert patterns[0] == "**", "everything is left out unless let in by name"
     let_in = {p[1:].rstrip("/") for p in patterns if p.startswith("!")}
@@ -174,6 +174,19 @@ def test_the_build_context_lets_in_exactly_what_the_image_copies():
                                                      for p in let_in)}
     assert not uncovered
     assert not let_in & {".env", "docker/.env", "var", ".venv", ".git"}
+
+
+def test_every_builder_reads_the_one_root_dockerignore():
+    # The classic builder ignores Dockerfile-specific ignore files (and would send docker/.env).
+    assert not list(DOCKER.glob("*.dockerignore")) and (ROOT / ".dockerignore").is_file()
+    patterns = (ROOT / ".dockerignore").read_text().splitlines()
+    assert "docker/.env" in patterns and ".env" in patterns
+
+
+def test_the_dockerfile_needs_no_frontend_image():
+    # A `# syntax=` line makes BuildKit pull a frontend image the file does not need.
+    first = (DOCKER / "Dockerfile").read_text().splitlines()[0]
+    assert not re.match(r"#\s*syntax\s*=", first, re.I)
 
 
 def test_gunicorn_takes_its_settings_from_the_environment(monkeypatch):
@@ -205,7 +218,7 @@ def test_compose_runs_web_worker_beat_postgres_redis_and_a_one_shot_migrate():
     assert services["migrate"]["restart"] == "no"
     assert services["web"]["command"][0] == "gunicorn"
     assert services["worker"]["command"][:4] == ["celery", "--app", "project", "worker"]
-    assert services["beat"]["command"][:4] == ["celery", "--app", "project", "beat"]
+    assert services["beat"]["command"][:5] == ["celery", "--app", "project", "--quiet", "beat"]
     assert services["beat"]["deploy"]["replicas"] == 1
     for name in APP_SERVICES:
         build = services[name]["build"]
@@ -226,6 +239,81 @@ def test_every_long_running_service_but_beat_has_a_health_check():
         check = services[name]["healthcheck"]
         assert check["test"][0] in {"CMD", "CMD-SHELL"} and check["interval"], name
     assert "/readyz" in " ".join(services["web"]["healthcheck"]["test"])
+
+
+def test_the_worker_health_check_names_the_worker_without_relying_on_hostname_env():
+    # podman does not set HOSTNAME for exec'd commands; `$$` keeps compose from interpolating.
+    command = " ".join(compose()["services"]["worker"]["healthcheck"]["test"])
+    assert "celery@$$(hostname)" in command and "HOSTNAME" not in command
+    shell = command.split(" ", 1)[1].replace("$$", "$").replace("celery --app", "echo celery --app")
+    result = subprocess.run(["sh", "-c", shell], env={"PATH": os.environ["PATH"]},
+                            capture_output=True, text=True, timeout=10)
+    assert f"celery@{socket.gethostname()} " in result.stdout
+
+
+def test_compose_gives_the_app_its_database_without_building_a_url():
+    app_env = compose()["services"]["web"]["environment"]
+    assert "DATABASE_URL" not in app_env and app_env["POSTGRES_HOST"] == "postgres"
+
+
+def test_a_password_with_url_reserved_characters_reaches_the_database_settings_intact(tmp_path):
+    password = "p@ss/w:rd#?%41&="
+    env = production_env(tmp_path) | {"POSTGRES_HOST": "postgres", "POSTGRES_PASSWORD": password}
+    env.pop("DATABASE_URL", None)
+    script = ("import json; from django.conf import settings as s; d = s.DATABASES['default']; "
+              "print(json.dumps([d['ENGINE'], d['HOST'], d['PORT'], d['USER'], d['PASSWORD'], "
+              "d['NAME'], d['OPTIONS']['connect_timeout']]))")
+    result = subprocess.run([sys.executable, "manage.py", "shell", "-c", script], cwd=ROOT,
+                            env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == [
+        "django.db.backends.postgresql", "postgres", "5432", "contextstore", password,
+        "contextstore", 5]
+
+
+def test_broker_and_cache_connections_have_connect_and_socket_timeouts(tmp_path):
+    env = production_env(tmp_path) | {"CELERY_BROKER_URL": "redis://redis:6379/0",
+                                      "CACHE_URL": "redis://redis:6379/1"}
+    script = ("import json; from django.conf import settings as s; "
+              "print(json.dumps([s.CELERY_BROKER_TRANSPORT_OPTIONS, s.CELERY_BROKER_CONNECTION_TIMEOUT, "
+              "s.CACHES['default']['OPTIONS']]))")
+    result = subprocess.run([sys.executable, "manage.py", "shell", "-c", script], cwd=ROOT,
+                            env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    broker, connect, cache_options = json.loads(result.stdout.strip().splitlines()[-1])
+    assert broker["socket_connect_timeout"] == 2 and broker["socket_timeout"] == 5
+    assert connect == 2
+    assert cache_options == {"socket_connect_timeout": 2, "socket_timeout": 2}
+
+
+def test_celery_banner_and_shutdown_lines_are_json_too(tmp_path):
+    """A real worker (filesystem broker) started and stopped with SIGTERM: with LOG_FORMAT=json
+    every line on stdout, the banner and the shutdown notice included, is one JSON object."""
+    env = production_env(tmp_path) | {"CELERY_BROKER_URL": "filesystem://", "LOG_FORMAT": "json",
+                                      "CELERY_QUEUE": "deploy-json-test"}
+    env.pop("DATABASE_URL", None)
+    log = tmp_path / "worker.out"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "--app", "project", "worker", "--concurrency", "1",
+             "--pool", "solo", "--without-mingle", "--without-gossip", "--loglevel", "INFO"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while b" ready." not in log.read_bytes():
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        proc.send_signal(15)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    messages = [line["message"] for line in lines]
+    assert any("starting" in m and "[queues]" in m for m in messages), messages
+    assert "worker: Warm shutdown (MainProcess)" in messages
+    assert all({"time", "level", "logger", "message"} <= set(line) for line in lines)
 
 
 def test_web_and_worker_get_time_to_finish_their_work_when_stopped():
@@ -327,7 +415,9 @@ def test_production_env_turns_on_hashed_static_files_json_logs_and_database_time
         "hsts": 31_536_000,
         "age": 60,
         "health": True,
-        "options": {"options": "-c statement_timeout=30000", "connect_timeout": 5},
+        "options": {"options": "-c statement_timeout=30000", "connect_timeout": 5,
+                    "tcp_user_timeout": 60_000, "keepalives": 1, "keepalives_idle": 30,
+                    "keepalives_interval": 10, "keepalives_count": 3},
     }
 
 

@@ -1,5 +1,8 @@
-"""Property-based API tests generated from the OpenAPI schema: no 5xx, no response that breaks
-the schema (status codes, content types, bodies, headers), on every operation."""
+"""Property-based API tests generated from the OpenAPI schema, on every operation: no 5xx, no
+response that breaks the schema (status codes, content types, bodies, headers), and issue 11's
+rules (tests/fuzzing.py): refusals in the error shape naming the place, nothing written by a
+refused request, and the fixture thread still reads afterwards. Stateful sequences:
+tests/test_fuzz.py."""
 
 import pytest
 import schemathesis
@@ -16,6 +19,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from project.wsgi import application
+from tests.fuzzing import assert_thread_reads, check_answer, snapshot
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
           response_schema_conformance, response_headers_conformance]
@@ -40,7 +44,7 @@ def in_process_app(settings):
 @schema.parametrize()
 @settings(max_examples=8, deadline=None, derandomize=True,
           suppress_health_check=list(HealthCheck))
-def test_the_api_honours_its_schema(case, db, token, session, thread):
+def test_the_api_honours_its_schema(case, db, token, session, thread, client):
     cache.clear()
     # Point most generated ids at real objects so the handlers run, not only the 404 path;
     # deleting the fixture session is left to random ids so later cases still find it.
@@ -50,4 +54,9 @@ def test_the_api_honours_its_schema(case, db, token, session, thread):
             params["id"] = thread.pk
         elif case.path.startswith("/api/v1/sessions/"):
             params["id"] = session.pk
-    case.call_and_validate(headers={"Authorization": f"Bearer {token[1]}"}, checks=CHECKS)
+    before = snapshot()
+    response = case.call(headers={"Authorization": f"Bearer {token[1]}"})
+    case.validate_response(response, checks=CHECKS)
+    check_answer(response, case, before)
+    if case.method != "DELETE":  # deleting the fixture session (and thread) is allowed
+        assert_thread_reads(client, token[1], thread.pk, reads=("context/",))

@@ -1,5 +1,6 @@
 """Summarization services: settings, triggers, and the worker side run in-process."""
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -16,6 +17,7 @@ from contextstore.services.threads import thread_clear_context
 from contextstore.summarizers import SummarizerError
 from contextstore.summarizers import extractive as extractive_backend
 from tests.conftest import messages
+from tests.test_summarizers import serving_a_trickle
 
 BUDGET = {"token_budget": {"max_tokens": 2000, "preserve_recent": 4}}
 
@@ -333,3 +335,44 @@ def test_a_job_that_keeps_killing_its_worker_is_given_up(budgeted, actor, settin
     job = summaries.summary_job_run(job_id=job.pk)
     assert job.status == "failed" and "Gave up after 5 attempts" in job.error
     assert not Collapse.objects.exists()
+
+
+@pytest.fixture
+def trickle_server():
+    with serving_a_trickle() as server:
+        yield server
+
+
+def test_a_trickling_llm_fails_the_job_at_the_timeout_and_leaves_the_thread_as_it_was(
+        budgeted, actor, settings, trickle_server, monkeypatch):
+    settings.SUMMARIZER_BACKEND = "openai"
+    settings.SUMMARIZER_BASE_URL = f"http://127.0.0.1:{trickle_server.server_port}/v1"
+    settings.SUMMARIZER_TIMEOUT = 2.0
+    settings.SUMMARIZER_RETRIES = 0
+    event_append(thread=budgeted, events=messages(60), actor=actor)
+    before = fresh(budgeted)
+    rows = Event.objects.filter(thread=budgeted).values_list("seq", "status", "position")
+    events_before = list(rows)
+    calls = []
+    original = summaries.openai_backend.summarize
+
+    def timed(*args, **kwargs):
+        started = time.monotonic()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            calls.append(time.monotonic() - started)
+
+    monkeypatch.setattr(summaries.openai_backend, "summarize", timed)
+    started = time.monotonic()
+    (job,) = run_pending()
+    elapsed = time.monotonic() - started
+    assert job.status == "failed" and "timed out after 2.0s" in job.error
+    (call,) = calls
+    assert 1.0 <= call <= 3.0, call  # SUMMARIZER_TIMEOUT ± 1 s, though bytes kept coming
+    assert elapsed < call + 5  # and the job around it did not wait on anything else
+    after = fresh(budgeted)
+    assert not Collapse.objects.exists()
+    assert list(rows.all()) == events_before
+    assert (after.active_tokens, after.active_event_count, after.summary) == (
+        before.active_tokens, before.active_event_count, before.summary)

@@ -1,5 +1,6 @@
 """The summarizer backends on their own: text in, text out, no database."""
 
+import contextlib
 import json
 import random
 import threading
@@ -342,3 +343,59 @@ def test_openai_unreachable_endpoint_is_a_summarizer_error():
 def test_the_cap_holds_for_any_text(texts, types, cap):
     items = [Item(i + 1, types[i], text) for i, text in enumerate(texts)]
     assert count_tokens(extractive.summarize(items, max_tokens=cap).text) <= cap
+
+
+# --- a trickling endpoint: SUMMARIZER_TIMEOUT bounds the whole call, not each read ------------
+
+class TrickleHandler(BaseHTTPRequestHandler):
+    """Answers 200 at once, then one byte of a valid completion per second."""
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.server.requests.append(time.monotonic())
+        body = json.dumps({"choices": [{"message": {"content": "late " * 40}}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        try:
+            for byte in body:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                time.sleep(1.0)
+        except OSError:
+            pass  # the client gave up, as it should
+
+
+@contextlib.contextmanager
+def serving_a_trickle() -> Iterator[ChatServer]:
+    server = ChatServer(("127.0.0.1", 0), TrickleHandler)
+    server.block_on_close = False  # a handler may still be trickling to a client that left
+    server.requests = []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def trickle_server() -> Iterator[ChatServer]:
+    with serving_a_trickle() as server:
+        yield server
+
+
+def test_a_trickling_endpoint_times_out_at_the_deadline_of_each_call(trickle_server):
+    started = time.monotonic()
+    with pytest.raises(SummarizerError, match="timed out after 2.0s"):
+        openai_backend.summarize(coding_transcript(5), max_tokens=100,
+                                 endpoint=endpoint_for(trickle_server, timeout=2.0, retries=1,
+                                                       backoff=0.01))
+    elapsed = time.monotonic() - started
+    assert len(trickle_server.requests) == 2  # each attempt got its own 2 s
+    assert 3.0 <= elapsed <= 5.0, elapsed

@@ -2,6 +2,7 @@
 {"error": {"code", "message", "details"}} with the right status."""
 
 import logging
+import re
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -49,6 +50,19 @@ def _first_message(details: Any, fallback: str) -> str:
     return fallback
 
 
+_LEADING_PLACE = re.compile(r"^([A-Za-z_][\w]*(?:\[\d+\])?(?:\.[A-Za-z_]\w*(?:\[\d+\])?)*)[: ]")
+_NOT_PLACES = {"The", "A", "An", "No", "At", "Each", "Two", "Event", "Not", "Unknown", "This"}
+
+
+def _place_of(message: str) -> str:
+    """The place a domain error without details is about: the field its message starts with
+    (`events[0].seq must be...`, `start_seq must...`), else the body as a whole."""
+    match = _LEADING_PLACE.match(message)
+    if match and match[1] not in _NOT_PLACES:
+        return match[1]
+    return "body"
+
+
 class PayloadTooLargeError(exceptions.APIException):
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
     default_detail = "The request body is too large."
@@ -59,7 +73,8 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     headers: dict[str, str] = {}
     if isinstance(exc, DomainError):
         set_rollback()
-        return Response(error_body(exc.code, exc.message, exc.details), status=exc.status)
+        details = exc.details or {_place_of(exc.message): exc.message}
+        return Response(error_body(exc.code, exc.message, details), status=exc.status)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):
@@ -84,7 +99,9 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         body = error_body("invalid", _first_message(details, "Invalid input."), details)
     else:
         code = getattr(exc.detail, "code", None) or exc.default_code or CODES.get(exc.status_code)
-        body = error_body(str(code), str(exc.detail))
+        # A body that is not JSON at all: the place to name is the body itself.
+        details = {"body": str(exc.detail)} if isinstance(exc, exceptions.ParseError) else None
+        body = error_body(str(code), str(exc.detail), details)
     if isinstance(exc, exceptions.AuthenticationFailed | exceptions.NotAuthenticated):
         auth_header = getattr(exc, "auth_header", None)
         if auth_header:

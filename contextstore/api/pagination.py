@@ -1,6 +1,7 @@
 from typing import Any
 
-from rest_framework.pagination import CursorPagination
+from rest_framework.exceptions import NotFound
+from rest_framework.pagination import Cursor, CursorPagination
 from rest_framework.response import Response
 
 
@@ -14,6 +15,16 @@ class OldestFirstCursorPagination(CursorPagination):
 
     def get_paginated_response(self, data: list[Any]) -> Response:
         return Response({"results": data, "next": self.get_next_link()})
+
+    def decode_cursor(self, request: Any) -> Cursor | None:
+        """DRF's, plus a position that must be an id (ordering is by the integer primary key):
+        a hand-made cursor such as `p=abc` is an invalid cursor (404), not a server error."""
+        cursor = super().decode_cursor(request)
+        if cursor is not None and cursor.position is not None:
+            position = cursor.position
+            if not (position.isascii() and position.isdigit() and len(position) <= 18):
+                raise NotFound(self.invalid_cursor_message)
+        return cursor
 
     def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
         return {

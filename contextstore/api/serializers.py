@@ -26,6 +26,9 @@ from contextstore.models import (
 )
 
 JSON_ANY = serializers.JSONField  # any JSON value (the models keep it as ordered text)
+# Largest seq, position or count a query may name: within a signed 64-bit column with room to
+# spare, so no database sees an integer it cannot hold.
+SEQ_MAX = 2**62
 
 
 # ---------------------------------------------------------------- errors (for the schema)
@@ -172,7 +175,12 @@ def _iso(value: Any) -> str | None:
 class EventInSerializer(serializers.Serializer):
     """One event to append (documentation; the events service validates each field)."""
 
-    type = serializers.CharField(max_length=32, help_text=f"e.g. {', '.join(EVENT_TYPES[:6])}…")
+    type = serializers.CharField(
+        max_length=64,
+        help_text="Any name of 1-64 printable characters without whitespace or control "
+                  f"characters. The documented types ({', '.join(EVENT_TYPES)}) keep their "
+                  "meaning; any other name (a framework's own vocabulary) is stored and shown "
+                  "as a generic entry.")
     role = serializers.CharField(max_length=32, required=False, allow_blank=True)
     content = serializers.CharField(required=False, allow_blank=True, allow_null=True)
     parts = serializers.ListField(child=JSON_ANY(), required=False, allow_null=True)
@@ -184,7 +192,9 @@ class EventInSerializer(serializers.Serializer):
     client_id = serializers.CharField(max_length=200, required=False, allow_blank=True,
                                       allow_null=True, help_text="Idempotency key, unique per thread.")
     visible = serializers.BooleanField(required=False, allow_null=True)
-    occurred_at = serializers.DateTimeField(required=False, allow_null=True)
+    occurred_at = serializers.DateTimeField(
+        required=False, allow_null=True,
+        help_text="ISO 8601; naive means UTC. Must fall within years 1-9999 once in UTC.")
 
 
 class EventBatchSerializer(serializers.Serializer):
@@ -210,12 +220,12 @@ class EventQuerySerializer(serializers.Serializer):
     run_id = serializers.CharField(required=False)
     call_id = serializers.CharField(required=False)
     step = serializers.CharField(required=False)
-    after_seq = serializers.IntegerField(required=False)
-    before_seq = serializers.IntegerField(required=False)
+    after_seq = serializers.IntegerField(required=False, min_value=-SEQ_MAX, max_value=SEQ_MAX)
+    before_seq = serializers.IntegerField(required=False, min_value=-SEQ_MAX, max_value=SEQ_MAX)
     status = serializers.ChoiceField(choices=["all", *Event.Status.values], required=False,
                                      default="active")
     visible = serializers.BooleanField(required=False, allow_null=True, default=None)
-    limit = serializers.IntegerField(required=False, min_value=1,
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=SEQ_MAX,
                                      help_text="Keep only the most recent matches.")
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=1000)
 
@@ -270,11 +280,13 @@ def _positions(attrs: dict[str, Any], *, end_exclusive_seq: bool = False,
 
 @extend_schema_serializer(deprecate_fields=["start_seq", "end_seq"])
 class CollapseInSerializer(serializers.Serializer):
-    start_position = serializers.IntegerField(min_value=1, required=False, help_text=RANGE_HELP)
-    end_position = serializers.IntegerField(min_value=1, required=False, help_text=RANGE_HELP)
-    start_seq = serializers.IntegerField(min_value=1, required=False,
+    start_position = serializers.IntegerField(min_value=1, max_value=SEQ_MAX, required=False,
+                                           help_text=RANGE_HELP)
+    end_position = serializers.IntegerField(min_value=1, max_value=SEQ_MAX, required=False,
+                                         help_text=RANGE_HELP)
+    start_seq = serializers.IntegerField(min_value=1, max_value=SEQ_MAX, required=False,
                                          help_text="Deprecated: use start_position (same meaning).")
-    end_seq = serializers.IntegerField(min_value=1, required=False,
+    end_seq = serializers.IntegerField(min_value=1, max_value=SEQ_MAX, required=False,
                                        help_text="Deprecated: use end_position (same meaning).")
     summary_text = serializers.CharField(required=False, trim_whitespace=False)
     summarize = serializers.BooleanField(required=False, default=False)
@@ -407,7 +419,7 @@ class MaxHistorySizeSerializer(serializers.Serializer):
 
 
 class HistoryQuerySerializer(serializers.Serializer):
-    n = serializers.IntegerField(required=False, min_value=0)
+    n = serializers.IntegerField(required=False, min_value=0, max_value=SEQ_MAX)
     raw = serializers.BooleanField(required=False, default=False)
 
 
@@ -466,15 +478,15 @@ class WindowSerializer(serializers.Serializer):
 class ForkInSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     start_position = serializers.IntegerField(
-        required=False, allow_null=True, min_value=1,
+        required=False, allow_null=True, min_value=1, max_value=SEQ_MAX,
         help_text="First working-context position copied (inclusive); none = from the start.")
     end_position = serializers.IntegerField(
-        required=False, allow_null=True, min_value=1,
+        required=False, allow_null=True, min_value=1, max_value=SEQ_MAX,
         help_text="Last working-context position copied (inclusive); none = to the end.")
-    start_seq = serializers.IntegerField(required=False, allow_null=True, min_value=1,
+    start_seq = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=SEQ_MAX,
                                          help_text="Deprecated: use start_position.")
     end_seq = serializers.IntegerField(
-        required=False, allow_null=True, min_value=1,
+        required=False, allow_null=True, min_value=1, max_value=SEQ_MAX,
         help_text="Deprecated: use end_position. Exclusive, as before: end_position = end_seq - 1.")
     system_prompt = serializers.CharField(required=False, allow_null=True, default=None,
                                           allow_blank=True, trim_whitespace=False)

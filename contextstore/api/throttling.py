@@ -4,6 +4,7 @@ DRF's SimpleRateThrottle keeps every request time of the window in one cache ent
 grows with the allowed rate; a counter per window costs the same at any rate.
 """
 
+import logging
 import time
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,7 @@ if TYPE_CHECKING:  # rest_framework.views imports this module through api_settin
     from rest_framework.request import Request
     from rest_framework.views import APIView
 
+logger = logging.getLogger(__name__)
 PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
@@ -41,12 +43,17 @@ class TokenRateThrottle(BaseThrottle):
         now = time.time()
         window = int(now // period)
         key = f"throttle:{self.scope}:{token.pk}:{period}:{window}"
-        cache.add(key, 0, timeout=period + 1)
         try:
-            count = cache.incr(key)
-        except ValueError:  # expired between add and incr
-            cache.add(key, 1, timeout=period + 1)
-            count = 1
+            cache.add(key, 0, timeout=period + 1)
+            try:
+                count = cache.incr(key)
+            except ValueError:  # expired between add and incr
+                cache.add(key, 1, timeout=period + 1)
+                count = 1
+        except Exception:  # noqa: BLE001 - the cache is down or stuck (bounded by its timeouts)
+            # A rate limit is a guard, not the service: answer rather than fail every request.
+            logger.warning("rate-limit cache unavailable; request let through", exc_info=True)
+            return True
         self._retry_after = (window + 1) * period - now
         return count <= limit
 

@@ -4,6 +4,7 @@ Every queryset is scoped to the token's workspace in get_queryset, so another wo
 object is a 404. Writes need a write-scoped token (permissions.TokenScope).
 """
 
+import re
 from typing import Any
 from urllib.parse import urlencode
 
@@ -67,16 +68,21 @@ def etag_of(thread: Thread) -> str:
     return f'"{thread.revision}"'
 
 
+IF_MATCH = re.compile(r'(?:W/)?("?)([0-9]{1,18})\1')
+
+
 def if_match_revision(request: Request) -> int | None:
-    """The revision an If-Match header names: `"3"`, `W/"3"` or `3`; `*` or none means any."""
+    """The revision an If-Match header names: `"3"`, `3` or weak `W/"3"` (compared like a strong
+    one: a revision is exact either way); `*` or no header means any revision. Anything else,
+    e.g. non-ASCII digits such as `"²"` or a list of tags, is a 400."""
     header = request.headers.get("If-Match")
     if header is None or header.strip() == "*":
         return None
-    value = header.strip().removeprefix("W/").strip('"')
-    if not value.isdigit():
-        raise InvalidInput('If-Match must be a revision ETag such as "3".',
-                           details={"If-Match": header})
-    return int(value)
+    match = IF_MATCH.fullmatch(header.strip())
+    if match is None:
+        raise InvalidInput('If-Match must be a revision ETag such as "3" (ASCII digits).',
+                           details={"If-Match": "must be a revision ETag such as \"3\""})
+    return int(match.group(2))
 
 
 def page_url(request: Request, **params: Any) -> str:
@@ -420,7 +426,13 @@ class ThreadViewSet(mixins.RetrieveModelMixin, mixins.DestroyModelMixin, viewset
     @action(detail=True, methods=["post"])
     def fork(self, request: Request, pk: str) -> Response:
         data = parse(s.ForkInSerializer, body(request))
-        child = threads.thread_fork(thread=self.get_object(), actor=actor_of(request), **data)
+        thread = self.get_object()
+        # Positions never pass the newest seq, so a bound beyond it is outside the thread.
+        for label in ("start_position", "end_position"):
+            if data.get(label) is not None and data[label] > thread.last_seq:
+                raise InvalidInput(f"{label} is past the end of the thread (last position "
+                                   f"{thread.last_seq}).", details={label: "outside the thread"})
+        child = threads.thread_fork(thread=thread, actor=actor_of(request), **data)
         return self.thread_response(child, status.HTTP_201_CREATED)
 
     @extend_schema(responses=s.TokensSerializer)

@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import regex as regex_module
@@ -24,7 +24,7 @@ from contextstore.services.common import Actor, audit, lock_thread
 from contextstore.services.renders import llm_call_prepare, texts_keep
 from contextstore.tokens import event_tokens
 
-TYPE_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,31}$")
+TYPE_MAX_LENGTH = 64
 COPY_THRESHOLD = 20  # below this, one INSERT beats nextval + COPY
 STRING_FIELDS = {"role": 32, "call_id": 200, "step": 200, "anchor": 200, "client_id": 200, "run_id": 200}
 
@@ -56,6 +56,40 @@ class AppendResult:
     created: int
 
 
+def event_type_problem(value: Any) -> str | None:
+    """Why `value` is not an event type name, or None. Types are open (frameworks bring their own
+    vocabularies): any 1-64 printable characters without whitespace; the documented types keep
+    their meaning and every other name is shown as a generic entry."""
+    if not isinstance(value, str) or not value:
+        return "required; a name such as Message"
+    if len(value) > TYPE_MAX_LENGTH:
+        return f"at most {TYPE_MAX_LENGTH} characters"
+    if not value.isprintable() or any(char.isspace() for char in value):
+        return "printable characters only, without whitespace or control characters"
+    return None
+
+
+def parse_stored_datetime(value: Any) -> datetime:
+    """An ISO 8601 date-time that every supported database stores and reads back: a real date,
+    naive meaning UTC, and within years 1-9999 once converted to UTC (PostgreSQL would store
+    9999-12-31T23:59:59-12:00 as year 10000, which Python cannot read back). Raises ValueError
+    saying what is wrong."""
+    if not isinstance(value, str):
+        raise ValueError("must be an ISO 8601 date-time string")
+    try:
+        parsed = parse_datetime(value)
+    except ValueError as exc:  # well formed but not a date, e.g. month 13
+        raise ValueError(f"not a valid date-time ({exc})") from exc
+    if parsed is None:
+        raise ValueError("must be an ISO 8601 date-time")
+    if timezone.is_naive(parsed):
+        parsed = parsed.replace(tzinfo=UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError as exc:
+        raise ValueError("out of range: must fall within years 1-9999 in UTC") from exc
+
+
 def _fail(index: int, field: str, message: str) -> InvalidInput:
     return InvalidInput(f"events[{index}].{field}: {message}",
                         details={f"events[{index}].{field}": message})
@@ -69,8 +103,9 @@ def event_spec(raw: Any, index: int) -> EventSpec:
     if unknown:
         raise _fail(index, sorted(unknown)[0], "unknown field")
     etype = raw.get("type")
-    if not isinstance(etype, str) or not TYPE_PATTERN.match(etype):
-        raise _fail(index, "type", "required; letters, digits and _ (at most 32), e.g. Message")
+    problem = event_type_problem(etype)
+    if problem:
+        raise _fail(index, "type", problem)
     content = raw.get("content", "")
     if content is None:
         content = ""
@@ -100,10 +135,10 @@ def event_spec(raw: Any, index: int) -> EventSpec:
         raise _fail(index, "visible", "must be true or false")
     occurred_at = raw.get("occurred_at")
     if occurred_at is not None:
-        parsed = parse_datetime(occurred_at) if isinstance(occurred_at, str) else None
-        if parsed is None:
-            raise _fail(index, "occurred_at", "must be an ISO 8601 date-time")
-        occurred_at = parsed if timezone.is_aware(parsed) else timezone.make_aware(parsed, timezone.utc)
+        try:
+            occurred_at = parse_stored_datetime(occurred_at)
+        except ValueError as exc:
+            raise _fail(index, "occurred_at", str(exc)) from exc
     payload = {k: raw.get(k) for k in sorted(raw) if k != "client_id"}
     payload_hash = hashlib.sha256(
         json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str).encode()

@@ -227,13 +227,22 @@ def _enqueue(*, thread: Thread, kind: str, key: str, params: dict | None = None)
                                      params=params or {}, pending_key=key)
     except IntegrityError:  # a concurrent appender queued it first
         return Job.objects.get(pending_key=key)
-    transaction.on_commit(lambda: send_job(job.pk))
+    # After commit and off the request's thread: a slow or frozen broker never holds up the
+    # write that queued the job (the row is the outbox; beat's recovery re-sends).
+    transaction.on_commit(lambda: _publish(job.pk))
     return job
 
 
+def _publish(job_id: Any) -> None:
+    from contextstore.tasks import publish_after_commit
+
+    publish_after_commit(lambda pk: send_job(pk), job_id)  # send_job looked up when it runs
+
+
 def send_job(job_id: Any) -> None:
-    """Hand a job to the broker. A broker outage must not fail the write that queued it: the job
-    row stays queued and the periodic recovery sends it again."""
+    """Hand a job to the broker, waiting at most the broker's connect/socket timeouts (and one
+    retry). A broker outage must not fail the write that queued it: the job row stays queued
+    and the periodic recovery sends it again."""
     from contextstore.tasks import summarize_job
 
     try:

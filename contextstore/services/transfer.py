@@ -4,7 +4,6 @@ from typing import Any
 
 from django.db import DataError, IntegrityError, transaction
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from contextstore.documents import DOCUMENT_FIELDS, new_document
 from contextstore.errors import Conflict, InvalidInput
@@ -13,7 +12,7 @@ from contextstore.services import history
 from contextstore.services.blocks import block_upsert
 from contextstore.services.common import Actor, audit
 from contextstore.services.document import document_write
-from contextstore.services.events import event_spec
+from contextstore.services.events import event_spec, parse_stored_datetime
 from contextstore.services.sessions import session_ensure
 from contextstore.services.state import check_memory
 from contextstore.services.summaries import summarizer_config_clean
@@ -99,6 +98,14 @@ def _event_from(item: Any, index: int, thread: Thread, now, *, counted: bool) ->
         spec.token_count, spec.thinking_tokens = item["token_count"], item["thinking_tokens"]
     return history.event_build(thread=thread, seq=seq, spec=spec, now=now, position=position,
                                status=status)
+
+
+def _stored_datetime(value: Any, place: str):
+    """A date-time both databases store and read back (events.parse_stored_datetime)."""
+    try:
+        return parse_stored_datetime(value)
+    except ValueError as exc:
+        raise InvalidInput(f"{place}: {exc}", details={place: str(exc)}) from exc
 
 
 def _thread_fields(thread_data: Any) -> dict[str, Any]:
@@ -193,7 +200,8 @@ def thread_import(
                     actor=c.get("actor", ""), event_count=c.get("event_count", 0),
                     tokens_before=c.get("tokens_before", 0),
                     tokens_after=c.get("tokens_after", 0), provenance=c.get("provenance") or {},
-                    undone_at=parse_datetime(c["undone_at"]) if c.get("undone_at") else None,
+                    undone_at=_stored_datetime(c["undone_at"], "collapses[].undone_at")
+                    if c.get("undone_at") else None,
                 )
                 old_collapse_ids[c.get("id")] = collapse
             old_clear_ids = {}
@@ -203,7 +211,8 @@ def thread_import(
                 old_clear_ids[c.get("id")] = Clear.objects.create(
                     thread=thread, actor=str(c.get("actor", ""))[:200], summary=c.get("summary", ""),
                     event_count=c.get("event_count", 0), tokens=c.get("tokens", 0),
-                    undone_at=parse_datetime(c["undone_at"]) if c.get("undone_at") else None,
+                    undone_at=_stored_datetime(c["undone_at"], "clears[].undone_at")
+                    if c.get("undone_at") else None,
                 )
             for item, event in zip(raw_events, events, strict=True):
                 if item.get("collapse") in old_collapse_ids:

@@ -11,6 +11,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.timesince import timesince
 
+from contextstore.models import EVENT_TYPES
 from contextstore.tokens import is_thinking, part_text
 
 register = template.Library()
@@ -24,6 +25,13 @@ TREE_ITEMS = 200
 def pretty_json(value: Any) -> str:
     """Indented JSON as plain text (autoescaped by the template like any other string)."""
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+@register.filter
+def event_type_class(event_type: str) -> str:
+    """CSS class of an event's type: documented types keep their own look; any other name (a
+    framework's own vocabulary) is a generic entry."""
+    return f"t-{event_type.lower()}" if event_type in EVENT_TYPES else "t-generic"
 
 
 @register.filter

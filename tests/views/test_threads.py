@@ -260,3 +260,14 @@ def test_an_undone_collapse_says_so_on_its_own_page(editor_client, thread, actor
     collapse_undo(collapse=collapse, actor=actor)
     html = editor_client.get(f"/threads/{thread.pk}/collapses/{collapse.pk}/").content.decode()
     assert "was undone just now" in html and "No originals" in html
+
+
+def test_an_event_type_of_a_framework_s_own_shows_as_a_generic_escaped_entry(editor_client, thread,
+                                                                              actor):
+    odd = 'langgraph:checkpoint"><script>alert(1)</script>'
+    event_append(thread=thread, events=[{"type": odd, "content": "saved"},
+                                        {"type": "Message", "content": "hi"}], actor=actor)
+    html = editor_client.get(f"/threads/{thread.pk}/").content.decode()
+    assert "<script>alert(1)" not in html
+    assert "langgraph:checkpoint&quot;&gt;&lt;script&gt;" in html
+    assert 'class="event t-generic' in html and 'class="event t-message' in html

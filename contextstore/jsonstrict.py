@@ -1,0 +1,151 @@
+"""JSON as the service accepts it, checked while parsing: at most 64 levels deep (checked before
+json.loads, whose recursion a deep body would exhaust), no repeated key in an object, no lone
+surrogate and no NUL character in any string or key. Shared by the API's parsers
+(contextstore.api.parsers) and JSON form fields (contextstore.fields); no Django imports.
+"""
+
+import json
+import re
+from typing import Any
+
+MAX_JSON_DEPTH = 64
+# A JSON string literal (unrolled loop: fast on long strings); brackets inside one don't nest.
+# An unterminated one runs to the end, so every match succeeds and the scan stays linear.
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
+_INNERMOST = re.compile(r"\[\]|\{\}")
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+# Only escapes can put a surrogate or NUL into a decoded string: strict UTF-8 refuses encoded
+# surrogates, and json refuses raw control characters inside strings.
+_SUSPECT_ESCAPE = re.compile(r"\\u(?:d[89a-f][0-9a-f]{2}|0000)", re.IGNORECASE)
+
+
+def json_depth_exceeded(text: str, limit: int = MAX_JSON_DEPTH) -> int | None:
+    """The character offset where `text` nests deeper than `limit`, or None.
+
+    Runs before json.loads (whose recursion a deep body would exhaust). The fast path strips
+    strings and all but brackets, then peels innermost pairs `limit` times at C speed; only a
+    body that still has brackets left is walked to find where it went too deep.
+    """
+    structure = _NOT_BRACKET.sub("", _STRING.sub('""', text))
+    for _ in range(limit):
+        if not structure:
+            return None
+        peeled = _INNERMOST.sub("", structure)
+        if peeled == structure:
+            break
+        structure = peeled
+    if not structure:
+        return None
+    depth, position, length = 0, 0, len(text)
+    while position < length:
+        char = text[position]
+        if char == '"':
+            position = _STRING.match(text, position).end()
+            continue
+        if char in "[{":
+            depth += 1
+            if depth > limit:
+                return position
+        elif char in "]}":
+            depth -= 1
+        position += 1
+    return None  # unbalanced, not deep: json.loads reports it
+
+
+class _Duplicate(dict):
+    """An object that had a repeated key; found again after parsing to name its path."""
+
+    def __init__(self, pairs: list[tuple[str, Any]], key: str):
+        super().__init__(pairs)
+        self.duplicate = key
+
+
+def _pairs_hook(seen: list[bool]):
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        result = dict(pairs)
+        if len(result) != len(pairs):
+            keys: set[str] = set()
+            for key, _ in pairs:
+                if key in keys:
+                    seen[0] = True
+                    return _Duplicate(pairs, key)
+                keys.add(key)
+        return result
+    return hook
+
+
+def _bad_text(value: str) -> str | None:
+    if "\x00" in value:
+        return "NUL characters (U+0000) are not accepted"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "lone surrogates (e.g. \\ud800) are not valid text"
+    return None
+
+
+def _join(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+def find_bad_value(value: Any, path: str = "") -> tuple[str, str] | None:
+    """(path, problem) of the first duplicate key, lone surrogate or NUL in a parsed body."""
+    if isinstance(value, str):
+        problem = _bad_text(value)
+        return (path or "body", problem) if problem else None
+    if isinstance(value, dict):
+        if isinstance(value, _Duplicate):
+            return (_join(path, value.duplicate), "duplicate key in a JSON object")
+        for key, item in value.items():
+            problem = _bad_text(key)
+            if problem:
+                return (_join(path, ascii(key)[1:-1]), f"object key: {problem}")
+            found = find_bad_value(item, _join(path, key))
+            if found:
+                return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found = find_bad_value(item, _join(path, index))
+            if found:
+                return found
+    return None
+
+
+class JSONRefused(ValueError):
+    """A body that parses but breaks a rule; `place` names where (`body`, `state.plan`...)."""
+
+    def __init__(self, place: str, message: str):
+        super().__init__(f"{place}: {message}")
+        self.place = place
+        self.message = message
+
+
+def strict_loads(text: str) -> Any:
+    """json.loads with the rules above. Raises JSONRefused, or ValueError for text that is not
+    JSON at all (json.JSONDecodeError)."""
+    offset = json_depth_exceeded(text)
+    if offset is not None:
+        raise JSONRefused("body", f"JSON nested deeper than {MAX_JSON_DEPTH} levels "
+                                  f"(at character {offset}).")
+    duplicate = [False]
+    try:
+        data = json.loads(text, object_pairs_hook=_pairs_hook(duplicate))
+    except RecursionError as exc:  # belt and braces: the depth check should have caught it
+        raise JSONRefused("body", "JSON nested too deeply.") from exc
+    if duplicate[0] or _SUSPECT_ESCAPE.search(text):
+        found = find_bad_value(data)
+        if found:
+            raise JSONRefused(*found)
+    return data
+
+
+class StrictJSONDecoder(json.JSONDecoder):
+    """For `forms.JSONField(decoder=...)`: the same rules in admin and dashboard forms."""
+
+    def decode(self, s: str, *args: Any) -> Any:
+        try:
+            return strict_loads(s)
+        except JSONRefused as exc:
+            raise json.JSONDecodeError(str(exc), s, 0) from exc

@@ -1,0 +1,66 @@
+"""Stateful fuzzing of the agent API (schemathesis + hypothesis): sequences of calls that follow
+the links schemathesis finds in the OpenAPI schema (a created session's id feeds its reads and
+writes, a thread's id its events, state, fork...), on whichever database the suite runs on.
+Every answer is held to tests/fuzzing.py's rules (no 5xx, refusals in the error shape naming
+the place, nothing written by a refusal), and the fixture thread reads afterwards.
+Per-operation fuzzing with the same rules is tests/test_schemathesis.py.
+
+Bounded for CI: a fixed number of derandomized sequences of at most 6 calls."""
+
+from typing import Any
+
+import pytest
+import schemathesis
+from django.core import signals
+from django.core.cache import cache
+from django.db import close_old_connections
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
+from schemathesis.checks import not_a_server_error
+
+from contextstore.models import Thread
+from project.wsgi import application
+from tests.fuzzing import assert_thread_reads, check_answer, snapshot
+
+schema = schemathesis.openapi.from_wsgi("/api/schema/", application)
+
+
+@pytest.fixture(autouse=True)
+def in_process_app(settings):
+    """Keep the test transaction's connection open across WSGI calls (as Django's test client
+    does) and switch throttling off."""
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {"token": "off"}}
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    yield
+    signals.request_started.connect(close_old_connections)
+    signals.request_finished.connect(close_old_connections)
+
+
+def test_stateful_sequences_following_the_schema_links(db, token, thread, client):
+    auth = {"Authorization": f"Bearer {token[1]}"}
+    calls: list[int] = []
+
+    class Workflow(schema.as_state_machine()):
+        def setup(self) -> None:
+            cache.clear()
+
+        def get_call_kwargs(self, case: Any) -> dict[str, Any]:
+            return {"headers": auth}
+
+        def call(self, case: Any, **kwargs: Any) -> Any:
+            before = snapshot()
+            response = super().call(case, **kwargs)
+            calls.append(response.status_code)
+            check_answer(response, case, before)
+            return response
+
+        def validate_response(self, response: Any, case: Any, **kwargs: Any) -> None:
+            case.validate_response(response, checks=[not_a_server_error])
+
+    Workflow.run(settings=hypothesis_settings(
+        max_examples=40, stateful_step_count=6, deadline=None, derandomize=True, database=None,
+        suppress_health_check=list(HealthCheck)))
+    assert len(calls) >= 40 and any(code < 300 for code in calls)  # it really ran sequences
+    if Thread.objects.filter(pk=thread.pk).exists():
+        assert_thread_reads(client, token[1], thread.pk)

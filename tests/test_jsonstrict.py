@@ -1,0 +1,63 @@
+"""The JSON rules shared by the API parsers and form fields (contextstore.jsonstrict)."""
+
+import json
+import time
+
+import pytest
+from django import forms
+
+from contextstore.forms import parse_cursor
+from contextstore.jsonstrict import JSONRefused, StrictJSONDecoder, json_depth_exceeded, strict_loads
+
+
+@pytest.mark.parametrize("text, place", [
+    ("[" * 65 + "]" * 65, "body"),
+    ('{"a":' * 100_000 + "1" + "}" * 100_000, "body"),
+    ('{"a": 1, "a": 2}', "a"),
+    ('{"x": [{"k": 1}, {"k": 1, "k": 2}]}', "x[1].k"),
+    ('{"x": "\\ud800"}', "x"),
+    ('{"x": ["ok", "\\udc00"]}', "x[1]"),
+    ('["\\u0000"]', "[0]"),
+    ('{"\\u0000": 1}', "\\x00"),
+])
+def test_it_refuses_with_the_place_named(text, place):
+    with pytest.raises(JSONRefused) as refused:
+        strict_loads(text)
+    assert refused.value.place == place
+
+
+def test_it_keeps_what_is_fine():
+    text = '{"deep": ' + "[" * 63 + "]" * 63 + ', "pair": "\\ud83d\\ude00", "s": "[[[[\\"{{{{", "z": 0}'
+    data = strict_loads(text)
+    assert list(data) == ["deep", "pair", "s", "z"] and data["pair"] == "😀"
+    assert strict_loads("[" * 64 + "]" * 64) is not None
+
+
+def test_brackets_inside_strings_do_not_count_and_unterminated_strings_stay_linear():
+    assert json_depth_exceeded('["' + "[" * 500 + '"]') is None
+    started = time.monotonic()
+    with pytest.raises(ValueError):
+        strict_loads('"\\"' * 300_000)  # every quote escaped: one long unterminated string
+    assert time.monotonic() - started < 2
+
+
+def test_a_large_ordinary_body_costs_little_more_than_json_loads():
+    body = json.dumps({"events": [{"type": "Message", "content": "x" * 200, "data": {"a": [1, {}]}}
+                                  for _ in range(10_000)]})
+    started = time.monotonic()
+    strict_loads(body)
+    assert time.monotonic() - started < 2
+
+
+def test_form_fields_use_the_same_rules():
+    field = forms.JSONField(decoder=StrictJSONDecoder)
+    assert field.clean('{"a": 1}') == {"a": 1}
+    for bad in ('{"a": 1, "a": 2}', "[" * 100 + "]" * 100, '"\\u0000"'):
+        with pytest.raises(forms.ValidationError):
+            field.clean(bad)
+
+
+def test_a_dashboard_cursor_with_an_impossible_date_is_ignored():
+    assert parse_cursor("2024-13-01T00:00:00+00:00~5") is None
+    assert parse_cursor("2024-01-01T00:00:00+00:00~٣") is None
+    assert parse_cursor("2024-01-01T00:00:00+00:00~5") is not None
