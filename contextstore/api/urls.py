@@ -2,12 +2,13 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import SimpleRouter
 
-from contextstore.api import views
+from contextstore.api import sync, views
 from contextstore.api.exceptions import api_not_found
 
 router = SimpleRouter()
 router.register("sessions", views.SessionViewSet, basename="session")
 router.register("threads", views.ThreadViewSet, basename="thread")
+router.register(r"threads/(?P<thread_pk>[0-9]+)/sync", sync.ThreadSyncViewSet, basename="thread-sync")
 router.register("collapses", views.CollapseViewSet, basename="collapse")
 router.register("runs", views.RunViewSet, basename="run")
 router.register("memories", views.MemoryViewSet, basename="memory")

@@ -1,0 +1,385 @@
+"""One sync protocol for every framework adapter.
+
+An adapter keeps its framework's transcript (messages, events) in a thread. It loads the
+working context (`sync_load`), lets the framework run, and saves what changed (`sync_apply`):
+
+- items: the framework's items that are new or changed since the load, each with the framework's
+  own stable id as `key` (or a content digest where the framework has none) and the event to
+  store. A new key is appended; a known key whose content changed is rewritten *in place*: the
+  new version takes the old one's position (and status), the old one is kept as history with
+  status `replaced` and a pointer to its replacement. An unchanged item is a no-op, so a replay
+  changes nothing.
+- removed: keys the framework dropped; their events are retired (status `removed`), never deleted.
+- state / summary / document: the non-transcript part of the save (the thread's state, its
+  summary, the framework's namespace of the thread document), written in the same transaction.
+- base_revision: the revision the adapter loaded. A stale one is refused (412) and nothing
+  changes, whatever part of the save was bad.
+
+Items that people or workers added (a note, the Summary of a collapse, an un-cleared event)
+have no key of this framework; `sync_load` names them `cs:<seq>` so the adapter can hand them
+back unchanged (a no-op) or changed (a rewrite in place, like its own items).
+
+A save larger than one request is sent in parts sharing an upload id: parts before the last are
+only staged (validated, stored in SyncUpload, the thread untouched); the last part applies every
+part in one transaction. So a multi-part save is atomic: other readers never see half of it, a
+refusal leaves the thread as it was, and a client that dies mid-upload leaves only a staged row
+(swept after a day). The answer is kept with the upload, so replaying the last part (a lost
+response) returns the same answer instead of a 412.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from contextstore.errors import InvalidInput, PayloadTooLarge, StaleRevision
+from contextstore.models import Event, Session, SyncUpload, Thread
+from contextstore.services import events as events_service
+from contextstore.services.common import UNSET, Actor, audit, lock_thread, record_revision
+from contextstore.services.state import check_memory
+
+FOREIGN_PREFIX = "cs:"
+NAMESPACE_MAX = 64
+KEY_MAX = 200 - NAMESPACE_MAX - 1
+RETIRED = (Event.Status.REPLACED, Event.Status.REMOVED)
+UPLOAD_TTL = timedelta(days=1)
+
+
+def item_digest(event: dict[str, Any]) -> str:
+    """The digest of an item's event as the adapter sends it (the client computes the same).
+
+    occurred_at is left out: it says when the item was written, not what it says.
+    """
+    payload = {k: v for k, v in event.items() if k not in ("occurred_at", "client_id")}
+    return hashlib.sha256(
+        json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str).encode()
+    ).hexdigest()
+
+
+# -------------------------------------------------------------- the framework's namespace
+
+def namespace_document(thread: Thread, namespace: str) -> Any:
+    """The framework's part of the thread document (today `Thread.extra[namespace]`).
+
+    The only reader and writer of that place, so moving it into the revisioned document is a
+    change here.
+    """
+    return (thread.extra or {}).get(namespace)
+
+
+def _set_namespace_document(thread: Thread, namespace: str, value: Any) -> str:
+    extra = dict(thread.extra or {})
+    if value is None:
+        extra.pop(namespace, None)
+    else:
+        extra[namespace] = value
+    thread.extra = extra
+    return "extra"
+
+
+# -------------------------------------------------------------- input checks
+
+@dataclass
+class _Item:
+    key: str  # as the adapter names it, without the namespace
+    raw: dict[str, Any]
+    spec: events_service.EventSpec
+
+
+def _check_namespace(namespace: Any) -> str:
+    if (not isinstance(namespace, str) or not namespace or len(namespace) > NAMESPACE_MAX
+            or not namespace.replace("_", "").replace("-", "").replace(".", "").isalnum()):
+        raise InvalidInput("namespace is required: letters, digits, . _ - (at most 64).",
+                           details={"namespace": namespace})
+    return namespace
+
+
+def _check_key(key: Any, where: str) -> str:
+    if not isinstance(key, str) or not key or len(key) > KEY_MAX:
+        raise InvalidInput(f"{where}: a key is a non-empty string of at most {KEY_MAX} characters.",
+                           details={where: key})
+    return key
+
+
+def _parse_items(items: Any, offset: int = 0) -> list[_Item]:
+    if not isinstance(items, list):
+        raise InvalidInput("items must be a list.", details={"items": "list"})
+    parsed = []
+    for i, item in enumerate(items, offset):
+        if not isinstance(item, dict) or set(item) - {"key", "event"}:
+            raise InvalidInput(f"items[{i}] must be an object with key and event.",
+                               details={f"items[{i}]": "{key, event}"})
+        key = _check_key(item.get("key"), f"items[{i}].key")
+        raw = item.get("event")
+        if isinstance(raw, dict) and "client_id" in raw:
+            raise InvalidInput(f"items[{i}].event.client_id: the key identifies a synced item.",
+                               details={f"items[{i}].event.client_id": "not allowed"})
+        try:
+            spec = events_service.event_spec(raw, i)
+        except InvalidInput as exc:  # name the item, not an "events[...]" the caller never sent
+            raise InvalidInput(exc.message.replace("events[", "items[", 1),
+                               details={k.replace("events[", "items[", 1): v
+                                        for k, v in exc.details.items()}) from exc
+        parsed.append(_Item(key, raw, spec))
+    return parsed
+
+
+def _parse_removed(removed: Any) -> list[str]:
+    if removed is None:
+        return []
+    if not isinstance(removed, list):
+        raise InvalidInput("removed must be a list of keys.", details={"removed": "list"})
+    return [_check_key(k, f"removed[{i}]") for i, k in enumerate(removed)]
+
+
+def _check_part_size(items: list, removed: list) -> None:
+    limit = settings.CONTEXTSTORE["MAX_EVENTS_PER_BATCH"]
+    if len(items) + len(removed) > limit:
+        raise PayloadTooLarge(
+            f"At most {limit} items and removals per request; send the rest as further parts "
+            "of the same upload.", details={"items": f"at most {limit} per part"})
+
+
+# -------------------------------------------------------------- load
+
+def sync_load(*, thread: Thread, namespace: str) -> dict[str, Any]:
+    """The thread's working context as keyed items, with what a save must name as its base."""
+    namespace = _check_namespace(namespace)
+    prefix = namespace + ":"
+    thread = Thread.objects.get(pk=thread.pk)  # one consistent read of revision and document
+    rows = (Event.objects.filter(thread=thread, status=Event.Status.ACTIVE)
+            .select_related("run").order_by("position", "seq"))
+    items = []
+    for event in rows.iterator(chunk_size=2000):
+        own = bool(event.item_key and event.item_key.startswith(prefix))
+        items.append({
+            "key": event.item_key[len(prefix):] if own else f"{FOREIGN_PREFIX}{event.seq}",
+            "own": own, "digest": event.payload_hash if own else "", "event": event,
+        })
+    return {
+        "revision": thread.revision, "state": thread.state, "summary": thread.summary,
+        "document": namespace_document(thread, namespace), "items": items,
+    }
+
+
+# -------------------------------------------------------------- save
+
+def sync_apply(
+    *, thread: Thread, namespace: str, actor: Actor, items: Any = None, removed: Any = None,
+    base_revision: Any = None, upload_id: Any = None, part: int = 0, parts: int = 1,
+    state: Any = UNSET, summary: Any = UNSET, document: Any = UNSET, memory: Any = UNSET,
+) -> dict[str, Any]:
+    """Stage one part of a save, or (the last part) apply the whole save in one transaction.
+
+    Returns {"status": "staged", ...} for an early part, else the applied save's counts and the
+    thread's new revision.
+    """
+    namespace = _check_namespace(namespace)
+    if base_revision is not None and (not isinstance(base_revision, int)
+                                      or isinstance(base_revision, bool) or base_revision < 0):
+        raise InvalidInput("base_revision must be a revision number or null.",
+                           details={"base_revision": base_revision})
+    if upload_id is not None and (not isinstance(upload_id, str) or not 0 < len(upload_id) <= 64):
+        raise InvalidInput("upload_id must be a string of at most 64 characters.",
+                           details={"upload_id": upload_id})
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in (part, parts)) or not (
+            0 <= part < parts):
+        raise InvalidInput("part must be 0 ≤ part < parts.", details={"part": part, "parts": parts})
+    if parts > 1 and upload_id is None:
+        raise InvalidInput("A save in several parts needs an upload_id.",
+                           details={"upload_id": "required"})
+    items = [] if items is None else items
+    removed = [] if removed is None else removed
+    _check_part_size(items if isinstance(items, list) else [], removed if isinstance(removed, list) else [])
+    parsed = _parse_items(items)
+    gone = _parse_removed(removed)
+    if state is not UNSET and not isinstance(state, dict):
+        raise InvalidInput("state must be a JSON object.", details={"state": "object"})
+    if summary is not UNSET and not isinstance(summary, str):
+        raise InvalidInput("summary must be a string.", details={"summary": "string"})
+    if memory is not UNSET:
+        check_memory(memory)
+
+    if part < parts - 1:
+        return _stage(thread=thread, upload_id=upload_id, part=part, parts=parts,
+                      items=items, removed=removed)
+
+    with transaction.atomic():
+        thread = lock_thread(thread)
+        upload = (SyncUpload.objects.select_for_update().filter(thread=thread, upload_id=upload_id)
+                  .first() if upload_id else None)
+        if upload is not None and upload.result is not None:
+            return {**upload.result, "replayed": True}  # the answer the first delivery got
+        if base_revision is not None and base_revision != thread.revision:
+            raise StaleRevision(
+                f"The thread is at revision {thread.revision}, not {base_revision}; "
+                "load it again and retry.",
+                details={"current_revision": thread.revision, "base_revision": base_revision})
+        if parts > 1:
+            staged = (upload.parts if upload is not None else {})
+            missing = [n for n in range(parts - 1) if str(n) not in staged]
+            if missing:
+                raise InvalidInput(f"Parts {missing} of upload {upload_id} never arrived.",
+                                   code="incomplete_upload", details={"missing_parts": missing})
+            earlier_items, earlier_removed, offset = [], [], 0
+            for n in range(parts - 1):
+                earlier_items += _parse_items(staged[str(n)]["items"], offset)
+                offset += len(staged[str(n)]["items"])
+                earlier_removed += staged[str(n)]["removed"]
+            parsed = earlier_items + parsed
+            gone = earlier_removed + gone
+        result = _apply(thread=thread, namespace=namespace, items=parsed, removed=gone,
+                        actor=actor, state=state, summary=summary, document=document,
+                        memory=memory)
+        if upload_id:
+            SyncUpload.objects.update_or_create(
+                thread=thread, upload_id=upload_id, defaults={"parts": {}, "result": result})
+            SyncUpload.objects.filter(
+                thread=thread, created_at__lt=timezone.now() - UPLOAD_TTL).delete()
+    if result["created"] or result["rewritten"]:
+        from contextstore.services.summaries import summarization_check
+
+        summarization_check(thread=thread)
+    return result
+
+
+def _stage(*, thread: Thread, upload_id: str, part: int, parts: int, items: list,
+           removed: list) -> dict[str, Any]:
+    with transaction.atomic():
+        upload, _ = SyncUpload.objects.select_for_update().get_or_create(
+            thread=thread, upload_id=upload_id)
+        if upload.result is not None:
+            return {"status": "applied", "upload_id": upload_id, **upload.result}
+        upload.parts = {**upload.parts, str(part): {"items": items, "removed": removed}}
+        upload.save(update_fields=["parts"])
+    return {"status": "staged", "upload_id": upload_id, "part": part, "parts": parts}
+
+
+def _apply(*, thread: Thread, namespace: str, items: list[_Item], removed: list[str],
+           actor: Actor, state: Any, summary: Any, document: Any, memory: Any) -> dict[str, Any]:
+    """The whole save, inside the caller's transaction with the thread locked."""
+    prefix = namespace + ":"
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        if item.key in seen:
+            raise InvalidInput(f"items[{i}].key {item.key!r} appears twice in one save.",
+                               details={f"items[{i}].key": item.key})
+        seen.add(item.key)
+    current = _current_versions(thread, prefix, [*seen, *removed])
+
+    fresh: list[tuple[int, events_service.EventSpec]] = []
+    rewrites: list[tuple[int, Event]] = []  # (index into fresh, old version)
+    unchanged = 0
+    for item in items:
+        digest = item_digest(item.raw)
+        item.spec.payload_hash = digest
+        old = current.get(item.key)
+        if old is not None and old.payload_hash == digest:
+            unchanged += 1
+            continue
+        if old is not None:
+            rewrites.append((len(fresh), old))
+        fresh.append((len(fresh), item.spec))
+    keys = [item.key for item in items if current.get(item.key) is None
+            or current[item.key].payload_hash != item.spec.payload_hash]
+
+    now = timezone.now()
+    retire = [current[k] for k in dict.fromkeys(removed) if k in current and k not in seen]
+    # Old versions leave the unique item-key index before their successors enter it.
+    if rewrites:
+        Event.objects.filter(pk__in=[old.pk for _, old in rewrites]).update(
+            status=Event.Status.REPLACED, collapse=None)
+    results: list[Event | None] = [None] * len(fresh)
+    created = events_service._insert(thread, fresh, results, now) if fresh else []
+    for obj, key in zip(created, keys, strict=True):
+        obj.item_key = prefix + key
+    if created:
+        Event.objects.bulk_update(created, ["item_key"], batch_size=1000)
+
+    active_delta, token_delta = 0, 0
+    for index, old in rewrites:
+        new = created[index]
+        # The new version stands where the old one stood, in the same state of the context.
+        Event.objects.filter(pk=new.pk).update(position=old.position, status=old.status,
+                                               collapse=old.collapse_id)
+        Event.objects.filter(pk=old.pk).update(replaced_by=new.pk)
+        if old.status == Event.Status.ACTIVE and old.visible:
+            active_delta -= 1
+            token_delta -= old.token_count
+        if old.status != Event.Status.ACTIVE and new.visible:  # _insert counted it as active
+            active_delta -= 1
+            token_delta -= new.token_count
+    if retire:
+        Event.objects.filter(pk__in=[e.pk for e in retire]).update(
+            status=Event.Status.REMOVED, collapse=None)
+        for event in retire:
+            if event.status == Event.Status.ACTIVE and event.visible:
+                active_delta -= 1
+                token_delta -= event.token_count
+    if active_delta or token_delta:
+        Thread.objects.filter(pk=thread.pk).update(
+            active_event_count=F("active_event_count") + active_delta,
+            active_tokens=F("active_tokens") + token_delta)
+
+    fields = []
+    if state is not UNSET:
+        thread.state = state
+        fields.append("state")
+    if memory is not UNSET:
+        thread.memory = memory
+        fields.append("memory")
+    if summary is not UNSET:
+        thread.summary = summary
+        fields.append("summary")
+    if document is not UNSET:
+        fields.append(_set_namespace_document(thread, namespace, document))
+    changed = bool(created or retire or fields)
+    if changed:
+        # The history counters were updated in SQL above; re-read them so saving the revision
+        # does not write the stale in-memory copies back.
+        thread.refresh_from_db(fields=["active_event_count", "active_tokens", "last_seq",
+                                       "event_count", "token_total", "last_event_at"])
+        record_revision(thread=thread, reason=f"sync {namespace}", actor=actor, fields=fields)
+        Session.objects.filter(pk=thread.session_id).update(last_activity_at=now)
+        audit(actor=actor, action="thread.sync", target=thread, workspace=thread.workspace,
+              namespace=namespace, created=len(created) - len(rewrites),
+              rewritten=len(rewrites), removed=len(retire), fields=fields,
+              revision=thread.revision)
+    return {"status": "applied", "revision": thread.revision,
+            "created": len(created) - len(rewrites), "rewritten": len(rewrites),
+            "removed": len(retire), "unchanged": unchanged}
+
+
+def _current_versions(thread: Thread, prefix: str, keys: list[str]) -> dict[str, Event]:
+    """The current (not retired) event of each key: the framework's own items by item_key,
+    `cs:<seq>` items (added by others) by their latest rewrite under this key, else by seq."""
+    if not keys:
+        return {}
+    found: dict[str, Event] = {}
+    for start in range(0, len(keys), 500):
+        chunk = keys[start:start + 500]
+        for event in (Event.objects.filter(thread=thread, item_key__in=[prefix + k for k in chunk])
+                      .exclude(status__in=RETIRED)
+                      .only("pk", "item_key", "payload_hash", "position", "status", "visible",
+                            "token_count", "collapse")):
+            found[event.item_key[len(prefix):]] = event
+    seqs = {}
+    for key in keys:
+        if key not in found and key.startswith(FOREIGN_PREFIX) and key[3:].isdigit():
+            seqs[int(key[3:])] = key
+    for start in range(0, len(seqs), 500):
+        chunk = list(seqs)[start:start + 500]
+        for event in (Event.objects.filter(thread=thread, seq__in=chunk)
+                      .exclude(status__in=RETIRED)
+                      .only("pk", "seq", "item_key", "payload_hash", "position", "status",
+                            "visible", "token_count", "collapse")):
+            found[seqs[event.seq]] = event
+    return found
