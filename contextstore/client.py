@@ -348,7 +348,7 @@ class SyncLoad:
 
 def item_digest(event: dict[str, Any]) -> str:
     """The digest the server keeps for a synced item (services/sync.py computes the same)."""
-    payload = {k: v for k, v in event.items() if k not in ("occurred_at", "client_id")}
+    payload = {k: v for k, v in event.items() if k not in ("occurred_at", "run_id", "client_id")}
     return hashlib.sha256(json_module.dumps(
         payload, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 

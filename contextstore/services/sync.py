@@ -56,9 +56,10 @@ UPLOAD_TTL = timedelta(days=1)
 def item_digest(event: dict[str, Any]) -> str:
     """The digest of an item's event as the adapter sends it (the client computes the same).
 
-    occurred_at is left out: it says when the item was written, not what it says.
+    occurred_at and run_id are left out: they say when and in which call the item was written,
+    not what it says.
     """
-    payload = {k: v for k, v in event.items() if k not in ("occurred_at", "client_id")}
+    payload = {k: v for k, v in event.items() if k not in ("occurred_at", "run_id", "client_id")}
     return hashlib.sha256(
         json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str).encode()
     ).hexdigest()
