@@ -344,6 +344,7 @@ class SyncLoad:
     summary: str
     document: Any
     items: list[SyncItem]
+    rendered: Any = None  # the same moment in a framework's own format (format="peteos")
 
 
 def item_digest(event: dict[str, Any]) -> str:
@@ -750,14 +751,14 @@ class ThreadHandle:
 
     # -- the sync protocol (framework adapters)
 
-    def sync_load(self, namespace: str) -> SyncLoad:
+    def sync_load(self, namespace: str, *, format: str | None = None) -> SyncLoad:
         """The working context as keyed items of `namespace`, with the revision to save on."""
-        data = self._json("GET", "sync/", params={"namespace": namespace})
+        data = self._json("GET", "sync/", params={"namespace": namespace, "format": format})
         return SyncLoad(
             revision=data["revision"], state=data["state"], summary=data["summary"],
             document=data["document"],
             items=[SyncItem(i["key"], i["own"], i["digest"], _event(i["event"]))
-                   for i in data["items"]])
+                   for i in data["items"]], rendered=data.get("rendered"))
 
     def sync_save(self, namespace: str, *, items: list[dict[str, Any]] | None = None,
                   removed: list[str] | None = None, base_revision: int | None = None,
@@ -812,8 +813,8 @@ class SyncTracker:
         self.revision: int | None = None
         self.digests: dict[str, str] = {}
 
-    def load(self) -> SyncLoad:
-        loaded = self.thread.sync_load(self.namespace)
+    def load(self, *, format: str | None = None) -> SyncLoad:
+        loaded = self.thread.sync_load(self.namespace, format=format)
         self.revision = loaded.revision
         self.digests = {i.key: i.digest for i in loaded.items if i.own}
         return loaded

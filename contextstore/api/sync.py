@@ -30,6 +30,8 @@ class SyncLoadSerializer(serializers.Serializer):
     summary = serializers.CharField()
     document = JSON_ANY(allow_null=True, help_text="The namespace's part of the thread document.")
     items = SyncItemSerializer(many=True, help_text="The working context in order.")
+    rendered = JSON_ANY(required=False, help_text="With format=peteos: the same moment as a "
+                                                  "peteos context JSON.")
 
 
 class SyncSaveInItemSerializer(serializers.Serializer):
@@ -89,12 +91,14 @@ class ThreadSyncViewSet(viewsets.GenericViewSet):
 
         return get_object_or_404(self.get_queryset(), pk=self.kwargs["thread_pk"])
 
-    @extend_schema(parameters=[OpenApiParameter("namespace", str, required=True)],
+    @extend_schema(parameters=[OpenApiParameter("namespace", str, required=True),
+                               OpenApiParameter("format", str, enum=["peteos"])],
                    responses=SyncLoadSerializer,
                    summary="Load the working context as keyed items of a framework namespace")
     def list(self, request: Request, thread_pk: str) -> Response:
         loaded = sync.sync_load(thread=self.get_object(),
-                                namespace=request.query_params.get("namespace"))
+                                namespace=request.query_params.get("namespace"),
+                                format=request.query_params.get("format"))
         loaded["items"] = [{**item, "event": EventSerializer(item["event"]).data}
                            for item in loaded["items"]]
         return Response(loaded, headers={"ETag": f'"{loaded["revision"]}"'})

@@ -51,6 +51,9 @@ NAMESPACE_MAX = 64
 KEY_MAX = 200 - NAMESPACE_MAX - 1
 RETIRED = (Event.Status.REPLACED, Event.Status.REMOVED)
 UPLOAD_TTL = timedelta(days=1)
+FIELDS = ("pk", "seq", "item_key", "client_id", "payload_hash", "position", "status", "visible",
+          "token_count", "collapse", "type", "role", "content", "parts", "data", "anchor", "step",
+          "call_id")
 
 
 def item_digest(event: dict[str, Any]) -> str:
@@ -151,24 +154,37 @@ def _check_part_size(items: list, removed: list) -> None:
 
 # -------------------------------------------------------------- load
 
-def sync_load(*, thread: Thread, namespace: str) -> dict[str, Any]:
-    """The thread's working context as keyed items, with what a save must name as its base."""
+def sync_load(*, thread: Thread, namespace: str, format: str | None = None) -> dict[str, Any]:
+    """The thread's working context as keyed items, with what a save must name as its base.
+
+    Read under the thread's lock, so the items, the revision and the document are one moment of
+    the thread (every writer takes that lock). format="peteos" adds the same moment as a peteos
+    context JSON (services/peteos.py), for the adapter that loads whole contexts.
+    """
     namespace = _check_namespace(namespace)
+    if format not in (None, "", "peteos"):
+        raise InvalidInput("format must be peteos or absent.", details={"format": format})
     prefix = namespace + ":"
-    thread = Thread.objects.get(pk=thread.pk)  # one consistent read of revision and document
-    rows = (Event.objects.filter(thread=thread, status=Event.Status.ACTIVE)
-            .select_related("run").order_by("position", "seq"))
-    items = []
-    for event in rows.iterator(chunk_size=2000):
-        own = bool(event.item_key and event.item_key.startswith(prefix))
-        items.append({
-            "key": event.item_key[len(prefix):] if own else f"{FOREIGN_PREFIX}{event.seq}",
-            "own": own, "digest": event.payload_hash if own else "", "event": event,
-        })
-    return {
-        "revision": thread.revision, "state": thread.state, "summary": thread.summary,
-        "document": namespace_document(thread, namespace), "items": items,
-    }
+    with transaction.atomic():
+        thread = lock_thread(thread)
+        rows = (Event.objects.filter(thread=thread, status=Event.Status.ACTIVE)
+                .select_related("run").order_by("position", "seq"))
+        items = []
+        for event in rows.iterator(chunk_size=2000):
+            own = bool(event.item_key and event.item_key.startswith(prefix))
+            items.append({
+                "key": event.item_key[len(prefix):] if own else f"{FOREIGN_PREFIX}{event.seq}",
+                "own": own, "digest": event.payload_hash if own else "", "event": event,
+            })
+        loaded = {
+            "revision": thread.revision, "state": thread.state, "summary": thread.summary,
+            "document": namespace_document(thread, namespace), "items": items,
+        }
+        if format == "peteos":
+            from contextstore.services.peteos import thread_to_peteos
+
+            loaded["rendered"] = thread_to_peteos(thread=thread)
+    return loaded
 
 
 # -------------------------------------------------------------- save
@@ -278,13 +294,20 @@ def _apply(*, thread: Thread, namespace: str, items: list[_Item], removed: list[
 
     fresh: list[tuple[int, events_service.EventSpec]] = []
     rewrites: list[tuple[int, Event]] = []  # (index into fresh, old version)
-    unchanged = 0
+    unchanged = adopted = 0
     for item in items:
         digest = item_digest(item.raw)
         item.spec.payload_hash = digest
         old = current.get(item.key)
         if old is not None and old.payload_hash == digest:
             unchanged += 1
+            continue
+        if old is not None and old.item_key is None and _same_content(old, item.spec):
+            # Stored before by an import or an earlier adapter, unchanged: it becomes this
+            # item's current version as it is, rather than a second copy.
+            Event.objects.filter(pk=old.pk).update(item_key=prefix + item.key, payload_hash=digest)
+            old.payload_hash = digest
+            adopted += 1
             continue
         if old is not None:
             rewrites.append((len(fresh), old))
@@ -342,7 +365,7 @@ def _apply(*, thread: Thread, namespace: str, items: list[_Item], removed: list[
         fields.append("summary")
     if document is not UNSET:
         fields.append(_set_namespace_document(thread, namespace, document))
-    changed = bool(created or retire or fields)
+    changed = bool(created or retire or fields or adopted)
     if changed:
         # The history counters were updated in SQL above; re-read them so saving the revision
         # does not write the stale in-memory copies back.
@@ -356,7 +379,13 @@ def _apply(*, thread: Thread, namespace: str, items: list[_Item], removed: list[
               revision=thread.revision)
     return {"status": "applied", "revision": thread.revision,
             "created": len(created) - len(rewrites), "rewritten": len(rewrites),
-            "removed": len(retire), "unchanged": unchanged}
+            "removed": len(retire), "unchanged": unchanged + adopted}
+
+
+def _same_content(event: Event, spec: events_service.EventSpec) -> bool:
+    return (event.type, event.role, event.content, event.parts, event.data, event.anchor,
+            event.step, event.call_id) == (spec.type, spec.role, spec.content, spec.parts,
+                                           spec.data, spec.anchor, spec.step, spec.call_id)
 
 
 def _current_versions(thread: Thread, prefix: str, keys: list[str]) -> dict[str, Event]:
@@ -368,10 +397,16 @@ def _current_versions(thread: Thread, prefix: str, keys: list[str]) -> dict[str,
     for start in range(0, len(keys), 500):
         chunk = keys[start:start + 500]
         for event in (Event.objects.filter(thread=thread, item_key__in=[prefix + k for k in chunk])
-                      .exclude(status__in=RETIRED)
-                      .only("pk", "item_key", "payload_hash", "position", "status", "visible",
-                            "token_count", "collapse")):
+                      .exclude(status__in=RETIRED).only(*FIELDS)):
             found[event.item_key[len(prefix):]] = event
+    # Events an earlier adapter or an import stored under the client_id "<namespace>:<key>".
+    legacy = {prefix + k: k for k in keys if k not in found}
+    legacy_keys = list(legacy)
+    for start in range(0, len(legacy_keys), 500):
+        for event in (Event.objects.filter(thread=thread, item_key__isnull=True,
+                                           client_id__in=legacy_keys[start:start + 500])
+                      .exclude(status__in=RETIRED).only(*FIELDS)):
+            found[legacy[event.client_id]] = event
     seqs = {}
     for key in keys:
         if key not in found and key.startswith(FOREIGN_PREFIX) and key[3:].isdigit():
@@ -379,8 +414,6 @@ def _current_versions(thread: Thread, prefix: str, keys: list[str]) -> dict[str,
     for start in range(0, len(seqs), 500):
         chunk = list(seqs)[start:start + 500]
         for event in (Event.objects.filter(thread=thread, seq__in=chunk)
-                      .exclude(status__in=RETIRED)
-                      .only("pk", "seq", "item_key", "payload_hash", "position", "status",
-                            "visible", "token_count", "collapse")):
+                      .exclude(status__in=RETIRED).only(*FIELDS)):
             found[seqs[event.seq]] = event
     return found
