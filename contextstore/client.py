@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -621,10 +622,10 @@ class ThreadHandle:
             body["placement"] = placement
         if order is not None:
             body["order"] = order
-        return _build(Block, self._json("PUT", f"blocks/{name}/", json=body))
+        return _build(Block, self._json("PUT", f"blocks/{_segment(name)}/", json=body))
 
     def delete_block(self, name: str) -> None:
-        self._json("DELETE", f"blocks/{name}/")
+        self._json("DELETE", f"blocks/{_segment(name)}/")
 
     # -- state
 
@@ -679,7 +680,7 @@ class ThreadHandle:
     def get_step_result(self, step: str) -> Any:
         """The current result of a step, or None when there is none (like clientai)."""
         try:
-            return self._json("GET", f"results/{step}/")["result"]
+            return self._json("GET", f"results/{_segment(step)}/")["result"]
         except NotFound:
             return None
 
@@ -742,12 +743,12 @@ class ThreadHandle:
     def provider_state(self, name: str) -> ProviderState | None:
         """A context provider's serialized state on this thread, or None if never saved."""
         try:
-            return _build(ProviderState, self._json("GET", f"providers/{name}/"))
+            return _build(ProviderState, self._json("GET", f"providers/{_segment(name)}/"))
         except NotFound:
             return None
 
     def put_provider_state(self, name: str, state: Any) -> ProviderState:
-        return _build(ProviderState, self._json("PUT", f"providers/{name}/", json={"state": state}))
+        return _build(ProviderState, self._json("PUT", f"providers/{_segment(name)}/", json={"state": state}))
 
     # -- the sync protocol (framework adapters)
 
@@ -848,6 +849,12 @@ class SyncTracker:
 
 
 # ------------------------------------------------------------------------------- helpers
+
+def _segment(name: str) -> str:
+    """A name as one URL path segment: "?" and "#" (and the rest) percent-encoded. A "/" cannot
+    be carried in a path segment at all (servers decode it before routing)."""
+    return quote(name, safe="")
+
 
 def _param(value: Any) -> Any:
     return ("true" if value else "false") if isinstance(value, bool) else value

@@ -67,6 +67,8 @@ class SyncResultSerializer(serializers.Serializer):
     rewritten = serializers.IntegerField(required=False)
     removed = serializers.IntegerField(required=False)
     unchanged = serializers.IntegerField(required=False)
+    stored = serializers.ListField(child=serializers.DictField(), required=False,
+                                   help_text="key, seq and position of each item written.")
 
 
 FIELDS = {"namespace", "base_revision", "items", "removed", "state", "memory", "summary",

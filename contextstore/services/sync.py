@@ -377,9 +377,13 @@ def _apply(*, thread: Thread, namespace: str, items: list[_Item], removed: list[
               namespace=namespace, created=len(created) - len(rewrites),
               rewritten=len(rewrites), removed=len(retire), fields=fields,
               revision=thread.revision)
+    positions = {new.pk: old.position for new, old in
+                 ((created[index], old) for index, old in rewrites)}
     return {"status": "applied", "revision": thread.revision,
             "created": len(created) - len(rewrites), "rewritten": len(rewrites),
-            "removed": len(retire), "unchanged": unchanged + adopted}
+            "removed": len(retire), "unchanged": unchanged + adopted,
+            "stored": [{"key": key, "seq": obj.seq, "position": positions.get(obj.pk, obj.position)}
+                       for obj, key in zip(created, keys, strict=True)]}
 
 
 def _same_content(event: Event, spec: events_service.EventSpec) -> bool:

@@ -39,7 +39,9 @@ def test_new_items_are_appended_in_order_and_a_replay_changes_nothing(thread, ac
     first = sync_apply(thread=thread, namespace="fw", actor=actor, base_revision=0,
                        items=[item("a", "one"), item("b", "two")], upload_id="u1")
     assert first == {"status": "applied", "revision": 1, "created": 2, "rewritten": 0,
-                     "removed": 0, "unchanged": 0}
+                     "removed": 0, "unchanged": 0,
+                     "stored": [{"key": "a", "seq": 1, "position": 1},
+                                {"key": "b", "seq": 2, "position": 2}]}
     before = snapshot(thread)
     again = sync_apply(thread=thread, namespace="fw", actor=actor, base_revision=0,
                        items=[item("a", "one"), item("b", "two")], upload_id="u1")
