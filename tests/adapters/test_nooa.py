@@ -128,8 +128,8 @@ def normalized(calls: list) -> list[str]:
     import json
     import re
 
-    return [re.sub(r"(prefill|call|codeact_inline)_[0-9a-f]{6,}", r"\1_*", json.dumps(c, default=str, indent=1))
-            for c in calls]
+    ids = re.compile(r"(prefill|call|codeact_inline)_[0-9a-f]{6,}")
+    return [ids.sub(r"\1_*", json.dumps(c, default=str, indent=1)) for c in calls]
 
 
 def nooa_turn(storage, n: int, seen: list) -> int:
