@@ -355,6 +355,9 @@ def item_digest(event: dict[str, Any]) -> str:
         payload, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 
 
+UNSET_TIME: Any = "local"  # set_input's default: this process's local time
+
+
 def local_now() -> str:
     """The agent's local time with its UTC offset, as the server stores it for the framework."""
     return datetime.now().astimezone().isoformat()
@@ -670,15 +673,21 @@ class ThreadHandle:
 
     # -- clientai AgentContext
 
-    def set_input(self, input_data: Any) -> State:
-        """clientai set_input: moves the previous interaction to history."""
-        return _state(self._json("POST", "input/", json={"input": input_data}))
+    def set_input(self, input_data: Any, *, timestamp: str | None = UNSET_TIME) -> State:
+        """clientai set_input: moves the previous interaction to history, stamped with
+        `timestamp` (default: this process's local time with its offset; None: the server's)."""
+        body: dict[str, Any] = {"input": input_data}
+        if timestamp is not None:
+            body["timestamp"] = local_now() if timestamp is UNSET_TIME else timestamp
+        return _state(self._json("POST", "input/", json=body))
 
     def set_step_result(self, step: str, result: Any) -> Any:
         return self._json("POST", "results/", json={"step": step, "result": result})["result"]
 
     def get_step_result(self, step: str) -> Any:
         """The current result of a step, or None when there is none (like clientai)."""
+        if not step:  # no path segment for the empty name: read it from the state
+            return self.state().last_results.get(step)
         try:
             return self._json("GET", f"results/{_segment(step)}/")["result"]
         except NotFound:

@@ -51,6 +51,7 @@ class SyncSaveInSerializer(serializers.Serializer):
     state = serializers.DictField(required=False)
     memory = serializers.ListField(child=serializers.DictField(), required=False)
     summary = serializers.CharField(required=False, allow_blank=True)
+    last_results = serializers.DictField(required=False, help_text="clientai's step results.")
     document = JSON_ANY(required=False, allow_null=True,
                         help_text="The namespace's part of the thread document (null removes).")
     upload_id = serializers.CharField(required=False, max_length=64,
@@ -72,7 +73,7 @@ class SyncResultSerializer(serializers.Serializer):
 
 
 FIELDS = {"namespace", "base_revision", "items", "removed", "state", "memory", "summary",
-          "document", "upload_id", "part", "parts"}
+          "last_results", "document", "upload_id", "part", "parts"}
 
 
 @extend_schema(tags=["threads"])
@@ -114,7 +115,8 @@ class ThreadSyncViewSet(viewsets.GenericViewSet):
         if unknown:
             raise serializers.ValidationError({sorted(unknown)[0]: "unknown field"})
         # Shapes only; the service checks each item's event as an append would.
-        parse(SyncSaveInSerializer, {k: v for k, v in data.items() if k not in ("items", "state")})
+        parse(SyncSaveInSerializer, {k: v for k, v in data.items()
+                                     if k not in ("items", "state", "memory", "last_results")})
         thread = self.get_object()
         result = sync.sync_apply(
             thread=thread, actor=actor_of(request), namespace=data.get("namespace"),
@@ -123,6 +125,7 @@ class ThreadSyncViewSet(viewsets.GenericViewSet):
             part=data.get("part", 0), parts=data.get("parts", 1),
             state=data.get("state", UNSET), memory=data.get("memory", UNSET),
             summary=data.get("summary", UNSET), document=data.get("document", UNSET),
+            last_results=data.get("last_results", UNSET),
         )
         code = status.HTTP_202_ACCEPTED if result["status"] == "staged" else status.HTTP_200_OK
         return Response(result, status=code)

@@ -10,8 +10,9 @@ working context (`sync_load`), lets the framework run, and saves what changed (`
   status `replaced` and a pointer to its replacement. An unchanged item is a no-op, so a replay
   changes nothing.
 - removed: keys the framework dropped; their events are retired (status `removed`), never deleted.
-- state / summary / document: the non-transcript part of the save (the thread's state, its
-  summary, the framework's namespace of the thread document), written in the same transaction.
+- state / memory / summary / last_results / document: the non-transcript part of the save (the
+  thread's state, memory, summary, clientai step results, the framework's namespace of the
+  thread document), written in the same transaction.
 - base_revision: the revision the adapter loaded. A stale one is refused (412) and nothing
   changes, whatever part of the save was bad.
 
@@ -193,6 +194,7 @@ def sync_apply(
     *, thread: Thread, namespace: str, actor: Actor, items: Any = None, removed: Any = None,
     base_revision: Any = None, upload_id: Any = None, part: int = 0, parts: int = 1,
     state: Any = UNSET, summary: Any = UNSET, document: Any = UNSET, memory: Any = UNSET,
+    last_results: Any = UNSET,
 ) -> dict[str, Any]:
     """Stage one part of a save, or (the last part) apply the whole save in one transaction.
 
@@ -224,6 +226,8 @@ def sync_apply(
         raise InvalidInput("summary must be a string.", details={"summary": "string"})
     if memory is not UNSET:
         check_memory(memory)
+    if last_results is not UNSET and not isinstance(last_results, dict):
+        raise InvalidInput("last_results must be a JSON object.", details={"last_results": "object"})
 
     if part < parts - 1:
         return _stage(thread=thread, upload_id=upload_id, part=part, parts=parts,
@@ -255,7 +259,7 @@ def sync_apply(
             gone = earlier_removed + gone
         result = _apply(thread=thread, namespace=namespace, items=parsed, removed=gone,
                         actor=actor, state=state, summary=summary, document=document,
-                        memory=memory)
+                        memory=memory, last_results=last_results)
         if upload_id:
             SyncUpload.objects.update_or_create(
                 thread=thread, upload_id=upload_id, defaults={"parts": {}, "result": result})
@@ -281,7 +285,8 @@ def _stage(*, thread: Thread, upload_id: str, part: int, parts: int, items: list
 
 
 def _apply(*, thread: Thread, namespace: str, items: list[_Item], removed: list[str],
-           actor: Actor, state: Any, summary: Any, document: Any, memory: Any) -> dict[str, Any]:
+           actor: Actor, state: Any, summary: Any, document: Any, memory: Any,
+           last_results: Any) -> dict[str, Any]:
     """The whole save, inside the caller's transaction with the thread locked."""
     prefix = namespace + ":"
     seen: set[str] = set()
@@ -363,6 +368,9 @@ def _apply(*, thread: Thread, namespace: str, items: list[_Item], removed: list[
     if summary is not UNSET:
         thread.summary = summary
         fields.append("summary")
+    if last_results is not UNSET:  # clientai's step results, as the workflow left them
+        thread.last_results = last_results
+        fields.append("last_results")
     if document is not UNSET:
         fields.append(_set_namespace_document(thread, namespace, document))
     changed = bool(created or retire or fields or adopted)
