@@ -781,7 +781,10 @@ class ThreadHandle:
         all; each part, and the whole save, can be resent safely (same upload id).
         `document_parts`: state, memory, summary, document, sent with the last part.
         """
-        items, removed = items or [], removed or []
+        removed = removed or []
+        now = local_now()  # the agent's time for items that carry none (not part of a digest)
+        items = [item if "occurred_at" in item.get("event", {}) else
+                 {**item, "event": {**item["event"], "occurred_at": now}} for item in items or []]
         upload_id = uuid.uuid4().hex
         chunks: list[tuple[list, list]] = [([], [])]
         size = 0

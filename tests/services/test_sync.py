@@ -24,6 +24,17 @@ def snapshot(thread: Thread) -> tuple:
             thread.active_event_count, thread.active_tokens, thread.event_count, rows)
 
 
+def assert_counters_match_rows(thread: Thread) -> None:
+    """The denormalised counters equal what the rows say, after any sync."""
+    thread.refresh_from_db()
+    rows = list(Event.objects.filter(thread=thread))
+    active = [e for e in rows if e.status == "active" and e.visible]
+    assert (thread.event_count, thread.token_total, thread.active_event_count,
+            thread.active_tokens, thread.last_seq) == (
+        len(rows), sum(e.token_count for e in rows), len(active),
+        sum(e.token_count for e in active), max((e.seq for e in rows), default=0))
+
+
 def working(thread: Thread, namespace: str = "fw") -> list[tuple[str, str]]:
     return [(i["key"], i["event"].content) for i in sync_load(thread=thread, namespace=namespace)["items"]]
 
@@ -78,6 +89,7 @@ def test_removed_items_are_retired_not_deleted(thread, actor):
     assert Event.objects.get(thread=thread, content="one").status == "removed"
     thread.refresh_from_db()
     assert thread.active_event_count == 1 and thread.event_count == 2
+    assert_counters_match_rows(thread)
 
 
 def test_a_stale_base_is_refused_and_changes_nothing_not_even_the_state(thread, actor):
@@ -115,6 +127,7 @@ def test_items_added_by_others_come_back_keyed_and_are_not_duplicated(thread, ac
     assert (result["created"], result["rewritten"]) == (1, 1)
     assert working(thread) == [("cs:5", "sum"), ("c", "three"), ("cs:4", "a note (seen)"),
                                ("d", "four")]
+    assert_counters_match_rows(thread)
 
 
 def test_an_item_rewritten_inside_a_collapse_stays_collapsed(thread, actor):
@@ -127,6 +140,7 @@ def test_an_item_rewritten_inside_a_collapse_stays_collapsed(thread, actor):
     assert working(thread) == [("cs:4", "sum"), ("c", "three")]
     thread.refresh_from_db()
     assert thread.active_event_count == 2
+    assert_counters_match_rows(thread)
 
 
 def test_a_save_in_parts_applies_only_with_the_last_part(thread, actor):
@@ -155,3 +169,17 @@ def test_the_document_is_the_namespace_of_the_thread_document(thread, actor):
     thread.refresh_from_db()
     assert thread.extra["fw"] == {"summary": "x"}
     assert sync_load(thread=thread, namespace="fw")["document"] == {"summary": "x"}
+
+
+def test_counters_follow_every_kind_of_change(thread, actor):
+    sync_apply(thread=thread, namespace="fw", actor=actor,
+               items=[item(k, f"text {k}") for k in "abcdef"])
+    collapse_create(thread=thread, start_seq=1, end_seq=2, summary_text="sum", actor=actor)
+    sync_apply(thread=thread, namespace="fw", actor=actor,
+               items=[item("a", "A"), item("c", "C"), item("g", "G")], removed=["d", "b"])
+    assert_counters_match_rows(thread)
+    thread_clear_context(thread=thread, actor=actor)
+    sync_apply(thread=thread, namespace="fw", actor=actor, items=[item("e", "E"), item("h", "H")],
+               removed=["f"])
+    assert_counters_match_rows(thread)
+    assert working(thread) == [("h", "H")]  # a rewrite of a cleared item stays cleared
