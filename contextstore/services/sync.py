@@ -14,7 +14,9 @@ working context (`sync_load`), lets the framework run, and saves what changed (`
   thread's state, memory, summary, clientai step results, the framework's namespace of the
   thread document), written in the same transaction.
 - base_revision: the revision the adapter loaded. A stale one is refused (412) and nothing
-  changes, whatever part of the save was bad.
+  changes, whatever part of the save was bad. The revision moves with the document (state,
+  summary, document, ... and a clear); a save of items alone keeps it, as an append does, so
+  item-only writers (Nooa write-through, Agent Framework's appends) never make others stale.
 
 Items that people or workers added (a note, the Summary of a collapse, an un-cleared event)
 have no key of this framework; `sync_load` names them `cs:<seq>` so the adapter can hand them
@@ -379,7 +381,12 @@ def _apply(*, thread: Thread, namespace: str, items: list[_Item], removed: list[
         # does not write the stale in-memory copies back.
         thread.refresh_from_db(fields=["active_event_count", "active_tokens", "last_seq",
                                        "event_count", "token_total", "last_event_at"])
-        record_revision(thread=thread, reason=f"sync {namespace}", actor=actor, fields=fields)
+        if fields:
+            record_revision(thread=thread, reason=f"sync {namespace}", actor=actor, fields=fields)
+        else:
+            # History alone, like an append, keeps the revision: a framework writing through
+            # event by event (Nooa) would otherwise snapshot the document at every event.
+            Thread.objects.filter(pk=thread.pk).update(updated_at=now)
         Session.objects.filter(pk=thread.session_id).update(last_activity_at=now)
         audit(actor=actor, action="thread.sync", target=thread, workspace=thread.workspace,
               namespace=namespace, created=len(created) - len(rewrites),

@@ -14,7 +14,8 @@ def test_load_then_save_then_a_stale_save_is_412(api_client, thread, thread_url)
     loaded = api_client.get(f"{thread_url}sync/", {"namespace": "fw"})
     assert loaded.status_code == 200 and loaded.json()["revision"] == 0
     saved = api_client.post(f"{thread_url}sync/", {"namespace": "fw", "base_revision": 0,
-                                                   "items": items(2)}, format="json")
+                                                   "items": items(2), "state": {"a": 1}},
+                            format="json")
     assert saved.status_code == 200 and saved.json()["created"] == 2
     stale = api_client.post(f"{thread_url}sync/", {"namespace": "fw", "base_revision": 0,
                                                    "items": items(1, 5), "state": {"x": 1}},
@@ -22,7 +23,7 @@ def test_load_then_save_then_a_stale_save_is_412(api_client, thread, thread_url)
     assert stale.status_code == 412
     assert stale.json()["error"]["code"] == "stale_revision"
     body = api_client.get(f"{thread_url}sync/", {"namespace": "fw"}).json()
-    assert [i["key"] for i in body["items"]] == ["m0", "m1"] and body["state"] == {}
+    assert [i["key"] for i in body["items"]] == ["m0", "m1"] and body["state"] == {"a": 1}
 
 
 def test_a_part_over_the_limit_is_413_and_unknown_fields_are_400(api_client, thread_url, settings):
@@ -70,7 +71,7 @@ def test_a_refused_large_save_leaves_the_thread_as_it_was(live_thread):
     batch = items(3000, 3)
     batch[2500]["event"]["type"] = "not a type!"
     with pytest.raises(InvalidInput):
-        live_thread.sync_save("fw", items=batch, base_revision=1, state={"n": 2})
+        live_thread.sync_save("fw", items=batch, base_revision=0, state={"n": 2})
     assert Event.objects.filter(thread_id=live_thread.id).count() == 3
     assert live_thread.state().state == {}
 
@@ -82,11 +83,12 @@ def test_two_trackers_take_turns_and_a_stale_one_reloads(live_thread, live_serve
         a = SyncTracker(live_thread, "fw")
         b = SyncTracker(other_client.get_thread(live_thread.id), "fw")
         a.load()
-        a.save([(i["key"], i["event"]) for i in items(2)])
+        a.save([(i["key"], i["event"]) for i in items(2)], document={"by": "a"})
         b.load()
-        b.save([(i["key"], i["event"]) for i in items(3)])
+        b.save([(i["key"], i["event"]) for i in items(3)], document={"by": "b"})
         with pytest.raises(StaleRevision):
-            a.save([(i["key"], i["event"]) for i in items(2)] + [("x", {"type": "Message"})])
+            a.save([(i["key"], i["event"]) for i in items(2)] + [("x", {"type": "Message"})],
+                   document={"by": "a"})
         loaded = a.load()
         for entry in loaded.items:
             a.seen(entry.key, {"type": "Message", "role": "user", "content": entry.event.content})

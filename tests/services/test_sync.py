@@ -49,7 +49,8 @@ def test_the_client_and_server_digests_agree():
 def test_new_items_are_appended_in_order_and_a_replay_changes_nothing(thread, actor):
     first = sync_apply(thread=thread, namespace="fw", actor=actor, base_revision=0,
                        items=[item("a", "one"), item("b", "two")], upload_id="u1")
-    assert first == {"status": "applied", "revision": 1, "created": 2, "rewritten": 0,
+    # History alone keeps the revision (as an append does); the document parts move it.
+    assert first == {"status": "applied", "revision": 0, "created": 2, "rewritten": 0,
                      "removed": 0, "unchanged": 0,
                      "stored": [{"key": "a", "seq": 1, "position": 1},
                                 {"key": "b", "seq": 2, "position": 2}]}
@@ -58,9 +59,9 @@ def test_new_items_are_appended_in_order_and_a_replay_changes_nothing(thread, ac
                        items=[item("a", "one"), item("b", "two")], upload_id="u1")
     assert again == {**first, "replayed": True}
     # The same items under a new upload, on the right base: nothing new either.
-    same = sync_apply(thread=thread, namespace="fw", actor=actor, base_revision=1,
+    same = sync_apply(thread=thread, namespace="fw", actor=actor, base_revision=0,
                       items=[item("a", "one"), item("b", "two")])
-    assert same["created"] == 0 and same["unchanged"] == 2 and same["revision"] == 1
+    assert same["created"] == 0 and same["unchanged"] == 2 and same["revision"] == 0
     assert snapshot(thread) == before
     assert working(thread) == [("a", "one"), ("b", "two")]
 
@@ -68,7 +69,7 @@ def test_new_items_are_appended_in_order_and_a_replay_changes_nothing(thread, ac
 def test_a_rewritten_item_keeps_its_position_and_the_old_version_stays(thread, actor):
     sync_apply(thread=thread, namespace="fw", actor=actor,
                items=[item("a", "one"), item("b", "two"), item("c", "three")])
-    result = sync_apply(thread=thread, namespace="fw", actor=actor, base_revision=1,
+    result = sync_apply(thread=thread, namespace="fw", actor=actor, base_revision=0,
                         items=[item("b", "TWO")])
     assert result["rewritten"] == 1 and result["created"] == 0
     assert working(thread) == [("a", "one"), ("b", "TWO"), ("c", "three")]
@@ -83,7 +84,7 @@ def test_a_rewritten_item_keeps_its_position_and_the_old_version_stays(thread, a
 
 def test_removed_items_are_retired_not_deleted(thread, actor):
     sync_apply(thread=thread, namespace="fw", actor=actor, items=[item("a", "one"), item("b", "two")])
-    result = sync_apply(thread=thread, namespace="fw", actor=actor, base_revision=1, removed=["a"])
+    result = sync_apply(thread=thread, namespace="fw", actor=actor, base_revision=0, removed=["a"])
     assert result["removed"] == 1
     assert working(thread) == [("b", "two")]
     assert Event.objects.get(thread=thread, content="one").status == "removed"
@@ -93,7 +94,8 @@ def test_removed_items_are_retired_not_deleted(thread, actor):
 
 
 def test_a_stale_base_is_refused_and_changes_nothing_not_even_the_state(thread, actor):
-    sync_apply(thread=thread, namespace="fw", actor=actor, items=[item("a", "one")])
+    sync_apply(thread=thread, namespace="fw", actor=actor, items=[item("a", "one")],
+               state={"plan": "a"})
     thread_clear_context(thread=thread, actor=actor)  # a person, between load and save
     before = snapshot(thread)
     with pytest.raises(StaleRevision):
@@ -106,7 +108,7 @@ def test_a_bad_item_refuses_the_whole_save(thread, actor):
     sync_apply(thread=thread, namespace="fw", actor=actor, items=[item("a", "one")])
     before = snapshot(thread)
     with pytest.raises(InvalidInput):
-        sync_apply(thread=thread, namespace="fw", actor=actor, base_revision=1,
+        sync_apply(thread=thread, namespace="fw", actor=actor, base_revision=0,
                    items=[item("b", "two"), {"key": "c", "event": {"type": ""}}],
                    state={"plan": "x"})
     assert snapshot(thread) == before
@@ -153,7 +155,7 @@ def test_a_save_in_parts_applies_only_with_the_last_part(thread, actor):
         assert Event.objects.filter(thread=thread).count() == 0
     done = sync_apply(thread=thread, namespace="fw", actor=actor, base_revision=0,
                       items=batch[2000:], upload_id="big", part=2, parts=3, state={"n": 1})
-    assert done["created"] == 2500 and done["revision"] == 1
+    assert done["created"] == 2500 and done["revision"] == 1  # with the state: a revision
     assert [k for k, _ in working(thread)] == [f"k{i}" for i in range(2500)]
 
 
@@ -183,3 +185,15 @@ def test_counters_follow_every_kind_of_change(thread, actor):
                removed=["f"])
     assert_counters_match_rows(thread)
     assert working(thread) == [("h", "H")]  # a rewrite of a cleared item stays cleared
+
+
+def test_a_save_of_items_alone_keeps_the_revision_and_writes_no_state_revision(thread, actor):
+    from contextstore.models import StateRevision
+
+    sync_apply(thread=thread, namespace="fw", actor=actor, items=[item("a", "one")])
+    sync_apply(thread=thread, namespace="fw", actor=actor, removed=["a"])
+    thread.refresh_from_db()
+    assert thread.revision == 0 and not StateRevision.objects.filter(thread=thread).exists()
+    sync_apply(thread=thread, namespace="fw", actor=actor, base_revision=0, document={"x": 1})
+    thread.refresh_from_db()
+    assert thread.revision == 1
