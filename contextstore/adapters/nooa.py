@@ -9,19 +9,21 @@
     snapshot_id = storage.save_snapshot(agent)
     storage.restore_snapshot(snapshot_id, MyAgent(llm=llm, storage=storage))
 
-Each Nooa event is one contextstore event: its type is the Nooa event type, its JSON and tag are
-in ``data["nooa"]``, its method call scope is ``call_id``. ``EventManager.collapse`` (archive a
-range, store a Summary in its place) becomes one contextstore collapse of the same events, so the
-dashboard shows the summary and the originals as collapsed. The backend keeps a local copy for
-reads and writes through; a new process rebuilds it from the thread (collapsed events are
-archived, the working context gives the active tags in order).
+Each Nooa event is one contextstore event, saved through the sync protocol (key: the Nooa event
+id): its type is the Nooa event type (``NooaEvent`` when the name is not a short identifier),
+its JSON and tag are in ``data["nooa"]``, its method call scope is ``call_id``, its timestamp
+``occurred_at``. ``EventManager.collapse`` (archive a range, store a Summary in its place)
+becomes one contextstore collapse of the same events, so the dashboard shows the summary and the
+originals as collapsed. ``update`` rewrites the event in place (the old version kept as
+history), ``remove`` retires it, ``clear`` clears the thread's context. The backend keeps a
+local copy for reads and writes through; a new process rebuilds it from the thread (collapsed
+events are archived, the working context gives the active tags in order; notes and collapses
+people made come back as Nooa ``Message`` and ``Summary`` events, see docs/frameworks/nooa.md).
 
-Nooa's ``update`` and ``remove`` have no contextstore counterpart (history is append-only): the
-changed event or the removal is kept in the thread's ``nooa`` provider state and applied on load,
-and a removed event stays visible in contextstore's own history. Snapshots (context blocks static
-or dynamic, disabled blocks, attributes) are provider states named ``nooa.snapshot.<id>``; their
-static blocks are also written as the thread's context blocks (prefix, the cacheable placement)
-and disabled blocks as suppressed ones, so people see the agent's prompt blocks.
+Snapshots (context blocks static or dynamic, disabled blocks, attributes) are provider states
+named ``nooa.snapshot.<id>``; their static blocks are also written as the thread's context
+blocks (prefix, the cacheable placement) and disabled blocks as suppressed ones, so people see
+the agent's prompt blocks.
 """
 
 from __future__ import annotations
