@@ -23,13 +23,16 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import json as json_module
 import random
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
+from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -37,8 +40,8 @@ __all__ = [
     "AsyncContextStore", "AppendedEvent", "Block", "Collapse", "ConnectionFailed", "Context", "ContextStore",
     "ContextStoreError", "Conflict", "Event", "Forbidden", "InvalidInput", "Job", "Memory",
     "NotFound", "PayloadTooLarge", "ProviderState", "Run", "ServerError", "Session",
-    "StaleRevision", "State", "StateRevision", "Thread", "ThreadHandle", "Throttled",
-    "Unauthorized", "Window",
+    "StaleRevision", "State", "StateRevision", "SyncItem", "SyncLoad", "SyncTracker", "Thread",
+    "ThreadHandle", "Throttled", "Unauthorized", "Window", "item_digest", "local_now",
 ]
 
 
@@ -474,6 +477,41 @@ class _AgentSessions:
             "app": app, "scope": scope, "user_id": user_id, "patch": patch})
 
 
+@dataclass
+class SyncItem:
+    """One item of a loaded working context: `key` names it in every later save."""
+
+    key: str
+    own: bool  # False: added by a person, a worker or another framework
+    digest: str
+    event: Event
+
+
+@dataclass
+class SyncLoad:
+    revision: int
+    state: dict[str, Any]
+    summary: str
+    document: Any
+    items: list[SyncItem]
+    rendered: Any = None  # the same moment in a framework's own format (format="peteos")
+
+
+def item_digest(event: dict[str, Any]) -> str:
+    """The digest the server keeps for a synced item (services/sync.py computes the same)."""
+    payload = {k: v for k, v in event.items() if k not in ("occurred_at", "run_id", "client_id")}
+    return hashlib.sha256(json_module.dumps(
+        payload, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
+
+
+UNSET_TIME: Any = "local"  # set_input's default: this process's local time
+
+
+def local_now() -> str:
+    """The agent's local time with its UTC offset, as the server stores it for the framework."""
+    return datetime.now().astimezone().isoformat()
+
+
 # ------------------------------------------------------------------------------- client
 
 RETRY_ALWAYS = {429, 503}
@@ -782,10 +820,10 @@ class ThreadHandle:
             body["placement"] = placement
         if order is not None:
             body["order"] = order
-        return _build(Block, self._json("PUT", f"blocks/{name}/", json=body))
+        return _build(Block, self._json("PUT", f"blocks/{_segment(name)}/", json=body))
 
     def delete_block(self, name: str) -> None:
-        self._json("DELETE", f"blocks/{name}/")
+        self._json("DELETE", f"blocks/{_segment(name)}/")
 
     # -- state
 
@@ -836,17 +874,23 @@ class ThreadHandle:
 
     # -- clientai AgentContext
 
-    def set_input(self, input_data: Any) -> State:
-        """clientai set_input: moves the previous interaction to history."""
-        return _state(self._json("POST", "input/", json={"input": input_data}))
+    def set_input(self, input_data: Any, *, timestamp: str | None = UNSET_TIME) -> State:
+        """clientai set_input: moves the previous interaction to history, stamped with
+        `timestamp` (default: this process's local time with its offset; None: the server's)."""
+        body: dict[str, Any] = {"input": input_data}
+        if timestamp is not None:
+            body["timestamp"] = local_now() if timestamp is UNSET_TIME else timestamp
+        return _state(self._json("POST", "input/", json=body))
 
     def set_step_result(self, step: str, result: Any) -> Any:
         return self._json("POST", "results/", json={"step": step, "result": result})["result"]
 
     def get_step_result(self, step: str) -> Any:
         """The current result of a step, or None when there is none (like clientai)."""
+        if not step:  # no path segment for the empty name: read it from the state
+            return self.state().last_results.get(step)
         try:
-            return self._json("GET", f"results/{step}/")["result"]
+            return self._json("GET", f"results/{_segment(step)}/")["result"]
         except NotFound:
             return None
 
@@ -966,15 +1010,121 @@ class ThreadHandle:
     def provider_state(self, name: str) -> ProviderState | None:
         """A context provider's serialized state on this thread, or None if never saved."""
         try:
-            return _build(ProviderState, self._json("GET", f"providers/{name}/"))
+            return _build(ProviderState, self._json("GET", f"providers/{_segment(name)}/"))
         except NotFound:
             return None
 
     def put_provider_state(self, name: str, state: Any) -> ProviderState:
-        return _build(ProviderState, self._json("PUT", f"providers/{name}/", json={"state": state}))
+        return _build(ProviderState, self._json("PUT", f"providers/{_segment(name)}/", json={"state": state}))
+
+    # -- the sync protocol (framework adapters)
+
+    def sync_load(self, namespace: str, *, format: str | None = None) -> SyncLoad:
+        """The working context as keyed items of `namespace`, with the revision to save on."""
+        data = self._json("GET", "sync/", params={"namespace": namespace, "format": format})
+        return SyncLoad(
+            revision=data["revision"], state=data["state"], summary=data["summary"],
+            document=data["document"],
+            items=[SyncItem(i["key"], i["own"], i["digest"], _event(i["event"]))
+                   for i in data["items"]], rendered=data.get("rendered"))
+
+    def sync_save(self, namespace: str, *, items: list[dict[str, Any]] | None = None,
+                  removed: list[str] | None = None, base_revision: int | None = None,
+                  part_size: int = 500, part_bytes: int = 4_000_000,
+                  **document_parts: Any) -> dict[str, Any]:
+        """Save items ({"key", "event"}) and removals in one transaction, whatever their number.
+
+        Large saves go as several requests of one upload: the server stages the early parts
+        and applies everything with the last one, so the thread changes all at once or not at
+        all; each part, and the whole save, can be resent safely (same upload id).
+        `document_parts`: state, memory, summary, document, sent with the last part.
+        """
+        removed = removed or []
+        now = local_now()  # the agent's time for items that carry none (not part of a digest)
+        items = [item if "occurred_at" in item.get("event", {}) else
+                 {**item, "event": {**item["event"], "occurred_at": now}} for item in items or []]
+        upload_id = uuid.uuid4().hex
+        chunks: list[tuple[list, list]] = [([], [])]
+        size = 0
+        for item in items:
+            item_size = len(json_module.dumps(item, default=str))
+            chunk = chunks[-1]
+            if chunk[0] and (len(chunk[0]) >= part_size or size + item_size > part_bytes):
+                chunks.append(([], []))
+                size = 0
+            chunks[-1][0].append(item)
+            size += item_size
+        for start in range(0, len(removed), part_size):
+            if len(chunks[-1][0]) + len(chunks[-1][1]) >= part_size:
+                chunks.append(([], []))
+            chunks[-1][1].extend(removed[start:start + part_size])
+        result: dict[str, Any] = {}
+        for number, (part_items, part_removed) in enumerate(chunks):
+            body: dict[str, Any] = {"namespace": namespace, "items": part_items,
+                                    "removed": part_removed, "base_revision": base_revision,
+                                    "upload_id": upload_id, "part": number, "parts": len(chunks)}
+            if number == len(chunks) - 1:
+                body.update(document_parts)
+            # Safe to resend: a part replaces itself, a replayed last part gets the first answer.
+            result = self._json("POST", "sync/", json=body, idempotent=True)
+        return result
+
+
+# ------------------------------------------------------------------------------- sync
+
+class SyncTracker:
+    """What one adapter object knows of one thread: the revision it loaded and the digest of
+    every item as it would send it, so a save sends only new and changed items and the keys
+    the framework dropped. One per adapter object (per process); a save on a stale load is
+    refused with StaleRevision and changes nothing, and the adapter loads again.
+    """
+
+    def __init__(self, thread: ThreadHandle, namespace: str) -> None:
+        self.thread, self.namespace = thread, namespace
+        self.revision: int | None = None
+        self.digests: dict[str, str] = {}
+
+    def load(self, *, format: str | None = None) -> SyncLoad:
+        loaded = self.thread.sync_load(self.namespace, format=format)
+        self.revision = loaded.revision
+        self.digests = {i.key: i.digest for i in loaded.items if i.own}
+        return loaded
+
+    def seen(self, key: str, event: dict[str, Any]) -> None:
+        """The adapter turned a loaded item into the framework's object; this is how it would
+        send it back, so sending it unchanged is not a change."""
+        self.digests[key] = item_digest(event)
+
+    def save(self, items: list[tuple[str, dict[str, Any]]], *, complete: bool = True,
+             **document_parts: Any) -> dict[str, Any] | None:
+        """Save the framework's transcript `items` ((key, event) in order).
+
+        complete: `items` is the whole transcript, so known keys missing from it were dropped
+        by the framework. Returns the server's answer, or None when there was nothing to send.
+        """
+        changed = [{"key": k, "event": e} for k, e in items
+                   if self.digests.get(k) != item_digest(e)]
+        keys = {k for k, _ in items}
+        removed = [k for k in self.digests if k not in keys] if complete else []
+        if not changed and not removed and not document_parts:
+            return None
+        result = self.thread.sync_save(self.namespace, items=changed, removed=removed,
+                                       base_revision=self.revision, **document_parts)
+        self.revision = result["revision"]
+        for k in removed:
+            del self.digests[k]
+        for item in changed:
+            self.digests[item["key"]] = item_digest(item["event"])
+        return result
 
 
 # ------------------------------------------------------------------------------- helpers
+
+def _segment(name: str) -> str:
+    """A name as one URL path segment: "?" and "#" (and the rest) percent-encoded. A "/" cannot
+    be carried in a path segment at all (servers decode it before routing)."""
+    return quote(name, safe="")
+
 
 def _param(value: Any) -> Any:
     return ("true" if value else "false") if isinstance(value, bool) else value

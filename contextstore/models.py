@@ -293,6 +293,9 @@ class Event(models.Model):
         CLEARED = "cleared"
         REVERTED = "reverted"  # a Summary whose collapse was undone
         RETRACTED = "retracted"  # taken back by the agent (a popped item); kept for audit
+        # Retired by a framework sync (services/sync.py); kept as history, never in context.
+        REPLACED = "replaced"  # an older version of an item the framework rewrote in place
+        REMOVED = "removed"  # an item the framework dropped from its transcript
 
     # No index of its own: the unique (thread, seq) index serves every lookup by thread.
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="events", db_index=False)
@@ -313,6 +316,12 @@ class Event(models.Model):
     anchor = models.CharField(max_length=200, blank=True, default="")
     client_id = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001 - NULL (no key) is outside the unique index
     payload_hash = models.CharField(max_length=64, blank=True, default="")
+    # A framework's own id for the item this event stores ("<namespace>:<key>"), set by sync;
+    # unique among the thread's current versions, so a rewrite retires the old one first.
+    item_key = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001 - NULL (no key) is outside the unique index
+    replaced_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False,
+    )
     token_count = models.PositiveIntegerField(default=0)
     thinking_tokens = models.PositiveIntegerField(default=0)
     visible = models.BooleanField(default=True)
@@ -334,6 +343,11 @@ class Event(models.Model):
             models.UniqueConstraint(
                 fields=["thread", "client_id"], condition=Q(client_id__isnull=False),
                 name="event_unique_client_id",
+            ),
+            models.UniqueConstraint(
+                fields=["thread", "item_key"],
+                condition=Q(item_key__isnull=False) & ~Q(status__in=["replaced", "removed"]),
+                name="event_unique_item_key",
             ),
         ]
         indexes = [
@@ -417,6 +431,28 @@ class ContextBlockVersion(models.Model):
     @property
     def is_suppressed(self) -> bool:
         return self.value is None and self.expr is None
+
+
+class SyncUpload(models.Model):
+    """One framework save sent in several parts (services/sync.py).
+
+    Parts before the last are staged here and touch nothing; the last part applies them all
+    in one transaction and keeps the answer, so a replayed save gets the same answer back.
+    """
+
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="sync_uploads")
+    upload_id = models.CharField(max_length=64)
+    parts = OrderedJSONField(default=dict)
+    result = OrderedJSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["thread", "upload_id"], name="sync_upload_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"sync {self.upload_id} of {self.thread_id}"
 
 
 class StateRevision(models.Model):

@@ -13,18 +13,23 @@
 
 An Agent Framework session id is a contextstore session key (one thread, ``main`` by default):
 
-- ``ContextStoreHistoryProvider`` (a ``HistoryProvider``): ``get_messages`` reads the thread's
-  working context (a collapsed range comes back as its summary), ``save_messages`` appends.
+- ``ContextStoreHistoryProvider`` (a ``HistoryProvider``, on the sync protocol):
+  ``get_messages`` reads the thread's working context (a collapsed range comes back as its
+  summary, a person's note as a message), ``save_messages`` appends what is new, de-duplicating
+  a replayed transcript as the framework's own providers do, in one atomic save of any size.
 - ``ContextStoreContextProvider`` (a ``ContextProvider``): ``before_run`` adds the thread's
   context blocks, its summary and the user's long-term memories as instructions; ``after_run``
   stores the provider's own state as the thread's provider state, and ``before_run`` restores it
-  in a process that starts from an empty session. ``UserInfoMemory`` is the seed document's
-  example built on it: it extracts the user's name and age and remembers them as memories.
+  in a process that starts from an empty session.
+- ``UserInfoMemory``: the seed document's example, giving the model exactly the seed's
+  instructions (its state as provider state; the facts also remembered as memories).
+  See docs/frameworks/agent-framework.md.
 - ``ContextStoreSessionStore`` (a ``SessionStore``): the serialized ``AgentSession``.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,9 +42,10 @@ from agent_framework import (
     SessionStore,
     SupportsAgentRun,
 )
+from agent_framework._sessions import filter_new_messages
 from pydantic import BaseModel
 
-from contextstore.client import ContextStore, ThreadHandle
+from contextstore.client import ContextStore, SyncItem, ThreadHandle
 
 KEY = "agent_framework"
 SESSION_PROVIDER = "agent_framework.session"
@@ -62,8 +68,32 @@ class _Threads:
         return self._handles[session_id]
 
 
+def _message(item: SyncItem) -> Message | None:
+    """A loaded item as an Agent Framework message (None: not part of the conversation)."""
+    event = item.event
+    stored = event.data.get(KEY) if isinstance(event.data, dict) else None
+    if isinstance(stored, dict):
+        return Message.from_dict(stored)
+    if not event.visible or not event.content:
+        return None
+    # A collapsed range stands as its summary; a note from a person or another framework joins
+    # as plain text. The id names the event, so a replay that carries it is not stored again.
+    role = event.role if event.role in ("user", "assistant", "system") else "system"
+    return Message(role=role, contents=[event.content], message_id=item.key)
+
+
+def _event(message: Message) -> dict[str, Any]:
+    return {"type": TYPES.get(str(message.role), "Message"), "role": str(message.role),
+            "content": message.text or "", "data": {KEY: message.to_dict()}}
+
+
 class ContextStoreHistoryProvider(HistoryProvider):
-    """Conversation history as the events of the session's thread."""
+    """Conversation history as the events of the session's thread (the sync protocol).
+
+    ``save_messages`` de-duplicates a replayed transcript exactly as the framework's own
+    ``InMemoryHistoryProvider`` does (its ``filter_new_messages`` against what is stored now),
+    and sends any number of messages in one atomic save.
+    """
 
     def __init__(self, client: ContextStore, *, user_id: str = "", agent: str = "agent-framework",
                  thread: str = "main", source_id: str = "contextstore_history", **options: Any):
@@ -72,26 +102,20 @@ class ContextStoreHistoryProvider(HistoryProvider):
 
     async def get_messages(self, session_id: str | None, *, state: dict[str, Any] | None = None,
                            **kwargs: Any) -> list[Message]:
-        messages = []
-        for event in self.threads(session_id).iter_events(visible=True):
-            stored = event.data.get(KEY) if isinstance(event.data, dict) else None
-            if isinstance(stored, dict):
-                messages.append(Message.from_dict(stored))
-            elif event.content:
-                # A collapsed range stands as its summary; events written by others (a person,
-                # another framework) join the conversation as plain text.
-                role = event.role if event.role in ("user", "assistant", "system") else "system"
-                messages.append(Message(role=role, contents=[event.content]))
-        return messages
+        loaded = self.threads(session_id).sync_load(KEY)
+        return [m for m in (_message(item) for item in loaded.items) if m is not None]
 
     async def save_messages(self, session_id: str | None, messages: Sequence[Message], *,
                             state: dict[str, Any] | None = None, **kwargs: Any) -> None:
         if not messages:
             return
-        self.threads(session_id).append([{
-            "type": TYPES.get(str(m.role), "Message"), "role": str(m.role), "content": m.text or "",
-            "data": {KEY: m.to_dict()},
-        } for m in messages])
+        new = filter_new_messages(await self.get_messages(session_id), messages)
+        if not new:
+            return
+        # A history only grows: appends need no base revision (two processes' turns interleave
+        # as in the framework's service-side stores); the key is the message id when it has one.
+        self.threads(session_id).sync_save(KEY, items=[
+            {"key": m.message_id or uuid.uuid4().hex, "event": _event(m)} for m in new])
 
 
 class ContextStoreContextProvider(ContextProvider):
@@ -142,30 +166,49 @@ class UserInfo(BaseModel):
     age: int | None = None
 
 
-class UserInfoMemory(ContextStoreContextProvider):
-    """The seed document's UserInfoMemory, with contextstore as its storage.
+class UserInfoMemory(ContextProvider):
+    """The seed document's UserInfoMemory, its state kept in contextstore.
 
-    After each run it asks the chat client to extract the user's name and age from the user's
-    messages, keeps them in its provider state and remembers them as the user's memories; before
-    each run it tells the agent what it knows, or to ask for what is missing.
+    The model gets exactly the seed's instructions: one string, "Ask the user for their name
+    ..." or "The user's name is X.", then the same for the age. After each run it asks the chat
+    client to extract the name and age from the user's messages, as the seed does. The provider
+    state (``{"user_info": {...}}``) is the thread's provider state, so a new process resumes
+    it; the facts are also remembered as the user's memories (keys ``name`` and ``age``) for
+    people and other agents, which adds nothing to this agent's prompt. For blocks, the thread's
+    summary and the user's memories in the prompt, add ``ContextStoreContextProvider``.
     """
 
-    def __init__(self, client: ContextStore, chat_client: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("source_id", "user_info_memory")
-        super().__init__(client, **kwargs)
-        self.chat_client = chat_client
+    def __init__(self, client: ContextStore, chat_client: Any, *, user_id: str = "",
+                 agent: str = "agent-framework", thread: str = "main",
+                 source_id: str = "user_info_memory") -> None:
+        super().__init__(source_id)
+        self.client, self.chat_client, self.user_id = client, chat_client, user_id
+        self.threads = _Threads(client, user_id=user_id, agent=agent, thread=thread)
 
     def user_info(self, state: dict[str, Any]) -> UserInfo:
         return UserInfo.model_validate(state.get("user_info") or {})
 
-    def instructions(self, state: dict[str, Any]) -> list[str]:
+    async def before_run(self, *, agent: SupportsAgentRun, session: AgentSession,
+                         context: SessionContext, state: dict[str, Any]) -> None:
+        if not state:  # a fresh process: pick up what the last run stored
+            saved = self.threads(context.session_id or session.session_id).provider_state(
+                self.source_id)
+            if saved is not None and isinstance(saved.state, dict):
+                state.update(saved.state)
         info = self.user_info(state)
-        return [
+        instructions = [
             "Ask the user for their name and politely decline to answer any questions until "
             "they provide it." if info.name is None else f"The user's name is {info.name}.",
             "Ask the user for their age and politely decline to answer any questions until "
             "they provide it." if info.age is None else f"The user's age is {info.age}.",
         ]
+        context.extend_instructions(self.source_id, " ".join(instructions))
+
+    async def after_run(self, *, agent: SupportsAgentRun, session: AgentSession,
+                        context: SessionContext, state: dict[str, Any]) -> None:
+        await self.extract(context, state)
+        self.threads(context.session_id or session.session_id).put_provider_state(
+            self.source_id, dict(state))
 
     async def extract(self, context: SessionContext, state: dict[str, Any]) -> None:
         info = self.user_info(state)

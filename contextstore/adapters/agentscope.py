@@ -9,34 +9,37 @@
     store.save(agent.state, "alice", "session-001")       # after; StaleRevision if someone saved first
     store.clear_context("alice", "session-001")           # AgentScope clearContext
 
-The conversation (``AgentState.context``) is kept as events, one per message (the message's JSON
-in ``data["agentscope"]``, its reply id as the run), so it reads as a conversation in the
-dashboard and a person's collapse or clear-context there is what the agent loads next. Everything
-else (summary, reply, permission, tool, task and middleware sub-state) is the thread's state,
-written with the revision it was loaded at: a stale save raises ``StaleRevision`` and writes
-nothing. Messages AgentScope dropped when it compressed its context are collapsed under the new
-summary, so they leave the working context but are never deleted.
+Built on the sync protocol (``/threads/{id}/sync/``): the conversation (``AgentState.context``)
+is kept as events, one per message (key: the message id; the message's JSON in
+``data["agentscope"]``; its reply id as the run), so it reads as a conversation in the dashboard.
+``summary`` is the thread's summary (so a clear made in the dashboard clears it, as AgentScope's
+clearContext does); every other sub-state (reply, permission, tool, task, middleware) is the
+thread's state. One save is one transaction on the revision the state was loaded at: a stale
+save raises ``StaleRevision`` and writes nothing, neither state nor messages; any number of
+messages is sent in parts applied together.
+
+- A message AgentScope rewrites in place (its image limit, a metadata edit) is rewritten in
+  place in contextstore: same position, the old version kept as history.
+- Messages AgentScope drops (its compression keeps a suffix and a new summary) are retired
+  (status ``removed``, kept in history); the new summary is the thread's summary.
+- What people and workers add comes back as messages at their place in the context: a note as a
+  message of its role, the summary of a collapse made in contextstore as a user message holding
+  the summary (the form AgentScope gives its own summary) in place of the collapsed range. Their
+  ids are ``cs:<seq>``, so they are never sent back as new.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-from dataclasses import dataclass, field
 from typing import Any
 
 from agentscope.state import AgentState
 
-from contextstore.client import ContextStore, StaleRevision, ThreadHandle
+from contextstore.client import ContextStore, Event, StaleRevision, SyncTracker, ThreadHandle
 
 KEY = "agentscope"
 ROLE_TYPES = {"user": "Message", "assistant": "LLMOutput", "system": "Notification"}
 
 __all__ = ["ContextStoreStateStore", "StaleRevision"]
-
-
-def _digest(message: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(message, sort_keys=True).encode()).hexdigest()
 
 
 def _text(message: dict[str, Any]) -> str:
@@ -47,13 +50,24 @@ def _text(message: dict[str, Any]) -> str:
                      and b.get("type") in ("text", "thinking") and isinstance(b.get("text"), str))
 
 
-@dataclass
-class _Slot:
-    """What one process last read or wrote for one (user, session, thread)."""
+def _event(message: dict[str, Any], run_id: str = "") -> dict[str, Any]:
+    return {"type": ROLE_TYPES.get(message.get("role"), "Message"),
+            "role": message.get("role", ""), "content": _text(message),
+            "data": {KEY: message}, "run_id": run_id}
 
-    thread: ThreadHandle
-    revision: int = 0
-    stored: list[tuple[str, str, int]] = field(default_factory=list)  # (msg id, digest, seq)
+
+def _message(key: str, event: Event) -> dict[str, Any] | None:
+    """A loaded event as an AgentScope message dict (None: not part of the conversation)."""
+    stored = event.data.get(KEY) if isinstance(event.data, dict) else None
+    if isinstance(stored, dict):
+        return {**stored, "id": key}
+    if not event.visible or not event.content:
+        return None
+    role = event.role if event.role in ("user", "assistant") else "user"
+    return {"id": key, "name": role, "role": role,
+            "content": [{"type": "text", "text": event.content}],
+            "metadata": {"contextstore": {"type": event.type, "seq": event.seq}},
+            "created_at": event.occurred_at or ""}
 
 
 class ContextStoreStateStore:
@@ -62,44 +76,44 @@ class ContextStoreStateStore:
     def __init__(self, client: ContextStore, *, agent: str = "agentscope") -> None:
         self.client = client
         self.agent = agent
-        self._slots: dict[tuple[str, str, str], _Slot] = {}
+        self._slots: dict[tuple[str, str, str], SyncTracker] = {}
 
     def thread(self, user_id: str, session_id: str, thread: str = "main") -> ThreadHandle:
         return self.client.thread(session_id, user_id=user_id, agent=self.agent, name=thread)
 
     def load(self, user_id: str, session_id: str, thread: str = "main") -> AgentState:
         """The slot's AgentState (a fresh one for a new slot, with session_id set)."""
-        handle = self.thread(user_id, session_id, thread)
-        state = handle.state()
-        slot = _Slot(handle, state.revision)
-        latest: dict[str, dict[str, Any]] = {}
-        order: list[str] = []
-        for event in handle.iter_events(status="active"):
-            message = event.data.get(KEY) if isinstance(event.data, dict) else None
-            if not isinstance(message, dict) or not event.visible:
-                continue
-            if message["id"] not in latest:
-                order.append(message["id"])
-            latest[message["id"]] = message  # a message saved again later is its newer version
-            slot.stored.append((message["id"], _digest(message), event.seq))
-        self._slots[(user_id, session_id, thread)] = slot
-        data = dict(state.state)
+        tracker = SyncTracker(self.thread(user_id, session_id, thread), KEY)
+        loaded = tracker.load()
+        tracker.digests = {}
+        messages = [m for m in (_message(i.key, i.event) for i in loaded.items) if m is not None]
+        data = dict(loaded.state)
         data.setdefault("session_id", session_id)
-        data["context"] = [latest[i] for i in order]
-        return AgentState.model_validate(data)
+        data["summary"] = self._summary(loaded.summary, loaded.document)
+        data["context"] = messages
+        state = AgentState.model_validate(data)
+        # What an unchanged message looks like when saved: not a change.
+        for message in state.model_dump(mode="json")["context"]:
+            tracker.seen(message["id"], _event(message))
+        self._slots[(user_id, session_id, thread)] = tracker
+        return state
 
     def save(self, state: AgentState, user_id: str, session_id: str, thread: str = "main") -> int:
         """Write `state` based on the revision it was loaded at; return the new revision.
 
         Raises StaleRevision (and writes nothing) when another process saved the slot since.
         """
-        slot = self._slot(user_id, session_id, thread)
+        tracker = self._tracker(user_id, session_id, thread)
         dump = state.model_dump(mode="json")
         messages: list[dict[str, Any]] = dump.pop("context")
-        written = slot.thread.put_state(dump, reason="agentscope save", if_match=slot.revision)
-        slot.revision = written.revision
-        self._sync_messages(slot, messages, run_id=state.reply_id, summary=dump.get("summary"))
-        return slot.revision
+        summary = dump.pop("summary")
+        text = summary if isinstance(summary, str) else "\n".join(
+            b.get("text", "") for b in summary if isinstance(b, dict))
+        result = tracker.save(
+            [(m["id"], _event(m, state.reply_id or "")) for m in messages],
+            state=dump, summary=text,
+            document={"summary": summary} if not isinstance(summary, str) else None)
+        return result["revision"] if result else tracker.revision or 0
 
     def clear_context(self, user_id: str, session_id: str, thread: str = "main") -> AgentState:
         """AgentScope clearContext: context and summary go, every other sub-state stays.
@@ -107,54 +121,21 @@ class ContextStoreStateStore:
         The cleared messages remain in contextstore (status cleared), as AgentScope keeps full
         history; the returned state is what the next call should use.
         """
-        state = self.load(user_id, session_id, thread)
-        state.context = []
-        state.summary = ""
-        slot = self._slots[(user_id, session_id, thread)]
-        dump = state.model_dump(mode="json")
-        dump.pop("context")
-        written = slot.thread.put_state(dump, reason="agentscope clear_context",
-                                        if_match=slot.revision)
-        slot.thread.clear_context()
-        # clear-context records exactly one revision; were another writer in between, the next
-        # save would be refused as stale, which is the safe way round.
-        slot.revision = written.revision + 1
-        slot.stored = []
-        return state
+        self.thread(user_id, session_id, thread).clear_context()
+        return self.load(user_id, session_id, thread)
 
-    def _slot(self, user_id: str, session_id: str, thread: str) -> _Slot:
+    @staticmethod
+    def _summary(text: str, document: Any) -> Any:
+        """The summary as AgentScope had it: blocks are kept in the namespace document, and
+        only while the thread still has a summary (a clear empties it)."""
+        blocks = document.get("summary") if isinstance(document, dict) else None
+        return blocks if text and isinstance(blocks, list) else text
+
+    def _tracker(self, user_id: str, session_id: str, thread: str) -> SyncTracker:
         key = (user_id, session_id, thread)
         if key not in self._slots:
             # Saving a state this process never loaded: it may only create the slot's first state.
-            self._slots[key] = _Slot(self.thread(user_id, session_id, thread))
+            tracker = SyncTracker(self.thread(user_id, session_id, thread), KEY)
+            tracker.revision = 0
+            self._slots[key] = tracker
         return self._slots[key]
-
-    def _sync_messages(self, slot: _Slot, messages: list[dict[str, Any]], *, run_id: str,
-                       summary: Any) -> None:
-        """Append new or changed messages; collapse stored ones the context no longer holds."""
-        current = {m["id"]: _digest(m) for m in messages}
-        known = {(mid, digest) for mid, digest, _ in slot.stored}
-        gone = [seq for mid, digest, seq in slot.stored if current.get(mid) != digest]
-        new = [m for m in messages if (m["id"], current[m["id"]]) not in known]
-        appended = slot.thread.append([{
-            "type": ROLE_TYPES.get(m.get("role"), "Message"), "role": m.get("role", ""),
-            "content": _text(m), "data": {KEY: m}, "run_id": run_id,
-            "client_id": f"{KEY}:{m['id']}:{current[m['id']][:16]}",
-        } for m in new]) if new else []
-        summary_text = summary if isinstance(summary, str) else json.dumps(summary)
-        for start, end in _runs(sorted(gone)):
-            slot.thread.collapse(start, end, summary_text or "(replaced by a newer version)")
-        kept = [(mid, digest, seq) for mid, digest, seq in slot.stored if current.get(mid) == digest]
-        slot.stored = kept + [(m["id"], current[m["id"]], a.seq) for m, a in zip(new, appended,
-                                                                                  strict=True)]
-
-
-def _runs(seqs: list[int]) -> list[tuple[int, int]]:
-    """Consecutive seqs grouped into inclusive ranges: [1, 2, 3, 7] -> [(1, 3), (7, 7)]."""
-    runs: list[tuple[int, int]] = []
-    for seq in seqs:
-        if runs and runs[-1][1] == seq - 1:
-            runs[-1] = (runs[-1][0], seq)
-        else:
-            runs.append((seq, seq))
-    return runs

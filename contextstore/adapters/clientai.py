@@ -13,6 +13,11 @@ process that loads the thread sees exactly the same context. clientai's workflow
 ``state`` and ``last_results`` directly; ``save()`` sends such writes, and runs before every method
 and after every ``agent.run``.
 
+History entries are stamped with the agent's local time (sent with its offset), so the "Time:"
+line of every prompt is what clientai itself would show. A step result the workflow removes
+from ``last_results`` is removed on the server too (it does not come back in history), and step
+names are any string, as in clientai.
+
 Not persisted: ``current_input`` when the workflow overwrites it with a step's output in the
 middle of a run (the server keeps the run's input; the next ``set_input`` replaces both anyway).
 """
@@ -20,7 +25,9 @@ middle of a run (the server keeps the run's input; the next ``set_input`` replac
 from __future__ import annotations
 
 import copy
+import uuid
 from dataclasses import dataclass, field, fields
+from datetime import datetime
 from typing import Any
 
 from clientai.agent.core.context import AgentContext
@@ -28,6 +35,16 @@ from clientai.agent.core.context import AgentContext
 from contextstore.client import State, ThreadHandle
 
 FIELDS = tuple(f.name for f in fields(AgentContext))
+KEY = "clientai"
+
+
+def _local(timestamp: str) -> str:
+    """A stored time as clientai keeps it: this process's local time, without an offset."""
+    try:
+        moment = datetime.fromisoformat(timestamp)
+    except (TypeError, ValueError):
+        return timestamp
+    return (moment.astimezone() if moment.tzinfo else moment).replace(tzinfo=None).isoformat()
 
 
 @dataclass
@@ -59,7 +76,9 @@ class ContextStoreAgentContext(AgentContext):
         self.current_input, self.original_input = state.current_input, state.original_input
         self.iteration, self.max_history_size = state.iteration, state.max_history_size
         if history:
-            self.conversation_history = self._server.get_recent_history(raw=True)
+            self.conversation_history = [
+                {**entry, "timestamp": _local(entry["timestamp"])} if "timestamp" in entry
+                else entry for entry in self._server.get_recent_history(raw=True)]
         self._remember()
 
     @property
@@ -69,23 +88,38 @@ class ContextStoreAgentContext(AgentContext):
         return self.thread
 
     def save(self) -> None:
-        """Send what the workflow wrote directly into `state`, `memory` and `last_results`."""
+        """Send what the workflow wrote directly into `state`, `memory` and `last_results`
+        (results it removed too), in one transaction (the sync protocol)."""
         if self.thread is None:
             return
+        synced = self._synced["last_results"]
+        changed = {step: result for step, result in self.last_results.items()
+                   if step not in synced or synced[step] != result}
+        removed = [step for step in synced if step not in self.last_results]
+        parts: dict[str, Any] = {}
         if self.state != self._synced["state"] or self.memory != self._synced["memory"]:
             # clientai has one writer per context and no revision of its own: last write wins
             # (the server still records the revision).
-            self.thread.put_state(self.state, memory=self.memory, reason="clientai save")
-        for step, result in self.last_results.items():
-            if step not in self._synced["last_results"] or self._synced["last_results"][step] != result:
-                self.thread.set_step_result(step, result)
+            parts.update(state=self.state, memory=self.memory)
+        if changed or removed:
+            parts["last_results"] = self.last_results
+        if parts:
+            self.thread.sync_save(KEY, items=[{"key": uuid.uuid4().hex, "event": {
+                "type": "StepResult", "role": "assistant", "step": step[:200],
+                "content": result if isinstance(result, str) else str(result),
+                **({"data": {"step": step}} if len(step) > 200 else {}),
+            }} for step, result in changed.items()], **parts)
         self._remember()
 
     # -- AgentContext, each through its endpoint
 
     def set_input(self, input_data: Any) -> None:
         self.save()  # results written directly must reach the server before they become history
-        self._adopt(self._server.set_input(input_data), history=True)
+        # Stamped with this process's time, as clientai's own datetime.now() would.
+        now = datetime.now()
+        self._adopt(self._server.set_input(
+            input_data, timestamp=(now if now.tzinfo else now.astimezone()).isoformat()),
+            history=True)
 
     def set_step_result(self, step_name: str, result: Any) -> None:
         self.save()

@@ -9,26 +9,30 @@
     snapshot_id = storage.save_snapshot(agent)
     storage.restore_snapshot(snapshot_id, MyAgent(llm=llm, storage=storage))
 
-Each Nooa event is one contextstore event: its type is the Nooa event type, its JSON and tag are
-in ``data["nooa"]``, its method call scope is ``call_id``. ``EventManager.collapse`` (archive a
-range, store a Summary in its place) becomes one contextstore collapse of the same events, so the
-dashboard shows the summary and the originals as collapsed. The backend keeps a local copy for
-reads and writes through; a new process rebuilds it from the thread (collapsed events are
-archived, the working context gives the active tags in order).
+Each Nooa event is one contextstore event, saved through the sync protocol (key: the Nooa event
+id): its type is the Nooa event type (``NooaEvent`` when the name is not a short identifier),
+its JSON and tag are in ``data["nooa"]``, its method call scope is ``call_id``, its timestamp
+``occurred_at``. ``EventManager.collapse`` (archive a range, store a Summary in its place)
+becomes one contextstore collapse of the same events, so the dashboard shows the summary and the
+originals as collapsed. ``update`` rewrites the event in place (the old version kept as
+history), ``remove`` retires it, ``clear`` clears the thread's context. The backend keeps a
+local copy for reads and writes through; a new process rebuilds it from the thread (collapsed
+events are archived, the working context gives the active tags in order; notes and collapses
+people made come back as Nooa ``Message`` and ``Summary`` events, see docs/frameworks/nooa.md).
 
-Nooa's ``update`` and ``remove`` have no contextstore counterpart (history is append-only): the
-changed event or the removal is kept in the thread's ``nooa`` provider state and applied on load,
-and a removed event stays visible in contextstore's own history. Snapshots (context blocks static
-or dynamic, disabled blocks, attributes) are provider states named ``nooa.snapshot.<id>``; their
-static blocks are also written as the thread's context blocks (prefix, the cacheable placement)
-and disabled blocks as suppressed ones, so people see the agent's prompt blocks.
+Snapshots (context blocks static or dynamic, disabled blocks, attributes) are provider states
+named ``nooa.snapshot.<id>``; their static blocks are also written as the thread's context
+blocks (prefix, the cacheable placement) and disabled blocks as suppressed ones, so people see
+the agent's prompt blocks.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterator
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from nooa.context_blocks import DynamicContext, EventBase, EventStatus
@@ -38,13 +42,16 @@ from nooa.storage.json_snapshot import snapshot_from_dict, snapshot_to_dict
 from nooa.storage.snapshot import AgentSnapshot
 from nooa.storage.sqlite import _CORE_TYPES, _registry_key
 
-from contextstore.client import ThreadHandle
+from contextstore.client import ContextStoreError, Event, ThreadHandle
 
 if TYPE_CHECKING:
     from nooa.agent import Agent
 
 KEY = "nooa"
 SNAPSHOT_PREFIX = "nooa.snapshot."
+FOREIGN = "cs:"
+TYPE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,31}")
+BLOCK_MAX_CHARS = 20_000  # the server's default BLOCK_MAX_CHARS
 TEXT_FIELDS = ("summary_text", "content", "text", "code", "output", "result", "message", "task")
 
 
@@ -58,15 +65,48 @@ def _text(event: EventBase, dump: dict[str, Any]) -> str:
     return json.dumps(rest, ensure_ascii=False, default=str)[:4000]
 
 
+def _event_type(name: str) -> str:
+    """The contextstore type for a Nooa event type: the name itself when every server takes it
+    (letters, digits, _; at most 32), else a generic one; the real name is always in the data."""
+    return name if TYPE_NAME.fullmatch(name) else "NooaEvent"
+
+
+def _occurred_at(event: EventBase) -> str | None:
+    """When the agent stamped the event, with its offset (a naive time is the agent's local)."""
+    stamp = getattr(event, "timestamp", None)
+    if not isinstance(stamp, datetime):
+        return None
+    return (stamp if stamp.tzinfo else stamp.astimezone()).isoformat()
+
+
+def _tag_span(tag: str) -> tuple[int, int]:
+    first, _, last = tag.partition("..")
+    try:
+        return int(first), int(last or first)
+    except ValueError:
+        return 0, 0
+
+
+
+def _summary_range(data: dict, position: int) -> tuple[int, int]:
+    """The positions a contextstore Summary replaced (summaries made before positions were
+    named say start_seq/end_seq, the same values)."""
+    return (data.get("start_position", data.get("start_seq", position)),
+            data.get("end_position", data.get("end_seq", position)))
+
 class ContextStoreEventBackend(InMemoryBackend):
-    """Nooa's EventBackend over a contextstore thread (a local copy, written through)."""
+    """Nooa's EventBackend over a contextstore thread (a local copy, written through the sync
+    protocol: one event is one item keyed by the Nooa event id)."""
 
     def __init__(self, thread: ThreadHandle) -> None:
         super().__init__()
         self.thread = thread
         self._registry: dict[str, type[EventBase]] = dict(_CORE_TYPES)
         self._position: dict[str, int] = {}  # nooa tag -> position in contextstore
-        self._extra: dict[str, Any] = {"summaries": {}, "overrides": {}, "removed": []}
+        self._keys: dict[str, str] = {}  # nooa tag -> sync key
+        # The namespace document: Nooa's own collapse summaries by contextstore seq, and the tags
+        # given to events people added, so they keep their tag in every process.
+        self._doc: dict[str, Any] = {"summaries": {}, "tags": {}}
         self._load()
 
     # -- reading the thread back
@@ -79,34 +119,100 @@ class ContextStoreEventBackend(InMemoryBackend):
         return cls.model_validate(raw)
 
     def _load(self) -> None:
-        saved = self.thread.provider_state(KEY)
-        if saved is not None and isinstance(saved.state, dict):
-            self._extra.update(saved.state)
-        removed = set(self._extra["removed"])
-        working: list[tuple[int, str]] = []
-        for event in self.thread.iter_events(status="all"):
+        """The thread as Nooa's backend: active events in working-context order, collapsed ones
+        archived; cleared, removed and replaced ones are not Nooa's any more."""
+        loaded = self.thread.sync_load(KEY)
+        doc = loaded.document if isinstance(loaded.document, dict) else {}
+        self._doc = {"summaries": dict(doc.get("summaries") or {}), "tags": dict(doc.get("tags") or {})}
+        rows = [(item.event, True) for item in loaded.items]
+        # Collapsed events are the archived children of a summary still in the context; those
+        # under a cleared summary went with it (Nooa's clear drops everything).
+        ranges = [_summary_range(e.data, e.position)
+                  for e, _ in rows if e.type == "Summary" and isinstance(e.data, dict)]
+        if ranges:
+            rows += [(event, False) for event in self.thread.iter_events(status="collapsed")
+                     if any(low <= event.position <= high for low, high in ranges)]
+        rows.sort(key=lambda row: row[0].seq)
+        working: list[tuple[int, int, str]] = []
+        foreign: list[tuple[Event, bool]] = []
+        for event, active in rows:
             stored = event.data.get(KEY) if isinstance(event.data, dict) else None
-            if event.type == "Summary" and str(event.seq) in self._extra["summaries"]:
-                stored = self._extra["summaries"][str(event.seq)]
-            if not isinstance(stored, dict) or stored["tag"] in removed:
+            if event.type == "Summary" and str(event.seq) in self._doc["summaries"]:
+                stored = self._doc["summaries"][str(event.seq)]
+            if not isinstance(stored, dict):
+                foreign.append((event, active))
                 continue
-            tag = stored["tag"]
-            raw = self._extra["overrides"].get(tag) or stored["event"]
-            nooa_event = self._deserialize(raw)
-            active = event.status == "active"
-            nooa_event.status = EventStatus.ACTIVE if active else EventStatus.ARCHIVED
-            self._events.append(nooa_event)
-            self._tag_to_event[tag] = nooa_event
-            self._position[tag] = event.position
-            if active:
-                working.append((event.position, tag))
+            nooa_event = self._deserialize(stored["event"])
+            key = f"{FOREIGN}{event.seq}" if event.type == "Summary" and not event.data.get(
+                KEY) else nooa_event.id
+            self._add(stored["tag"], nooa_event, event, active, key, working)
+        assigned = False
+        for event, active in foreign:
+            if not event.visible:
+                continue
+            tag = self._doc["tags"].get(str(event.seq))
+            if event.type == "Summary":
+                nooa_event, tag = self._summary_of(event)
+            else:
+                nooa_event = _CORE_TYPES["Message"](content=event.content,
+                                                    metadata={"contextstore_seq": event.seq})
+                if tag is None:
+                    tag = str(max(self.max_tag_num(), self._next_tag_num - 1) + 1)
+            if self._doc["tags"].get(str(event.seq)) != tag:
+                self._doc["tags"][str(event.seq)] = tag
+                assigned = True
+            nooa_event.tag = tag
+            self._add(tag, nooa_event, event, active, f"{FOREIGN}{event.seq}", working)
         # The working context's order is Nooa's active order: a summary stands where its
         # range stood in both.
-        self._active_tags = [tag for _, tag in sorted(working)]
+        self._active_tags = [tag for _, _, tag in sorted(working)]
         self._next_tag_num = self.max_tag_num() + 1
+        if assigned:
+            self._save_doc()
 
-    def _save_extra(self) -> None:
-        self.thread.put_provider_state(KEY, self._extra)
+    def _add(self, tag: str, nooa_event: EventBase, event: Event, active: bool, key: str,
+             working: list[tuple[int, int, str]]) -> None:
+        nooa_event.status = EventStatus.ACTIVE if active else EventStatus.ARCHIVED
+        self._events.append(nooa_event)
+        self._tag_to_event[tag] = nooa_event
+        self._position[tag] = event.position
+        self._keys[tag] = key
+        self._next_tag_num = max(self._next_tag_num, self.max_tag_num() + 1)
+        if active:
+            working.append((event.position, event.seq, tag))
+
+    def _summary_of(self, event: Event) -> tuple[EventBase, str]:
+        """A collapse made in contextstore as the Summary Nooa's own collapse would have made."""
+        data = event.data if isinstance(event.data, dict) else {}
+        low, high = _summary_range(data, event.position)
+        children = [tag for tag, position in self._position.items()
+                    if low <= position <= high and tag in self._tag_to_event
+                    and self._tag_to_event[tag].status == EventStatus.ARCHIVED]
+        children.sort(key=lambda t: (_tag_span(t)[0], self._position[t]))
+        spans = [_tag_span(t) for t in children] or [(0, 0)]
+        start, end = min(a for a, _ in spans), max(b for _, b in spans)
+        tag = f"{start}..{end}"
+        summary = _CORE_TYPES["Summary"](
+            summary_tag=tag, replaced_range=(start, end), children_tags=children,
+            summary_text=event.content,
+            doc=f'To access collapsed events, call self.events["{tag}"].children_tags')
+        return summary, tag
+
+    def _save_doc(self) -> None:
+        self.thread.sync_save(KEY, document=self._doc)
+
+    def _item(self, tag: str, event: EventBase) -> dict[str, Any]:
+        dump = event.model_dump(mode="json")
+        metadata = dump.get("metadata") or {}
+        item = {
+            "type": _event_type(str(dump.get("event_type") or type(event).__name__)),
+            "content": _text(event, dump), "data": {KEY: {"tag": tag, "event": dump}},
+            "call_id": str(metadata.get("call_id") or "")[:200],
+        }
+        occurred_at = _occurred_at(event)
+        if occurred_at:
+            item["occurred_at"] = occurred_at
+        return item
 
     # -- EventBackend, written through
 
@@ -123,39 +229,47 @@ class ContextStoreEventBackend(InMemoryBackend):
             collapse = self.thread.collapse(min(positions), max(positions),
                                             dump.get("summary_text") or f"Summary of {tag}")
             self._position[tag] = collapse.summary_event.position
-            self._extra["summaries"][str(collapse.summary_event.seq)] = {"tag": tag, "event": dump}
-            self._save_extra()
+            self._keys[tag] = f"{FOREIGN}{collapse.summary_event.seq}"
+            self._doc["summaries"][str(collapse.summary_event.seq)] = {"tag": tag, "event": dump}
+            self._save_doc()
             return
-        metadata = dump.get("metadata") or {}
-        appended = self.thread.append([{
-            "type": str(dump.get("event_type") or type(event).__name__)[:32],
-            "content": _text(event, dump), "data": {KEY: {"tag": tag, "event": dump}},
-            "call_id": str(metadata.get("call_id") or "")[:200],
-            "client_id": f"{KEY}:{event.id}",
-        }])[0]
-        self._position[tag] = appended.seq
+        # Unconditional: a Nooa agent writes through as it runs, and a key is never stored twice.
+        result = self.thread.sync_save(KEY, items=[{"key": event.id,
+                                                     "event": self._item(tag, event)}])
+        self._keys[tag] = event.id
+        for stored in result.get("stored") or ():
+            self._position[tag] = stored["position"]
 
     def update(self, tag: str, **fields: Any) -> bool:
         if not super().update(tag, **fields):
             return False
-        self._extra["overrides"][tag] = self._tag_to_event[tag].model_dump(mode="json")
-        self._save_extra()
+        event = self._tag_to_event[tag]
+        key = self._keys.get(tag, event.id)
+        seq = key[len(FOREIGN):] if key.startswith(FOREIGN) else None
+        if seq is not None and seq in self._doc["summaries"]:
+            self._doc["summaries"][seq] = {"tag": tag, "event": event.model_dump(mode="json")}
+            self._save_doc()
+        else:  # rewritten in place: same position, the earlier version kept as history
+            self.thread.sync_save(KEY, items=[{"key": key, "event": self._item(tag, event)}])
         return True
 
     def remove(self, tag: str) -> bool:
-        if not super().remove(tag):
+        event = self._tag_to_event.get(tag)
+        if event is None or not super().remove(tag):
             return False
-        self._extra["removed"].append(tag)
-        self._save_extra()
+        self.thread.sync_save(KEY, removed=[self._keys.pop(tag, event.id)])
+        self._position.pop(tag, None)
         return True
 
     def clear(self) -> None:
-        """Nooa's clear starts over: contextstore clears the thread's context (keeping it all)."""
+        """Nooa's clear starts over: contextstore clears the thread's context (keeping it all),
+        so a new process rebuilds an empty backend, as Nooa's own stores do."""
         super().clear()
         self._position.clear()
+        self._keys.clear()
         self.thread.clear_context()
-        self._extra = {"summaries": {}, "overrides": {}, "removed": []}
-        self._save_extra()
+        self._doc = {"summaries": {}, "tags": {}}
+        self._save_doc()
 
     def all_events(self) -> Iterator[EventBase]:
         return iter(list(self._events))
@@ -193,11 +307,22 @@ class ContextStoreStorage:
         return saved.state if saved is not None else None
 
     def _show_blocks(self, agent: Agent) -> None:
-        """Write the agent's own (non-framework) blocks as the thread's context blocks."""
+        """Show the agent's own (non-framework) blocks as the thread's context blocks.
+
+        A copy for people: the snapshot (already saved) is what restores the agent, so a block
+        the server cannot show as it is never fails the save. A name with "/" is shown with "∕"
+        (a path cannot carry a slash), a value over the block limit is shown cut, with a note.
+        """
         manager = agent.context_manager
         for key, value in manager._raw_items():
             if key in manager.protected_keys or isinstance(value, DynamicContext):
                 continue  # a Python expression cannot be evaluated safely by the server
             text = None if manager.is_disabled(key) or value is None else (
                 value if isinstance(value, str) else json.dumps(value, default=str))
-            self.thread.put_block(key, value=text, placement="prefix")
+            if text is not None and len(text) > BLOCK_MAX_CHARS:
+                note = "\n[… cut here; the whole block is in the Nooa snapshot]"
+                text = text[:BLOCK_MAX_CHARS - len(note)] + note
+            try:
+                self.thread.put_block(str(key).replace("/", "∕"), value=text, placement="prefix")
+            except ContextStoreError:
+                continue

@@ -17,21 +17,17 @@ alternative: it stores token counts exactly as peteos computes them.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import weakref
 from typing import Any
 
 from peteos.conversation.context import Context
 
-from contextstore.client import ContextStore, ThreadHandle
+from contextstore.client import ContextStore, SyncTracker, ThreadHandle
 
 PROVIDER = "peteos"
+FOREIGN = "cs:"
 SLOT_ID_KEYS = ("system_prompt_message_id", "tool_definitions_message_id")
-
-
-def _digest(message: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(message, sort_keys=True).encode()).hexdigest()
 
 
 def _home_anchor(anchors: list, index: int) -> str:
@@ -39,6 +35,7 @@ def _home_anchor(anchors: list, index: int) -> str:
 
 
 def _event(message: dict[str, Any], anchor: str) -> dict[str, Any]:
+    """The event a peteos message is stored as (the same message always gives the same event)."""
     content = message.get("content")
     parts = content if isinstance(content, list) else None
     types = {p.get("type") for p in parts or () if isinstance(p, dict)}
@@ -49,76 +46,71 @@ def _event(message: dict[str, Any], anchor: str) -> dict[str, Any]:
         else "Message",
         "role": str(message.get("role", "")), "content": text if parts is not None else str(content or ""),
         "parts": parts, "data": {PROVIDER: message}, "anchor": anchor,
-        "client_id": f"peteos:{message['id']}",
     }
 
 
-class _Sent:
-    """What this process knows the thread holds: message id -> digest, and revised messages."""
-
-    def __init__(self) -> None:
-        self.digests: dict[str, str] = {}
-        self.revised: dict[str, dict[str, Any]] = {}
+# One tracker per client object (so per process and token), then per thread id.
+_trackers: weakref.WeakKeyDictionary[ContextStore, dict[int, SyncTracker]] = weakref.WeakKeyDictionary()
 
 
-# Per client object (so per server and token), then per thread id.
-_known: weakref.WeakKeyDictionary[ContextStore, dict[int, _Sent]] = weakref.WeakKeyDictionary()
+def _foreign_prefix(thread: ThreadHandle) -> str:
+    # services/peteos.py names a message made from a non-peteos event after the event's seq.
+    return f"contextstore-{thread.id}-"
 
 
-def _sent(thread: ThreadHandle) -> _Sent:
-    known = _known.setdefault(thread.client, {})
-    if thread.id not in known:
-        # First contact in this process: learn what earlier processes stored.
-        sent = _Sent()
-        saved = thread.provider_state(PROVIDER)
-        if saved is not None and isinstance(saved.state, dict):
-            sent.revised = dict(saved.state.get("revised") or {})
-        for event in thread.iter_events(status="all"):
-            original = event.data.get(PROVIDER) if isinstance(event.data, dict) else None
-            if isinstance(original, dict) and original.get("id"):
-                current = sent.revised.get(original["id"], original)
-                sent.digests[original["id"]] = _digest(current)
-        known[thread.id] = sent
-    return known[thread.id]
+def _key(message: dict[str, Any], foreign: str) -> str:
+    mid = str(message["id"])
+    return FOREIGN + mid[len(foreign):] if mid.startswith(foreign) else mid
+
+
+def load_context(thread: ThreadHandle) -> Context:
+    """The thread's working context as a peteos Context (collapsed ranges as their summaries,
+    notes people added as messages), remembered as the base of the next save."""
+    tracker = SyncTracker(thread, PROVIDER)
+    raw = tracker.load(format="peteos").rendered
+    foreign = _foreign_prefix(thread)
+    anchors = raw.get("anchor_points") or []
+    for index, message in enumerate(raw.get("messages") or []):
+        if str(message.get("id", "")).startswith(foreign):
+            tracker.seen(_key(message, foreign), _event(message, _home_anchor(anchors, index)))
+    _trackers.setdefault(thread.client, {})[thread.id] = tracker
+    return Context.load_from_dict(raw)
 
 
 def save_context(ctx: Context, thread: ThreadHandle) -> None:
-    """Store `ctx` in `thread`: new messages are appended, the rest is one provider-state write.
+    """Store `ctx` in `thread` in one transaction: new messages appended, changed ones rewritten
+    in place, and the context's top level in the thread's ``peteos`` document.
 
-    Safe to repeat: appends are idempotent per message id.
+    Based on the last load_context of this thread by this client: StaleRevision (nothing
+    written) when another process saved since; load again and redo the turn. Safe to repeat.
     """
     raw = json.loads(json.dumps(ctx.raw_dict))  # anchors become lists, as in any saved JSON
     messages = raw.get("messages") or []
     anchors = raw.get("anchor_points") or []
     slot_ids = {raw.get(k) for k in SLOT_ID_KEYS} - {None, ""}
-    sent = _sent(thread)
+    known = _trackers.setdefault(thread.client, {})
+    complete = thread.id in known
+    if not complete:
+        # Never loaded here: learn what is stored, and drop nothing this process never saw.
+        known[thread.id] = SyncTracker(thread, PROVIDER)
+        known[thread.id].load()
+    tracker = known[thread.id]
+    foreign = _foreign_prefix(thread)
 
-    specials, ordinary, new = [], [], []
+    specials, ordinary = [], []
     for index, message in enumerate(messages):
         if message.get("id") in slot_ids:
             specials.append([index, message])
-            continue
-        ordinary.append(message)
-        known = sent.digests.get(message["id"])
-        if known is None:
-            new.append((message, _home_anchor(anchors, index)))
-        elif known != _digest(message):
-            sent.revised[message["id"]] = message
+        else:
+            ordinary.append((message, _home_anchor(anchors, index)))
     # Creation order, so contextstore's seq follows peteos' _sequence_number.
-    new.sort(key=lambda item: item[0].get("_sequence_number", -1))
-    for start in range(0, len(new), 500):
-        thread.append([_event(m, a) for m, a in new[start:start + 500]])
-    for message in ordinary:
-        sent.digests[message["id"]] = _digest(message)
-
-    thread.put_provider_state(PROVIDER, {
-        "context": {k: (None if k == "messages" else v) for k, v in raw.items()},
-        "special_messages": specials,
-        "order": [m["id"] for m in ordinary],
-        "revised": sent.revised,
-    })
-
-
-def load_context(thread: ThreadHandle) -> Context:
-    """The thread's working context as a peteos Context (collapsed ranges as their summaries)."""
-    return Context.load_from_dict(thread.export(format="peteos"))
+    ordinary.sort(key=lambda item: item[0].get("_sequence_number", -1))
+    tracker.save(
+        [(_key(m, foreign), _event(m, a)) for m, a in ordinary], complete=complete,
+        document={
+            "sync": True,
+            "context": {k: (None if k == "messages" else v) for k, v in raw.items()},
+            "special_messages": specials,
+            "order": [m["id"] for m in messages if m.get("id") not in slot_ids],
+            "revised": {},
+        })

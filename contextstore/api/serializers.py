@@ -398,10 +398,15 @@ class RevisionDetailSerializer(serializers.Serializer):
 
 class InputSerializer(serializers.Serializer):
     input = JSON_ANY(allow_null=True)
+    timestamp = serializers.CharField(
+        required=False, allow_null=True, trim_whitespace=False,
+        help_text="The agent's time for the history entry (ISO 8601 with offset); "
+                  "absent: the server's.")
 
 
 class StepResultInSerializer(serializers.Serializer):
-    step = serializers.CharField(max_length=200, trim_whitespace=False)
+    step = serializers.CharField(allow_blank=True, trim_whitespace=False,
+                                 help_text="Any string, as in clientai.")
     result = JSON_ANY(allow_null=True)
 
 

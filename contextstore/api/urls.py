@@ -2,7 +2,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import SimpleRouter
 
-from contextstore.api import blocks, clears, model_settings, renders, revisions, views
+from contextstore.api import blocks, clears, model_settings, renders, revisions, sync, views
 from contextstore.api.agent_sessions import AgentSessionViewSet
 from contextstore.api.exceptions import api_not_found
 
@@ -15,6 +15,7 @@ router.register(r"threads/(?P<thread_pk>[0-9]+)/clears", clears.ClearViewSet, ba
 router.register("threads", blocks.BlockVersionViewSet, basename="thread-block-version")
 router.register("threads", model_settings.ThreadModelViewSet, basename="thread-model")
 router.register("sessions", model_settings.SessionModelViewSet, basename="session-model")
+router.register(r"threads/(?P<thread_pk>[0-9]+)/sync", sync.ThreadSyncViewSet, basename="thread-sync")
 router.register("collapses", views.CollapseViewSet, basename="collapse")
 router.register("runs", views.RunViewSet, basename="run")
 router.register("memories", views.MemoryViewSet, basename="memory")

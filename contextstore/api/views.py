@@ -328,7 +328,8 @@ class ThreadViewSet(mixins.RetrieveModelMixin, mixins.DestroyModelMixin, viewset
     def set_input(self, request: Request, pk: str) -> Response:
         data = parse(s.InputSerializer, body(request))
         thread = clientai.thread_set_input(thread=self.get_object(), input_data=data["input"],
-                                           actor=actor_of(request))
+                                           actor=actor_of(request),
+                                           timestamp=data.get("timestamp"))
         return self.state_response(thread)
 
     @extend_schema(request=s.StepResultInSerializer, responses=s.StepResultSerializer)

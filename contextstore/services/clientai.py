@@ -20,9 +20,25 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else str(value)
 
 
-def thread_set_input(*, thread: Thread, input_data: Any, actor: Actor) -> Thread:
+def _agent_time(timestamp: Any) -> str:
+    """The time for a history entry: the agent's, when it sent one (ISO 8601, kept with its
+    offset, so "Time:" shows the agent's local time), else this server's, as clientai's own
+    datetime.now() would."""
+    if timestamp is None:
+        return datetime.now().isoformat()
+    try:
+        if isinstance(timestamp, str):
+            return datetime.fromisoformat(timestamp).isoformat()
+    except ValueError:
+        pass
+    raise InvalidInput("timestamp must be an ISO 8601 date-time.", details={"timestamp": timestamp})
+
+
+def thread_set_input(*, thread: Thread, input_data: Any, actor: Actor,
+                     timestamp: str | None = None) -> Thread:
     """AgentContext.set_input: the previous interaction moves to history only if there was a
     current input and results; history is capped at max_history_size."""
+    stamp = _agent_time(timestamp)
     with transaction.atomic():
         thread = lock_thread(thread)
         values: dict[str, Any] = {}
@@ -32,7 +48,7 @@ def thread_set_input(*, thread: Thread, input_data: Any, actor: Actor) -> Thread
                 "input": thread.original_input,
                 "results": dict(thread.last_results),
                 "iteration": thread.iteration,
-                "timestamp": datetime.now().isoformat(),
+                "timestamp": stamp,
             })
             if len(history) > thread.max_history_size:
                 # Same slice as clientai, including its quirk that a size of 0 keeps everything.
@@ -47,16 +63,18 @@ def thread_set_input(*, thread: Thread, input_data: Any, actor: Actor) -> Thread
 
 
 def thread_set_step_result(*, thread: Thread, step: str, result: Any, actor: Actor) -> Thread:
-    if not isinstance(step, str) or not step:
-        raise InvalidInput("step is required.", details={"step": "required"})
+    if not isinstance(step, str):  # clientai takes any string, the empty one too
+        raise InvalidInput("step must be a string.", details={"step": "string"})
     with transaction.atomic():
         thread = lock_thread(thread)
         document_write(thread=thread, actor=actor, reason=f"set_step_result {step}",
                        values={"last_results": {**thread.last_results, step: result}})
         audit(actor=actor, action="clientai.set_step_result", target=thread,
               workspace=thread.workspace, step=step)
+        # The event's step column is short; a longer name is kept whole in its data.
         event_append(thread=thread, actor=actor, events=[{
-            "type": "StepResult", "role": "assistant", "step": step, "content": _text(result),
+            "type": "StepResult", "role": "assistant", "step": step[:200], "content": _text(result),
+            **({"data": {"step": step}} if len(step) > 200 else {}),
         }])
     return thread
 

@@ -187,7 +187,9 @@ def thread_to_peteos(*, thread: Thread, strip_thinking: bool = False) -> dict[st
     # The incremental adapter (contextstore.adapters.peteos.save_context) keeps the context's
     # current top level, display order and messages peteos changed in place as provider state.
     saved = thread.provider_states.filter(provider=KEY).values_list("state", flat=True).first()
-    if isinstance(saved, dict):
+    # The sync adapter keeps it in the thread document instead ("sync": True): newer than any
+    # provider state an earlier adapter version left.
+    if isinstance(saved, dict) and not stored.get("sync"):
         stored.update(saved)
     revised = stored.get("revised") or {}
     context = dict(stored.get("context") or {})
@@ -225,8 +227,11 @@ def thread_to_peteos(*, thread: Thread, strip_thinking: bool = False) -> dict[st
             message = original
         else:
             message, counter, added = _new_message(event, counter), counter + 1, added + 1
-        # A Summary sits just before the first message it replaced; new events go last.
+        # A Summary sits just before the first message it replaced; new events go last,
+        # unless the sync adapter saved the context with them in it: then where peteos had them.
         place = seq_place.get(event.position, len(display) + event.position) - 0.5
+        if message.get("id") in display and stored.get("sync"):
+            place = float(display[message["id"]])
         placed.append((place, message, event.anchor or last_anchor))
     placed.sort(key=lambda item: item[0])
 

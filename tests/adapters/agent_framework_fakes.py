@@ -6,6 +6,7 @@ import re
 from agent_framework import Agent, BaseChatClient, ChatResponse, Message
 
 from contextstore.adapters.agent_framework import (
+    ContextStoreContextProvider,
     ContextStoreHistoryProvider,
     ContextStoreSessionStore,
     UserInfoMemory,
@@ -29,21 +30,26 @@ class ScriptedChatClient(BaseChatClient):
                             response_format=options.get("response_format"))
 
 
-def seed_agent(cs: ContextStore, user_id: str) -> Agent:
-    """The seed document's agent: friendly instructions, UserInfoMemory, history in contextstore."""
+def seed_agent(cs: ContextStore, user_id: str, *, blocks: bool = False) -> Agent:
+    """The seed document's agent: friendly instructions, UserInfoMemory, history in contextstore
+    (with blocks=True also the thread's blocks, summary and memories)."""
     client = ScriptedChatClient()
+    providers = [ContextStoreHistoryProvider(cs, user_id=user_id),
+                 UserInfoMemory(cs, client, user_id=user_id)]
+    if blocks:
+        providers.append(ContextStoreContextProvider(cs, user_id=user_id))
     return Agent(
         client=client,
         instructions="You are a friendly assistant. Always address the user by their name.",
-        context_providers=[ContextStoreHistoryProvider(cs, user_id=user_id),
-                           UserInfoMemory(cs, client, user_id=user_id)],
+        context_providers=providers,
     )
 
 
-async def turn(cs: ContextStore, user_id: str, session_id: str, text: str) -> str:
+async def turn(cs: ContextStore, user_id: str, session_id: str, text: str, *,
+               blocks: bool = False) -> str:
     """One turn as a fresh process would take it: session from the store, run, store again."""
     sessions = ContextStoreSessionStore(cs, user_id=user_id)
-    agent = seed_agent(cs, user_id)
+    agent = seed_agent(cs, user_id, blocks=blocks)
     session = await sessions.get(session_id) or agent.create_session(session_id=session_id)
     response = await agent.run(text, session=session)
     await sessions.set(session_id, session)

@@ -18,11 +18,14 @@ class EchoModel(ChatModelBase):
     class Parameters(BaseModel):
         pass
 
-    def __init__(self) -> None:
+    def __init__(self, seen: list | None = None) -> None:
         super().__init__(credential=None, model="echo", parameters=self.Parameters(), stream=False)
         self.formatter = OpenAIChatFormatter()
+        self.seen = seen  # when given, every call's transcript is recorded here
 
     async def _call_api(self, model_name, messages, tools=None, tool_choice=None, **kwargs):
+        if self.seen is not None:
+            self.seen.append([(m.role, m.get_text_content()) for m in messages])
         texts = [m.get_text_content() for m in messages if m.role == "user"]
         reply = f"seen {len(messages)}; last: {texts[-1] if texts else ''}"
         return ChatResponse(content=[TextBlock(type="text", text=reply)], is_last=True)

@@ -65,7 +65,7 @@ def test_blocks_summary_and_collapses_reach_the_agent(store):
     thread.put_block("policy", value="Answer in one sentence.", placement="prefix")
     thread.collapse(1, 2, "The user asked about a square root.")
 
-    answer = asyncio.run(turn(store, "ruaidhri", "chat-2", "Thanks"))
+    answer = asyncio.run(turn(store, "ruaidhri", "chat-2", "Thanks", blocks=True))
 
     assert "Answer in one sentence." in answer
     # The summary replaces two messages: summary, 2 messages of turn two, the new one.
@@ -90,3 +90,143 @@ def test_a_deleted_session_snapshot_reads_as_absent(store):
     asyncio.run(sessions.delete("chat-3"))
 
     assert asyncio.run(sessions.get("chat-3")) is None
+
+
+# ---------------------------------------------------------------- the seed, replays, size, people
+
+from agent_framework import Agent, ContextProvider, InMemoryHistoryProvider, Message  # noqa: E402
+
+from contextstore.adapters.agent_framework import (  # noqa: E402
+    ContextStoreHistoryProvider,
+    UserInfo,
+    UserInfoMemory,
+)
+from contextstore.client import ContextStore  # noqa: E402
+from tests.adapters.agent_framework_fakes import ScriptedChatClient  # noqa: E402
+
+
+class RecordingChatClient(ScriptedChatClient):
+    """Records what each model call (not the extraction calls) receives."""
+
+    def __init__(self, seen: list) -> None:
+        super().__init__()
+        self.seen = seen
+
+    async def _inner_get_response(self, *, messages, stream, options, **kwargs):
+        if options.get("response_format") is None:
+            self.seen.append(([(str(m.role), m.text) for m in messages],
+                              options.get("instructions", "")))
+        return await super()._inner_get_response(messages=messages, stream=stream,
+                                                 options=options, **kwargs)
+
+
+class SeedUserInfoMemory(ContextProvider):
+    """The seed document's UserInfoMemory, in memory, on today's ContextProvider hooks."""
+
+    def __init__(self, chat_client) -> None:
+        super().__init__("user_info_memory")
+        self.chat_client, self.user_info = chat_client, UserInfo()
+
+    async def after_run(self, *, agent, session, context, state) -> None:
+        user = [m for m in context.input_messages if str(m.role) == "user"]
+        if (self.user_info.name is None or self.user_info.age is None) and user:
+            result = await self.chat_client.get_response(user, options={
+                "instructions": "Extract the user's name and age from the message if present. "
+                                "If not present return nulls.", "response_format": UserInfo})
+            if result.value is not None:
+                self.user_info.name = self.user_info.name or result.value.name
+                self.user_info.age = self.user_info.age or result.value.age
+
+    async def before_run(self, *, agent, session, context, state) -> None:
+        instructions = []
+        if self.user_info.name is None:
+            instructions.append("Ask the user for their name and politely decline to answer "
+                                "any questions until they provide it.")
+        else:
+            instructions.append(f"The user's name is {self.user_info.name}.")
+        if self.user_info.age is None:
+            instructions.append("Ask the user for their age and politely decline to answer any "
+                                "questions until they provide it.")
+        else:
+            instructions.append(f"The user's age is {self.user_info.age}.")
+        context.extend_instructions(self.source_id, " ".join(instructions))
+
+
+INSTRUCTIONS = "You are a friendly assistant. Always address the user by their name."
+SCRIPT = ["Hello, what is the square root of 9?", "My name is Ruaidhri", "I am 20 years old",
+          "thanks", "what do you know?", "bye"]
+NOTE = "NOTE: the user prefers metric units"
+SUMMARY = "The user asked about a square root."
+
+
+def test_the_model_sees_what_the_seed_agent_on_its_own_history_sees(live_server, store, token):
+    expected: list = []
+    client = RecordingChatClient(expected)
+    alone = Agent(client=client, instructions=INSTRUCTIONS,
+                  context_providers=[InMemoryHistoryProvider(), SeedUserInfoMemory(client)])
+    session = alone.create_session(session_id="scripted")
+    for number, said in enumerate(SCRIPT):
+        asyncio.run(alone.run(said, session=session))
+        history = session.state[InMemoryHistoryProvider.DEFAULT_SOURCE_ID]["messages"]
+        if number == 1:  # docs/frameworks/agent-framework.md: a note is a message of its role
+            history.append(Message(role="user", contents=[NOTE]))
+        if number == 2:  # a collapse: one system message with the summary in its place
+            history[0:2] = [Message(role="system", contents=[SUMMARY])]
+        if number == 3:  # a clear: the history is empty, provider state stays
+            history.clear()
+
+    actual: list = []
+    with ContextStore(live_server.url, token[1]) as second:
+        person = store.thread("scripted", user_id="ruaidhri")
+        for number, said in enumerate(SCRIPT):
+            cs = (store, second)[number % 2]  # two processes, each its own client, alternate
+            recording = RecordingChatClient(actual)
+            agent = Agent(client=recording, instructions=INSTRUCTIONS, context_providers=[
+                ContextStoreHistoryProvider(cs, user_id="ruaidhri"),
+                UserInfoMemory(cs, recording, user_id="ruaidhri")])
+            session = agent.create_session(session_id="scripted")
+            asyncio.run(agent.run(said, session=session))
+            if number == 1:
+                person.append_one("Message", NOTE, role="user")
+            if number == 2:
+                first = person.events()[:2]
+                person.collapse(first[0].seq, first[1].seq, SUMMARY)
+            if number == 3:
+                person.clear_context()
+    assert actual == expected
+    assert len(expected) == 6 and expected[3][0][0] == ("system", SUMMARY)
+    assert (("user", NOTE) in expected[2][0]) and len(expected[4][0]) == 1  # note; after the clear
+    assert len(person.events()) == 4  # two turns since the clear, nothing twice
+
+
+def test_a_replayed_transcript_is_stored_once(store):
+    history = ContextStoreHistoryProvider(store, user_id="replay")
+    first = [Message(role="user", contents=["hi"]), Message(role="assistant", contents=["hello"])]
+    asyncio.run(history.save_messages("replay-1", first))
+    again = [*first, Message(role="user", contents=["hi"]), Message(role="assistant", contents=["yo"])]
+    asyncio.run(history.save_messages("replay-1", again))  # the whole transcript resent
+    asyncio.run(history.save_messages("replay-1", again))
+    loaded = asyncio.run(history.get_messages("replay-1"))
+    assert [m.text for m in loaded] == ["hi", "hello", "hi", "yo"]  # a repeated turn is kept
+
+
+def test_5000_messages_in_one_save_messages(store):
+    history = ContextStoreHistoryProvider(store, user_id="big")
+    batch = [Message(role="user", contents=[f"m{i}"]) for i in range(5000)]
+    asyncio.run(history.save_messages("big-1", batch))
+    assert [m.text for m in asyncio.run(history.get_messages("big-1"))] == [f"m{i}" for i in range(5000)]
+
+
+def test_a_refused_save_messages_stores_none_of_them(store):
+    from contextstore.client import PayloadTooLarge
+
+    history = ContextStoreHistoryProvider(store, user_id="refused")
+    batch = [Message(role="user", contents=[f"m{i}"]) for i in range(1500)]
+    batch.append(Message(role="user", contents=["x" * 300_000]))
+    try:
+        asyncio.run(history.save_messages("refused-1", batch))
+    except PayloadTooLarge:
+        pass
+    else:
+        raise AssertionError("an oversized message must be refused")
+    assert asyncio.run(history.get_messages("refused-1")) == []

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 from agentscope.agent import Agent
-from agentscope.message import UserMsg
+from agentscope.message import TextBlock, UserMsg
 from agentscope.permission import PermissionContext
 from agentscope.state import AgentState, Task
 
 from contextstore.adapters.agentscope import ContextStoreStateStore, StaleRevision
-from contextstore.client import ContextStore
+from contextstore.client import ContextStore, PayloadTooLarge
 from tests.adapters.agentscope_fakes import EchoModel, turn
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -117,7 +117,7 @@ def test_clear_context_keeps_tasks_permissions_and_tools(store):
     assert turn(states, "carol", "s-3", "fresh topic") == in_memory("fresh topic")[0][0]
 
 
-def test_messages_agentscope_compressed_away_are_collapsed_under_the_summary(store):
+def test_messages_agentscope_compressed_away_are_retired_and_the_summary_kept(store):
     states = ContextStoreStateStore(store)
     for text in ("one", "two", "three"):
         turn(states, "dan", "s-4", text)
@@ -126,7 +126,108 @@ def test_messages_agentscope_compressed_away_are_collapsed_under_the_summary(sto
     state.context = state.context[-2:]  # what AgentScope's compression keeps
     states.save(state, "dan", "s-4")
 
-    assert texts(states.load("dan", "s-4")) == texts(state)
+    reloaded = states.load("dan", "s-4")
+    assert texts(reloaded) == texts(state) and reloaded.summary == "Dan counted to two."
     thread = states.thread("dan", "s-4")
-    assert [e.content for e in thread.events(type="Summary")] == ["Dan counted to two."]
-    assert len(thread.events(status="all")) == 7  # six messages and the summary, none deleted
+    history = thread.events(status="all")
+    assert len(history) == 6  # none deleted
+    assert [e.status for e in history] == ["removed"] * 4 + ["active"] * 2
+
+
+def test_a_message_rewritten_in_place_stays_in_place(store):
+    states = ContextStoreStateStore(store)
+    for text in ("one", "two"):
+        turn(states, "erin", "s-5", text)
+    state = states.load("erin", "s-5")
+    state.context[0].metadata["edited"] = True  # e.g. AgentScope's image limit on an old message
+    state.context[1].content = [TextBlock(type="text", text="rewritten")]
+    states.save(state, "erin", "s-5")
+    reloaded = states.load("erin", "s-5")
+    assert [m.id for m in reloaded.context] == [m.id for m in state.context]
+    assert texts(reloaded) == texts(state) and reloaded.context[0].metadata == {"edited": True}
+    old = [e for e in states.thread("erin", "s-5").events(status="replaced")]
+    assert len(old) == 2  # the earlier versions are history
+
+
+def test_a_refused_save_writes_neither_state_nor_messages(live_server, store, token):
+    states = ContextStoreStateStore(store)
+    turn(states, "fay", "s-6", "hello")
+    state = states.load("fay", "s-6")
+    state.middle_context["x"] = 1
+    state.context.append(UserMsg("fay", "ok"))
+    state.context.append(UserMsg("fay", "x" * 300_000))  # over the server's content limit
+    thread = states.thread("fay", "s-6")
+    before = (thread.events(status="all"), thread.state())
+    with pytest.raises(PayloadTooLarge):
+        states.save(state, "fay", "s-6")
+    assert (thread.events(status="all"), thread.state()) == before
+
+
+def test_5000_messages_in_one_save(store):
+    states = ContextStoreStateStore(store)
+    state = states.load("gus", "s-7")
+    state.context = [UserMsg("gus", f"message {i}") for i in range(5000)]
+    states.save(state, "gus", "s-7")
+    reloaded = states.load("gus", "s-7")
+    assert texts(reloaded) == [f"message {i}" for i in range(5000)]
+
+
+def scripted(run_turn, person) -> list:
+    """The script: six turns by two alternating processes, a person acting between some."""
+    seen: list = []
+    for number, text in enumerate(["hi", "my name is Ann", "what is 2+2?", "thanks",
+                                   "summarise us", "bye"]):
+        run_turn(number % 2, text, seen)
+        person(number)
+    return seen
+
+
+def test_the_model_sees_the_same_transcript_as_on_agentscopes_own_state(live_server, store, token):
+    from agentscope.message import UserMsg as U
+
+    # AgentScope alone: one in-memory state; the person's actions applied as documented
+    # (docs/frameworks/agentscope.md): a note is a message of its role at the end, a collapse
+    # is a user message with the summary in place of the range, a clear empties context+summary.
+    alone = AgentState()
+
+    def alone_turn(process: int, text: str, seen: list) -> None:
+        agent = Agent(name="helper", system_prompt="Be brief.", model=EchoModel(seen), state=alone)
+        asyncio.run(agent.reply(U("alice", text)))
+
+    def alone_person(after: int) -> None:
+        if after == 1:
+            alone.context.append(U("user", "NOTE: the user prefers metric units"))
+        if after == 2:
+            alone.context[0:2] = [U("user", "The user greeted and gave a name.")]
+        if after == 3:
+            alone.context, alone.summary = [], ""
+
+    expected = scripted(alone_turn, alone_person)
+
+    with ContextStore(live_server.url, token[1]) as second:
+        stores = [ContextStoreStateStore(store), ContextStoreStateStore(second)]
+
+        def cs_turn(process: int, text: str, seen: list) -> None:
+            states = stores[process]
+            state = states.load("alice", "scripted")
+            agent = Agent(name="helper", system_prompt="Be brief.", model=EchoModel(seen), state=state)
+            asyncio.run(agent.reply(U("alice", text)))
+            states.save(agent.state, "alice", "scripted")
+
+        person = stores[0].thread("alice", "scripted")
+
+        def cs_person(after: int) -> None:
+            if after == 1:
+                person.append_one("Message", "NOTE: the user prefers metric units", role="user")
+            if after == 2:
+                first = person.events()[:2]
+                person.collapse(first[0].seq, first[1].seq, "The user greeted and gave a name.")
+            if after == 3:
+                person.clear_context()
+
+        actual = scripted(cs_turn, cs_person)
+    assert actual == expected
+    assert len(actual) == 6
+    # Nothing duplicated: every active event is one of the last context's messages.
+    final = ContextStoreStateStore(store).load("alice", "scripted")
+    assert len(final.context) == len({m.id for m in final.context}) == 4

@@ -29,6 +29,7 @@ class FrozenClock(datetime):
 def frozen_clock(monkeypatch):
     monkeypatch.setattr("clientai.agent.core.context.datetime", FrozenClock)
     monkeypatch.setattr("contextstore.services.clientai.datetime", FrozenClock)
+    monkeypatch.setattr("contextstore.adapters.clientai.datetime", FrozenClock)
 
 
 class FakeLLM:
@@ -144,3 +145,119 @@ def run_elsewhere(url: str, token: str, thread_id: int) -> str:
 def test_the_adapter_context_is_still_a_clientai_agent_context():
     assert issubclass(ContextStoreAgentContext, AgentContext)
     assert {f.name for f in dataclasses.fields(ContextStoreAgentContext)} >= set(FIELDS)
+
+
+# ---------------------------------------------------------------- agent time, removals, names, people
+
+class ServerClock(datetime):
+    """A server whose clock is elsewhere (UTC, hours away from the agent)."""
+
+    @classmethod
+    def now(cls, tz=None):
+        return cls(2026, 5, 4, 1, 0, 0)
+
+
+class AgentClock(datetime):
+    """The agent's local time, five and a half hours ahead of UTC."""
+
+    @classmethod
+    def now(cls, tz=None):
+        from datetime import timedelta, timezone
+
+        return cls(2026, 5, 4, 12, 30, 15, tzinfo=timezone(timedelta(hours=5, minutes=30)))
+
+
+def test_history_shows_the_agents_time_not_the_servers(store, monkeypatch):
+    monkeypatch.setattr("clientai.agent.core.context.datetime", FrozenClock)
+    monkeypatch.setattr("contextstore.services.clientai.datetime", ServerClock)
+    monkeypatch.setattr("contextstore.adapters.clientai.datetime", AgentClock)
+    thread = store.thread("clientai-time", user_id="ann")
+    persistent = ContextStoreAgentContext.load(thread)
+    plain = AgentContext()
+    for context in (plain, persistent):
+        context.set_input("q1")
+        context.set_step_result("analyze", "a")
+        context.set_input("q2")
+    assert "Time: 2026-05-04 12:30:15" in thread.get_recent_history()
+    assert thread.get_recent_history(raw=True)[0]["timestamp"].endswith("+05:30")
+
+
+def test_the_client_sends_its_local_time_by_default(store):
+    thread = store.thread("clientai-time-2", user_id="ann")
+    thread.set_input("q1")
+    thread.set_step_result("s", "r")
+    thread.set_input("q2")
+    stamp = datetime.fromisoformat(thread.get_recent_history(raw=True)[0]["timestamp"])
+    assert stamp.tzinfo is not None
+    assert thread.set_input("q3", timestamp="2026-01-01T08:00:00-07:00") is not None
+    assert "Time: 2026-05-04" not in thread.get_recent_history()
+    with pytest.raises(Exception, match="ISO 8601"):
+        thread.set_input("q4", timestamp="yesterday")
+
+
+def test_a_removed_step_result_does_not_come_back_in_history(store, frozen_clock):
+    plain = AgentContext()
+    persistent = ContextStoreAgentContext.load(store.thread("clientai-removed", user_id="ann"))
+    for context in (plain, persistent):
+        context.set_input("q1")
+        context.set_step_result("draft", "scratch")
+        context.set_step_result("answer", "42")
+        del context.last_results["draft"]  # the workflow drops a result
+        context.set_input("q2")
+    assert persistent.get_recent_history(raw=True) == plain.get_recent_history(raw=True)
+    assert persistent.thread.get_recent_history(raw=True)[0]["results"] == {"answer": "42"}
+
+
+def test_any_step_name_is_taken_as_clientai_takes_it(store):
+    persistent = ContextStoreAgentContext.load(store.thread("clientai-names", user_id="ann"))
+    persistent.set_input("q")
+    long_name = "step " * 60
+    for name in ("", long_name, "a/b?c#d"):
+        persistent.set_step_result(name, f"result of {name[:5]!r}")
+    reloaded = ContextStoreAgentContext.load(persistent.thread)
+    assert reloaded.last_results == persistent.last_results
+    assert reloaded.thread.get_step_result("") == "result of ''"
+    persistent.last_results[long_name + "!"] = "direct"
+    persistent.save()
+    assert ContextStoreAgentContext.load(persistent.thread).last_results[long_name + "!"] == "direct"
+
+
+def test_5000_step_results_in_one_save(store):
+    persistent = ContextStoreAgentContext.load(store.thread("clientai-big", user_id="ann"))
+    persistent.set_input("q")
+    for number in range(5000):
+        persistent.last_results[f"s{number}"] = number
+    persistent.save()
+    assert len(ContextStoreAgentContext.load(persistent.thread).last_results) == 5000
+    assert len(persistent.thread.events(type="StepResult")) == 5000
+
+
+def test_the_prompts_equal_clientais_own_with_two_processes_and_a_person(live_server, store,
+                                                                         token, frozen_clock):
+    """clientai builds prompts from its history, never from the thread's events: a person's
+    note, collapse and clear change nothing it sees (docs/frameworks/clientai.md)."""
+    from contextstore.client import ContextStore
+
+    questions = ["What is Python?", "And Rust?", "Which is older?", "Thanks", "Bye", "Again?"]
+    plain_llm, plain_agent = FakeLLM(), None
+    plain_agent = Helper(client=plain_llm, default_model="fake")
+    expected = [plain_agent.run(q) for q in questions]
+
+    answers = []
+    with ContextStore(live_server.url, token[1]) as second:
+        person = store.thread("clientai-scripted", user_id="ann", agent="helper")
+        llm = FakeLLM()
+        for number, question in enumerate(questions):
+            client = (store, second)[number % 2]
+            agent = Helper(client=llm, default_model="fake")
+            persist(agent, client.thread("clientai-scripted", user_id="ann", agent="helper"))
+            answers.append(agent.run(question))
+            if number == 1:
+                person.append_one("Message", "NOTE: be brief", role="user")
+            if number == 2:
+                first = person.events()[:2]
+                person.collapse(first[0].seq, first[1].seq, "Asked about Python.")
+            if number == 3:
+                person.clear_context()
+    assert answers == expected
+    assert person.get_recent_history() == plain_agent.context.get_recent_history()

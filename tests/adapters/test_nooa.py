@@ -93,3 +93,160 @@ def test_updates_and_removals_survive_a_new_process_as_on_sqlite(live_server, st
         assert shape(rebuilt) == shape(sqlite.event_backend)
         assert rebuilt.get("9").metadata["checked"] is True
         assert rebuilt.get("10") is None
+
+
+# ---------------------------------------------------------------- people, processes, limits
+
+import copy  # noqa: E402
+
+from nooa.context_blocks import EventBase  # noqa: E402
+from nooa.storage.sqlite import _CORE_TYPES  # noqa: E402
+from nooa.unifiedllm.fake import FakeLLMClient  # noqa: E402
+
+from tests.adapters.nooa_fakes import Counter  # noqa: E402
+from tests.adapters.nooa_fakes import run_code as scripted_code  # noqa: E402
+
+NOTE = "NOTE: the user prefers metric units"
+SUMMARY = "Counted the first steps."
+
+
+class RecordingLLM(FakeLLMClient):
+    """FakeLLMClient that keeps every call's messages: what the model receives."""
+
+    def __init__(self, seen: list, calls: int) -> None:
+        super().__init__(scripted_responses=[
+            scripted_code("self.count += n\nreturn_result(self.count)", i) for i in range(calls)])
+        self.seen = seen
+
+    async def acall(self, messages, *args, **kwargs):
+        self.seen.append(copy.deepcopy(messages))
+        return await super().acall(messages, *args, **kwargs)
+
+
+def normalized(calls: list) -> list[str]:
+    """Each call's messages as text, with the ids Nooa draws at random for tool calls masked."""
+    import json
+    import re
+
+    ids = re.compile(r"(prefill|call|codeact_inline)_[0-9a-f]{6,}")
+    return [ids.sub(r"\1_*", json.dumps(c, default=str, indent=1)) for c in calls]
+
+
+def nooa_turn(storage, n: int, seen: list) -> int:
+    """One turn: a fresh agent on the storage, state restored from the last snapshot."""
+    agent = Counter(llm=RecordingLLM(seen, 1), storage=storage, context={"rules": "Count exactly."})
+    latest = storage.get_latest_snapshot_id()
+    if latest:
+        storage.restore_snapshot(latest, agent)
+    result = asyncio.run(agent.bump(n))
+    storage.save_snapshot(agent)
+    return result
+
+
+def test_the_model_sees_the_same_as_on_sqlite_with_people_acting(live_server, store, token):
+    expected: list = []
+    sqlite = SQLiteStorageManager()
+    for number in range(6):
+        nooa_turn(sqlite, number + 1, expected)
+        manager = Counter(llm=FakeLLMClient(), storage=sqlite).event_manager
+        if number == 1:  # docs/frameworks/nooa.md: a note is a Message event, last
+            manager.add(_CORE_TYPES["Message"](content=NOTE))
+        if number == 2:  # a collapse: Nooa's own Summary over the same events
+            active = sqlite.event_backend.active_tags()
+            manager.collapse(active[0], active[1], SUMMARY)
+        if number == 3:  # a clear: EventManager.clear()
+            manager.clear()
+
+    actual: list = []
+    with ContextStore(live_server.url, token[1]) as second:
+        person = store.thread("nooa-scripted", agent="counter")
+        for number in range(6):
+            client = (store, second)[number % 2]  # two processes alternate, each its own client
+            nooa_turn(ContextStoreStorage(client.thread("nooa-scripted", agent="counter")),
+                      number + 1, actual)
+            if number == 1:
+                person.append_one("Message", NOTE, role="user")
+            if number == 2:
+                first = [e for e in person.events() if e.visible][:2]
+                person.collapse(first[0].position, first[1].position, SUMMARY)
+            if number == 3:
+                person.clear_context()
+    assert len(actual) == len(expected) == 6
+    texts = normalized(expected)
+    assert NOTE in texts[2] and SUMMARY in texts[3] and NOTE not in texts[4]  # the person acted
+    for turn_number, (ours, theirs) in enumerate(zip(normalized(actual), normalized(expected),
+                                                     strict=True)):
+        import difflib
+
+        assert ours == theirs, f"turn {turn_number}:\n" + "\n".join(difflib.unified_diff(
+            theirs.splitlines(), ours.splitlines(), "sqlite", "contextstore", lineterm=""))
+
+
+def test_after_clear_a_new_process_rebuilds_an_empty_backend(live_server, store, token):
+    storage = ContextStoreStorage(store.thread("nooa-clear", agent="counter"))
+    script(storage)
+    Counter(llm=FakeLLMClient(), storage=storage).event_manager.clear()
+    with ContextStore(live_server.url, token[1]) as other:
+        rebuilt = ContextStoreStorage(other.thread("nooa-clear", agent="counter")).event_backend
+        assert list(rebuilt.all_events()) == [] and rebuilt.active_tags() == []
+    assert store.thread("nooa-clear", agent="counter").events(status="cleared")  # kept
+
+
+class ToolCall_v2(EventBase):  # noqa: N801 - a name Nooa takes and identifiers don't
+    event_type: str = "tool.call-v2"
+    content: str = ""
+
+
+def test_custom_event_type_names_are_kept(live_server, store, token):
+    thread = store.thread("nooa-types", agent="counter")
+    storage = ContextStoreStorage(thread)
+    storage.event_backend.register_event_type(ToolCall_v2)
+    manager = Counter(llm=FakeLLMClient(), storage=storage).event_manager
+    tag = manager.add(ToolCall_v2(content="ran it"))
+    with ContextStore(live_server.url, token[1]) as other:
+        rebuilt = ContextStoreStorage(other.thread("nooa-types", agent="counter")).event_backend
+        rebuilt.register_event_type(ToolCall_v2)
+        # A fresh backend deserializes from the data, so the name survives whatever the type.
+        rebuilt._load()
+        assert rebuilt.get(tag).event_type == "tool.call-v2"
+
+
+def test_events_keep_the_agents_own_time(store):
+    from datetime import datetime, timedelta, timezone
+
+    thread = store.thread("nooa-time", agent="counter")
+    storage = ContextStoreStorage(thread)
+    manager = Counter(llm=FakeLLMClient(), storage=storage).event_manager
+    stamp = datetime(2026, 3, 1, 9, 30, tzinfo=timezone(timedelta(hours=5, minutes=30)))
+    manager.add(_CORE_TYPES["Message"](content="hi", timestamp=stamp))
+    event = thread.events()[-1]
+    assert datetime.fromisoformat(event.occurred_at) == stamp
+
+
+def test_big_blocks_and_odd_block_names_do_not_break_snapshots(store):
+    thread = store.thread("nooa-blocks", agent="counter")
+    storage = ContextStoreStorage(thread)
+    agent = Counter(llm=FakeLLMClient(), storage=storage, context={
+        "huge": "x" * 25_000, "a/b": "slash", "what?": "question", "tag#1": "hash"})
+    snapshot = storage.save_snapshot(agent)
+    blocks = {b.name: b.value for b in thread.blocks()}
+    assert blocks["what?"] == "question" and blocks["tag#1"] == "hash"
+    assert blocks["a∕b"] == "slash"
+    assert len(blocks["huge"]) <= 20_000 and blocks["huge"].startswith("xxx")
+    restored = Counter(llm=FakeLLMClient(), storage=storage)
+    storage.restore_snapshot(snapshot, restored)
+    assert restored.context_manager["huge"] == "x" * 25_000
+    assert restored.context_manager["a/b"] == "slash"
+
+
+def test_5000_events_in_one_save(store):
+    from contextstore.client import item_digest  # noqa: F401 - the protocol the backend uses
+
+    thread = store.thread("nooa-big", agent="counter")
+    items = [{"key": f"k{i}", "event": {"type": "Message", "content": f"m{i}", "data": {"nooa": {
+        "tag": str(i + 1), "event": _CORE_TYPES["Message"](content=f"m{i}").model_dump(mode="json")}}}}
+        for i in range(5000)]
+    thread.sync_save("nooa", items=items)
+    backend = ContextStoreStorage(thread).event_backend
+    assert len(backend.active_tags()) == 5000
+    assert backend.get("5000").content == "m4999"

@@ -74,3 +74,124 @@ def test_an_imported_context_agrees_with_peteos_on_tokens_and_windows(store):
     assert {e.data["peteos"]["id"] for e in ours.events} == {
         m.id for m in theirs.messages if m not in special}
     assert json.dumps(thread.export(format="peteos")) == json.dumps(raw)  # key order too
+
+
+# ---------------------------------------------------------------- sync: people, processes, size
+
+def seen_by_model(ctx: Context) -> list[tuple[str, str]]:
+    """What a model call built from the context receives: each message's role and text."""
+    return [(str(m.role), m.printable()) for m in ctx.messages]
+
+
+def fresh_context() -> Context:
+    from peteos.conversation.system_prompt_message import SystemPromptMessage
+
+    return Context.create(SystemPromptMessage.create("Be brief."))
+
+
+def agent_turn(ctx: Context, text_in: str, seen: list) -> None:
+    """The scripted agent: the user speaks, the model answers from what it was shown."""
+    ctx.append(text("user", text_in))
+    seen.append(seen_by_model(ctx))
+    ctx.append(text("assistant", f"seen {len(ctx.messages)}; last: {text_in}"))
+
+
+SCRIPT = ["hi", "my name is Ann", "what is 2+2?", "thanks", "summarise us", "bye"]
+NOTE = "NOTE: the user prefers metric units"
+SUMMARY = "The user greeted and gave a name."
+
+
+def test_the_model_sees_the_same_transcript_as_on_peteos_own_files(live_server, store, token,
+                                                                   tmp_path):
+    # peteos alone: Context.save / Context.load, the person's actions as documented in
+    # docs/frameworks/peteos.md (a note: a user message last; a collapse: one system message
+    # with the summary in place of the range; a clear: no messages, the slots stay).
+    expected: list = []
+    path = None
+    for number, said in enumerate(SCRIPT):
+        ctx = Context.load(str(path)) if path else fresh_context()
+        agent_turn(ctx, said, expected)
+        ctx.save(tmp_path)
+        path = next(tmp_path.glob("*.json"))
+        if number in (1, 2, 3):
+            ctx = Context.load(str(path))
+            rebuilt = Context.create(ctx.system_prompt_message)
+            ordinary = [m for m in ctx.messages if m is not ctx.system_prompt_message]
+            if number == 1:
+                ordinary.append(text("user", NOTE))
+            if number == 2:
+                ordinary[0:2] = [text("system", SUMMARY)]
+            if number == 3:
+                ordinary = []
+            for message in ordinary:
+                rebuilt.append(text(str(message.role), message.printable()))
+            rebuilt.raw_dict["id"] = ctx.id
+            rebuilt.save(tmp_path)
+
+    # contextstore: two processes (their own long-lived clients) alternate; a person acts
+    # through the API between turns.
+    actual: list = []
+    with ContextStore(live_server.url, token[1]) as second:
+        clients = [store, second]
+        person = store.thread("peteos-scripted", agent="peteos")
+        save_context(fresh_context(), person)
+        for number, said in enumerate(SCRIPT):
+            thread = clients[number % 2].thread("peteos-scripted", agent="peteos")
+            ctx = load_context(thread)
+            agent_turn(ctx, said, actual)
+            save_context(ctx, thread)
+            if number == 1:
+                person.append_one("Message", NOTE, role="user")
+            if number == 2:
+                first = person.events()[:2]
+                person.collapse(first[0].seq, first[1].seq, SUMMARY)
+            if number == 3:
+                person.clear_context()
+    assert actual == expected
+    final = load_context(store.thread("peteos-scripted", agent="peteos"))
+    ids = [m.id for m in final.messages]
+    assert len(ids) == len(set(ids)) == 5  # the system prompt and two turns: nothing twice
+
+
+def test_two_long_lived_clients_take_turns_without_conflicts(live_server, store, token):
+    with ContextStore(live_server.url, token[1]) as second:
+        for number in range(6):
+            thread = (store, second)[number % 2].thread("peteos-turns", agent="peteos")
+            ctx = load_context(thread)
+            ctx.append(text("user", f"turn {number}"))
+            save_context(ctx, thread)
+    texts = [m.printable() for m in load_context(store.thread("peteos-turns")).messages]
+    assert texts == [f"turn {n}" for n in range(6)]
+
+
+def test_a_save_on_a_stale_load_is_refused_and_writes_nothing(live_server, store, token):
+    from contextstore.client import StaleRevision
+
+    mine = store.thread("peteos-stale", agent="peteos")
+    save_context(fresh_context(), mine)
+    ctx = load_context(mine)
+    with ContextStore(live_server.url, token[1]) as second:
+        theirs = second.thread("peteos-stale", agent="peteos")
+        other = load_context(theirs)
+        other.append(text("user", "theirs"))
+        save_context(other, theirs)
+    ctx.append(text("user", "mine"))
+    before = mine.events(status="all")
+    try:
+        save_context(ctx, mine)
+    except StaleRevision:
+        pass
+    else:
+        raise AssertionError("a save on a stale load must be refused")
+    assert mine.events(status="all") == before
+
+
+def test_5000_messages_in_one_save(store):
+    thread = store.thread("peteos-big", agent="peteos")
+    ctx = fresh_context()
+    for number in range(5000):
+        ctx.append(text("user", f"m{number}"))
+    save_context(ctx, thread)
+    loaded = load_context(thread)
+    assert [m.printable() for m in loaded.messages if m is not loaded.system_prompt_message] == [
+        f"m{n}" for n in range(5000)]

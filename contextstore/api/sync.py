@@ -1,0 +1,131 @@
+"""The framework sync protocol: GET loads a thread as keyed items, POST saves (services/sync.py)."""
+
+from typing import Any
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status, viewsets
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from contextstore.api.serializers import JSON_ANY, EventSerializer
+from contextstore.api.views import actor_of, body, parse
+from contextstore.models import Thread
+from contextstore.services import sync
+from contextstore.services.common import UNSET
+
+
+class SyncItemSerializer(serializers.Serializer):
+    key = serializers.CharField(help_text="The framework's own id of the item, or `cs:<seq>` "
+                                          "for an item someone else added.")
+    own = serializers.BooleanField(help_text="Stored by this namespace (false: a person's note, "
+                                             "a collapse's summary, another framework's item).")
+    digest = serializers.CharField(help_text="Digest of the event as last saved (own items).")
+    event = EventSerializer()
+
+
+class SyncLoadSerializer(serializers.Serializer):
+    revision = serializers.IntegerField(help_text="Send it back as base_revision when saving.")
+    state = serializers.DictField()
+    summary = serializers.CharField()
+    document = JSON_ANY(allow_null=True, help_text="The namespace's part of the thread document.")
+    items = SyncItemSerializer(many=True, help_text="The working context in order.")
+    rendered = JSON_ANY(required=False, help_text="With format=peteos: the same moment as a "
+                                                  "peteos context JSON.")
+
+
+class SyncSaveInItemSerializer(serializers.Serializer):
+    key = serializers.CharField(max_length=sync.KEY_MAX)
+    event = JSON_ANY(help_text="An event as in POST events/ (without client_id).")
+
+
+class SyncSaveInSerializer(serializers.Serializer):
+    namespace = serializers.CharField(max_length=sync.NAMESPACE_MAX)
+    base_revision = serializers.IntegerField(
+        required=False, allow_null=True,
+        help_text="The revision loaded; a stale one is refused (412). null: unconditional.")
+    items = SyncSaveInItemSerializer(many=True, required=False,
+                                     help_text="New or changed items, in transcript order.")
+    removed = serializers.ListField(child=serializers.CharField(), required=False,
+                                    help_text="Keys the framework dropped.")
+    state = serializers.DictField(required=False)
+    memory = serializers.ListField(child=serializers.DictField(), required=False)
+    summary = serializers.CharField(required=False, allow_blank=True)
+    last_results = serializers.DictField(required=False, help_text="clientai's step results.")
+    document = JSON_ANY(required=False, allow_null=True,
+                        help_text="The namespace's part of the thread document (null removes).")
+    upload_id = serializers.CharField(required=False, max_length=64,
+                                      help_text="Names one save; parts share it; a replay of "
+                                                "an applied save returns its answer.")
+    part = serializers.IntegerField(required=False, default=0, min_value=0)
+    parts = serializers.IntegerField(required=False, default=1, min_value=1)
+
+
+class SyncResultSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["staged", "applied"])
+    revision = serializers.IntegerField(required=False)
+    created = serializers.IntegerField(required=False)
+    rewritten = serializers.IntegerField(required=False)
+    removed = serializers.IntegerField(required=False)
+    unchanged = serializers.IntegerField(required=False)
+    stored = serializers.ListField(child=serializers.DictField(), required=False,
+                                   help_text="key, seq and position of each item written.")
+
+
+FIELDS = {"namespace", "base_revision", "items", "removed", "state", "memory", "summary",
+          "last_results", "document", "upload_id", "part", "parts"}
+
+
+@extend_schema(tags=["threads"])
+class ThreadSyncViewSet(viewsets.GenericViewSet):
+    """/threads/{id}/sync/: one protocol for every framework adapter."""
+
+    serializer_class = SyncLoadSerializer
+    pagination_class = None
+
+    def get_queryset(self) -> QuerySet[Thread]:
+        return Thread.objects.filter(workspace=self.request.auth.workspace)
+
+    def thread(self) -> Thread:
+        return self.get_object()
+
+    def get_object(self) -> Thread:
+        from django.shortcuts import get_object_or_404
+
+        return get_object_or_404(self.get_queryset(), pk=self.kwargs["thread_pk"])
+
+    @extend_schema(parameters=[OpenApiParameter("namespace", str, required=True),
+                               OpenApiParameter("format", str, enum=["peteos"])],
+                   responses=SyncLoadSerializer,
+                   summary="Load the working context as keyed items of a framework namespace")
+    def list(self, request: Request, thread_pk: str) -> Response:
+        loaded = sync.sync_load(thread=self.get_object(),
+                                namespace=request.query_params.get("namespace"),
+                                format=request.query_params.get("format"))
+        loaded["items"] = [{**item, "event": EventSerializer(item["event"]).data}
+                           for item in loaded["items"]]
+        return Response(loaded, headers={"ETag": f'"{loaded["revision"]}"'})
+
+    @extend_schema(request=SyncSaveInSerializer,
+                   responses={200: SyncResultSerializer, 202: SyncResultSerializer},
+                   summary="Save a framework's transcript changes (one transaction; 412 if stale)")
+    def create(self, request: Request, thread_pk: str) -> Response:
+        data: dict[str, Any] = body(request)
+        unknown = set(data) - FIELDS
+        if unknown:
+            raise serializers.ValidationError({sorted(unknown)[0]: "unknown field"})
+        # Shapes only; the service checks each item's event as an append would.
+        parse(SyncSaveInSerializer, {k: v for k, v in data.items()
+                                     if k not in ("items", "state", "memory", "last_results")})
+        thread = self.get_object()
+        result = sync.sync_apply(
+            thread=thread, actor=actor_of(request), namespace=data.get("namespace"),
+            items=data.get("items"), removed=data.get("removed"),
+            base_revision=data.get("base_revision"), upload_id=data.get("upload_id"),
+            part=data.get("part", 0), parts=data.get("parts", 1),
+            state=data.get("state", UNSET), memory=data.get("memory", UNSET),
+            summary=data.get("summary", UNSET), document=data.get("document", UNSET),
+            last_results=data.get("last_results", UNSET),
+        )
+        code = status.HTTP_202_ACCEPTED if result["status"] == "staged" else status.HTTP_200_OK
+        return Response(result, status=code)

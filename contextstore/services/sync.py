@@ -1,0 +1,435 @@
+"""One sync protocol for every framework adapter.
+
+An adapter keeps its framework's transcript (messages, events) in a thread. It loads the
+working context (`sync_load`), lets the framework run, and saves what changed (`sync_apply`):
+
+- items: the framework's items that are new or changed since the load, each with the framework's
+  own stable id as `key` (or a content digest where the framework has none) and the event to
+  store. A new key is appended; a known key whose content changed is rewritten *in place*: the
+  new version takes the old one's position (and status), the old one is kept as history with
+  status `replaced` and a pointer to its replacement. An unchanged item is a no-op, so a replay
+  changes nothing.
+- removed: keys the framework dropped; their events are retired (status `removed`), never deleted.
+- state / memory / summary / last_results / document: the non-transcript part of the save (the
+  thread's state, memory, summary, clientai step results, the framework's namespace of the
+  thread document), written in the same transaction.
+- base_revision: the revision the adapter loaded. A stale one is refused (412) and nothing
+  changes, whatever part of the save was bad. The revision moves with the document (state,
+  summary, document, ... and a clear); a save of items alone keeps it, as an append does, so
+  item-only writers (Nooa write-through, Agent Framework's appends) never make others stale.
+
+Items that people or workers added (a note, the Summary of a collapse, an un-cleared event)
+have no key of this framework; `sync_load` names them `cs:<seq>` so the adapter can hand them
+back unchanged (a no-op) or changed (a rewrite in place, like its own items).
+
+A save larger than one request is sent in parts sharing an upload id: parts before the last are
+only staged (validated, stored in SyncUpload, the thread untouched); the last part applies every
+part in one transaction. So a multi-part save is atomic: other readers never see half of it, a
+refusal leaves the thread as it was, and a client that dies mid-upload leaves only a staged row
+(swept after a day). The answer is kept with the upload, so replaying the last part (a lost
+response) returns the same answer instead of a 412.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from contextstore import documents
+from contextstore.errors import InvalidInput, PayloadTooLarge, StaleRevision
+from contextstore.models import Event, Session, SyncUpload, Thread
+from contextstore.services import events as events_service
+from contextstore.services import history
+from contextstore.services.common import UNSET, Actor, audit, lock_thread
+from contextstore.services.document import document_write
+from contextstore.services.state import check_memory
+
+FOREIGN_PREFIX = "cs:"
+NAMESPACE_MAX = 64
+KEY_MAX = 200 - NAMESPACE_MAX - 1
+RETIRED = (Event.Status.REPLACED, Event.Status.REMOVED)
+UPLOAD_TTL = timedelta(days=1)
+FIELDS = ("pk", "seq", "item_key", "client_id", "payload_hash", "position", "status", "visible",
+          "token_count", "collapse", "type", "role", "content", "parts", "data", "anchor", "step",
+          "call_id")
+
+
+def item_digest(event: dict[str, Any]) -> str:
+    """The digest of an item's event as the adapter sends it (the client computes the same).
+
+    occurred_at and run_id are left out: they say when and in which call the item was written,
+    not what it says.
+    """
+    payload = {k: v for k, v in event.items() if k not in ("occurred_at", "run_id", "client_id")}
+    return hashlib.sha256(
+        json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str).encode()
+    ).hexdigest()
+
+
+# -------------------------------------------------------------- the framework's namespace
+
+def namespace_document(thread: Thread, namespace: str) -> Any:
+    """The framework's part of the thread document (today `Thread.extra[namespace]`).
+
+    The only reader and writer of that place, so moving it into the revisioned document is a
+    change here.
+    """
+    return (thread.extra or {}).get(namespace)
+
+
+def _with_namespace_document(thread: Thread, namespace: str, value: Any) -> dict[str, Any]:
+    """The document's `extra` with the framework's part set to value (None removes it)."""
+    extra = dict(thread.extra or {})
+    if value is None:
+        extra.pop(namespace, None)
+    else:
+        extra[namespace] = value
+    return extra
+
+
+# -------------------------------------------------------------- input checks
+
+@dataclass
+class _Item:
+    key: str  # as the adapter names it, without the namespace
+    raw: dict[str, Any]
+    spec: events_service.EventSpec
+
+
+def _check_namespace(namespace: Any) -> str:
+    if (not isinstance(namespace, str) or not namespace or len(namespace) > NAMESPACE_MAX
+            or not namespace.replace("_", "").replace("-", "").replace(".", "").isalnum()):
+        raise InvalidInput("namespace is required: letters, digits, . _ - (at most 64).",
+                           details={"namespace": namespace})
+    return namespace
+
+
+def _check_key(key: Any, where: str) -> str:
+    if not isinstance(key, str) or not key or len(key) > KEY_MAX:
+        raise InvalidInput(f"{where}: a key is a non-empty string of at most {KEY_MAX} characters.",
+                           details={where: key})
+    return key
+
+
+def _parse_items(items: Any, offset: int = 0) -> list[_Item]:
+    if not isinstance(items, list):
+        raise InvalidInput("items must be a list.", details={"items": "list"})
+    parsed = []
+    for i, item in enumerate(items, offset):
+        if not isinstance(item, dict) or set(item) - {"key", "event"}:
+            raise InvalidInput(f"items[{i}] must be an object with key and event.",
+                               details={f"items[{i}]": "{key, event}"})
+        key = _check_key(item.get("key"), f"items[{i}].key")
+        raw = item.get("event")
+        if isinstance(raw, dict) and "client_id" in raw:
+            raise InvalidInput(f"items[{i}].event.client_id: the key identifies a synced item.",
+                               details={f"items[{i}].event.client_id": "not allowed"})
+        try:
+            spec = events_service.event_spec(raw, i)
+        except InvalidInput as exc:  # name the item, not an "events[...]" the caller never sent
+            raise InvalidInput(exc.message.replace("events[", "items[", 1),
+                               details={k.replace("events[", "items[", 1): v
+                                        for k, v in exc.details.items()}) from exc
+        parsed.append(_Item(key, raw, spec))
+    return parsed
+
+
+def _parse_removed(removed: Any) -> list[str]:
+    if removed is None:
+        return []
+    if not isinstance(removed, list):
+        raise InvalidInput("removed must be a list of keys.", details={"removed": "list"})
+    return [_check_key(k, f"removed[{i}]") for i, k in enumerate(removed)]
+
+
+def _check_part_size(items: list, removed: list) -> None:
+    limit = settings.CONTEXTSTORE["MAX_EVENTS_PER_BATCH"]
+    if len(items) + len(removed) > limit:
+        raise PayloadTooLarge(
+            f"At most {limit} items and removals per request; send the rest as further parts "
+            "of the same upload.", details={"items": f"at most {limit} per part"})
+
+
+# -------------------------------------------------------------- load
+
+def sync_load(*, thread: Thread, namespace: str, format: str | None = None) -> dict[str, Any]:
+    """The thread's working context as keyed items, with what a save must name as its base.
+
+    Read under the thread's lock, so the items, the revision and the document are one moment of
+    the thread (every writer takes that lock). format="peteos" adds the same moment as a peteos
+    context JSON (services/peteos.py), for the adapter that loads whole contexts.
+    """
+    namespace = _check_namespace(namespace)
+    if format not in (None, "", "peteos"):
+        raise InvalidInput("format must be peteos or absent.", details={"format": format})
+    prefix = namespace + ":"
+    with transaction.atomic():
+        thread = lock_thread(thread)
+        rows = (Event.objects.filter(thread=thread, status=Event.Status.ACTIVE)
+                .select_related("run").order_by("position", "seq"))
+        items = []
+        for event in rows.iterator(chunk_size=2000):
+            own = bool(event.item_key and event.item_key.startswith(prefix))
+            items.append({
+                "key": event.item_key[len(prefix):] if own else f"{FOREIGN_PREFIX}{event.seq}",
+                "own": own, "digest": event.payload_hash if own else "", "event": event,
+            })
+        loaded = {
+            "revision": thread.revision, "state": thread.state, "summary": thread.summary,
+            "document": namespace_document(thread, namespace), "items": items,
+        }
+        if format == "peteos":
+            from contextstore.services.peteos import thread_to_peteos
+
+            loaded["rendered"] = thread_to_peteos(thread=thread)
+    return loaded
+
+
+# -------------------------------------------------------------- save
+
+def sync_apply(
+    *, thread: Thread, namespace: str, actor: Actor, items: Any = None, removed: Any = None,
+    base_revision: Any = None, upload_id: Any = None, part: int = 0, parts: int = 1,
+    state: Any = UNSET, summary: Any = UNSET, document: Any = UNSET, memory: Any = UNSET,
+    last_results: Any = UNSET,
+) -> dict[str, Any]:
+    """Stage one part of a save, or (the last part) apply the whole save in one transaction.
+
+    Returns {"status": "staged", ...} for an early part, else the applied save's counts and the
+    thread's new revision.
+    """
+    namespace = _check_namespace(namespace)
+    if base_revision is not None and (not isinstance(base_revision, int)
+                                      or isinstance(base_revision, bool) or base_revision < 0):
+        raise InvalidInput("base_revision must be a revision number or null.",
+                           details={"base_revision": base_revision})
+    if upload_id is not None and (not isinstance(upload_id, str) or not 0 < len(upload_id) <= 64):
+        raise InvalidInput("upload_id must be a string of at most 64 characters.",
+                           details={"upload_id": upload_id})
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in (part, parts)) or not (
+            0 <= part < parts):
+        raise InvalidInput("part must be 0 ≤ part < parts.", details={"part": part, "parts": parts})
+    if parts > 1 and upload_id is None:
+        raise InvalidInput("A save in several parts needs an upload_id.",
+                           details={"upload_id": "required"})
+    items = [] if items is None else items
+    removed = [] if removed is None else removed
+    _check_part_size(items if isinstance(items, list) else [], removed if isinstance(removed, list) else [])
+    parsed = _parse_items(items)
+    gone = _parse_removed(removed)
+    if state is not UNSET and not isinstance(state, dict):
+        raise InvalidInput("state must be a JSON object.", details={"state": "object"})
+    if summary is not UNSET and not isinstance(summary, str):
+        raise InvalidInput("summary must be a string.", details={"summary": "string"})
+    if memory is not UNSET:
+        check_memory(memory)
+    if last_results is not UNSET and not isinstance(last_results, dict):
+        raise InvalidInput("last_results must be a JSON object.", details={"last_results": "object"})
+
+    if part < parts - 1:
+        return _stage(thread=thread, upload_id=upload_id, part=part, parts=parts,
+                      items=items, removed=removed)
+
+    with transaction.atomic():
+        thread = lock_thread(thread)
+        upload = (SyncUpload.objects.select_for_update().filter(thread=thread, upload_id=upload_id)
+                  .first() if upload_id else None)
+        if upload is not None and upload.result is not None:
+            return {**upload.result, "replayed": True}  # the answer the first delivery got
+        if base_revision is not None and base_revision != thread.revision:
+            raise StaleRevision(
+                f"The thread is at revision {thread.revision}, not {base_revision}; "
+                "load it again and retry.",
+                details={"current_revision": thread.revision, "base_revision": base_revision})
+        if parts > 1:
+            staged = (upload.parts if upload is not None else {})
+            missing = [n for n in range(parts - 1) if str(n) not in staged]
+            if missing:
+                raise InvalidInput(f"Parts {missing} of upload {upload_id} never arrived.",
+                                   code="incomplete_upload", details={"missing_parts": missing})
+            earlier_items, earlier_removed, offset = [], [], 0
+            for n in range(parts - 1):
+                earlier_items += _parse_items(staged[str(n)]["items"], offset)
+                offset += len(staged[str(n)]["items"])
+                earlier_removed += staged[str(n)]["removed"]
+            parsed = earlier_items + parsed
+            gone = earlier_removed + gone
+        result = _apply(thread=thread, namespace=namespace, items=parsed, removed=gone,
+                        actor=actor, state=state, summary=summary, document=document,
+                        memory=memory, last_results=last_results)
+        if upload_id:
+            SyncUpload.objects.update_or_create(
+                thread=thread, upload_id=upload_id, defaults={"parts": {}, "result": result})
+            SyncUpload.objects.filter(
+                thread=thread, created_at__lt=timezone.now() - UPLOAD_TTL).delete()
+    if result["created"] or result["rewritten"]:
+        from contextstore.services.summaries import summarization_check
+
+        summarization_check(thread=thread)
+    return result
+
+
+def _stage(*, thread: Thread, upload_id: str, part: int, parts: int, items: list,
+           removed: list) -> dict[str, Any]:
+    with transaction.atomic():
+        upload, _ = SyncUpload.objects.select_for_update().get_or_create(
+            thread=thread, upload_id=upload_id)
+        if upload.result is not None:
+            return {"status": "applied", "upload_id": upload_id, **upload.result}
+        upload.parts = {**upload.parts, str(part): {"items": items, "removed": removed}}
+        upload.save(update_fields=["parts"])
+    return {"status": "staged", "upload_id": upload_id, "part": part, "parts": parts}
+
+
+def _apply(*, thread: Thread, namespace: str, items: list[_Item], removed: list[str],
+           actor: Actor, state: Any, summary: Any, document: Any, memory: Any,
+           last_results: Any) -> dict[str, Any]:
+    """The whole save, inside the caller's transaction with the thread locked."""
+    prefix = namespace + ":"
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        if item.key in seen:
+            raise InvalidInput(f"items[{i}].key {item.key!r} appears twice in one save.",
+                               details={f"items[{i}].key": item.key})
+        seen.add(item.key)
+    current = _current_versions(thread, prefix, [*seen, *removed])
+
+    fresh: list[tuple[int, events_service.EventSpec]] = []
+    rewrites: list[tuple[int, Event]] = []  # (index into fresh, old version)
+    unchanged = adopted = 0
+    for item in items:
+        digest = item_digest(item.raw)
+        item.spec.payload_hash = digest
+        old = current.get(item.key)
+        if old is not None and old.payload_hash == digest:
+            unchanged += 1
+            continue
+        if old is not None and old.item_key is None and _same_content(old, item.spec):
+            # Stored before by an import or an earlier adapter, unchanged: it becomes this
+            # item's current version as it is, rather than a second copy.
+            Event.objects.filter(pk=old.pk).update(item_key=prefix + item.key, payload_hash=digest)
+            old.payload_hash = digest
+            adopted += 1
+            continue
+        if old is not None:
+            rewrites.append((len(fresh), old))
+        fresh.append((len(fresh), item.spec))
+    keys = [item.key for item in items if current.get(item.key) is None
+            or current[item.key].payload_hash != item.spec.payload_hash]
+
+    now = timezone.now()
+    retire = [current[k] for k in dict.fromkeys(removed) if k in current and k not in seen]
+    # Old versions leave the unique item-key index before their successors enter it.
+    if rewrites:
+        Event.objects.filter(pk__in=[old.pk for _, old in rewrites]).update(
+            status=Event.Status.REPLACED, collapse=None)
+    results: list[Event | None] = [None] * len(fresh)
+    created = events_service._insert(thread, fresh, results, now) if fresh else []
+    for obj, key in zip(created, keys, strict=True):
+        obj.item_key = prefix + key
+    if created:
+        Event.objects.bulk_update(created, ["item_key"], batch_size=1000)
+
+    active_delta, token_delta = 0, 0
+    for index, old in rewrites:
+        new = created[index]
+        # The new version stands where the old one stood, in the same state of the context.
+        Event.objects.filter(pk=new.pk).update(position=old.position, status=old.status,
+                                               collapse=old.collapse_id)
+        Event.objects.filter(pk=old.pk).update(replaced_by=new.pk)
+        if old.status == Event.Status.ACTIVE and old.visible:
+            active_delta -= 1
+            token_delta -= old.token_count
+        if old.status != Event.Status.ACTIVE and new.visible:  # _insert counted it as active
+            active_delta -= 1
+            token_delta -= new.token_count
+    if retire:
+        Event.objects.filter(pk__in=[e.pk for e in retire]).update(
+            status=Event.Status.REMOVED, collapse=None)
+        for event in retire:
+            if event.status == Event.Status.ACTIVE and event.visible:
+                active_delta -= 1
+                token_delta -= event.token_count
+    if active_delta or token_delta:
+        history.working_context_changed(thread=thread, now=now,
+                                        left=history.Moved(-active_delta, -token_delta))
+
+    values: dict[str, Any] = {}
+    for name, value in (("state", state), ("memory", memory), ("summary", summary),
+                        ("last_results", last_results)):  # clientai's results, as left
+        if value is not UNSET:
+            values[name] = value
+    if document is not UNSET:
+        values["extra"] = _with_namespace_document(thread, namespace, document)
+    # Only what differs (as stored text, key order included) makes a revision.
+    values = {name: value for name, value in values.items()
+              if documents.dumps(value) != documents.dumps(getattr(thread, name))}
+    fields = list(values)
+    changed = bool(created or retire or fields or adopted)
+    if changed:
+        # The history counters were updated in SQL above; re-read them so saving the revision
+        # does not write the stale in-memory copies back.
+        thread.refresh_from_db(fields=["active_event_count", "active_tokens", "last_seq",
+                                       "event_count", "token_total", "last_event_at"])
+        if fields:
+            document_write(thread=thread, actor=actor, reason=f"sync {namespace}", values=values)
+        else:
+            # History alone, like an append, keeps the revision: a framework writing through
+            # event by event (Nooa) would otherwise snapshot the document at every event.
+            Thread.objects.filter(pk=thread.pk).update(updated_at=now)
+        Session.objects.filter(pk=thread.session_id).update(last_activity_at=now)
+        audit(actor=actor, action="thread.sync", target=thread, workspace=thread.workspace,
+              namespace=namespace, created=len(created) - len(rewrites),
+              rewritten=len(rewrites), removed=len(retire), fields=fields,
+              revision=thread.revision)
+    positions = {new.pk: old.position for new, old in
+                 ((created[index], old) for index, old in rewrites)}
+    return {"status": "applied", "revision": thread.revision,
+            "created": len(created) - len(rewrites), "rewritten": len(rewrites),
+            "removed": len(retire), "unchanged": unchanged + adopted,
+            "stored": [{"key": key, "seq": obj.seq, "position": positions.get(obj.pk, obj.position)}
+                       for obj, key in zip(created, keys, strict=True)]}
+
+
+def _same_content(event: Event, spec: events_service.EventSpec) -> bool:
+    return (event.type, event.role, event.content, event.parts, event.data, event.anchor,
+            event.step, event.call_id) == (spec.type, spec.role, spec.content, spec.parts,
+                                           spec.data, spec.anchor, spec.step, spec.call_id)
+
+
+def _current_versions(thread: Thread, prefix: str, keys: list[str]) -> dict[str, Event]:
+    """The current (not retired) event of each key: the framework's own items by item_key,
+    `cs:<seq>` items (added by others) by their latest rewrite under this key, else by seq."""
+    if not keys:
+        return {}
+    found: dict[str, Event] = {}
+    for start in range(0, len(keys), 500):
+        chunk = keys[start:start + 500]
+        for event in (Event.objects.filter(thread=thread, item_key__in=[prefix + k for k in chunk])
+                      .exclude(status__in=RETIRED).only(*FIELDS)):
+            found[event.item_key[len(prefix):]] = event
+    # Events an earlier adapter or an import stored under the client_id "<namespace>:<key>".
+    legacy = {prefix + k: k for k in keys if k not in found}
+    legacy_keys = list(legacy)
+    for start in range(0, len(legacy_keys), 500):
+        for event in (Event.objects.filter(thread=thread, item_key__isnull=True,
+                                           client_id__in=legacy_keys[start:start + 500])
+                      .exclude(status__in=RETIRED).only(*FIELDS)):
+            found[legacy[event.client_id]] = event
+    seqs = {}
+    for key in keys:
+        if key not in found and key.startswith(FOREIGN_PREFIX) and key[3:].isdigit():
+            seqs[int(key[3:])] = key
+    for start in range(0, len(seqs), 500):
+        chunk = list(seqs)[start:start + 500]
+        for event in (Event.objects.filter(thread=thread, seq__in=chunk)
+                      .exclude(status__in=RETIRED).only(*FIELDS)):
+            found[seqs[event.seq]] = event
+    return found
