@@ -6,11 +6,13 @@
 - Clear: one row per clear-context; cleared events point to it. Existing cleared events are
   given one Clear per thread (which clear took which event was not recorded before, and the
   emptied summary was not kept), so an un-clear brings them all back.
+- Thread.last_event_at is the newest event row's created_at (services/history.py); the
+  previous append stamped it just before the insert, so it is recomputed from the rows.
 """
 
 import django.db.models.deletion
 from django.db import migrations, models
-from django.db.models import F, Q
+from django.db.models import F, OuterRef, Q, Subquery
 
 
 def forwards(apps, schema_editor):
@@ -29,6 +31,8 @@ def forwards(apps, schema_editor):
             event_count=len(rows), tokens=sum(t for visible, t in rows if visible),
         )
         cleared.update(cleared_by=clear)
+    newest = Event.objects.filter(thread=OuterRef("pk")).order_by("-created_at").values("created_at")
+    Thread.objects.update(last_event_at=Subquery(newest[:1]))
 
 
 def backwards(apps, schema_editor):
