@@ -18,13 +18,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import Serializer
 
-from contextstore import rendering, selectors
+from contextstore import selectors
 from contextstore.api import serializers as s
 from contextstore.api.pagination import SearchResultsPagination
 from contextstore.api.parsers import LimitedJSONParser, MergePatchParser
 from contextstore.errors import InvalidInput, NotFound
 from contextstore.llm_models import thread_model_settings
 from contextstore.models import Collapse, Job, ProviderState, Run, Session, Thread
+from contextstore.selectors import rendering
 from contextstore.services import (
     blocks,
     clientai,
