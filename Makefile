@@ -36,10 +36,12 @@ framework-venvs:
 
 test: venv framework-venvs
 	@mkdir -p var
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: venv
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 bench: migrate
 	$(BIN)/python manage.py bench_core

@@ -8,6 +8,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from contextstore.errors import DomainError
+from contextstore.expressions import evaluate_expr
 from contextstore.models import (
     ApiToken,
     AuditLog,
@@ -27,7 +28,6 @@ from contextstore.models import (
     Workspace,
 )
 from contextstore.services import blocks, clientai, collapses, sessions, state, threads, workspaces
-from contextstore.services.blocks import evaluate_expr
 from contextstore.services.common import Actor
 
 

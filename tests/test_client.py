@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+import time
 
 import httpx
 import pytest
@@ -258,6 +259,21 @@ def test_a_conditional_state_write_is_not_resent_after_a_lost_answer():
         "state": {"k": 1}, "memory": [], "revision": 4})])
     assert handle_for(transport).put_state({"k": 1}).revision == 4  # unconditional: resent
     assert len(seen) == 2
+
+
+def test_retry_after_is_a_floor_under_the_backoff_and_other_5xx_retry_only_idempotent_calls():
+    busy = {"error": {"code": "unavailable", "message": "busy", "details": {}}}
+    transport, seen = scripted([httpx.Response(503, headers={"Retry-After": "0.4"}, json=busy),
+                                httpx.Response(502, json=busy),
+                                httpx.Response(200, json={"state": {}, "memory": [], "revision": 2})])
+    started = time.monotonic()
+    assert handle_for(transport).state().revision == 2  # a GET: 502 is retried too
+    assert time.monotonic() - started >= 0.4  # backoff is 1 ms; the server asked for 400
+    assert len(seen) == 3
+    transport, seen = scripted([httpx.Response(502, json=busy)] * 5)
+    with pytest.raises(cs_client.ServerError) as caught:
+        handle_for(transport, retries=2).state()
+    assert caught.value.status == 502 and len(seen) == 3  # the last error, after 2 retries
 
 
 def test_the_loop_context_call_log_links_the_call_to_its_render(cs, live_server, thread, read_token):

@@ -8,8 +8,8 @@ from django.db.migrations.executor import MigrationExecutor
 
 from contextstore.documents import DOCUMENT_FIELDS, dumps
 from contextstore.models import Thread as LiveThread
+from contextstore.selectors.document import revision_diff
 from contextstore.services.common import Actor
-from contextstore.services.document import revision_diff
 from contextstore.services.state import state_restore, state_write
 
 BEFORE = [("contextstore", "0002_event_text_search")]

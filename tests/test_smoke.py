@@ -1,4 +1,4 @@
-from contextstore import rendering
+from contextstore.selectors import rendering
 from contextstore.services.collapses import collapse_create, collapse_undo
 from contextstore.services.events import event_append
 from tests.conftest import messages

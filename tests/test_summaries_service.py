@@ -6,9 +6,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from contextstore import rendering
 from contextstore.errors import InvalidInput
 from contextstore.models import AuditLog, Collapse, Event, Job, Thread
+from contextstore.selectors import rendering
 from contextstore.services import summaries
 from contextstore.services.collapses import collapse_create
 from contextstore.services.events import event_append

@@ -18,8 +18,8 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from contextstore.api.common import actor_of, body, if_match_revision, parse
 from contextstore.api.serializers import JSON_ANY, EventInSerializer, EventSerializer, _iso
-from contextstore.api.views import actor_of, body, if_match_revision, parse
 from contextstore.errors import InvalidInput
 from contextstore.models import ScopedState, Session, Thread, ThreadBlob
 from contextstore.services import agent_sessions as svc

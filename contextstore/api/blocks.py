@@ -1,18 +1,45 @@
-"""Kept versions of a thread's context blocks: list them, restore one (the undo of an update
-or a delete). Served under /api/v1/threads/{id}/blocks/{name}/versions/."""
+"""A thread's context blocks: ThreadViewSet's block actions (list, put, delete under
+/api/v1/threads/{id}/blocks/) and their kept versions: list them, restore one (the undo of an
+update or a delete), under /api/v1/threads/{id}/blocks/{name}/versions/."""
 
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, viewsets
+from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from contextstore import selectors
 from contextstore.api import serializers as s
-from contextstore.api.views import actor_of
+from contextstore.api.common import actor_of, body, parse
 from contextstore.models import ContextBlockVersion, Thread
 from contextstore.services import blocks
+
+
+class ThreadBlockActions:
+    # ThreadViewSet's /threads/{id}/blocks/ and /threads/{id}/blocks/{name}/.
+    # (no docstring: drf-spectacular would copy it into every operation description)
+
+    @extend_schema(responses=s.BlockListSerializer, summary="Blocks in render order")
+    @action(detail=True, methods=["get"], url_path="blocks", pagination_class=None)
+    def block_list(self, request: Request, pk: str) -> Response:
+        thread = self.get_object()
+        data = s.BlockSerializer(selectors.thread_blocks(thread=thread), many=True).data
+        return Response({"results": data, "next": None})
+
+    @extend_schema(methods=["PUT"], request=s.BlockInSerializer,
+                   responses={200: s.BlockSerializer, 201: s.BlockSerializer})
+    @extend_schema(methods=["DELETE"], responses={204: None})
+    @action(detail=True, methods=["put", "delete"], url_path=r"blocks/(?P<name>[^/]+)")
+    def block(self, request: Request, pk: str, name: str) -> Response:
+        thread = self.get_object()
+        if request.method == "DELETE":
+            blocks.block_delete(thread=thread, name=name, actor=actor_of(request))
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        data = parse(s.BlockInSerializer, body(request))
+        block, created = blocks.block_upsert(thread=thread, name=name, actor=actor_of(request), **data)
+        return Response(s.BlockSerializer(block).data,
+                        status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
 class BlockVersionSerializer(serializers.ModelSerializer):

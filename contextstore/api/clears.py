@@ -10,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from contextstore.api import serializers as s
-from contextstore.api.views import actor_of
+from contextstore.api.common import actor_of
 from contextstore.models import Clear, Thread
 from contextstore.services import threads
 

@@ -11,7 +11,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from contextstore.api.views import actor_of, body, parse
+from contextstore.api.common import actor_of, body, parse
 from contextstore.llm_models import thread_model_settings
 from contextstore.models import Session, Thread
 from contextstore.services.model_settings import model_settings_update

@@ -13,7 +13,7 @@ from rest_framework.response import Response
 
 from contextstore.errors import NotFound
 from contextstore.models import Event, RenderRecord, Thread
-from contextstore.services import renders
+from contextstore.selectors import renders
 
 UUID = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 

@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from contextstore.api import serializers as s
 from contextstore.documents import changed_fields
 from contextstore.models import StateRevision, Thread
-from contextstore.services.document import revision_diff, revision_document
+from contextstore.selectors.document import revision_diff, revision_document
 
 
 @extend_schema(tags=["threads"])

@@ -8,8 +8,8 @@ from rest_framework import serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from contextstore.api.common import actor_of, body, parse
 from contextstore.api.serializers import JSON_ANY, EventSerializer
-from contextstore.api.views import actor_of, body, parse
 from contextstore.models import Thread
 from contextstore.services import sync
 from contextstore.services.common import UNSET

@@ -1,22 +1,20 @@
-import contextvars
 import hashlib
 import json
 import re
-import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import regex as regex_module
 from django.conf import settings
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from contextstore import selectors
+from contextstore.db import bulk_insert_events as _bulk_insert
+from contextstore.db import regex_guard
 from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge
 from contextstore.models import RUNTIME_TYPES, Event, Run, Thread
 from contextstore.services import history
@@ -25,7 +23,6 @@ from contextstore.services.renders import llm_call_prepare, texts_keep
 from contextstore.tokens import event_tokens
 
 TYPE_MAX_LENGTH = 64
-COPY_THRESHOLD = 20  # below this, one INSERT beats nextval + COPY
 STRING_FIELDS = {"role": 32, "call_id": 200, "step": 200, "anchor": 200, "client_id": 200, "run_id": 200}
 
 
@@ -258,70 +255,6 @@ def _step_results(objs: list[Event]) -> None:
         run.refresh_from_db(fields=["step_results"])
         run.step_results = {**run.step_results, **found}
         run.save(update_fields=["step_results"])
-
-
-def _bulk_insert(objs: list[Event], now: datetime) -> None:
-    """Insert new events; on PostgreSQL with COPY (several times faster than INSERT).
-
-    Ids are drawn from the table's sequence first so the caller gets them back, as it does
-    from bulk_create.
-    """
-    if connection.vendor != "postgresql" or len(objs) < COPY_THRESHOLD:
-        Event.objects.bulk_create(objs)  # one INSERT … RETURNING: fewer round trips when small
-        return
-    fields = Event._meta.concrete_fields
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT nextval(pg_get_serial_sequence('contextstore_event', 'id')) "
-            "FROM generate_series(1, %s)", [len(objs)],
-        )
-        for obj, (pk,) in zip(objs, cursor.fetchall(), strict=True):
-            obj.pk = pk
-            obj.created_at = now
-            obj._state.adding = False
-        with cursor.copy(f"COPY contextstore_event ({columns}) FROM STDIN") as copy:
-            for obj in objs:
-                copy.write_row([f.get_db_prep_save(getattr(obj, f.attname), connection) for f in fields])
-
-
-# On SQLite the REGEXP function runs in this process; Python's re cannot be interrupted, so
-# contextstore installs one built on the regex package, which takes a timeout, and bounds each
-# query by the deadline regex_guard sets.
-_regex_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
-    "regex_deadline", default=None)
-
-
-def sqlite_regexp(pattern: str | None, text: Any) -> bool | None:
-    if pattern is None or text is None:
-        return None
-    deadline = _regex_deadline.get()
-    timeout = None if deadline is None else deadline - time.monotonic()
-    if timeout is not None and timeout <= 0:
-        raise TimeoutError("regex deadline passed")
-    return bool(regex_module.search(pattern, str(text), timeout=timeout))
-
-
-def install_sqlite_regexp(sender: Any, connection: Any, **kwargs: Any) -> None:
-    """connection_created handler: replace Django's REGEXP on SQLite with the bounded one."""
-    if connection.vendor == "sqlite":
-        connection.connection.create_function("REGEXP", 2, sqlite_regexp, deterministic=True)
-
-
-@contextmanager
-def regex_guard() -> Iterator[None]:
-    """Run a regex query under a time limit so a pathological pattern cannot hog the database:
-    PostgreSQL's statement timeout, or the deadline of the SQLite REGEXP function."""
-    seconds = int(settings.CONTEXTSTORE["REGEX_TIMEOUT_MS"]) / 1000
-    token = _regex_deadline.set(time.monotonic() + seconds)
-    try:
-        with transaction.atomic():
-            if connection.vendor == "postgresql":
-                with connection.cursor() as cursor:
-                    cursor.execute(f"SET LOCAL statement_timeout = {int(seconds * 1000)}")
-            yield
-    finally:
-        _regex_deadline.reset(token)
 
 
 def event_search(*, thread: Thread, first: int | None = None, **filters: Any) -> list[Event]:

@@ -1,42 +1,26 @@
 """Render records: what one render gave a model, kept as references so it can be rebuilt
-byte for byte and compared with another, after any later collapse, clear, block edit or restore.
+byte for byte and compared with another, after any later collapse, clear, block edit or restore
+(the reads, rebuilding and diffing, are in selectors/renders.py).
 
-A record stores event ids and positions (the rows never change), block version ids (every
-version is kept), and the sha256 of texts that can change or be evaluated (the summary, live
-block expressions), whose text is kept once per distinct content in StoredText. It copies no
-event text. Agents that build their own prompt attach it to LLMCallStart as `data.messages`;
-each message is kept once in StoredText and the event holds only the hashes.
+A record copies no event text. Agents that build their own prompt attach it to LLMCallStart as
+`data.messages`; each message is kept once in StoredText and the event holds only the hashes.
 """
 
-import hashlib
 import json
-import uuid
 from dataclasses import replace
 from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import Q
 
-from contextstore import rendering
-from contextstore.errors import InvalidInput, NotFound
-from contextstore.models import (
-    Collapse,
-    ContextBlock,
-    ContextBlockVersion,
-    Event,
-    RenderRecord,
-    StoredText,
-    Thread,
-)
+from contextstore.errors import InvalidInput
+from contextstore.models import ContextBlock, ContextBlockVersion, RenderRecord, StoredText, Thread
+from contextstore.selectors import rendering
+from contextstore.selectors.renders import LLM_CALL_TYPES, is_uuid, pack_events, sha256
 from contextstore.services.common import Actor
 
 SPEC_VERSION = 1
-LLM_CALL_TYPES = ("LLMCallStart", "LLMComplete", "LLMCallEnd")
 MAX_LOGGED_MESSAGES = 2000
-
-
-def sha256(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def texts_keep(texts: list[str]) -> list[str]:
@@ -46,48 +30,6 @@ def texts_keep(texts: list[str]) -> list[str]:
     if rows:
         StoredText.objects.bulk_create(rows.values(), ignore_conflicts=True)
     return hashes
-
-
-def _texts(hashes: set[str]) -> dict[str, str]:
-    return dict(StoredText.objects.filter(sha256__in=hashes).values_list("sha256", "text")) if hashes else {}
-
-
-# ------------------------------------------------------------------ compact event lists
-
-def pack_events(events: list[Event]) -> list[Any]:
-    """Event (id, position) pairs as steps from the previous one: `n` is n events each one id
-    and one position on (a bulk append); `[d]` one event d ids and d positions on (runtime
-    events between); `[di, dp]` anything else (a summary: new id, old position). A 1k-event
-    record takes a few bytes per event at most."""
-    packed: list[Any] = []
-    last_id, last_pos = 0, 0
-    for e in events:
-        di, dp = e.pk - last_id, e.position - last_pos
-        if di == dp == 1 and packed and isinstance(packed[-1], int):
-            packed[-1] += 1
-        elif di == dp == 1:
-            packed.append(1)
-        elif di == dp:
-            packed.append([di])
-        else:
-            packed.append([di, dp])
-        last_id, last_pos = e.pk, e.position
-    return packed
-
-
-def unpack_events(packed: list[Any]) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
-    last_id, last_pos = 0, 0
-    for step in packed:
-        if isinstance(step, int):
-            for _ in range(step):
-                last_id, last_pos = last_id + 1, last_pos + 1
-                out.append((last_id, last_pos))
-            continue
-        di, dp = (step[0], step[0]) if len(step) == 1 else step
-        last_id, last_pos = last_id + di, last_pos + dp
-        out.append((last_id, last_pos))
-    return out
 
 
 # ------------------------------------------------------------------ recording
@@ -161,52 +103,6 @@ def _record(*, thread: Thread, rendered: rendering.Rendered, actor: Actor,
     )
 
 
-# ------------------------------------------------------------------ rebuilding
-
-def record_events(record: RenderRecord) -> list[Event]:
-    refs = unpack_events(record.spec["events"])
-    by_id = {e.pk: e for e in Event.objects.filter(thread_id=record.thread_id,
-                                                   pk__in=[i for i, _ in refs])}
-    return [by_id[i] for i, _ in refs if i in by_id]
-
-
-def _section_text(entries: list[list[Any]], versions: dict[int, ContextBlockVersion],
-                  texts: dict[str, str]) -> str:
-    named = []
-    for entry in entries:
-        version = versions[entry[0]]
-        named.append((version.name, texts[entry[1]] if len(entry) > 1 else version.value))
-    return rendering.join_blocks(named)
-
-
-def render_rebuild(*, record: RenderRecord) -> dict[str, Any]:
-    """The messages the recorded render gave, rebuilt from the rows it names."""
-    spec = record.spec
-    entries = spec["prefix"] + spec["suffix"]
-    versions = {v.pk: v for v in ContextBlockVersion.objects.filter(
-        thread_id=record.thread_id, pk__in=[e[0] for e in entries])}
-    wanted = {e[1] for e in entries if len(e) > 1} | ({spec["summary"]} if spec["summary"] else set())
-    texts = _texts(wanted)
-    events = record_events(record)
-    units, _ = rendering.valid_items(events)
-    body = rendering.build_messages(
-        fmt=record.format, prefix=_section_text(spec["prefix"], versions, texts),
-        summary=texts[spec["summary"]] if spec["summary"] else "",
-        suffix=_section_text(spec["suffix"], versions, texts), units=units,
-        strip_thinking=spec["strip"])
-    return {"format": record.format, **body}
-
-
-def render_get(*, workspace_id: int, render_id: Any) -> RenderRecord:
-    if not _is_uuid(render_id):
-        raise NotFound("No such render.")
-    record = RenderRecord.objects.filter(workspace_id=workspace_id, pk=render_id).select_related(
-        "thread").first()
-    if record is None:
-        raise NotFound("No such render.")
-    return record
-
-
 # ------------------------------------------------------------------ LLM call links
 
 def llm_call_prepare(*, thread: Thread, specs: list) -> tuple[list, list[str]]:
@@ -237,106 +133,9 @@ def llm_call_prepare(*, thread: Thread, specs: list) -> tuple[list, list[str]]:
         out.append(spec)
     if refs:
         known = {str(pk) for pk in RenderRecord.objects.filter(
-            thread=thread, pk__in=[r for _, r in refs if _is_uuid(r)]).values_list("pk", flat=True)}
+            thread=thread, pk__in=[r for _, r in refs if is_uuid(r)]).values_list("pk", flat=True)}
         for index, render_id in refs:
-            if not _is_uuid(render_id) or str(render_id) not in known:
+            if not is_uuid(render_id) or str(render_id) not in known:
                 raise InvalidInput(f"events[{index}].data.render_id is not a render of this thread.",
                                    details={f"events[{index}].data.render_id": "unknown render"})
     return out, keep
-
-
-def llm_call_messages(*, event: Event) -> list[Any] | None:
-    """The messages an LLMCallStart logged, back from their hashes (None when none were)."""
-    hashes = (event.data or {}).get("message_hashes") if isinstance(event.data, dict) else None
-    if not isinstance(hashes, list):
-        return None
-    texts = _texts(set(hashes))
-    return [json.loads(texts[h]) for h in hashes]
-
-
-def _is_uuid(value: Any) -> bool:
-    try:
-        uuid.UUID(str(value))
-    except ValueError:
-        return False
-    return isinstance(value, str)
-
-
-# ------------------------------------------------------------------ diff
-
-def _ranges(positions: list[int], within: list[int]) -> list[list[int]]:
-    """[first, last] position ranges, joining positions that are neighbours in `within` (the
-    render's own events), so runtime events between them do not split a range."""
-    order = {p: i for i, p in enumerate(sorted(within))}
-    out: list[list[int]] = []
-    for p in sorted(positions):
-        if out and order[p] == order[out[-1][1]] + 1:
-            out[-1][1] = p
-        else:
-            out.append([p, p])
-    return out
-
-
-def _blocks(record: RenderRecord, versions: dict[int, ContextBlockVersion]) -> dict[str, dict]:
-    out = {}
-    for section in ("prefix", "suffix"):
-        for entry in record.spec[section]:
-            v = versions[entry[0]]
-            out[v.name] = {"section": section, "version": v.version, "version_id": v.pk,
-                           "text_sha256": entry[1] if len(entry) > 1 else None}
-    return out
-
-
-def render_diff(*, a: RenderRecord, b: RenderRecord) -> dict[str, Any]:
-    """What changed between two recorded renders (of one thread, or a fork and its parent):
-    events added and removed (and why: collapsed, cleared, or no longer fitting), blocks
-    changed, summary and prefix changed (a changed prefix loses the provider's prompt cache),
-    tokens per section before and after."""
-    refs_a, refs_b = dict(unpack_events(a.spec["events"])), dict(unpack_events(b.spec["events"]))
-    added = sorted(refs_b[i] for i in set(refs_b) - set(refs_a))
-    removed_ids = set(refs_a) - set(refs_b)
-    now = {pk: (status, collapse) for pk, status, collapse in Event.objects.filter(
-        pk__in=removed_ids).values_list("pk", "status", "collapse_id")}
-    why: dict[str, list[int]] = {}
-    collapses: set[int] = set()
-    # ranges are of positions of events the render held; runtime events between them never
-    # reach a render, so a gap of those does not split a range
-    for pk in removed_ids:
-        status, collapse = now.get(pk, ("deleted", None))
-        reason = {"collapsed": "collapsed", "cleared": "cleared", "active": "left_out"}.get(status, status)
-        why.setdefault(reason, []).append(refs_a[pk])
-        if collapse:
-            collapses.add(collapse)
-    entries = [e[0] for r in (a, b) for s in ("prefix", "suffix") for e in r.spec[s]]
-    versions = {v.pk: v for v in ContextBlockVersion.objects.filter(pk__in=entries)}
-    blocks_a, blocks_b = _blocks(a, versions), _blocks(b, versions)
-    blocks = []
-    for name in sorted(set(blocks_a) | set(blocks_b)):
-        before, after = blocks_a.get(name), blocks_b.get(name)
-        if before == after:
-            continue
-        change = "added" if before is None else "removed" if after is None else "changed"
-        blocks.append({"name": name, "change": change,
-                       "version_before": before and before["version"],
-                       "version_after": after and after["version"]})
-    tokens = {k: {"before": a.spec["tokens"][k], "after": b.spec["tokens"][k]}
-              for k in ("prefix", "summary", "history", "suffix")}
-    tokens["total"] = {"before": a.total_tokens, "after": b.total_tokens}
-    return {
-        "a": str(a.pk), "b": str(b.pk),
-        "events_added": {"count": len(added), "ranges": _ranges(added, list(refs_b.values()))},
-        "events_removed": {
-            "count": len(removed_ids),
-            "by_reason": {reason: {"count": len(ps), "ranges": _ranges(ps, list(refs_a.values()))}
-                          for reason, ps in sorted(why.items())},
-            "collapses": [{"id": c.pk, "start_position": c.start_position, "end_position": c.end_position,
-                           "undone": c.undone_at is not None}
-                          for c in Collapse.objects.filter(pk__in=collapses).order_by("pk")],
-        },
-        "blocks_changed": blocks,
-        "summary_changed": a.spec["summary"] != b.spec["summary"],
-        "prefix_changed": a.prefix_hash != b.prefix_hash,
-        "prompt_cache_lost": a.prefix_hash != b.prefix_hash,
-        "format_changed": a.format != b.format,
-        "tokens": tokens,
-    }

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
+from celery import current_app
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
@@ -32,6 +33,7 @@ from django.utils import timezone
 from contextstore.errors import InvalidInput
 from contextstore.llm_models import thread_model_settings
 from contextstore.models import Collapse, Event, Job, Run, Thread
+from contextstore.outbox import publish_after_commit
 from contextstore.services.collapses import collapse_create
 from contextstore.services.common import Actor, audit, lock_thread
 from contextstore.summarizers import BACKENDS, Item, SummarizerError, Summary, extractive
@@ -233,9 +235,10 @@ def _enqueue(*, thread: Thread, kind: str, key: str, params: dict | None = None)
     return job
 
 
-def _publish(job_id: Any) -> None:
-    from contextstore.tasks import publish_after_commit
+SUMMARIZE_TASK = "contextstore.tasks.summarize_job"  # registered by apps.ready
 
+
+def _publish(job_id: Any) -> None:
     publish_after_commit(lambda pk: send_job(pk), job_id)  # send_job looked up when it runs
 
 
@@ -243,10 +246,9 @@ def send_job(job_id: Any) -> None:
     """Hand a job to the broker, waiting at most the broker's connect/socket timeouts (and one
     retry). A broker outage must not fail the write that queued it: the job row stays queued
     and the periodic recovery sends it again."""
-    from contextstore.tasks import summarize_job
-
     try:
-        summarize_job.delay(str(job_id))
+        # By name through the Celery app: services sit below contextstore.tasks (import-linter).
+        current_app.tasks[SUMMARIZE_TASK].delay(str(job_id))
     except Exception:  # noqa: BLE001 - any broker failure; logged and recovered by beat
         logger.exception("could not send summary job %s to the broker", job_id)
 

@@ -10,22 +10,16 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.vary import vary_on_headers
 
-from contextstore import rendering, selectors
+from contextstore import selectors
 from contextstore.forms import EventFilterForm
 from contextstore.llm_models import thread_model_settings
 from contextstore.models import (
-    Clear,
-    Collapse,
     ContextBlock,
-    Memory,
-    ProviderState,
-    Run,
-    StateRevision,
     Thread,
 )
-from contextstore.services.agent_sessions import scoped_states
+from contextstore.selectors import dashboard, rendering, timeline
+from contextstore.selectors.agent_sessions import scoped_states
 from contextstore.services.transfer import EVENT_FIELDS, thread_export
-from contextstore.views import timeline
 from contextstore.views.access import can_edit, get_thread, visible_workspaces
 from contextstore.views.undo import take_undo
 
@@ -75,7 +69,7 @@ def gauge(thread: Thread, budget: int) -> dict[str, Any]:
 
 def run_chart(thread: Thread) -> dict[str, Any]:
     """Tokens and cost of the latest 20 runs as bars in a 300x100 SVG."""
-    runs = list(Run.objects.filter(thread=thread).order_by("-started_at", "-id")[:20])[::-1]
+    runs = dashboard.recent_runs(thread=thread)
     if not runs:
         return {"bars": []}
     top_tokens = max(r.input_tokens + r.output_tokens for r in runs) or 1
@@ -108,7 +102,7 @@ def block_history(thread: Thread, live: set[str]) -> tuple[dict[str, list], list
 def panel_context(request: HttpRequest, thread: Thread) -> dict[str, Any]:
     """Everything the side panel shows; each read is capped, none grows with history."""
     budget = budget_of(request, thread)
-    blocks = list(thread.blocks.order_by("placement", "order", "name"))
+    blocks = dashboard.thread_blocks(thread=thread)
     versions, deleted = block_history(thread, {b.name for b in blocks})
     for b in blocks:
         b.kept_versions = versions.get(b.name, [])
@@ -116,20 +110,14 @@ def panel_context(request: HttpRequest, thread: Thread) -> dict[str, Any]:
         "blocks": blocks,
         "deleted_blocks": deleted,
         "gauge": gauge(thread, budget),
-        "revisions": list(
-            StateRevision.objects.filter(thread=thread).order_by("-revision")
-            .only("revision", "reason", "actor", "created_at")[:20]
-        ),
-        "providers": list(ProviderState.objects.filter(thread=thread).order_by("provider")[:20]),
+        "revisions": dashboard.recent_revisions(thread=thread),
+        "providers": dashboard.provider_states(thread=thread),
         # Framework sessions (ADK app:/user: state) share state across sessions of an app.
         "scopes": (scoped_states(workspace=thread.workspace, app=thread.session.app,
                                  user_id=thread.session.user_id) if thread.session.app else None),
-        "memories": list(
-            Memory.objects.filter(workspace_id=thread.workspace_id, user_id=thread.session.user_id)
-            .order_by("-updated_at", "-id")[:10]
-        ),
+        "memories": dashboard.recent_memories(thread=thread),
         "chart": run_chart(thread),
-        "clears": list(Clear.objects.filter(thread=thread).order_by("-pk")[:10]),
+        "clears": dashboard.recent_clears(thread=thread),
         "budget": budget,
         "model_settings": thread_model_settings(thread),
         "placements": ContextBlock.Placement.choices,
@@ -174,7 +162,7 @@ def thread_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def collapse_detail(request: HttpRequest, pk: int, collapse_id: int) -> HttpResponse:
     """The originals behind a summary card, a page at a time."""
     thread = get_thread(request, pk)
-    collapse = Collapse.objects.filter(thread=thread, pk=collapse_id).first()
+    collapse = dashboard.collapse_of(thread=thread, collapse_id=collapse_id)
     if collapse is None:
         raise Http404("No such collapse.")
     members, more = timeline.collapse_members(collapse=collapse, after=_int(request.GET.get("after")) or 0)
@@ -228,7 +216,7 @@ def thread_export_view(request: HttpRequest, pk: int) -> HttpResponse:
         name = f"thread-{thread.pk}.json"
     else:
         start, end = min(start, end), max(start, end)
-        events = thread.events.select_related("run").filter(position__gte=start, position__lte=end)
+        events = dashboard.range_events(thread=thread, start=start, end=end)
         data = {
             "format": "contextstore-range", "thread": thread.pk, "session": thread.session.key,
             "start_position": start, "end_position": end,
@@ -236,7 +224,7 @@ def thread_export_view(request: HttpRequest, pk: int) -> HttpResponse:
                 {**{f: getattr(e, f) for f in EVENT_FIELDS},
                  "run_id": e.run.run_id if e.run else None,
                  "occurred_at": e.occurred_at.isoformat()}
-                for e in events.order_by("seq")[:10_000]
+                for e in events
             ],
         }
         name = f"thread-{thread.pk}-{start}-{end}.json"

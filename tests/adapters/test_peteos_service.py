@@ -9,7 +9,7 @@ from peteos.conversation.message import ContentPart, Message
 from peteos.conversation.system_prompt_message import SystemPromptMessage
 from peteos.conversation.tool_definitions_message import ToolDefinitionsMessage
 
-from contextstore import rendering
+from contextstore.selectors import rendering
 from contextstore.services.collapses import collapse_create
 from contextstore.services.events import event_append
 from contextstore.services.peteos import thread_to_peteos

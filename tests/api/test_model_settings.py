@@ -1,5 +1,5 @@
-from contextstore import rendering
 from contextstore.models import AuditLog
+from contextstore.selectors import rendering
 from contextstore.services.events import event_append
 from contextstore.services.model_settings import model_settings_update
 from tests.conftest import messages

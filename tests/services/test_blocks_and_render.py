@@ -2,9 +2,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from contextstore import rendering
 from contextstore.errors import InvalidInput, NotFound
 from contextstore.models import AuditLog, ContextBlock
+from contextstore.selectors import rendering
 from contextstore.services.blocks import block_delete, block_upsert
 from contextstore.services.events import event_append
 from contextstore.services.state import state_write

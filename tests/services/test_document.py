@@ -2,8 +2,8 @@ import pytest
 
 from contextstore.documents import DOCUMENT_FIELDS, dumps
 from contextstore.models import StateRevision, Thread
+from contextstore.selectors.document import revision_diff, revision_document
 from contextstore.services import clientai
-from contextstore.services.document import revision_diff, revision_document
 from contextstore.services.events import event_append
 from contextstore.services.state import state_restore, state_write
 from contextstore.services.threads import thread_clear_context, thread_fork

@@ -9,8 +9,8 @@ import pytest
 from django.apps import apps
 from django.db import DataError, connection
 
-from contextstore import rendering
 from contextstore.models import Event
+from contextstore.selectors import rendering
 from contextstore.services.events import event_append
 from contextstore.services.transfer import thread_export
 from tests.conftest import messages

@@ -9,9 +9,10 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contextstore import rendering
 from contextstore.errors import DomainError
 from contextstore.models import Event
+from contextstore.selectors import rendering
+from contextstore.selectors import renders as render_reads
 from contextstore.services import renders
 from contextstore.services.collapses import collapse_create
 from contextstore.services.events import event_append
@@ -156,5 +157,5 @@ def test_random_threads_render_valid_honest_requests(session, actor, steps, budg
     kept = renders.render_record(thread=thread, rendered=rendered, actor=actor)
     sent = json.dumps([rendered.body.get("system"), rendered.body["messages"]])
     build(thread, actor, [("collapse", 0, 3), ("summary", 4), ("clear",), ("message", "user", 3)])
-    rebuilt = renders.render_rebuild(record=kept)
+    rebuilt = render_reads.render_rebuild(record=kept)
     assert json.dumps([rebuilt.get("system"), rebuilt["messages"]]) == sent

@@ -4,9 +4,10 @@ import json
 
 import pytest
 
-from contextstore import rendering
 from contextstore.errors import InvalidInput
 from contextstore.models import Event, RenderRecord, StoredText
+from contextstore.selectors import rendering
+from contextstore.selectors import renders as render_reads
 from contextstore.services import renders
 from contextstore.services.blocks import block_delete, block_restore, block_upsert
 from contextstore.services.collapses import collapse_create
@@ -46,7 +47,7 @@ def busy(thread, actor):
 def test_a_record_rebuilds_the_same_messages_after_every_kind_of_change(busy, actor, fmt):
     revision_before = busy.revision
     body, kept = record(busy, actor, fmt=fmt)
-    assert same(body, renders.render_rebuild(record=kept))
+    assert same(body, render_reads.render_rebuild(record=kept))
 
     collapse_create(thread=busy, start_position=2, end_position=4, summary_text="three turns", actor=actor)
     block_upsert(thread=busy, name="persona", value="Be thorough.", actor=actor)
@@ -58,7 +59,7 @@ def test_a_record_rebuilds_the_same_messages_after_every_kind_of_change(busy, ac
     busy.refresh_from_db()
     now = rendering.context_render(thread=busy, max_tokens=5000, fmt=fmt)
     assert not same(body, now)  # the thread did change
-    assert same(body, renders.render_rebuild(record=RenderRecord.objects.get(pk=kept.pk)))
+    assert same(body, render_reads.render_rebuild(record=RenderRecord.objects.get(pk=kept.pk)))
 
 
 def test_a_record_is_small_and_copies_no_text(thread, actor):
@@ -101,7 +102,7 @@ def test_logged_messages_are_stored_once_per_distinct_message(thread, actor):
     assert StoredText.objects.count() == 4
     first, second = Event.objects.filter(type="LLMCallStart").order_by("seq")
     assert "messages" not in first.data and len(second.data["message_hashes"]) == 4
-    assert renders.llm_call_messages(event=second) == grown
+    assert render_reads.llm_call_messages(event=second) == grown
 
 
 def test_a_diff_says_what_changed(busy, actor):
@@ -110,7 +111,7 @@ def test_a_diff_says_what_changed(busy, actor):
     block_upsert(thread=busy, name="persona", value="Be thorough.", actor=actor)
     event_append(thread=busy, events=messages(2, words=5), actor=actor)
     _, b = record(busy, actor)
-    diff = renders.render_diff(a=a, b=b)
+    diff = render_reads.render_diff(a=a, b=b)
     assert diff["events_removed"]["by_reason"] == {"collapsed": {"count": 3, "ranges": [[2, 4]]}}
     assert diff["events_added"]["count"] == 3  # the summary and two new messages
     assert diff["blocks_changed"] == [{"name": "persona", "change": "changed",
@@ -143,6 +144,6 @@ def test_event_references_pack_and_unpack_exactly():
 
     pairs = [(10, 1), (11, 2), (12, 3), (14, 5), (90, 6), (20, 9), (21, 10), (22, 11), (23, 12)]
     events = [SimpleNamespace(pk=i, position=p) for i, p in pairs]
-    packed = renders.pack_events(events)
-    assert renders.unpack_events(packed) == pairs
+    packed = render_reads.pack_events(events)
+    assert render_reads.unpack_events(packed) == pairs
     assert packed == [[10, 1], 2, [2], [76, 1], [-70, 3], 3]

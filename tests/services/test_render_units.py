@@ -1,6 +1,6 @@
 """Provider-valid renders: tool units kept whole, oversize events skipped and reported."""
 
-from contextstore import rendering
+from contextstore.selectors import rendering
 from contextstore.services.events import event_append
 from contextstore.tokens import count_tokens
 from tests.conftest import messages

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from contextstore.documents import dumps, merge_patch, merge_patch_ops
 from contextstore.errors import InvalidInput, NotFound, StaleRevision
 from contextstore.models import AuditLog, StateRevision
-from contextstore.services.document import revision_document
+from contextstore.selectors.document import revision_document
 from contextstore.services.state import state_restore, state_write
 
 

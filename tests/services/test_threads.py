@@ -4,9 +4,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contextstore import rendering
 from contextstore.errors import Conflict, InvalidInput
 from contextstore.models import AuditLog, Clear, Event, Thread
+from contextstore.selectors import rendering
 from contextstore.services.blocks import block_upsert
 from contextstore.services.collapses import collapse_create, collapse_undo
 from contextstore.services.events import event_append

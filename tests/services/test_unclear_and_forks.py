@@ -7,9 +7,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contextstore import rendering
 from contextstore.errors import Conflict
 from contextstore.models import AuditLog, Clear, Collapse, Event, Thread
+from contextstore.selectors import rendering
 from contextstore.services.collapses import collapse_create, collapse_undo
 from contextstore.services.events import event_append
 from contextstore.services.sessions import thread_ensure

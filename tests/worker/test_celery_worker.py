@@ -8,8 +8,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from rest_framework.test import APIClient
 
-from contextstore import rendering
 from contextstore.models import Collapse, Event, Job, Thread
+from contextstore.selectors import rendering
 from contextstore.services import summaries
 from contextstore.services.events import event_append
 from tests.conftest import messages

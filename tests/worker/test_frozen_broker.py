@@ -11,8 +11,8 @@ import pytest
 import redis
 
 from contextstore.models import Job
+from contextstore.outbox import publish_after_commit
 from contextstore.services import summaries
-from contextstore.tasks import publish_after_commit
 from tests.api.conftest import client_for
 from tests.conftest import messages
 from tests.frozen import frozen_server

@@ -19,8 +19,10 @@ from django.core.management.base import BaseCommand
 from django.db import connection, transaction
 from django.test import Client, override_settings
 
-from contextstore import documents, rendering
+from contextstore import documents
 from contextstore.models import Session, StateRevision, Thread
+from contextstore.selectors import rendering
+from contextstore.selectors import renders as render_reads
 from contextstore.services import document as document_service
 from contextstore.services import renders
 from contextstore.services.common import Actor, lock_thread
@@ -128,7 +130,7 @@ class Command(BaseCommand):
         first = sizes_n[0]
         thread = Thread.objects.get(pk=threads[first].pk)
         record = self._record(thread, 10_000_000, actor)
-        included = len(renders.unpack_events(record.spec["events"]))
+        included = len(render_reads.unpack_events(record.spec["events"]))
         size = len(json.dumps(record.spec, separators=(",", ":"))) + len(record.prefix_hash) + 16 + 40
         target = 1024 + 16 * included
         self.stdout.write(f"\nrender record of a {first}-event render: {included} events included, "

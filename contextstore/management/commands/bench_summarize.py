@@ -12,9 +12,9 @@ import uuid
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from contextstore import rendering
 from contextstore.management.commands.seed_demo import TASKS, _turn
 from contextstore.models import Collapse, Job, Thread, Workspace
+from contextstore.selectors import rendering
 from contextstore.services import summaries
 from contextstore.services.common import Actor
 from contextstore.services.events import event_append

@@ -141,7 +141,7 @@ def thread_runs(*, thread: Thread) -> QuerySet[Run]:
 
 def thread_revisions(*, thread: Thread) -> QuerySet[StateRevision]:
     """A thread's revisions without their stored JSON (rebuild documents with
-    services.document.revision_documents)."""
+    selectors.document.revision_documents)."""
     return StateRevision.objects.filter(thread=thread).defer("document", "patch").order_by("revision")
 
 

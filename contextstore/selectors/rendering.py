@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contextstore import selectors
+from contextstore.expressions import block_text
 from contextstore.models import ContextBlock, Event, Thread
-from contextstore.services.blocks import block_text
 from contextstore.tokens import count_tokens, is_thinking, part_text
 from contextstore.toolcalls import (
     CALL_PART_TYPES,

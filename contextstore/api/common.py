@@ -1,0 +1,75 @@
+"""What every API module shares: the actor of a request, body and serializer parsing, the
+revision ETag / If-Match, page links, and the thread/state responses of ThreadViewSet's mixins."""
+
+import re
+from typing import Any
+from urllib.parse import urlencode
+
+from rest_framework import status
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.serializers import Serializer
+
+from contextstore.api import serializers as s
+from contextstore.errors import InvalidInput
+from contextstore.models import Thread
+from contextstore.services.common import Actor
+
+
+def actor_of(request: Request) -> Actor:
+    return Actor.for_token(request.auth, ip=request.META.get("REMOTE_ADDR"))
+
+
+def parse(serializer_class: type[Serializer], data: Any) -> dict[str, Any]:
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+def body(request: Request) -> Any:
+    """The JSON body, which must be an object for every endpoint that takes one."""
+    data = request.data
+    if not isinstance(data, dict):
+        raise ValidationError({"non_field_errors": ["The body must be a JSON object."]})
+    return data
+
+
+def etag_of(thread: Thread) -> str:
+    return f'"{thread.revision}"'
+
+
+IF_MATCH = re.compile(r'(?:W/)?("?)([0-9]{1,18})\1')
+
+
+def if_match_revision(request: Request) -> int | None:
+    """The revision an If-Match header names: `"3"`, `3` or weak `W/"3"` (compared like a strong
+    one: a revision is exact either way); `*` or no header means any revision. Anything else,
+    e.g. non-ASCII digits such as `"²"` or a list of tags, is a 400."""
+    header = request.headers.get("If-Match")
+    if header is None or header.strip() == "*":
+        return None
+    match = IF_MATCH.fullmatch(header.strip())
+    if match is None:
+        raise InvalidInput('If-Match must be a revision ETag such as "3" (ASCII digits).',
+                           details={"If-Match": "must be a revision ETag such as \"3\""})
+    return int(match.group(2))
+
+
+def page_url(request: Request, **params: Any) -> str:
+    query = request.query_params.copy()
+    for key, value in params.items():
+        query[key] = str(value)
+    return request.build_absolute_uri(request.path) + "?" + urlencode(query, doseq=True)
+
+
+class ThreadResponses:
+    # The answers ThreadViewSet's actions share (a mixin of a GenericViewSet over threads).
+    # (no docstring: drf-spectacular would copy it into every operation description)
+
+    def thread_response(self, thread: Thread, code: int = status.HTTP_200_OK) -> Response:
+        thread = self.get_queryset().get(pk=thread.pk)
+        return Response(s.ThreadSerializer(thread).data, status=code)
+
+    def state_response(self, thread: Thread) -> Response:
+        return Response(s.StateSerializer(thread).data, headers={"ETag": etag_of(thread)})

@@ -1,0 +1,64 @@
+"""ThreadViewSet's per-thread settings and side records: the summarizer, runs, provider states."""
+
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from contextstore import selectors
+from contextstore.api import serializers as s
+from contextstore.api.common import actor_of, body, parse
+from contextstore.errors import NotFound
+from contextstore.models import ProviderState
+from contextstore.services import (
+    memories,
+    summaries,
+)
+
+
+class ThreadProviderActions:
+    # /threads/{id}/summarizer|runs|providers/{name}/.
+    # (no docstring: drf-spectacular would copy it into every operation description)
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses=s.ThreadSerializer,
+                   summary="Set the thread's automatic summarizer",
+                   description='Body: {"token_budget": {...}, "per_run": {...}}; `{}` turns '
+                               "summarization off for this thread even under a workspace "
+                               "default; `null` removes the setting (the default applies again).")
+    @action(detail=True, methods=["put"])
+    def summarizer(self, request: Request, pk: str) -> Response:
+        thread = self.get_object()
+        if request.META.get("CONTENT_LENGTH") in (None, "", "0"):
+            raise ValidationError({"non_field_errors": ["Send a JSON object, or null to remove."]})
+        config = request.data
+        if config is not None and not isinstance(config, dict):
+            raise ValidationError({"non_field_errors": ["The body must be a JSON object or null."]})
+        thread = summaries.summarizer_configure(thread=thread, config=config, actor=actor_of(request))
+        return self.thread_response(thread)
+
+    # -- runs and providers
+
+    @extend_schema(responses=s.RunSerializer(many=True))
+    @action(detail=True, methods=["get"], url_path="runs")
+    def run_list(self, request: Request, pk: str) -> Response:
+        page = self.paginate_queryset(selectors.thread_runs(thread=self.get_object()))
+        return self.get_paginated_response(s.RunSerializer(page, many=True).data)
+
+    @extend_schema(methods=["GET"], responses=s.ProviderStateSerializer)
+    @extend_schema(methods=["PUT"], request=s.ProviderStateInSerializer,
+                   responses=s.ProviderStateSerializer)
+    @action(detail=True, methods=["get", "put"], url_path=r"providers/(?P<name>[^/]+)")
+    def provider(self, request: Request, pk: str, name: str) -> Response:
+        thread = self.get_object()
+        if request.method == "PUT":
+            data = parse(s.ProviderStateInSerializer, body(request))
+            obj = memories.provider_state_put(thread=thread, provider=name, state=data["state"],
+                                              actor=actor_of(request))
+        else:
+            obj = ProviderState.objects.filter(thread=thread, provider=name).first()
+            if obj is None:
+                raise NotFound(f"No state for provider {name!r} on this thread.")
+        return Response(s.ProviderStateSerializer(obj).data)
