@@ -167,6 +167,9 @@ CONTEXTSTORE = {
     "REGEX_TIMEOUT_MS": env_int("REGEX_TIMEOUT_MS", 2000),
     "DEFAULT_RENDER_MAX_TOKENS": env_int("DEFAULT_RENDER_MAX_TOKENS", 8000),
     "BLOCK_MAX_CHARS": env_int("BLOCK_MAX_CHARS", 20_000),
+    # How long a process trusts an API token it has checked; a revoked token is refused by
+    # every process at most this many seconds later (at once by the process that revoked it).
+    "TOKEN_CACHE_SECONDS": env_int("TOKEN_CACHE_SECONDS", 5),
 }
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_REQUEST_BYTES", 10 * 1024 * 1024)
 
