@@ -136,9 +136,9 @@ class Command(BaseCommand):
         def client() -> httpx.Client:
             return httpx.Client(base_url=f"{url}/api/v1/", headers=headers, timeout=120)
 
-        def new_thread(http: httpx.Client, name: str) -> int:
-            response = http.post("threads/ensure/", json={"session_key": f"bench-{run_tag}",
-                                                          "name": name})
+        def new_thread(http: httpx.Client, name: str, session: str = "") -> int:
+            response = http.post("threads/ensure/", json={
+                "session_key": f"bench-{run_tag}{session}", "name": name})
             response.raise_for_status()
             return response.json()["id"]
 
@@ -160,33 +160,49 @@ class Command(BaseCommand):
             figure("batch appends (100/request), 1 client", rate, "events/s", None)
             rate = self.batch_appends(client, new_thread, http, 4, seconds, run_tag)
             figure("batch appends (100/request), 4 clients", rate, "events/s", 15_000, le=False)
-            rate = self.single_appends(client, new_thread, http, 8, seconds, run_tag)
-            figure("single-event appends, 8 clients", rate, "appends/s", 1_000, le=False)
+            rate = self.single_appends(client, new_thread, http, 8, seconds, run_tag, False)
+            figure("single-event appends, 8 clients, 8 sessions", rate, "appends/s", 1_000,
+                   le=False)
+            # Threads of one session share its counters' row: their commits queue on its lock.
+            rate = self.single_appends(client, new_thread, http, 8, seconds, run_tag, True)
+            figure("single-event appends, 8 clients, 1 session", rate, "appends/s", None)
             figure("single-event append in-process p50", self.in_process_append(samples),
                    "ms", 2.5)
 
-            per_size: dict[int, dict[str, float]] = {}
-            for index, size in enumerate((1000, large)):
+            # Both threads are measured turn about, request by request, with the floor beside
+            # them: the machine is shared, and its load drifts during a run.
+            sizes = (1000, large)
+            bases = {}
+            for index, size in enumerate(sizes):
                 thread_id = new_thread(http, f"context-{index}-{size}")
                 self.fill(http, thread_id, size, run_tag)
-                base = f"threads/{thread_id}/"
-                n = [0]
+                bases[size] = f"threads/{thread_id}/"
+            n = [0]
 
-                def append_one(base: str = base, n: list[int] = n, size: int = size) -> httpx.Response:
-                    n[0] += 1
-                    return http.post(f"{base}events/", content=json.dumps(
-                        {"events": [message(n[0], f"{run_tag}-one-{size}")]}).encode())
+            def append_one(base: str) -> httpx.Response:
+                n[0] += 1
+                return http.post(f"{base}events/", content=json.dumps(
+                    {"events": [message(n[0], f"{run_tag}-one")]}).encode())
 
-                per_size[size] = {
-                    "append": self.p50(append_one, samples),
-                    "thread": self.p50(lambda base=base: http.get(base), samples),
-                    "state": self.p50(lambda base=base: http.get(f"{base}state/"), samples),
-                    "context": self.p50(
-                        lambda base=base: http.get(f"{base}context/?max_tokens=8000"), samples),
-                    "context_record": self.p50(
-                        lambda base=base: http.get(f"{base}context/?max_tokens=8000&record=true"),
-                        samples),
-                }
+            calls: dict[str, Callable[[str], httpx.Response]] = {
+                "append": append_one,
+                "thread": lambda base: http.get(base),
+                "state": lambda base: http.get(f"{base}state/"),
+                "context": lambda base: http.get(f"{base}context/?max_tokens=8000"),
+                "context_record": lambda base: http.get(
+                    f"{base}context/?max_tokens=8000&record=true"),
+            }
+            per_size: dict[int, dict[str, float]] = {size: {} for size in sizes}
+            with httpx.Client(base_url=url, timeout=30) as plain:
+                floors = []
+                for key, call in calls.items():
+                    got = self.p50_each([lambda: plain.get("/healthz")]
+                                        + [lambda b=bases[size], c=call: c(b) for size in sizes], samples)
+                    floors.append(got[0])
+                    for size, value in zip(sizes, got[1:], strict=True):
+                        per_size[size][key] = value
+            figure("GET /healthz p50 during the reads", percentile(floors, 0.5), "ms", None)
+            for size in sizes:
                 label = f"{size:,}-event"
                 figure(f"single-event append p50, {label} thread", per_size[size]["append"], "ms", 4)
                 figure(f"GET /threads/{{id}}/ p50, {label} thread", per_size[size]["thread"], "ms", 2.5)
@@ -194,8 +210,7 @@ class Command(BaseCommand):
                 figure(f"GET /context/ 8k p50, {label} thread", per_size[size]["context"], "ms", 5)
                 figure(f"GET /context/ 8k record=true p50, {label} thread",
                        per_size[size]["context_record"], "ms", 5)
-                if size == large:
-                    self.search(http, base, thread_id, samples, figure)
+            self.search(http, bases[large], samples, figure)
             small, big = per_size[1000], per_size[large]
             for key in ("append", "thread", "state", "context"):
                 figure(f"ratio {large:,} / 1,000 events: {key}", big[key] / small[key], "x", 1.2)
@@ -207,6 +222,21 @@ class Command(BaseCommand):
     @staticmethod
     def load() -> str:
         return " ".join(f"{v:.2f}" for v in os.getloadavg())
+
+    @staticmethod
+    def p50_each(calls: list[Callable[[], httpx.Response]], samples: int) -> list[float]:
+        """p50 of each call, the calls made in turn so that all see the same load."""
+        for call in calls:
+            for _ in range(10):  # warm caches and connections
+                call().raise_for_status()
+        latencies: list[list[float]] = [[] for _ in calls]
+        for _ in range(samples):
+            for call, mine in zip(calls, latencies, strict=True):
+                began = time.perf_counter()
+                response = call()
+                mine.append((time.perf_counter() - began) * 1000)
+                response.raise_for_status()
+        return [percentile(mine, 0.5) for mine in latencies]
 
     @staticmethod
     def p50(call: Callable[[], httpx.Response], samples: int) -> float:
@@ -239,7 +269,7 @@ class Command(BaseCommand):
             latencies.append((time.perf_counter() - began) * 1000)
         return percentile(latencies[10:], 0.5)
 
-    def search(self, http: httpx.Client, base: str, thread_id: int, samples: int,
+    def search(self, http: httpx.Client, base: str, samples: int,
                figure: Callable[..., None]) -> None:
         """A rare word over the big thread right after its bulk load (no ANALYZE since), then
         once more with fresh statistics."""
@@ -314,9 +344,12 @@ class Command(BaseCommand):
         return sum(counts) / elapsed
 
     def single_appends(self, client: Callable[[], httpx.Client], new_thread: Callable,
-                       http: httpx.Client, clients: int, seconds: float, tag: str) -> float:
-        """Each client appends one event per request to its own thread for `seconds`."""
-        thread_ids = [new_thread(http, f"single-{clients}-{i}") for i in range(clients)]
+                       http: httpx.Client, clients: int, seconds: float, tag: str,
+                       one_session: bool) -> float:
+        """Each client appends one event per request to its own thread (in one session, or each
+        in its own) for `seconds`."""
+        thread_ids = [new_thread(http, f"single-{clients}-{i}-{one_session}",
+                                 "" if one_session else f"-{i}") for i in range(clients)]
         counts = [0] * clients
         errors: list[str] = []
         start = threading.Barrier(clients + 1)
