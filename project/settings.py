@@ -181,7 +181,7 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": ["contextstore.api.throttling.TokenRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"token": env_str("API_THROTTLE_RATE", "6000/minute")},
     "DEFAULT_PARSER_CLASSES": ["contextstore.api.parsers.LimitedJSONParser"],
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_RENDERER_CLASSES": ["contextstore.api.renderers.ORJSONRenderer"],
     "DEFAULT_PAGINATION_CLASS": "contextstore.api.pagination.OldestFirstCursorPagination",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "contextstore.api.exceptions.api_exception_handler",

@@ -96,3 +96,49 @@ def test_a_revoked_token_is_refused_at_once(api_client, token, thread_url):
     api_token_revoke(token=token[0], actor=Actor.system("tests"))
     assert api_client.get(thread_url).status_code == 401
     assert client_for(token[1]).get(thread_url).status_code == 401
+
+
+def test_the_orjson_renderer_writes_what_drf_writes():
+    import datetime
+    import decimal
+    import uuid
+
+    from rest_framework.renderers import JSONRenderer
+
+    from contextstore.api.renderers import ORJSONRenderer
+
+    moment = datetime.datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=datetime.UTC)
+    data = {"when": moment, "day": moment.date(), "cost": decimal.Decimal("1.25"),
+            "id": uuid.UUID(int=7), "text": "a\u2028b\u2029c \u00e9 \"q\" </script>", 1: [None, 1.5],
+            "nested": {"list": [True, False, {"x": -3}]}, "big": 2**70}
+    for sample in (data, {k: v for k, v in data.items() if k != "big"}, [], "", 0):
+        assert ORJSONRenderer().render(sample) == JSONRenderer().render(sample)
+    assert ORJSONRenderer().render(None) == b""
+    assert ORJSONRenderer().render({"a": 1}, "application/json; indent=2") == \
+        JSONRenderer().render({"a": 1}, "application/json; indent=2")
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("cap", [1000, 2])
+def test_text_search_on_a_big_thread_finds_what_the_plain_query_finds(
+        monkeypatch, cap, thread, actor):
+    from contextstore import selectors
+    from contextstore.services.events import event_search
+
+    event_append(thread=thread, events=messages(12, words=6), actor=actor)
+    event_append(thread=thread, events=[{"type": "Message", "content": "a rare QuokKa here"},
+                                        {"type": "Note", "content": "quokka again"}], actor=actor)
+    thread.refresh_from_db()
+    plain = {w: [e.seq for e in event_search(thread=thread, text=w, first=501)]
+             for w in ("quokka", "context", "turn 1", "nowhere")}
+    monkeypatch.setattr(selectors, "TEXT_INDEX_FIRST", 10)
+    monkeypatch.setattr(selectors, "TEXT_INDEX_CAP", cap)
+    for word, seqs in plain.items():
+        assert [e.seq for e in event_search(thread=thread, text=word, first=501)] == seqs
+    assert plain["quokka"] == [13, 14] and plain["nowhere"] == []
+    assert [e.seq for e in event_search(thread=thread, text="quokka", types=["Note"])] == [14]
+    assert [e.seq for e in event_search(thread=thread, text="context", first=501,
+                                        after_seq=10)] == [11, 12]
+    if connection.vendor == "postgresql":  # the index answers a rare word, by id
+        assert selectors._text_matches(thread, "quokka") is not None
+        assert (selectors._text_matches(thread, "context") is None) == (cap < 12)

@@ -168,6 +168,8 @@ class Command(BaseCommand):
             figure("single-event appends, 8 clients, 1 session", rate, "appends/s", None)
             figure("single-event append in-process p50", self.in_process_append(samples),
                    "ms", 2.5)
+            figure("durable empty commit p50 (the WAL flush floor)", self.commit_floor(samples),
+                   "ms", None)
 
             # Both threads are measured turn about, request by request, with the floor beside
             # them: the machine is shared, and its load drifts during a run.
@@ -248,6 +250,22 @@ class Command(BaseCommand):
             response = call()
             latencies.append((time.perf_counter() - began) * 1000)
             response.raise_for_status()
+        return percentile(latencies, 0.5)
+
+    @staticmethod
+    def commit_floor(samples: int) -> float:
+        """A transaction that only takes a transaction id: its COMMIT waits for the WAL flush
+        like every acknowledged append (synchronous_commit stays on)."""
+        from django.db import connection, transaction
+
+        if connection.vendor != "postgresql":
+            return 0.0
+        latencies = []
+        for _ in range(samples):
+            began = time.perf_counter()
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute("SELECT pg_current_xact_id()")
+            latencies.append((time.perf_counter() - began) * 1000)
         return percentile(latencies, 0.5)
 
     def in_process_append(self, samples: int) -> float:
