@@ -195,8 +195,7 @@ def _append_folded(
         objs = [history.event_build(thread=thread, seq=seq, spec=spec, now=now,
                                     run=runs.get(spec.run_id))
                 for seq, spec in enumerate(specs, first)]
-        for obj in objs:
-            obj.created_at = now
+        # Compiled first: that stamps created_at, which the thread's last_event_at follows.
         inserted = insert_sql(Event, objs, returning=("id", "seq"), ignore_conflicts=True)
         updates = [update_sql(qs, **values) for qs, values in
                    history.history_added_updates(thread=thread, events=objs, now=now)]
