@@ -142,3 +142,11 @@ def test_text_search_on_a_big_thread_finds_what_the_plain_query_finds(
     if connection.vendor == "postgresql":  # the index answers a rare word, by id
         assert selectors._text_matches(thread, "quokka") is not None
         assert (selectors._text_matches(thread, "context") is None) == (cap < 12)
+
+
+def test_the_trigram_index_keeps_a_short_pending_list(db):
+    if connection.vendor != "postgresql":
+        pytest.skip("the trigram index is PostgreSQL's")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reloptions FROM pg_class WHERE relname = 'event_content_trgm'")
+        assert cursor.fetchone()[0] == ["gin_pending_list_limit=256"]
