@@ -184,6 +184,9 @@ CONTEXTSTORE = {
     "REGEX_TIMEOUT_MS": env_int("REGEX_TIMEOUT_MS", 2000),
     "DEFAULT_RENDER_MAX_TOKENS": env_int("DEFAULT_RENDER_MAX_TOKENS", 8000),
     "BLOCK_MAX_CHARS": env_int("BLOCK_MAX_CHARS", 20_000),
+    # How long a process trusts an API token it has checked; a revoked token is refused by
+    # every process at most this many seconds later (at once by the process that revoked it).
+    "TOKEN_CACHE_SECONDS": env_int("TOKEN_CACHE_SECONDS", 5),
 }
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_REQUEST_BYTES", 10 * 1024 * 1024)
 
@@ -195,7 +198,7 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": ["contextstore.api.throttling.TokenRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"token": env_str("API_THROTTLE_RATE", "6000/minute")},
     "DEFAULT_PARSER_CLASSES": ["contextstore.api.parsers.LimitedJSONParser"],
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_RENDERER_CLASSES": ["contextstore.api.renderers.ORJSONRenderer"],
     "DEFAULT_PAGINATION_CLASS": "contextstore.api.pagination.OldestFirstCursorPagination",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "contextstore.api.exceptions.api_exception_handler",

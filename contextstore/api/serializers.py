@@ -114,6 +114,25 @@ class ThreadSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = fields
 
+    def to_representation(self, t: Thread) -> dict[str, Any]:
+        # By hand, like EventSerializer: every agent step reads its thread, and building the
+        # ModelSerializer's fields cost more than the query. The declared fields above are the
+        # schema; test_thread_and_state_serializers_match_drf pins this to DRF's output.
+        end = t.fork_end_position
+        return {
+            "id": t.pk, "session": t.session_id, "session_key": t.session.key,
+            "user_id": t.session.user_id, "name": t.name, "parent": t.parent_id,
+            "fork_start_position": t.fork_start_position, "fork_end_position": end,
+            "fork_start_seq": t.fork_start_position, "fork_end_seq": None if end is None else end + 1,
+            "revision": t.revision, "iteration": _int(t.iteration),
+            "max_history_size": _int(t.max_history_size), "summary": _str(t.summary),
+            "summarizer": t.summarizer, "system_prompt": _str(t.system_prompt),
+            "last_seq": t.last_seq, "event_count": t.event_count, "token_total": t.token_total,
+            "active_event_count": t.active_event_count, "active_tokens": t.active_tokens,
+            "last_event_at": _iso(t.last_event_at), "created_at": _iso(t.created_at),
+            "updated_at": _iso(t.updated_at),
+        }
+
     def get_fork_start_seq(self, thread: Thread) -> int | None:
         return thread.fork_start_position
 
@@ -327,6 +346,18 @@ class BlockInSerializer(serializers.Serializer):
 
 # ---------------------------------------------------------------- state
 
+def _int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _dict(value: Any) -> dict[str, Any] | None:
+    return None if value is None else {str(k): v for k, v in value.items()}
+
+
 class StateSerializer(serializers.ModelSerializer):
     state = serializers.DictField()
     last_results = serializers.DictField()
@@ -342,6 +373,17 @@ class StateSerializer(serializers.ModelSerializer):
         fields = ["state", "memory", "iteration", "current_input", "original_input",
                   "max_history_size", "summary", "revision", "last_results"]
         read_only_fields = fields
+
+    def to_representation(self, t: Thread) -> dict[str, Any]:
+        # By hand (see ThreadSerializer): the state read is on every agent step.
+        memory = t.memory
+        return {
+            "state": _dict(t.state),
+            "memory": None if memory is None else [None if m is None else _dict(m) for m in memory],
+            "iteration": _int(t.iteration), "current_input": t.current_input,
+            "original_input": t.original_input, "max_history_size": _int(t.max_history_size),
+            "summary": _str(t.summary), "revision": t.revision, "last_results": _dict(t.last_results),
+        }
 
 
 class StateWriteSerializer(serializers.Serializer):

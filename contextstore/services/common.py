@@ -2,7 +2,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import models
+from django.db import DEFAULT_DB_ALIAS, connection, models
+from django.db.models import QuerySet
+from django.db.models.constants import OnConflict
+from django.db.models.sql import subqueries as sql
 
 from contextstore.models import ApiToken, AuditLog, Thread, Workspace
 
@@ -39,18 +42,9 @@ class Actor:
 def audit(
     *, actor: Actor, action: str, target: models.Model, workspace: Workspace | None, **details: Any
 ) -> AuditLog:
-    return AuditLog.objects.create(
-        workspace=workspace,
-        actor_type=actor.type,
-        actor_user=actor.user,
-        actor_token=actor.token,
-        actor_label=actor.label[:200],
-        action=action,
-        target_type=target._meta.model_name,
-        target_id=str(target.pk),
-        details=details,
-        ip=actor.ip,
-    )
+    row = audit_row(actor=actor, action=action, target=target, workspace=workspace, **details)
+    row.save(force_insert=True)
+    return row
 
 
 # The agent's document: JSON that can be large, and that history operations never read.
@@ -67,3 +61,51 @@ def lock_thread(thread: Thread, *, history_only: bool = False) -> Thread:
     if history_only:
         qs = qs.defer(*THREAD_STATE_FIELDS)
     return qs.get(pk=thread.pk)
+
+
+# --- several writes in one statement ------------------------------------------------------------
+# A hot path (the append) pays a round trip per statement; PostgreSQL runs data-modifying CTEs
+# in one statement, so the ORM's own SQL for each write is compiled here and joined by
+# `one_statement`. Field preparation (dates, JSON, defaults) stays Django's.
+
+def insert_sql(
+    model: type[models.Model], objs: list[models.Model], *, returning: tuple[str, ...] = (),
+    ignore_conflicts: bool = False,
+) -> tuple[str, tuple]:
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key and not f.generated]
+    query = sql.InsertQuery(model, on_conflict=OnConflict.IGNORE if ignore_conflicts else None)
+    query.insert_values(fields, objs)
+    compiler = query.get_compiler(using=DEFAULT_DB_ALIAS)
+    compiler.returning_fields = [model._meta.get_field(name) for name in returning] or None
+    [(text, params)] = compiler.as_sql()
+    return text, tuple(params)
+
+
+def update_sql(qs: QuerySet, **values: Any) -> tuple[str, tuple]:
+    query = qs.query.chain(sql.UpdateQuery)
+    query.add_update_values(values)
+    text, params = query.get_compiler(qs.db).as_sql()
+    return text, tuple(params)
+
+
+def one_statement(main: tuple[str, tuple], *others: tuple[str, tuple]) -> list[tuple]:
+    """Run `main` (its rows are returned) with `others` as data-modifying CTEs: one round trip,
+    one snapshot; PostgreSQL only."""
+    ctes = [f"w{i} AS ({text})" for i, (text, _) in enumerate(others)]
+    params: list[Any] = [p for _, ps in others for p in ps]
+    text = f"WITH {', '.join([*ctes, f'main AS ({main[0]})'])} SELECT * FROM main"
+    with connection.cursor() as cursor:
+        cursor.execute(text, [*params, *main[1]])
+        return cursor.fetchall()
+
+
+def audit_row(
+    *, actor: Actor, action: str, target: models.Model, workspace: Workspace | None, **details: Any
+) -> AuditLog:
+    """An unsaved audit record (for `insert_sql`); `audit` saves one at once."""
+    return AuditLog(
+        workspace=workspace, actor_type=actor.type, actor_user=actor.user,
+        actor_token=actor.token, actor_label=actor.label[:200], action=action,
+        target_type=target._meta.model_name, target_id=str(target.pk), details=details,
+        ip=actor.ip,
+    )

@@ -16,9 +16,17 @@ from contextstore import selectors
 from contextstore.db import bulk_insert_events as _bulk_insert
 from contextstore.db import regex_guard
 from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge
-from contextstore.models import RUNTIME_TYPES, Event, Run, Thread
+from contextstore.models import RUNTIME_TYPES, AuditLog, Event, Run, Thread
 from contextstore.services import history
-from contextstore.services.common import Actor, audit, lock_thread
+from contextstore.services.common import (
+    Actor,
+    audit,
+    audit_row,
+    insert_sql,
+    lock_thread,
+    one_statement,
+    update_sql,
+)
 from contextstore.services.renders import llm_call_prepare, texts_keep
 from contextstore.tokens import event_tokens
 
@@ -181,6 +189,67 @@ def event_append(*, thread: Thread, events: list[Any], actor: Actor) -> AppendRe
     specs, call_texts = llm_call_prepare(thread=thread, specs=specs)  # render_id, data.messages
     now = timezone.now()
 
+    outcome = None
+    if connection.vendor == "postgresql" and len(specs) < COPY_THRESHOLD:
+        try:
+            outcome = _append_folded(thread, specs, call_texts, actor, now)
+        except _Replayed:
+            outcome = None  # rolled back; the path below reads the stored events
+    if outcome is None:
+        outcome = _append_checked(thread, specs, call_texts, actor, now)
+    thread, final, created = outcome
+    if created:
+        from contextstore.services.summaries import summarization_check
+
+        summarization_check(thread=thread)
+    return AppendResult(events=final, created=created)
+
+
+class _Replayed(Exception):
+    """The batch names a client_id already stored (or twice): take the path that reads them."""
+
+
+def _append_folded(
+    thread: Thread, specs: list[EventSpec], call_texts: list[str], actor: Actor, now: datetime
+) -> tuple[Thread, list[Event], int]:
+    """The common append on PostgreSQL in four round trips: BEGIN, the thread's row lock, one
+    statement (the rows, the thread's and session's counters, the audit row naming the range)
+    and COMMIT. A client_id already stored is not looked up first: the insert skips it
+    (ON CONFLICT DO NOTHING), and then the whole transaction is rolled back (_Replayed)."""
+    client_ids = [s.client_id for s in specs if s.client_id]
+    if len(set(client_ids)) != len(client_ids):
+        raise _Replayed
+    with transaction.atomic():
+        thread = lock_thread(thread, history_only=True)
+        texts_keep(call_texts)
+        runs = _runs_for(thread, (s.run_id for s in specs if s.run_id))
+        first = history.seq_allocate(thread, len(specs))
+        objs = [history.event_build(thread=thread, seq=seq, spec=spec, now=now,
+                                    run=runs.get(spec.run_id))
+                for seq, spec in enumerate(specs, first)]
+        # Compiled first: that stamps created_at, which the thread's last_event_at follows.
+        inserted = insert_sql(Event, objs, returning=("id", "seq"), ignore_conflicts=True)
+        updates = [update_sql(qs, **values) for qs, values in
+                   history.history_added_updates(thread=thread, events=objs, now=now)]
+        record = audit_row(actor=actor, action="events.append", target=thread,
+                           workspace=thread.workspace, count=len(objs), first_seq=objs[0].seq,
+                           last_seq=objs[-1].seq)
+        rows = one_statement(inserted, *updates, insert_sql(AuditLog, [record]))
+        if len(rows) != len(objs):
+            raise _Replayed
+        ids = dict((seq, pk) for pk, seq in rows)
+        for obj in objs:
+            obj.pk = ids[obj.seq]
+            obj._state.adding = False
+        history.runs_count(objs)
+        _step_results(objs)
+    return thread, objs, len(objs)
+
+
+def _append_checked(
+    thread: Thread, specs: list[EventSpec], call_texts: list[str], actor: Actor, now: datetime
+) -> tuple[Thread, list[Event], int]:
+    """Any append: stored client_ids are read first (replays, conflicts), big batches COPY."""
     with transaction.atomic():
         thread = lock_thread(thread, history_only=True)
         texts_keep(call_texts)
@@ -217,11 +286,7 @@ def event_append(*, thread: Thread, events: list[Any], actor: Actor) -> AppendRe
 
     by_client = {e.client_id: e for e in results if e is not None and e.client_id}
     final = [e if e is not None else by_client[specs[i].client_id] for i, e in enumerate(results)]
-    if created:
-        from contextstore.services.summaries import summarization_check
-
-        summarization_check(thread=thread)
-    return AppendResult(events=final, created=len(created))
+    return thread, final, len(created)
 
 
 def _insert(

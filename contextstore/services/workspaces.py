@@ -1,7 +1,9 @@
 import hashlib
 import secrets
+import time
 from datetime import timedelta
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -13,6 +15,21 @@ from contextstore.services.common import Actor, audit
 
 TOKEN_PREFIX = "cs_"
 LAST_USED_PRECISION = timedelta(minutes=1)
+
+# Tokens already checked by this process, by hash: (token, monotonic expiry). Every API request
+# authenticates, and the lookup was a round trip of its own. The bound on revocation: the
+# revoking process forgets the token at once (api_token_revoke, workspace_delete); any other
+# process refuses it at most TOKEN_CACHE_SECONDS later, when its entry expires.
+_token_cache: dict[str, tuple[ApiToken, float]] = {}
+TOKEN_CACHE_MAX = 10_000
+
+
+def token_cache_clear(token_hash: str | None = None) -> None:
+    """Forget one cached token (or all): the next request reads it from the database."""
+    if token_hash is None:
+        _token_cache.clear()
+    else:
+        _token_cache.pop(token_hash, None)
 
 
 def workspace_ensure(*, slug: str, name: str = "") -> tuple[Workspace, bool]:
@@ -65,6 +82,7 @@ def api_token_revoke(*, token: ApiToken, actor: Actor) -> ApiToken:
         if token.revoked_at is None:
             token.revoked_at = timezone.now()
             token.save(update_fields=["revoked_at"])
+            token_cache_clear(token.token_hash)
             audit(actor=actor, action="token.revoke", target=token, workspace=token.workspace,
                   prefix=token.prefix)
     return token
@@ -74,13 +92,24 @@ def api_token_authenticate(raw: str) -> ApiToken | None:
     """The active token for a raw value, or None. last_used_at is written at most once a minute."""
     if not raw.startswith(TOKEN_PREFIX):
         return None
-    token = (
-        ApiToken.objects.select_related("workspace")
-        .filter(token_hash=_hash(raw), revoked_at__isnull=True)
-        .first()
-    )
-    if token is None:
-        return None
+    token_hash = _hash(raw)
+    cached = _token_cache.get(token_hash)
+    if cached is not None and cached[1] > time.monotonic():
+        token = cached[0]
+    else:
+        token = (
+            ApiToken.objects.select_related("workspace")
+            .filter(token_hash=token_hash, revoked_at__isnull=True)
+            .first()
+        )
+        if token is None:
+            token_cache_clear(token_hash)
+            return None
+        ttl = float(settings.CONTEXTSTORE["TOKEN_CACHE_SECONDS"])
+        if ttl > 0:
+            if len(_token_cache) >= TOKEN_CACHE_MAX:  # many tokens: start over, never grow
+                _token_cache.clear()
+            _token_cache[token_hash] = (token, time.monotonic() + ttl)
     now = timezone.now()
     if token.last_used_at is None or now - token.last_used_at > LAST_USED_PRECISION:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
@@ -117,3 +146,4 @@ def workspace_delete(*, workspace: Workspace, actor: Actor) -> None:
         audit(actor=actor, action="workspace.delete", target=workspace, workspace=None,
               slug=workspace.slug)
         workspace.delete()
+        token_cache_clear()  # its tokens are gone with it

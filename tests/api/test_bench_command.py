@@ -10,11 +10,27 @@ def test_bench_api_reports_every_figure_against_a_running_server(live_server, tr
     call_command("bench_api", url=live_server.url, token=token[1], seconds=0.2, large=300,
                  samples=5, stdout=out)
     text = out.getvalue()
-    for clients in (1, 4, 16):
-        assert re.search(rf"batch appends \(100/request\), +{clients} clients: +[\d,]+ events/s", text)
-    assert re.search(r"single-event appends, 1 client: +[\d,]+ events/s", text)
-    assert re.search(r"GET /context/ on +1,000 events: p50 +[\d.]+ ms, p95 +[\d.]+ ms", text)
-    assert re.search(r"GET /context/ on +300 events: p50", text)
+    number = r"[\d,]+\.\d\d"
+    assert re.search(rf"GET /healthz p50 \(the floor\) +{number} ms", text)
+    for clients in (1, 4):
+        assert re.search(rf"batch appends \(100/request\), {clients} clients? +{number} events/s",
+                         text)
+    assert re.search(rf"single-event appends, 8 clients, 8 sessions +{number} appends/s +>= 1,000.0",
+                     text)
+    assert re.search(rf"single-event appends, 8 clients, 1 session +{number} appends/s", text)
+    assert re.search(rf"single-event append in-process p50 +{number} ms +<= 2.5", text)
+    for size in ("1,000", "300"):
+        for name, target in (("single-event append", "4.0"), ("GET /threads/{id}/", "2.5"),
+                             ("GET /state/", "2.5"), ("GET /context/ 8k", "5.0"),
+                             ("GET /context/ 8k record=true", "5.0")):
+            assert re.search(rf"{re.escape(name)} p50, {size}-event thread +{number} ms +<= "
+                             rf"{target}", text), (name, size)
+    for key in ("append", "thread", "state", "context"):
+        assert re.search(rf"ratio 300 / 1,000 events: {key} +{number} x +<= 1.2", text)
+    assert re.search(rf"rare-word search p50, big thread, no ANALYZE +{number} ms +<= 20.0", text)
+    assert re.search(rf"storage per event / content bytes +{number} x +<= 3.0", text)
+    assert re.search(r"targets missed: ", text)
+    assert "load average" in text
 
 
 def test_bench_core_reports_the_revision_figures(db):

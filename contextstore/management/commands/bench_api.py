@@ -3,9 +3,12 @@
     python manage.py bench_api                      # starts gunicorn on this database
     python manage.py bench_api --url http://127.0.0.1:8000 --token cs_...
 
-Prints batch-append throughput (100 events per request) with 1, 4 and 16 concurrent clients,
-single-event appends per second with one client, and p50/p95 latency of GET /context/ on
-threads of 1k and 100k events. Without --url it starts gunicorn with the production config
+Prints every figure of the hot-path targets next to its target and the /healthz floor measured
+in the same run: batch-append throughput (100 events per request, 1 and 4 clients), single-event
+appends/s with 8 clients, the in-process append, p50 of a single append, GET thread, GET state and
+GET context (8k budget, with and without a render record) on threads of 1k and 100k events and
+their ratios, a rare-word search over the big thread right after its bulk load (no ANALYZE), and
+the event table's storage per content byte. Without --url it starts gunicorn with the production config
 (project/gunicorn.py) against the configured database, with throttling off, and stops it after.
 """
 
@@ -128,33 +131,201 @@ class Command(BaseCommand):
     def run(self, url: str, token: str, seconds: float, large: int, samples: int) -> None:
         headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
         run_tag = uuid.uuid4().hex[:8]
+        figures: list[tuple[str, float, str, bool]] = []
 
         def client() -> httpx.Client:
             return httpx.Client(base_url=f"{url}/api/v1/", headers=headers, timeout=120)
 
-        def new_thread(http: httpx.Client, name: str) -> int:
-            response = http.post("threads/ensure/", json={"session_key": f"bench-{run_tag}",
-                                                          "name": name})
+        def new_thread(http: httpx.Client, name: str, session: str = "") -> int:
+            response = http.post("threads/ensure/", json={
+                "session_key": f"bench-{run_tag}{session}", "name": name})
             response.raise_for_status()
             return response.json()["id"]
 
+        def figure(name: str, value: float, unit: str, target: float | None, le: bool = True) -> None:
+            ok = target is None or (value <= target if le else value >= target)
+            goal = "" if target is None else f"{'<=' if le else '>='} {target:,.1f}"
+            figures.append((name, value, f"{unit:<9} target {goal}" if goal else unit, ok))
+            mark = "" if target is None else ("  ok" if ok else "  MISSED")
+            self.stdout.write(f"{name:<52} {value:>10,.2f} {unit:<9} {goal}{mark}")
+
         # The figures depend on the machine and what else runs on it: say so with them.
         self.stdout.write(f"server {url}, database {settings.DATABASES['default']['ENGINE']}, "
-                          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+                          f"{os.cpu_count()} CPUs, load average {self.load()}")
         with client() as http:
-            for clients in (1, 4, 16):
-                rate = self.batch_appends(client, new_thread, http, clients, seconds, run_tag)
-                self.stdout.write(f"batch appends (100/request), {clients:>2} clients: "
-                                  f"{rate:>9,.0f} events/s")
-            rate = self.single_appends(http, new_thread(http, "single"), seconds, run_tag)
-            self.stdout.write(f"single-event appends, 1 client:          {rate:>9,.0f} events/s")
-            for index, size in enumerate((1000, large)):
+            with httpx.Client(base_url=url, timeout=30) as plain:
+                floor = self.p50(lambda: plain.get("/healthz"), samples)
+            figure("GET /healthz p50 (the floor)", floor, "ms", None)
+            rate = self.batch_appends(client, new_thread, http, 1, seconds, run_tag)
+            figure("batch appends (100/request), 1 client", rate, "events/s", None)
+            rate = self.batch_appends(client, new_thread, http, 4, seconds, run_tag)
+            figure("batch appends (100/request), 4 clients", rate, "events/s", 15_000, le=False)
+            rate = self.single_appends(client, new_thread, http, 8, seconds, run_tag, False)
+            figure("single-event appends, 8 clients, 8 sessions", rate, "appends/s", 1_000,
+                   le=False)
+            # Threads of one session share its counters' row: their commits queue on its lock.
+            rate = self.single_appends(client, new_thread, http, 8, seconds, run_tag, True)
+            figure("single-event appends, 8 clients, 1 session", rate, "appends/s", None)
+            figure("single-event append in-process p50", self.in_process_append(samples),
+                   "ms", 2.5)
+            figure("durable empty commit p50 (the WAL flush floor)", self.commit_floor(samples),
+                   "ms", None)
+
+            # Both threads are measured turn about, request by request, with the floor beside
+            # them: the machine is shared, and its load drifts during a run.
+            sizes = (1000, large)
+            bases = {}
+            for index, size in enumerate(sizes):
                 thread_id = new_thread(http, f"context-{index}-{size}")
                 self.fill(http, thread_id, size, run_tag)
-                latencies = self.context_latency(http, thread_id, samples)
-                self.stdout.write(
-                    f"GET /context/ on {size:>7,} events: p50 {percentile(latencies, 0.5):6.2f} ms,"
-                    f" p95 {percentile(latencies, 0.95):6.2f} ms")
+                bases[size] = f"threads/{thread_id}/"
+            n = [0]
+
+            def append_one(base: str) -> httpx.Response:
+                n[0] += 1
+                return http.post(f"{base}events/", content=json.dumps(
+                    {"events": [message(n[0], f"{run_tag}-one")]}).encode())
+
+            calls: dict[str, Callable[[str], httpx.Response]] = {
+                "append": append_one,
+                "thread": lambda base: http.get(base),
+                "state": lambda base: http.get(f"{base}state/"),
+                "context": lambda base: http.get(f"{base}context/?max_tokens=8000"),
+                "context_record": lambda base: http.get(
+                    f"{base}context/?max_tokens=8000&record=true"),
+            }
+            per_size: dict[int, dict[str, float]] = {size: {} for size in sizes}
+            with httpx.Client(base_url=url, timeout=30) as plain:
+                floors = []
+                for key, call in calls.items():
+                    got = self.p50_each([lambda: plain.get("/healthz")]
+                                        + [lambda b=bases[size], c=call: c(b) for size in sizes], samples)
+                    floors.append(got[0])
+                    for size, value in zip(sizes, got[1:], strict=True):
+                        per_size[size][key] = value
+            figure("GET /healthz p50 during the reads", percentile(floors, 0.5), "ms", None)
+            for size in sizes:
+                label = f"{size:,}-event"
+                figure(f"single-event append p50, {label} thread", per_size[size]["append"], "ms", 4)
+                figure(f"GET /threads/{{id}}/ p50, {label} thread", per_size[size]["thread"], "ms", 2.5)
+                figure(f"GET /state/ p50, {label} thread", per_size[size]["state"], "ms", 2.5)
+                figure(f"GET /context/ 8k p50, {label} thread", per_size[size]["context"], "ms", 5)
+                figure(f"GET /context/ 8k record=true p50, {label} thread",
+                       per_size[size]["context_record"], "ms", 5)
+            self.search(http, bases[large], samples, figure)
+            small, big = per_size[1000], per_size[large]
+            for key in ("append", "thread", "state", "context"):
+                figure(f"ratio {large:,} / 1,000 events: {key}", big[key] / small[key], "x", 1.2)
+            figure("storage per event / content bytes", self.storage(), "x", 3)
+        self.stdout.write(f"load average after the run {self.load()}")
+        missed = [name for name, _, _, ok in figures if not ok]
+        self.stdout.write("targets missed: " + (", ".join(missed) if missed else "none"))
+
+    @staticmethod
+    def load() -> str:
+        return " ".join(f"{v:.2f}" for v in os.getloadavg())
+
+    @staticmethod
+    def p50_each(calls: list[Callable[[], httpx.Response]], samples: int) -> list[float]:
+        """p50 of each call, the calls made in turn so that all see the same load."""
+        for call in calls:
+            for _ in range(10):  # warm caches and connections
+                call().raise_for_status()
+        latencies: list[list[float]] = [[] for _ in calls]
+        for _ in range(samples):
+            for call, mine in zip(calls, latencies, strict=True):
+                began = time.perf_counter()
+                response = call()
+                mine.append((time.perf_counter() - began) * 1000)
+                response.raise_for_status()
+        return [percentile(mine, 0.5) for mine in latencies]
+
+    @staticmethod
+    def p50(call: Callable[[], httpx.Response], samples: int) -> float:
+        for _ in range(10):  # warm caches and connections
+            call().raise_for_status()
+        latencies = []
+        for _ in range(samples):
+            began = time.perf_counter()
+            response = call()
+            latencies.append((time.perf_counter() - began) * 1000)
+            response.raise_for_status()
+        return percentile(latencies, 0.5)
+
+    @staticmethod
+    def commit_floor(samples: int) -> float:
+        """A transaction that rewrites one small row: its COMMIT waits for the WAL flush like
+        every acknowledged append (synchronous_commit stays on; a transaction that wrote
+        nothing would not wait)."""
+        from django.db import connection, transaction
+
+        if connection.vendor != "postgresql":
+            return 0.0
+        workspace, _ = workspace_ensure(slug="bench", name="Benchmarks")
+        latencies = []
+        for _ in range(samples):
+            began = time.perf_counter()
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute("UPDATE contextstore_workspace SET name = name WHERE id = %s",
+                               [workspace.pk])
+            latencies.append((time.perf_counter() - began) * 1000)
+        return percentile(latencies, 0.5)
+
+    def in_process_append(self, samples: int) -> float:
+        """event_append called directly (no HTTP): the service's own cost per event."""
+        from contextstore.models import Thread
+        from contextstore.services.events import event_append
+        from contextstore.services.sessions import thread_ensure_by_key
+
+        workspace, _ = workspace_ensure(slug="bench", name="Benchmarks")
+        actor = Actor.system("bench_api")
+        thread, _ = thread_ensure_by_key(workspace=workspace, actor=actor,
+                                         session_key=f"bench-inproc-{uuid.uuid4().hex[:8]}",
+                                         name="inproc")
+        thread = Thread.objects.get(pk=thread.pk)
+        latencies = []
+        for i in range(samples + 10):
+            began = time.perf_counter()
+            event_append(thread=thread, events=[message(i, "inproc")], actor=actor)
+            latencies.append((time.perf_counter() - began) * 1000)
+        return percentile(latencies[10:], 0.5)
+
+    def search(self, http: httpx.Client, base: str, samples: int,
+               figure: Callable[..., None]) -> None:
+        """A rare word over the big thread right after its bulk load (no ANALYZE since), then
+        once more with fresh statistics."""
+        from django.db import connection
+
+        word = f"zebra{uuid.uuid4().hex[:6]}"
+        http.post(f"{base}events/", json={"events": [
+            {"type": "Message", "role": "user", "content": f"the rare word {word} is here"}]}
+        ).raise_for_status()
+
+        def find() -> httpx.Response:
+            response = http.get(f"{base}events/?q={word}")
+            if len(response.json().get("results", [])) != 1:
+                raise CommandError(f"search for {word} did not find the event")
+            return response
+
+        figure("rare-word search p50, big thread, no ANALYZE", self.p50(find, samples // 3),
+               "ms", 20)
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("ANALYZE contextstore_event")
+            figure("rare-word search p50, big thread, analyzed", self.p50(find, samples // 3),
+                   "ms", 20)
+
+    def storage(self) -> float:
+        """(table + TOAST + indexes) of the event table over the bytes of its content."""
+        from django.db import connection
+
+        if connection.vendor != "postgresql":
+            return 0.0
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_total_relation_size('contextstore_event'), "
+                           "(SELECT sum(octet_length(content)) FROM contextstore_event)")
+            total, content = cursor.fetchone()
+        return total / max(int(content or 0), 1)
 
     def batch_appends(self, client: Callable[[], httpx.Client], new_thread: Callable,
                       http: httpx.Client, clients: int, seconds: float, tag: str) -> float:
@@ -193,17 +364,42 @@ class Command(BaseCommand):
             raise CommandError(f"append failed: {errors[0]}")
         return sum(counts) / elapsed
 
-    def single_appends(self, http: httpx.Client, thread_id: int, seconds: float, tag: str) -> float:
-        path = f"threads/{thread_id}/events/"
-        n = 0
+    def single_appends(self, client: Callable[[], httpx.Client], new_thread: Callable,
+                       http: httpx.Client, clients: int, seconds: float, tag: str,
+                       one_session: bool) -> float:
+        """Each client appends one event per request to its own thread (in one session, or each
+        in its own) for `seconds`."""
+        thread_ids = [new_thread(http, f"single-{clients}-{i}-{one_session}",
+                                 "" if one_session else f"-{i}") for i in range(clients)]
+        counts = [0] * clients
+        errors: list[str] = []
+        start = threading.Barrier(clients + 1)
+        stop_at = [0.0]
+
+        def worker(index: int) -> None:
+            path = f"threads/{thread_ids[index]}/events/"
+            with client() as mine:
+                start.wait()
+                while time.perf_counter() < stop_at[0]:
+                    body = json.dumps({"events": [message(counts[index], f"{tag}-s{index}")]})
+                    response = mine.post(path, content=body.encode())
+                    if response.status_code != 201:
+                        errors.append(f"{response.status_code} {response.text[:200]}")
+                        return
+                    counts[index] += 1
+
+        workers = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
+        for w in workers:
+            w.start()
         began = time.perf_counter()
-        while time.perf_counter() - began < seconds:
-            body = json.dumps({"events": [message(n, f"{tag}-single")]}).encode()
-            response = http.post(path, content=body)
-            if response.status_code != 201:
-                raise CommandError(f"append failed: {response.status_code} {response.text[:200]}")
-            n += 1
-        return n / (time.perf_counter() - began)
+        stop_at[0] = began + seconds
+        start.wait()
+        for w in workers:
+            w.join()
+        elapsed = time.perf_counter() - began
+        if errors:
+            raise CommandError(f"append failed: {errors[0]}")
+        return sum(counts) / elapsed
 
     def fill(self, http: httpx.Client, thread_id: int, size: int, tag: str) -> None:
         began = time.perf_counter()
@@ -216,15 +412,3 @@ class Command(BaseCommand):
                 raise CommandError(f"fill failed: {response.status_code} {response.text[:200]}")
         self.stdout.write(f"  (filled a thread with {size:,} events in "
                           f"{time.perf_counter() - began:.1f} s)")
-
-    def context_latency(self, http: httpx.Client, thread_id: int, samples: int) -> list[float]:
-        path = f"threads/{thread_id}/context/"
-        for _ in range(10):  # warm caches and connections
-            http.get(path).raise_for_status()
-        latencies = []
-        for _ in range(samples):
-            began = time.perf_counter()
-            response = http.get(path)
-            latencies.append((time.perf_counter() - began) * 1000)
-            response.raise_for_status()
-        return latencies

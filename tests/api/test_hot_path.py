@@ -1,0 +1,152 @@
+"""The agent's hot path (append, context, thread and state reads): statement counts that do not
+grow with the history, hand-built serializers equal to DRF's, and the API-token cache."""
+
+import pytest
+from django.db import connection, transaction
+from rest_framework import serializers as drf
+
+from contextstore.api import serializers as s
+from contextstore.services import document
+from contextstore.services.common import Actor, lock_thread
+from contextstore.services.events import event_append
+from contextstore.services.workspaces import api_token_revoke
+from tests.api.conftest import client_for
+from tests.conftest import messages
+
+
+def grow(thread, actor, size: int) -> None:
+    for start in range(0, size, 500):
+        event_append(thread=thread, events=messages(min(500, size - start), start=start, words=8),
+                     actor=actor)
+
+
+def append_statements() -> int:
+    # PostgreSQL: thread read, lock, one statement (rows, counters, audit), in a savepoint.
+    # SQLite: thread read, lock, stored client_ids, INSERT, thread and session counters, audit,
+    # in a savepoint.
+    return 5 if connection.vendor == "postgresql" else 9
+
+
+@pytest.mark.parametrize("history", [0, 1500])
+def test_append_statements_do_not_grow_with_history(api_client, thread, thread_url, actor,
+                                                   history, django_assert_num_queries):
+    grow(thread, actor, history)
+    api_client.post(f"{thread_url}events/", {"events": messages(1)}, format="json")  # token
+    with django_assert_num_queries(append_statements()):
+        response = api_client.post(f"{thread_url}events/",
+                                   {"events": messages(1, start=history + 1, client_id="c-1")},
+                                   format="json")
+    assert response.status_code == 201, response.content
+    assert response.json()["events"][0]["seq"] == history + 2
+
+
+@pytest.mark.parametrize("history", [300, 1500])
+def test_reads_statements_do_not_grow_with_history(api_client, thread, thread_url, actor, history,
+                                                  django_assert_num_queries):
+    grow(thread, actor, history)
+    api_client.get(thread_url)  # the token is read once, then cached
+    with django_assert_num_queries(1):  # the thread with its session
+        assert api_client.get(thread_url).json()["event_count"] == history
+    with django_assert_num_queries(1):
+        assert api_client.get(f"{thread_url}state/").status_code == 200
+    # the thread, its blocks, the plan (position, tokens) and the planned rows
+    with django_assert_num_queries(4):
+        response = api_client.get(f"{thread_url}context/?max_tokens=8000")
+    assert response.status_code == 200
+
+
+def test_a_replayed_client_id_returns_the_stored_event_on_the_fast_path(api_client, thread_url):
+    first = api_client.post(f"{thread_url}events/", {"events": messages(2, client_id=None)},
+                            format="json").json()
+    batch = [{"type": "Message", "content": "a", "client_id": "k-1"},
+             {"type": "Message", "content": "b", "client_id": "k-2"}]
+    stored = api_client.post(f"{thread_url}events/", {"events": batch[:1]}, format="json")
+    assert stored.status_code == 201
+    again = api_client.post(f"{thread_url}events/", {"events": batch}, format="json")
+    assert again.status_code == 201
+    body = again.json()
+    assert body["created"] == 1
+    assert [e["seq"] for e in body["events"]] == [3, 4]  # gap-free: the rolled-back try left none
+    assert body["events"][0]["id"] == stored.json()["events"][0]["id"]
+    assert len(first["events"]) == 2
+    conflict = api_client.post(f"{thread_url}events/",
+                               {"events": [{"type": "Message", "content": "x", "client_id": "k-1"}]},
+                               format="json")
+    assert conflict.status_code == 409
+    thread = api_client.get(thread_url).json()
+    assert (thread["last_seq"], thread["event_count"]) == (4, 4)
+
+
+def test_thread_and_state_serializers_match_drf(api_client, thread, actor):
+    with transaction.atomic():
+        locked = lock_thread(thread)
+        document.document_write(thread=locked, actor=actor, reason="test", values={
+            "state": {"k": [1, {"b": None}], "n": None}, "memory": [{"fact": "x"}],
+            "current_input": "hi", "iteration": 3, "summary": "so far",
+            "system_prompt": "be brief", "last_results": {"s": 1}})
+    event_append(thread=thread, events=messages(3), actor=actor)
+    thread.refresh_from_db()
+    for serializer in (s.ThreadSerializer, s.StateSerializer):
+        generic = drf.ModelSerializer.to_representation(serializer(), thread)
+        assert serializer(thread).data == generic
+
+
+def test_a_revoked_token_is_refused_at_once(api_client, token, thread_url):
+    assert api_client.get(thread_url).status_code == 200  # cached now
+    api_token_revoke(token=token[0], actor=Actor.system("tests"))
+    assert api_client.get(thread_url).status_code == 401
+    assert client_for(token[1]).get(thread_url).status_code == 401
+
+
+def test_the_orjson_renderer_writes_what_drf_writes():
+    import datetime
+    import decimal
+    import uuid
+
+    from rest_framework.renderers import JSONRenderer
+
+    from contextstore.api.renderers import ORJSONRenderer
+
+    moment = datetime.datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=datetime.UTC)
+    data = {"when": moment, "day": moment.date(), "cost": decimal.Decimal("1.25"),
+            "id": uuid.UUID(int=7), "text": "a\u2028b\u2029c \u00e9 \"q\" </script>", 1: [None, 1.5],
+            "nested": {"list": [True, False, {"x": -3}]}, "big": 2**70}
+    for sample in (data, {k: v for k, v in data.items() if k != "big"}, [], "", 0):
+        assert ORJSONRenderer().render(sample) == JSONRenderer().render(sample)
+    assert ORJSONRenderer().render(None) == b""
+    assert ORJSONRenderer().render({"a": 1}, "application/json; indent=2") == \
+        JSONRenderer().render({"a": 1}, "application/json; indent=2")
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("cap", [1000, 2])
+def test_text_search_on_a_big_thread_finds_what_the_plain_query_finds(
+        monkeypatch, cap, thread, actor):
+    from contextstore import selectors
+    from contextstore.services.events import event_search
+
+    event_append(thread=thread, events=messages(12, words=6), actor=actor)
+    event_append(thread=thread, events=[{"type": "Message", "content": "a rare QuokKa here"},
+                                        {"type": "Note", "content": "quokka again"}], actor=actor)
+    thread.refresh_from_db()
+    plain = {w: [e.seq for e in event_search(thread=thread, text=w, first=501)]
+             for w in ("quokka", "context", "turn 1", "nowhere")}
+    monkeypatch.setattr(selectors, "TEXT_INDEX_FIRST", 10)
+    monkeypatch.setattr(selectors, "TEXT_INDEX_CAP", cap)
+    for word, seqs in plain.items():
+        assert [e.seq for e in event_search(thread=thread, text=word, first=501)] == seqs
+    assert plain["quokka"] == [13, 14] and plain["nowhere"] == []
+    assert [e.seq for e in event_search(thread=thread, text="quokka", types=["Note"])] == [14]
+    assert [e.seq for e in event_search(thread=thread, text="context", first=501,
+                                        after_seq=10)] == [11, 12]
+    if connection.vendor == "postgresql":  # the index answers a rare word, by id
+        assert selectors._text_matches(thread, "quokka") is not None
+        assert (selectors._text_matches(thread, "context") is None) == (cap < 12)
+
+
+def test_the_trigram_index_keeps_a_short_pending_list(db):
+    if connection.vendor != "postgresql":
+        pytest.skip("the trigram index is PostgreSQL's")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reloptions FROM pg_class WHERE relname = 'event_content_trgm'")
+        assert cursor.fetchone()[0] == ["gin_pending_list_limit=256"]
