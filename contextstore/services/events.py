@@ -8,13 +8,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from contextstore import selectors
+from contextstore.db import COPY_THRESHOLD, regex_guard
 from contextstore.db import bulk_insert_events as _bulk_insert
-from contextstore.db import regex_guard
 from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge
 from contextstore.models import RUNTIME_TYPES, AuditLog, Event, Run, Thread
 from contextstore.services import history

@@ -24,5 +24,5 @@ def backwards(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("contextstore", "0006_agent_sessions")]
+    dependencies = [("contextstore", "0008_sync")]
     operations = [migrations.RunPython(forwards, backwards)]
