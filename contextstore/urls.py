@@ -1,6 +1,6 @@
 from django.urls import path
 
-from contextstore.views import actions, sessions, threads
+from contextstore.views import actions, calls, sessions, threads
 
 app_name = "contextstore"
 
@@ -10,6 +10,8 @@ urlpatterns = [
     path("sessions/<int:pk>/archive/", sessions.session_archive_toggle, name="session-archive"),
     path("threads/<int:pk>/", threads.thread_detail, name="thread"),
     path("threads/<int:pk>/context/", threads.model_view, name="model-view"),
+    path("threads/<int:pk>/calls/<int:seq>/sent/", calls.call_sent, name="call-sent"),
+    path("threads/<int:pk>/calls/<int:seq>/diff/", calls.call_diff, name="call-diff"),
     path("threads/<int:pk>/export/", threads.thread_export_view, name="export"),
     path("threads/<int:pk>/collapses/<int:collapse_id>/", threads.collapse_detail, name="collapse"),
     path("threads/<int:pk>/collapses/<int:collapse_id>/undo/", actions.collapse_undo,

@@ -32,6 +32,23 @@ def is_long(text: str) -> bool:
 
 
 @register.filter
+def is_text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+@register.filter
+def duration(ms: int | None) -> str:
+    """850 -> "850 ms", 2300 -> "2.3 s", 65000 -> "1 min 5 s"."""
+    if ms is None:
+        return "—"
+    if ms < 1000:
+        return f"{ms} ms"
+    if ms < 60_000:
+        return f"{ms / 1000:.1f} s"
+    return f"{ms // 60_000} min {ms % 60_000 // 1000} s"
+
+
+@register.filter
 def compact(value: int | float | Decimal | None) -> str:
     """1234 -> 1.2k, 2500000 -> 2.5M: counters that fit a table cell."""
     n = float(value or 0)

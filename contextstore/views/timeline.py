@@ -9,21 +9,25 @@ from typing import Any
 
 from django.db.models import QuerySet, Subquery
 
-from contextstore.models import RUNTIME_TYPES, Collapse, Event, Thread
+from contextstore import selectors
+from contextstore.models import Collapse, Event, Thread
 
 PAGE_SIZE = 50
 TAIL_LIMIT = 200
 CARD_LIMIT = 200
+# Purely technical events stay folded behind "runtime events"; LLM calls show as call cards.
+FOLDED_TYPES = ("BeforeAgentCall", "AfterAgentCall", "LLMCallEnd")
 
 
 @dataclass
 class Item:
     """One row of the timeline: an event, or a summary card standing for a collapsed range."""
 
-    kind: str  # "event" or "collapse"
+    kind: str  # "event", "call" (an LLM call card) or "collapse"
     key: int  # where it stands: an event's seq, a collapse's first position
     event: Event | None = None
     collapse: Collapse | None = None
+    call: selectors.LLMCall | None = None
 
 
 @dataclass
@@ -46,7 +50,7 @@ def _events(thread: Thread, filters: dict[str, Any]) -> QuerySet[Event]:
     if filters.get("type"):
         qs = qs.filter(type__in=filters["type"])
     elif not filters.get("runtime"):
-        qs = qs.exclude(type__in=RUNTIME_TYPES)
+        qs = qs.exclude(type__in=FOLDED_TYPES)
     if filters.get("q"):
         qs = qs.filter(content__icontains=filters["q"])
     if filters.get("run"):
@@ -71,6 +75,13 @@ def _cards(thread: Thread, filters: dict[str, Any], low: int, high: int | None) 
             for c in qs.order_by("-start_position")[:CARD_LIMIT]]
 
 
+def _items(thread: Thread, events: list[Event]) -> list[Item]:
+    """Events oldest first as rows: an LLM call's start and end become one call card."""
+    calls, folded = selectors.calls_of_page(thread=thread, events=events)
+    return [Item("call", e.seq, event=e, call=calls[e.seq]) if e.seq in calls
+            else Item("event", e.seq, event=e) for e in events if e.seq not in folded]
+
+
 def timeline_page(
     *, thread: Thread, filters: dict[str, Any], before: int | None = None, size: int = PAGE_SIZE
 ) -> Page:
@@ -82,7 +93,7 @@ def timeline_page(
     more = len(events) > size
     events = events[:size]
     low = events[-1].seq if more else 0
-    items = [Item("event", e.seq, event=e) for e in events]
+    items = _items(thread, events[::-1])
     items += _cards(thread, filters, low, before)
     items.sort(key=lambda item: item.key)
     return Page(items=items, older=low if more else None, last_seq=thread.last_seq)
@@ -93,7 +104,7 @@ def timeline_tail(*, thread: Thread, filters: dict[str, Any], after: int) -> Pag
     qs = _events(thread, filters).filter(seq__gt=after, seq__lte=thread.last_seq)
     events = list(qs.order_by("seq")[:TAIL_LIMIT])
     last = events[-1].seq if len(events) == TAIL_LIMIT else max(thread.last_seq, after)
-    return Page(items=[Item("event", e.seq, event=e) for e in events], last_seq=last)
+    return Page(items=_items(thread, events), last_seq=last)
 
 
 def collapse_members(

@@ -29,7 +29,7 @@ def thread(workspace, actor):
     events[40] = {"type": "Error", "content": "Payment gateway timed out", "data": {"code": 504}}
     events[60] = {"type": "ToolCall", "content": "lookup_order", "call_id": "c-1",
                   "data": {"tool": "lookup_order", "args": {"order": 4711}}}
-    events[110] = {"type": "LLMCallStart", "content": "calling model"}
+    events[110] = {"type": "BeforeAgentCall", "content": "calling model"}
     event_append(thread=thread, events=events, actor=actor)
     block_upsert(thread=thread, name="persona", value="You are a patient support agent.",
                  placement="prefix", actor=actor)

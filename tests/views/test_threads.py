@@ -51,7 +51,7 @@ def test_the_live_tail_returns_only_events_appended_since(editor_client, thread,
 def test_runtime_events_are_hidden_until_asked_for_and_types_filter(editor_client, thread, actor):
     event_append(thread=thread, actor=actor, events=[
         {"type": "Message", "content": "hello"},
-        {"type": "LLMCallStart", "content": "calling"},
+        {"type": "BeforeAgentCall", "content": "calling"},
         {"type": "Error", "content": "it broke"},
     ])
     url = f"/threads/{thread.pk}/"
