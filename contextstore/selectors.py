@@ -385,3 +385,45 @@ def llm_call_diff(*, thread: Thread, a: LLMCall, b: LLMCall) -> dict[str, Any]:
         "entered": entered[:DIFF_LIST], "entered_count": len(entered),
         "left": left[:DIFF_LIST], "left_count": len(left), "render": render,
     }
+
+
+# ------------------------------------------------------------------ tool calls
+
+
+def tool_pairs(*, events: list[Event]) -> tuple[dict[int, list[Event]], set[int]]:
+    """ToolResults paired with the ToolCall they answer, within a page of events (oldest
+    first): {ToolCall seq: its results} and the seqs of the results folded into a ToolCall's
+    card. A result names its call by the tool-call id the call carries (parts or data, see
+    toolcalls.py), else both share the event's call_id. A result whose call is on another
+    page stays on its own."""
+    from contextstore.toolcalls import event_calls, result_call_id
+
+    by_tool_id: dict[str, Event] = {}
+    by_call_id: dict[str, Event] = {}
+    pairs: dict[int, list[Event]] = {}
+    folded: set[int] = set()
+    for e in events:
+        if e.type == "ToolCall":
+            for c in event_calls(e.type, e.parts, e.data):
+                if c.id:
+                    by_tool_id[c.id] = e
+            if e.call_id:
+                by_call_id[e.call_id] = e
+            pairs[e.seq] = []
+        elif e.type == "ToolResult":
+            named = result_call_id(e.parts, e.data)
+            call = (by_tool_id.get(named) if named else None) or by_call_id.get(e.call_id or named or "")
+            if call is not None:
+                pairs[call.seq].append(e)
+                folded.add(e.seq)
+    return {seq: results for seq, results in pairs.items() if results}, folded
+
+
+def tool_name(event: Event) -> str:
+    from contextstore.toolcalls import event_calls
+
+    calls = event_calls(event.type, event.parts, event.data)
+    if calls:
+        return ", ".join(c.name for c in calls)
+    data = event.data if isinstance(event.data, dict) else {}
+    return str(data.get("tool") or data.get("name") or event.content[:60] or "tool")

@@ -170,6 +170,17 @@ def thread_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @login_required
+def event_detail(request: HttpRequest, pk: int, seq: int) -> HttpResponse:
+    """One event in full ("load the rest" of text and JSON the timeline cut)."""
+    thread = get_thread(request, pk)
+    event = selectors.thread_events(thread=thread, status=None).filter(seq=seq).first()
+    if event is None:
+        raise Http404("No such event.")
+    return render(request, "contextstore/thread_detail.html#event",
+                  {"thread": thread, "e": event, "full": True})
+
+
+@login_required
 @vary_on_headers("HX-Request")  # a page and its fragment share a URL
 def collapse_detail(request: HttpRequest, pk: int, collapse_id: int) -> HttpResponse:
     """The originals behind a summary card, a page at a time."""

@@ -28,6 +28,15 @@ class Item:
     event: Event | None = None
     collapse: Collapse | None = None
     call: selectors.LLMCall | None = None
+    results: list[Event] = field(default_factory=list)  # a ToolCall's results, in one card
+    tool: str = ""  # the tool's name, for a ToolCall with results
+    run_head: Any = None  # the Run whose turn starts at this row (a header above it)
+
+    @property
+    def tool_ms(self) -> int | None:
+        if not self.results or self.event is None:
+            return None
+        return int((self.results[0].occurred_at - self.event.occurred_at).total_seconds() * 1000)
 
 
 @dataclass
@@ -76,10 +85,32 @@ def _cards(thread: Thread, filters: dict[str, Any], low: int, high: int | None) 
 
 
 def _items(thread: Thread, events: list[Event]) -> list[Item]:
-    """Events oldest first as rows: an LLM call's start and end become one call card."""
+    """Events oldest first as rows: an LLM call's start and end become one call card, a
+    ToolCall and its results one tool card."""
     calls, folded = selectors.calls_of_page(thread=thread, events=events)
-    return [Item("call", e.seq, event=e, call=calls[e.seq]) if e.seq in calls
-            else Item("event", e.seq, event=e) for e in events if e.seq not in folded]
+    tools, answered = selectors.tool_pairs(events=events)
+    items = []
+    for e in events:
+        if e.seq in folded or e.seq in answered:
+            continue
+        if e.seq in calls:
+            items.append(Item("call", e.seq, event=e, call=calls[e.seq]))
+        elif e.seq in tools:
+            items.append(Item("tool", e.seq, event=e, results=tools[e.seq], tool=selectors.tool_name(e)))
+        else:
+            items.append(Item("event", e.seq, event=e))
+    return items
+
+
+def _run_heads(items: list[Item], previous_run_id: int | None = None) -> None:
+    """Mark where a run's turn starts, so the page groups rows by run under a header."""
+    current = previous_run_id
+    for item in items:
+        if item.event is None:
+            continue
+        if item.event.run_id and item.event.run_id != current:
+            item.run_head = item.event.run
+        current = item.event.run_id
 
 
 def timeline_page(
@@ -96,6 +127,7 @@ def timeline_page(
     items = _items(thread, events[::-1])
     items += _cards(thread, filters, low, before)
     items.sort(key=lambda item: item.key)
+    _run_heads(items)
     return Page(items=items, older=low if more else None, last_seq=thread.last_seq)
 
 
@@ -104,7 +136,10 @@ def timeline_tail(*, thread: Thread, filters: dict[str, Any], after: int) -> Pag
     qs = _events(thread, filters).filter(seq__gt=after, seq__lte=thread.last_seq)
     events = list(qs.order_by("seq")[:TAIL_LIMIT])
     last = events[-1].seq if len(events) == TAIL_LIMIT else max(thread.last_seq, after)
-    return Page(items=_items(thread, events), last_seq=last)
+    items = _items(thread, events)
+    before = Event.objects.filter(thread=thread, seq=after).values_list("run_id", flat=True).first()
+    _run_heads(items, before)
+    return Page(items=items, last_seq=last)
 
 
 def collapse_members(

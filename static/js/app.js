@@ -55,13 +55,72 @@
     if (evt.target.matches("[data-autosubmit]")) evt.target.form.submit();
   });
 
-  // Long content folds; "show more" unfolds it.
+  // Long content folds; "show more" unfolds it (the rendered and the raw view alike).
   document.addEventListener("click", function (evt) {
     var btn = evt.target.closest("[data-more]");
     if (!btn) return;
-    var content = btn.previousElementSibling;
-    var folded = content.classList.toggle("clamp");
+    var reader = btn.closest(".reader");
+    var contents = reader ? reader.querySelectorAll(".content") : [btn.previousElementSibling];
+    var folded = false;
+    contents.forEach(function (c) { folded = c.classList.toggle("clamp"); });
     btn.textContent = folded ? "show more" : "show less";
+  });
+
+  // Markdown is shown rendered; "raw" shows the text as the agent wrote it.
+  document.addEventListener("click", function (evt) {
+    var btn = evt.target.closest("[data-raw-toggle]");
+    if (!btn) return;
+    var reader = btn.closest(".reader");
+    var md = reader.querySelector(".content.md"), raw = reader.querySelector(".content.raw");
+    var showRaw = raw.hidden;
+    raw.hidden = !showRaw;
+    md.hidden = showRaw;
+    if (md.classList.contains("clamp") !== raw.classList.contains("clamp")) raw.classList.toggle("clamp");
+    btn.setAttribute("aria-pressed", showRaw ? "true" : "false");
+    btn.textContent = showRaw ? "rendered" : "raw";
+  });
+
+  // Copy: a code block's text, a JSON value, or a JSON key's path ($.a[0].b).
+  function copied(btn, text) {
+    var done = function () {
+      var label = btn.getAttribute("data-label") || btn.textContent;
+      btn.setAttribute("data-label", label);
+      btn.classList.add("copied");
+      if (btn.hasAttribute("data-copy-code")) btn.textContent = "Copied";
+      window.setTimeout(function () {
+        btn.classList.remove("copied");
+        if (btn.hasAttribute("data-copy-code")) btn.textContent = label;
+      }, 1200);
+    };
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(done, done);
+    } else {
+      var area = document.createElement("textarea");
+      area.value = text;
+      area.setAttribute("readonly", "");
+      area.className = "offscreen";
+      document.body.appendChild(area);
+      area.select();
+      try { document.execCommand("copy"); } catch (e) { /* nothing to do */ }
+      area.remove();
+      done();
+    }
+    document.documentElement.setAttribute("data-copied", text);
+  }
+  document.addEventListener("click", function (evt) {
+    var btn = evt.target.closest("[data-copy-code], [data-copy-value], [data-copy-path]");
+    if (!btn) return;
+    var text;
+    if (btn.hasAttribute("data-copy-code")) {
+      text = btn.parentElement.querySelector("pre").textContent;
+    } else if (btn.hasAttribute("data-copy-path")) {
+      text = btn.getAttribute("data-copy-path");
+    } else {
+      text = btn.textContent;
+      // a string value copies as the string itself, not its JSON quoting
+      if (btn.classList.contains("j-str")) { try { text = JSON.parse(text); } catch (e) { /* cut */ } }
+    }
+    copied(btn, text);
   });
 
   // Range selection: click an event's number for the first, shift-click for the last.
