@@ -427,3 +427,37 @@ def tool_name(event: Event) -> str:
         return ", ".join(c.name for c in calls)
     data = event.data if isinstance(event.data, dict) else {}
     return str(data.get("tool") or data.get("name") or event.content[:60] or "tool")
+
+
+# ------------------------------------------------------------------ navigation
+
+
+def event_seq_at(*, thread: Thread, when: Any) -> int | None:
+    """The first event at or after `when`, found by binary search over seq (about 17 point
+    reads for 100k events, no index on time needed). Events are appended in time order; an
+    agent that back-dates `occurred_at` lands the search near, not exactly on, its time."""
+    lo, hi, found = 1, thread.last_seq, None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        row = (Event.objects.filter(thread=thread, seq__gte=mid).order_by("seq")
+               .values_list("seq", "occurred_at").first())
+        if row is None:
+            hi = mid - 1
+        elif row[1] >= when:
+            found, hi = row[0], mid - 1
+        else:
+            lo = row[0] + 1
+    return found
+
+
+def run_first_seq(*, thread: Thread, run_id: str) -> int | None:
+    return (Event.objects.filter(thread=thread, run__run_id=run_id).order_by("seq")
+            .values_list("seq", flat=True).first())
+
+
+def error_seq(*, thread: Thread, after: int | None = None, before: int | None = None) -> int | None:
+    """The next Error after seq `after`, or the previous one before seq `before`."""
+    qs = Event.objects.filter(thread=thread, type="Error", status=Event.Status.ACTIVE)
+    if after is not None:
+        return qs.filter(seq__gt=after).order_by("seq").values_list("seq", flat=True).first()
+    return qs.filter(seq__lt=before).order_by("-seq").values_list("seq", flat=True).first()

@@ -10,6 +10,7 @@ urlpatterns = [
     path("sessions/<int:pk>/archive/", sessions.session_archive_toggle, name="session-archive"),
     path("threads/<int:pk>/", threads.thread_detail, name="thread"),
     path("threads/<int:pk>/context/", threads.model_view, name="model-view"),
+    path("threads/<int:pk>/jump/", threads.jump, name="jump"),
     path("threads/<int:pk>/events/<int:seq>/", threads.event_detail, name="event"),
     path("threads/<int:pk>/calls/<int:seq>/sent/", calls.call_sent, name="call-sent"),
     path("threads/<int:pk>/calls/<int:seq>/diff/", calls.call_diff, name="call-diff"),

@@ -7,7 +7,7 @@ cost of a page does not grow with the length of the thread's history (no OFFSET,
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import QuerySet, Subquery
+from django.db.models import Q, QuerySet, Subquery
 
 from contextstore import selectors
 from contextstore.models import Collapse, Event, Thread
@@ -43,6 +43,7 @@ class Item:
 class Page:
     items: list[Item] = field(default_factory=list)
     older: int | None = None  # seq to pass as `before` for the next older page; None at the start
+    newer: int | None = None  # seq to pass as `newer` for the next newer page (pages around a seq)
     last_seq: int = 0  # newest seq looked at; the live tail asks for what comes after it
 
 
@@ -61,7 +62,8 @@ def _events(thread: Thread, filters: dict[str, Any]) -> QuerySet[Event]:
     elif not filters.get("runtime"):
         qs = qs.exclude(type__in=FOLDED_TYPES)
     if filters.get("q"):
-        qs = qs.filter(content__icontains=filters["q"])
+        q = filters["q"]  # data and parts are JSON text: a key or a value matches alike
+        qs = qs.filter(Q(content__icontains=q) | Q(data__icontains=q) | Q(parts__icontains=q))
     if filters.get("run"):
         qs = qs.filter(run__run_id=filters["run"])
     if filters.get("call"):
@@ -129,6 +131,45 @@ def timeline_page(
     items.sort(key=lambda item: item.key)
     _run_heads(items)
     return Page(items=items, older=low if more else None, last_seq=thread.last_seq)
+
+
+def timeline_around(
+    *, thread: Thread, filters: dict[str, Any], around: int, size: int = PAGE_SIZE
+) -> Page:
+    """A page centred on seq `around` (a permalink): half older, half newer, both walked from
+    the seq on the (thread, seq) index, so it costs the same at seq 1 or 100,000."""
+    half = max(size // 2, 1)
+    qs = _events(thread, filters)
+    older = list(qs.filter(seq__lte=around).order_by("-seq")[: half + 1])
+    newer = list(qs.filter(seq__gt=around).order_by("seq")[: half + 1])
+    more_older, more_newer = len(older) > half, len(newer) > half
+    events = older[:half][::-1] + newer[:half]
+    if not events:
+        return Page(last_seq=thread.last_seq)
+    low = events[0].seq if more_older else 0
+    high = events[-1].seq if more_newer else None
+    items = _items(thread, events) + _cards(thread, filters, low, None if high is None else high + 1)
+    items.sort(key=lambda item: item.key)
+    _run_heads(items)
+    return Page(items=items, older=low if more_older else None, newer=high,
+                last_seq=thread.last_seq)
+
+
+def timeline_newer(
+    *, thread: Thread, filters: dict[str, Any], after: int, size: int = PAGE_SIZE
+) -> Page:
+    """The next `size` matching events after seq `after`, oldest first (scrolling down from a
+    permalink), with the summary cards that start in between."""
+    events = list(_events(thread, filters).filter(seq__gt=after).order_by("seq")[: size + 1])
+    more = len(events) > size
+    events = events[:size]
+    high = events[-1].seq if more and events else None
+    items = _items(thread, events) + _cards(thread, filters, after + 1,
+                                            None if high is None else high + 1)
+    items.sort(key=lambda item: item.key)
+    previous = Event.objects.filter(thread=thread, seq=after).values_list("run_id", flat=True).first()
+    _run_heads(items, previous)
+    return Page(items=items, newer=high, last_seq=thread.last_seq)
 
 
 def timeline_tail(*, thread: Thread, filters: dict[str, Any], after: int) -> Page:

@@ -145,6 +145,29 @@
     var exp = bar.querySelector("[data-export]");
     if (exp) exp.href = exp.getAttribute("data-export") + "?start_position=" + lo + "&end_position=" + hi;
   }
+  // A range typed as from/to (keyboard, touch) selects like two clicks; a page opened with
+  // ?from=&to= starts with it selected.
+  document.addEventListener("submit", function (evt) {
+    var form = evt.target.closest("#range-form");
+    if (!form) return;
+    var start = Number(form.elements.from.value), end = Number(form.elements.to.value);
+    if (!start || !end) return;  // let the browser show what is missing
+    evt.preventDefault();
+    selection.start = start;
+    selection.end = end;
+    paintSelection();
+    var first = document.querySelector("#selection summary, #selection button");
+    if (first) first.focus();
+  });
+  document.addEventListener("DOMContentLoaded", function () {
+    var bar = document.getElementById("selection");
+    if (bar && bar.hasAttribute("data-start")) {
+      selection.start = Number(bar.getAttribute("data-start"));
+      selection.end = Number(bar.getAttribute("data-end"));
+      paintSelection();
+    }
+  });
+
   document.addEventListener("click", function (evt) {
     var pick = evt.target.closest("[data-pick]");
     if (pick) {
@@ -172,7 +195,16 @@
   var stick = true;
   document.addEventListener("DOMContentLoaded", function () {
     var box = timelineBox();
-    if (box) box.scrollTop = box.scrollHeight;
+    if (!box) return;
+    // A permalink (?around=) opens with its event in view; otherwise at the newest event.
+    var target = box.querySelector(".event.target");
+    if (target) {
+      box.scrollTop = target.offsetTop - box.offsetTop - box.clientHeight / 3;
+      stick = false;
+    } else {
+      box.scrollTop = box.scrollHeight;
+    }
+    highlight(box);
   });
   // Older events go in above what the reader looks at: keep that in place, so the next
   // "load older" marker stays above the viewport instead of firing again at once.
@@ -192,9 +224,38 @@
     }
     older = null;
   });
+  // Search matches are marked in the text shown (text nodes only: nothing is parsed as HTML).
+  function highlight(root) {
+    var input = document.querySelector(".filters input[name=q]");
+    var q = input ? input.value.trim().toLowerCase() : "";
+    if (!q || !root) return;
+    root.querySelectorAll(".event .content, .event .json-tree").forEach(function (el) {
+      var walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+      var nodes = [];
+      while (walker.nextNode()) nodes.push(walker.currentNode);
+      nodes.forEach(function (node) {
+        if (node.parentElement.closest("mark")) return;
+        var text = node.nodeValue, lower = text.toLowerCase(), at = lower.indexOf(q);
+        if (at === -1) return;
+        var frag = document.createDocumentFragment(), last = 0;
+        while (at !== -1) {
+          frag.appendChild(document.createTextNode(text.slice(last, at)));
+          var mark = document.createElement("mark");
+          mark.textContent = text.slice(at, at + q.length);
+          frag.appendChild(mark);
+          last = at + q.length;
+          at = lower.indexOf(q, last);
+        }
+        frag.appendChild(document.createTextNode(text.slice(last)));
+        node.parentNode.replaceChild(frag, node);
+      });
+    });
+  }
+
   document.addEventListener("htmx:afterSettle", function (evt) {
     var box = timelineBox();
     if (!box) return;
+    highlight(box);
     if (stick || (evt.detail.target && evt.detail.target.id === "timeline")) box.scrollTop = box.scrollHeight;
     stick = false;
     paintSelection();
