@@ -461,3 +461,12 @@ def error_seq(*, thread: Thread, after: int | None = None, before: int | None = 
     if after is not None:
         return qs.filter(seq__gt=after).order_by("seq").values_list("seq", flat=True).first()
     return qs.filter(seq__lt=before).order_by("-seq").values_list("seq", flat=True).first()
+
+
+def actor_names(*, workspace: Workspace) -> dict[str, str]:
+    """Readable names for the actor labels API tokens leave ("token:<prefix>"), so pages show
+    who acted ("ingest-bot (API token)"), not a key prefix."""
+    from contextstore.models import ApiToken
+
+    tokens = ApiToken.objects.filter(workspace=workspace).only("name", "prefix").order_by("-pk")[:500]
+    return {f"token:{t.prefix}": f"{t.name or 'unnamed'} (API token)" for t in tokens}

@@ -38,6 +38,12 @@ def is_long(text: str) -> bool:
 
 
 @register.filter
+def actor_name(label: str, names: dict[str, str] | None) -> str:
+    """An actor label as a name: a token's name instead of its prefix (see selectors)."""
+    return (names or {}).get(label, label)
+
+
+@register.filter
 def is_text(value: Any) -> bool:
     return isinstance(value, str)
 

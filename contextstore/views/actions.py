@@ -10,7 +10,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.vary import vary_on_headers
 
-from contextstore import documents
+from contextstore import documents, selectors
 from contextstore.forms import BlockForm, CollapseForm, DiffForm, ForkForm, RangeForm, first_error
 from contextstore.models import Clear, Collapse, ContextBlock, Job, StateRevision, Thread
 from contextstore.services import blocks, clientai, collapses, document, state, threads
@@ -270,7 +270,8 @@ def state_diff(request: HttpRequest, pk: int) -> HttpResponse:
     context = {"thread": thread, "a": found[a], "b": found[b], "fields": fields,
                "can_edit": can_edit(request.user, thread.workspace),
                "session": thread.session, "workspace": thread.workspace,
-               "workspaces": visible_workspaces(request.user)}
+               "workspaces": visible_workspaces(request.user),
+               "actor_names": selectors.actor_names(workspace=thread.workspace)}
     template_name = "contextstore/state_diff.html"
     if request.htmx:
         template_name += "#diff"

@@ -136,6 +136,7 @@ def panel_context(request: HttpRequest, thread: Thread) -> dict[str, Any]:
         "budget": budget,
         "model_settings": thread_model_settings(thread),
         "placements": ContextBlock.Placement.choices,
+        "actor_names": selectors.actor_names(workspace=thread.workspace),
     }
 
 
@@ -157,6 +158,7 @@ def thread_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "form": form, "filters": filters, "query": params.urlencode(),
         "can_edit": can_edit(request.user, thread.workspace), "after": after,
         "before": before, "around": around, "range": _typed_range(request),
+        "actor_names": selectors.actor_names(workspace=thread.workspace),
     }
     template_name = "contextstore/thread_detail.html"
     if request.htmx and after is not None:

@@ -50,6 +50,23 @@
     }
   });
 
+  // Popovers (confirmations, the selection's forms) close with Escape, giving focus back to
+  // their toggle, and on a click outside them.
+  var POPOVERS = "details.confirm[open], #selection details[open]";
+  document.addEventListener("keydown", function (evt) {
+    if (evt.key !== "Escape") return;
+    document.querySelectorAll(POPOVERS).forEach(function (d) {
+      var hadFocus = d.contains(document.activeElement);
+      d.open = false;
+      if (hadFocus) d.querySelector("summary").focus();
+    });
+  });
+  document.addEventListener("click", function (evt) {
+    document.querySelectorAll(POPOVERS).forEach(function (d) {
+      if (!d.contains(evt.target)) d.open = false;
+    });
+  });
+
   // Workspace switcher: choosing a workspace navigates.
   document.addEventListener("change", function (evt) {
     if (evt.target.matches("[data-autosubmit]")) evt.target.form.submit();

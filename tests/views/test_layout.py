@@ -1,0 +1,27 @@
+"""Layout and feedback: actors by name, skip link, keyboard-reachable timeline."""
+
+from contextstore.services.blocks import block_upsert
+from contextstore.services.common import Actor
+from contextstore.services.state import state_write
+from contextstore.services.workspaces import api_token_create
+
+
+def test_actors_show_by_token_name_not_prefix(editor_client, thread, workspace, actor):
+    token, _ = api_token_create(workspace=workspace, name="ingest-bot <b>", actor=actor)
+    by_token = Actor.for_token(token)
+    state_write(thread=thread, state={"a": 1}, actor=by_token, reason="agent wrote")
+    block_upsert(thread=thread, name="persona", value="v1", actor=by_token)
+    block_upsert(thread=thread, name="persona", value="v2", actor=by_token)
+    html = editor_client.get(f"/threads/{thread.pk}/").content.decode()
+    assert f"token:{token.prefix}" not in html
+    assert html.count("ingest-bot &lt;b&gt; (API token)") >= 3  # revision, two block versions
+    diff = editor_client.get(f"/threads/{thread.pk}/state/diff/", {"a": 0, "b": 1}).content.decode()
+    assert f"token:{token.prefix}" not in diff and "ingest-bot &lt;b&gt; (API token)" in diff
+
+
+def test_pages_have_a_skip_link_and_a_focusable_timeline(editor_client, thread):
+    html = editor_client.get(f"/threads/{thread.pk}/").content.decode()
+    assert '<a class="skip-link" href="#timeline-scroll">Skip to the timeline</a>' in html
+    assert '<div id="timeline-scroll" tabindex="0" role="region" aria-label="Timeline">' in html
+    sessions = editor_client.get("/").content.decode()
+    assert '<a class="skip-link" href="#main">' in sessions and '<main id="main"' in sessions
