@@ -114,12 +114,12 @@ def test_diff_with_the_previous_call_lists_what_entered_and_left_and_the_cache(e
     assert "first LLM call of the thread" in first
     grown = editor_client.get(f"/threads/{thread.pk}/calls/3/diff/", **HTMX).content.decode()
     assert 'data-cache="kept"' in grown and "2 → 4 messages, the first 2 unchanged" in grown
-    entered = grown[grown.index("<h3>Entered</h3>"):grown.index("<h3>Left</h3>")]
+    entered = grown[grown.index("<h2>Entered</h2>"):grown.index("<h2>Left</h2>")]
     assert "first answer" in entered and "second question" in entered and "first question" not in entered
-    assert "nothing" in grown[grown.index("<h3>Left</h3>"):]
+    assert "nothing" in grown[grown.index("<h2>Left</h2>"):]
     rewritten = editor_client.get(f"/threads/{thread.pk}/calls/5/diff/", **HTMX).content.decode()
     assert 'data-cache="lost"' in rewritten and "earlier messages changed" in rewritten
-    left = rewritten[rewritten.index("<h3>Left</h3>"):]
+    left = rewritten[rewritten.index("<h2>Left</h2>"):]
     assert "be brief" in left and "first answer" in left and "second question" not in left
 
 
