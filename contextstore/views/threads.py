@@ -33,6 +33,9 @@ from contextstore.views.access import can_edit, get_thread, visible_workspaces
 from contextstore.views.undo import offer_undo, take_undo
 
 MAX_BUDGET = 2_000_000
+# The side panel's sections, shown one at a time as tabs (app.js; without JS they stack).
+SIDE_TABS = [("context", "Context"), ("blocks", "Blocks"), ("state", "State"), ("runs", "Runs"),
+             ("memory", "Memory")]
 
 
 def _filters(request: HttpRequest) -> tuple[EventFilterForm, dict[str, Any]]:
@@ -137,6 +140,7 @@ def panel_context(request: HttpRequest, thread: Thread) -> dict[str, Any]:
         "model_settings": thread_model_settings(thread),
         "placements": ContextBlock.Placement.choices,
         "actor_names": selectors.actor_names(workspace=thread.workspace),
+        "side_tabs": SIDE_TABS,
     }
 
 

@@ -67,6 +67,37 @@
     });
   });
 
+  // The side panel shows one section at a time under sticky tabs; the choice survives the
+  // panel being swapped by an action (block save, restore) and a reload of the page.
+  var sideTab = null;
+  try { sideTab = window.sessionStorage.getItem("contextstore.sideTab"); } catch (e) { /* private mode */ }
+  function paintSideTabs() {
+    var panel = document.getElementById("context-panel");
+    if (!panel) return;
+    var nav = panel.querySelector(".side-tabs");
+    if (!nav) return;
+    var tabs = nav.querySelectorAll("[data-side-tab]");
+    var known = Array.prototype.some.call(tabs, function (t) { return t.getAttribute("data-side-tab") === sideTab; });
+    if (!known) sideTab = tabs[0].getAttribute("data-side-tab");
+    nav.hidden = false;
+    panel.classList.add("tabbed");
+    tabs.forEach(function (t) {
+      t.setAttribute("aria-pressed", t.getAttribute("data-side-tab") === sideTab ? "true" : "false");
+    });
+    panel.querySelectorAll("[data-tab]").forEach(function (p) {
+      p.hidden = p.getAttribute("data-tab") !== sideTab;
+    });
+  }
+  document.addEventListener("click", function (evt) {
+    var tab = evt.target.closest("[data-side-tab]");
+    if (!tab) return;
+    sideTab = tab.getAttribute("data-side-tab");
+    try { window.sessionStorage.setItem("contextstore.sideTab", sideTab); } catch (e) { /* private mode */ }
+    paintSideTabs();
+  });
+  document.addEventListener("DOMContentLoaded", paintSideTabs);
+  document.addEventListener("htmx:afterSettle", paintSideTabs);
+
   // Workspace switcher: choosing a workspace navigates.
   document.addEventListener("change", function (evt) {
     if (evt.target.matches("[data-autosubmit]")) evt.target.form.submit();

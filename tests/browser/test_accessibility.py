@@ -96,3 +96,24 @@ def test_popovers_close_with_escape_and_outside_clicks_and_the_skip_link_works(p
     page.click("h1")
     expect(page.locator(".confirm[open]")).to_have_count(0)
     assert page.problems == [], page.problems
+
+
+def test_the_side_panel_is_sticky_tabs_that_keep_their_choice(page, thread):
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.goto(f"/threads/{thread.pk}/")
+    panel = page.locator("#context-panel")
+    expect(panel.locator("[data-side-tab=context]")).to_have_attribute("aria-pressed", "true")
+    expect(panel.locator("#gauge")).to_be_visible()
+    expect(panel.locator("#state")).to_be_hidden()
+    for tab, shown in (("blocks", "[data-block=persona]"), ("state", "#state"),
+                       ("runs", "text=Runs"), ("memory", "text=Memories of alice")):
+        panel.locator(f"[data-side-tab={tab}]").click()
+        expect(panel.locator(shown).first).to_be_visible()
+        expect(panel.locator("#gauge")).to_be_hidden()
+        screenshot(page, f"side-{tab}-1440")
+    page.reload()
+    expect(panel.locator("[data-side-tab=memory]")).to_have_attribute("aria-pressed", "true")
+    page.locator("#timeline-scroll").scroll_into_view_if_needed()
+    page.mouse.wheel(0, 600)
+    expect(panel.locator(".side-tabs")).to_be_in_viewport()
+    assert page.problems == [], page.problems

@@ -186,11 +186,14 @@ def gauge_prefix(page) -> int:
 def test_edit_a_block_and_see_the_gauge_change(page, thread):
     page.goto(f"/threads/{thread.pk}/")
     before = gauge_prefix(page)
+    expect(page.locator("[data-block=persona]")).to_be_hidden()  # the side panel opens on Context
+    page.click("[data-side-tab=blocks]")
     block = page.locator("[data-block=persona]")
     block.locator("summary:has-text('Edit')").click()
     block.locator("textarea[name=value]").fill("You are a patient support agent. " * 20)
     block.locator("button:has-text('Save')").click()
     expect(page.locator("[data-block=persona]")).to_contain_text("v2")
+    expect(page.locator("[data-block=persona]")).to_be_visible()  # the tab survives the swap
     assert gauge_prefix(page) > before
     width = float(page.locator("#gauge .g-prefix").get_attribute("width"))
     assert width > 0
@@ -199,6 +202,7 @@ def test_edit_a_block_and_see_the_gauge_change(page, thread):
 
 def test_diff_two_state_revisions(page, thread):
     page.goto(f"/threads/{thread.pk}/")
+    page.click("[data-side-tab=state]")
     page.select_option("select[name=a]", "1")
     page.select_option("select[name=b]", "2")
     page.click("button:has-text('Diff')")
@@ -210,6 +214,7 @@ def test_a_reset_shows_every_changed_field_and_is_undone_from_the_diff(page, thr
     thread_set_input(thread=thread, input_data="Where is my refund?", actor=actor)
     thread_reset(thread=thread, actor=actor)  # r4: state, inputs and more back to empty
     page.goto(f"/threads/{thread.pk}/")
+    page.click("[data-side-tab=state]")
     page.select_option("select[name=a]", "4")
     page.select_option("select[name=b]", "3")
     page.click("button:has-text('Diff')")
