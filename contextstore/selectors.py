@@ -1,6 +1,7 @@
 """Shared reads. Each returns a queryset (or plain data) and reads only what it returns."""
 
 import json
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -470,3 +471,50 @@ def actor_names(*, workspace: Workspace) -> dict[str, str]:
 
     tokens = ApiToken.objects.filter(workspace=workspace).only("name", "prefix").order_by("-pk")[:500]
     return {f"token:{t.prefix}": f"{t.name or 'unnamed'} (API token)" for t in tokens}
+
+
+# ------------------------------------------------------------------ sessions
+
+SESSION_SORTS = {"activity": "last_activity_at", "events": "event_count", "tokens": "token_total",
+                 "cost": "cost_total", "errors": "error_count", "threads": "thread_count"}
+LATENCY_THREADS = 20  # the session's most recent threads looked at for call latency
+LATENCY_CALLS = 1000  # LLM-call events read per thread, newest first
+
+
+def session_runs(*, session: Session, before: tuple[Any, int] | None = None,
+                 size: int = 50) -> tuple[list[Run], tuple[Any, int] | None]:
+    """A page of the session's runs, newest first, and the cursor of the next page."""
+    qs = Run.objects.filter(thread__session=session).select_related("thread")
+    if before is not None:
+        when, pk = before
+        qs = qs.filter(Q(started_at__lt=when) | Q(started_at=when, id__lt=pk))
+    runs = list(qs.order_by("-started_at", "-id")[: size + 1])
+    more = len(runs) > size
+    runs = runs[:size]
+    return runs, ((runs[-1].started_at, runs[-1].pk) if more else None)
+
+
+def _percentile(values: list[int], p: float) -> int | None:
+    if not values:
+        return None
+    ordered = sorted(values)  # nearest rank: the smallest value with p of them at or below it
+    return ordered[min(len(ordered) - 1, max(math.ceil(p * len(ordered)) - 1, 0))]
+
+
+def session_stats(*, session: Session) -> dict[str, Any]:
+    """Turns (runs), and p50/p95 model-call latency over the newest calls of the session's
+    newest threads (each read walks a thread's (thread, type, seq) index, bounded)."""
+    latencies: list[int] = []
+    threads = Thread.objects.filter(session=session).order_by("-last_event_at", "-id")[:LATENCY_THREADS]
+    for thread in threads:
+        events = list(Event.objects.filter(thread=thread, type__in=(CALL_START, CALL_END))
+                      .order_by("-seq").only("seq", "type", "call_id", "run_id", "occurred_at")
+                      [:LATENCY_CALLS])[::-1]
+        open_starts: dict[tuple[str, Any], Event] = {}
+        for e in events:
+            if e.type == CALL_START:
+                open_starts[call_key(e)] = e
+            elif (start := open_starts.pop(call_key(e), None)) is not None:
+                latencies.append(int((e.occurred_at - start.occurred_at).total_seconds() * 1000))
+    return {"runs": Run.objects.filter(thread__session=session).count(), "calls": len(latencies),
+            "p50": _percentile(latencies, 0.50), "p95": _percentile(latencies, 0.95)}
