@@ -50,9 +50,11 @@ def _int(raw: str | None) -> int | None:
 
 
 def budget_of(request: HttpRequest, thread: Thread) -> int:
-    """The budget asked for, else the thread's model budget (context window - reserve)."""
-    budget = _int(request.GET.get("budget")) or thread_model_settings(thread).budget
-    return min(max(budget, 1), MAX_BUDGET)
+    """The budget asked for, else the thread's model budget (context window - reserve); never
+    more than the model's context window, when the thread has one."""
+    model = thread_model_settings(thread)
+    budget = _int(request.GET.get("budget")) or model.budget
+    return min(max(budget, 1), model.context_window or MAX_BUDGET, MAX_BUDGET)
 
 
 def gauge(thread: Thread, budget: int) -> dict[str, Any]:
@@ -74,7 +76,9 @@ def gauge(thread: Thread, budget: int) -> dict[str, Any]:
         x += width
     return {
         "segments": segments, "total": total, "budget": budget, "over": total > budget,
-        "budget_x": round(budget * scale, 1), "percent": round(100 * total / budget) if budget else 0,
+        "budget_x": round(budget * scale, 1),
+        # capped: past 100 the heading says "over budget" rather than 304%
+        "percent": min(round(100 * total / budget), 100) if budget else 0,
         "prefix_hash": stats["prefix_hash"][:12],
     }
 

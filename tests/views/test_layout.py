@@ -25,3 +25,23 @@ def test_pages_have_a_skip_link_and_a_focusable_timeline(editor_client, thread):
     assert '<div id="timeline-scroll" tabindex="0" role="region" aria-label="Timeline">' in html
     sessions = editor_client.get("/").content.decode()
     assert '<a class="skip-link" href="#main">' in sessions and '<main id="main"' in sessions
+
+
+def test_the_budget_is_capped_at_the_context_window_and_the_gauge_says_over(editor_client, thread, actor):
+    from contextstore.models import Thread
+    from contextstore.services.events import event_append
+    from tests.conftest import messages
+
+    Thread.objects.filter(pk=thread.pk).update(context_window=1000)
+    html = editor_client.get(f"/threads/{thread.pk}/context/", {"budget": 500_000}).content.decode()
+    assert 'name="budget" value="1000"' in html
+    event_append(thread=thread, actor=actor, events=messages(40, words=60))
+    page = editor_client.get(f"/threads/{thread.pk}/", {"budget": 100}).content.decode()
+    assert "tokens · over budget</span>" in page and "history (over)" in page
+    assert "%</span></h2>" not in page.split('id="gauge"')[0][-300:]
+
+
+def test_reset_is_explained_without_assuming_clientai(editor_client, thread):
+    html = editor_client.get(f"/threads/{thread.pk}/").content.decode()
+    assert "starts the agent's working state over" in html
+    assert "(For clientai agents this is <code>clear()</code>.)" in html
