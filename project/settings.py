@@ -61,9 +61,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "contextstore.middleware.RequestIdMiddleware",  # first: every response and log line gets an id
-    # Pages compress (a thread page is mostly repeated markup); Django's GZip pads each response
-    # with random bytes against BREACH-style guessing of the CSRF token.
-    "django.middleware.gzip.GZipMiddleware",
+    # Dashboard pages compress (HTML only; see the class).
+    "contextstore.middleware.HtmlGZipMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

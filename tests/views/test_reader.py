@@ -5,6 +5,7 @@ import re
 
 from contextstore.services.events import event_append
 from contextstore.services.runs import run_finish, run_start
+from tests.conftest import messages
 
 MARKDOWN = """# Plan
 
@@ -123,3 +124,15 @@ def test_the_event_view_is_404_elsewhere(editor_client, outsider_client, thread,
     event_append(thread=thread, actor=actor, events=[{"type": "Message", "content": "hi"}])
     assert outsider_client.get(f"/threads/{thread.pk}/events/1/").status_code == 404
     assert editor_client.get(f"/threads/{thread.pk}/events/2/").status_code == 404
+
+
+def test_only_html_is_compressed(editor_client, thread, actor):
+    from contextstore.services.workspaces import api_token_create
+
+    event_append(thread=thread, actor=actor, events=messages(30))
+    page = editor_client.get(f"/threads/{thread.pk}/", HTTP_ACCEPT_ENCODING="gzip")
+    assert page["Content-Encoding"] == "gzip" and "Accept-Encoding" in page["Vary"]
+    _, raw = api_token_create(workspace=thread.workspace, name="agent", actor=actor)
+    api = editor_client.get(f"/api/v1/threads/{thread.pk}/events/", HTTP_ACCEPT_ENCODING="gzip",
+                            HTTP_AUTHORIZATION=f"Bearer {raw}")
+    assert api.status_code == 200 and not api.has_header("Content-Encoding")
