@@ -93,3 +93,16 @@ def test_type_a_range_collapse_it_and_undo_from_the_message(page, thread):
     expect(page.locator("#undo-bar")).to_contain_text("Collapse undone")
     assert Collapse.objects.filter(thread=thread, undone_at__isnull=True).count() == 0
     assert page.problems == [], page.problems
+
+
+def test_cancel_a_queued_summary_when_no_worker_runs(page, thread):
+    page.goto(f"/threads/{thread.pk}/")
+    page.fill("#range-form input[name=from]", "1990")
+    page.fill("#range-form input[name=to]", "1995")
+    page.click("#range-form button")
+    page.click("button:has-text('Summarize with worker')")
+    job = page.locator("#job-status .job")
+    expect(job).to_contain_text("Summary queued for the worker")
+    job.locator("button:has-text('Cancel')").click()
+    expect(page.locator("#job-status .job")).to_contain_text("Cancelled by bea before a worker took it.")
+    assert page.problems == [], page.problems
