@@ -171,6 +171,9 @@ def thread_detail(request: HttpRequest, pk: int) -> HttpResponse:
     template_name = "contextstore/thread_detail.html"
     if request.htmx and after is not None:
         context["page"] = timeline.timeline_tail(thread=thread, filters=filters, after=after)
+        if thread.last_seq > after:
+            # Something was appended: the header counters and the gauge follow (out of band).
+            context["live"] = {"gauge": gauge(thread, budget_of(request, thread))}
         return render(request, template_name + "#tail", context)
     if request.htmx and newer is not None:
         context["page"] = timeline.timeline_newer(thread=thread, filters=filters, after=newer)

@@ -113,6 +113,8 @@ def test_a_new_event_appears_live_after_an_api_append(page, thread, workspace, a
     assert response.status == 201, response.text()
     expect(page.locator("#e117")).to_contain_text("Is my refund done yet?", timeout=8000)
     assert page.evaluate("document.querySelectorAll('#e117').length") == 1
+    expect(page.locator("#thread-stats")).to_contain_text("117 events")  # the header follows
+    assert page.problems == [], page.problems
 
 
 def select_range(page, first: int, last: int) -> None:

@@ -45,3 +45,17 @@ def test_reset_is_explained_without_assuming_clientai(editor_client, thread):
     html = editor_client.get(f"/threads/{thread.pk}/").content.decode()
     assert "starts the agent's working state over" in html
     assert "(For clientai agents this is <code>clear()</code>.)" in html
+
+
+def test_the_live_tail_brings_the_header_counters_and_gauge_along(editor_client, thread, actor):
+    from contextstore.services.events import event_append
+    from tests.conftest import messages
+    from tests.views.conftest import HTMX
+
+    event_append(thread=thread, actor=actor, events=messages(3))
+    quiet = editor_client.get(f"/threads/{thread.pk}/", {"after": 3}, **HTMX).content.decode()
+    assert "hx-swap-oob" not in quiet  # nothing new: nothing else to redraw
+    event_append(thread=thread, actor=actor, events=messages(2, start=3))
+    html = editor_client.get(f"/threads/{thread.pk}/", {"after": 3}, **HTMX).content.decode()
+    assert '<div class="stats" id="thread-stats" hx-swap-oob="true">' in html
+    assert "<b>5</b> events" in html and '<div id="gauge-box" hx-swap-oob="true">' in html
