@@ -166,6 +166,7 @@ def thread_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "form": form, "filters": filters, "query": params.urlencode(),
         "can_edit": can_edit(request.user, thread.workspace), "after": after,
         "before": before, "around": around, "range": _typed_range(request),
+        "max_rows": timeline.MAX_ROWS,
         "actor_names": selectors.actor_names(workspace=thread.workspace),
     }
     template_name = "contextstore/thread_detail.html"

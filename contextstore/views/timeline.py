@@ -15,6 +15,7 @@ from contextstore.models import Collapse, Event, Thread
 PAGE_SIZE = 50
 TAIL_LIMIT = 200
 CARD_LIMIT = 200
+MAX_ROWS = 300  # rows the browser keeps in the timeline; app.js drops far pages beyond it
 # Purely technical events stay folded behind "runtime events"; LLM calls show as call cards.
 FOLDED_TYPES = ("BeforeAgentCall", "AfterAgentCall", "LLMCallEnd")
 

@@ -265,13 +265,76 @@
       older = { height: box.scrollHeight, top: box.scrollTop };
     }
   });
+  var newer = false;
+  document.addEventListener("htmx:beforeSwap", function (evt) {
+    var target = evt.detail.target;
+    newer = !!(target && target.classList && target.classList.contains("newer"));
+  });
   document.addEventListener("htmx:afterSwap", function () {
     var box = timelineBox();
     if (box && older) {
       box.scrollTop = older.top + box.scrollHeight - older.height;
+      bound(box, false);  // pages came in above: drop the newest rows
+    } else if (box && newer) {
+      bound(box, true);  // pages came in below: drop the oldest rows
     }
     older = null;
+    newer = false;
   });
+
+  // The timeline keeps at most data-max-rows rows: scrolling far one way drops the rows at the
+  // other end and puts a loader there instead, so a long read does not grow the page forever.
+  function rowSeq(el) {
+    var s = el.getAttribute("data-seq") || el.getAttribute("data-tool");
+    return s ? Number(s) : null;
+  }
+  function loader(kind, url) {
+    var div = document.createElement("div");
+    div.className = kind;
+    div.setAttribute("hx-get", url);
+    div.setAttribute("hx-trigger", "intersect once root:#timeline-scroll");
+    div.setAttribute("hx-swap", "outerHTML");
+    var a = document.createElement("a");
+    a.href = url.replace(/newer=/, "around=");
+    a.textContent = kind === "older" ? "Load older events" : "Load newer events";
+    div.appendChild(a);
+    return div;
+  }
+  function bound(box, dropOldest) {
+    var max = Number(box.getAttribute("data-max-rows")) || 0;
+    var base = box.getAttribute("data-base");
+    if (!max || !base) return;
+    var rows = Array.prototype.filter.call(box.children, function (c) {
+      return c.matches("article, section.tool-card, .run-head");
+    });
+    if (rows.length <= max) return;
+    var drop = rows.length - max;
+    var kept = dropOldest ? rows.slice(drop) : rows.slice(0, rows.length - drop);
+    var victims = dropOldest ? rows.slice(0, drop) : rows.slice(rows.length - drop);
+    var edge = null, i;
+    if (dropOldest) {
+      for (i = 0; i < kept.length && edge === null; i++) edge = rowSeq(kept[i]);
+    } else {
+      for (i = kept.length - 1; i >= 0 && edge === null; i--) edge = rowSeq(kept[i]);
+    }
+    if (edge === null) return;
+    var height = box.scrollHeight, top = box.scrollTop;
+    victims.forEach(function (v) { v.remove(); });
+    var fresh;
+    if (dropOldest) {
+      box.querySelectorAll(":scope > .older").forEach(function (o) { o.remove(); });
+      fresh = loader("older", base + "before=" + edge);
+      box.insertBefore(fresh, box.firstElementChild);
+      box.scrollTop = top - (height - box.scrollHeight);  // what the reader sees stays put
+    } else {
+      box.querySelectorAll(":scope > .newer, :scope > #tail, :scope > .older:last-child").forEach(function (o) {
+        if (o !== box.firstElementChild) o.remove();
+      });
+      fresh = loader("newer", base + "newer=" + edge);
+      box.appendChild(fresh);
+    }
+    if (window.htmx) window.htmx.process(fresh);
+  }
   // Search matches are marked in the text shown (text nodes only: nothing is parsed as HTML).
   function highlight(root) {
     var input = document.querySelector(".filters input[name=q]");

@@ -106,3 +106,29 @@ def test_cancel_a_queued_summary_when_no_worker_runs(page, thread):
     job.locator("button:has-text('Cancel')").click()
     expect(page.locator("#job-status .job")).to_contain_text("Cancelled by bea before a worker took it.")
     assert page.problems == [], page.problems
+
+
+def rows(page) -> list[int]:
+    return page.locator("#timeline-scroll").evaluate(
+        "box => Array.from(box.children).filter(c => c.matches('article[data-seq]'))"
+        ".map(c => Number(c.dataset.seq))")
+
+
+def test_the_timeline_keeps_a_bounded_number_of_rows_while_scrolling(page, thread):
+    page.goto(f"/threads/{thread.pk}/")
+    expect(page.locator("#e2000")).to_be_attached()
+    page.locator("#timeline-scroll").evaluate("box => box.setAttribute('data-max-rows', '120')")
+    for oldest in (1950, 1900, 1850):  # three older pages come in above
+        page.locator("#timeline-scroll").evaluate("box => box.scrollTop = 0")
+        expect(page.locator(f"#e{oldest - 49}")).to_be_attached()
+    shown = rows(page)
+    assert len(shown) <= 120 and shown[0] == 1801 and 2000 not in shown
+    expect(page.locator("#tail")).to_have_count(0)  # the live tail went with the newest rows
+    expect(page.locator("#timeline-scroll > .newer")).to_have_count(1)
+    # scrolling back down brings the newer rows back and drops the oldest
+    page.locator("#timeline-scroll").evaluate("box => box.scrollTop = box.scrollHeight")
+    expect(page.locator(f"#e{shown[-1] + 1}")).to_be_attached()
+    after = rows(page)
+    assert len(after) <= 120 and after[0] > 1801 and after == sorted(after)
+    expect(page.locator("#timeline-scroll > .older").first).to_be_attached()
+    assert page.problems == [], page.problems
