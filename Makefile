@@ -34,7 +34,13 @@ framework-venvs:
 	scripts/framework-venv openai-agents
 	scripts/framework-venv adk
 
-test: venv framework-venvs
+# axe-core checks every dashboard page for accessibility in the browser tests (tests/browser/);
+# a pinned npm package in node_modules (gitignored), injected by Playwright.
+AXE := node_modules/axe-core/axe.min.js
+$(AXE):
+	npm install --no-save --no-audit --no-fund axe-core@4.14.1
+
+test: venv framework-venvs $(AXE)
 	@mkdir -p var
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from contextstore.views import actions, sessions, threads
+from contextstore.views import actions, calls, sessions, threads
 
 app_name = "contextstore"
 
@@ -10,6 +10,10 @@ urlpatterns = [
     path("sessions/<int:pk>/archive/", sessions.session_archive_toggle, name="session-archive"),
     path("threads/<int:pk>/", threads.thread_detail, name="thread"),
     path("threads/<int:pk>/context/", threads.model_view, name="model-view"),
+    path("threads/<int:pk>/jump/", threads.jump, name="jump"),
+    path("threads/<int:pk>/events/<int:seq>/", threads.event_detail, name="event"),
+    path("threads/<int:pk>/calls/<int:seq>/sent/", calls.call_sent, name="call-sent"),
+    path("threads/<int:pk>/calls/<int:seq>/diff/", calls.call_diff, name="call-diff"),
     path("threads/<int:pk>/export/", threads.thread_export_view, name="export"),
     path("threads/<int:pk>/collapses/<int:collapse_id>/", threads.collapse_detail, name="collapse"),
     path("threads/<int:pk>/collapses/<int:collapse_id>/undo/", actions.collapse_undo,
@@ -28,4 +32,5 @@ urlpatterns = [
     path("threads/<int:pk>/state/diff/", actions.state_diff, name="state-diff"),
     path("threads/<int:pk>/state/restore/", actions.state_restore, name="state-restore"),
     path("jobs/<uuid:job_id>/", actions.job_status, name="job"),
+    path("threads/<int:pk>/jobs/<uuid:job_id>/cancel/", actions.job_cancel, name="job-cancel"),
 ]

@@ -61,6 +61,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "contextstore.middleware.RequestIdMiddleware",  # first: every response and log line gets an id
+    # Dashboard pages compress (HTML only; see the class).
+    "contextstore.middleware.HtmlGZipMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "contextstore.api.guard.ApiInputGuardMiddleware",  # NUL in API paths and query strings: 400
     "whitenoise.middleware.WhiteNoiseMiddleware",

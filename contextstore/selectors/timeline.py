@@ -7,29 +7,44 @@ cost of a page does not grow with the length of the thread's history (no OFFSET,
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import QuerySet, Subquery
+from django.db.models import Q, QuerySet, Subquery
 
-from contextstore.models import RUNTIME_TYPES, Collapse, Event, Thread
+from contextstore import selectors
+from contextstore.models import Collapse, Event, Thread
 
 PAGE_SIZE = 50
 TAIL_LIMIT = 200
 CARD_LIMIT = 200
+MAX_ROWS = 300  # rows the browser keeps in the timeline; app.js drops far pages beyond it
+# Purely technical events stay folded behind "runtime events"; LLM calls show as call cards.
+FOLDED_TYPES = ("BeforeAgentCall", "AfterAgentCall", "LLMCallEnd")
 
 
 @dataclass
 class Item:
     """One row of the timeline: an event, or a summary card standing for a collapsed range."""
 
-    kind: str  # "event" or "collapse"
+    kind: str  # "event", "call" (an LLM call card) or "collapse"
     key: int  # where it stands: an event's seq, a collapse's first position
     event: Event | None = None
     collapse: Collapse | None = None
+    call: selectors.LLMCall | None = None
+    results: list[Event] = field(default_factory=list)  # a ToolCall's results, in one card
+    tool: str = ""  # the tool's name, for a ToolCall with results
+    run_head: Any = None  # the Run whose turn starts at this row (a header above it)
+
+    @property
+    def tool_ms(self) -> int | None:
+        if not self.results or self.event is None:
+            return None
+        return int((self.results[0].occurred_at - self.event.occurred_at).total_seconds() * 1000)
 
 
 @dataclass
 class Page:
     items: list[Item] = field(default_factory=list)
     older: int | None = None  # seq to pass as `before` for the next older page; None at the start
+    newer: int | None = None  # seq to pass as `newer` for the next newer page (pages around a seq)
     last_seq: int = 0  # newest seq looked at; the live tail asks for what comes after it
 
 
@@ -46,9 +61,10 @@ def _events(thread: Thread, filters: dict[str, Any]) -> QuerySet[Event]:
     if filters.get("type"):
         qs = qs.filter(type__in=filters["type"])
     elif not filters.get("runtime"):
-        qs = qs.exclude(type__in=RUNTIME_TYPES)
+        qs = qs.exclude(type__in=FOLDED_TYPES)
     if filters.get("q"):
-        qs = qs.filter(content__icontains=filters["q"])
+        q = filters["q"]  # data and parts are JSON text: a key or a value matches alike
+        qs = qs.filter(Q(content__icontains=q) | Q(data__icontains=q) | Q(parts__icontains=q))
     if filters.get("run"):
         qs = qs.filter(run__run_id=filters["run"])
     if filters.get("call"):
@@ -71,6 +87,35 @@ def _cards(thread: Thread, filters: dict[str, Any], low: int, high: int | None) 
             for c in qs.order_by("-start_position")[:CARD_LIMIT]]
 
 
+def _items(thread: Thread, events: list[Event]) -> list[Item]:
+    """Events oldest first as rows: an LLM call's start and end become one call card, a
+    ToolCall and its results one tool card."""
+    calls, folded = selectors.calls_of_page(thread=thread, events=events)
+    tools, answered = selectors.tool_pairs(events=events)
+    items = []
+    for e in events:
+        if e.seq in folded or e.seq in answered:
+            continue
+        if e.seq in calls:
+            items.append(Item("call", e.seq, event=e, call=calls[e.seq]))
+        elif e.seq in tools:
+            items.append(Item("tool", e.seq, event=e, results=tools[e.seq], tool=selectors.tool_name(e)))
+        else:
+            items.append(Item("event", e.seq, event=e))
+    return items
+
+
+def _run_heads(items: list[Item], previous_run_id: int | None = None) -> None:
+    """Mark where a run's turn starts, so the page groups rows by run under a header."""
+    current = previous_run_id
+    for item in items:
+        if item.event is None:
+            continue
+        if item.event.run_id and item.event.run_id != current:
+            item.run_head = item.event.run
+        current = item.event.run_id
+
+
 def timeline_page(
     *, thread: Thread, filters: dict[str, Any], before: int | None = None, size: int = PAGE_SIZE
 ) -> Page:
@@ -82,10 +127,50 @@ def timeline_page(
     more = len(events) > size
     events = events[:size]
     low = events[-1].seq if more else 0
-    items = [Item("event", e.seq, event=e) for e in events]
+    items = _items(thread, events[::-1])
     items += _cards(thread, filters, low, before)
     items.sort(key=lambda item: item.key)
+    _run_heads(items)
     return Page(items=items, older=low if more else None, last_seq=thread.last_seq)
+
+
+def timeline_around(
+    *, thread: Thread, filters: dict[str, Any], around: int, size: int = PAGE_SIZE
+) -> Page:
+    """A page centred on seq `around` (a permalink): half older, half newer, both walked from
+    the seq on the (thread, seq) index, so it costs the same at seq 1 or 100,000."""
+    half = max(size // 2, 1)
+    qs = _events(thread, filters)
+    older = list(qs.filter(seq__lte=around).order_by("-seq")[: half + 1])
+    newer = list(qs.filter(seq__gt=around).order_by("seq")[: half + 1])
+    more_older, more_newer = len(older) > half, len(newer) > half
+    events = older[:half][::-1] + newer[:half]
+    if not events:
+        return Page(last_seq=thread.last_seq)
+    low = events[0].seq if more_older else 0
+    high = events[-1].seq if more_newer else None
+    items = _items(thread, events) + _cards(thread, filters, low, None if high is None else high + 1)
+    items.sort(key=lambda item: item.key)
+    _run_heads(items)
+    return Page(items=items, older=low if more_older else None, newer=high,
+                last_seq=thread.last_seq)
+
+
+def timeline_newer(
+    *, thread: Thread, filters: dict[str, Any], after: int, size: int = PAGE_SIZE
+) -> Page:
+    """The next `size` matching events after seq `after`, oldest first (scrolling down from a
+    permalink), with the summary cards that start in between."""
+    events = list(_events(thread, filters).filter(seq__gt=after).order_by("seq")[: size + 1])
+    more = len(events) > size
+    events = events[:size]
+    high = events[-1].seq if more and events else None
+    items = _items(thread, events) + _cards(thread, filters, after + 1,
+                                            None if high is None else high + 1)
+    items.sort(key=lambda item: item.key)
+    previous = Event.objects.filter(thread=thread, seq=after).values_list("run_id", flat=True).first()
+    _run_heads(items, previous)
+    return Page(items=items, newer=high, last_seq=thread.last_seq)
 
 
 def timeline_tail(*, thread: Thread, filters: dict[str, Any], after: int) -> Page:
@@ -93,7 +178,10 @@ def timeline_tail(*, thread: Thread, filters: dict[str, Any], after: int) -> Pag
     qs = _events(thread, filters).filter(seq__gt=after, seq__lte=thread.last_seq)
     events = list(qs.order_by("seq")[:TAIL_LIMIT])
     last = events[-1].seq if len(events) == TAIL_LIMIT else max(thread.last_seq, after)
-    return Page(items=[Item("event", e.seq, event=e) for e in events], last_seq=last)
+    items = _items(thread, events)
+    before = Event.objects.filter(thread=thread, seq=after).values_list("run_id", flat=True).first()
+    _run_heads(items, before)
+    return Page(items=items, last_seq=last)
 
 
 def collapse_members(

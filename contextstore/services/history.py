@@ -18,42 +18,16 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from django.db.models import Count, F, QuerySet, Sum
 
 from contextstore.models import Event, Run, Session, Thread
+from contextstore.usage import event_cost, event_usage, metric  # noqa: F401 - re-exported
 
 if TYPE_CHECKING:
     from contextstore.services.events import EventSpec
-
-
-def metric(data: Any, *keys: str) -> Decimal:
-    """A number an event reports in its data (cost, token usage); 0 when absent or malformed."""
-    if not isinstance(data, dict):
-        return Decimal(0)
-    for key in keys:
-        value = data.get(key)
-        if isinstance(value, int | float | str) and not isinstance(value, bool):
-            try:
-                number = Decimal(str(value))
-            except InvalidOperation:
-                return Decimal(0)
-            return number if number.is_finite() else Decimal(0)
-    return Decimal(0)
-
-
-def event_cost(event: Event) -> Decimal:
-    return metric(event.data, "cost") if event.type == "LLMComplete" else Decimal(0)
-
-
-def event_usage(event: Event) -> tuple[int, int]:
-    """(input, output) tokens an LLMComplete reports; whole tokens, counted per event."""
-    if event.type != "LLMComplete":
-        return 0, 0
-    return (int(metric(event.data, "input_tokens", "prompt_tokens")),
-            int(metric(event.data, "output_tokens", "completion_tokens")))
 
 
 # --- seq allocation and event building ---------------------------------------------------------

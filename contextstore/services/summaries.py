@@ -30,7 +30,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from contextstore.errors import InvalidInput
+from contextstore.errors import Conflict, InvalidInput
 from contextstore.llm_models import thread_model_settings
 from contextstore.models import Collapse, Event, Job, Run, Thread
 from contextstore.outbox import publish_after_commit
@@ -251,6 +251,22 @@ def send_job(job_id: Any) -> None:
         current_app.tasks[SUMMARIZE_TASK].delay(str(job_id))
     except Exception:  # noqa: BLE001 - any broker failure; logged and recovered by beat
         logger.exception("could not send summary job %s to the broker", job_id)
+
+
+def summary_job_cancel(*, job: Job, actor: Actor) -> Job:
+    """Cancel a job no worker has taken yet (it fails with a message saying who cancelled it).
+    A running job is not cancelled: its worker may be committing the summary already."""
+    with transaction.atomic():
+        cancelled = Job.objects.filter(pk=job.pk, status=Job.Status.QUEUED).update(
+            status=Job.Status.FAILED, error=f"Cancelled by {actor.label} before a worker took it.",
+            pending_key=None, finished_at=timezone.now())
+        if not cancelled:
+            job.refresh_from_db()
+            raise Conflict(f"The summary job is {job.status}; only a queued job can be cancelled.")
+        audit(actor=actor, action="summary.cancelled", target=job, workspace=job.thread.workspace,
+              thread=job.thread_id)
+    job.refresh_from_db()
+    return job
 
 
 # --- worker side ------------------------------------------------------------------------------

@@ -2,15 +2,18 @@
 JSON is shown as text, never as HTML (format_html escapes every argument)."""
 
 import json
+import re
 from decimal import Decimal
 from typing import Any
 
 from django import template
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
-from django.utils.safestring import SafeString
+from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 
+from contextstore.markdown import looks_like_markdown, render_markdown
 from contextstore.models import EVENT_TYPES
 from contextstore.tokens import is_thinking, part_text
 
@@ -19,6 +22,9 @@ register = template.Library()
 FOLD_CHARS = 600
 TREE_DEPTH = 12
 TREE_ITEMS = 200
+CUT_CHARS = 4096  # text beyond this stays on the server until "load the rest" asks for it
+TREE_STR_CHARS = 1024  # a string in a JSON tree beyond this is cut the same way
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @register.filter
@@ -37,6 +43,29 @@ def event_type_class(event_type: str) -> str:
 @register.filter
 def is_long(text: str) -> bool:
     return len(text or "") > FOLD_CHARS or (text or "").count("\n") > 10
+
+
+@register.filter
+def actor_name(label: str, names: dict[str, str] | None) -> str:
+    """An actor label as a name: a token's name instead of its prefix (see selectors)."""
+    return (names or {}).get(label, label)
+
+
+@register.filter
+def is_text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+@register.filter
+def duration(ms: int | None) -> str:
+    """850 -> "850 ms", 2300 -> "2.3 s", 65000 -> "1 min 5 s"."""
+    if ms is None:
+        return "—"
+    if ms < 1000:
+        return f"{ms} ms"
+    if ms < 60_000:
+        return f"{ms / 1000:.1f} s"
+    return f"{ms // 60_000} min {ms % 60_000 // 1000} s"
 
 
 @register.filter
@@ -71,23 +100,38 @@ def split_parts(parts: Any) -> dict[str, list]:
     return out
 
 
-def _scalar(value: Any) -> SafeString:
+def _scalar(value: Any, full: bool) -> SafeString:
     kind = ("null" if value is None else "bool" if isinstance(value, bool)
             else "num" if isinstance(value, int | float) else "str")
-    return format_html('<span class="j-{}">{}</span>', kind, json.dumps(value, ensure_ascii=False))
+    cut = isinstance(value, str) and not full and len(value) > TREE_STR_CHARS
+    text = json.dumps(value[:TREE_STR_CHARS] if cut else value, ensure_ascii=False, default=str)
+    rest = format_html('<span class="muted"> … {} more characters</span>',
+                       len(value) - TREE_STR_CHARS) if cut else ""
+    return format_html('<button type="button" class="j-{} j-val" data-copy-value '
+                       'title="Copy value">{}</button>{}', kind, text, rest)
 
 
-def _tree(value: Any, depth: int) -> SafeString:
-    if not isinstance(value, dict | list) or not value:
-        return _scalar(value) if not isinstance(value, dict | list) else format_html(
-            '<span class="j-empty">{}</span>', "{}" if isinstance(value, dict) else "[]")
+def _path(parent: str, key: Any) -> str:
+    if isinstance(key, int):
+        return f"{parent}[{key}]"
+    if _IDENT.match(str(key)):
+        return f"{parent}.{key}"
+    return f"{parent}[{json.dumps(str(key), ensure_ascii=False)}]"
+
+
+def _tree(value: Any, depth: int, path: str = "$", full: bool = False) -> SafeString:
+    if not isinstance(value, dict | list):
+        return _scalar(value, full)
+    if not value:
+        return format_html('<span class="j-empty">{}</span>', "{}" if isinstance(value, dict) else "[]")
     if depth >= TREE_DEPTH:
         return format_html('<code class="j-deep">{}</code>', json.dumps(value, ensure_ascii=False))
     pairs = list(value.items() if isinstance(value, dict) else enumerate(value))
     shown = pairs[:TREE_ITEMS]
     rows = format_html_join(
-        "", '<li><span class="j-key">{}</span>: {}</li>',
-        ((k, _tree(v, depth + 1)) for k, v in shown),
+        "", '<li><button type="button" class="j-key" data-copy-path="{}" title="Copy path {}">{}'
+            '</button>: {}</li>',
+        ((p, p, k, _tree(v, depth + 1, p, full)) for k, v in shown for p in [_path(path, k)]),
     )
     more = format_html('<li class="muted">… {} more</li>', len(pairs) - len(shown)) \
         if len(pairs) > len(shown) else ""
@@ -99,9 +143,40 @@ def _tree(value: Any, depth: int) -> SafeString:
 
 
 @register.simple_tag
-def json_tree(value: Any) -> SafeString:
-    """A collapsible tree of nested <details>, every key and value escaped."""
-    return format_html('<div class="json-tree">{}</div>', _tree(value, 0))
+def json_tree(value: Any, full: bool = False) -> SafeString:
+    """A collapsible tree of nested <details>, every key and value escaped. A key copies its
+    path ($.a[0].b), a value copies itself (app.js); long strings are cut unless `full`."""
+    return format_html('<div class="json-tree">{}</div>', _tree(value, 0, "$", full))
+
+
+@register.simple_tag
+def reader_text(text: str, thread_pk: int | None = None, seq: int | None = None,
+                full: bool = False) -> SafeString:
+    """An event's text for reading: Markdown rendered (sanitized) with a raw toggle, or plain
+    text; folded when long; cut after CUT_CHARS unless `full`, with "load the rest"."""
+    text = text or ""
+    cut = not full and len(text) > CUT_CHARS and seq is not None
+    shown = text[:CUT_CHARS] if cut else text
+    clamp = " clamp" if is_long(shown) else ""
+    if looks_like_markdown(shown):
+        body = format_html(
+            '<div class="content md{}">{}</div><pre class="content raw" hidden>{}</pre>',
+            clamp, mark_safe(render_markdown(shown)), shown)  # noqa: S308 - nh3-sanitized above
+        controls = mark_safe('<button type="button" class="linkish small" data-raw-toggle '  # noqa: S308
+                             'aria-pressed="false">raw</button>')
+    else:
+        body = format_html('<div class="content{}">{}</div>', clamp, shown)
+        controls = ""
+    if clamp:
+        controls = format_html('{}<button type="button" class="linkish small" data-more>show more</button>',
+                               controls)
+    if cut:
+        url = reverse("contextstore:event", args=[thread_pk, seq])
+        controls = format_html(
+            '{}<button type="button" class="btn small" data-load-rest hx-get="{}" '
+            'hx-target="closest article" hx-swap="outerHTML">Load the rest ({} KB more)</button>',
+            controls, url, round((len(text) - CUT_CHARS) / 1024, 1))
+    return format_html('<div class="reader">{}<div class="reader-controls">{}</div></div>', body, controls)
 
 
 @register.filter

@@ -6,11 +6,12 @@ import json
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.vary import vary_on_headers
 
-from contextstore import documents
+from contextstore import documents, selectors
 from contextstore.forms import BlockForm, CollapseForm, DiffForm, ForkForm, RangeForm, first_error
 from contextstore.models import Clear, Collapse, ContextBlock, Job, StateRevision, Thread
 from contextstore.services import blocks, clientai, collapses, document, state, threads
@@ -75,7 +76,35 @@ def summarize_range(request: HttpRequest, thread: Thread) -> HttpResponse:
     template_name = "contextstore/job_status.html"
     if request.htmx:
         template_name += "#job"
-    return render(request, template_name, {"job": job, "thread": thread})
+    return render(request, template_name, _job_context(job, thread, request))
+
+
+NO_WORKER_AFTER = 15  # seconds a job may wait queued before the page says no worker took it
+
+
+def _job_context(job: Job, thread: Thread, request: HttpRequest) -> dict:
+    now = timezone.now()
+    waited = int((now - job.created_at).total_seconds())
+    running = int((now - job.started_at).total_seconds()) if job.started_at else 0
+    return {"job": job, "thread": thread, "workspace": thread.workspace, "waited": waited,
+            "running_for": running,
+            "no_worker": job.status == Job.Status.QUEUED and waited >= NO_WORKER_AFTER,
+            "can_edit": can_edit(request.user, thread.workspace)}
+
+
+@thread_action
+def job_cancel(request: HttpRequest, thread: Thread, job_id) -> HttpResponse:
+    """Cancel a queued summary (say, when no worker is running to take it)."""
+    from contextstore.services import summaries
+
+    job = Job.objects.select_related("thread__workspace").filter(pk=job_id, thread=thread).first()
+    if job is None:
+        raise Http404("No such job.")
+    job = summaries.summary_job_cancel(job=job, actor=actor_for(request))
+    if request.htmx:
+        return render(request, "contextstore/job_status.html#job", _job_context(job, thread, request))
+    offer_undo(request, thread=thread, text="Summary job cancelled; nothing was changed.")
+    return redirect(thread_url(thread))
 
 
 @login_required
@@ -90,8 +119,7 @@ def job_status(request: HttpRequest, job_id) -> HttpResponse:
     if request.htmx:
         template_name += "#job"
     response = render(request, template_name, {
-        "job": job, "thread": thread, "workspace": thread.workspace,
-        "workspaces": visible_workspaces(request.user)})
+        **_job_context(job, thread, request), "workspaces": visible_workspaces(request.user)})
     if request.htmx and job.status == Job.Status.DONE:
         response["HX-Refresh"] = "true"
     return response
@@ -270,7 +298,8 @@ def state_diff(request: HttpRequest, pk: int) -> HttpResponse:
     context = {"thread": thread, "a": found[a], "b": found[b], "fields": fields,
                "can_edit": can_edit(request.user, thread.workspace),
                "session": thread.session, "workspace": thread.workspace,
-               "workspaces": visible_workspaces(request.user)}
+               "workspaces": visible_workspaces(request.user),
+               "actor_names": selectors.actor_names(workspace=thread.workspace)}
     template_name = "contextstore/state_diff.html"
     if request.htmx:
         template_name += "#diff"

@@ -1,5 +1,9 @@
 """Sessions list (search, filters, keyset paging, auto-refresh) and the session page."""
 
+from datetime import datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q
@@ -11,7 +15,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from contextstore import selectors
 from contextstore.forms import SessionFilterForm, format_cursor, parse_cursor
-from contextstore.models import Run, Session
+from contextstore.models import Session
 from contextstore.services.sessions import session_archive
 from contextstore.views.access import (
     actor_for,
@@ -29,6 +33,10 @@ PAGE_SIZE = 50
 def session_list(request: HttpRequest) -> HttpResponse:
     workspace = current_workspace(request)
     form = SessionFilterForm(request.GET or None)
+    sort = request.GET.get("sort") or "-activity"
+    if sort.lstrip("-") not in selectors.SESSION_SORTS:
+        sort = "-activity"
+    cursor = None
     sessions: list[Session] = []
     next_cursor = None
     agents: list[str] = []
@@ -44,16 +52,19 @@ def session_list(request: HttpRequest) -> HttpResponse:
         since = form.active_since() if data else None
         if since is not None:
             qs = qs.filter(last_activity_at__gte=since)
-        cursor = parse_cursor(request.GET.get("before"))
+        field, descending = _sort(sort)
+        qs = qs.order_by(f"-{field}" if descending else field, "-id" if descending else "id")
+        cursor = _parse_sort_cursor(field, request.GET.get("before"))
         if cursor is not None:
-            when, pk = cursor
-            qs = qs.filter(Q(last_activity_at__lt=when) | Q(last_activity_at=when, id__lt=pk))
+            value, pk = cursor
+            beyond, tie = ("lt", "lt") if descending else ("gt", "gt")
+            qs = qs.filter(Q(**{f"{field}__{beyond}": value}) | Q(**{field: value, f"id__{tie}": pk}))
         # One row more than shown tells whether there is a next page, without a COUNT.
         sessions = list(qs[: PAGE_SIZE + 1])
         if len(sessions) > PAGE_SIZE:
             sessions = sessions[:PAGE_SIZE]
             last = sessions[-1]
-            next_cursor = format_cursor(last.last_activity_at, last.pk)
+            next_cursor = _format_sort_cursor(getattr(last, field), last.pk)
         agents = list(
             Session.objects.filter(workspace=workspace).exclude(agent="")
             .order_by("agent").values_list("agent", flat=True).distinct()[:100]
@@ -61,7 +72,10 @@ def session_list(request: HttpRequest) -> HttpResponse:
     params = request.GET.copy()
     params.pop("before", None)
     params.pop("ws", None)
+    unsorted = params.copy()
+    unsorted.pop("sort", None)
     context = {
+        "columns": _columns(sort, unsorted.urlencode()), "sort": sort,
         "workspace": workspace,
         "workspaces": visible_workspaces(request.user),
         "form": form,
@@ -69,7 +83,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
         "agents": agents,
         "next_cursor": next_cursor,
         "query": params.urlencode(),
-        "paged": cursor is not None if workspace is not None else False,
+        "paged": cursor is not None,
     }
     template_name = "contextstore/session_list.html"
     if request.htmx:
@@ -82,20 +96,24 @@ def session_list(request: HttpRequest) -> HttpResponse:
 @vary_on_headers("HX-Request")  # a page and its fragment share a URL
 def session_detail(request: HttpRequest, pk: int) -> HttpResponse:
     session = get_session(request, pk)
-    threads = list(selectors.session_threads(session=session)[:200])
-    runs = list(
-        Run.objects.filter(thread__session=session).select_related("thread")
-        .order_by("-started_at", "-id")[:50]
-    )
+    before = parse_cursor(request.GET.get("runs_before"))
+    runs, more = selectors.session_runs(session=session, before=before)
     context = {
         "session": session,
         "workspace": session.workspace,
-        "workspaces": visible_workspaces(request.user),
-        "threads": _lineage(threads),
         "runs": runs,
-        "can_edit": can_edit(request.user, session.workspace),
+        "next_runs": format_cursor(*more) if more else None,
     }
     template_name = "contextstore/session_detail.html"
+    if request.htmx and before is not None:
+        return render(request, template_name + "#run-rows", context)  # "more runs"
+    threads = list(selectors.session_threads(session=session)[:200])
+    context.update({
+        "workspaces": visible_workspaces(request.user),
+        "threads": _lineage(threads),
+        "stats": selectors.session_stats(session=session),
+        "can_edit": can_edit(request.user, session.workspace),
+    })
     if request.htmx:
         template_name += "#runs"
     return render(request, template_name, context)
@@ -110,6 +128,45 @@ def session_archive_toggle(request: HttpRequest, pk: int) -> HttpResponse:
         raise PermissionDenied("Viewers cannot change anything.")
     session_archive(session=session, actor=actor_for(request), archived=not session.archived)
     return redirect(reverse("contextstore:session", args=[session.pk]))
+
+
+def _sort(sort: str) -> tuple[str, bool]:
+    """"-events" -> ("event_count", descending); unknown names fall back to activity."""
+    field = selectors.SESSION_SORTS.get(sort.lstrip("-"), "last_activity_at")
+    return field, sort.startswith("-")
+
+
+def _parse_sort_cursor(field: str, raw: str | None) -> tuple[Any, int] | None:
+    """`<value>~<id>` for the sorted column: a time for activity, a number otherwise."""
+    if field == "last_activity_at":
+        return parse_cursor(raw)
+    if not raw or "~" not in raw:
+        return None
+    value, _, pk = raw.rpartition("~")
+    try:
+        number = Decimal(value) if field == "cost_total" else int(value)
+    except (InvalidOperation, ValueError):
+        return None
+    return (number, int(pk)) if pk.isdigit() else None
+
+
+def _format_sort_cursor(value: Any, pk: int) -> str:
+    return format_cursor(value, pk) if isinstance(value, datetime) else f"{value}~{pk}"
+
+
+COLUMN_LABELS = (("threads", "Threads"), ("events", "Events"), ("tokens", "Tokens"), ("cost", "Cost"),
+                 ("errors", "Errors"), ("activity", "Last activity"))
+
+
+def _columns(sort: str, query: str) -> list[dict[str, str]]:
+    """Header links: a click sorts by the column, largest first; a second click reverses."""
+    out = []
+    for key, label in COLUMN_LABELS:
+        current = "descending" if sort == f"-{key}" else "ascending" if sort == key else ""
+        following = key if current == "descending" else f"-{key}"
+        out.append({"key": key, "label": label, "aria": current,
+                    "href": f"?{query}{'&' if query else ''}sort={following}"})
+    return out
 
 
 def _lineage(threads: list) -> list[tuple[object, int]]:

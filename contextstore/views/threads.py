@@ -2,12 +2,15 @@
 "what the model sees", and the actions on a selected range or the whole thread."""
 
 import json
+from datetime import datetime, time
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
 from django.views.decorators.vary import vary_on_headers
 
 from contextstore import selectors
@@ -21,9 +24,12 @@ from contextstore.selectors import dashboard, rendering, timeline
 from contextstore.selectors.agent_sessions import scoped_states
 from contextstore.services.transfer import EVENT_FIELDS, thread_export
 from contextstore.views.access import can_edit, get_thread, visible_workspaces
-from contextstore.views.undo import take_undo
+from contextstore.views.undo import offer_undo, take_undo
 
 MAX_BUDGET = 2_000_000
+# The side panel's sections, shown one at a time as tabs (app.js; without JS they stack).
+SIDE_TABS = [("context", "Context"), ("blocks", "Blocks"), ("state", "State"), ("runs", "Runs"),
+             ("memory", "Memory")]
 
 
 def _filters(request: HttpRequest) -> tuple[EventFilterForm, dict[str, Any]]:
@@ -38,9 +44,11 @@ def _int(raw: str | None) -> int | None:
 
 
 def budget_of(request: HttpRequest, thread: Thread) -> int:
-    """The budget asked for, else the thread's model budget (context window - reserve)."""
-    budget = _int(request.GET.get("budget")) or thread_model_settings(thread).budget
-    return min(max(budget, 1), MAX_BUDGET)
+    """The budget asked for, else the thread's model budget (context window - reserve); never
+    more than the model's context window, when the thread has one."""
+    model = thread_model_settings(thread)
+    budget = _int(request.GET.get("budget")) or model.budget
+    return min(max(budget, 1), model.context_window or MAX_BUDGET, MAX_BUDGET)
 
 
 def gauge(thread: Thread, budget: int) -> dict[str, Any]:
@@ -62,7 +70,9 @@ def gauge(thread: Thread, budget: int) -> dict[str, Any]:
         x += width
     return {
         "segments": segments, "total": total, "budget": budget, "over": total > budget,
-        "budget_x": round(budget * scale, 1), "percent": round(100 * total / budget) if budget else 0,
+        "budget_x": round(budget * scale, 1),
+        # capped: past 100 the heading says "over budget" rather than 304%
+        "percent": min(round(100 * total / budget), 100) if budget else 0,
         "prefix_hash": stats["prefix_hash"][:12],
     }
 
@@ -121,6 +131,8 @@ def panel_context(request: HttpRequest, thread: Thread) -> dict[str, Any]:
         "budget": budget,
         "model_settings": thread_model_settings(thread),
         "placements": ContextBlock.Placement.choices,
+        "actor_names": selectors.actor_names(workspace=thread.workspace),
+        "side_tabs": SIDE_TABS,
     }
 
 
@@ -131,22 +143,35 @@ def thread_detail(request: HttpRequest, pk: int) -> HttpResponse:
     thread = get_thread(request, pk)
     form, filters = _filters(request)
     before, after = _int(request.GET.get("before")), _int(request.GET.get("after"))
+    around, newer = _int(request.GET.get("around")), _int(request.GET.get("newer"))
     if not request.htmx:
-        after = None  # the tail is only ever polled; a page URL with ?after= is a plain page
+        after = newer = None  # only ever fetched by htmx; a page URL with them is a plain page
     params = request.GET.copy()
-    for key in ("before", "after", "budget"):
+    for key in ("before", "after", "budget", "around", "newer", "from", "to"):
         params.pop(key, None)
     context: dict[str, Any] = {
         "thread": thread, "session": thread.session, "workspace": thread.workspace,
         "form": form, "filters": filters, "query": params.urlencode(),
         "can_edit": can_edit(request.user, thread.workspace), "after": after,
-        "before": before,
+        "before": before, "around": around, "range": _typed_range(request),
+        "max_rows": timeline.MAX_ROWS,
+        "actor_names": selectors.actor_names(workspace=thread.workspace),
     }
     template_name = "contextstore/thread_detail.html"
     if request.htmx and after is not None:
         context["page"] = timeline.timeline_tail(thread=thread, filters=filters, after=after)
+        if thread.last_seq > after:
+            # Something was appended: the header counters and the gauge follow (out of band).
+            context["live"] = {"gauge": gauge(thread, budget_of(request, thread))}
         return render(request, template_name + "#tail", context)
-    context["page"] = timeline.timeline_page(thread=thread, filters=filters, before=before)
+    if request.htmx and newer is not None:
+        context["page"] = timeline.timeline_newer(thread=thread, filters=filters, after=newer)
+        context["newer_fragment"] = True
+        return render(request, template_name + "#newer", context)
+    if around is not None and before is None:
+        context["page"] = timeline.timeline_around(thread=thread, filters=filters, around=around)
+    else:
+        context["page"] = timeline.timeline_page(thread=thread, filters=filters, before=before)
     if request.htmx and before is not None:
         return render(request, template_name + "#older", context)
     if request.htmx and request.htmx.target == "timeline":
@@ -155,6 +180,61 @@ def thread_detail(request: HttpRequest, pk: int) -> HttpResponse:
     context["workspaces"] = visible_workspaces(request.user)
     context["undo"] = take_undo(request, thread)  # only a full page shows (and uses up) the offer
     return render(request, template_name, context)
+
+
+def _typed_range(request: HttpRequest) -> dict[str, int] | None:
+    """A range typed as ?from=&to= (positions): the page opens with it selected."""
+    start, end = _int(request.GET.get("from")), _int(request.GET.get("to"))
+    if start is None or end is None:
+        return None
+    return {"start": min(start, end), "end": max(start, end)}
+
+
+@login_required
+def jump(request: HttpRequest, pk: int) -> HttpResponse:
+    """Jump to a seq ("1234" or "#1234"), a time ("2026-01-05 10:00", the server's time zone
+    when none is given), a run id, or the next/previous error from seq `from`: redirects to the
+    thread page opened around that event."""
+    thread = get_thread(request, pk)
+    target, what = None, ""
+    origin = _int(request.GET.get("from"))
+    direction = request.GET.get("error")
+    raw = (request.GET.get("to") or "").strip()
+    if direction in ("next", "prev"):
+        origin = thread.last_seq + 1 if origin is None and direction == "prev" else origin or 0
+        target = (selectors.error_seq(thread=thread, after=origin) if direction == "next"
+                  else selectors.error_seq(thread=thread, before=origin))
+        what = f"{'later' if direction == 'next' else 'earlier'} error than #{origin}"
+    elif raw.lstrip("#").isdigit():
+        seq = int(raw.lstrip("#"))
+        target = seq if 1 <= seq <= thread.last_seq else None
+        what = f"event #{seq}"
+    elif raw:
+        when = parse_datetime(raw.replace(" ", "T", 1)) or (
+            datetime.combine(day, time.min) if (day := parse_date(raw)) else None)
+        if when is not None:
+            when = when if timezone.is_aware(when) else timezone.make_aware(when)
+            target = selectors.event_seq_at(thread=thread, when=when)
+            what = f"event at or after {raw}"
+        else:
+            target = selectors.run_first_seq(thread=thread, run_id=raw)
+            what = f"run {raw}"
+    url = thread_url(thread)
+    if target is None:
+        offer_undo(request, thread=thread, text=f"No {what or 'target: type a seq, a time or a run id'}.")
+        return redirect(url)
+    return redirect(f"{url}?around={target}#e{target}")
+
+
+@login_required
+def event_detail(request: HttpRequest, pk: int, seq: int) -> HttpResponse:
+    """One event in full ("load the rest" of text and JSON the timeline cut)."""
+    thread = get_thread(request, pk)
+    event = selectors.thread_events(thread=thread, status=None).filter(seq=seq).first()
+    if event is None:
+        raise Http404("No such event.")
+    return render(request, "contextstore/thread_detail.html#event",
+                  {"thread": thread, "e": event, "full": True})
 
 
 @login_required

@@ -50,18 +50,125 @@
     }
   });
 
+  // Popovers (confirmations, the selection's forms) close with Escape, giving focus back to
+  // their toggle, and on a click outside them.
+  var POPOVERS = "details.confirm[open], #selection details[open]";
+  document.addEventListener("keydown", function (evt) {
+    if (evt.key !== "Escape") return;
+    document.querySelectorAll(POPOVERS).forEach(function (d) {
+      var hadFocus = d.contains(document.activeElement);
+      d.open = false;
+      if (hadFocus) d.querySelector("summary").focus();
+    });
+  });
+  document.addEventListener("click", function (evt) {
+    document.querySelectorAll(POPOVERS).forEach(function (d) {
+      if (!d.contains(evt.target)) d.open = false;
+    });
+  });
+
+  // The side panel shows one section at a time under sticky tabs; the choice survives the
+  // panel being swapped by an action (block save, restore) and a reload of the page.
+  var sideTab = null;
+  try { sideTab = window.sessionStorage.getItem("contextstore.sideTab"); } catch (e) { /* private mode */ }
+  function paintSideTabs() {
+    var panel = document.getElementById("context-panel");
+    if (!panel) return;
+    var nav = panel.querySelector(".side-tabs");
+    if (!nav) return;
+    var tabs = nav.querySelectorAll("[data-side-tab]");
+    var known = Array.prototype.some.call(tabs, function (t) { return t.getAttribute("data-side-tab") === sideTab; });
+    if (!known) sideTab = tabs[0].getAttribute("data-side-tab");
+    nav.hidden = false;
+    panel.classList.add("tabbed");
+    tabs.forEach(function (t) {
+      t.setAttribute("aria-pressed", t.getAttribute("data-side-tab") === sideTab ? "true" : "false");
+    });
+    panel.querySelectorAll("[data-tab]").forEach(function (p) {
+      p.hidden = p.getAttribute("data-tab") !== sideTab;
+    });
+  }
+  document.addEventListener("click", function (evt) {
+    var tab = evt.target.closest("[data-side-tab]");
+    if (!tab) return;
+    sideTab = tab.getAttribute("data-side-tab");
+    try { window.sessionStorage.setItem("contextstore.sideTab", sideTab); } catch (e) { /* private mode */ }
+    paintSideTabs();
+  });
+  document.addEventListener("DOMContentLoaded", paintSideTabs);
+  document.addEventListener("htmx:afterSettle", paintSideTabs);
+
   // Workspace switcher: choosing a workspace navigates.
   document.addEventListener("change", function (evt) {
     if (evt.target.matches("[data-autosubmit]")) evt.target.form.submit();
   });
 
-  // Long content folds; "show more" unfolds it.
+  // Long content folds; "show more" unfolds it (the rendered and the raw view alike).
   document.addEventListener("click", function (evt) {
     var btn = evt.target.closest("[data-more]");
     if (!btn) return;
-    var content = btn.previousElementSibling;
-    var folded = content.classList.toggle("clamp");
+    var reader = btn.closest(".reader");
+    var contents = reader ? reader.querySelectorAll(".content") : [btn.previousElementSibling];
+    var folded = false;
+    contents.forEach(function (c) { folded = c.classList.toggle("clamp"); });
     btn.textContent = folded ? "show more" : "show less";
+  });
+
+  // Markdown is shown rendered; "raw" shows the text as the agent wrote it.
+  document.addEventListener("click", function (evt) {
+    var btn = evt.target.closest("[data-raw-toggle]");
+    if (!btn) return;
+    var reader = btn.closest(".reader");
+    var md = reader.querySelector(".content.md"), raw = reader.querySelector(".content.raw");
+    var showRaw = raw.hidden;
+    raw.hidden = !showRaw;
+    md.hidden = showRaw;
+    if (md.classList.contains("clamp") !== raw.classList.contains("clamp")) raw.classList.toggle("clamp");
+    btn.setAttribute("aria-pressed", showRaw ? "true" : "false");
+    btn.textContent = showRaw ? "rendered" : "raw";
+  });
+
+  // Copy: a code block's text, a JSON value, or a JSON key's path ($.a[0].b).
+  function copied(btn, text) {
+    var done = function () {
+      var label = btn.getAttribute("data-label") || btn.textContent;
+      btn.setAttribute("data-label", label);
+      btn.classList.add("copied");
+      if (btn.hasAttribute("data-copy-code")) btn.textContent = "Copied";
+      window.setTimeout(function () {
+        btn.classList.remove("copied");
+        if (btn.hasAttribute("data-copy-code")) btn.textContent = label;
+      }, 1200);
+    };
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(done, done);
+    } else {
+      var area = document.createElement("textarea");
+      area.value = text;
+      area.setAttribute("readonly", "");
+      area.className = "offscreen";
+      document.body.appendChild(area);
+      area.select();
+      try { document.execCommand("copy"); } catch (e) { /* nothing to do */ }
+      area.remove();
+      done();
+    }
+    document.documentElement.setAttribute("data-copied", text);
+  }
+  document.addEventListener("click", function (evt) {
+    var btn = evt.target.closest("[data-copy-code], [data-copy-value], [data-copy-path]");
+    if (!btn) return;
+    var text;
+    if (btn.hasAttribute("data-copy-code")) {
+      text = btn.parentElement.querySelector("pre").textContent;
+    } else if (btn.hasAttribute("data-copy-path")) {
+      text = btn.getAttribute("data-copy-path");
+    } else {
+      text = btn.textContent;
+      // a string value copies as the string itself, not its JSON quoting
+      if (btn.classList.contains("j-str")) { try { text = JSON.parse(text); } catch (e) { /* cut */ } }
+    }
+    copied(btn, text);
   });
 
   // Range selection: click an event's number for the first, shift-click for the last.
@@ -86,6 +193,29 @@
     var exp = bar.querySelector("[data-export]");
     if (exp) exp.href = exp.getAttribute("data-export") + "?start_position=" + lo + "&end_position=" + hi;
   }
+  // A range typed as from/to (keyboard, touch) selects like two clicks; a page opened with
+  // ?from=&to= starts with it selected.
+  document.addEventListener("submit", function (evt) {
+    var form = evt.target.closest("#range-form");
+    if (!form) return;
+    var start = Number(form.elements.from.value), end = Number(form.elements.to.value);
+    if (!start || !end) return;  // let the browser show what is missing
+    evt.preventDefault();
+    selection.start = start;
+    selection.end = end;
+    paintSelection();
+    var first = document.querySelector("#selection summary, #selection button");
+    if (first) first.focus();
+  });
+  document.addEventListener("DOMContentLoaded", function () {
+    var bar = document.getElementById("selection");
+    if (bar && bar.hasAttribute("data-start")) {
+      selection.start = Number(bar.getAttribute("data-start"));
+      selection.end = Number(bar.getAttribute("data-end"));
+      paintSelection();
+    }
+  });
+
   document.addEventListener("click", function (evt) {
     var pick = evt.target.closest("[data-pick]");
     if (pick) {
@@ -113,7 +243,16 @@
   var stick = true;
   document.addEventListener("DOMContentLoaded", function () {
     var box = timelineBox();
-    if (box) box.scrollTop = box.scrollHeight;
+    if (!box) return;
+    // A permalink (?around=) opens with its event in view; otherwise at the newest event.
+    var target = box.querySelector(".event.target");
+    if (target) {
+      box.scrollTop = target.offsetTop - box.offsetTop - box.clientHeight / 3;
+      stick = false;
+    } else {
+      box.scrollTop = box.scrollHeight;
+    }
+    highlight(box);
   });
   // Older events go in above what the reader looks at: keep that in place, so the next
   // "load older" marker stays above the viewport instead of firing again at once.
@@ -126,16 +265,108 @@
       older = { height: box.scrollHeight, top: box.scrollTop };
     }
   });
+  var newer = false;
+  document.addEventListener("htmx:beforeSwap", function (evt) {
+    var target = evt.detail.target;
+    newer = !!(target && target.classList && target.classList.contains("newer"));
+  });
   document.addEventListener("htmx:afterSwap", function () {
     var box = timelineBox();
     if (box && older) {
       box.scrollTop = older.top + box.scrollHeight - older.height;
+      bound(box, false);  // pages came in above: drop the newest rows
+    } else if (box && newer) {
+      bound(box, true);  // pages came in below: drop the oldest rows
     }
     older = null;
+    newer = false;
   });
+
+  // The timeline keeps at most data-max-rows rows: scrolling far one way drops the rows at the
+  // other end and puts a loader there instead, so a long read does not grow the page forever.
+  function rowSeq(el) {
+    var s = el.getAttribute("data-seq") || el.getAttribute("data-tool");
+    return s ? Number(s) : null;
+  }
+  function loader(kind, url) {
+    var div = document.createElement("div");
+    div.className = kind;
+    div.setAttribute("hx-get", url);
+    div.setAttribute("hx-trigger", "intersect once root:#timeline-scroll");
+    div.setAttribute("hx-swap", "outerHTML");
+    var a = document.createElement("a");
+    a.href = url.replace(/newer=/, "around=");
+    a.textContent = kind === "older" ? "Load older events" : "Load newer events";
+    div.appendChild(a);
+    return div;
+  }
+  function bound(box, dropOldest) {
+    var max = Number(box.getAttribute("data-max-rows")) || 0;
+    var base = box.getAttribute("data-base");
+    if (!max || !base) return;
+    var rows = Array.prototype.filter.call(box.children, function (c) {
+      return c.matches("article, section.tool-card, .run-head");
+    });
+    if (rows.length <= max) return;
+    var drop = rows.length - max;
+    var kept = dropOldest ? rows.slice(drop) : rows.slice(0, rows.length - drop);
+    var victims = dropOldest ? rows.slice(0, drop) : rows.slice(rows.length - drop);
+    var edge = null, i;
+    if (dropOldest) {
+      for (i = 0; i < kept.length && edge === null; i++) edge = rowSeq(kept[i]);
+    } else {
+      for (i = kept.length - 1; i >= 0 && edge === null; i--) edge = rowSeq(kept[i]);
+    }
+    if (edge === null) return;
+    var height = box.scrollHeight, top = box.scrollTop;
+    victims.forEach(function (v) { v.remove(); });
+    var fresh;
+    if (dropOldest) {
+      box.querySelectorAll(":scope > .older").forEach(function (o) { o.remove(); });
+      fresh = loader("older", base + "before=" + edge);
+      box.insertBefore(fresh, box.firstElementChild);
+      box.scrollTop = top - (height - box.scrollHeight);  // what the reader sees stays put
+    } else {
+      box.querySelectorAll(":scope > .newer, :scope > #tail, :scope > .older:last-child").forEach(function (o) {
+        if (o !== box.firstElementChild) o.remove();
+      });
+      fresh = loader("newer", base + "newer=" + edge);
+      box.appendChild(fresh);
+    }
+    if (window.htmx) window.htmx.process(fresh);
+  }
+  // Search matches are marked in the text shown (text nodes only: nothing is parsed as HTML).
+  function highlight(root) {
+    var input = document.querySelector(".filters input[name=q]");
+    var q = input ? input.value.trim().toLowerCase() : "";
+    if (!q || !root) return;
+    root.querySelectorAll(".event .content, .event .json-tree").forEach(function (el) {
+      var walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+      var nodes = [];
+      while (walker.nextNode()) nodes.push(walker.currentNode);
+      nodes.forEach(function (node) {
+        if (node.parentElement.closest("mark")) return;
+        var text = node.nodeValue, lower = text.toLowerCase(), at = lower.indexOf(q);
+        if (at === -1) return;
+        var frag = document.createDocumentFragment(), last = 0;
+        while (at !== -1) {
+          frag.appendChild(document.createTextNode(text.slice(last, at)));
+          var mark = document.createElement("mark");
+          mark.textContent = text.slice(at, at + q.length);
+          frag.appendChild(mark);
+          last = at + q.length;
+          at = lower.indexOf(q, last);
+        }
+        frag.appendChild(document.createTextNode(text.slice(last)));
+        node.parentNode.replaceChild(frag, node);
+      });
+    });
+  }
+
   document.addEventListener("htmx:afterSettle", function (evt) {
     var box = timelineBox();
     if (!box) return;
+    highlight(box);
     if (stick || (evt.detail.target && evt.detail.target.id === "timeline")) box.scrollTop = box.scrollHeight;
     stick = false;
     paintSelection();

@@ -73,3 +73,21 @@ def page(browser, live_server, member):
 def screenshot(page, name: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=False)
+
+
+AXE = Path(__file__).resolve().parents[2] / "node_modules" / "axe-core" / "axe.min.js"
+
+
+def axe_violations(page) -> list[dict]:
+    """axe-core's violations on the page as it stands (WCAG 2.1 A/AA and best practices).
+
+    Injected with evaluate(), which the page's CSP does not govern, so the CSP under test stays
+    as strict as in production. `make test` installs the pinned package (see the Makefile)."""
+    if not AXE.exists():
+        if os.environ.get("CI"):  # CI runs `make test`, which installs it: missing is a failure
+            pytest.fail("axe-core is not installed; `make test` runs npm install axe-core")
+        pytest.skip("axe-core is not installed (make test runs npm install axe-core)")
+    page.evaluate(AXE.read_text())
+    return page.evaluate("""() => axe.run(document, {resultTypes: ["violations"]}).then(r =>
+        r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
+                                nodes: v.nodes.slice(0, 4).map(n => n.target.join(" "))})))""")

@@ -29,7 +29,7 @@ def thread(workspace, actor):
     events[40] = {"type": "Error", "content": "Payment gateway timed out", "data": {"code": 504}}
     events[60] = {"type": "ToolCall", "content": "lookup_order", "call_id": "c-1",
                   "data": {"tool": "lookup_order", "args": {"order": 4711}}}
-    events[110] = {"type": "LLMCallStart", "content": "calling model"}
+    events[110] = {"type": "BeforeAgentCall", "content": "calling model"}
     event_append(thread=thread, events=events, actor=actor)
     block_upsert(thread=thread, name="persona", value="You are a patient support agent.",
                  placement="prefix", actor=actor)
@@ -113,6 +113,8 @@ def test_a_new_event_appears_live_after_an_api_append(page, thread, workspace, a
     assert response.status == 201, response.text()
     expect(page.locator("#e117")).to_contain_text("Is my refund done yet?", timeout=8000)
     assert page.evaluate("document.querySelectorAll('#e117').length") == 1
+    expect(page.locator("#thread-stats")).to_contain_text("117 events")  # the header follows
+    assert page.problems == [], page.problems
 
 
 def select_range(page, first: int, last: int) -> None:
@@ -186,11 +188,14 @@ def gauge_prefix(page) -> int:
 def test_edit_a_block_and_see_the_gauge_change(page, thread):
     page.goto(f"/threads/{thread.pk}/")
     before = gauge_prefix(page)
+    expect(page.locator("[data-block=persona]")).to_be_hidden()  # the side panel opens on Context
+    page.click("[data-side-tab=blocks]")
     block = page.locator("[data-block=persona]")
     block.locator("summary:has-text('Edit')").click()
     block.locator("textarea[name=value]").fill("You are a patient support agent. " * 20)
     block.locator("button:has-text('Save')").click()
     expect(page.locator("[data-block=persona]")).to_contain_text("v2")
+    expect(page.locator("[data-block=persona]")).to_be_visible()  # the tab survives the swap
     assert gauge_prefix(page) > before
     width = float(page.locator("#gauge .g-prefix").get_attribute("width"))
     assert width > 0
@@ -199,6 +204,7 @@ def test_edit_a_block_and_see_the_gauge_change(page, thread):
 
 def test_diff_two_state_revisions(page, thread):
     page.goto(f"/threads/{thread.pk}/")
+    page.click("[data-side-tab=state]")
     page.select_option("select[name=a]", "1")
     page.select_option("select[name=b]", "2")
     page.click("button:has-text('Diff')")
@@ -210,6 +216,7 @@ def test_a_reset_shows_every_changed_field_and_is_undone_from_the_diff(page, thr
     thread_set_input(thread=thread, input_data="Where is my refund?", actor=actor)
     thread_reset(thread=thread, actor=actor)  # r4: state, inputs and more back to empty
     page.goto(f"/threads/{thread.pk}/")
+    page.click("[data-side-tab=state]")
     page.select_option("select[name=a]", "4")
     page.select_option("select[name=b]", "3")
     page.click("button:has-text('Diff')")

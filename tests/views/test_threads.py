@@ -51,7 +51,7 @@ def test_the_live_tail_returns_only_events_appended_since(editor_client, thread,
 def test_runtime_events_are_hidden_until_asked_for_and_types_filter(editor_client, thread, actor):
     event_append(thread=thread, actor=actor, events=[
         {"type": "Message", "content": "hello"},
-        {"type": "LLMCallStart", "content": "calling"},
+        {"type": "BeforeAgentCall", "content": "calling"},
         {"type": "Error", "content": "it broke"},
     ])
     url = f"/threads/{thread.pk}/"
@@ -86,7 +86,9 @@ def test_events_show_type_role_tokens_run_folded_content_thinking_and_json(edito
     assert "LLMOutput" in html and "assistant" in html and "run run-7" in html
     assert 'class="content clamp"' in html and "show more" in html
     assert "<summary>thinking</summary>" in html and "let me think" in html
-    assert "&quot;answer&quot;: 42" in html and "&quot;name&quot;: &quot;calc&quot;" in html
+    # data and parts as foldable JSON trees: a key copies its path, a value itself
+    assert 'data-copy-path="$.answer"' in html and 'title="Copy value">42</button>' in html
+    assert 'data-copy-path="$[0].name"' in html and "&quot;calc&quot;</button>" in html
     assert "is-error" in html
 
 

@@ -1,0 +1,119 @@
+"""Every dashboard page, desktop (1440x900) and phone (390x844): axe-core finds no violations,
+and a screenshot of each goes to test-artifacts/ to be looked at."""
+
+import json
+
+import pytest
+from playwright.sync_api import expect
+
+from contextstore.models import Collapse
+from contextstore.services.blocks import block_upsert
+from contextstore.services.collapses import collapse_create
+from contextstore.services.events import event_append
+from contextstore.services.sessions import session_ensure, thread_ensure
+from contextstore.services.state import state_write
+from tests.browser.conftest import ARTIFACTS, axe_violations, screenshot
+from tests.conftest import messages
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+SIZES = {"1440": (1440, 900), "390": (390, 844)}
+
+
+@pytest.fixture
+def thread(workspace, actor):
+    session = session_ensure(workspace=workspace, key="a11y-1", user_id="alice", agent="helpdesk",
+                             title="Refund for order 4711", actor=actor)[0]
+    thread = thread_ensure(session=session, actor=actor)[0]
+    sent = [{"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Where is my order?"}]
+    event_append(thread=thread, actor=actor, events=[
+        *messages(6, words=12),
+        {"type": "LLMCallStart", "call_id": "m1", "run_id": "run-1",
+         "data": {"model": "gpt-4o", "messages": sent}},
+        {"type": "LLMComplete", "call_id": "m1", "run_id": "run-1",
+         "data": {"model": "gpt-4o", "input_tokens": 900, "output_tokens": 40, "cost": 0.002}},
+        {"type": "LLMOutput", "role": "assistant", "run_id": "run-1",
+         "content": "## Plan\n\n- look up the order\n- refund\n\n```sh\nrefund 4711\n```"},
+        {"type": "ToolCall", "run_id": "run-1", "content": "lookup",
+         "parts": [{"type": "tool_call", "id": "t1", "name": "lookup_order", "arguments": {"order": 4711}}]},
+        {"type": "ToolResult", "run_id": "run-1", "content": "shipped", "data": {"tool_call_id": "t1"}},
+        {"type": "Error", "run_id": "run-1", "content": "Payment gateway timed out", "data": {"code": 504}},
+        {"type": "LLMCallStart", "call_id": "m2", "run_id": "run-1",
+         "data": {"model": "gpt-4o", "messages": [*sent, {"role": "assistant", "content": "Shipped."}]}},
+        {"type": "LLMComplete", "call_id": "m2", "run_id": "run-1", "data": {"model": "gpt-4o"}},
+    ])
+    block_upsert(thread=thread, name="persona", value="You are a patient support agent.",
+                 placement="prefix", actor=actor)
+    state_write(thread=thread, state={"plan": ["look up order"]}, actor=actor)
+    state_write(thread=thread, state={"plan": ["look up order", "refund"]}, actor=actor)
+    collapse_create(thread=thread, start_position=1, end_position=3, summary_text="Greetings.",
+                    actor=actor)
+    return thread
+
+
+def pages(thread) -> dict[str, str]:
+    t = f"/threads/{thread.pk}"
+    return {"sessions": "/", "session": f"/sessions/{thread.session_id}/", "thread": f"{t}/",
+            "thread-around": f"{t}/?around=8", "model-view": f"{t}/context/",
+            "call-sent": f"{t}/calls/7/sent/", "call-diff": f"{t}/calls/13/diff/",
+            "collapse": f"{t}/collapses/{Collapse.objects.get(thread=thread).pk}/",
+            "state-diff": f"{t}/state/diff/?a=1&b=2"}
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_every_page_has_no_axe_violations(page, thread, size):
+    page.set_viewport_size(dict(zip(("width", "height"), SIZES[size], strict=True)))
+    found = {}
+    for name, url in pages(thread).items():
+        page.goto(url)
+        expect(page.locator("main")).to_be_visible()
+        screenshot(page, f"{name}-{size}")
+        violations = axe_violations(page)
+        if violations:
+            found[name] = violations
+    # the report stays next to the screenshots, to read when this fails
+    (ARTIFACTS / f"axe-{size}.json").write_text(json.dumps(found, indent=1))
+    assert found == {}, found
+    assert page.problems == [], page.problems
+
+
+def test_popovers_close_with_escape_and_outside_clicks_and_the_skip_link_works(page, thread):
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.goto(f"/threads/{thread.pk}/")
+    page.keyboard.press("Tab")
+    expect(page.locator(".skip-link")).to_be_focused()
+    expect(page.locator(".skip-link")).to_be_visible()
+    page.keyboard.press("Enter")
+    expect(page.locator("#timeline-scroll")).to_be_focused()
+    page.click("summary:has-text('Reset…')")
+    expect(page.locator(".confirm[open] .confirm-box")).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(page.locator(".confirm[open]")).to_have_count(0)
+    expect(page.locator("summary:has-text('Reset…')")).to_be_focused()
+    page.click("summary:has-text('Clear context…')")
+    expect(page.locator(".confirm[open]")).to_have_count(1)
+    page.click("h1")
+    expect(page.locator(".confirm[open]")).to_have_count(0)
+    assert page.problems == [], page.problems
+
+
+def test_the_side_panel_is_sticky_tabs_that_keep_their_choice(page, thread):
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.goto(f"/threads/{thread.pk}/")
+    panel = page.locator("#context-panel")
+    expect(panel.locator("[data-side-tab=context]")).to_have_attribute("aria-pressed", "true")
+    expect(panel.locator("#gauge")).to_be_visible()
+    expect(panel.locator("#state")).to_be_hidden()
+    for tab, shown in (("blocks", "[data-block=persona]"), ("state", "#state"),
+                       ("runs", "text=Runs"), ("memory", "text=Memories of alice")):
+        panel.locator(f"[data-side-tab={tab}]").click()
+        expect(panel.locator(shown).first).to_be_visible()
+        expect(panel.locator("#gauge")).to_be_hidden()
+        screenshot(page, f"side-{tab}-1440")
+    page.reload()
+    expect(panel.locator("[data-side-tab=memory]")).to_have_attribute("aria-pressed", "true")
+    page.locator("#timeline-scroll").scroll_into_view_if_needed()
+    page.mouse.wheel(0, 600)
+    expect(panel.locator(".side-tabs")).to_be_in_viewport()
+    assert page.problems == [], page.problems

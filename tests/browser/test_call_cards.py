@@ -1,0 +1,66 @@
+"""LLM calls as cards in a real browser: open a call card, "as sent", diff with the previous."""
+
+import pytest
+from playwright.sync_api import expect
+
+from contextstore.services.events import event_append
+from contextstore.services.sessions import session_ensure, thread_ensure
+from tests.browser.conftest import screenshot
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+XSS = "<img src=x onerror=alert(1)><script>alert(2)</script>"
+
+
+@pytest.fixture
+def thread(workspace, actor):
+    session = session_ensure(workspace=workspace, key="calls-1", title="Two model calls", actor=actor)[0]
+    thread = thread_ensure(session=session, actor=actor)[0]
+    system = {"role": "system", "content": "You are a careful support agent."}
+    q1 = {"role": "user", "content": "Where is order 4711?"}
+    a1 = {"role": "assistant", "content": "It shipped on Monday."}
+    q2 = {"role": "user", "content": XSS}
+    for sent, usage in (([system, q1], (1200, 40)), ([system, q1, a1, q2], (1900, 85))):
+        event_append(thread=thread, actor=actor, events=[
+            {"type": "Message", "role": "user", "content": sent[-1]["content"]},
+            {"type": "LLMCallStart", "call_id": f"turn-{usage[0]}",
+             "data": {"model": "gpt-4o", "messages": sent}, "occurred_at": "2026-01-05T10:00:00Z"},
+            {"type": "LLMComplete", "call_id": f"turn-{usage[0]}", "occurred_at": "2026-01-05T10:00:01.250Z",
+             "data": {"model": "gpt-4o", "input_tokens": usage[0], "output_tokens": usage[1], "cost": 0.004,
+                      "finish_reason": "stop"}},
+        ])
+    return thread
+
+
+def test_open_a_call_card_see_what_it_sent_and_diff_it_with_the_previous_call(page, thread):
+    page.goto(f"/threads/{thread.pk}/")
+    cards = page.locator("#timeline .call-card")
+    expect(cards).to_have_count(2)
+    last = cards.nth(1)
+    expect(last).to_contain_text("gpt-4o")
+    expect(last).to_contain_text("1.9k")
+    expect(last).to_contain_text("1.2 s")
+    expect(last).to_contain_text("stop")
+
+    last.locator("[data-call-sent]").click()
+    sent = last.locator(".call-sent")
+    expect(sent).to_contain_text("You are a careful support agent.")
+    expect(sent).to_contain_text("<script>alert(2)</script>")  # shown as text, never run
+    expect(sent.locator(".msg")).to_have_count(4)
+    screenshot(page, "call-card-as-sent-1280")
+
+    last.locator("[data-call-diff]").click()
+    diff = last.locator(".call-diff")
+    expect(diff).to_contain_text("2 → 4 messages, the first 2 unchanged")
+    expect(diff.locator("[data-cache=kept]")).to_be_visible()
+    expect(diff.locator(".d-add")).to_have_count(2)
+    screenshot(page, "call-card-diff-1280")
+
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"/threads/{thread.pk}/calls/5/sent/")  # the second call starts at seq 5
+    expect(page.locator(".call-sent .msg")).to_have_count(4)
+    screenshot(page, "call-as-sent-390")
+    page.click("text=Diff with previous call")
+    expect(page.locator(".call-diff")).to_contain_text("entered")
+    screenshot(page, "call-diff-390")
+    assert page.problems == [], page.problems
