@@ -2,6 +2,7 @@
 server, and AsyncContextStore's retry rules against a mock transport."""
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -51,7 +52,14 @@ def test_the_async_client_makes_the_same_calls(live_server, transactional_db, to
             assert await store.read_agent_session("shop", "ann", "missing") is None
             return await store.read_agent_session(*WHO)
 
-    assert [e["content"] for e in asyncio.run(scenario())["events"]] == ["hi"]
+    assert [e["content"] for e in run_in_own_loop(scenario())["events"]] == ["hi"]
+
+
+def run_in_own_loop(coro):
+    """asyncio.run in a thread of its own: the browser tests' Playwright keeps an event loop
+    running in the main thread of the same pytest process."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 def scripted(answers: list) -> tuple[httpx.MockTransport, list[httpx.Request]]:
@@ -75,7 +83,7 @@ def run(coro_factory, transport, retries: int = 3):
             return await coro_factory(store)
         finally:
             await store.aclose()
-    return asyncio.run(go())
+    return run_in_own_loop(go())
 
 
 def test_async_commits_are_retried_with_the_same_batch_after_a_lost_answer():
