@@ -3,6 +3,7 @@ operation) and tests/test_fuzz.py (stateful sequences) and cheap enough to run p
 
 from typing import Any
 
+import pytest
 from django.core import signals
 from django.db import close_old_connections
 
@@ -42,3 +43,15 @@ def assert_thread_reads(client: Any, token: str, thread_id: int, reads=THREAD_RE
     # follow must keep the test transaction's connection.
     signals.request_started.disconnect(close_old_connections)
     signals.request_finished.disconnect(close_old_connections)
+
+
+@pytest.fixture(autouse=True)
+def in_process_app(settings):
+    """Keep the test transaction's connection open across WSGI calls (as Django's test client
+    does) and switch throttling off."""
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {"token": "off"}}
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    yield
+    signals.request_started.connect(close_old_connections)
+    signals.request_finished.connect(close_old_connections)

@@ -9,32 +9,24 @@ Bounded for CI: a fixed number of derandomized sequences of at most 6 calls."""
 
 from typing import Any
 
-import pytest
 import schemathesis
-from django.core import signals
 from django.core.cache import cache
-from django.db import close_old_connections, transaction
+from django.db import transaction
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 from schemathesis.checks import not_a_server_error
 
 from contextstore.models import Thread
 from project.wsgi import application
-from tests.fuzzing import assert_thread_reads, check_answer, snapshot
+from tests.fuzzing import (  # noqa: F401 - in_process_app is an autouse fixture
+    assert_thread_reads,
+    check_answer,
+    in_process_app,
+    snapshot,
+)
 
 schema = schemathesis.openapi.from_wsgi("/api/schema/", application)
 
-
-@pytest.fixture(autouse=True)
-def in_process_app(settings):
-    """Keep the test transaction's connection open across WSGI calls (as Django's test client
-    does) and switch throttling off."""
-    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {"token": "off"}}
-    signals.request_started.disconnect(close_old_connections)
-    signals.request_finished.disconnect(close_old_connections)
-    yield
-    signals.request_started.connect(close_old_connections)
-    signals.request_finished.connect(close_old_connections)
 
 
 def test_stateful_sequences_following_the_schema_links(db, token, thread, client):

@@ -4,11 +4,8 @@ rules (tests/fuzzing.py): refusals in the error shape naming the place, nothing 
 refused request, and the fixture thread still reads afterwards. Stateful sequences:
 tests/test_fuzz.py."""
 
-import pytest
 import schemathesis
-from django.core import signals
 from django.core.cache import cache
-from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
@@ -19,7 +16,12 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from project.wsgi import application
-from tests.fuzzing import assert_thread_reads, check_answer, snapshot
+from tests.fuzzing import (  # noqa: F401 - in_process_app is an autouse fixture
+    assert_thread_reads,
+    check_answer,
+    in_process_app,
+    snapshot,
+)
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
           response_schema_conformance, response_headers_conformance]
@@ -28,17 +30,6 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
 # Served through the WSGI app (no database needed to build the schema).
 schema = schemathesis.openapi.from_wsgi("/api/schema/", application)
 
-
-@pytest.fixture(autouse=True)
-def in_process_app(settings):
-    """Keep the test transaction's connection open across WSGI calls (as Django's test client
-    does) and switch throttling off."""
-    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {"token": "off"}}
-    signals.request_started.disconnect(close_old_connections)
-    signals.request_finished.disconnect(close_old_connections)
-    yield
-    signals.request_started.connect(close_old_connections)
-    signals.request_finished.connect(close_old_connections)
 
 
 @schema.parametrize()
