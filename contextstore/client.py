@@ -570,6 +570,13 @@ def _retry_policy(retries: int, backoff: float, max_backoff: float) -> dict[str,
             "wait": wait, "reraise": True}
 
 
+def _http_options(base_url: str, token: str, timeout: float, transport: Any) -> dict[str, Any]:
+    """What the sync and the async client both give httpx: the API root, auth and timeout."""
+    return {"base_url": base_url.rstrip("/") + "/api/v1/", "timeout": timeout, "transport": transport,
+            "headers": {"Authorization": f"Bearer {token}", "Accept": "application/json",
+                        "User-Agent": "contextstore-client/1"}}
+
+
 class ContextStore(_AgentSessions):
     """A connection to one contextstore server, authenticated by one workspace API token."""
 
@@ -579,12 +586,7 @@ class ContextStore(_AgentSessions):
         self.retries = retries
         self.backoff = backoff
         self.max_backoff = max_backoff
-        self._http = httpx.Client(
-            base_url=base_url.rstrip("/") + "/api/v1/",
-            headers={"Authorization": f"Bearer {token}", "Accept": "application/json",
-                     "User-Agent": "contextstore-client/1"},
-            timeout=timeout, transport=transport,
-        )
+        self._http = httpx.Client(**_http_options(base_url, token, timeout, transport))
 
     def close(self) -> None:
         self._http.close()
@@ -1197,12 +1199,7 @@ class AsyncContextStore(_AgentSessions):
         self.retries = retries
         self.backoff = backoff
         self.max_backoff = max_backoff
-        self._http = httpx.AsyncClient(
-            base_url=base_url.rstrip("/") + "/api/v1/",
-            headers={"Authorization": f"Bearer {token}", "Accept": "application/json",
-                     "User-Agent": "contextstore-client/1"},
-            timeout=timeout, transport=transport,
-        )
+        self._http = httpx.AsyncClient(**_http_options(base_url, token, timeout, transport))
 
     async def aclose(self) -> None:
         await self._http.aclose()
