@@ -22,8 +22,10 @@ from contextstore.api.common import actor_of, body, if_match_revision, parse
 from contextstore.api.serializers import JSON_ANY, EventInSerializer, EventSerializer, _iso
 from contextstore.errors import InvalidInput
 from contextstore.models import ScopedState, Session, Thread, ThreadBlob
+from contextstore.selectors import agent_sessions as reads
+from contextstore.selectors.agent_sessions import Identity
 from contextstore.services import agent_sessions as svc
-from contextstore.services.agent_sessions import BlobIn, CommitIn, Identity
+from contextstore.services.agent_sessions import BlobIn, CommitIn
 
 # ------------------------------------------------------------------------- serializers
 
@@ -140,7 +142,7 @@ class SessionReadSerializer(AgentSessionSerializer):
     blobs = BlobSerializer(many=True)
 
 
-def _read(read: svc.SessionRead) -> dict[str, Any]:
+def _read(read: reads.SessionRead) -> dict[str, Any]:
     app, user = read.scopes["app"], read.scopes["user"]
     return {
         **_session(read.session, read.thread),
@@ -231,8 +233,8 @@ class AgentSessionViewSet(viewsets.ViewSet):
                    summary="List sessions of an app (and user) with state, newest activity first")
     def list(self, request: Request) -> Response:
         query = parse(ListQuerySerializer, request.query_params)
-        rows, cursor = svc.sessions_list(workspace=request.auth.workspace, **query)
-        app_state, user_states = svc.scopes_for_users(
+        rows, cursor = reads.sessions_list(workspace=request.auth.workspace, **query)
+        app_state, user_states = reads.scopes_for_users(
             workspace=request.auth.workspace, app=query["app"], user_ids={s.user_id for s, _ in rows})
         return Response({"results": [_session(s, t) for s, t in rows], "next_cursor": cursor,
                          "app_state": app_state, "user_states": user_states})
@@ -264,7 +266,7 @@ class AgentSessionViewSet(viewsets.ViewSet):
                 contains = json.loads(data["data_contains"])
             except ValueError as exc:
                 raise InvalidInput("data_contains must be JSON.", details={"data_contains": "JSON"}) from exc
-        read = svc.session_read(
+        read = reads.session_read(
             workspace=request.auth.workspace, identity=_identity(data), limit=data.get("limit"),
             after=data.get("after"), types=data.get("type"), client_id=data.get("client_id"),
             data_contains=contains, blob_keys=data.get("blob"), before_client_id=data.get("before_client_id"))
@@ -330,7 +332,7 @@ class AgentSessionViewSet(viewsets.ViewSet):
         query = request.query_params
         data = parse(IdentitySerializer, {k: query.get(k) for k in ("app", "user_id", "key", "thread")
                                           if k in query})
-        blobs = svc.blobs_get(workspace=request.auth.workspace, identity=_identity(data),
+        blobs = reads.blobs_get(workspace=request.auth.workspace, identity=_identity(data),
                               keys=query.getlist("blob"), prefixes=query.getlist("prefix"))
         return Response(BlobSerializer(blobs, many=True).data)
 
@@ -349,7 +351,7 @@ class AgentSessionViewSet(viewsets.ViewSet):
             app, user_id = data["app"], data["user_id"]
         else:
             app, user_id = request.query_params.get("app", ""), request.query_params.get("user_id", "")
-        scopes = svc.scoped_states(workspace=workspace, app=app, user_id=user_id)
+        scopes = reads.scoped_states(workspace=workspace, app=app, user_id=user_id)
         a, u = scopes["app"], scopes["user"]
         return Response({"app_state": a.state if a else {}, "app_revision": a.revision if a else 0,
                          "user_state": u.state if u else {}, "user_revision": u.revision if u else 0})

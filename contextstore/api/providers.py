@@ -12,7 +12,6 @@ from contextstore import selectors
 from contextstore.api import serializers as s
 from contextstore.api.common import actor_of, body, parse
 from contextstore.errors import NotFound
-from contextstore.models import ProviderState
 from contextstore.services import (
     memories,
     summaries,
@@ -58,7 +57,7 @@ class ThreadProviderActions:
             obj = memories.provider_state_put(thread=thread, provider=name, state=data["state"],
                                               actor=actor_of(request))
         else:
-            obj = ProviderState.objects.filter(thread=thread, provider=name).first()
+            obj = selectors.provider_state(thread=thread, provider=name)
             if obj is None:
                 raise NotFound(f"No state for provider {name!r} on this thread.")
         return Response(s.ProviderStateSerializer(obj).data)

@@ -146,7 +146,7 @@ class ThreadViewSet(ThreadHistoryActions, ThreadStateActions, ThreadBlockActions
         filters = {k: v for k, v in query.items() if v not in (None, "")}
         if "q" in filters:
             filters["text"] = filters.pop("q")
-        found = events.event_search(thread=thread, types=[t.strip() for t in types] or None,
+        found = selectors.event_search(thread=thread, types=[t.strip() for t in types] or None,
                                     first=page_size + 1, **filters)
         more = len(found) > page_size
         found = found[:page_size]

@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -10,11 +11,14 @@ from typing import Any
 from django.db import DatabaseError, connection, transaction
 from django.db.models import BigIntegerField, ExpressionWrapper, F, Q, QuerySet, Subquery
 
+from contextstore.db import regex_guard
+from contextstore.errors import InvalidInput
 from contextstore.models import (
     ContextBlock,
     ContextBlockVersion,
     Event,
     Memory,
+    ProviderState,
     Run,
     Session,
     StateRevision,
@@ -106,6 +110,38 @@ def thread_events(
     return qs.order_by("seq")
 
 
+def event_search(*, thread: Thread, first: int | None = None, **filters: Any) -> list[Event]:
+    """Nooa's events.query over the database: AND of filters, chronological, limit keeps newest.
+
+    `first` reads only the first n matches (one page of a keyset-paginated listing).
+
+    Evaluates the query (inside a statement timeout when a regex is given) and turns a bad
+    pattern or a timeout into a clear input error.
+    """
+    regex = filters.get("regex")
+    if regex:
+        try:
+            re.compile(regex)
+        except re.error as exc:
+            raise InvalidInput(f"Invalid regular expression: {exc}", details={"regex": str(exc)}) from exc
+    qs = thread_events(thread=thread, **filters)
+    if first is not None:
+        qs = qs[:first]
+    if not regex:
+        return list(qs)
+    try:
+        with regex_guard():
+            return list(qs)
+    except DatabaseError as exc:
+        message = str(exc).lower()
+        timed_out = isinstance(exc.__cause__, TimeoutError) or "user-defined function raised" in message
+        if timed_out or "statement timeout" in message or "canceling statement" in message:
+            raise InvalidInput("The regular expression took too long; narrow it down.",
+                               code="regex_timeout", details={"regex": regex}) from exc
+        raise InvalidInput(f"The database refused the regular expression: {exc}",
+                           details={"regex": regex}) from exc
+
+
 def working_context_tail(
     *, thread: Thread, max_tokens: int | None = None, count: int | None = None,
     strip_thinking: bool = False,
@@ -177,6 +213,10 @@ def workspace_sessions(
 
 def session_threads(*, session: Session) -> QuerySet[Thread]:
     return Thread.objects.filter(session=session).select_related("parent").order_by("created_at", "id")
+
+
+def provider_state(*, thread: Thread, provider: str) -> ProviderState | None:
+    return ProviderState.objects.filter(thread=thread, provider=provider).first()
 
 
 def thread_runs(*, thread: Thread) -> QuerySet[Run]:

@@ -1,11 +1,17 @@
-"""Reads behind framework sessions (services/agent_sessions.py owns their writes)."""
+"""Reads behind framework sessions: lookups by identity, one-request reads, lists, blobs
+(services/agent_sessions.py owns their writes)."""
 
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from django.db.models import Q
+from django.db.models import JSONField, Q, Subquery
+from django.db.models.functions import Cast
 
-from contextstore.errors import InvalidInput
-from contextstore.models import Event, ScopedState, Thread, Workspace
+from contextstore.errors import InvalidInput, NotFound
+from contextstore.models import Event, ScopedState, Session, Thread, ThreadBlob, Workspace
+
+MAX_BLOBS_PER_COMMIT = 500
 
 
 def scoped_states(*, workspace: Workspace, app: str, user_id: str) -> dict[str, ScopedState | None]:
@@ -61,3 +67,125 @@ def data_contains_q(contains: dict[str, Any]) -> Q:
 
     walk([], contains)
     return q
+
+
+@dataclass(frozen=True)
+class Identity:
+    app: str
+    user_id: str
+    key: str
+    thread: str = "main"
+
+
+def check_identity(identity: Identity) -> None:
+    for name, value, limit in (("app", identity.app, 200), ("user_id", identity.user_id, 255),
+                               ("key", identity.key, 255), ("thread", identity.thread, 200)):
+        if not isinstance(value, str) or len(value) > limit:
+            raise InvalidInput(f"{name} must be a string of at most {limit} characters.",
+                               details={name: f"at most {limit} characters"})
+    if not identity.key:
+        raise InvalidInput("key is required.", details={"key": "required"})
+    if not identity.thread:
+        raise InvalidInput("thread is required.", details={"thread": "required"})
+
+
+def session_find(*, workspace: Workspace, identity: Identity) -> Session:
+    """Exact lookup by (app, user_id, key); never creates."""
+    session = Session.objects.filter(
+        workspace=workspace, app=identity.app, user_id=identity.user_id, key=identity.key
+    ).first()
+    if session is None:
+        raise NotFound("No such session.", details={"key": identity.key})
+    return session
+
+
+def thread_of(session: Session, name: str) -> Thread:
+    thread = Thread.objects.filter(session=session, name=name).first()
+    if thread is None:
+        raise NotFound(f"The session has no thread {name!r}.", details={"thread": name})
+    return thread
+
+
+@dataclass
+class SessionRead:
+    session: Session
+    thread: Thread
+    scopes: dict[str, ScopedState | None]
+    events: list[Event]
+    blobs: list[ThreadBlob]
+
+
+def session_read(
+    *, workspace: Workspace, identity: Identity, limit: int | None = None,
+    after: datetime | None = None, types: list[str] | None = None,
+    client_id: str | None = None, data_contains: dict | None = None,
+    blob_keys: list[str] | None = None, before_client_id: str | None = None,
+) -> SessionRead:
+    """Session, thread state, scoped states, newest `limit` history events (oldest first),
+    optionally only those at or after `after`, and the named blobs. Cost follows `limit`."""
+    check_identity(identity)
+    session = session_find(workspace=workspace, identity=identity)
+    thread = thread_of(session, identity.thread)
+    qs = history_events(thread=thread)
+    if after is not None:
+        qs = qs.filter(occurred_at__gte=after)
+    if types:
+        qs = qs.filter(type__in=types)
+    if client_id is not None:
+        qs = qs.filter(client_id=client_id)
+    if before_client_id is not None:
+        # Older than the event with that client id (LangGraph's list(before=...)).
+        bound = Event.objects.filter(thread=thread, client_id=before_client_id).values_list("seq", flat=True)
+        qs = qs.filter(seq__lt=Subquery(bound[:1]))
+    if data_contains is not None:
+        if not isinstance(data_contains, dict):
+            raise InvalidInput("data_contains must be a JSON object.", details={"data_contains": "object"})
+        qs = qs.annotate(data_json=Cast("data", JSONField())).filter(data_contains_q(data_contains))
+    newest = qs.order_by("-seq")
+    rows = list(newest[:limit] if limit is not None else newest)
+    rows.reverse()
+    blobs = list(ThreadBlob.objects.filter(thread=thread, key__in=blob_keys)) if blob_keys else []
+    return SessionRead(
+        session=session, thread=thread,
+        scopes=scoped_states(workspace=workspace, app=identity.app, user_id=identity.user_id),
+        events=rows, blobs=blobs)
+
+
+def sessions_list(
+    *, workspace: Workspace, app: str, user_id: str | None = None, thread: str = "main",
+    cursor: str | None = None, limit: int = 50,
+) -> tuple[list[tuple[Session, Thread | None]], str | None]:
+    """Sessions of an app (and user), newest activity first, each with its thread's state.
+
+    The cursor is the (last_activity_at, id) of the last row of the previous page."""
+    qs = Session.objects.filter(workspace=workspace, app=app)
+    if user_id is not None:
+        qs = qs.filter(user_id=user_id)
+    if cursor:
+        try:
+            stamp, _, pk = cursor.rpartition("|")
+            at = datetime.fromisoformat(stamp)
+            last_pk = int(pk)
+        except ValueError as exc:
+            raise InvalidInput("cursor is not one this API gave out.", details={"cursor": cursor}) from exc
+        qs = qs.filter(Q(last_activity_at__lt=at) | Q(last_activity_at=at, id__lt=last_pk))
+    page = list(qs.order_by("-last_activity_at", "-id")[: limit + 1])
+    more = len(page) > limit
+    page = page[:limit]
+    threads = {t.session_id: t for t in Thread.objects.filter(session__in=page, name=thread)}
+    next_cursor = f"{page[-1].last_activity_at.isoformat()}|{page[-1].pk}" if more else None
+    return [(s, threads.get(s.pk)) for s in page], next_cursor
+
+
+def blobs_get(*, workspace: Workspace, identity: Identity, keys: list[str],
+              prefixes: list[str] | None = None) -> list[ThreadBlob]:
+    """The blobs with the given keys or starting with one of the prefixes, by key."""
+    if len(keys) + len(prefixes or []) > MAX_BLOBS_PER_COMMIT:
+        raise InvalidInput(f"At most {MAX_BLOBS_PER_COMMIT} keys and prefixes.", details={"blob": "too many"})
+    session = session_find(workspace=workspace, identity=identity)
+    thread = thread_of(session, identity.thread)
+    wanted = Q(key__in=keys)
+    for prefix in prefixes or []:
+        if prefix:
+            wanted |= Q(key__startswith=prefix)
+    return list(ThreadBlob.objects.filter(wanted, thread=thread).order_by("key"))

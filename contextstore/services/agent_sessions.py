@@ -14,12 +14,9 @@ import base64
 import hashlib
 import json
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import JSONField, Q, Subquery
-from django.db.models.functions import Cast
 from django.utils import timezone
 
 from contextstore import documents
@@ -34,11 +31,13 @@ from contextstore.models import (
     ThreadBlob,
     Workspace,
 )
-from contextstore.selectors.agent_sessions import (  # noqa: F401 - reads, used and re-exported here
-    data_contains_q,
+from contextstore.selectors.agent_sessions import (
+    MAX_BLOBS_PER_COMMIT,
+    Identity,
+    SessionRead,
+    check_identity,
     history_events,
     scoped_states,
-    scopes_for_users,
 )
 from contextstore.services import events as event_service
 from contextstore.services import sessions as session_service
@@ -46,16 +45,7 @@ from contextstore.services import state as state_service
 from contextstore.services import threads as thread_service
 from contextstore.services.common import Actor, audit, lock_thread
 
-MAX_BLOBS_PER_COMMIT = 500
 MAX_BLOB_BYTES = 16 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class Identity:
-    app: str
-    user_id: str
-    key: str
-    thread: str = "main"
 
 
 @dataclass
@@ -79,126 +69,10 @@ class CommitIn:
     create: bool = False  # make the session and thread when missing
 
 
-def _check_identity(identity: Identity) -> None:
-    for name, value, limit in (("app", identity.app, 200), ("user_id", identity.user_id, 255),
-                               ("key", identity.key, 255), ("thread", identity.thread, 200)):
-        if not isinstance(value, str) or len(value) > limit:
-            raise InvalidInput(f"{name} must be a string of at most {limit} characters.",
-                               details={name: f"at most {limit} characters"})
-    if not identity.key:
-        raise InvalidInput("key is required.", details={"key": "required"})
-    if not identity.thread:
-        raise InvalidInput("thread is required.", details={"thread": "required"})
-
-
 def _check_patch(name: str, patch: Any) -> None:
     if patch is not None and not isinstance(patch, dict):
         raise InvalidInput(f"{name} must be a JSON object (a merge patch).",
                            details={name: "must be an object"})
-
-
-# ------------------------------------------------------------------------------ reads
-
-def session_find(*, workspace: Workspace, identity: Identity) -> Session:
-    """Exact lookup by (app, user_id, key); never creates."""
-    session = Session.objects.filter(
-        workspace=workspace, app=identity.app, user_id=identity.user_id, key=identity.key
-    ).first()
-    if session is None:
-        raise NotFound("No such session.", details={"key": identity.key})
-    return session
-
-
-def _thread_of(session: Session, name: str) -> Thread:
-    thread = Thread.objects.filter(session=session, name=name).first()
-    if thread is None:
-        raise NotFound(f"The session has no thread {name!r}.", details={"thread": name})
-    return thread
-
-
-@dataclass
-class SessionRead:
-    session: Session
-    thread: Thread
-    scopes: dict[str, ScopedState | None]
-    events: list[Event]
-    blobs: list[ThreadBlob]
-
-
-def session_read(
-    *, workspace: Workspace, identity: Identity, limit: int | None = None,
-    after: datetime | None = None, types: list[str] | None = None,
-    client_id: str | None = None, data_contains: dict | None = None,
-    blob_keys: list[str] | None = None, before_client_id: str | None = None,
-) -> SessionRead:
-    """Session, thread state, scoped states, newest `limit` history events (oldest first),
-    optionally only those at or after `after`, and the named blobs. Cost follows `limit`."""
-    _check_identity(identity)
-    session = session_find(workspace=workspace, identity=identity)
-    thread = _thread_of(session, identity.thread)
-    qs = history_events(thread=thread)
-    if after is not None:
-        qs = qs.filter(occurred_at__gte=after)
-    if types:
-        qs = qs.filter(type__in=types)
-    if client_id is not None:
-        qs = qs.filter(client_id=client_id)
-    if before_client_id is not None:
-        # Older than the event with that client id (LangGraph's list(before=...)).
-        bound = Event.objects.filter(thread=thread, client_id=before_client_id).values_list("seq", flat=True)
-        qs = qs.filter(seq__lt=Subquery(bound[:1]))
-    if data_contains is not None:
-        if not isinstance(data_contains, dict):
-            raise InvalidInput("data_contains must be a JSON object.", details={"data_contains": "object"})
-        qs = qs.annotate(data_json=Cast("data", JSONField())).filter(data_contains_q(data_contains))
-    newest = qs.order_by("-seq")
-    rows = list(newest[:limit] if limit is not None else newest)
-    rows.reverse()
-    blobs = list(ThreadBlob.objects.filter(thread=thread, key__in=blob_keys)) if blob_keys else []
-    return SessionRead(
-        session=session, thread=thread,
-        scopes=scoped_states(workspace=workspace, app=identity.app, user_id=identity.user_id),
-        events=rows, blobs=blobs)
-
-
-def sessions_list(
-    *, workspace: Workspace, app: str, user_id: str | None = None, thread: str = "main",
-    cursor: str | None = None, limit: int = 50,
-) -> tuple[list[tuple[Session, Thread | None]], str | None]:
-    """Sessions of an app (and user), newest activity first, each with its thread's state.
-
-    The cursor is the (last_activity_at, id) of the last row of the previous page."""
-    qs = Session.objects.filter(workspace=workspace, app=app)
-    if user_id is not None:
-        qs = qs.filter(user_id=user_id)
-    if cursor:
-        try:
-            stamp, _, pk = cursor.rpartition("|")
-            at = datetime.fromisoformat(stamp)
-            last_pk = int(pk)
-        except ValueError as exc:
-            raise InvalidInput("cursor is not one this API gave out.", details={"cursor": cursor}) from exc
-        qs = qs.filter(Q(last_activity_at__lt=at) | Q(last_activity_at=at, id__lt=last_pk))
-    page = list(qs.order_by("-last_activity_at", "-id")[: limit + 1])
-    more = len(page) > limit
-    page = page[:limit]
-    threads = {t.session_id: t for t in Thread.objects.filter(session__in=page, name=thread)}
-    next_cursor = f"{page[-1].last_activity_at.isoformat()}|{page[-1].pk}" if more else None
-    return [(s, threads.get(s.pk)) for s in page], next_cursor
-
-
-def blobs_get(*, workspace: Workspace, identity: Identity, keys: list[str],
-              prefixes: list[str] | None = None) -> list[ThreadBlob]:
-    """The blobs with the given keys or starting with one of the prefixes, by key."""
-    if len(keys) + len(prefixes or []) > MAX_BLOBS_PER_COMMIT:
-        raise InvalidInput(f"At most {MAX_BLOBS_PER_COMMIT} keys and prefixes.", details={"blob": "too many"})
-    session = session_find(workspace=workspace, identity=identity)
-    thread = _thread_of(session, identity.thread)
-    wanted = Q(key__in=keys)
-    for prefix in prefixes or []:
-        if prefix:
-            wanted |= Q(key__startswith=prefix)
-    return list(ThreadBlob.objects.filter(wanted, thread=thread).order_by("key"))
 
 
 # ----------------------------------------------------------------------------- writes
@@ -273,7 +147,7 @@ def session_create(
 ) -> SessionRead:
     """Create-only: the session, its first thread with an initial state, and scoped state
     patches, in one transaction. An existing session is a 409 and nothing changes."""
-    _check_identity(identity)
+    check_identity(identity)
     for name, patch in (("state", state), ("app_state", app_state), ("user_state", user_state)):
         _check_patch(name, patch)
     if metadata is not None and not isinstance(metadata, dict):
@@ -317,7 +191,7 @@ def _request_hash(identity: Identity, commit: CommitIn) -> str:
 def session_commit(*, workspace: Workspace, identity: Identity, commit: CommitIn, actor: Actor) -> dict:
     """The atomic conditional append. Returns the answer (also stored under the batch id):
     appended events, the thread's revision and last seq, and the scoped states' revisions."""
-    _check_identity(identity)
+    check_identity(identity)
     for name, patch in (("state", commit.state), ("app_state", commit.app_state),
                         ("user_state", commit.user_state)):
         _check_patch(name, patch)
@@ -398,7 +272,7 @@ def retract_newest(*, workspace: Workspace, identity: Identity, actor: Actor) ->
 
     The row stays, with status `retracted`, for audit; it is returned, or None when the
     history is empty."""
-    _check_identity(identity)
+    check_identity(identity)
     with transaction.atomic():
         session = Session.objects.filter(
             workspace=workspace, app=identity.app, user_id=identity.user_id, key=identity.key).first()
@@ -425,7 +299,7 @@ def retract_newest(*, workspace: Workspace, identity: Identity, actor: Actor) ->
 
 def history_clear(*, workspace: Workspace, identity: Identity, actor: Actor) -> int:
     """OpenAI's clear_session: the history leaves the session (cleared, kept for audit)."""
-    _check_identity(identity)
+    check_identity(identity)
     session = Session.objects.filter(
         workspace=workspace, app=identity.app, user_id=identity.user_id, key=identity.key).first()
     thread = Thread.objects.filter(session=session, name=identity.thread).first() if session else None
@@ -436,7 +310,7 @@ def history_clear(*, workspace: Workspace, identity: Identity, actor: Actor) -> 
 
 def session_remove(*, workspace: Workspace, identity: Identity, actor: Actor) -> bool:
     """Delete the session (all threads); False when there was none."""
-    _check_identity(identity)
+    check_identity(identity)
     session = Session.objects.filter(
         workspace=workspace, app=identity.app, user_id=identity.user_id, key=identity.key).first()
     if session is None:

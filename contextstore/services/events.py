@@ -1,6 +1,5 @@
 import hashlib
 import json
-import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -8,12 +7,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, connection, transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from contextstore import selectors
-from contextstore.db import COPY_THRESHOLD, regex_guard
+from contextstore.db import COPY_THRESHOLD
 from contextstore.db import bulk_insert_events as _bulk_insert
 from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge
 from contextstore.models import RUNTIME_TYPES, AuditLog, Event, Run, Thread
@@ -320,35 +318,3 @@ def _step_results(objs: list[Event]) -> None:
         run.refresh_from_db(fields=["step_results"])
         run.step_results = {**run.step_results, **found}
         run.save(update_fields=["step_results"])
-
-
-def event_search(*, thread: Thread, first: int | None = None, **filters: Any) -> list[Event]:
-    """Nooa's events.query over the database: AND of filters, chronological, limit keeps newest.
-
-    `first` reads only the first n matches (one page of a keyset-paginated listing).
-
-    Evaluates the query (inside a statement timeout when a regex is given) and turns a bad
-    pattern or a timeout into a clear input error.
-    """
-    regex = filters.get("regex")
-    if regex:
-        try:
-            re.compile(regex)
-        except re.error as exc:
-            raise InvalidInput(f"Invalid regular expression: {exc}", details={"regex": str(exc)}) from exc
-    qs = selectors.thread_events(thread=thread, **filters)
-    if first is not None:
-        qs = qs[:first]
-    if not regex:
-        return list(qs)
-    try:
-        with regex_guard():
-            return list(qs)
-    except DatabaseError as exc:
-        message = str(exc).lower()
-        timed_out = isinstance(exc.__cause__, TimeoutError) or "user-defined function raised" in message
-        if timed_out or "statement timeout" in message or "canceling statement" in message:
-            raise InvalidInput("The regular expression took too long; narrow it down.",
-                               code="regex_timeout", details={"regex": regex}) from exc
-        raise InvalidInput(f"The database refused the regular expression: {exc}",
-                           details={"regex": regex}) from exc

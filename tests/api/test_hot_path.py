@@ -123,7 +123,7 @@ def test_the_orjson_renderer_writes_what_drf_writes():
 def test_text_search_on_a_big_thread_finds_what_the_plain_query_finds(
         monkeypatch, cap, thread, actor):
     from contextstore import selectors
-    from contextstore.services.events import event_search
+    from contextstore.selectors import event_search
 
     event_append(thread=thread, events=messages(12, words=6), actor=actor)
     event_append(thread=thread, events=[{"type": "Message", "content": "a rare QuokKa here"},

@@ -6,7 +6,8 @@ from django.test.utils import CaptureQueriesContext
 
 from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge
 from contextstore.models import AuditLog, Event, Run
-from contextstore.services.events import event_append, event_search
+from contextstore.selectors import event_search
+from contextstore.services.events import event_append
 from tests.conftest import messages
 
 

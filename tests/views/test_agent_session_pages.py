@@ -1,6 +1,7 @@
 """A framework session's page shows the app- and user-scoped state beside the thread's state."""
 
-from contextstore.services.agent_sessions import CommitIn, Identity, session_commit, session_create
+from contextstore.selectors.agent_sessions import Identity
+from contextstore.services.agent_sessions import CommitIn, session_commit, session_create
 
 WHO = Identity(app="shop", user_id="ann", key="s1")
 

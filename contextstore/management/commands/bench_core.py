@@ -21,12 +21,12 @@ from django.test import Client, override_settings
 
 from contextstore import documents
 from contextstore.models import Session, StateRevision, Thread
-from contextstore.selectors import rendering
+from contextstore.selectors import event_search, rendering
 from contextstore.selectors import renders as render_reads
 from contextstore.services import document as document_service
 from contextstore.services import renders
 from contextstore.services.common import Actor, lock_thread
-from contextstore.services.events import event_append, event_search
+from contextstore.services.events import event_append
 from contextstore.services.sessions import session_delete, session_ensure, thread_ensure
 from contextstore.services.state import state_write
 from contextstore.services.workspaces import api_token_create, workspace_ensure
