@@ -6,7 +6,8 @@ from datetime import datetime, time
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.core.serializers.json import DjangoJSONEncoder
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -15,6 +16,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from contextstore import selectors
 from contextstore.forms import EventFilterForm
+from contextstore.jsonstream import json_object_chunks
 from contextstore.llm_models import thread_model_settings
 from contextstore.models import (
     ContextBlock,
@@ -22,7 +24,7 @@ from contextstore.models import (
 )
 from contextstore.selectors import dashboard, rendering, timeline
 from contextstore.selectors.agent_sessions import scoped_states
-from contextstore.services.transfer import EVENT_FIELDS, thread_export
+from contextstore.services.transfer import EVENT_FIELDS, thread_export_parts
 from contextstore.views.access import can_edit, get_thread, visible_workspaces
 from contextstore.views.undo import offer_undo, take_undo
 
@@ -287,12 +289,19 @@ def model_view(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 def thread_export_view(request: HttpRequest, pk: int) -> HttpResponse:
     """The whole thread (contextstore JSON), or only the events at a selected range of
-    positions (both ends included; every status, so a summary's originals come along)."""
+    positions (both ends included; every status, so a summary's originals come along).
+
+    The whole thread streams: a few hundred events are serialised at a time, so memory does
+    not grow with the thread; the bytes are those `JsonResponse(thread_export(...))` wrote."""
     thread = get_thread(request, pk)
     start = _int(request.GET.get("start_position") or request.GET.get("start_seq"))
     end = _int(request.GET.get("end_position") or request.GET.get("end_seq"))
     if start is None or end is None:
-        data = thread_export(thread=thread)
+        head, events = thread_export_parts(thread=thread)
+        response = StreamingHttpResponse(
+            json_object_chunks(head, "events", events, dumps=_export_dumps, indent=2),
+            content_type="application/json")
+        response["X-Event-Count"] = str(thread.event_count)
         name = f"thread-{thread.pk}.json"
     else:
         start, end = min(start, end), max(start, end)
@@ -308,9 +317,24 @@ def thread_export_view(request: HttpRequest, pk: int) -> HttpResponse:
             ],
         }
         name = f"thread-{thread.pk}-{start}-{end}.json"
-    response = JsonResponse(data, json_dumps_params={"ensure_ascii": False, "indent": 2})
+        response = JsonResponse(data, json_dumps_params={"ensure_ascii": False, "indent": 2})
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response
+
+
+def _export_dumps(value: Any) -> bytes:
+    """As JsonResponse(..., json_dumps_params={"ensure_ascii": False, "indent": 2}) writes."""
+    return json.dumps(value, cls=DjangoJSONEncoder, ensure_ascii=False, indent=2).encode()
+
+
+@login_required
+def export_size(request: HttpRequest, pk: int) -> HttpResponse:
+    """Before the download: how many events the export holds and about how big it is."""
+    thread = get_thread(request, pk)
+    context = {"thread": thread, "session": thread.session, "workspace": thread.workspace,
+               "workspaces": visible_workspaces(request.user),
+               "size": dashboard.export_size(thread=thread)}
+    return render(request, "contextstore/export_size.html", context)
 
 
 def thread_url(thread: Thread) -> str:
