@@ -29,6 +29,7 @@ from contextstore.views.access import can_edit, get_thread, visible_workspaces
 from contextstore.views.undo import offer_undo, take_undo
 
 MAX_BUDGET = 2_000_000
+MODEL_VIEW_PAGE = 50  # messages per page of "what the model sees"
 # The side panel's sections, shown one at a time as tabs (app.js; without JS they stack).
 SIDE_TABS = [("context", "Context"), ("blocks", "Blocks"), ("state", "State"), ("runs", "Runs"),
              ("memory", "Memory")]
@@ -274,11 +275,23 @@ def model_view(request: HttpRequest, pk: int) -> HttpResponse:
     request.session[key] = current
     skipped = [{**x, "why": rendering.SKIP_REASONS.get(x["reason"], x["reason"])}
                for x in rendered["stats"]["skipped"]]
+    # The render is bounded by the budget; its messages are shown a page at a time, while the
+    # stats above them stay those of the whole render.
+    messages = rendered["messages"]
+    pages = max(1, -(-len(messages) // MODEL_VIEW_PAGE))
+    page = min(max(_int(request.GET.get("page")) or 1, 1), pages)
+    first = (page - 1) * MODEL_VIEW_PAGE
+    asked = _int(request.GET.get("budget"))
+    window = thread_model_settings(thread).context_window
     context = {
         "thread": thread, "session": thread.session, "workspace": thread.workspace,
         "rendered": rendered, "budget": budget, "previous_hash": previous, "skipped": skipped,
         "workspaces": visible_workspaces(request.user),
         "prefix_changed": previous is not None and previous != current,
+        "window": window, "capped_from": asked if asked is not None and asked > budget else None,
+        "shown": messages[first:first + MODEL_VIEW_PAGE], "page": page, "pages": pages,
+        "first": first + 1, "last": min(first + MODEL_VIEW_PAGE, len(messages)),
+        "message_count": len(messages),
     }
     template_name = "contextstore/model_view.html"
     if request.htmx:
