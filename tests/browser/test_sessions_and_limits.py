@@ -77,6 +77,10 @@ def test_filter_sessions_by_model_errors_cost_tokens_and_days(page, workspace, a
     shows(page, ["cheap-gpt"])
     expect(page.locator("input[name=active_to]")).to_have_value(str(timezone.localdate() - timedelta(days=2)))
     assert axe_violations(page) == []
+    page.set_viewport_size({"width": 390, "height": 844})
+    screenshot(page, "sessions-filtered-390")
+    assert axe_violations(page) == []
+    page.set_viewport_size({"width": 1280, "height": 800})
 
     # An upside-down range says what is wrong instead of showing a list.
     page.fill("input[name=cost_min]", "5")
