@@ -11,8 +11,21 @@ from typing import Any
 import regex as regex_module
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import BigIntegerField, Func
 
 from contextstore.models import Event
+
+
+class OctetLength(Func):
+    """The size of a text column in bytes (UTF-8), on both databases; NULL stays NULL.
+    PostgreSQL reads it from the value's header, without decompressing a TOASTed text."""
+
+    function = "OCTET_LENGTH"
+    output_field = BigIntegerField()
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        return self.as_sql(compiler, connection, template="LENGTH(CAST(%(expressions)s AS BLOB))", **extra)
+
 
 COPY_THRESHOLD = 20  # below this, one INSERT beats nextval + COPY
 

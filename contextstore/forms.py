@@ -3,7 +3,7 @@
 Forms only parse; every change is made by a service.
 """
 
-from datetime import datetime, timedelta
+from datetime import date, datetime, time, timedelta
 
 from django import forms
 from django.utils import timezone
@@ -31,20 +31,56 @@ def format_cursor(when: datetime, pk: int) -> str:
 
 
 class SessionFilterForm(forms.Form):
+    """The session list's search and filters; every field is optional and they combine."""
+
     ARCHIVED = (("", "Open"), ("yes", "Archived"), ("all", "All"))
     ACTIVE = (("", "Any time"), ("hour", "Last hour"), ("day", "Last day"))
 
     q = forms.CharField(required=False, max_length=200)
     agent = forms.CharField(required=False, max_length=200)
     user = forms.CharField(required=False, max_length=255)
+    model = forms.CharField(required=False, max_length=200)
     archived = forms.ChoiceField(required=False, choices=ARCHIVED)
     errors = forms.BooleanField(required=False)
     active = forms.ChoiceField(required=False, choices=ACTIVE)
+    cost_min = forms.DecimalField(required=False, min_value=0, max_digits=14, decimal_places=6,
+                                  label="Cost from")
+    cost_max = forms.DecimalField(required=False, min_value=0, max_digits=14, decimal_places=6,
+                                  label="Cost to")
+    tokens_min = forms.IntegerField(required=False, min_value=0, max_value=2**62, label="Tokens from")
+    tokens_max = forms.IntegerField(required=False, min_value=0, max_value=2**62, label="Tokens to")
+    active_from = forms.DateField(required=False, label="Active from")
+    active_to = forms.DateField(required=False, label="Active to")
 
-    def active_since(self) -> datetime | None:
-        delta = {"hour": timedelta(hours=1), "day": timedelta(days=1)}.get(
-            self.cleaned_data.get("active") or "")
-        return timezone.now() - delta if delta else None
+    def clean(self):
+        data = super().clean()
+        for low, high, what in (("cost_min", "cost_max", "cost"), ("tokens_min", "tokens_max", "tokens"),
+                                ("active_from", "active_to", "last activity")):
+            if data.get(low) is not None and data.get(high) is not None and data[low] > data[high]:
+                raise forms.ValidationError(f"The {what} range is upside down: 'from' is after 'to'.")
+        return data
+
+    def active_range(self) -> tuple[datetime | None, datetime | None]:
+        """[from, to) for last activity: the quick choice (last hour/day) and the typed days,
+        whole days in the server's time zone, `to` included; the narrower bound wins."""
+        data = self.cleaned_data
+        delta = {"hour": timedelta(hours=1), "day": timedelta(days=1)}.get(data.get("active") or "")
+        start = timezone.now() - delta if delta else None
+        if data.get("active_from"):
+            day = timezone.make_aware(datetime.combine(data["active_from"], time.min))
+            start = max(start, day) if start else day
+        end = None
+        if data.get("active_to") and data["active_to"] < date.max:
+            end = timezone.make_aware(datetime.combine(data["active_to"] + timedelta(days=1), time.min))
+        return start, end
+
+    def problems(self) -> list[str]:
+        """The errors as sentences naming the field, for the message above the list."""
+        out = []
+        for name, errors in self.errors.items():
+            label = self.fields[name].label or name.title() if name in self.fields else ""
+            out.extend(f"{label}: {e}" if label else e for e in errors)
+        return out
 
 
 class EventFilterForm(forms.Form):

@@ -125,6 +125,25 @@ class Session(ModelSettings):
         return self.title or self.key
 
 
+class SessionModel(models.Model):
+    """A model name the session's LLM calls reported (`data.model` of an LLMCallStart or
+    LLMComplete): the session list's model filter reads these rows, not the events.
+
+    Kept by services/history.py with the other session counters: added with the events that
+    name it, dropped only when the last thread that named it is deleted (retract, clear and
+    collapse keep the rows, as they keep the events)."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="models_used")
+    model = models.CharField(max_length=200)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "model"], name="session_model_unique")]
+        indexes = [models.Index(fields=["model", "session"], name="session_model_by_name")]
+
+    def __str__(self) -> str:
+        return self.model
+
+
 class InDocument:
     """One field of Thread.document, read as an attribute (thread.state, thread.summary).
 

@@ -15,6 +15,7 @@ urlpatterns = [
     path("threads/<int:pk>/calls/<int:seq>/sent/", calls.call_sent, name="call-sent"),
     path("threads/<int:pk>/calls/<int:seq>/diff/", calls.call_diff, name="call-diff"),
     path("threads/<int:pk>/export/", threads.thread_export_view, name="export"),
+    path("threads/<int:pk>/export/size/", threads.export_size, name="export-size"),
     path("threads/<int:pk>/collapses/<int:collapse_id>/", threads.collapse_detail, name="collapse"),
     path("threads/<int:pk>/collapses/<int:collapse_id>/undo/", actions.collapse_undo,
          name="collapse-undo"),

@@ -1,3 +1,6 @@
+import json
+from typing import Any
+
 import pytest
 from django.contrib.auth import get_user_model
 
@@ -62,3 +65,9 @@ def messages(n: int, *, start: int = 0, words: int = 60, **extra) -> list[dict]:
          "content": f"turn {start + i}: {body}", **extra}
         for i in range(n)
     ]
+
+
+def response_json(response) -> Any:
+    """The JSON body of a response, streamed (the exports) or not."""
+    raw = b"".join(response.streaming_content) if response.streaming else response.content
+    return json.loads(raw)

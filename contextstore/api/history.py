@@ -1,7 +1,7 @@
 """ThreadViewSet's history actions: collapse, window, fork, tokens, export and import
 (events and context stay in api/views.py)."""
 
-
+from django.http import HttpResponseBase, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
@@ -11,7 +11,9 @@ from rest_framework.response import Response
 
 from contextstore.api import serializers as s
 from contextstore.api.common import actor_of, body, parse
+from contextstore.api.renderers import ORJSONRenderer
 from contextstore.errors import InvalidInput
+from contextstore.jsonstream import json_object_chunks
 from contextstore.models import Collapse
 from contextstore.selectors import rendering
 from contextstore.services import (
@@ -85,12 +87,19 @@ class ThreadHistoryActions:
 
     @extend_schema(parameters=[s.ExportQuerySerializer], responses=OpenApiTypes.OBJECT)
     @action(detail=True, methods=["get"])
-    def export(self, request: Request, pk: str) -> Response:
+    def export(self, request: Request, pk: str) -> HttpResponseBase:
         query = parse(s.ExportQuerySerializer, request.query_params)
         thread = self.get_object()
         if query["format"] == "peteos":
             return Response(peteos.thread_to_peteos(thread=thread))
-        return Response(transfer.thread_export(thread=thread))
+        # Streamed a few hundred events at a time; the bytes are those the renderer wrote for
+        # the whole dict (ORJSONRenderer renders each part as it would inside the whole).
+        head, events = transfer.thread_export_parts(thread=thread)
+        render = ORJSONRenderer().render
+        response = StreamingHttpResponse(json_object_chunks(head, "events", events, dumps=render),
+                                         content_type="application/json")
+        response["X-Event-Count"] = str(thread.event_count)
+        return response
 
     @extend_schema(request=OpenApiTypes.OBJECT, parameters=[s.ImportQuerySerializer],
                    responses={201: s.ThreadSerializer},

@@ -5,6 +5,7 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -21,6 +22,7 @@ from contextstore.models import (
     ProviderState,
     Run,
     Session,
+    SessionModel,
     StateRevision,
     Thread,
     Workspace,
@@ -195,8 +197,15 @@ def block_versions(*, thread: Thread, name: str | None = None) -> QuerySet[Conte
 
 def workspace_sessions(
     *, workspace: Workspace, q: str | None = None, user_id: str | None = None,
-    agent: str | None = None, archived: bool | None = None,
+    agent: str | None = None, archived: bool | None = None, model: str | None = None,
+    errors: bool = False, cost: tuple[Decimal | None, Decimal | None] = (None, None),
+    tokens: tuple[int | None, int | None] = (None, None),
+    active: tuple[datetime | None, datetime | None] = (None, None),
 ) -> QuerySet[Session]:
+    """The workspace's sessions, filtered on their columns and counters only (cost, tokens,
+    errors, last activity; the model through SessionModel's (model, session) index), so a
+    filter costs the same however long the sessions' histories are. Ranges include both
+    ends; the activity range is [from, to)."""
     qs = Session.objects.filter(workspace=workspace)
     if q:
         qs = qs.filter(
@@ -208,7 +217,26 @@ def workspace_sessions(
         qs = qs.filter(agent=agent)
     if archived is not None:
         qs = qs.filter(archived=archived)
+    if model:
+        qs = qs.filter(pk__in=SessionModel.objects.filter(model=model).values("session_id"))
+    if errors:
+        qs = qs.filter(error_count__gt=0)
+    for field, (low, high) in (("cost_total", cost), ("token_total", tokens)):
+        if low is not None:
+            qs = qs.filter(**{f"{field}__gte": low})
+        if high is not None:
+            qs = qs.filter(**{f"{field}__lte": high})
+    if active[0] is not None:
+        qs = qs.filter(last_activity_at__gte=active[0])
+    if active[1] is not None:
+        qs = qs.filter(last_activity_at__lt=active[1])
     return qs.order_by("-last_activity_at", "-id")
+
+
+def workspace_models(*, workspace: Workspace, limit: int = 100) -> list[str]:
+    """Model names the workspace's sessions used, for the model filter's choices."""
+    return list(SessionModel.objects.filter(session__workspace=workspace).order_by("model")
+                .values_list("model", flat=True).distinct()[:limit])
 
 
 def session_threads(*, session: Session) -> QuerySet[Thread]:

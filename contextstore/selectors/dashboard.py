@@ -1,8 +1,14 @@
 """Reads behind the thread page's side panel and its range export; each is capped, none grows
 with history (views/threads.py lays them out)."""
 
-from django.db.models import QuerySet
+import json
+from dataclasses import dataclass
 
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db.models import Count, QuerySet, Sum
+from django.db.models.functions import Coalesce
+
+from contextstore.db import OctetLength
 from contextstore.models import (
     Clear,
     Collapse,
@@ -52,3 +58,33 @@ def range_events(*, thread: Thread, start: int, end: int, limit: int = 10_000) -
     """Every event (any status) at positions start..end, both ends included, in seq order."""
     return (thread.events.select_related("run").filter(position__gte=start, position__lte=end)
             .order_by("seq")[:limit])
+
+
+# The indented export's bytes for one event besides its texts: keys, quotes, indentation, ids.
+_EVENT_FRAME = len(json.dumps(
+    {"seq": 10**6, "position": 10**6, "type": "Message", "role": "assistant", "content": "",
+     "parts": None, "data": None, "call_id": "", "step": "", "anchor": "", "client_id": None,
+     "visible": True, "status": "active", "run_id": None, "occurred_at": "2026-01-01T00:00:00+00:00",
+     "collapse": None, "cleared_by": None}, indent=2).encode()) + 4 * 19 + 2  # 4 spaces a line, ",\n"
+TEXT_COLUMNS = ("content", "parts", "data", "call_id", "step", "anchor", "client_id")
+
+
+@dataclass
+class ExportSize:
+    events: int
+    bytes: int  # an estimate: the stored sizes plus the export's framing
+
+
+def export_size(*, thread: Thread) -> ExportSize:
+    """How many events a whole-thread export holds and about how many bytes it is, from one
+    aggregate over the thread's rows (byte sizes of the stored texts, no text read).
+    Estimated: JSON escapes and re-indented data/parts make the file somewhat bigger."""
+    sums = thread.events.aggregate(
+        count=Count("pk"),
+        **{c: Coalesce(Sum(OctetLength(c)), 0) for c in TEXT_COLUMNS})
+    # The head holds the thread's document (state, memory, summary, prompts...) once.
+    document = len(json.dumps(thread.document, cls=DjangoJSONEncoder, ensure_ascii=False,
+                              indent=2).encode())
+    texts = sum(sums[c] for c in TEXT_COLUMNS)
+    return ExportSize(events=sums["count"], bytes=texts + sums["count"] * _EVENT_FRAME + document + 1024)
+

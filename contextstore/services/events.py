@@ -240,6 +240,7 @@ def _append_folded(
             obj.pk = ids[obj.seq]
             obj._state.adding = False
         history.runs_count(objs)
+        history.models_seen(thread=thread, events=objs)
         _step_results(objs)
     return thread, objs, len(objs)
 

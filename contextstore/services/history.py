@@ -10,7 +10,9 @@ always equal a recount from the rows (see `counters_recount`, used by the proper
   active_tokens (visible rows with status active: the working context), last_event_at (when the
   newest row was written);
 - Session: thread_count, event_count, error_count, token_total, cost_total (of its threads'
-  rows; cost from LLMComplete events);
+  rows, any status; cost from LLMComplete events; error_count counts Error rows, so an error
+  stays counted after it is retracted, cleared or collapsed: the session had it); and the
+  set of model names its LLM calls reported (SessionModel rows, see `models_seen`);
 - Run: event_count, input_tokens, output_tokens, cost (of the rows that name the run).
 """
 
@@ -23,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db.models import Count, F, QuerySet, Sum
 
-from contextstore.models import Event, Run, Session, Thread
+from contextstore.models import Event, Run, Session, SessionModel, Thread
 from contextstore.usage import event_cost, event_usage, metric  # noqa: F401 - re-exported
 
 if TYPE_CHECKING:
@@ -92,6 +94,7 @@ def history_added(*, thread: Thread, events: list[Event], now: datetime, new_thr
     for qs, values in history_added_updates(thread=thread, events=events, now=now):
         qs.update(**values)
     runs_count(events)
+    models_seen(thread=thread, events=events)
 
 
 def history_added_updates(
@@ -143,6 +146,33 @@ def runs_count(events: list[Event]) -> None:
         )
 
 
+CALL_TYPES = ("LLMCallStart", "LLMComplete")
+
+
+def model_of(event: Event) -> str | None:
+    """The model an LLM-call event names (`data.model`, a non-empty string), cut to 200."""
+    if event.type not in CALL_TYPES or not isinstance(event.data, dict):
+        return None
+    value = event.data.get("model")
+    return value[:200] if isinstance(value, str) and value.strip() else None
+
+
+def models_seen(*, thread: Thread, events: Iterable[Event]) -> None:
+    """Record the model names new rows report on their session. Concurrent appends naming
+    the same model both insert; the unique (session, model) row makes the second a no-op.
+    No query at all when no row names a model (the usual append)."""
+    names = {name for e in events if (name := model_of(e)) is not None}
+    if names:
+        SessionModel.objects.bulk_create(
+            [SessionModel(session_id=thread.session_id, model=n) for n in sorted(names)],
+            ignore_conflicts=True)
+
+
+def _models_of(events: QuerySet[Event]) -> set[str]:
+    return {name for e in events.filter(type__in=CALL_TYPES).only("type", "data").iterator(chunk_size=2000)
+            if (name := model_of(e)) is not None}
+
+
 @dataclass
 class Moved:
     """Visible events that entered or left the working context, by count and tokens."""
@@ -189,6 +219,11 @@ def thread_removed(*, thread: Thread, now: datetime) -> None:
         token_total=F("token_total") - (totals["tokens"] or 0),
         cost_total=F("cost_total") - cost, last_activity_at=now,
     )
+    gone = _models_of(events)
+    if gone:  # keep the names another thread of the session still reports
+        gone -= _models_of(Event.objects.filter(thread__session_id=thread.session_id)
+                           .exclude(thread=thread))
+        SessionModel.objects.filter(session_id=thread.session_id, model__in=gone).delete()
 
 
 # --- recount (tests, repair) -------------------------------------------------------------------
@@ -202,7 +237,7 @@ RUN_COUNTERS = ("event_count", "input_tokens", "output_tokens", "cost")
 def counters_recount(*, session: Session) -> dict[str, Any]:
     """Every counter of a session, its threads and runs, recomputed from the rows: what the
     stored counters must equal. Reads everything, so it is for tests and repairs only."""
-    result: dict[str, Any] = {"threads": {}, "runs": {}}
+    result: dict[str, Any] = {"threads": {}, "runs": {}, "models": set()}
     session_totals = {k: 0 for k in SESSION_COUNTERS}
     session_totals["cost_total"] = Decimal(0)
     runs: dict[int, dict[str, Any]] = {}
@@ -223,6 +258,8 @@ def counters_recount(*, session: Session) -> dict[str, Any]:
             session_totals["token_total"] += e.token_count
             session_totals["error_count"] += e.type == "Error"
             session_totals["cost_total"] += event_cost(e)
+            if (name := model_of(e)) is not None:
+                result["models"].add(name)
             if e.run_id is not None:
                 run = runs.setdefault(e.run_id, {"event_count": 0, "input_tokens": 0,
                                                  "output_tokens": 0, "cost": Decimal(0)})
@@ -249,4 +286,5 @@ def counters_stored(*, session: Session) -> dict[str, Any]:
         "runs": {r["pk"]: {k: r[k] for k in RUN_COUNTERS}
                  for r in Run.objects.filter(thread__session=session).values("pk", *RUN_COUNTERS)},
         "session": {k: getattr(session, k) for k in SESSION_COUNTERS},
+        "models": set(SessionModel.objects.filter(session=session).values_list("model", flat=True)),
     }

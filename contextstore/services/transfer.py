@@ -1,5 +1,6 @@
 """Export and import of whole threads: contextstore JSON (everything) and peteos context JSON."""
 
+from collections.abc import Iterator
 from typing import Any
 
 from django.db import DataError, IntegrityError, transaction
@@ -35,17 +36,27 @@ def _iso(value: Any) -> str | None:
 
 
 def thread_export(*, thread: Thread) -> dict[str, Any]:
-    """Everything about a thread, every event (collapsed and cleared too), blocks, collapses."""
+    """Everything about a thread, every event (collapsed and cleared too), blocks, collapses.
+    Builds it all in memory; the dashboard and the API stream it instead (thread_export_parts)."""
+    head, events = thread_export_parts(thread=thread)
+    return {**head, "events": list(events)}
+
+
+EXPORT_CHUNK = 2000  # event rows fetched per round trip while an export streams
+
+
+def thread_export_parts(*, thread: Thread) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]:
+    """The export as its head (every member but "events", in order) and an iterator of its
+    events, read a chunk at a time: `{**head, "events": list(events)}` is thread_export.
+
+    The events are those up to the newest seq when the head was read, so an append while the
+    export streams is not half in it; `thread.last_seq` and `thread.event_count` are read
+    afresh with it, so `thread.event_count` is how many events the iterator yields."""
     session = thread.session
-    events = []
-    for e in thread.events.select_related("run").order_by("seq").iterator(chunk_size=2000):
-        item = {f: getattr(e, f) for f in EVENT_FIELDS}
-        item["run_id"] = e.run.run_id if e.run else None
-        item["occurred_at"] = _iso(e.occurred_at)
-        item["collapse"] = e.collapse_id
-        item["cleared_by"] = e.cleared_by_id
-        events.append(item)
-    return {
+    fresh = Thread.objects.filter(pk=thread.pk).values("last_seq", "event_count").first() or {}
+    thread.last_seq = fresh.get("last_seq", thread.last_seq)
+    thread.event_count = fresh.get("event_count", thread.event_count)
+    head = {
         "format": FORMAT,
         "version": VERSION,
         "exported_at": timezone.now().isoformat(),
@@ -70,8 +81,20 @@ def thread_export(*, thread: Thread) -> dict[str, Any]:
              "tokens": c.tokens, "created_at": _iso(c.created_at), "undone_at": _iso(c.undone_at)}
             for c in thread.clears.order_by("pk")
         ],
-        "events": events,
     }
+    return head, _export_events(thread, thread.last_seq)
+
+
+def _export_events(thread: Thread, last_seq: int) -> Iterator[dict[str, Any]]:
+    rows = (thread.events.filter(seq__lte=last_seq).select_related("run").order_by("seq")
+            .iterator(chunk_size=EXPORT_CHUNK))
+    for e in rows:
+        item = {f: getattr(e, f) for f in EVENT_FIELDS}
+        item["run_id"] = e.run.run_id if e.run else None
+        item["occurred_at"] = _iso(e.occurred_at)
+        item["collapse"] = e.collapse_id
+        item["cleared_by"] = e.cleared_by_id
+        yield item
 
 
 EVENT_INPUT_FIELDS = ("type", "role", "content", "parts", "data", "call_id", "step", "anchor",

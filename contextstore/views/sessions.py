@@ -40,18 +40,25 @@ def session_list(request: HttpRequest) -> HttpResponse:
     sessions: list[Session] = []
     next_cursor = None
     agents: list[str] = []
+    models: list[str] = []
+    valid = form.is_valid() if form.is_bound else True
     if workspace is not None:
-        data = form.cleaned_data if form.is_valid() else {}
+        agents = list(
+            Session.objects.filter(workspace=workspace).exclude(agent="")
+            .order_by("agent").values_list("agent", flat=True).distinct()[:100]
+        )
+        models = selectors.workspace_models(workspace=workspace)
+    if workspace is not None and valid:
+        data = form.cleaned_data if form.is_bound else {}
         archived = {"": False, "yes": True, "all": None}.get(data.get("archived") or "", False)
         qs = selectors.workspace_sessions(
             workspace=workspace, q=data.get("q") or None, agent=data.get("agent") or None,
-            user_id=data.get("user") or None, archived=archived,
+            user_id=data.get("user") or None, archived=archived, model=data.get("model") or None,
+            errors=bool(data.get("errors")),
+            cost=(data.get("cost_min"), data.get("cost_max")),
+            tokens=(data.get("tokens_min"), data.get("tokens_max")),
+            active=form.active_range() if data else (None, None),
         )
-        if data.get("errors"):
-            qs = qs.filter(error_count__gt=0)
-        since = form.active_since() if data else None
-        if since is not None:
-            qs = qs.filter(last_activity_at__gte=since)
         field, descending = _sort(sort)
         qs = qs.order_by(f"-{field}" if descending else field, "-id" if descending else "id")
         cursor = _parse_sort_cursor(field, request.GET.get("before"))
@@ -65,10 +72,6 @@ def session_list(request: HttpRequest) -> HttpResponse:
             sessions = sessions[:PAGE_SIZE]
             last = sessions[-1]
             next_cursor = _format_sort_cursor(getattr(last, field), last.pk)
-        agents = list(
-            Session.objects.filter(workspace=workspace).exclude(agent="")
-            .order_by("agent").values_list("agent", flat=True).distinct()[:100]
-        )
     params = request.GET.copy()
     params.pop("before", None)
     params.pop("ws", None)
@@ -81,6 +84,8 @@ def session_list(request: HttpRequest) -> HttpResponse:
         "form": form,
         "sessions": sessions,
         "agents": agents,
+        "models": models,
+        "problems": [] if valid else form.problems(),
         "next_cursor": next_cursor,
         "query": params.urlencode(),
         "paged": cursor is not None,
@@ -88,8 +93,14 @@ def session_list(request: HttpRequest) -> HttpResponse:
     template_name = "contextstore/session_list.html"
     if request.htmx:
         # "Load more" asks for the next rows only; search, filters and refresh for the table body.
-        template_name += "#rows" if request.GET.get("before") else "#results"
-    return render(request, template_name, context)
+        template_name += "#rows" if request.GET.get("before") and valid else "#results"
+    # Filters that do not parse: the list says which and why, shows no rows, and answers 400
+    # (the htmx config swaps 4xx; HX-Retarget tells app.js this answer was written for it).
+    response = render(request, template_name, context, status=200 if valid else 400)
+    if not valid:
+        response["HX-Retarget"] = "#results"
+        response["HX-Reswap"] = "outerHTML"
+    return response
 
 
 @login_required

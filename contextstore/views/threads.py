@@ -6,7 +6,8 @@ from datetime import datetime, time
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.core.serializers.json import DjangoJSONEncoder
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -15,6 +16,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from contextstore import selectors
 from contextstore.forms import EventFilterForm
+from contextstore.jsonstream import json_object_chunks
 from contextstore.llm_models import thread_model_settings
 from contextstore.models import (
     ContextBlock,
@@ -22,11 +24,12 @@ from contextstore.models import (
 )
 from contextstore.selectors import dashboard, rendering, timeline
 from contextstore.selectors.agent_sessions import scoped_states
-from contextstore.services.transfer import EVENT_FIELDS, thread_export
+from contextstore.services.transfer import EVENT_FIELDS, thread_export_parts
 from contextstore.views.access import can_edit, get_thread, visible_workspaces
 from contextstore.views.undo import offer_undo, take_undo
 
 MAX_BUDGET = 2_000_000
+MODEL_VIEW_PAGE = 50  # messages per page of "what the model sees"
 # The side panel's sections, shown one at a time as tabs (app.js; without JS they stack).
 SIDE_TABS = [("context", "Context"), ("blocks", "Blocks"), ("state", "State"), ("runs", "Runs"),
              ("memory", "Memory")]
@@ -272,11 +275,23 @@ def model_view(request: HttpRequest, pk: int) -> HttpResponse:
     request.session[key] = current
     skipped = [{**x, "why": rendering.SKIP_REASONS.get(x["reason"], x["reason"])}
                for x in rendered["stats"]["skipped"]]
+    # The render is bounded by the budget; its messages are shown a page at a time, while the
+    # stats above them stay those of the whole render.
+    messages = rendered["messages"]
+    pages = max(1, -(-len(messages) // MODEL_VIEW_PAGE))
+    page = min(max(_int(request.GET.get("page")) or 1, 1), pages)
+    first = (page - 1) * MODEL_VIEW_PAGE
+    asked = _int(request.GET.get("budget"))
+    window = thread_model_settings(thread).context_window
     context = {
         "thread": thread, "session": thread.session, "workspace": thread.workspace,
         "rendered": rendered, "budget": budget, "previous_hash": previous, "skipped": skipped,
         "workspaces": visible_workspaces(request.user),
         "prefix_changed": previous is not None and previous != current,
+        "window": window, "capped_from": asked if asked is not None and asked > budget else None,
+        "shown": messages[first:first + MODEL_VIEW_PAGE], "page": page, "pages": pages,
+        "first": first + 1, "last": min(first + MODEL_VIEW_PAGE, len(messages)),
+        "message_count": len(messages),
     }
     template_name = "contextstore/model_view.html"
     if request.htmx:
@@ -287,12 +302,19 @@ def model_view(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 def thread_export_view(request: HttpRequest, pk: int) -> HttpResponse:
     """The whole thread (contextstore JSON), or only the events at a selected range of
-    positions (both ends included; every status, so a summary's originals come along)."""
+    positions (both ends included; every status, so a summary's originals come along).
+
+    The whole thread streams: a few hundred events are serialised at a time, so memory does
+    not grow with the thread; the bytes are those `JsonResponse(thread_export(...))` wrote."""
     thread = get_thread(request, pk)
     start = _int(request.GET.get("start_position") or request.GET.get("start_seq"))
     end = _int(request.GET.get("end_position") or request.GET.get("end_seq"))
     if start is None or end is None:
-        data = thread_export(thread=thread)
+        head, events = thread_export_parts(thread=thread)
+        response = StreamingHttpResponse(
+            json_object_chunks(head, "events", events, dumps=_export_dumps, indent=2),
+            content_type="application/json")
+        response["X-Event-Count"] = str(thread.event_count)
         name = f"thread-{thread.pk}.json"
     else:
         start, end = min(start, end), max(start, end)
@@ -308,9 +330,24 @@ def thread_export_view(request: HttpRequest, pk: int) -> HttpResponse:
             ],
         }
         name = f"thread-{thread.pk}-{start}-{end}.json"
-    response = JsonResponse(data, json_dumps_params={"ensure_ascii": False, "indent": 2})
+        response = JsonResponse(data, json_dumps_params={"ensure_ascii": False, "indent": 2})
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response
+
+
+def _export_dumps(value: Any) -> bytes:
+    """As JsonResponse(..., json_dumps_params={"ensure_ascii": False, "indent": 2}) writes."""
+    return json.dumps(value, cls=DjangoJSONEncoder, ensure_ascii=False, indent=2).encode()
+
+
+@login_required
+def export_size(request: HttpRequest, pk: int) -> HttpResponse:
+    """Before the download: how many events the export holds and about how big it is."""
+    thread = get_thread(request, pk)
+    context = {"thread": thread, "session": thread.session, "workspace": thread.workspace,
+               "workspaces": visible_workspaces(request.user),
+               "size": dashboard.export_size(thread=thread)}
+    return render(request, "contextstore/export_size.html", context)
 
 
 def thread_url(thread: Thread) -> str:

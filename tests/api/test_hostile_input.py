@@ -12,7 +12,7 @@ from django.db import connection
 
 from contextstore.models import Event
 from contextstore.services.events import event_append
-from tests.conftest import messages
+from tests.conftest import messages, response_json
 
 DEEP = "[" * 10_000 + "]" * 10_000
 
@@ -199,7 +199,7 @@ def test_an_import_with_an_unstorable_date_time_is_refused(api_client, filled, a
     from contextstore.services.collapses import collapse_create
 
     collapse_create(thread=filled, start_position=1, end_position=2, summary_text="s", actor=actor)
-    export = api_client.get(f"/api/v1/threads/{filled.pk}/export/").json()
+    export = response_json(api_client.get(f"/api/v1/threads/{filled.pk}/export/"))
     export["collapses"][0]["undone_at"] = stamp
     before = counts()
     response = api_client.post("/api/v1/threads/import/?name=copy", export, format="json")

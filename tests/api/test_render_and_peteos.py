@@ -1,5 +1,5 @@
 from contextstore.models import Thread
-from tests.conftest import messages
+from tests.conftest import messages, response_json
 
 
 def test_blocks_are_put_listed_rendered_and_deleted(api_client, thread, thread_url):
@@ -73,7 +73,7 @@ def test_fork_copies_a_position_range_into_a_new_thread(api_client, thread, thre
 def test_export_and_import_round_trip_in_both_formats(api_client, thread, thread_url):
     api_client.post(f"{thread_url}events/", {"events": messages(3, words=5)}, format="json")
     api_client.put(f"{thread_url}state/", {"state": {"k": [1, 2]}}, format="json")
-    exported = api_client.get(f"{thread_url}export/").json()
+    exported = response_json(api_client.get(f"{thread_url}export/"))
     assert exported["format"] == "contextstore" and len(exported["events"]) == 3
     imported = api_client.post("/api/v1/threads/import/?session_key=copy&name=restored", exported,
                                format="json")

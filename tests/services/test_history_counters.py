@@ -29,12 +29,14 @@ keys = itertools.count()
 EVENT = st.one_of(
     st.builds(lambda n: {"type": "Message", "role": "user", "content": "word " * n}, st.integers(0, 30)),
     st.builds(lambda n: {"type": "Error", "content": f"failed {n}"}, st.integers(0, 9)),
-    st.builds(lambda n: {"type": "LLMCallStart", "content": "calling"}, st.integers(0, 1)),
-    st.builds(lambda i, o, c, r: {"type": "LLMComplete", "run_id": r, "content": "done",
-                                  "data": {"input_tokens": i, "output_tokens": o,
-                                           "cost": str(Decimal(c) / 10**6)}},
+    # The model names go to the session's SessionModel rows (the session list's model filter).
+    st.builds(lambda m: {"type": "LLMCallStart", "content": "calling", "data": {"model": m}},
+              st.sampled_from(["m-start", "", None])),
+    st.builds(lambda i, o, c, r, m: {"type": "LLMComplete", "run_id": r, "content": "done",
+                                     "data": {"input_tokens": i, "output_tokens": o,
+                                              "cost": str(Decimal(c) / 10**6), "model": m}},
               st.integers(0, 5000), st.integers(0, 900), st.integers(0, 99_999),
-              st.sampled_from(["r1", "r2"])),
+              st.sampled_from(["r1", "r2"]), st.sampled_from(["m1", "m2", "ü-model", None])),
     st.builds(lambda r, s: {"type": "StepResult", "run_id": r, "step": s, "content": "ok"},
               st.sampled_from(["r1", "r2"]), st.sampled_from(["plan", "act"])),
 )
