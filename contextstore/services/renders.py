@@ -55,32 +55,54 @@ def _version_ids(thread: Thread, shown: list[tuple[ContextBlock, str]]) -> dict[
     return found
 
 
+def _insert(record: RenderRecord) -> RenderRecord:
+    """INSERT the record in one statement. On PostgreSQL the statement also turns off waiting
+    for its commit's WAL flush, which is most of a record's cost: the record is still durable
+    before anything that names it, since the LLM-call event that carries its render_id commits
+    synchronously and WAL is flushed in order (a crash in the ~200 ms between could lose a
+    record nothing references yet). One statement, not BEGIN / SET LOCAL / INSERT / COMMIT:
+    under load each round trip costs about what the insert itself does."""
+    fields = RenderRecord._meta.concrete_fields
+    values = [f.get_db_prep_save(f.pre_save(record, True), connection) for f in fields]
+    quote = connection.ops.quote_name
+    sql = (f"INSERT INTO {quote(RenderRecord._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
+           f"SELECT {', '.join(['%s'] * len(fields))}")
+    if connection.vendor == "postgresql":
+        # set_config(..., true) is SET LOCAL: it ends with this statement's transaction.
+        sql += " WHERE set_config('synchronous_commit', 'off', true) IS NOT NULL"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)
+    record._state.adding, record._state.db = False, connection.alias
+    return record
+
+
 def render_record(*, thread: Thread, rendered: rendering.Rendered, actor: Actor) -> RenderRecord:
-    """Keep what this render gave the model. Immutable once written."""
+    """Keep what this render gave the model. Immutable once written.
+
+    Usually one statement: the INSERT. With blocks shown, one more reads their version ids;
+    with a summary or live blocks, one more keeps their texts (then all in one transaction).
+    Nothing the render loaded is read again, and each text is hashed once.
+    """
     shown = rendered.prefix.shown + rendered.suffix.shown
-    expr_texts = [t for b, t in shown if b.expr is not None]
+    texts = [t for b, t in shown if b.expr is not None] + ([rendered.summary] if rendered.summary else [])
+    if not texts:
+        return _record(thread=thread, rendered=rendered, actor=actor, shown=shown, hashes=[])
     with transaction.atomic():
-        if connection.vendor == "postgresql":
-            # The commit's WAL flush is most of a record's cost. Without waiting for it the
-            # record is still durable before anything that names it: the LLM-call event that
-            # carries its render_id commits synchronously, and WAL is flushed in order. A crash
-            # in the ~200 ms between could lose a record that nothing references yet.
-            with connection.cursor() as cursor:
-                cursor.execute("SET LOCAL synchronous_commit = off")
         return _record(thread=thread, rendered=rendered, actor=actor, shown=shown,
-                       expr_texts=expr_texts)
+                       hashes=texts_keep(texts))
 
 
 def _record(*, thread: Thread, rendered: rendering.Rendered, actor: Actor,
-            shown: list[tuple[ContextBlock, str]], expr_texts: list[str]) -> RenderRecord:
+            shown: list[tuple[ContextBlock, str]], hashes: list[str]) -> RenderRecord:
     body = rendered.body
     stats = body["stats"]
     ids = _version_ids(thread, shown)
-    texts_keep(expr_texts + ([rendered.summary] if rendered.summary else []))
+    # the hashes of the live blocks' texts, in the order shown, then the summary's
+    live = iter(hashes)
 
     def blocks(section: rendering.Section) -> list[list[Any]]:
-        return [[ids[(b.name, b.version)]] + ([sha256(t)] if b.expr is not None else [])
-                for b, t in section.shown]
+        return [[ids[(b.name, b.version)]] + ([next(live)] if b.expr is not None else [])
+                for b, _ in section.shown]
 
     sections = stats["sections"]
     spec = {
@@ -89,18 +111,18 @@ def _record(*, thread: Thread, rendered: rendering.Rendered, actor: Actor,
         "options": rendered.options,
         "prefix": blocks(rendered.prefix),
         "suffix": blocks(rendered.suffix),
-        "summary": sha256(rendered.summary) if rendered.summary else None,
+        "summary": next(live) if rendered.summary else None,
         "events": pack_events([i.event for unit in rendered.units for i in unit]),
         "tokens": {k: sections[k]["tokens"] for k in ("prefix", "summary", "history", "suffix")},
         "left_out": len(stats["skipped"]),
         "fits": stats["fits"],
     }
-    return RenderRecord.objects.create(
+    return _insert(RenderRecord(
         workspace_id=thread.workspace_id, thread=thread, format=body["format"],
         max_tokens=stats["max_tokens"], total_tokens=stats["total_tokens"],
         prefix_hash=stats["prefix_hash"], thread_revision=thread.revision, spec=spec,
         actor=actor.label[:200],
-    )
+    ))
 
 
 # ------------------------------------------------------------------ LLM call links

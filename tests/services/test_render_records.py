@@ -147,3 +147,37 @@ def test_event_references_pack_and_unpack_exactly():
     packed = render_reads.pack_events(events)
     assert render_reads.unpack_events(packed) == pairs
     assert packed == [[10, 1], 2, [2], [76, 1], [-70, 3], 3]
+
+
+def test_a_record_is_one_statement_and_reads_nothing_the_render_loaded(
+        thread, actor, django_assert_num_queries):
+    event_append(thread=thread, actor=actor, events=messages(5))
+    thread.refresh_from_db()
+    rendered = rendering.render(thread=thread, max_tokens=5000)
+    with django_assert_num_queries(1):
+        kept = renders.render_record(thread=thread, rendered=rendered, actor=actor)
+    stored = RenderRecord.objects.get(pk=kept.pk)
+    assert (stored.spec, stored.format, stored.total_tokens, stored.prefix_hash, stored.created_at) == (
+        kept.spec, kept.format, kept.total_tokens, kept.prefix_hash, kept.created_at)
+    assert same(rendered.body, render_reads.render_rebuild(record=stored))
+    # blocks with fixed values add the read of their version ids, nothing else
+    block_upsert(thread=thread, name="persona", value="Be brief.", placement="prefix", actor=actor)
+    thread.refresh_from_db()
+    rendered = rendering.render(thread=thread, max_tokens=5000)
+    with django_assert_num_queries(2):
+        renders.render_record(thread=thread, rendered=rendered, actor=actor)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_record_leaves_the_connections_commit_setting_alone(thread, actor):
+    from django.db import connection
+
+    event_append(thread=thread, actor=actor, events=messages(3))
+    thread.refresh_from_db()
+    renders.render_record(thread=thread, rendered=rendering.render(thread=thread, max_tokens=500),
+                          actor=actor)
+    assert RenderRecord.objects.count() == 1
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW synchronous_commit")
+            assert cursor.fetchone()[0] == "on"
