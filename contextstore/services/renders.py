@@ -10,7 +10,7 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import Q
 
 from contextstore.errors import InvalidInput
@@ -37,13 +37,17 @@ def texts_keep(texts: list[str]) -> list[str]:
 def _version_ids(thread: Thread, shown: list[tuple[ContextBlock, str]]) -> dict[tuple[str, int], int]:
     """Version row ids for the blocks shown; a block made without one (an older fork or import)
     gets its version kept now, so the record can always name it."""
-    if not shown:
-        return {}
+    # The render read each block's version id with the block (version_pk); a block from
+    # elsewhere is looked up.
+    found = {(b.name, b.version): b.version_pk for b, _ in shown if getattr(b, "version_pk", None)}
+    missing = [b for b, _ in shown if (b.name, b.version) not in found]
+    if not missing:
+        return found
     cond = Q()
-    for block, _ in shown:
+    for block in missing:
         cond |= Q(name=block.name, version=block.version)
-    found = {(v.name, v.version): v.pk for v in
-             ContextBlockVersion.objects.filter(thread=thread).filter(cond).only("pk", "name", "version")}
+    found.update({(v.name, v.version): v.pk for v in ContextBlockVersion.objects.filter(
+        thread=thread).filter(cond).only("pk", "name", "version")})
     for block, _ in shown:
         if (block.name, block.version) not in found:
             kept, _ = ContextBlockVersion.objects.get_or_create(
@@ -79,17 +83,17 @@ def _insert(record: RenderRecord) -> RenderRecord:
 def render_record(*, thread: Thread, rendered: rendering.Rendered, actor: Actor) -> RenderRecord:
     """Keep what this render gave the model. Immutable once written.
 
-    Usually one statement: the INSERT. With blocks shown, one more reads their version ids;
-    with a summary or live blocks, one more keeps their texts (then all in one transaction).
-    Nothing the render loaded is read again, and each text is hashed once.
+    One statement, the INSERT; with a summary or live blocks, one more keeps their texts.
+    Nothing the render loaded is read again (block version ids came with the blocks), and
+    each text is hashed once.
     """
     shown = rendered.prefix.shown + rendered.suffix.shown
     texts = [t for b, t in shown if b.expr is not None] + ([rendered.summary] if rendered.summary else [])
-    if not texts:
-        return _record(thread=thread, rendered=rendered, actor=actor, shown=shown, hashes=[])
-    with transaction.atomic():
-        return _record(thread=thread, rendered=rendered, actor=actor, shown=shown,
-                       hashes=texts_keep(texts))
+    # Kept before the record and outside its statement: a text is immutable and content-addressed,
+    # so one kept for a record that then fails harms nothing, and a text already kept (the usual
+    # case: the summary changes seldom) writes nothing and commits nothing.
+    hashes = texts_keep(texts)
+    return _record(thread=thread, rendered=rendered, actor=actor, shown=shown, hashes=hashes)
 
 
 def _record(*, thread: Thread, rendered: rendering.Rendered, actor: Actor,

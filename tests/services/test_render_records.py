@@ -160,11 +160,11 @@ def test_a_record_is_one_statement_and_reads_nothing_the_render_loaded(
     assert (stored.spec, stored.format, stored.total_tokens, stored.prefix_hash, stored.created_at) == (
         kept.spec, kept.format, kept.total_tokens, kept.prefix_hash, kept.created_at)
     assert same(rendered.body, render_reads.render_rebuild(record=stored))
-    # blocks with fixed values add the read of their version ids, nothing else
+    # blocks with fixed values: their version ids came with the render
     block_upsert(thread=thread, name="persona", value="Be brief.", placement="prefix", actor=actor)
     thread.refresh_from_db()
     rendered = rendering.render(thread=thread, max_tokens=5000)
-    with django_assert_num_queries(2):
+    with django_assert_num_queries(1):
         renders.render_record(thread=thread, rendered=rendered, actor=actor)
 
 
@@ -181,3 +181,15 @@ def test_a_record_leaves_the_connections_commit_setting_alone(thread, actor):
         with connection.cursor() as cursor:
             cursor.execute("SHOW synchronous_commit")
             assert cursor.fetchone()[0] == "on"
+
+
+def test_a_block_without_a_kept_version_gets_one_and_the_record_rebuilds(thread, actor):
+    from contextstore.models import ContextBlockVersion
+
+    block_upsert(thread=thread, name="persona", value="Be brief.", placement="prefix", actor=actor)
+    ContextBlockVersion.objects.filter(thread=thread).delete()  # as an older import left it
+    event_append(thread=thread, actor=actor, events=messages(2))
+    body, kept = record(thread, actor)
+    assert ContextBlockVersion.objects.filter(thread=thread, name="persona", version=1).count() == 1
+    block_upsert(thread=thread, name="persona", value="Be long.", placement="prefix", actor=actor)
+    assert same(body, render_reads.render_rebuild(record=kept))
