@@ -193,3 +193,36 @@ def test_a_block_without_a_kept_version_gets_one_and_the_record_rebuilds(thread,
     assert ContextBlockVersion.objects.filter(thread=thread, name="persona", version=1).count() == 1
     block_upsert(thread=thread, name="persona", value="Be long.", placement="prefix", actor=actor)
     assert same(body, render_reads.render_rebuild(record=kept))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_writers_recording_at_once_keep_each_text_once(thread, actor):
+    import threading
+
+    from django.db import connection
+
+    block_upsert(thread=thread, name="step", expr="Step {{ state.step }}", actor=actor)
+    state_write(thread=thread, state={"step": 1}, summary="Shared summary ✓", actor=actor)
+    event_append(thread=thread, actor=actor, events=messages(4))
+    errors: list = []
+
+    def writer() -> None:
+        try:
+            for _ in range(10):
+                record(thread.__class__.objects.get(pk=thread.pk), actor)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    workers = [threading.Thread(target=writer) for _ in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert errors == []
+    assert RenderRecord.objects.filter(thread=thread).count() == 20
+    assert sorted(StoredText.objects.values_list("text", flat=True)) == ["Shared summary ✓", "Step 1"]
+    first = RenderRecord.objects.filter(thread=thread).first()
+    shown = [m["content"] for m in render_reads.render_rebuild(record=first)["messages"]]
+    assert shown[0] == "Shared summary ✓" and shown[-1] == "## step\nStep 1"
