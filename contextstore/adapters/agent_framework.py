@@ -25,16 +25,23 @@ An Agent Framework session id is a contextstore session key (one thread, ``main`
   instructions (its state as provider state; the facts also remembered as memories).
   See docs/frameworks/agent-framework.md.
 - ``ContextStoreSessionStore`` (a ``SessionStore``): the serialized ``AgentSession``.
+- ``ContextStoreCallLog`` (a ``ChatMiddleware``, ``Agent(..., middleware=[...])``): logs every
+  chat client call of a session as LLMCallStart with the exact messages (and instructions)
+  handed to the chat client, and LLMComplete with the usage. The framework assembles that
+  prompt itself (history, providers' instructions, tools), not from a contextstore render, so
+  the calls carry messages, not a render_id.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from agent_framework import (
     AgentSession,
+    ChatContext,
+    ChatMiddleware,
     ContextProvider,
     HistoryProvider,
     Message,
@@ -136,8 +143,9 @@ class ContextStoreContextProvider(ContextProvider):
             if saved is not None and isinstance(saved.state, dict):
                 state.update(saved.state)
         # The render evaluates live blocks; with the smallest budget it reads almost no history,
-        # and only its block and summary sections are used here.
-        rendered = thread.context(max_tokens=1).messages
+        # and only its block and summary sections are used here. Not recorded: it is not what
+        # the model is sent (ContextStoreCallLog logs that).
+        rendered = thread.context(max_tokens=1, record=False).messages
         parts = [m["content"] for m in rendered if m.get("section") in ("prefix", "summary", "suffix")]
         memories = self.client.recall(user_id=self.user_id, limit=self.max_memories)
         if memories:
@@ -159,6 +167,28 @@ class ContextStoreContextProvider(ContextProvider):
 
     async def extract(self, context: SessionContext, state: dict[str, Any]) -> None:
         """Learn from the finished run before its state is stored (override)."""
+
+
+class ContextStoreCallLog(ChatMiddleware):
+    """Logs each chat client call of a session to its thread, with the messages it was given."""
+
+    def __init__(self, client: ContextStore, *, user_id: str = "", agent: str = "agent-framework",
+                 thread: str = "main") -> None:
+        self.threads = _Threads(client, user_id=user_id, agent=agent, thread=thread)
+
+    async def process(self, context: ChatContext, call_next: Callable[[], Awaitable[None]]) -> None:
+        session_id = context.session.session_id if context.session is not None else None
+        sent = [m.to_dict() for m in context.messages]
+        options = dict(context.options or {})
+        await call_next()
+        if not session_id:  # a call outside a session has no thread to go to
+            return
+        usage = {} if context.stream else getattr(context.result, "usage_details", None) or {}
+        extra = {"instructions": options["instructions"]} if options.get("instructions") else {}
+        model = options.get("model_id") or getattr(context.client, "model_id", None) or ""
+        self.threads(session_id).log_llm_call(
+            str(model), messages=sent, input_tokens=usage.get("input_token_count"),
+            output_tokens=usage.get("output_token_count"), **extra)
 
 
 class UserInfo(BaseModel):

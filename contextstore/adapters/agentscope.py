@@ -26,10 +26,17 @@ messages is sent in parts applied together.
   message of its role, the summary of a collapse made in contextstore as a user message holding
   the summary (the form AgentScope gives its own summary) in place of the collapsed range. Their
   ids are ``cs:<seq>``, so they are never sent back as new.
+
+``store.log_llm_calls(model, user_id, session_id)`` logs every call of a chat model to the
+slot's thread: LLMCallStart with the messages as the model's own formatter puts them on the wire
+(OpenAI or Anthropic shape), and LLMComplete with the usage. AgentScope formats its prompt
+itself from ``AgentState.context``, not from a contextstore render, so the calls carry
+messages, not a render_id.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from agentscope.state import AgentState
@@ -114,6 +121,26 @@ class ContextStoreStateStore:
             state=dump, summary=text,
             document={"summary": summary} if not isinstance(summary, str) else None)
         return result["revision"] if result else tracker.revision or 0
+
+    def log_llm_calls(self, model: Any, user_id: str, session_id: str, thread: str = "main") -> Any:
+        """Log every call of the chat `model` (an AgentScope ChatModelBase) to the slot's thread;
+        returns the model."""
+        handle = self.thread(user_id, session_id, thread)
+        call_api = model._call_api
+
+        async def logged(model_name: str, messages: list, **kwargs: Any) -> Any:
+            result = await call_api(model_name, messages=messages, **kwargs)
+            formatter = getattr(model, "formatter", None)
+            sent = (await formatter.format(messages) if formatter is not None
+                    else [m.model_dump(mode="json") for m in messages])
+            usage = getattr(result, "usage", None)
+            handle.log_llm_call(str(model_name), messages=json.loads(json.dumps(sent, default=str)),
+                                input_tokens=getattr(usage, "input_tokens", None),
+                                output_tokens=getattr(usage, "output_tokens", None))
+            return result
+
+        model._call_api = logged
+        return model
 
     def clear_context(self, user_id: str, session_id: str, thread: str = "main") -> AgentState:
         """AgentScope clearContext: context and summary go, every other sub-state stays.

@@ -18,6 +18,12 @@ line of every prompt is what clientai itself would show. A step result the workf
 from ``last_results`` is removed on the server too (it does not come back in history), and step
 names are any string, as in clientai.
 
+``log_llm_calls(agent, thread)`` logs every model call the agent makes (LLMCallStart with the
+exact messages clientai's provider sends for the prompt, and LLMComplete), so the dashboard and
+``GET /threads/{id}/llm-calls/{seq}/`` show what the model was given. clientai builds each prompt
+itself from its own context, never from a contextstore render, so the calls carry messages, not
+a render_id.
+
 Not persisted: ``current_input`` when the workflow overwrites it with a step's output in the
 middle of a run (the server keeps the run's input; the next ``set_input`` replaces both anyway).
 """
@@ -144,6 +150,32 @@ class ContextStoreAgentContext(AgentContext):
 
     def clear_all(self) -> None:
         self._adopt(self._server.reset_all(), history=True)
+
+
+class _LoggedClient:
+    """clientai's client, logging each generate_text call to the thread."""
+
+    def __init__(self, client: Any, thread: ThreadHandle) -> None:
+        self._client, self._thread = client, thread
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def generate_text(self, prompt: str, model: str, **kwargs: Any) -> Any:
+        result = self._client.generate_text(prompt, model=model, **kwargs)
+        # What clientai's providers send for one prompt: the system prompt, then the prompt.
+        system = kwargs.get("system_prompt")
+        sent = ([{"role": "system", "content": system}] if system else []) + [
+            {"role": "user", "content": prompt if isinstance(prompt, str) else str(prompt)}]
+        self._thread.log_llm_call(model or "", messages=sent)
+        return result
+
+
+def log_llm_calls(agent: Any, thread: ThreadHandle) -> None:
+    """Log every model call of a clientai `agent` to `thread` (its steps and tool selection)."""
+    engine = agent.execution_engine
+    if not isinstance(engine._client, _LoggedClient):
+        engine._client = _LoggedClient(engine._client, thread)
 
 
 def persist(agent: Any, thread: ThreadHandle) -> ContextStoreAgentContext:

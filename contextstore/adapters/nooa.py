@@ -20,6 +20,11 @@ local copy for reads and writes through; a new process rebuilds it from the thre
 events are archived, the working context gives the active tags in order; notes and collapses
 people made come back as Nooa ``Message`` and ``Summary`` events, see docs/frameworks/nooa.md).
 
+``log_llm_calls(agent, thread)`` logs every model call (Nooa's ``llm_call`` middleware, registered
+innermost so it sees the messages as they go to ``acall``): LLMCallStart with those exact
+messages and LLMComplete with the usage. Nooa renders its prompt itself from its blocks and its
+own event list, not from a contextstore render, so the calls carry messages, not a render_id.
+
 Snapshots (context blocks static or dynamic, disabled blocks, attributes) are provider states
 named ``nooa.snapshot.<id>``; their static blocks are also written as the thread's context
 blocks (prefix, the cacheable placement) and disabled blocks as suppressed ones, so people see
@@ -273,6 +278,22 @@ class ContextStoreEventBackend(InMemoryBackend):
 
     def all_events(self) -> Iterator[EventBase]:
         return iter(list(self._events))
+
+
+def log_llm_calls(agent: Agent, thread: ThreadHandle) -> Any:
+    """Log each model call of a Nooa `agent` to `thread`; returns the unsubscribe callable."""
+
+    async def logged(ctx: Any, call_next: Any) -> Any:
+        # A copy as it is now: what acall receives (the client may change the list later).
+        sent = json.loads(json.dumps(ctx.messages, ensure_ascii=False, default=str))
+        ctx = await call_next(ctx)
+        usage = (ctx.response.usage if ctx.response is not None else None) or {}
+        thread.log_llm_call(str(getattr(agent.llm, "model", "") or ""), messages=sent,
+                            input_tokens=usage.get("prompt_tokens"),
+                            output_tokens=usage.get("completion_tokens"))
+        return ctx
+
+    return agent.event_manager.intercept("llm_call", logged)
 
 
 class ContextStoreStorage:

@@ -13,6 +13,12 @@ contextstore's windows select what peteos' rolling windows select. The context's
 changed in place after they were sent (tool approval, cached token counts) are kept as the
 thread's ``peteos`` provider state. ``ContextStore.import_thread(ctx.raw_dict)`` is the one-shot
 alternative: it stores token counts exactly as peteos computes them.
+
+``log_llm_calls(chatbot, thread)`` logs every model call of a peteos ``ChatBot``: LLMCallStart
+with the request's ``messages`` exactly as the chatbot puts them on the wire (its own
+``_build_body``; an Anthropic request's ``system`` beside them), or the context's messages for a
+chatbot without one, and LLMComplete. peteos builds that request itself from its ``Context``,
+not from a contextstore render, so the calls carry messages, not a render_id.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import json
 import weakref
 from typing import Any
 
+from peteos.chatbot.chatbot import ChatBot
 from peteos.conversation.context import Context
 
 from contextstore.client import ContextStore, SyncTracker, ThreadHandle
@@ -114,3 +121,22 @@ def save_context(ctx: Context, thread: ThreadHandle) -> None:
             "order": [m["id"] for m in messages if m.get("id") not in slot_ids],
             "revised": {},
         })
+
+
+def log_llm_calls(chatbot: ChatBot, thread: ThreadHandle) -> ChatBot:
+    """Log every call `chatbot` makes to `thread` (see the module docstring); returns it."""
+    send = chatbot._send_context
+
+    async def logged(context: Context, generation_config: dict | None = None,
+                     streaming: bool | None = None, **kwargs: Any) -> Any:
+        response = await send(context, generation_config, streaming, **kwargs)
+        build = getattr(chatbot, "_build_body", None)
+        body = build(context, generation_config, streaming) if build is not None else {
+            "messages": [m.raw_dict for m in context.messages]}
+        extra = {"system": body["system"]} if body.get("system") else {}
+        thread.log_llm_call(str(chatbot.model or ""), messages=json.loads(json.dumps(
+            body.get("messages") or [], default=str)), **extra)
+        return response
+
+    chatbot._send_context = logged
+    return chatbot

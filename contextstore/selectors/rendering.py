@@ -21,9 +21,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db.models import OuterRef, Subquery
+
 from contextstore import selectors
 from contextstore.expressions import block_text
-from contextstore.models import ContextBlock, Event, Thread
+from contextstore.models import ContextBlock, ContextBlockVersion, Event, Thread
 from contextstore.tokens import count_tokens, is_thinking, part_text
 from contextstore.toolcalls import (
     CALL_PART_TYPES,
@@ -435,7 +437,11 @@ def render(
     on_oversize: str = "skip",
 ) -> Rendered:
     strip = effective_strip(fmt, strip_thinking)
-    blocks = list(selectors.thread_blocks(thread=thread))
+    # Each block with the id of its kept version, in the same query: a render record names
+    # versions, and need not read the blocks again for them (services/renders.py).
+    blocks = list(selectors.thread_blocks(thread=thread).annotate(version_pk=Subquery(
+        ContextBlockVersion.objects.filter(thread=OuterRef("thread"), name=OuterRef("name"),
+                                           version=OuterRef("version")).values("pk")[:1])))
     prefix = block_section("prefix", [b for b in blocks if b.placement == "prefix"], thread)
     suffix = block_section("suffix", [b for b in blocks if b.placement == "suffix"], thread)
     summary_tokens = count_tokens(thread.summary)

@@ -225,6 +225,8 @@ def thread_to_peteos(*, thread: Thread, strip_thinking: bool = False) -> dict[st
             continue
         if isinstance(original, dict):
             message = original
+        elif not event.visible:  # runtime events (an LLM call logged) are no message of peteos'
+            continue
         else:
             message, counter, added = _new_message(event, counter), counter + 1, added + 1
         # A Summary sits just before the first message it replaced; new events go last,

@@ -10,7 +10,7 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import Q
 
 from contextstore.errors import InvalidInput
@@ -37,13 +37,17 @@ def texts_keep(texts: list[str]) -> list[str]:
 def _version_ids(thread: Thread, shown: list[tuple[ContextBlock, str]]) -> dict[tuple[str, int], int]:
     """Version row ids for the blocks shown; a block made without one (an older fork or import)
     gets its version kept now, so the record can always name it."""
-    if not shown:
-        return {}
+    # The render read each block's version id with the block (version_pk); a block from
+    # elsewhere is looked up.
+    found = {(b.name, b.version): b.version_pk for b, _ in shown if getattr(b, "version_pk", None)}
+    missing = [b for b, _ in shown if (b.name, b.version) not in found]
+    if not missing:
+        return found
     cond = Q()
-    for block, _ in shown:
+    for block in missing:
         cond |= Q(name=block.name, version=block.version)
-    found = {(v.name, v.version): v.pk for v in
-             ContextBlockVersion.objects.filter(thread=thread).filter(cond).only("pk", "name", "version")}
+    found.update({(v.name, v.version): v.pk for v in ContextBlockVersion.objects.filter(
+        thread=thread).filter(cond).only("pk", "name", "version")})
     for block, _ in shown:
         if (block.name, block.version) not in found:
             kept, _ = ContextBlockVersion.objects.get_or_create(
@@ -55,32 +59,54 @@ def _version_ids(thread: Thread, shown: list[tuple[ContextBlock, str]]) -> dict[
     return found
 
 
+def _insert(record: RenderRecord) -> RenderRecord:
+    """INSERT the record in one statement. On PostgreSQL the statement also turns off waiting
+    for its commit's WAL flush, which is most of a record's cost: the record is still durable
+    before anything that names it, since the LLM-call event that carries its render_id commits
+    synchronously and WAL is flushed in order (a crash in the ~200 ms between could lose a
+    record nothing references yet). One statement, not BEGIN / SET LOCAL / INSERT / COMMIT:
+    under load each round trip costs about what the insert itself does."""
+    fields = RenderRecord._meta.concrete_fields
+    values = [f.get_db_prep_save(f.pre_save(record, True), connection) for f in fields]
+    quote = connection.ops.quote_name
+    sql = (f"INSERT INTO {quote(RenderRecord._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
+           f"SELECT {', '.join(['%s'] * len(fields))}")
+    if connection.vendor == "postgresql":
+        # set_config(..., true) is SET LOCAL: it ends with this statement's transaction.
+        sql += " WHERE set_config('synchronous_commit', 'off', true) IS NOT NULL"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)
+    record._state.adding, record._state.db = False, connection.alias
+    return record
+
+
 def render_record(*, thread: Thread, rendered: rendering.Rendered, actor: Actor) -> RenderRecord:
-    """Keep what this render gave the model. Immutable once written."""
+    """Keep what this render gave the model. Immutable once written.
+
+    One statement, the INSERT; with a summary or live blocks, one more keeps their texts.
+    Nothing the render loaded is read again (block version ids came with the blocks), and
+    each text is hashed once.
+    """
     shown = rendered.prefix.shown + rendered.suffix.shown
-    expr_texts = [t for b, t in shown if b.expr is not None]
-    with transaction.atomic():
-        if connection.vendor == "postgresql":
-            # The commit's WAL flush is most of a record's cost. Without waiting for it the
-            # record is still durable before anything that names it: the LLM-call event that
-            # carries its render_id commits synchronously, and WAL is flushed in order. A crash
-            # in the ~200 ms between could lose a record that nothing references yet.
-            with connection.cursor() as cursor:
-                cursor.execute("SET LOCAL synchronous_commit = off")
-        return _record(thread=thread, rendered=rendered, actor=actor, shown=shown,
-                       expr_texts=expr_texts)
+    texts = [t for b, t in shown if b.expr is not None] + ([rendered.summary] if rendered.summary else [])
+    # Kept before the record and outside its statement: a text is immutable and content-addressed,
+    # so one kept for a record that then fails harms nothing, and a text already kept (the usual
+    # case: the summary changes seldom) writes nothing and commits nothing.
+    hashes = texts_keep(texts)
+    return _record(thread=thread, rendered=rendered, actor=actor, shown=shown, hashes=hashes)
 
 
 def _record(*, thread: Thread, rendered: rendering.Rendered, actor: Actor,
-            shown: list[tuple[ContextBlock, str]], expr_texts: list[str]) -> RenderRecord:
+            shown: list[tuple[ContextBlock, str]], hashes: list[str]) -> RenderRecord:
     body = rendered.body
     stats = body["stats"]
     ids = _version_ids(thread, shown)
-    texts_keep(expr_texts + ([rendered.summary] if rendered.summary else []))
+    # the hashes of the live blocks' texts, in the order shown, then the summary's
+    live = iter(hashes)
 
     def blocks(section: rendering.Section) -> list[list[Any]]:
-        return [[ids[(b.name, b.version)]] + ([sha256(t)] if b.expr is not None else [])
-                for b, t in section.shown]
+        return [[ids[(b.name, b.version)]] + ([next(live)] if b.expr is not None else [])
+                for b, _ in section.shown]
 
     sections = stats["sections"]
     spec = {
@@ -89,18 +115,18 @@ def _record(*, thread: Thread, rendered: rendering.Rendered, actor: Actor,
         "options": rendered.options,
         "prefix": blocks(rendered.prefix),
         "suffix": blocks(rendered.suffix),
-        "summary": sha256(rendered.summary) if rendered.summary else None,
+        "summary": next(live) if rendered.summary else None,
         "events": pack_events([i.event for unit in rendered.units for i in unit]),
         "tokens": {k: sections[k]["tokens"] for k in ("prefix", "summary", "history", "suffix")},
         "left_out": len(stats["skipped"]),
         "fits": stats["fits"],
     }
-    return RenderRecord.objects.create(
+    return _insert(RenderRecord(
         workspace_id=thread.workspace_id, thread=thread, format=body["format"],
         max_tokens=stats["max_tokens"], total_tokens=stats["total_tokens"],
         prefix_hash=stats["prefix_hash"], thread_revision=thread.revision, spec=spec,
         actor=actor.label[:200],
-    )
+    ))
 
 
 # ------------------------------------------------------------------ LLM call links

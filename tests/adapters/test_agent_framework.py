@@ -94,7 +94,13 @@ def test_a_deleted_session_snapshot_reads_as_absent(store):
 
 # ---------------------------------------------------------------- the seed, replays, size, people
 
-from agent_framework import Agent, ContextProvider, InMemoryHistoryProvider, Message  # noqa: E402
+from agent_framework import (  # noqa: E402
+    Agent,
+    ChatMiddlewareLayer,
+    ContextProvider,
+    InMemoryHistoryProvider,
+    Message,
+)
 
 from contextstore.adapters.agent_framework import (  # noqa: E402
     ContextStoreHistoryProvider,
@@ -230,3 +236,41 @@ def test_a_refused_save_messages_stores_none_of_them(store):
     else:
         raise AssertionError("an oversized message must be refused")
     assert asyncio.run(history.get_messages("refused-1")) == []
+
+
+class ExactChatClient(ChatMiddlewareLayer, ScriptedChatClient):
+    """Keeps each model call's messages and instructions exactly as the client received them;
+    with the middleware layer every real chat client has (OpenAI, Anthropic, Azure, ...)."""
+
+    def __init__(self, sent: list) -> None:
+        super().__init__()
+        self.sent = sent
+
+    async def _inner_get_response(self, *, messages, stream, options, **kwargs):
+        self.sent.append(([m.to_dict() for m in messages], options.get("instructions")))
+        return await super()._inner_get_response(messages=messages, stream=stream,
+                                                 options=options, **kwargs)
+
+
+def test_every_model_call_is_logged_with_the_exact_messages_sent(store):
+    from contextstore.adapters.agent_framework import ContextStoreCallLog, ContextStoreContextProvider
+
+    sent: list = []
+    agent = Agent(client=ExactChatClient(sent), instructions=INSTRUCTIONS, context_providers=[
+        ContextStoreHistoryProvider(store, user_id="cal"), ContextStoreContextProvider(store, user_id="cal")],
+        middleware=[ContextStoreCallLog(store, user_id="cal")])
+    thread = store.thread("af-calls", user_id="cal", agent="agent-framework")
+    thread.put_block("persona", value="Speak plainly, ünïcode.", placement="prefix")
+    session = agent.create_session(session_id="af-calls")
+    for text in ("Hello", "What did I say?"):
+        asyncio.run(agent.run(text, session=session))
+
+    starts = thread.events(type="LLMCallStart")
+    assert len(starts) == len(sent) == 2
+    for event, (messages, instructions) in zip(starts, sent, strict=True):
+        call = thread.llm_call(event.seq)
+        assert call["messages"] == messages and call["render_id"] is None
+        assert event.data["instructions"] == instructions and "Speak plainly" in instructions
+    assert [m["role"] for m in thread.llm_call(starts[1].seq)["messages"]] == ["user", "assistant", "user"]
+    # the blocks were read without a record: nothing names a render
+    assert all(e.data.get("render_id") is None for e in thread.events(type="LLMComplete"))

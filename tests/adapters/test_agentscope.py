@@ -231,3 +231,36 @@ def test_the_model_sees_the_same_transcript_as_on_agentscopes_own_state(live_ser
     # Nothing duplicated: every active event is one of the last context's messages.
     final = ContextStoreStateStore(store).load("alice", "scripted")
     assert len(final.context) == len({m.id for m in final.context}) == 4
+
+
+class WireModel(EchoModel):
+    """Formats what it is given as a real OpenAI chat model does, and keeps what it would send."""
+
+    def __init__(self, wire: list) -> None:
+        super().__init__()
+        self.wire = wire
+
+    async def _call_api(self, model_name, messages, tools=None, tool_choice=None, **kwargs):
+        self.wire.append(await self.formatter.format(messages))
+        return await super()._call_api(model_name, messages, tools=tools, tool_choice=tool_choice, **kwargs)
+
+
+def test_every_model_call_is_logged_with_the_messages_put_on_the_wire(store):
+    slots = ContextStoreStateStore(store)
+    wire: list = []
+    for text in ("hi ünïcode", "and again"):
+        state = slots.load("ann", "as-calls")
+        model = slots.log_llm_calls(WireModel(wire), "ann", "as-calls")
+        agent = Agent(name="helper", system_prompt="Be brief.", model=model, state=state)
+        asyncio.run(agent.reply(UserMsg("ann", text)))
+        slots.save(agent.state, "ann", "as-calls")
+
+    thread = slots.thread("ann", "as-calls")
+    starts = thread.events(type="LLMCallStart")
+    assert len(starts) == len(wire) == 2
+    for event, sent in zip(starts, wire, strict=True):
+        call = thread.llm_call(event.seq)
+        assert call["messages"] == sent and call["render_id"] is None
+    assert [m["role"] for m in wire[1]][-3:] == ["user", "assistant", "user"]
+    # the logged calls are runtime events: the slot's conversation is unchanged
+    assert len(slots.load("ann", "as-calls").context) == 4

@@ -12,7 +12,7 @@ import pytest
 from clientai.agent import Agent, act, think
 from clientai.agent.core.context import AgentContext
 
-from contextstore.adapters.clientai import FIELDS, ContextStoreAgentContext, persist
+from contextstore.adapters.clientai import FIELDS, ContextStoreAgentContext, log_llm_calls, persist
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -123,6 +123,37 @@ def test_an_agent_run_keeps_its_history_in_contextstore_like_clientai_does(store
     inputs = [e.content for e in thread.events(type="Input")]
     assert "Which is older?" in inputs
     assert len(thread.events(type="StepResult")) == 6
+
+
+class RecordingLLM(FakeLLM):
+    def __init__(self) -> None:
+        super().__init__()
+        self.prompts: list[str] = []
+
+    def generate_text(self, prompt, model=None, **kwargs):
+        self.prompts.append(prompt)
+        return super().generate_text(prompt, model=model, **kwargs)
+
+
+def test_every_model_call_is_logged_with_the_exact_prompt_sent(store, frozen_clock):
+    llm = RecordingLLM()
+    agent = Helper(client=llm, default_model="fake")
+    thread = store.thread("clientai-calls", user_id="ann", agent="helper")
+    persist(agent, thread)
+    log_llm_calls(agent, thread)
+    log_llm_calls(agent, thread)  # once is enough: calls are not logged twice
+
+    answer = agent.run("What is Python? ünïcode")
+
+    assert answer.startswith("reply 2: ")
+    starts = thread.events(type="LLMCallStart")
+    assert len(starts) == len(llm.prompts) == 2
+    for event, prompt in zip(starts, llm.prompts, strict=True):
+        call = thread.llm_call(event.seq)
+        # clientai's providers send a prompt as one user message; the call names no render
+        assert call["messages"] == [{"role": "user", "content": prompt}]
+        assert call["render_id"] is None and event.data["model"] == "fake"
+    assert len(thread.events(type="LLMComplete")) == 2
 
 
 def run_elsewhere(url: str, token: str, thread_id: int) -> str:

@@ -250,3 +250,28 @@ def test_5000_events_in_one_save(store):
     backend = ContextStoreStorage(thread).event_backend
     assert len(backend.active_tags()) == 5000
     assert backend.get("5000").content == "m4999"
+
+
+def test_every_model_call_is_logged_with_the_exact_messages_sent(store):
+    from contextstore.adapters.nooa import log_llm_calls
+
+    seen: list = []
+    thread = store.thread("nooa-calls", agent="counter")
+    storage = ContextStoreStorage(thread)
+    agent = Counter(llm=RecordingLLM(seen, 3), storage=storage, context={"rules": "Count ünï."})
+    unsubscribe = log_llm_calls(agent, thread)
+    assert [asyncio.run(agent.bump(2)), asyncio.run(agent.bump(3))] == [2, 5]
+    unsubscribe()
+    asyncio.run(agent.bump(1))  # no longer logged
+
+    starts = thread.events(type="LLMCallStart")
+    assert len(starts) == 2 and len(seen) == 3
+    import json
+
+    for event, sent in zip(starts, seen, strict=False):
+        call = thread.llm_call(event.seq)
+        assert call["render_id"] is None and event.data["model"] == "fake-model"
+        assert call["messages"] == json.loads(json.dumps(sent, default=str))
+    # the logged calls are runtime events: a new process rebuilds the same Nooa events
+    again = ContextStoreStorage(store.thread("nooa-calls", agent="counter")).event_backend
+    assert again.active_tags() == storage.event_backend.active_tags()

@@ -195,3 +195,41 @@ def test_5000_messages_in_one_save(store):
     loaded = load_context(thread)
     assert [m.printable() for m in loaded.messages if m is not loaded.system_prompt_message] == [
         f"m{n}" for n in range(5000)]
+
+
+def test_every_model_call_is_logged_with_the_messages_put_on_the_wire(store):
+    import asyncio
+
+    from peteos.chatbot.chatbotconfig import ChatBotConfig
+    from peteos.chatbot.openaichatbot import OpenAIChatBot
+
+    from contextstore.adapters.peteos import log_llm_calls
+
+    wire: list = []
+
+    async def post(body, headers, hooks=None):  # the HTTP round trip: keep the body, answer
+        wire.append(json.loads(json.dumps(body)))
+        return {"id": "r", "object": "chat.completion", "model": "gpt-4o", "choices": [{
+            "index": 0, "finish_reason": "stop",
+            "message": {"role": "assistant", "content": f"answer {len(wire)}"}}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}}
+
+    bot = OpenAIChatBot(None, ChatBotConfig(name="t", url="http://x", api_type="openai", model="gpt-4o"))
+    bot._post_executor = post
+    thread = store.thread("peteos-calls", agent="peteos")
+    log_llm_calls(bot, thread)
+    ctx = fresh_context()
+    for said in ("hi ünïcode", "and again"):
+        ctx.append(text("user", said))
+        asyncio.run(bot.send_context(ctx, streaming=False))
+        ctx.append(text("assistant", f"answer {len(wire)}"))
+        save_context(ctx, thread)
+
+    starts = thread.events(type="LLMCallStart")
+    assert len(starts) == len(wire) == 2
+    for event, body in zip(starts, wire, strict=True):
+        call = thread.llm_call(event.seq)
+        assert call["messages"] == body["messages"] and call["render_id"] is None
+    assert [m["role"] for m in wire[1]["messages"]] == ["system", "user", "assistant", "user"]
+    # the logged calls are runtime events: the context loads back as it was saved
+    assert seen_by_model(load_context(thread)) == seen_by_model(ctx)

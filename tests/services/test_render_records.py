@@ -147,3 +147,82 @@ def test_event_references_pack_and_unpack_exactly():
     packed = render_reads.pack_events(events)
     assert render_reads.unpack_events(packed) == pairs
     assert packed == [[10, 1], 2, [2], [76, 1], [-70, 3], 3]
+
+
+def test_a_record_is_one_statement_and_reads_nothing_the_render_loaded(
+        thread, actor, django_assert_num_queries):
+    event_append(thread=thread, actor=actor, events=messages(5))
+    thread.refresh_from_db()
+    rendered = rendering.render(thread=thread, max_tokens=5000)
+    with django_assert_num_queries(1):
+        kept = renders.render_record(thread=thread, rendered=rendered, actor=actor)
+    stored = RenderRecord.objects.get(pk=kept.pk)
+    assert (stored.spec, stored.format, stored.total_tokens, stored.prefix_hash, stored.created_at) == (
+        kept.spec, kept.format, kept.total_tokens, kept.prefix_hash, kept.created_at)
+    assert same(rendered.body, render_reads.render_rebuild(record=stored))
+    # blocks with fixed values: their version ids came with the render
+    block_upsert(thread=thread, name="persona", value="Be brief.", placement="prefix", actor=actor)
+    thread.refresh_from_db()
+    rendered = rendering.render(thread=thread, max_tokens=5000)
+    with django_assert_num_queries(1):
+        renders.render_record(thread=thread, rendered=rendered, actor=actor)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_record_leaves_the_connections_commit_setting_alone(thread, actor):
+    from django.db import connection
+
+    event_append(thread=thread, actor=actor, events=messages(3))
+    thread.refresh_from_db()
+    renders.render_record(thread=thread, rendered=rendering.render(thread=thread, max_tokens=500),
+                          actor=actor)
+    assert RenderRecord.objects.count() == 1
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW synchronous_commit")
+            assert cursor.fetchone()[0] == "on"
+
+
+def test_a_block_without_a_kept_version_gets_one_and_the_record_rebuilds(thread, actor):
+    from contextstore.models import ContextBlockVersion
+
+    block_upsert(thread=thread, name="persona", value="Be brief.", placement="prefix", actor=actor)
+    ContextBlockVersion.objects.filter(thread=thread).delete()  # as an older import left it
+    event_append(thread=thread, actor=actor, events=messages(2))
+    body, kept = record(thread, actor)
+    assert ContextBlockVersion.objects.filter(thread=thread, name="persona", version=1).count() == 1
+    block_upsert(thread=thread, name="persona", value="Be long.", placement="prefix", actor=actor)
+    assert same(body, render_reads.render_rebuild(record=kept))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_writers_recording_at_once_keep_each_text_once(thread, actor):
+    import threading
+
+    from django.db import connection
+
+    block_upsert(thread=thread, name="step", expr="Step {{ state.step }}", actor=actor)
+    state_write(thread=thread, state={"step": 1}, summary="Shared summary ✓", actor=actor)
+    event_append(thread=thread, actor=actor, events=messages(4))
+    errors: list = []
+
+    def writer() -> None:
+        try:
+            for _ in range(10):
+                record(thread.__class__.objects.get(pk=thread.pk), actor)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    workers = [threading.Thread(target=writer) for _ in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert errors == []
+    assert RenderRecord.objects.filter(thread=thread).count() == 20
+    assert sorted(StoredText.objects.values_list("text", flat=True)) == ["Shared summary ✓", "Step 1"]
+    first = RenderRecord.objects.filter(thread=thread).first()
+    shown = [m["content"] for m in render_reads.render_rebuild(record=first)["messages"]]
+    assert shown[0] == "Shared summary ✓" and shown[-1] == "## step\nStep 1"
