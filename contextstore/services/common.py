@@ -7,7 +7,9 @@ from django.db.models import QuerySet
 from django.db.models.constants import OnConflict
 from django.db.models.sql import subqueries as sql
 
+from contextstore.db import PreparedGet
 from contextstore.models import ApiToken, AuditLog, Thread, Workspace
+from contextstore.selectors import THREAD_STATE_FIELDS
 
 UNSET: Any = object()
 
@@ -47,20 +49,24 @@ def audit(
     return row
 
 
-# The agent's document: JSON that can be large, and that history operations never read.
-THREAD_STATE_FIELDS = ("document",)
+_LOCK_THREAD = {
+    history_only: PreparedGet(lambda pk, history_only=history_only: (
+        Thread.objects.select_for_update(of=("self",)).select_related("workspace")
+        .defer(*(THREAD_STATE_FIELDS if history_only else ())).filter(pk=pk)))
+    for history_only in (False, True)
+}
 
 
 def lock_thread(thread: Thread, *, history_only: bool = False) -> Thread:
     """Re-read the thread under a row lock; every change to its history or state starts here.
 
     history_only skips the document, so appending costs the same however big the
-    agent's state has grown.
+    agent's state has grown. Compiled once per process (db.PreparedGet): every append runs it.
     """
-    qs = Thread.objects.select_for_update(of=("self",)).select_related("workspace")
-    if history_only:
-        qs = qs.defer(*THREAD_STATE_FIELDS)
-    return qs.get(pk=thread.pk)
+    locked = _LOCK_THREAD[history_only].get(thread.pk)
+    if locked is None:
+        raise Thread.DoesNotExist("Thread matching query does not exist.")
+    return locked
 
 
 # --- several writes in one statement ------------------------------------------------------------
