@@ -3,7 +3,6 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import DEFAULT_DB_ALIAS, connection, models
-from django.db.models import QuerySet
 from django.db.models.constants import OnConflict
 from django.db.models.sql import subqueries as sql
 
@@ -87,11 +86,28 @@ def insert_sql(
     return text, tuple(params)
 
 
-def update_sql(qs: QuerySet, **values: Any) -> tuple[str, tuple]:
-    query = qs.query.chain(sql.UpdateQuery)
-    query.add_update_values(values)
-    text, params = query.get_compiler(qs.db).as_sql()
-    return text, tuple(params)
+_ROW_UPDATES: dict[tuple, str] = {}
+
+
+def row_update_sql(
+    model: type[models.Model], pk: int, values: dict[str, Any], amounts: dict[str, Any]
+) -> tuple[str, tuple]:
+    """UPDATE of one row by pk: `values` set, `amounts` added to the columns' values. The text
+    is written once per shape (compiling the ORM's UPDATE on every append cost more than
+    running it); each value is still prepared by its field."""
+    meta = model._meta
+    key = (model, tuple(values), tuple(amounts))
+    text = _ROW_UPDATES.get(key)
+    if text is None:
+        quote = connection.ops.quote_name
+        columns = [quote(meta.get_field(name).column) for name in (*values, *amounts)]
+        sets = [f"{c} = %s" for c in columns[:len(values)]]
+        sets += [f"{c} = {c} + %s" for c in columns[len(values):]]
+        text = _ROW_UPDATES[key] = (f"UPDATE {quote(meta.db_table)} SET {', '.join(sets)} "
+                                    f"WHERE {quote(meta.pk.column)} = %s")
+    params = [meta.get_field(name).get_db_prep_save(value, connection)
+              for name, value in (*values.items(), *amounts.items())]
+    return text, (*params, pk)
 
 
 def one_statement(main: tuple[str, tuple], *others: tuple[str, tuple]) -> list[tuple]:
