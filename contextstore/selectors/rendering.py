@@ -174,22 +174,6 @@ def plan_history(*, thread: Thread, budget: int, strip_thinking: bool,
     return plan
 
 
-def load_planned(*, thread: Thread, plan: HistoryPlan) -> list["HistoryEvent"]:
-    """The planned events, oldest first, in one query bounded by what was chosen."""
-    positions = [r.position for unit in plan.units for r in unit]
-    if not positions:
-        return []
-    skipped = [x["position"] for x in plan.left_out if x["reason"] == "oversize"]
-    qs = Event.objects.filter(thread=thread, status=Event.Status.ACTIVE, visible=True,
-                              position__gte=min(positions), position__lte=max(positions))
-    if skipped:
-        qs = qs.exclude(position__in=skipped)
-    wanted = set(positions)
-    # Bounded above too, so events appended meanwhile cannot push the window over budget.
-    rows = qs.order_by("position").values_list(*HistoryEvent.__slots__)
-    return [HistoryEvent(*row) for row in rows if row[1] in wanted]
-
-
 @dataclass(slots=True)
 class HistoryEvent:
     """The fields of an event a render reads (the Event's own names): a render loads a hundred
@@ -205,6 +189,22 @@ class HistoryEvent:
     data: Any
     token_count: int
     thinking_tokens: int
+
+
+def load_planned(*, thread: Thread, plan: HistoryPlan) -> list[HistoryEvent]:
+    """The planned events, oldest first, in one query bounded by what was chosen."""
+    positions = [r.position for unit in plan.units for r in unit]
+    if not positions:
+        return []
+    skipped = [x["position"] for x in plan.left_out if x["reason"] == "oversize"]
+    qs = Event.objects.filter(thread=thread, status=Event.Status.ACTIVE, visible=True,
+                              position__gte=min(positions), position__lte=max(positions))
+    if skipped:
+        qs = qs.exclude(position__in=skipped)
+    wanted = set(positions)
+    # Bounded above too, so events appended meanwhile cannot push the window over budget.
+    rows = qs.order_by("position").values_list(*HistoryEvent.__slots__)
+    return [HistoryEvent(*row) for row in rows if row[1] in wanted]
 
 
 # ------------------------------------------------------------------ validating units
