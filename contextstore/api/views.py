@@ -7,6 +7,7 @@ object is a 404. Writes need a write-scoped token (permissions.TokenScope).
 from typing import Any
 
 from django.db.models import QuerySet
+from django.http import Http404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -109,6 +110,17 @@ class ThreadViewSet(ThreadHistoryActions, ThreadStateActions, ThreadBlockActions
         if self.action == "events":  # reading and appending history never touch the state
             qs = qs.defer(*THREAD_STATE_FIELDS)
         return qs
+
+    def get_object(self) -> Thread:
+        # get_queryset's thread, read through a query compiled once per process: every agent
+        # step reads its thread, and building the queryset cost more than running it.
+        thread = selectors.thread_of_workspace(
+            workspace_id=self.request.auth.workspace_id, pk=int(self.kwargs["pk"]),
+            history_only=self.action == "events")
+        if thread is None:
+            raise Http404
+        self.check_object_permissions(self.request, thread)
+        return thread
 
     @extend_schema(responses={204: None}, summary="Delete a forked thread (the inverse of fork)",
                    description="Only forks; the parent is untouched and keeps every original. "

@@ -12,7 +12,7 @@ from typing import Any
 from django.db import DatabaseError, connection, transaction
 from django.db.models import BigIntegerField, ExpressionWrapper, F, Q, QuerySet, Subquery
 
-from contextstore.db import regex_guard
+from contextstore.db import PreparedGet, regex_guard
 from contextstore.errors import InvalidInput
 from contextstore.models import (
     ContextBlock,
@@ -245,6 +245,26 @@ def session_threads(*, session: Session) -> QuerySet[Thread]:
 
 def provider_state(*, thread: Thread, provider: str) -> ProviderState | None:
     return ProviderState.objects.filter(thread=thread, provider=provider).first()
+
+
+# The agent's document: JSON that can be large, and that history operations never read.
+THREAD_STATE_FIELDS = ("document",)
+_THREAD_OF_WORKSPACE = {
+    history_only: PreparedGet(lambda pk, workspace_id, history_only=history_only: (
+        Thread.objects.filter(pk=pk, workspace_id=workspace_id).select_related("session")
+        .defer(*(THREAD_STATE_FIELDS if history_only else ()))))
+    for history_only in (False, True)
+}
+BIGINT_MAX = 2**63 - 1
+
+
+def thread_of_workspace(*, workspace_id: int, pk: int, history_only: bool = False) -> Thread | None:
+    """The thread `pk` of the workspace (its session with it), or None: the read of every API
+    request on a thread, compiled once per process (db.PreparedGet). history_only leaves out
+    the agent's document, which reading and appending history never touch."""
+    if not 0 < pk <= BIGINT_MAX:
+        return None
+    return _THREAD_OF_WORKSPACE[history_only].get(pk, workspace_id)
 
 
 def thread_runs(*, thread: Thread) -> QuerySet[Run]:

@@ -176,7 +176,24 @@ def plan_history(*, thread: Thread, budget: int, strip_thinking: bool,
     return plan
 
 
-def load_planned(*, thread: Thread, plan: HistoryPlan) -> list[Event]:
+@dataclass(slots=True)
+class HistoryEvent:
+    """The fields of an event a render reads (the Event's own names): a render loads a hundred
+    or more, and building model instances cost more than the query."""
+
+    pk: int
+    position: int
+    seq: int
+    type: str
+    role: str
+    content: str
+    parts: Any
+    data: Any
+    token_count: int
+    thinking_tokens: int
+
+
+def load_planned(*, thread: Thread, plan: HistoryPlan) -> list[HistoryEvent]:
     """The planned events, oldest first, in one query bounded by what was chosen."""
     positions = [r.position for unit in plan.units for r in unit]
     if not positions:
@@ -188,7 +205,8 @@ def load_planned(*, thread: Thread, plan: HistoryPlan) -> list[Event]:
         qs = qs.exclude(position__in=skipped)
     wanted = set(positions)
     # Bounded above too, so events appended meanwhile cannot push the window over budget.
-    return [e for e in qs.order_by("position") if e.position in wanted]
+    rows = qs.order_by("position").values_list(*HistoryEvent.__slots__)
+    return [HistoryEvent(*row) for row in rows if row[1] in wanted]
 
 
 # ------------------------------------------------------------------ validating units
@@ -197,7 +215,7 @@ def load_planned(*, thread: Thread, plan: HistoryPlan) -> list[Event]:
 class Item:
     """One history event as it will be shown: its calls (with ids) or the call it answers."""
 
-    event: Event
+    event: "Event | HistoryEvent"
     kind: str
     role: str
     calls: list[tuple[str, str, Any]] = field(default_factory=list)  # (id, name, arguments)

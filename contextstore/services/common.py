@@ -3,11 +3,12 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import DEFAULT_DB_ALIAS, connection, models
-from django.db.models import QuerySet
 from django.db.models.constants import OnConflict
 from django.db.models.sql import subqueries as sql
 
+from contextstore.db import PreparedGet
 from contextstore.models import ApiToken, AuditLog, Thread, Workspace
+from contextstore.selectors import THREAD_STATE_FIELDS
 
 UNSET: Any = object()
 
@@ -47,20 +48,24 @@ def audit(
     return row
 
 
-# The agent's document: JSON that can be large, and that history operations never read.
-THREAD_STATE_FIELDS = ("document",)
+_LOCK_THREAD = {
+    history_only: PreparedGet(lambda pk, history_only=history_only: (
+        Thread.objects.select_for_update(of=("self",)).select_related("workspace")
+        .defer(*(THREAD_STATE_FIELDS if history_only else ())).filter(pk=pk)))
+    for history_only in (False, True)
+}
 
 
 def lock_thread(thread: Thread, *, history_only: bool = False) -> Thread:
     """Re-read the thread under a row lock; every change to its history or state starts here.
 
     history_only skips the document, so appending costs the same however big the
-    agent's state has grown.
+    agent's state has grown. Compiled once per process (db.PreparedGet): every append runs it.
     """
-    qs = Thread.objects.select_for_update(of=("self",)).select_related("workspace")
-    if history_only:
-        qs = qs.defer(*THREAD_STATE_FIELDS)
-    return qs.get(pk=thread.pk)
+    locked = _LOCK_THREAD[history_only].get(thread.pk)
+    if locked is None:
+        raise Thread.DoesNotExist("Thread matching query does not exist.")
+    return locked
 
 
 # --- several writes in one statement ------------------------------------------------------------
@@ -81,11 +86,28 @@ def insert_sql(
     return text, tuple(params)
 
 
-def update_sql(qs: QuerySet, **values: Any) -> tuple[str, tuple]:
-    query = qs.query.chain(sql.UpdateQuery)
-    query.add_update_values(values)
-    text, params = query.get_compiler(qs.db).as_sql()
-    return text, tuple(params)
+_ROW_UPDATES: dict[tuple, str] = {}
+
+
+def row_update_sql(
+    model: type[models.Model], pk: int, values: dict[str, Any], amounts: dict[str, Any]
+) -> tuple[str, tuple]:
+    """UPDATE of one row by pk: `values` set, `amounts` added to the columns' values. The text
+    is written once per shape (compiling the ORM's UPDATE on every append cost more than
+    running it); each value is still prepared by its field."""
+    meta = model._meta
+    key = (model, tuple(values), tuple(amounts))
+    text = _ROW_UPDATES.get(key)
+    if text is None:
+        quote = connection.ops.quote_name
+        columns = [quote(meta.get_field(name).column) for name in (*values, *amounts)]
+        sets = [f"{c} = %s" for c in columns[:len(values)]]
+        sets += [f"{c} = {c} + %s" for c in columns[len(values):]]
+        text = _ROW_UPDATES[key] = (f"UPDATE {quote(meta.db_table)} SET {', '.join(sets)} "
+                                    f"WHERE {quote(meta.pk.column)} = %s")
+    params = [meta.get_field(name).get_db_prep_save(value, connection)
+              for name, value in (*values.items(), *amounts.items())]
+    return text, (*params, pk)
 
 
 def one_statement(main: tuple[str, tuple], *others: tuple[str, tuple]) -> list[tuple]:

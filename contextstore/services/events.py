@@ -23,7 +23,7 @@ from contextstore.services.common import (
     insert_sql,
     lock_thread,
     one_statement,
-    update_sql,
+    row_update_sql,
 )
 from contextstore.services.renders import llm_call_prepare, texts_keep
 from contextstore.tokens import event_tokens
@@ -227,7 +227,7 @@ def _append_folded(
                 for seq, spec in enumerate(specs, first)]
         # Compiled first: that stamps created_at, which the thread's last_event_at follows.
         inserted = insert_sql(Event, objs, returning=("id", "seq"), ignore_conflicts=True)
-        updates = [update_sql(qs, **values) for qs, values in
+        updates = [row_update_sql(*update) for update in
                    history.history_added_updates(thread=thread, events=objs, now=now)]
         record = audit_row(actor=actor, action="events.append", target=thread,
                            workspace=thread.workspace, count=len(objs), first_seq=objs[0].seq,

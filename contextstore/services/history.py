@@ -91,17 +91,19 @@ def history_added(*, thread: Thread, events: list[Event], now: datetime, new_thr
         session_thread_added(session_id=thread.session_id)
     if not events:
         return
-    for qs, values in history_added_updates(thread=thread, events=events, now=now):
-        qs.update(**values)
+    for model, pk, values, amounts in history_added_updates(thread=thread, events=events, now=now):
+        model.objects.filter(pk=pk).update(
+            **values, **{name: F(name) + amount for name, amount in amounts.items()})
     runs_count(events)
     models_seen(thread=thread, events=events)
 
 
 def history_added_updates(
     *, thread: Thread, events: list[Event], now: datetime
-) -> list[tuple[QuerySet, dict[str, Any]]]:
-    """The thread's and session's counter updates for new rows, as (queryset, values) for the
-    caller to run (or fold into one statement); the thread's in-memory counters move now."""
+) -> list[tuple[type[Thread] | type[Session], int, dict[str, Any], dict[str, Any]]]:
+    """The thread's and session's counter updates for new rows, as (model, pk, values to set,
+    amounts to add) for the caller to run (or fold into one statement); the thread's in-memory
+    counters move now."""
     count, tokens = _working(events)
     thread.last_seq = max(thread.last_seq, max(e.seq for e in events))
     thread.event_count += len(events)
@@ -112,17 +114,16 @@ def history_added_updates(
     thread.last_event_at = max(thread.last_event_at or newest, newest)
     thread.updated_at = now
     return [
-        (Thread.objects.filter(pk=thread.pk), dict(
+        (Thread, thread.pk, dict(
             last_seq=thread.last_seq, event_count=thread.event_count,
             token_total=thread.token_total, active_event_count=thread.active_event_count,
             active_tokens=thread.active_tokens, last_event_at=thread.last_event_at,
-            updated_at=now)),
-        (Session.objects.filter(pk=thread.session_id), dict(
-            event_count=F("event_count") + len(events),
-            error_count=F("error_count") + sum(1 for e in events if e.type == "Error"),
-            token_total=F("token_total") + sum(e.token_count for e in events),
-            cost_total=F("cost_total") + sum((event_cost(e) for e in events), Decimal(0)),
-            last_activity_at=now)),
+            updated_at=now), {}),
+        (Session, thread.session_id, dict(last_activity_at=now), dict(
+            event_count=len(events),
+            error_count=sum(1 for e in events if e.type == "Error"),
+            token_total=sum(e.token_count for e in events),
+            cost_total=sum((event_cost(e) for e in events), Decimal(0)))),
     ]
 
 

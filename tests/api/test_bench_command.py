@@ -27,6 +27,9 @@ def test_bench_api_reports_every_figure_against_a_running_server(live_server, tr
                              rf"{target}", text), (name, size)
     for key in ("append", "thread", "state", "context"):
         assert re.search(rf"ratio 300 / 1,000 events: {key} +{number} x +<= 1.2", text)
+    for name in ("append", "thread", "state", "context"):
+        assert re.search(rf"in-process {name} +p50 +{number} ms = Python +{number} \+ SQL +"
+                         rf"{number} ms \(\d+ statements", text), name
     assert re.search(rf"rare-word search p50, big thread, no ANALYZE +{number} ms +<= 20.0", text)
     assert re.search(rf"storage per event / content bytes +{number} x +<= 3.0", text)
     assert re.search(r"targets missed: ", text)

@@ -212,6 +212,7 @@ class Command(BaseCommand):
                 figure(f"GET /context/ 8k p50, {label} thread", per_size[size]["context"], "ms", 5)
                 figure(f"GET /context/ 8k record=true p50, {label} thread",
                        per_size[size]["context_record"], "ms", 5)
+            self.split(token, bases[sizes[0]], samples)
             self.search(http, bases[large], samples, figure)
             small, big = per_size[1000], per_size[large]
             for key in ("append", "thread", "state", "context"):
@@ -289,6 +290,57 @@ class Command(BaseCommand):
             event_append(thread=thread, events=[message(i, "inproc")], actor=actor)
             latencies.append((time.perf_counter() - began) * 1000)
         return percentile(latencies[10:], 0.5)
+
+    def split(self, token: str, base: str, samples: int) -> None:
+        """Where a request's time goes: each hot endpoint called in this process through
+        Django's whole stack (middleware, DRF, the view), its SQL timed at the cursor. The
+        Python part is everything else: what a faster database could not buy back."""
+        from django.db import connection
+        from django.test import Client, override_settings
+
+        sql = [0.0, 0]
+
+        def timed(execute: Callable, *args: Any) -> Any:
+            began = time.perf_counter()
+            try:
+                return execute(*args)
+            finally:
+                sql[0] += time.perf_counter() - began
+                sql[1] += 1
+
+        client = Client(HTTP_AUTHORIZATION=f"Bearer {token}", HTTP_HOST="127.0.0.1")
+        path = f"/api/v1/{base}"
+        n = [0]
+
+        def append() -> Any:
+            n[0] += 1
+            return client.post(f"{path}events/", {"events": [message(n[0], f"split-{uuid.uuid4().hex}")]},
+                               content_type="application/json")
+
+        calls = {"append": append, "thread": lambda: client.get(path),
+                 "state": lambda: client.get(f"{path}state/"),
+                 "context": lambda: client.get(f"{path}context/?max_tokens=8000")}
+        rates = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {"token": "off"}}
+        with override_settings(REST_FRAMEWORK=rates), connection.execute_wrapper(timed):
+            for name, call in calls.items():
+                for _ in range(10):
+                    call()
+                totals, sqls, counts = [], [], []
+                for _ in range(samples):
+                    sql[:] = [0.0, 0]
+                    began = time.perf_counter()
+                    response = call()
+                    totals.append((time.perf_counter() - began) * 1000)
+                    if response.status_code >= 400:
+                        raise CommandError(f"{name}: {response.status_code} {response.content[:200]!r}")
+                    sqls.append(sql[0] * 1000)
+                    counts.append(sql[1])
+                python = [t - q for t, q in zip(totals, sqls, strict=True)]
+                self.stdout.write(
+                    f"in-process {name:<8} p50 {percentile(totals, 0.5):6.2f} ms = Python "
+                    f"{percentile(python, 0.5):5.2f} + SQL {percentile(sqls, 0.5):5.2f} ms "
+                    f"({percentile(counts, 0.5):.0f} statements besides BEGIN/COMMIT), "
+                    f"load {self.load()}")
 
     def search(self, http: httpx.Client, base: str, samples: int,
                figure: Callable[..., None]) -> None:
