@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 from contextstore.models import Collapse
 from contextstore.services.events import event_append
 from contextstore.services.sessions import session_ensure, thread_ensure
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import in_view, screenshot, scroll_to
 from tests.conftest import messages
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -27,13 +27,6 @@ def thread(workspace, actor):
             events[10] = {"type": "Error", "content": "second failure: timeout"}
         event_append(thread=thread, actor=actor, events=events)
     return thread
-
-
-def in_view(page, selector: str) -> bool:
-    return page.locator("#timeline-scroll").evaluate(
-        """(box, sel) => { const e = box.querySelector(sel); if (!e) return false;
-             const b = box.getBoundingClientRect(), r = e.getBoundingClientRect();
-             return r.bottom > b.top && r.top < b.bottom; }""", selector)
 
 
 def test_jump_to_seq_1_and_the_next_error_and_open_a_permalink_in_place(page, thread):
@@ -57,7 +50,7 @@ def test_jump_to_seq_1_and_the_next_error_and_open_a_permalink_in_place(page, th
     page.goto(f"/threads/{thread.pk}/?around=700")
     assert in_view(page, "#e700")
     expect(page.locator("#e726")).to_have_count(0)
-    page.locator("#timeline-scroll").evaluate("el => el.scrollTop = el.scrollHeight")
+    scroll_to(page, "bottom")
     expect(page.locator("#e726")).to_be_attached()
     assert page.problems == [], page.problems
 
@@ -119,14 +112,14 @@ def test_the_timeline_keeps_a_bounded_number_of_rows_while_scrolling(page, threa
     expect(page.locator("#e2000")).to_be_attached()
     page.locator("#timeline-scroll").evaluate("box => box.setAttribute('data-max-rows', '120')")
     for oldest in (1950, 1900, 1850):  # three older pages come in above
-        page.locator("#timeline-scroll").evaluate("box => box.scrollTop = 0")
+        scroll_to(page, "top")
         expect(page.locator(f"#e{oldest - 49}")).to_be_attached()
     shown = rows(page)
     assert len(shown) <= 120 and shown[0] == 1801 and 2000 not in shown
     expect(page.locator("#tail")).to_have_count(0)  # the live tail went with the newest rows
     expect(page.locator("#timeline-scroll > .newer")).to_have_count(1)
     # scrolling back down brings the newer rows back and drops the oldest
-    page.locator("#timeline-scroll").evaluate("box => box.scrollTop = box.scrollHeight")
+    scroll_to(page, "bottom")
     expect(page.locator(f"#e{shown[-1] + 1}")).to_be_attached()
     after = rows(page)
     assert len(after) <= 120 and after[0] > 1801 and after == sorted(after)
