@@ -87,7 +87,8 @@ def test_jump_to_seq_1_and_the_next_error_of_a_100k_event_thread(page, long_thre
     thread = long_thread
     assert thread.event_count == thread.active_event_count == thread.last_seq == EVENTS
     assert thread.session.__class__.objects.get(pk=thread.session_id).error_count == len(ERRORS)
-    assert thread.load_seconds < 20, f"bulk load took {thread.load_seconds:.1f} s"
+    # 10-20 s on the shared CI machine; the ORM's bulk_create took 90 s (a guard, not a benchmark)
+    assert thread.load_seconds < 60, f"bulk load took {thread.load_seconds:.1f} s"
     page.set_viewport_size({"width": 1440, "height": 900})
     page.goto(f"/threads/{thread.pk}/")
     expect(page.locator(f"#e{EVENTS}")).to_be_attached()
