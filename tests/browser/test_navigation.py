@@ -110,6 +110,7 @@ def test_a_queued_summary_times_out_visibly_and_is_retried_then_cancelled(page, 
     job = page.locator("#job-status .job")
     expect(job).to_contain_text("Summary queued for the worker")
     expect(job).to_contain_text("range #1990–#1995")
+    expect(job).to_be_in_viewport()  # docked above the selection bar, wherever the page is scrolled
     expect(job.locator("button:has-text('Retry')")).to_have_count(0)
     expect(job).to_contain_text(re.compile(r"Timed out: queued for \d+ s, longer than the 2 s allowed"))
     screenshot(page, "job-timed-out-1280")
