@@ -256,6 +256,13 @@
     // A permalink (?around=) opens with its event a third down the window; otherwise at the
     // newest event.
     var target = box.querySelector(".event.target");
+    var around = /[?&]around=(\d+)/.exec(window.location.search);
+    if (!target && around) {
+      // an event shown inside a card (an LLM call's LLMComplete): the card that holds it
+      box.querySelectorAll("[data-seq]").forEach(function (e) {
+        if (Number(e.getAttribute("data-seq")) <= Number(around[1])) target = e;
+      });
+    }
     if (target) {
       window.scrollTo(0, target.getBoundingClientRect().top + window.scrollY - window.innerHeight / 3);
       stick = false;

@@ -13,7 +13,7 @@ from contextstore.services.events import event_append
 from contextstore.services.sessions import session_ensure, thread_ensure
 from contextstore.services.state import state_write
 from contextstore.services.summaries import summarize_range_request
-from tests.browser.conftest import ARTIFACTS, axe_violations, screenshot
+from tests.browser.conftest import ARTIFACTS, axe_violations, in_view, screenshot
 from tests.conftest import messages
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -149,4 +149,12 @@ def test_the_side_panel_is_sticky_tabs_that_keep_their_choice(page, thread):
     page.locator("#timeline-scroll").scroll_into_view_if_needed()
     page.mouse.wheel(0, 600)
     expect(panel.locator(".side-tabs")).to_be_in_viewport()
+    assert page.problems == [], page.problems
+
+
+def test_a_permalink_to_an_event_inside_a_call_card_opens_the_card_in_view(page, thread):
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.goto(f"/threads/{thread.pk}/?around=8")  # #8 is the LLMComplete of the call #7–#8
+    expect(page.locator("#e7[data-call]")).to_be_visible()
+    assert in_view(page, "#e7")
     assert page.problems == [], page.problems
