@@ -155,6 +155,7 @@ def test_the_side_panel_is_sticky_tabs_that_keep_their_choice(page, thread):
 def test_a_permalink_to_an_event_inside_a_call_card_opens_the_card_in_view(page, thread):
     page.set_viewport_size({"width": 1440, "height": 900})
     page.goto(f"/threads/{thread.pk}/?around=8")  # #8 is the LLMComplete of the call #7–#8
-    expect(page.locator("#e7[data-call]")).to_be_visible()
-    assert in_view(page, "#e7")
+    expect(page.locator("[data-call='7']")).to_be_visible()
+    assert in_view(page, "[data-call='7']")
+    assert page.locator("[data-call='7']").evaluate("e => e.getBoundingClientRect().top >= 0")
     assert page.problems == [], page.problems
