@@ -566,6 +566,9 @@ class Job(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     # Set while a job is pending so a thread has at most one pending job of a kind.
     pending_key = models.CharField(max_length=100, null=True, blank=True, unique=True)
+    # What a running job's worker is at (stage, the range it decided, how many events), for
+    # the page; None until a worker takes it.
+    progress = OrderedJSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -575,6 +578,21 @@ class Job(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} job {self.id} ({self.status})"
+
+    def pending_seconds(self, now) -> int | None:
+        """Seconds this job has been queued (since created) or running (since taken); None when
+        it is finished."""
+        if self.status == self.Status.QUEUED:
+            return int((now - self.created_at).total_seconds())
+        if self.status == self.Status.RUNNING and self.started_at:
+            return int((now - self.started_at).total_seconds())
+        return None
+
+    def is_timed_out(self, now) -> bool:
+        """Queued or running for longer than SUMMARIZER_JOB_TIMEOUT: the page says so and
+        offers Cancel and Retry (a worker may still finish it until it is cancelled)."""
+        seconds = self.pending_seconds(now)
+        return seconds is not None and seconds > settings.SUMMARIZER_JOB_TIMEOUT
 
 
 class AuditLog(models.Model):

@@ -34,4 +34,5 @@ urlpatterns = [
     path("threads/<int:pk>/state/restore/", actions.state_restore, name="state-restore"),
     path("jobs/<uuid:job_id>/", actions.job_status, name="job"),
     path("threads/<int:pk>/jobs/<uuid:job_id>/cancel/", actions.job_cancel, name="job-cancel"),
+    path("threads/<int:pk>/jobs/<uuid:job_id>/retry/", actions.job_retry, name="job-retry"),
 ]

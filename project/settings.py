@@ -318,6 +318,8 @@ SUMMARIZER_FAILURE_BACKOFF = env_int("SUMMARIZER_FAILURE_BACKOFF", 60)
 SUMMARIZER_MAX_ATTEMPTS = env_int("SUMMARIZER_MAX_ATTEMPTS", 5)
 SUMMARIZER_STALE_AFTER = env_int("SUMMARIZER_STALE_AFTER", CELERY_VISIBILITY_TIMEOUT + 60)
 SUMMARIZER_JOB_RETENTION_DAYS = env_int("SUMMARIZER_JOB_RETENTION_DAYS", 7)
+# A job queued or running longer than this is shown as timed out, with Cancel and Retry.
+SUMMARIZER_JOB_TIMEOUT = env_int("SUMMARIZER_JOB_TIMEOUT", 300)
 
 # Production hardening, on whenever DEBUG is off (`manage.py check --deploy` is clean with
 # docker/.env.example). TLS ends at a proxy or load balancer; BEHIND_PROXY makes Django trust

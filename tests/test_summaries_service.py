@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from contextstore.errors import InvalidInput
+from contextstore.errors import Conflict, InvalidInput
 from contextstore.models import AuditLog, Collapse, Event, Job, Thread
 from contextstore.selectors import rendering
 from contextstore.services import summaries
@@ -177,6 +177,75 @@ def test_a_range_request_queues_a_job_and_the_worker_collapses_exactly_it(thread
     assert (collapse.start_position, collapse.end_position, collapse.event_count) == (5, 12, 8)
     assert collapse.source == "worker" and collapse.actor == "summarizer:extractive for tests"
     assert summaries.summary_job_run(job_id=job.pk).result == job.result  # a late redelivery
+
+
+def test_a_running_job_shows_its_stage_and_range_while_it_summarizes(thread, actor, monkeypatch):
+    event_append(thread=thread, events=messages(20), actor=actor)
+    job = summaries.summarize_range_request(thread=thread, start_position=3, end_position=9, actor=actor)
+    seen = []
+    real = extractive_backend.summarize
+
+    def watched_summary(items, **kwargs):
+        seen.append(Job.objects.get(pk=job.pk).progress)
+        return real(items, **kwargs)
+
+    monkeypatch.setattr(extractive_backend, "summarize", watched_summary)
+    assert summaries.summary_job_run(job_id=job.pk).status == "done"
+    tokens = sum(Event.objects.filter(thread=thread, seq__range=(3, 9)).values_list("token_count", flat=True))
+    assert seen == [{"stage": "summarizing", "start_position": 3, "end_position": 9, "events": 7,
+                     "tokens": tokens, "backend": "extractive"}]
+    assert Job.objects.get(pk=job.pk).progress["stage"] == "committing"
+
+
+def test_a_job_cancelled_after_its_timeout_while_its_worker_summarizes_commits_nothing(
+        thread, actor, monkeypatch, settings):
+    settings.SUMMARIZER_JOB_TIMEOUT = 60
+    event_append(thread=thread, events=messages(20), actor=actor)
+    job = summaries.summarize_range_request(thread=thread, start_position=1, end_position=10, actor=actor)
+    real = extractive_backend.summarize
+
+    def stuck_summary(items, **kwargs):
+        # the worker hangs past the timeout and someone cancels the job meanwhile
+        running = Job.objects.get(pk=job.pk)
+        with pytest.raises(Conflict, match="not timed out yet"):
+            summaries.summary_job_cancel(job=running, actor=actor)
+        Job.objects.filter(pk=job.pk).update(started_at=timezone.now() - timedelta(seconds=61))
+        summaries.summary_job_cancel(job=Job.objects.get(pk=job.pk), actor=actor)
+        return real(items, **kwargs)
+
+    monkeypatch.setattr(extractive_backend, "summarize", stuck_summary)
+    done = summaries.summary_job_run(job_id=job.pk)
+    assert done.status == "failed" and "after it ran longer than 60 s (timed out)" in done.error
+    assert not Collapse.objects.exists()
+    assert Event.objects.filter(thread=thread, status="active").count() == 20
+    assert AuditLog.objects.filter(action="summary.cancelled").count() == 1
+    # a redelivery of the cancelled job leaves it alone too
+    assert summaries.summary_job_run(job_id=job.pk).status == "failed" and not Collapse.objects.exists()
+
+
+def test_retry_queues_the_same_summary_again_only_when_failed_or_timed_out(thread, actor, settings):
+    settings.SUMMARIZER_JOB_TIMEOUT = 60
+    event_append(thread=thread, events=messages(20), actor=actor)
+    job = summaries.summarize_range_request(thread=thread, start_position=2, end_position=6, actor=actor)
+    with pytest.raises(Conflict, match="not timed out yet"):
+        summaries.summary_job_retry(job=job, actor=actor)
+    Job.objects.filter(pk=job.pk).update(created_at=timezone.now() - timedelta(seconds=75))
+    assert Job.objects.get(pk=job.pk).is_timed_out(timezone.now())
+    again = summaries.summary_job_retry(job=job, actor=actor)
+    job.refresh_from_db()
+    assert again.pk != job.pk and again.status == "queued" and again.kind == "range"
+    assert (again.params["start_position"], again.params["end_position"]) == (2, 6)
+    assert job.status == "failed" and job.pending_key is None
+    assert job.error == "Timed out after 75 s queued; retried by tests."
+    log = AuditLog.objects.get(action="summary.retried")
+    assert log.details["previous"] == str(job.pk)
+    # the old job is not retried twice into two pending jobs: the range's one pending job returns
+    assert summaries.summary_job_retry(job=job, actor=actor).pk == again.pk
+    (finished,) = run_pending()
+    assert finished.pk == again.pk and finished.status == "done"
+    with pytest.raises(Conflict, match="done"):
+        summaries.summary_job_retry(job=finished, actor=actor)
+    assert Collapse.objects.count() == 1
 
 
 @pytest.mark.parametrize("start, end, code", [

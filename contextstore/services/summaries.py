@@ -254,19 +254,61 @@ def send_job(job_id: Any) -> None:
 
 
 def summary_job_cancel(*, job: Job, actor: Actor) -> Job:
-    """Cancel a job no worker has taken yet (it fails with a message saying who cancelled it).
-    A running job is not cancelled: its worker may be committing the summary already."""
+    """Cancel a job no worker has taken yet, or one running past SUMMARIZER_JOB_TIMEOUT (its
+    worker presumed dead or stuck: if it comes back, `_commit` sees the job is no longer running
+    and drops its result). It fails with a message saying who cancelled it. A running job still
+    within its time is not cancelled: its worker may be committing the summary already."""
+    now = timezone.now()
+    timed_out = now - timedelta(seconds=settings.SUMMARIZER_JOB_TIMEOUT)
     with transaction.atomic():
         cancelled = Job.objects.filter(pk=job.pk, status=Job.Status.QUEUED).update(
             status=Job.Status.FAILED, error=f"Cancelled by {actor.label} before a worker took it.",
-            pending_key=None, finished_at=timezone.now())
+            pending_key=None, finished_at=now)
+        if not cancelled:
+            cancelled = Job.objects.filter(
+                pk=job.pk, status=Job.Status.RUNNING, started_at__lt=timed_out,
+            ).update(status=Job.Status.FAILED, pending_key=None, finished_at=now,
+                     error=f"Cancelled by {actor.label} after it ran longer than "
+                           f"{settings.SUMMARIZER_JOB_TIMEOUT} s (timed out).")
         if not cancelled:
             job.refresh_from_db()
-            raise Conflict(f"The summary job is {job.status}; only a queued job can be cancelled.")
+            if job.status == Job.Status.RUNNING:
+                raise Conflict("The summary job is running and not timed out yet; it can be "
+                               f"cancelled after {settings.SUMMARIZER_JOB_TIMEOUT} s.")
+            raise Conflict(f"The summary job is {job.status}; only a pending job can be cancelled.")
         audit(actor=actor, action="summary.cancelled", target=job, workspace=job.thread.workspace,
               thread=job.thread_id)
     job.refresh_from_db()
     return job
+
+
+def summary_job_retry(*, job: Job, actor: Actor) -> Job:
+    """Queue the same summary again: for a failed or cancelled job, or a pending one past
+    SUMMARIZER_JOB_TIMEOUT (which is cancelled first). Returns the new job."""
+    now = timezone.now()
+    with transaction.atomic():
+        job = Job.objects.select_for_update(of=("self",)).select_related("thread__workspace").get(pk=job.pk)
+        if job.status == Job.Status.DONE:
+            raise Conflict("The summary job is done; there is nothing to retry.")
+        if job.status in PENDING:
+            if not job.is_timed_out(now):
+                raise Conflict("The summary job is still pending and not timed out yet.")
+            Job.objects.filter(pk=job.pk).update(
+                status=Job.Status.FAILED, pending_key=None, finished_at=now,
+                error=f"Timed out after {job.pending_seconds(now)} s {job.status}; "
+                      f"retried by {actor.label}.")
+        params = dict(job.params)
+        if job.kind == Job.Kind.RANGE:
+            params["requested_by"] = actor.label
+            key = f"range:{job.thread_id}:{params.get('start_position')}-{params.get('end_position')}"
+        elif job.kind == Job.Kind.PER_RUN:
+            key = f"per_run:{params.get('run')}"
+        else:
+            key = f"token_budget:{job.thread_id}"
+        retried = _enqueue(thread=job.thread, kind=job.kind, key=key, params=params)
+        audit(actor=actor, action="summary.retried", target=retried, workspace=job.thread.workspace,
+              thread=job.thread_id, previous=str(job.pk))
+    return retried
 
 
 # --- worker side ------------------------------------------------------------------------------
@@ -288,7 +330,8 @@ def summary_job_run(*, job_id: Any) -> Job | None:
         # stop the crash loop and say so.
         return _fail(job, f"Gave up after {job.attempts} attempts (the worker kept dying).")
     claimed = Job.objects.filter(pk=job.pk, status__in=PENDING).update(
-        status=Job.Status.RUNNING, attempts=F("attempts") + 1, started_at=timezone.now())
+        status=Job.Status.RUNNING, attempts=F("attempts") + 1, started_at=timezone.now(),
+        progress={"stage": "reading"})
     if not claimed:  # a concurrent run (a redelivered copy) finished it meanwhile
         job.refresh_from_db()
         return job
@@ -301,11 +344,16 @@ def summary_job_run(*, job_id: Any) -> Job | None:
         start, end, members, cap = decided
         # A summary should be shorter than what it replaces, even for a short run or range.
         cap = min(cap, max(64, sum(m.token_count for m in members) // 2))
+        _progress(job, stage="summarizing", start_position=start, end_position=end,
+                  events=len(members), tokens=sum(m.token_count for m in members),
+                  backend=config.get("backend") or settings.SUMMARIZER_BACKEND)
         try:
             summary, provenance = _summarize(members, cap, config)
         except SummarizerError as exc:
             return _fail(job, str(exc))
         provenance.update(job=str(job.pk), kind=job.kind)
+        _progress(job, stage="committing", start_position=start, end_position=end,
+                  events=len(members))
         outcome = _commit(job, thread, start, end, members, summary, provenance)
         if outcome == "changed":
             continue
@@ -315,6 +363,11 @@ def summary_job_run(*, job_id: Any) -> Job | None:
             summarization_check(thread=Thread.objects.select_related("workspace").get(pk=thread.pk))
         return job
     return _fail(job, "The range kept changing while it was being summarized; try again.")
+
+
+def _progress(job: Job, **progress: Any) -> None:
+    """Say where a running job is, for its page (a cancelled job is left as it is)."""
+    Job.objects.filter(pk=job.pk, status=Job.Status.RUNNING).update(progress=progress)
 
 
 def _range_events(thread: Thread, start: int, end: int):
@@ -436,6 +489,12 @@ def _commit(
         locked = lock_thread(thread)
         existing = Collapse.objects.filter(job=job).first()
         if existing is None:
+            # Cancelled (timed out) while this worker was summarizing: drop the result. The
+            # job row is locked so a cancel cannot slip in between this check and the commit.
+            status = (Job.objects.select_for_update().filter(pk=job.pk)
+                      .values_list("status", flat=True).first())
+            if status != Job.Status.RUNNING:
+                return "cancelled"
             current = set(_range_events(locked, start, end).values_list("pk", flat=True))
             if not current:
                 _finish(job, result={"collapse": None, "skipped": "already_collapsed_or_cleared"})

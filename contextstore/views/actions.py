@@ -4,6 +4,7 @@ with a redirect (a full reload for htmx) or, for blocks, the refreshed side pane
 import difflib
 import json
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -87,7 +88,11 @@ def _job_context(job: Job, thread: Thread, request: HttpRequest) -> dict:
     waited = int((now - job.created_at).total_seconds())
     running = int((now - job.started_at).total_seconds()) if job.started_at else 0
     return {"job": job, "thread": thread, "workspace": thread.workspace, "waited": waited,
-            "running_for": running,
+            "running_for": running, "timed_out": job.is_timed_out(now),
+            # jobs queued before positions were named carry start_seq/end_seq
+            "job_range": (job.params.get("start_position", job.params.get("start_seq")),
+                          job.params.get("end_position", job.params.get("end_seq"))),
+            "timeout": settings.SUMMARIZER_JOB_TIMEOUT,
             "no_worker": job.status == Job.Status.QUEUED and waited >= NO_WORKER_AFTER,
             "can_edit": can_edit(request.user, thread.workspace)}
 
@@ -105,6 +110,20 @@ def job_cancel(request: HttpRequest, thread: Thread, job_id) -> HttpResponse:
         return render(request, "contextstore/job_status.html#job", _job_context(job, thread, request))
     offer_undo(request, thread=thread, text="Summary job cancelled; nothing was changed.")
     return redirect(thread_url(thread))
+
+
+@thread_action
+def job_retry(request: HttpRequest, thread: Thread, job_id) -> HttpResponse:
+    """Queue a failed, cancelled or timed-out summary again; the new job's status replaces it."""
+    from contextstore.services import summaries
+
+    job = Job.objects.select_related("thread__workspace").filter(pk=job_id, thread=thread).first()
+    if job is None:
+        raise Http404("No such job.")
+    job = summaries.summary_job_retry(job=job, actor=actor_for(request))
+    if request.htmx:
+        return render(request, "contextstore/job_status.html#job", _job_context(job, thread, request))
+    return redirect(job_url(job))
 
 
 @login_required

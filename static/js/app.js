@@ -236,21 +236,38 @@
     }
   });
 
-  // The timeline opens at its newest event (the bottom), and follows the live tail when the
-  // reader is already there.
+  // The timeline is part of the page's one scroll: it opens at its newest event (the bottom of
+  // the page), and follows the live tail when the reader is already there. Its loaders are
+  // sentinels htmx watches with an IntersectionObserver on the viewport ("intersect once").
   function timelineBox() { return document.getElementById("timeline-scroll"); }
-  function atBottom(box) { return box.scrollHeight - box.scrollTop - box.clientHeight < 80; }
+  function doc() { return document.scrollingElement || document.documentElement; }
+  // "The bottom" is the timeline's end, not the page's: on a phone the side panel follows it.
+  function timelineEnd() { return timelineBox().getBoundingClientRect().bottom - window.innerHeight; }
+  function atBottom() {
+    // near the timeline's end, but not further down reading the side panel (unless it all fits)
+    var end = timelineEnd();
+    return end < 80 && (end > -160 || doc().scrollHeight <= window.innerHeight + 1);
+  }
+  function toBottom() { window.scrollBy(0, timelineEnd() + 8); }
   var stick = true;
   document.addEventListener("DOMContentLoaded", function () {
     var box = timelineBox();
     if (!box) return;
-    // A permalink (?around=) opens with its event in view; otherwise at the newest event.
+    // A permalink (?around=) opens with its event a third down the window; otherwise at the
+    // newest event.
     var target = box.querySelector(".event.target");
+    var around = /[?&]around=(\d+)/.exec(window.location.search);
+    if (!target && around) {
+      // an event shown inside a card (an LLM call's LLMComplete): the card that holds it
+      box.querySelectorAll("[data-seq]").forEach(function (e) {
+        if (Number(e.getAttribute("data-seq")) <= Number(around[1])) target = e;
+      });
+    }
     if (target) {
-      box.scrollTop = target.offsetTop - box.offsetTop - box.clientHeight / 3;
+      window.scrollTo(0, target.getBoundingClientRect().top + window.scrollY - window.innerHeight / 3);
       stick = false;
     } else {
-      box.scrollTop = box.scrollHeight;
+      toBottom();
     }
     highlight(box);
   });
@@ -260,9 +277,9 @@
   document.addEventListener("htmx:beforeSwap", function (evt) {
     var box = timelineBox();
     var target = evt.detail.target;
-    stick = !!box && target && target.id === "tail" && atBottom(box);
+    stick = !!box && target && target.id === "tail" && atBottom();
     if (box && target && target.classList.contains("older")) {
-      older = { height: box.scrollHeight, top: box.scrollTop };
+      older = { height: doc().scrollHeight, top: window.scrollY };
     }
   });
   var newer = false;
@@ -273,7 +290,7 @@
   document.addEventListener("htmx:afterSwap", function () {
     var box = timelineBox();
     if (box && older) {
-      box.scrollTop = older.top + box.scrollHeight - older.height;
+      window.scrollTo(0, older.top + doc().scrollHeight - older.height);
       bound(box, false);  // pages came in above: drop the newest rows
     } else if (box && newer) {
       bound(box, true);  // pages came in below: drop the oldest rows
@@ -292,7 +309,7 @@
     var div = document.createElement("div");
     div.className = kind;
     div.setAttribute("hx-get", url);
-    div.setAttribute("hx-trigger", "intersect once root:#timeline-scroll");
+    div.setAttribute("hx-trigger", "intersect once");
     div.setAttribute("hx-swap", "outerHTML");
     var a = document.createElement("a");
     a.href = url.replace(/newer=/, "around=");
@@ -318,14 +335,14 @@
       for (i = kept.length - 1; i >= 0 && edge === null; i--) edge = rowSeq(kept[i]);
     }
     if (edge === null) return;
-    var height = box.scrollHeight, top = box.scrollTop;
+    var height = doc().scrollHeight, top = window.scrollY;
     victims.forEach(function (v) { v.remove(); });
     var fresh;
     if (dropOldest) {
       box.querySelectorAll(":scope > .older").forEach(function (o) { o.remove(); });
       fresh = loader("older", base + "before=" + edge);
       box.insertBefore(fresh, box.firstElementChild);
-      box.scrollTop = top - (height - box.scrollHeight);  // what the reader sees stays put
+      window.scrollTo(0, top - (height - doc().scrollHeight));  // what the reader sees stays put
     } else {
       box.querySelectorAll(":scope > .newer, :scope > #tail, :scope > .older:last-child").forEach(function (o) {
         if (o !== box.firstElementChild) o.remove();
@@ -367,7 +384,7 @@
     var box = timelineBox();
     if (!box) return;
     highlight(box);
-    if (stick || (evt.detail.target && evt.detail.target.id === "timeline")) box.scrollTop = box.scrollHeight;
+    if (stick || (evt.detail.target && evt.detail.target.id === "timeline")) toBottom();
     stick = false;
     paintSelection();
   });

@@ -91,3 +91,15 @@ def axe_violations(page) -> list[dict]:
     return page.evaluate("""() => axe.run(document, {resultTypes: ["violations"]}).then(r =>
         r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
                                 nodes: v.nodes.slice(0, 4).map(n => n.target.join(" "))})))""")
+
+
+def scroll_to(page, where: str) -> None:
+    """Scroll the page (the thread page has one scroll: the timeline has no box of its own)."""
+    page.evaluate("top => window.scrollTo(0, top ? 0 : document.documentElement.scrollHeight)",
+                  where == "top")
+
+
+def in_view(page, selector: str) -> bool:
+    """Whether the element is (at least partly) inside the browser's viewport."""
+    return page.locator(selector).evaluate(
+        "e => { const r = e.getBoundingClientRect(); return r.bottom > 0 && r.top < window.innerHeight; }")

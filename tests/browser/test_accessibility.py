@@ -12,7 +12,8 @@ from contextstore.services.collapses import collapse_create
 from contextstore.services.events import event_append
 from contextstore.services.sessions import session_ensure, thread_ensure
 from contextstore.services.state import state_write
-from tests.browser.conftest import ARTIFACTS, axe_violations, screenshot
+from contextstore.services.summaries import summarize_range_request
+from tests.browser.conftest import ARTIFACTS, axe_violations, in_view, screenshot
 from tests.conftest import messages
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -52,30 +53,62 @@ def thread(workspace, actor):
     return thread
 
 
-def pages(thread) -> dict[str, str]:
+@pytest.fixture
+def job(thread, actor):
+    """A summary job no worker will take (none runs in these tests): its page polls, queued."""
+    return summarize_range_request(thread=thread, start_position=4, end_position=6, actor=actor)
+
+
+def pages(thread, job) -> dict[str, str]:
+    """Every page of the dashboard a browser can open (fragments excluded)."""
     t = f"/threads/{thread.pk}"
     return {"sessions": "/", "session": f"/sessions/{thread.session_id}/", "thread": f"{t}/",
-            "thread-around": f"{t}/?around=8", "model-view": f"{t}/context/",
+            "thread-around": f"{t}/?around=8", "thread-search": f"{t}/?q=refund&type=LLMOutput",
+            "model-view": f"{t}/context/",
             "call-sent": f"{t}/calls/7/sent/", "call-diff": f"{t}/calls/13/diff/",
             "collapse": f"{t}/collapses/{Collapse.objects.get(thread=thread).pk}/",
-            "state-diff": f"{t}/state/diff/?a=1&b=2"}
+            "state-diff": f"{t}/state/diff/?a=1&b=2", "job": f"/jobs/{job.pk}/",
+            "not-found": "/threads/987654321/"}
+
+
+SIDE_TABS = ("context", "blocks", "state", "runs", "memory")
 
 
 @pytest.mark.parametrize("size", SIZES)
-def test_every_page_has_no_axe_violations(page, thread, size):
-    page.set_viewport_size(dict(zip(("width", "height"), SIZES[size], strict=True)))
+def test_every_page_and_every_side_tab_has_no_axe_violations(browser, live_server, page, thread, job, size):
+    viewport = dict(zip(("width", "height"), SIZES[size], strict=True))
+    page.set_viewport_size(viewport)
     found = {}
-    for name, url in pages(thread).items():
-        page.goto(url)
-        expect(page.locator("main")).to_be_visible()
-        screenshot(page, f"{name}-{size}")
-        violations = axe_violations(page)
+
+    def check(on, name):
+        screenshot(on, f"{name}-{size}")
+        violations = axe_violations(on)
         if violations:
             found[name] = violations
+
+    for name, url in pages(thread, job).items():
+        response = page.goto(url)
+        assert response.status == (404 if name == "not-found" else 200), name
+        expect(page.locator("main")).to_be_visible()
+        check(page, name)
+        if name in ("thread", "thread-around"):
+            # every side-panel tab, not only the one open when the page loads
+            for tab in SIDE_TABS:
+                page.locator(f"[data-side-tab={tab}]").click()
+                expect(page.locator(f"[data-side-tab={tab}]")).to_have_attribute("aria-pressed", "true")
+                page.locator("#context-panel").scroll_into_view_if_needed()
+                check(page, f"{name}-side-{tab}")
+    # the login page, as someone not logged in sees it
+    context = browser.new_context(viewport=viewport, base_url=live_server.url)
+    anonymous = context.new_page()
+    anonymous.goto("/")
+    expect(anonymous.locator("input[name=username]")).to_be_visible()
+    check(anonymous, "login")
+    context.close()
     # the report stays next to the screenshots, to read when this fails
     (ARTIFACTS / f"axe-{size}.json").write_text(json.dumps(found, indent=1))
     assert found == {}, found
-    assert page.problems == [], page.problems
+    assert [p for p in page.problems if "987654321" not in p] == [], page.problems
 
 
 def test_popovers_close_with_escape_and_outside_clicks_and_the_skip_link_works(page, thread):
@@ -116,4 +149,13 @@ def test_the_side_panel_is_sticky_tabs_that_keep_their_choice(page, thread):
     page.locator("#timeline-scroll").scroll_into_view_if_needed()
     page.mouse.wheel(0, 600)
     expect(panel.locator(".side-tabs")).to_be_in_viewport()
+    assert page.problems == [], page.problems
+
+
+def test_a_permalink_to_an_event_inside_a_call_card_opens_the_card_in_view(page, thread):
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.goto(f"/threads/{thread.pk}/?around=8")  # #8 is the LLMComplete of the call #7–#8
+    expect(page.locator("[data-call='7']")).to_be_visible()
+    assert in_view(page, "[data-call='7']")
+    assert page.locator("[data-call='7']").evaluate("e => e.getBoundingClientRect().top >= 0")
     assert page.problems == [], page.problems

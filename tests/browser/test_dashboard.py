@@ -12,7 +12,7 @@ from contextstore.services.events import event_append
 from contextstore.services.sessions import session_ensure, thread_ensure
 from contextstore.services.state import state_write
 from contextstore.services.workspaces import api_token_create
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import screenshot, scroll_to
 from tests.conftest import messages
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -74,7 +74,7 @@ def test_open_a_thread_scroll_to_load_older_events_and_filter_by_type(page, thre
     expect(page.locator("#e116")).to_be_visible()
     assert events_shown(page)[0] == 66
     screenshot(page, "thread-1280")
-    page.locator("#timeline-scroll").evaluate("el => el.scrollTop = 0")
+    scroll_to(page, "top")
     expect(page.locator("#e16")).to_be_attached()
     assert events_shown(page)[0] == 16
     page.click("label.chip:has-text('Error')")

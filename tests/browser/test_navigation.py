@@ -2,13 +2,15 @@
 permalink opening an old event in place, search with marks and "show in context", and a
 typed range collapsed, then undone from the message."""
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
-from contextstore.models import Collapse
+from contextstore.models import Collapse, Job
 from contextstore.services.events import event_append
 from contextstore.services.sessions import session_ensure, thread_ensure
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import in_view, screenshot, scroll_to
 from tests.conftest import messages
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -27,13 +29,6 @@ def thread(workspace, actor):
             events[10] = {"type": "Error", "content": "second failure: timeout"}
         event_append(thread=thread, actor=actor, events=events)
     return thread
-
-
-def in_view(page, selector: str) -> bool:
-    return page.locator("#timeline-scroll").evaluate(
-        """(box, sel) => { const e = box.querySelector(sel); if (!e) return false;
-             const b = box.getBoundingClientRect(), r = e.getBoundingClientRect();
-             return r.bottom > b.top && r.top < b.bottom; }""", selector)
 
 
 def test_jump_to_seq_1_and_the_next_error_and_open_a_permalink_in_place(page, thread):
@@ -57,7 +52,7 @@ def test_jump_to_seq_1_and_the_next_error_and_open_a_permalink_in_place(page, th
     page.goto(f"/threads/{thread.pk}/?around=700")
     assert in_view(page, "#e700")
     expect(page.locator("#e726")).to_have_count(0)
-    page.locator("#timeline-scroll").evaluate("el => el.scrollTop = el.scrollHeight")
+    scroll_to(page, "bottom")
     expect(page.locator("#e726")).to_be_attached()
     assert page.problems == [], page.problems
 
@@ -108,6 +103,61 @@ def test_cancel_a_queued_summary_when_no_worker_runs(page, thread):
     assert page.problems == [], page.problems
 
 
+def test_a_queued_summary_times_out_visibly_and_is_retried_then_cancelled(page, thread, settings):
+    settings.SUMMARIZER_JOB_TIMEOUT = 2  # the live server runs in this process
+    page.goto(f"/threads/{thread.pk}/?from=1990&to=1995")
+    page.click("button:has-text('Summarize with worker')")
+    job = page.locator("#job-status .job")
+    expect(job).to_contain_text("Summary queued for the worker")
+    expect(job).to_contain_text("range #1990–#1995")
+    expect(job).to_be_in_viewport()  # docked above the selection bar, wherever the page is scrolled
+    expect(job.locator("button:has-text('Retry')")).to_have_count(0)
+    expect(job).to_contain_text(re.compile(r"Timed out: queued for \d+ s, longer than the 2 s allowed"))
+    screenshot(page, "job-timed-out-1280")
+    first = Job.objects.get()
+    job.locator("button:has-text('Retry')").click()
+    expect(page.locator("#job-status .job")).to_contain_text("Summary queued for the worker")
+    second = Job.objects.get(status="queued")
+    assert second.pk != first.pk and Job.objects.get(pk=first.pk).error.startswith("Timed out after")
+    expect(page.locator(f"#job-{second.pk}")).to_contain_text("Timed out")
+    page.locator(f"#job-{second.pk} button:has-text('Cancel')").click()
+    expect(page.locator("#job-status .job")).to_contain_text("Cancelled by bea before a worker took it.")
+    assert not Job.objects.filter(status__in=["queued", "running"]).exists()
+    assert page.problems == [], page.problems
+
+
+def test_the_thread_page_scrolls_as_one_document(page, thread):
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.goto(f"/threads/{thread.pk}/")
+    expect(page.locator("#e2000")).to_be_attached()
+    assert in_view(page, "#e2000")  # it opens at the newest event
+    # the timeline has no scroll box of its own: the document scrolls
+    assert page.locator("#timeline-scroll").evaluate(
+        "e => getComputedStyle(e).overflowY === 'visible' && e.scrollHeight <= e.clientHeight + 1")
+    assert page.evaluate("document.documentElement.scrollHeight > window.innerHeight + 2000")
+    assert page.evaluate("window.scrollY") > 0
+    first = rows(page)[0]
+    scroll_to(page, "top")  # the top of the page loads older events...
+    expect(page.locator(f"#e{first - 1}")).to_be_attached()
+    assert rows(page)[0] < first
+    # ...in above what the reader looked at, which stays in place (the page did not jump to them)
+    assert page.evaluate("window.scrollY") > 1000
+    expect(page.locator(".side-tabs")).to_be_in_viewport()  # the side panel stays beside it
+    # a permalink opens its event in place
+    page.goto(f"/threads/{thread.pk}/?around=700")
+    expect(page.locator("#e700.target")).to_be_visible()
+    assert in_view(page, "#e700") and page.evaluate("window.scrollY") > 0
+    # on a phone the side panel follows the timeline; the page still opens at the newest event
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"/threads/{thread.pk}/")
+    expect(page.locator("#e2000")).to_be_attached()
+    assert in_view(page, "#e2000")
+    assert page.evaluate("""() => document.getElementById('context-panel').getBoundingClientRect().top
+                            >= document.getElementById('timeline-scroll').getBoundingClientRect().bottom""")
+    screenshot(page, "thread-one-scroll-390")
+    assert page.problems == [], page.problems
+
+
 def rows(page) -> list[int]:
     return page.locator("#timeline-scroll").evaluate(
         "box => Array.from(box.children).filter(c => c.matches('article[data-seq]'))"
@@ -119,14 +169,14 @@ def test_the_timeline_keeps_a_bounded_number_of_rows_while_scrolling(page, threa
     expect(page.locator("#e2000")).to_be_attached()
     page.locator("#timeline-scroll").evaluate("box => box.setAttribute('data-max-rows', '120')")
     for oldest in (1950, 1900, 1850):  # three older pages come in above
-        page.locator("#timeline-scroll").evaluate("box => box.scrollTop = 0")
+        scroll_to(page, "top")
         expect(page.locator(f"#e{oldest - 49}")).to_be_attached()
     shown = rows(page)
     assert len(shown) <= 120 and shown[0] == 1801 and 2000 not in shown
     expect(page.locator("#tail")).to_have_count(0)  # the live tail went with the newest rows
     expect(page.locator("#timeline-scroll > .newer")).to_have_count(1)
     # scrolling back down brings the newer rows back and drops the oldest
-    page.locator("#timeline-scroll").evaluate("box => box.scrollTop = box.scrollHeight")
+    scroll_to(page, "bottom")
     expect(page.locator(f"#e{shown[-1] + 1}")).to_be_attached()
     after = rows(page)
     assert len(after) <= 120 and after[0] > 1801 and after == sorted(after)

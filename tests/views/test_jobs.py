@@ -1,4 +1,5 @@
-"""Summary jobs on the page: how long they wait, that no worker took them, and Cancel."""
+"""Summary jobs on the page: how long they wait, that no worker took them, their stage, the
+timeout, Cancel and Retry."""
 
 from datetime import timedelta
 
@@ -49,10 +50,62 @@ def test_only_queued_jobs_of_ones_own_workspace_are_cancelled_by_editors(
     job.refresh_from_db()
     assert job.status == "running"
     running = editor_client.get(f"/jobs/{job.pk}/", **HTMX).content.decode()
-    assert "The worker is summarizing" in running and ">Cancel</button>" not in running
+    assert "Running: reading the range" in running and ">Cancel</button>" not in running
 
 
 def test_cancel_without_javascript_redirects_with_a_message(editor_client, thread, job):
     response = editor_client.post(f"/threads/{thread.pk}/jobs/{job.pk}/cancel/")
     assert response.status_code == 302 and response["Location"] == f"/threads/{thread.pk}/"
     assert "Summary job cancelled" in editor_client.get(response["Location"]).content.decode()
+
+
+def test_a_running_job_shows_its_stage_range_and_elapsed_time(editor_client, thread, job):
+    Job.objects.filter(pk=job.pk).update(
+        status="running", attempts=1, started_at=timezone.now() - timedelta(seconds=5),
+        progress={"stage": "summarizing", "start_position": 2, "end_position": 5, "events": 4,
+                  "tokens": 1234, "backend": "extractive"})
+    html = editor_client.get(f"/jobs/{job.pk}/", **HTMX).content.decode()
+    assert "Running: summarizing 4 events (#2–#5, 1.2k tokens) with extractive" in html
+    assert "for 5 s (attempt 1)" in html and "range #2–#5" in html and "every 1s" in html
+    assert "Timed out" not in html and ">Retry</button>" not in html
+
+
+def test_a_queued_job_past_the_timeout_is_shown_timed_out_and_retried(editor_client, thread, job, settings):
+    settings.SUMMARIZER_JOB_TIMEOUT = 60
+    Job.objects.filter(pk=job.pk).update(created_at=timezone.now() - timedelta(seconds=90))
+    html = editor_client.get(f"/jobs/{job.pk}/", **HTMX).content.decode()
+    assert "<strong>Timed out:</strong> queued for 90 s, longer than the 60 s allowed" in html
+    assert ">Cancel</button>" in html and ">Retry</button>" in html and "data-timed-out" in html
+    response = editor_client.post(f"/threads/{thread.pk}/jobs/{job.pk}/retry/", **HTMX)
+    html = response.content.decode()
+    assert response.status_code == 200 and "Summary queued for the worker" in html and "waiting 0 s" in html
+    job.refresh_from_db()
+    assert job.status == "failed" and job.error == "Timed out after 90 s queued; retried by eddie."
+    fresh = Job.objects.get(status="queued")
+    assert f'id="job-{fresh.pk}"' in html and fresh.params["start_position"] == 2
+    assert AuditLog.objects.filter(action="summary.retried").count() == 1
+
+
+def test_a_running_job_past_the_timeout_can_be_cancelled_and_retry_needs_an_editor(
+        editor_client, viewer_client, outsider_client, thread, job, settings):
+    settings.SUMMARIZER_JOB_TIMEOUT = 60
+    Job.objects.filter(pk=job.pk).update(status="running", attempts=1,
+                                         started_at=timezone.now() - timedelta(seconds=61))
+    html = editor_client.get(f"/jobs/{job.pk}/", **HTMX).content.decode()
+    assert "<strong>Timed out:</strong> running for 61 s, longer than the 60 s allowed (attempt 1)" in html
+    assert ">Cancel</button>" in html and ">Retry</button>" in html
+    retry = f"/threads/{thread.pk}/jobs/{job.pk}/retry/"
+    assert viewer_client.post(retry).status_code == 403
+    assert outsider_client.post(retry).status_code == 404
+    assert editor_client.get(retry).status_code == 405
+    html = editor_client.post(f"/threads/{thread.pk}/jobs/{job.pk}/cancel/", **HTMX).content.decode()
+    assert "Cancelled by eddie after it ran longer than 60 s (timed out)." in html
+    assert ">Retry</button>" in html and "every 1s" not in html
+    # a failed job is retried without the JavaScript too: to the new job's page
+    response = editor_client.post(retry)
+    fresh = Job.objects.get(status="queued")
+    assert response.status_code == 302 and response["Location"] == f"/jobs/{fresh.pk}/"
+    done = Job.objects.filter(pk=fresh.pk)
+    done.update(status="done", finished_at=timezone.now())
+    assert editor_client.post(f"/threads/{thread.pk}/jobs/{fresh.pk}/retry/", **HTMX).status_code == 409
+    assert Job.objects.count() == 2

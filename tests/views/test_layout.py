@@ -22,7 +22,7 @@ def test_actors_show_by_token_name_not_prefix(editor_client, thread, workspace, 
 def test_pages_have_a_skip_link_and_a_focusable_timeline(editor_client, thread):
     html = editor_client.get(f"/threads/{thread.pk}/").content.decode()
     assert '<a class="skip-link" href="#timeline-scroll">Skip to the timeline</a>' in html
-    assert '<div id="timeline-scroll" tabindex="0" role="region" aria-label="Timeline"' in html
+    assert '<div id="timeline-scroll" tabindex="-1" role="region" aria-label="Timeline"' in html
     assert 'data-max-rows="300"' in html
     sessions = editor_client.get("/").content.decode()
     assert '<a class="skip-link" href="#main">' in sessions and '<main id="main"' in sessions
