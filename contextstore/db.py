@@ -186,3 +186,47 @@ class PreparedGet:
         for populator in populators:
             populator.populate(row, obj)
         return obj
+
+
+class PreparedRows:
+    """PreparedGet for a values_list() query of many rows: compiled once per process with
+    stand-in values, run with the real ones; rows come back as tuples, through the fields'
+    converters (JSON text parsed). `limit`, when given, is added as a parameter (the ORM writes
+    a slice into the SQL text). The render's history reads run on every context request."""
+
+    def __init__(self, build: Callable[..., QuerySet]) -> None:
+        self.build = build
+        self.compiled: dict[str, tuple] = {}  # per database vendor
+
+    def _compile(self, arity: int) -> tuple:
+        qs = self.build(*PreparedGet.STAND_INS[:arity])
+        compiler = qs.query.get_compiler(using=qs.db)
+        text, params = compiler.as_sql()
+        params = list(params)
+        slots = [params.index(value) for value in PreparedGet.STAND_INS[:arity]]
+        converters = compiler.get_converters([s[0] for s in compiler.select[:compiler.col_count]])
+        return text, params, slots, list(converters.items())
+
+    def rows(self, *values: int, limit: int | None = None) -> list[tuple]:
+        compiled = self.compiled.get(connection.vendor)
+        if compiled is None:
+            compiled = self.compiled[connection.vendor] = self._compile(len(values))
+        text, params, slots, converters = compiled
+        params = list(params)
+        for slot, value in zip(slots, values, strict=True):
+            params[slot] = value
+        if limit is not None:
+            text, params = f"{text} LIMIT %s", [*params, limit]
+        with connection.cursor() as cursor:
+            cursor.execute(text, params)
+            rows = cursor.fetchall()
+        if not converters:
+            return rows
+        converted = []
+        for row in rows:
+            row = list(row)
+            for pos, (convs, expression) in converters:
+                for converter in convs:
+                    row[pos] = converter(row[pos], expression, connection)
+            converted.append(tuple(row))
+        return converted
