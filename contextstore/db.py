@@ -4,6 +4,7 @@
 import contextvars
 import functools
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -140,8 +141,8 @@ class PreparedGet:
     of every API request, its row lock in every append) costs more than the query itself. Here
     `build(*values)` is compiled once with stand-in values; each call runs that SQL with the
     real ones and builds the instance as QuerySet does (converters, select_related, deferred
-    fields). `build` must use each value as a plain query parameter (a filter on an integer
-    column), and the query must return at most one row.
+    fields, annotations). `build` must use each value as a plain query parameter (a filter on an
+    integer column); `get` reads at most one row, `all` every row.
     """
 
     STAND_INS = (-7_310_001, -7_310_002, -7_310_003)
@@ -162,22 +163,24 @@ class PreparedGet:
                 [f[0].target.attname for f in select[fields[0]:fields[-1] + 1]],
                 get_related_populators(klass_info, select, qs.db, qs._fetch_mode),
                 compiler.get_converters([s[0] for s in select[:compiler.col_count]]), qs.db,
-                qs._fetch_mode)
+                qs._fetch_mode, dict(compiler.annotation_col_map or {}))
 
-    def get(self, *values: int) -> Any:
+    def _rows(self, values: tuple[int, ...]) -> tuple[tuple, list[tuple]]:
         compiled = self.compiled.get(connection.vendor)
         if compiled is None:
             compiled = self.compiled[connection.vendor] = self._compile(len(values))
-        (text, params, slots, model, start, end, attnames, populators, converters, db,
-         fetch_mode) = compiled
+        text, params, slots = compiled[:3]
         params = list(params)
         for slot, value in zip(slots, values, strict=True):
             params[slot] = value
         with connection.cursor() as cursor:
             cursor.execute(text, params)
-            row = cursor.fetchone()
-        if row is None:
-            return None
+            return compiled, cursor.fetchall()
+
+    @staticmethod
+    def _instance(compiled: tuple, row: tuple) -> Any:
+        (_, _, _, model, start, end, attnames, populators, converters, db, fetch_mode,
+         annotations) = compiled
         row = list(row)
         for pos, (convs, expression) in converters.items():
             for converter in convs:
@@ -185,7 +188,22 @@ class PreparedGet:
         obj = model.from_db(db, attnames, row[start:end], fetch_mode=fetch_mode)
         for populator in populators:
             populator.populate(row, obj)
+        for name, pos in annotations.items():
+            setattr(obj, name, row[pos])
         return obj
+
+    def get(self, *values: int) -> Any:
+        compiled, rows = self._rows(values)
+        return self._instance(compiled, rows[0]) if rows else None
+
+    def all(self, *values: int) -> list[Any]:
+        compiled, rows = self._rows(values)
+        objs = [self._instance(compiled, row) for row in rows]
+        if objs and compiled[10].track_peers:  # as QuerySet does in a FETCH_PEERS mode
+            peers = [weakref.ref(obj) for obj in objs]
+            for obj in objs:
+                obj._state.peers = peers
+        return objs
 
 
 class PreparedRows:

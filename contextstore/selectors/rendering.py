@@ -24,7 +24,7 @@ from typing import Any
 from django.db.models import OuterRef, QuerySet, Subquery
 
 from contextstore import selectors
-from contextstore.db import PreparedRows
+from contextstore.db import PreparedGet, PreparedRows
 from contextstore.expressions import block_text
 from contextstore.models import ContextBlock, ContextBlockVersion, Event, Thread
 from contextstore.tokens import count_tokens, is_thinking, part_text
@@ -143,6 +143,11 @@ def _newest(thread_id: int, before: int | None = None) -> QuerySet:
         "position", "seq", "token_count", "thinking_tokens", "type", "role")
 
 
+# The thread's blocks, each with the id of its kept version (db.PreparedGet).
+_BLOCKS = PreparedGet(lambda thread_id: selectors.thread_blocks(thread=thread_id).annotate(
+    version_pk=Subquery(ContextBlockVersion.objects.filter(
+        thread=OuterRef("thread"), name=OuterRef("name"), version=OuterRef("version"),
+    ).values("pk")[:1])))
 # The walk's pages, newest first (a LIMIT each), and the planned window (db.PreparedRows).
 _NEWEST = PreparedRows(_newest)
 _NEWEST_BEFORE = PreparedRows(_newest)
@@ -483,9 +488,7 @@ def render(
     strip = effective_strip(fmt, strip_thinking)
     # Each block with the id of its kept version, in the same query: a render record names
     # versions, and need not read the blocks again for them (services/renders.py).
-    blocks = list(selectors.thread_blocks(thread=thread).annotate(version_pk=Subquery(
-        ContextBlockVersion.objects.filter(thread=OuterRef("thread"), name=OuterRef("name"),
-                                           version=OuterRef("version")).values("pk")[:1])))
+    blocks = _BLOCKS.all(thread.pk)
     prefix = block_section("prefix", [b for b in blocks if b.placement == "prefix"], thread)
     suffix = block_section("suffix", [b for b in blocks if b.placement == "suffix"], thread)
     summary_tokens = count_tokens(thread.summary)
