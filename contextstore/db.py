@@ -2,7 +2,9 @@
 (SQLite's in-process function and PostgreSQL's statement timeout) behind regex_guard."""
 
 import contextvars
+import functools
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -10,7 +12,7 @@ from typing import Any
 
 import regex as regex_module
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection, models, transaction
 from django.db.models import BigIntegerField, Func, QuerySet
 from django.db.models.query import get_related_populators
 
@@ -40,8 +42,7 @@ def bulk_insert_events(objs: list[Event], now: datetime) -> None:
     if connection.vendor != "postgresql" or len(objs) < COPY_THRESHOLD:
         Event.objects.bulk_create(objs)  # one INSERT … RETURNING: fewer round trips when small
         return
-    fields = Event._meta.concrete_fields
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in Event._meta.concrete_fields)
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT nextval(pg_get_serial_sequence('contextstore_event', 'id')) "
@@ -51,9 +52,47 @@ def bulk_insert_events(objs: list[Event], now: datetime) -> None:
             obj.pk = pk
             obj.created_at = now
             obj._state.adding = False
+        plan = _copy_plan()
         with cursor.copy(f"COPY contextstore_event ({columns}) FROM STDIN") as copy:
             for obj in objs:
-                copy.write_row([f.get_db_prep_save(getattr(obj, f.attname), connection) for f in fields])
+                copy.write_row(_copy_row(obj, plan))
+
+
+# The field classes whose value psycopg takes as is when it has this exact type (a str for a
+# CharField, an aware datetime for a DateTimeField): Django's preparation returns it unchanged.
+_COPY_AS_IS: dict[type, type] = {
+    models.BigAutoField: int, models.AutoField: int, models.BigIntegerField: int,
+    models.IntegerField: int, models.PositiveIntegerField: int, models.BooleanField: bool,
+    models.CharField: str, models.TextField: str, models.DateTimeField: datetime,
+}
+CopyPlan = list[tuple[str, type | None, Callable[[Any, Any], Any]]]
+
+
+@functools.cache
+def _copy_plan() -> CopyPlan:
+    """Per Event column, once per process: (attname, the type passed as is or None, Django's
+    get_db_prep_save for every other value). Preparing each of ~25 values of every row through
+    Django cost a third of a batch's CPU; only the JSON fields (text, see OrderedJSONField) and
+    values of an unexpected type need it."""
+    plan = []
+    for field in Event._meta.concrete_fields:
+        target = field
+        while target.is_relation:
+            target = target.target_field
+        plan.append((field.attname, _COPY_AS_IS.get(type(target)), field.get_db_prep_save))
+    return plan
+
+
+def _copy_row(obj: Event, plan: CopyPlan) -> list[Any]:
+    """The values of one COPY row, as bulk_create would send them."""
+    values = obj.__dict__
+    row = []
+    for attname, kind, prepare in plan:
+        value = values[attname]
+        if value is not None and (type(value) is not kind or kind is datetime and value.tzinfo is None):
+            value = prepare(value, connection)
+        row.append(value)
+    return row
 
 
 # On SQLite the REGEXP function runs in this process; Python's re cannot be interrupted, so
@@ -102,8 +141,8 @@ class PreparedGet:
     of every API request, its row lock in every append) costs more than the query itself. Here
     `build(*values)` is compiled once with stand-in values; each call runs that SQL with the
     real ones and builds the instance as QuerySet does (converters, select_related, deferred
-    fields). `build` must use each value as a plain query parameter (a filter on an integer
-    column), and the query must return at most one row.
+    fields, annotations). `build` must use each value as a plain query parameter (a filter on an
+    integer column); `get` reads at most one row, `all` every row.
     """
 
     STAND_INS = (-7_310_001, -7_310_002, -7_310_003)
@@ -124,22 +163,24 @@ class PreparedGet:
                 [f[0].target.attname for f in select[fields[0]:fields[-1] + 1]],
                 get_related_populators(klass_info, select, qs.db, qs._fetch_mode),
                 compiler.get_converters([s[0] for s in select[:compiler.col_count]]), qs.db,
-                qs._fetch_mode)
+                qs._fetch_mode, dict(compiler.annotation_col_map or {}))
 
-    def get(self, *values: int) -> Any:
+    def _rows(self, values: tuple[int, ...]) -> tuple[tuple, list[tuple]]:
         compiled = self.compiled.get(connection.vendor)
         if compiled is None:
             compiled = self.compiled[connection.vendor] = self._compile(len(values))
-        (text, params, slots, model, start, end, attnames, populators, converters, db,
-         fetch_mode) = compiled
+        text, params, slots = compiled[:3]
         params = list(params)
         for slot, value in zip(slots, values, strict=True):
             params[slot] = value
         with connection.cursor() as cursor:
             cursor.execute(text, params)
-            row = cursor.fetchone()
-        if row is None:
-            return None
+            return compiled, cursor.fetchall()
+
+    @staticmethod
+    def _instance(compiled: tuple, row: tuple) -> Any:
+        (_, _, _, model, start, end, attnames, populators, converters, db, fetch_mode,
+         annotations) = compiled
         row = list(row)
         for pos, (convs, expression) in converters.items():
             for converter in convs:
@@ -147,4 +188,63 @@ class PreparedGet:
         obj = model.from_db(db, attnames, row[start:end], fetch_mode=fetch_mode)
         for populator in populators:
             populator.populate(row, obj)
+        for name, pos in annotations.items():
+            setattr(obj, name, row[pos])
         return obj
+
+    def get(self, *values: int) -> Any:
+        compiled, rows = self._rows(values)
+        return self._instance(compiled, rows[0]) if rows else None
+
+    def all(self, *values: int) -> list[Any]:
+        compiled, rows = self._rows(values)
+        objs = [self._instance(compiled, row) for row in rows]
+        if objs and compiled[10].track_peers:  # as QuerySet does in a FETCH_PEERS mode
+            peers = [weakref.ref(obj) for obj in objs]
+            for obj in objs:
+                obj._state.peers = peers
+        return objs
+
+
+class PreparedRows:
+    """PreparedGet for a values_list() query of many rows: compiled once per process with
+    stand-in values, run with the real ones; rows come back as tuples, through the fields'
+    converters (JSON text parsed). `limit`, when given, is added as a parameter (the ORM writes
+    a slice into the SQL text). The render's history reads run on every context request."""
+
+    def __init__(self, build: Callable[..., QuerySet]) -> None:
+        self.build = build
+        self.compiled: dict[str, tuple] = {}  # per database vendor
+
+    def _compile(self, arity: int) -> tuple:
+        qs = self.build(*PreparedGet.STAND_INS[:arity])
+        compiler = qs.query.get_compiler(using=qs.db)
+        text, params = compiler.as_sql()
+        params = list(params)
+        slots = [params.index(value) for value in PreparedGet.STAND_INS[:arity]]
+        converters = compiler.get_converters([s[0] for s in compiler.select[:compiler.col_count]])
+        return text, params, slots, list(converters.items())
+
+    def rows(self, *values: int, limit: int | None = None) -> list[tuple]:
+        compiled = self.compiled.get(connection.vendor)
+        if compiled is None:
+            compiled = self.compiled[connection.vendor] = self._compile(len(values))
+        text, params, slots, converters = compiled
+        params = list(params)
+        for slot, value in zip(slots, values, strict=True):
+            params[slot] = value
+        if limit is not None:
+            text, params = f"{text} LIMIT %s", [*params, limit]
+        with connection.cursor() as cursor:
+            cursor.execute(text, params)
+            rows = cursor.fetchall()
+        if not converters:
+            return rows
+        converted = []
+        for row in rows:
+            row = list(row)
+            for pos, (convs, expression) in converters:
+                for converter in convs:
+                    row[pos] = converter(row[pos], expression, connection)
+            converted.append(tuple(row))
+        return converted

@@ -7,6 +7,8 @@ from django.db import models
 
 from contextstore.jsonstrict import StrictJSONDecoder
 
+_ENCODER = DjangoJSONEncoder(ensure_ascii=False)  # json.dumps(cls=...) builds one on every call
+
 
 class JSONText(str):
     """JSON already serialized by the caller (who also needed its size): stored as it is."""
@@ -30,7 +32,7 @@ class OrderedJSONField(models.TextField):
             return None
         if isinstance(value, JSONText):
             return str(value)
-        return json.dumps(value, cls=DjangoJSONEncoder, ensure_ascii=False)
+        return _ENCODER.encode(value)
 
     def value_to_string(self, obj: models.Model) -> str:
         return self.get_prep_value(self.value_from_object(obj)) or "null"

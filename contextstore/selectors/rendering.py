@@ -21,9 +21,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import OuterRef, Subquery
+from django.db.models import OuterRef, QuerySet, Subquery
 
 from contextstore import selectors
+from contextstore.db import PreparedGet, PreparedRows
 from contextstore.expressions import block_text
 from contextstore.models import ContextBlock, ContextBlockVersion, Event, Thread
 from contextstore.tokens import count_tokens, is_thinking, part_text
@@ -134,10 +135,27 @@ class HistoryPlan:
     stopped: bool = False  # the walk ended before the oldest event
 
 
+def _newest(thread_id: int, before: int | None = None) -> QuerySet:
+    qs = Event.objects.filter(thread_id=thread_id, status=Event.Status.ACTIVE, visible=True)
+    if before is not None:
+        qs = qs.filter(position__lt=before)
+    return qs.order_by("-position").values_list(
+        "position", "seq", "token_count", "thinking_tokens", "type", "role")
+
+
+# The thread's blocks, each with the id of its kept version (db.PreparedGet).
+_BLOCKS = PreparedGet(lambda thread_id: selectors.thread_blocks(thread=thread_id).annotate(
+    version_pk=Subquery(ContextBlockVersion.objects.filter(
+        thread=OuterRef("thread"), name=OuterRef("name"), version=OuterRef("version"),
+    ).values("pk")[:1])))
+# The walk's pages, newest first (a LIMIT each), and the planned window (db.PreparedRows).
+_NEWEST = PreparedRows(_newest)
+_NEWEST_BEFORE = PreparedRows(_newest)
+
+
 def plan_history(*, thread: Thread, budget: int, strip_thinking: bool,
                  on_oversize: str = "skip") -> HistoryPlan:
     """Choose the units that fit, newest first, reading only (position, seq, tokens, type, role)."""
-    qs = Event.objects.filter(thread=thread, status=Event.Status.ACTIVE, visible=True)
     average = max(thread.active_tokens // max(thread.active_event_count, 1), 1)
     chunk = min(max(budget // average + 16, 32), 4096)
 
@@ -145,9 +163,10 @@ def plan_history(*, thread: Thread, budget: int, strip_thinking: bool,
         before = None
         size = chunk
         while True:
-            page = qs if before is None else qs.filter(position__lt=before)
-            got = list(page.order_by("-position").values_list(
-                "position", "seq", "token_count", "thinking_tokens", "type", "role")[:size])
+            if before is None:
+                got = _NEWEST.rows(thread.pk, limit=size)
+            else:
+                got = _NEWEST_BEFORE.rows(thread.pk, before, limit=size)
             for position, seq, tokens, think, type_, role in got:
                 yield Row(position, seq, event_cost(tokens, think, strip_thinking),
                           _kind(type_, role), role_of(type_, role))
@@ -198,15 +217,27 @@ def load_planned(*, thread: Thread, plan: HistoryPlan) -> list[HistoryEvent]:
     positions = [r.position for unit in plan.units for r in unit]
     if not positions:
         return []
-    skipped = [x["position"] for x in plan.left_out if x["reason"] == "oversize"]
-    qs = Event.objects.filter(thread=thread, status=Event.Status.ACTIVE, visible=True,
-                              position__gte=min(positions), position__lte=max(positions))
-    if skipped:
-        qs = qs.exclude(position__in=skipped)
-    wanted = set(positions)
     # Bounded above too, so events appended meanwhile cannot push the window over budget.
-    rows = qs.order_by("position").values_list(*HistoryEvent.__slots__)
+    first, last = min(positions), max(positions)
+    # Units skipped for size inside the window (those past its oldest end are outside anyway).
+    skipped = [x["position"] for x in plan.left_out
+               if x["reason"] == "oversize" and first <= x["position"] <= last]
+    if skipped:
+        rows = _window(thread.pk, first, last).exclude(position__in=skipped)
+    else:
+        rows = _WINDOW.rows(thread.pk, first, last)
+    wanted = set(positions)
     return [HistoryEvent(*row) for row in rows if row[1] in wanted]
+
+
+def _window(thread_id: int, first: int, last: int) -> QuerySet:
+    return Event.objects.filter(
+        thread_id=thread_id, status=Event.Status.ACTIVE, visible=True, position__gte=first,
+        position__lte=last,
+    ).order_by("position").values_list(*HistoryEvent.__slots__)
+
+
+_WINDOW = PreparedRows(_window)
 
 
 # ------------------------------------------------------------------ validating units
@@ -457,9 +488,7 @@ def render(
     strip = effective_strip(fmt, strip_thinking)
     # Each block with the id of its kept version, in the same query: a render record names
     # versions, and need not read the blocks again for them (services/renders.py).
-    blocks = list(selectors.thread_blocks(thread=thread).annotate(version_pk=Subquery(
-        ContextBlockVersion.objects.filter(thread=OuterRef("thread"), name=OuterRef("name"),
-                                           version=OuterRef("version")).values("pk")[:1])))
+    blocks = _BLOCKS.all(thread.pk)
     prefix = block_section("prefix", [b for b in blocks if b.placement == "prefix"], thread)
     suffix = block_section("suffix", [b for b in blocks if b.placement == "suffix"], thread)
     summary_tokens = count_tokens(thread.summary)

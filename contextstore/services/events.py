@@ -29,6 +29,8 @@ from contextstore.services.renders import llm_call_prepare, texts_keep
 from contextstore.tokens import event_tokens
 
 TYPE_MAX_LENGTH = 64
+# What json.dumps(sort_keys=True, separators=(",", ":"), default=str) builds on every call.
+_HASH_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
 STRING_FIELDS = {"role": 32, "call_id": 200, "step": 200, "anchor": 200, "client_id": 200, "run_id": 200}
 
 
@@ -67,7 +69,7 @@ def event_type_problem(value: Any) -> str | None:
         return "required; a name such as Message"
     if len(value) > TYPE_MAX_LENGTH:
         return f"at most {TYPE_MAX_LENGTH} characters"
-    if not value.isprintable() or any(char.isspace() for char in value):
+    if not value.isprintable() or value.split() != [value]:  # split() cuts at any whitespace
         return "printable characters only, without whitespace or control characters"
     return None
 
@@ -143,9 +145,7 @@ def event_spec(raw: Any, index: int) -> EventSpec:
         except ValueError as exc:
             raise _fail(index, "occurred_at", str(exc)) from exc
     payload = {k: raw.get(k) for k in sorted(raw) if k != "client_id"}
-    payload_hash = hashlib.sha256(
-        json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str).encode()
-    ).hexdigest()
+    payload_hash = hashlib.sha256(_HASH_JSON.encode(payload).encode()).hexdigest()
     total, thinking = event_tokens(content, parts, type_=etype, data=raw.get("data"))
     return EventSpec(
         type=etype, role=strings["role"], content=content, parts=parts, data=raw.get("data"),

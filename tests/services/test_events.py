@@ -247,3 +247,62 @@ def test_appending_never_reads_the_agent_state(thread, actor):
         event_append(thread=thread, events=messages(2), actor=actor)
     selects = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("SELECT")]
     assert selects and not any('"conversation_history"' in sql or '"memory"' in sql for sql in selects)
+
+
+def test_copy_stores_what_bulk_create_stores(session, actor):
+    """The COPY path passes most values to psycopg as they are; what lands in each column is the
+    text an INSERT through bulk_create stores, at the value edges."""
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from django.utils import timezone as dj_timezone
+
+    from contextstore.db import COPY_THRESHOLD, bulk_insert_events
+    from contextstore.fields import JSONText
+    from contextstore.services import history
+    from contextstore.services.events import event_spec
+    from contextstore.services.sessions import thread_ensure
+
+    if connection.vendor != "postgresql":
+        pytest.skip("COPY is PostgreSQL's; SQLite inserts through bulk_create")
+    leap_day = datetime(2024, 2, 29, 23, 59, 59, 999999, tzinfo=timezone(timedelta(hours=5, minutes=30)))
+    edge_texts = ["", "plain", "ünïcödé 😀 \u200d\u2028 עברית", "tab\tnew\nline\\back\r", "x" * 5000]
+    raws = []
+    for i in range(COPY_THRESHOLD + 5):
+        raws.append({
+            "type": ["Message", "ToolCall", "Custom.Thing"][i % 3],
+            "role": ["user", "assistant", ""][i % 3],
+            "content": edge_texts[i % len(edge_texts)],
+            "parts": [{"type": "text", "text": edge_texts[(i + 1) % len(edge_texts)]}] if i % 2 else None,
+            "data": [None, {"n": 2**70, "f": 0.1, "ü": ["\\", "\""]}, "text", 0, [], {}][i % 6],
+            "run_id": "r1" if i % 4 == 0 else "",
+            "call_id": "c😀" if i % 5 == 0 else "",
+            "client_id": f"k-{i}" if i % 2 else None,
+            "visible": bool(i % 3),
+            "occurred_at": leap_day.isoformat() if i % 2 else None,
+        })
+    specs = [event_spec(raw, i) for i, raw in enumerate(raws)]
+    now = dj_timezone.now()
+
+    def stored(name, insert):
+        thread, _ = thread_ensure(session=session, name=name, actor=actor)
+        run = Run.objects.create(thread=thread, run_id="r1")
+        objs = [history.event_build(thread=thread, seq=2**62 + i, spec=spec, now=now,
+                                    run=run if spec.run_id else None)
+                for i, spec in enumerate(specs)]
+        objs[1].data = JSONText('{"b": 1, "a": 2}')  # already JSON text, stored verbatim
+        objs[2].visible = 1  # a value of another type goes through Django's preparation
+        objs[3].occurred_at = datetime(1, 1, 1, tzinfo=UTC)
+        insert(objs)
+        columns = [f.column for f in Event._meta.concrete_fields
+                   if f.column not in ("id", "thread_id", "run_id", "created_at")]
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT {', '.join(c + '::text' for c in columns)}, run_id IS NULL, created_at "
+                "FROM contextstore_event WHERE thread_id = %s ORDER BY seq", [thread.pk])
+            return cursor.fetchall()
+
+    copied = stored("copied", lambda objs: bulk_insert_events(objs, now))
+    inserted = stored("inserted", Event.objects.bulk_create)
+    assert len(copied) == len(raws)
+    assert [row[:-1] for row in copied] == [row[:-1] for row in inserted]
+    assert {row[-1] for row in copied} == {now}
