@@ -134,16 +134,10 @@ def regex_guard() -> Iterator[None]:
         _regex_deadline.reset(token)
 
 
-class PreparedGet:
-    """A fixed-shape ORM query, compiled once per process, that reads one row by its values.
-
-    The ORM builds and compiles a queryset on every call, which on the hottest reads (the thread
-    of every API request, its row lock in every append) costs more than the query itself. Here
-    `build(*values)` is compiled once with stand-in values; each call runs that SQL with the
-    real ones and builds the instance as QuerySet does (converters, select_related, deferred
-    fields, annotations). `build` must use each value as a plain query parameter (a filter on an
-    integer column); `get` reads at most one row, `all` every row.
-    """
+class _Prepared:
+    """A fixed-shape ORM query compiled once per process: `build(*values)` is compiled with
+    stand-in values; each call runs that SQL with the real ones. `build` must use each value as
+    a plain query parameter (a filter on an integer column)."""
 
     STAND_INS = (-7_310_001, -7_310_002, -7_310_003)
 
@@ -157,15 +151,13 @@ class PreparedGet:
         text, params = compiler.as_sql()
         params = list(params)
         slots = [params.index(value) for value in self.STAND_INS[:arity]]
-        klass_info, select = compiler.klass_info, compiler.select
-        fields = klass_info["select_fields"]
-        return (text, params, slots, klass_info["model"], fields[0], fields[-1] + 1,
-                [f[0].target.attname for f in select[fields[0]:fields[-1] + 1]],
-                get_related_populators(klass_info, select, qs.db, qs._fetch_mode),
-                compiler.get_converters([s[0] for s in select[:compiler.col_count]]), qs.db,
-                qs._fetch_mode, dict(compiler.annotation_col_map or {}))
+        return (text, params, slots, *self._reading(qs, compiler))
 
-    def _rows(self, values: tuple[int, ...]) -> tuple[tuple, list[tuple]]:
+    def _reading(self, qs: QuerySet, compiler: Any) -> tuple:
+        """What turning a row into the answer needs, after the SQL, its params and slots."""
+        raise NotImplementedError
+
+    def _rows(self, values: tuple[int, ...], limit: int | None = None) -> tuple[tuple, list[tuple]]:
         compiled = self.compiled.get(connection.vendor)
         if compiled is None:
             compiled = self.compiled[connection.vendor] = self._compile(len(values))
@@ -173,9 +165,30 @@ class PreparedGet:
         params = list(params)
         for slot, value in zip(slots, values, strict=True):
             params[slot] = value
+        if limit is not None:  # the ORM writes a slice into the SQL text; here it is a parameter
+            text, params = f"{text} LIMIT %s", [*params, limit]
         with connection.cursor() as cursor:
             cursor.execute(text, params)
             return compiled, cursor.fetchall()
+
+
+class PreparedGet(_Prepared):
+    """A query for model instances, compiled once per process (see _Prepared).
+
+    The ORM builds and compiles a queryset on every call, which on the hottest reads (the thread
+    of every API request, its row lock in every append) costs more than the query itself. Here
+    each row is built into an instance as QuerySet does (converters, select_related, deferred
+    fields, annotations); `get` reads at most one row, `all` every row.
+    """
+
+    def _reading(self, qs: QuerySet, compiler: Any) -> tuple:
+        klass_info, select = compiler.klass_info, compiler.select
+        fields = klass_info["select_fields"]
+        return (klass_info["model"], fields[0], fields[-1] + 1,
+                [f[0].target.attname for f in select[fields[0]:fields[-1] + 1]],
+                get_related_populators(klass_info, select, qs.db, qs._fetch_mode),
+                compiler.get_converters([s[0] for s in select[:compiler.col_count]]), qs.db,
+                qs._fetch_mode, dict(compiler.annotation_col_map or {}))
 
     @staticmethod
     def _instance(compiled: tuple, row: tuple) -> Any:
@@ -206,38 +219,18 @@ class PreparedGet:
         return objs
 
 
-class PreparedRows:
-    """PreparedGet for a values_list() query of many rows: compiled once per process with
-    stand-in values, run with the real ones; rows come back as tuples, through the fields'
-    converters (JSON text parsed). `limit`, when given, is added as a parameter (the ORM writes
-    a slice into the SQL text). The render's history reads run on every context request."""
+class PreparedRows(_Prepared):
+    """A values_list() query of many rows, compiled once per process (see _Prepared); rows come
+    back as tuples, through the fields' converters (JSON text parsed). `limit`, when given, is
+    added as a parameter. The render's history reads run on every context request."""
 
-    def __init__(self, build: Callable[..., QuerySet]) -> None:
-        self.build = build
-        self.compiled: dict[str, tuple] = {}  # per database vendor
-
-    def _compile(self, arity: int) -> tuple:
-        qs = self.build(*PreparedGet.STAND_INS[:arity])
-        compiler = qs.query.get_compiler(using=qs.db)
-        text, params = compiler.as_sql()
-        params = list(params)
-        slots = [params.index(value) for value in PreparedGet.STAND_INS[:arity]]
+    def _reading(self, qs: QuerySet, compiler: Any) -> tuple:
         converters = compiler.get_converters([s[0] for s in compiler.select[:compiler.col_count]])
-        return text, params, slots, list(converters.items())
+        return (list(converters.items()),)
 
     def rows(self, *values: int, limit: int | None = None) -> list[tuple]:
-        compiled = self.compiled.get(connection.vendor)
-        if compiled is None:
-            compiled = self.compiled[connection.vendor] = self._compile(len(values))
-        text, params, slots, converters = compiled
-        params = list(params)
-        for slot, value in zip(slots, values, strict=True):
-            params[slot] = value
-        if limit is not None:
-            text, params = f"{text} LIMIT %s", [*params, limit]
-        with connection.cursor() as cursor:
-            cursor.execute(text, params)
-            rows = cursor.fetchall()
+        compiled, rows = self._rows(values, limit)
+        converters = compiled[3]
         if not converters:
             return rows
         converted = []

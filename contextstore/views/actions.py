@@ -97,14 +97,19 @@ def _job_context(job: Job, thread: Thread, request: HttpRequest) -> dict:
             "can_edit": can_edit(request.user, thread.workspace)}
 
 
+def _job_of(thread: Thread, job_id) -> Job:
+    job = Job.objects.select_related("thread__workspace").filter(pk=job_id, thread=thread).first()
+    if job is None:
+        raise Http404("No such job.")
+    return job
+
+
 @thread_action
 def job_cancel(request: HttpRequest, thread: Thread, job_id) -> HttpResponse:
     """Cancel a queued summary (say, when no worker is running to take it)."""
     from contextstore.services import summaries
 
-    job = Job.objects.select_related("thread__workspace").filter(pk=job_id, thread=thread).first()
-    if job is None:
-        raise Http404("No such job.")
+    job = _job_of(thread, job_id)
     job = summaries.summary_job_cancel(job=job, actor=actor_for(request))
     if request.htmx:
         return render(request, "contextstore/job_status.html#job", _job_context(job, thread, request))
@@ -117,9 +122,7 @@ def job_retry(request: HttpRequest, thread: Thread, job_id) -> HttpResponse:
     """Queue a failed, cancelled or timed-out summary again; the new job's status replaces it."""
     from contextstore.services import summaries
 
-    job = Job.objects.select_related("thread__workspace").filter(pk=job_id, thread=thread).first()
-    if job is None:
-        raise Http404("No such job.")
+    job = _job_of(thread, job_id)
     job = summaries.summary_job_retry(job=job, actor=actor_for(request))
     if request.htmx:
         return render(request, "contextstore/job_status.html#job", _job_context(job, thread, request))
