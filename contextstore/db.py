@@ -157,7 +157,8 @@ class _Prepared:
         """What turning a row into the answer needs, after the SQL, its params and slots."""
         raise NotImplementedError
 
-    def _rows(self, values: tuple[int, ...], limit: int | None = None) -> tuple[tuple, list[tuple]]:
+    def _rows(self, values: tuple[int, ...], limit: int | None = None,
+              along: list[tuple[str, list]] = ()) -> tuple[tuple, list[tuple]]:
         compiled = self.compiled.get(connection.vendor)
         if compiled is None:
             compiled = self.compiled[connection.vendor] = self._compile(len(values))
@@ -167,6 +168,9 @@ class _Prepared:
             params[slot] = value
         if limit is not None:  # the ORM writes a slice into the SQL text; here it is a parameter
             text, params = f"{text} LIMIT %s", [*params, limit]
+        if along:  # data-modifying statements run with this read (PostgreSQL runs each once)
+            ctes = ", ".join(f"_along{i} AS ({sql})" for i, (sql, _) in enumerate(along))
+            text, params = f"WITH {ctes} {text}", [p for _, ps in along for p in ps] + params
         with connection.cursor() as cursor:
             cursor.execute(text, params)
             return compiled, cursor.fetchall()
@@ -222,14 +226,16 @@ class PreparedGet(_Prepared):
 class PreparedRows(_Prepared):
     """A values_list() query of many rows, compiled once per process (see _Prepared); rows come
     back as tuples, through the fields' converters (JSON text parsed). `limit`, when given, is
-    added as a parameter. The render's history reads run on every context request."""
+    added as a parameter; `along`, statements to run in the same statement (see _rows). The
+    render's history reads run on every context request."""
 
     def _reading(self, qs: QuerySet, compiler: Any) -> tuple:
         converters = compiler.get_converters([s[0] for s in compiler.select[:compiler.col_count]])
         return (list(converters.items()),)
 
-    def rows(self, *values: int, limit: int | None = None) -> list[tuple]:
-        compiled, rows = self._rows(values, limit)
+    def rows(self, *values: int, limit: int | None = None,
+             along: list[tuple[str, list]] = ()) -> list[tuple]:
+        compiled, rows = self._rows(values, limit, along)
         converters = compiled[3]
         if not converters:
             return rows

@@ -211,14 +211,12 @@ class ThreadViewSet(ThreadHistoryActions, ThreadStateActions, ThreadBlockActions
         if query["record"] and not request.auth.can_write:
             raise PermissionDenied("Recording a render needs a token with write scope.")
         max_tokens = query.get("max_tokens") or thread_model_settings(thread).budget
-        rendered = rendering.render(
-            thread=thread, max_tokens=max_tokens, strip_thinking=query["strip_thinking"],
-            fmt=query["format"], on_oversize=query["on_oversize"])
-        body = rendered.body
-        if query["record"]:
-            record = renders.render_record(thread=thread, rendered=rendered, actor=actor_of(request))
-            body = {**body, "render_id": str(record.pk)}
-        return Response(body)
+        options = {"thread": thread, "max_tokens": max_tokens, "strip_thinking": query["strip_thinking"],
+                   "fmt": query["format"], "on_oversize": query["on_oversize"]}
+        if not query["record"]:
+            return Response(rendering.render(**options).body)
+        rendered, record = renders.context_render_recorded(**options, actor=actor_of(request))
+        return Response({**rendered.body, "render_id": str(record.pk)})
 
 # ---------------------------------------------------------------------------- the rest
 

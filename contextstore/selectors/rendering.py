@@ -94,6 +94,7 @@ class Row:
     cost: int
     kind: str
     role: str
+    pk: int = 0
 
 
 def group_units(rows: Iterator[Row]) -> Iterator[list[Row]]:
@@ -140,7 +141,7 @@ def _newest(thread_id: int, before: int | None = None) -> QuerySet:
     if before is not None:
         qs = qs.filter(position__lt=before)
     return qs.order_by("-position").values_list(
-        "position", "seq", "token_count", "thinking_tokens", "type", "role")
+        "position", "seq", "token_count", "thinking_tokens", "type", "role", "pk")
 
 
 # The thread's blocks, each with the id of its kept version (db.PreparedGet).
@@ -167,9 +168,9 @@ def plan_history(*, thread: Thread, budget: int, strip_thinking: bool,
                 got = _NEWEST.rows(thread.pk, limit=size)
             else:
                 got = _NEWEST_BEFORE.rows(thread.pk, before, limit=size)
-            for position, seq, tokens, think, type_, role in got:
+            for position, seq, tokens, think, type_, role, pk in got:
                 yield Row(position, seq, event_cost(tokens, think, strip_thinking),
-                          _kind(type_, role), role_of(type_, role))
+                          _kind(type_, role), role_of(type_, role), pk)
             if len(got) < size:
                 return
             before = got[-1][0]
@@ -212,20 +213,34 @@ class HistoryEvent:
     thinking_tokens: int
 
 
-def load_planned(*, thread: Thread, plan: HistoryPlan) -> list[HistoryEvent]:
-    """The planned events, oldest first, in one query bounded by what was chosen."""
+def skipped_inside(plan: HistoryPlan) -> list[int]:
+    """Positions of units skipped for size inside the planned window (those past its oldest
+    end are outside it anyway)."""
+    positions = [r.position for unit in plan.units for r in unit]
+    if not positions:
+        return []
+    first, last = min(positions), max(positions)
+    return [x["position"] for x in plan.left_out
+            if x["reason"] == "oversize" and first <= x["position"] <= last]
+
+
+def load_planned(*, thread: Thread, plan: HistoryPlan, along: list[tuple[str, list]] = ()
+                 ) -> list[HistoryEvent]:
+    """The planned events, oldest first, in one query bounded by what was chosen.
+
+    `along`: statements the caller's service writes in the same statement as this read
+    (PostgreSQL, `WITH … AS (INSERT …)`), saving their round trip; only for a plan without
+    units skipped inside its window, and only when there is something to read."""
     positions = [r.position for unit in plan.units for r in unit]
     if not positions:
         return []
     # Bounded above too, so events appended meanwhile cannot push the window over budget.
     first, last = min(positions), max(positions)
-    # Units skipped for size inside the window (those past its oldest end are outside anyway).
-    skipped = [x["position"] for x in plan.left_out
-               if x["reason"] == "oversize" and first <= x["position"] <= last]
+    skipped = skipped_inside(plan)
     if skipped:
         rows = _window(thread.pk, first, last).exclude(position__in=skipped)
     else:
-        rows = _WINDOW.rows(thread.pk, first, last)
+        rows = _WINDOW.rows(thread.pk, first, last, along=along)
     wanted = set(positions)
     return [HistoryEvent(*row) for row in rows if row[1] in wanted]
 
@@ -481,10 +496,29 @@ class Rendered:
     options: dict[str, Any]
 
 
-def render(
+@dataclass
+class Planned:
+    """A render up to its plan: blocks read, the budget split, the history units chosen."""
+
+    thread: Thread
+    max_tokens: int
+    fmt: str
+    strip: bool
+    options: dict[str, Any]
+    prefix: Section
+    suffix: Section
+    summary_tokens: int
+    plan: HistoryPlan
+
+    @property
+    def fixed(self) -> int:
+        return self.prefix.tokens + self.summary_tokens + self.suffix.tokens
+
+
+def render_plan(
     *, thread: Thread, max_tokens: int, strip_thinking: bool = False, fmt: str = "raw",
     on_oversize: str = "skip",
-) -> Rendered:
+) -> Planned:
     strip = effective_strip(fmt, strip_thinking)
     # Each block with the id of its kept version, in the same query: a render record names
     # versions, and need not read the blocks again for them (services/renders.py).
@@ -492,29 +526,35 @@ def render(
     prefix = block_section("prefix", [b for b in blocks if b.placement == "prefix"], thread)
     suffix = block_section("suffix", [b for b in blocks if b.placement == "suffix"], thread)
     summary_tokens = count_tokens(thread.summary)
-    fixed = prefix.tokens + summary_tokens + suffix.tokens
-    budget = max(max_tokens - fixed, 0)
-
+    budget = max(max_tokens - (prefix.tokens + summary_tokens + suffix.tokens), 0)
     plan = plan_history(thread=thread, budget=budget, strip_thinking=strip, on_oversize=on_oversize)
-    units, invalid = valid_items(load_planned(thread=thread, plan=plan))
+    options = {"strip_thinking": strip_thinking, "on_oversize": on_oversize}
+    return Planned(thread, max_tokens, fmt, strip, options, prefix, suffix, summary_tokens, plan)
+
+
+def render_finish(planned: Planned, *, along: list[tuple[str, list]] = ()) -> Rendered:
+    """Load the planned events and build the messages (`along`: see load_planned)."""
+    thread, plan, strip, prefix, suffix = (planned.thread, planned.plan, planned.strip,
+                                           planned.prefix, planned.suffix)
+    units, invalid = valid_items(load_planned(thread=thread, plan=plan, along=along))
     used = sum(_tokens(i.event, strip) for unit in units for i in unit)
     included = sum(len(u) for u in units)
     left_out = sorted(plan.left_out + invalid, key=lambda x: -x["position"])
-    total = fixed + used
-    body = build_messages(fmt=fmt, prefix=prefix.text, summary=thread.summary, suffix=suffix.text,
-                          units=units, strip_thinking=strip)
-    body = {"format": fmt, **body, "stats": {
-        "max_tokens": max_tokens,
+    total = planned.fixed + used
+    body = build_messages(fmt=planned.fmt, prefix=prefix.text, summary=thread.summary,
+                          suffix=suffix.text, units=units, strip_thinking=strip)
+    body = {"format": planned.fmt, **body, "stats": {
+        "max_tokens": planned.max_tokens,
         "total_tokens": total,
         # Honest: false when anything visible was left out for size, not only when over budget.
-        "fits": total <= max_tokens and not plan.left_out,
+        "fits": total <= planned.max_tokens and not plan.left_out,
         "prefix_hash": prefix_hash(prefix.text),
-        "on_oversize": on_oversize,
+        "on_oversize": planned.options["on_oversize"],
         "strip_thinking": strip,
         "skipped": left_out,
         "sections": {
             "prefix": {"tokens": prefix.tokens, "blocks": prefix.blocks},
-            "summary": {"tokens": summary_tokens},
+            "summary": {"tokens": planned.summary_tokens},
             "history": {
                 "tokens": used,
                 "events_included": included,
@@ -525,8 +565,15 @@ def render(
             "suffix": {"tokens": suffix.tokens, "blocks": suffix.blocks},
         },
     }}
-    options = {"strip_thinking": strip_thinking, "on_oversize": on_oversize}
-    return Rendered(body, prefix, suffix, thread.summary, units, options)
+    return Rendered(body, prefix, suffix, thread.summary, units, planned.options)
+
+
+def render(
+    *, thread: Thread, max_tokens: int, strip_thinking: bool = False, fmt: str = "raw",
+    on_oversize: str = "skip",
+) -> Rendered:
+    return render_finish(render_plan(thread=thread, max_tokens=max_tokens,
+                                     strip_thinking=strip_thinking, fmt=fmt, on_oversize=on_oversize))
 
 
 def context_render(

@@ -34,18 +34,20 @@ def pack_events(events: list[Event]) -> list[Any]:
     events between); `[di, dp]` anything else (a summary: new id, old position). A 1k-event
     record takes a few bytes per event at most."""
     packed: list[Any] = []
-    last_id, last_pos = 0, 0
+    last_id, last_pos, run = 0, 0, 0
     for e in events:
-        di, dp = e.pk - last_id, e.position - last_pos
-        if di == dp == 1 and packed and isinstance(packed[-1], int):
-            packed[-1] += 1
-        elif di == dp == 1:
-            packed.append(1)
-        elif di == dp:
-            packed.append([di])
+        pk, position = e.pk, e.position
+        di, dp = pk - last_id, position - last_pos
+        if di == dp == 1:
+            run += 1
         else:
-            packed.append([di, dp])
-        last_id, last_pos = e.pk, e.position
+            if run:
+                packed.append(run)
+                run = 0
+            packed.append([di] if di == dp else [di, dp])
+        last_id, last_pos = pk, position
+    if run:
+        packed.append(run)
     return packed
 
 

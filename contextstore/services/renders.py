@@ -7,11 +7,13 @@ A record copies no event text. Agents that build their own prompt attach it to L
 """
 
 import json
+import uuid
 from dataclasses import replace
 from typing import Any
 
 from django.db import connection
 from django.db.models import Q
+from django.utils import timezone
 
 from contextstore.errors import InvalidInput
 from contextstore.models import ContextBlock, ContextBlockVersion, RenderRecord, StoredText, Thread
@@ -59,25 +61,83 @@ def _version_ids(thread: Thread, shown: list[tuple[ContextBlock, str]]) -> dict[
     return found
 
 
-def _insert(record: RenderRecord) -> RenderRecord:
-    """INSERT the record in one statement. On PostgreSQL the statement also turns off waiting
-    for its commit's WAL flush, which is most of a record's cost: the record is still durable
-    before anything that names it, since the LLM-call event that carries its render_id commits
-    synchronously and WAL is flushed in order (a crash in the ~200 ms between could lose a
-    record nothing references yet). One statement, not BEGIN / SET LOCAL / INSERT / COMMIT:
-    under load each round trip costs about what the insert itself does."""
-    fields = RenderRecord._meta.concrete_fields
-    values = [f.get_db_prep_save(f.pre_save(record, True), connection) for f in fields]
-    quote = connection.ops.quote_name
-    sql = (f"INSERT INTO {quote(RenderRecord._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
-           f"SELECT {', '.join(['%s'] * len(fields))}")
-    if connection.vendor == "postgresql":
-        # set_config(..., true) is SET LOCAL: it ends with this statement's transaction.
-        sql += " WHERE set_config('synchronous_commit', 'off', true) IS NOT NULL"
-    with connection.cursor() as cursor:
-        cursor.execute(sql, values)
-    record._state.adding, record._state.db = False, connection.alias
-    return record
+_INSERT_SQL: dict[str, str] = {}  # per database vendor
+_SPEC_FIELD = RenderRecord._meta.get_field("spec")
+
+
+def _insert_statement(values: list[Any]) -> tuple[str, list[Any]]:
+    """The INSERT of a record, its column values in field order. On PostgreSQL the statement
+    also turns off waiting for its commit's WAL flush, which is most of a record's cost: the
+    record is still durable before anything that names it, since the LLM-call event that
+    carries its render_id commits synchronously and WAL is flushed in order (a crash in the
+    ~200 ms between could lose a record nothing references yet). The values are prepared here
+    rather than through a model instance's save: a record is taken on every context request,
+    and Django's per-field preparation cost more than the INSERT's own work in the database."""
+    sql = _INSERT_SQL.get(connection.vendor)
+    if sql is None:
+        quote = connection.ops.quote_name
+        columns = ", ".join(quote(f.column) for f in RenderRecord._meta.concrete_fields)
+        marks = ", ".join(["%s"] * len(values))
+        sql = f"INSERT INTO {quote(RenderRecord._meta.db_table)} ({columns}) SELECT {marks}"
+        if connection.vendor == "postgresql":
+            # set_config(..., true) is SET LOCAL: it ends with this statement's transaction.
+            sql += " WHERE set_config('synchronous_commit', 'off', true) IS NOT NULL"
+        _INSERT_SQL[connection.vendor] = sql
+    # id, ..., spec, actor, created_at: the model's field order (a test reads the row back)
+    record_id, *middle, spec, actor, created_at = values
+    return sql, [record_id if connection.features.has_native_uuid_field else record_id.hex, *middle,
+                 _SPEC_FIELD.get_prep_value(spec), actor,
+                 connection.ops.adapt_datetimefield_value(created_at)]
+
+
+def _texts_statement(hashes: list[str], texts: list[str]) -> tuple[str, list[Any]]:
+    """PostgreSQL: keep texts not kept yet (texts_keep, as one statement to run with a read)."""
+    rows = dict(zip(hashes, texts, strict=True))
+    now = timezone.now()
+    marks = ", ".join(["(%s, %s, %s)"] * len(rows))
+    q = connection.ops.quote_name
+    return (f"INSERT INTO {q(StoredText._meta.db_table)} ({q('sha256')}, {q('text')}, {q('created_at')}) "
+            f"VALUES {marks} ON CONFLICT ({q('sha256')}) DO NOTHING",
+            [v for h, t in rows.items() for v in (h, t, now)])
+
+
+def _values(*, thread: Thread, actor: Actor, fmt: str, max_tokens: int, total: int,
+            prefix_hash: str, spec: dict[str, Any]) -> list[Any]:
+    """A record's columns in the model's field order (RenderRecord.from_db builds from them)."""
+    return [uuid.uuid4(), thread.workspace_id, thread.pk, fmt, max_tokens, total, prefix_hash,
+            thread.revision, spec, actor.label[:200], timezone.now()]
+
+
+def _spec(*, strip: bool, options: dict[str, Any], prefix: rendering.Section,
+          suffix: rendering.Section, summary: str, ids: dict[tuple[str, int], int],
+          hashes: list[str], events: list[Any], tokens: dict[str, int], left_out: int,
+          fits: bool) -> dict[str, Any]:
+    # the hashes of the live blocks' texts, in the order shown, then the summary's
+    live = iter(hashes)
+
+    def blocks(section: rendering.Section) -> list[list[Any]]:
+        return [[ids[(b.name, b.version)]] + ([next(live)] if b.expr is not None else [])
+                for b, _ in section.shown]
+
+    return {"v": SPEC_VERSION, "strip": strip, "options": options, "prefix": blocks(prefix),
+            "suffix": blocks(suffix), "summary": next(live) if summary else None,
+            "events": pack_events(events), "tokens": tokens, "left_out": left_out, "fits": fits}
+
+
+def _texts(shown: list[tuple[ContextBlock, str]], summary: str) -> list[str]:
+    """The texts a record keeps by hash: the live blocks' shown, in order, then the summary."""
+    return [t for b, t in shown if b.expr is not None] + ([summary] if summary else [])
+
+
+def _spec_of(rendered: rendering.Rendered, ids: dict[tuple[str, int], int],
+             hashes: list[str]) -> dict[str, Any]:
+    stats = rendered.body["stats"]
+    sections = stats["sections"]
+    return _spec(strip=stats["strip_thinking"], options=rendered.options, prefix=rendered.prefix,
+                 suffix=rendered.suffix, summary=rendered.summary, ids=ids, hashes=hashes,
+                 events=[i.event for unit in rendered.units for i in unit],
+                 tokens={k: sections[k]["tokens"] for k in ("prefix", "summary", "history", "suffix")},
+                 left_out=len(stats["skipped"]), fits=stats["fits"])
 
 
 def render_record(*, thread: Thread, rendered: rendering.Rendered, actor: Actor) -> RenderRecord:
@@ -88,45 +148,62 @@ def render_record(*, thread: Thread, rendered: rendering.Rendered, actor: Actor)
     each text is hashed once.
     """
     shown = rendered.prefix.shown + rendered.suffix.shown
-    texts = [t for b, t in shown if b.expr is not None] + ([rendered.summary] if rendered.summary else [])
     # Kept before the record and outside its statement: a text is immutable and content-addressed,
     # so one kept for a record that then fails harms nothing, and a text already kept (the usual
     # case: the summary changes seldom) writes nothing and commits nothing.
-    hashes = texts_keep(texts)
-    return _record(thread=thread, rendered=rendered, actor=actor, shown=shown, hashes=hashes)
+    hashes = texts_keep(_texts(shown, rendered.summary))
+    stats = rendered.body["stats"]
+    values = _values(thread=thread, actor=actor, fmt=rendered.body["format"],
+                     max_tokens=stats["max_tokens"], total=stats["total_tokens"],
+                     prefix_hash=stats["prefix_hash"],
+                     spec=_spec_of(rendered, _version_ids(thread, shown), hashes))
+    with connection.cursor() as cursor:
+        cursor.execute(*_insert_statement(values))
+    return RenderRecord.from_db(connection.alias, None, values)
 
 
-def _record(*, thread: Thread, rendered: rendering.Rendered, actor: Actor,
-            shown: list[tuple[ContextBlock, str]], hashes: list[str]) -> RenderRecord:
-    body = rendered.body
-    stats = body["stats"]
+def context_render_recorded(
+    *, thread: Thread, max_tokens: int, actor: Actor, strip_thinking: bool = False,
+    fmt: str = "raw", on_oversize: str = "skip",
+) -> tuple[rendering.Rendered, RenderRecord]:
+    """Render and keep the record of it, for the price of the render alone where possible.
+
+    On PostgreSQL the record (and any text it names not kept yet) is written by the render's
+    own last statement, the read of the planned events (`WITH … AS (INSERT …) SELECT …`): a
+    record then costs no round trip. It is written as the plan predicts; if the render then
+    shows less (an event invalid for the provider, or one collapsed between the plan and the
+    read), the record is corrected before anyone has its id. Elsewhere, and for a plan that
+    reads no events or skips some inside its window, the record is written after the render.
+    """
+    planned = rendering.render_plan(thread=thread, max_tokens=max_tokens,
+                                    strip_thinking=strip_thinking, fmt=fmt, on_oversize=on_oversize)
+    plan = planned.plan
+    if connection.vendor != "postgresql" or not plan.units or rendering.skipped_inside(plan):
+        rendered = rendering.render_finish(planned)
+        return rendered, render_record(thread=thread, rendered=rendered, actor=actor)
+    shown = planned.prefix.shown + planned.suffix.shown
+    texts = _texts(shown, thread.summary)
+    hashes = [sha256(t) for t in texts]
     ids = _version_ids(thread, shown)
-    # the hashes of the live blocks' texts, in the order shown, then the summary's
-    live = iter(hashes)
-
-    def blocks(section: rendering.Section) -> list[list[Any]]:
-        return [[ids[(b.name, b.version)]] + ([next(live)] if b.expr is not None else [])
-                for b, _ in section.shown]
-
-    sections = stats["sections"]
-    spec = {
-        "v": SPEC_VERSION,
-        "strip": stats["strip_thinking"],
-        "options": rendered.options,
-        "prefix": blocks(rendered.prefix),
-        "suffix": blocks(rendered.suffix),
-        "summary": next(live) if rendered.summary else None,
-        "events": pack_events([i.event for unit in rendered.units for i in unit]),
-        "tokens": {k: sections[k]["tokens"] for k in ("prefix", "summary", "history", "suffix")},
-        "left_out": len(stats["skipped"]),
-        "fits": stats["fits"],
-    }
-    return _insert(RenderRecord(
-        workspace_id=thread.workspace_id, thread=thread, format=body["format"],
-        max_tokens=stats["max_tokens"], total_tokens=stats["total_tokens"],
-        prefix_hash=stats["prefix_hash"], thread_revision=thread.revision, spec=spec,
-        actor=actor.label[:200],
-    ))
+    rows = sorted((r for unit in plan.units for r in unit), key=lambda r: r.position)
+    used = sum(r.cost for r in rows)
+    total = planned.fixed + used
+    tokens = {"prefix": planned.prefix.tokens, "summary": planned.summary_tokens, "history": used,
+              "suffix": planned.suffix.tokens}
+    spec = _spec(strip=planned.strip, options=planned.options, prefix=planned.prefix,
+                 suffix=planned.suffix, summary=thread.summary, ids=ids, hashes=hashes, events=rows,
+                 tokens=tokens, left_out=len(plan.left_out),
+                 fits=total <= max_tokens and not plan.left_out)
+    values = _values(thread=thread, actor=actor, fmt=fmt, max_tokens=max_tokens, total=total,
+                     prefix_hash=rendering.prefix_hash(planned.prefix.text), spec=spec)
+    along = [_insert_statement(values)] + ([_texts_statement(hashes, texts)] if texts else [])
+    rendered = rendering.render_finish(planned, along=along)
+    record = RenderRecord.from_db(connection.alias, None, values)
+    shown_spec, shown_total = _spec_of(rendered, ids, hashes), rendered.body["stats"]["total_tokens"]
+    if (shown_spec, shown_total) != (spec, total):
+        RenderRecord.objects.filter(pk=record.pk).update(spec=shown_spec, total_tokens=shown_total)
+        record.spec, record.total_tokens = shown_spec, shown_total
+    return rendered, record
 
 
 # ------------------------------------------------------------------ LLM call links

@@ -53,6 +53,10 @@ def test_reads_statements_do_not_grow_with_history(api_client, thread, thread_ur
     with django_assert_num_queries(4):
         response = api_client.get(f"{thread_url}context/?max_tokens=8000")
     assert response.status_code == 200
+    # with its record: PostgreSQL writes it in the last read's statement
+    with django_assert_num_queries(4 if connection.vendor == "postgresql" else 5):
+        response = api_client.get(f"{thread_url}context/?max_tokens=8000&record=true")
+    assert response.status_code == 200 and response.json()["render_id"]
 
 
 def test_a_replayed_client_id_returns_the_stored_event_on_the_fast_path(api_client, thread_url):

@@ -157,8 +157,11 @@ def test_a_record_is_one_statement_and_reads_nothing_the_render_loaded(
     with django_assert_num_queries(1):
         kept = renders.render_record(thread=thread, rendered=rendered, actor=actor)
     stored = RenderRecord.objects.get(pk=kept.pk)
-    assert (stored.spec, stored.format, stored.total_tokens, stored.prefix_hash, stored.created_at) == (
-        kept.spec, kept.format, kept.total_tokens, kept.prefix_hash, kept.created_at)
+    # the instance returned is the row as stored, every column in its place
+    columns = lambda r: {f.attname: getattr(r, f.attname) for f in RenderRecord._meta.concrete_fields}  # noqa: E731
+    assert columns(stored) == columns(kept)
+    assert (kept.thread_id, kept.workspace_id, kept.actor) == (thread.pk, thread.workspace_id, actor.label)
+    assert not kept._state.adding
     assert same(rendered.body, render_reads.render_rebuild(record=stored))
     # blocks with fixed values: their version ids came with the render
     block_upsert(thread=thread, name="persona", value="Be brief.", placement="prefix", actor=actor)
@@ -226,3 +229,69 @@ def test_two_writers_recording_at_once_keep_each_text_once(thread, actor):
     first = RenderRecord.objects.filter(thread=thread).first()
     shown = [m["content"] for m in render_reads.render_rebuild(record=first)["messages"]]
     assert shown[0] == "Shared summary ✓" and shown[-1] == "## step\nStep 1"
+
+
+# ------------------------------------------------------------------ written with the render
+
+def columns(record, *, but=()) -> dict:
+    return {f.attname: getattr(record, f.attname) for f in RenderRecord._meta.concrete_fields
+            if f.attname not in but}
+
+
+@pytest.mark.parametrize("fmt", rendering.FORMATS)
+def test_a_record_written_with_the_render_is_the_one_written_after_it(busy, actor, fmt):
+    assert not StoredText.objects.exists()
+    rendered, kept = renders.context_render_recorded(thread=busy, max_tokens=5000, fmt=fmt,
+                                                     actor=actor)
+    # the summary and the live block's text were kept by the render's own statement
+    assert sorted(StoredText.objects.values_list("text", flat=True)) == ["Step 1", "We met."]
+    stored = RenderRecord.objects.get(pk=kept.pk)
+    assert columns(stored) == columns(kept)
+    after = renders.render_record(thread=busy, rendered=rendered, actor=actor)
+    assert columns(kept, but=("id", "created_at")) == columns(after, but=("id", "created_at"))
+    assert same(rendered.body, render_reads.render_rebuild(record=stored))
+
+
+def test_on_postgresql_a_record_costs_no_statement_of_its_own(busy, actor):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as plain:
+        rendering.render(thread=busy, max_tokens=5000)
+    with CaptureQueriesContext(connection) as recorded:
+        renders.context_render_recorded(thread=busy, max_tokens=5000, actor=actor)
+    # elsewhere: the texts kept, then the INSERT
+    assert len(recorded) == len(plain) + (0 if connection.vendor == "postgresql" else 2)
+
+
+def test_a_record_is_corrected_when_the_render_shows_less_than_its_plan(thread, actor):
+    stray = {"type": "ToolResult", "content": "stray", "data": {"tool_call_id": "nobody"}}
+    event_append(thread=thread, actor=actor, events=messages(3) + [stray] + messages(2, start=3))
+    thread.refresh_from_db()
+    rendered, kept = renders.context_render_recorded(thread=thread, max_tokens=5000, actor=actor)
+    assert [x["seq"] for x in rendered.body["stats"]["skipped"]] == [4]  # the orphan result
+    stored = RenderRecord.objects.get(pk=kept.pk)
+    assert columns(stored) == columns(kept)
+    after = renders.render_record(thread=thread, rendered=rendered, actor=actor)
+    assert columns(kept, but=("id", "created_at")) == columns(after, but=("id", "created_at"))
+    assert stored.spec["left_out"] == 1 and len(render_reads.unpack_events(stored.spec["events"])) == 5
+
+
+def test_a_collapse_between_the_plan_and_the_read_is_in_the_record(thread, actor, monkeypatch):
+    event_append(thread=thread, actor=actor, events=messages(8))
+    thread.refresh_from_db()
+    finish = rendering.render_finish
+
+    def collapse_meanwhile(planned, **kwargs):  # a person collapses #2–#4 as the agent renders
+        collapse_create(thread=thread, start_position=2, end_position=4, summary_text="Earlier.",
+                        actor=actor)
+        return finish(planned, **kwargs)
+
+    monkeypatch.setattr(rendering, "render_finish", collapse_meanwhile)
+    rendered, kept = renders.context_render_recorded(thread=thread, max_tokens=5000, actor=actor)
+    shown = [m["content"] for m in rendered.body["messages"]]
+    assert not any(text.startswith(("turn 1:", "turn 2:", "turn 3:")) for text in shown)
+    stored = RenderRecord.objects.get(pk=kept.pk)
+    assert columns(stored) == columns(kept)
+    assert same(rendered.body, render_reads.render_rebuild(record=stored))
+    assert len(render_reads.unpack_events(stored.spec["events"])) == len(shown)

@@ -259,8 +259,7 @@ class Command(BaseCommand):
         return samples
 
     def _record(self, thread: Thread, budget: int, actor: Actor):
-        rendered = rendering.render(thread=thread, max_tokens=budget)
-        return renders.render_record(thread=thread, rendered=rendered, actor=actor)
+        return renders.context_render_recorded(thread=thread, max_tokens=budget, actor=actor)[1]
 
     def _thread(self, workspace, n: int, actor: Actor) -> Thread:
         session, _ = session_ensure(workspace=workspace, key=f"bench-{n}", actor=actor)
