@@ -199,10 +199,11 @@ def context_render_recorded(
     along = [_insert_statement(values)] + ([_texts_statement(hashes, texts)] if texts else [])
     rendered = rendering.render_finish(planned, along=along)
     record = RenderRecord.from_db(connection.alias, None, values)
-    shown_spec, shown_total = _spec_of(rendered, ids, hashes), rendered.body["stats"]["total_tokens"]
-    if (shown_spec, shown_total) != (spec, total):
-        RenderRecord.objects.filter(pk=record.pk).update(spec=shown_spec, total_tokens=shown_total)
-        record.spec, record.total_tokens = shown_spec, shown_total
+    # Events never change, so the same events shown means the same spec and tokens.
+    if [i.event.pk for unit in rendered.units for i in unit] != [r.pk for r in rows]:
+        record.spec = _spec_of(rendered, ids, hashes)
+        record.total_tokens = rendered.body["stats"]["total_tokens"]
+        RenderRecord.objects.filter(pk=record.pk).update(spec=record.spec, total_tokens=record.total_tokens)
     return rendered, record
 
 

@@ -277,20 +277,23 @@ def test_a_record_is_corrected_when_the_render_shows_less_than_its_plan(thread, 
     assert stored.spec["left_out"] == 1 and len(render_reads.unpack_events(stored.spec["events"])) == 5
 
 
-def test_a_collapse_between_the_plan_and_the_read_is_in_the_record(thread, actor, monkeypatch):
+@pytest.mark.parametrize("first,last", [(2, 4), (3, 3)])  # one event: as many shown as planned
+def test_a_collapse_between_the_plan_and_the_read_is_in_the_record(thread, actor, monkeypatch,
+                                                                  first, last):
     event_append(thread=thread, actor=actor, events=messages(8))
     thread.refresh_from_db()
     finish = rendering.render_finish
 
-    def collapse_meanwhile(planned, **kwargs):  # a person collapses #2–#4 as the agent renders
-        collapse_create(thread=thread, start_position=2, end_position=4, summary_text="Earlier.",
-                        actor=actor)
+    def collapse_meanwhile(planned, **kwargs):  # a person collapses as the agent renders
+        collapse_create(thread=thread, start_position=first, end_position=last,
+                        summary_text="Earlier.", actor=actor)
         return finish(planned, **kwargs)
 
     monkeypatch.setattr(rendering, "render_finish", collapse_meanwhile)
     rendered, kept = renders.context_render_recorded(thread=thread, max_tokens=5000, actor=actor)
     shown = [m["content"] for m in rendered.body["messages"]]
-    assert not any(text.startswith(("turn 1:", "turn 2:", "turn 3:")) for text in shown)
+    collapsed = tuple(f"turn {p - 1}:" for p in range(first, last + 1))
+    assert "Earlier." in shown and not any(text.startswith(collapsed) for text in shown)
     stored = RenderRecord.objects.get(pk=kept.pk)
     assert columns(stored) == columns(kept)
     assert same(rendered.body, render_reads.render_rebuild(record=stored))
