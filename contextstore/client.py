@@ -728,10 +728,7 @@ class ContextStore(_AgentSessions):
 
     def render(self, render_id: str) -> Context:
         """A recorded render rebuilt: exactly the messages that call was given."""
-        data = self._json("GET", f"renders/{render_id}/")
-        return Context(messages=data["messages"], stats={k: data[k] for k in (
-            "max_tokens", "total_tokens", "prefix_hash", "fits")}, format=data["format"],
-            system=data.get("system"), render_id=data["id"])
+        return _rebuilt(self._json("GET", f"renders/{render_id}/"))
 
     def render_diff(self, a: str, b: str) -> dict[str, Any]:
         """What changed between two recorded renders (events, blocks, summary, prefix, tokens)."""
@@ -765,21 +762,8 @@ class ThreadHandle:
     def append(self, events: list[dict[str, Any]]) -> list[AppendedEvent]:
         """Append a batch (one transaction). Events without a client_id get a fresh one, so the
         batch can be retried safely; returns seq, id, token_count and client_id of each."""
-        batch = [e if e.get("client_id") else {**e, "client_id": uuid.uuid4().hex} for e in events]
-        batch = [self._with_render(e) for e in batch]
-        data = self._json("POST", "events/", json={"events": batch}, idempotent=True)
+        data = self._json("POST", "events/", json=_batch(events, self.last_render_id), idempotent=True)
         return [_build(AppendedEvent, e) for e in data["events"]]
-
-    def _with_render(self, event: dict[str, Any]) -> dict[str, Any]:
-        """An LLM call logged after context() names the render it was sent (unless it says)."""
-        if event.get("type") not in LLM_CALL_TYPES or self.last_render_id is None:
-            return event
-        data = event.get("data")
-        if data is None:
-            data = {}
-        if not isinstance(data, dict) or "render_id" in data or "messages" in data:
-            return event
-        return {**event, "data": {**data, "render_id": self.last_render_id}}
 
     def log_llm_call(self, model: str, *, messages: list[dict[str, Any]] | None = None,
                      input_tokens: int | None = None, output_tokens: int | None = None,
@@ -787,17 +771,8 @@ class ThreadHandle:
                      **data: Any) -> list[AppendedEvent]:
         """Log one model call: LLMCallStart (with the last context()'s render_id, or the exact
         `messages` you sent when you built the prompt yourself) and LLMComplete with usage."""
-        start: dict[str, Any] = {"model": model, **data}
-        if messages is not None:
-            start["messages"] = messages
-        usage = {k: v for k, v in (("input_tokens", input_tokens), ("output_tokens", output_tokens),
-                                   ("cost", cost)) if v is not None}
-        extra = {"run_id": run_id} if run_id else {}
-        events = [{"type": "LLMCallStart", "data": start, **extra},
-                  {"type": "LLMComplete", "data": {"model": model, **usage}, **extra}]
-        if messages is not None:  # the messages name what was sent; no render to point at
-            events[1]["data"]["render_id"] = None
-        return self.append(events)
+        usage = {"input_tokens": input_tokens, "output_tokens": output_tokens, "cost": cost}
+        return self.append(_llm_call_events(model, messages, usage, run_id, data))
 
     def append_one(self, type: str, content: str = "", **fields: Any) -> AppendedEvent:
         """Append a single event: `append_one("Message", "hi", role="user")`."""
@@ -992,8 +967,7 @@ class ThreadHandle:
                 raise
             data = self._json("GET", "context/", params={**params, "record": False})
         self.last_render_id = data.get("render_id")
-        return Context(messages=data["messages"], stats=data["stats"], format=data["format"],
-                       system=data.get("system"), render_id=data.get("render_id"))
+        return _context(data)
 
     def llm_call(self, seq: int) -> dict[str, Any]:
         """What the LLM call logged at `seq` was sent: its render rebuilt, or its logged messages."""
@@ -1159,6 +1133,50 @@ class SyncTracker:
 
 # ------------------------------------------------------------------------------- helpers
 
+def _with_render(event: dict[str, Any], render_id: str | None) -> dict[str, Any]:
+    """An LLM call logged after context() names the render it was sent (unless it says)."""
+    if event.get("type") not in LLM_CALL_TYPES or render_id is None:
+        return event
+    data = event.get("data")
+    if data is None:
+        data = {}
+    if not isinstance(data, dict) or "render_id" in data or "messages" in data:
+        return event
+    return {**event, "data": {**data, "render_id": render_id}}
+
+
+def _batch(events: list[dict[str, Any]], render_id: str | None) -> dict[str, Any]:
+    """An append's body: events without a client_id get a fresh one, so the batch can be
+    retried safely, and LLM calls name the last render."""
+    return {"events": [_with_render(e if e.get("client_id") else {**e, "client_id": uuid.uuid4().hex},
+                                    render_id) for e in events]}
+
+
+def _llm_call_events(model: str, messages: list[dict[str, Any]] | None, usage: dict[str, Any],
+                     run_id: str | None, data: dict[str, Any]) -> list[dict[str, Any]]:
+    start: dict[str, Any] = {"model": model, **data}
+    if messages is not None:
+        start["messages"] = messages
+    usage = {k: v for k, v in usage.items() if v is not None}
+    extra = {"run_id": run_id} if run_id else {}
+    events = [{"type": "LLMCallStart", "data": start, **extra},
+              {"type": "LLMComplete", "data": {"model": model, **usage}, **extra}]
+    if messages is not None:  # the messages name what was sent; no render to point at
+        events[1]["data"]["render_id"] = None
+    return events
+
+
+def _context(data: dict[str, Any]) -> Context:
+    return Context(messages=data["messages"], stats=data["stats"], format=data["format"],
+                   system=data.get("system"), render_id=data.get("render_id"))
+
+
+def _rebuilt(data: dict[str, Any]) -> Context:
+    return Context(messages=data["messages"], stats={k: data[k] for k in (
+        "max_tokens", "total_tokens", "prefix_hash", "fits")}, format=data["format"],
+        system=data.get("system"), render_id=data["id"])
+
+
 def _segment(name: str) -> str:
     """A name as one URL path segment: "?" and "#" (and the rest) percent-encoded. A "/" cannot
     be carried in a path segment at all (servers decode it before routing)."""
@@ -1191,7 +1209,8 @@ def _error(response: httpx.Response) -> ContextStoreError:
 
 class AsyncContextStore(_AgentSessions):
     """The asyncio twin of ContextStore (httpx.AsyncClient) with the same retry rules and
-    errors; it offers the framework-session calls and raw `request`."""
+    errors; it offers the framework-session calls, an agent's loop on a thread (append,
+    context, log_llm_call: AsyncThreadHandle), recorded renders and raw `request`."""
 
     def __init__(self, base_url: str, token: str, *, timeout: float = 30.0, retries: int = 4,
                  backoff: float = 0.25, max_backoff: float = 10.0,
@@ -1247,3 +1266,75 @@ class AsyncContextStore(_AgentSessions):
                 return missing
             return parse(body) if parse else body
         return call()
+
+    async def thread(self, session_key: str, *, user_id: str = "", agent: str = "",
+                     name: str = "main") -> AsyncThreadHandle:
+        """The thread `name` of session (user_id, session_key), created with it as needed."""
+        data = await self._json("POST", "threads/ensure/", idempotent=True, json={
+            "session_key": session_key, "user_id": user_id, "agent": agent, "name": name})
+        return AsyncThreadHandle(self, _build(Thread, data))
+
+    async def get_thread(self, thread_id: int) -> AsyncThreadHandle:
+        return AsyncThreadHandle(self, _build(Thread, await self._json("GET", f"threads/{thread_id}/")))
+
+    async def render(self, render_id: str) -> Context:
+        """A recorded render rebuilt: exactly the messages that call was given."""
+        return _rebuilt(await self._json("GET", f"renders/{render_id}/"))
+
+    async def render_diff(self, a: str, b: str) -> dict[str, Any]:
+        return await self._json("GET", f"renders/{a}/diff/{b}/")
+
+
+class AsyncThreadHandle:
+    """An agent's loop on one thread, awaited: ThreadHandle's append, context and
+    log_llm_call, with the same rules (retry-safe batches, LLM calls naming the last render)."""
+
+    def __init__(self, client: AsyncContextStore, thread: Thread):
+        self.client = client
+        self.thread = thread
+        self.id = thread.id
+        self._path = f"threads/{thread.id}/"
+        self.last_render_id: str | None = None
+
+    def __repr__(self) -> str:
+        return f"<AsyncThreadHandle {self.id} {self.thread.session_key}/{self.thread.name}>"
+
+    async def refresh(self) -> Thread:
+        self.thread = _build(Thread, await self.client._json("GET", self._path))
+        return self.thread
+
+    async def append(self, events: list[dict[str, Any]]) -> list[AppendedEvent]:
+        """See ThreadHandle.append."""
+        data = await self.client._json("POST", self._path + "events/", idempotent=True,
+                                       json=_batch(events, self.last_render_id))
+        return [_build(AppendedEvent, e) for e in data["events"]]
+
+    async def append_one(self, type: str, content: str = "", **fields: Any) -> AppendedEvent:
+        return (await self.append([{"type": type, "content": content, **fields}]))[0]
+
+    async def log_llm_call(self, model: str, *, messages: list[dict[str, Any]] | None = None,
+                           input_tokens: int | None = None, output_tokens: int | None = None,
+                           cost: float | None = None, run_id: str | None = None,
+                           **data: Any) -> list[AppendedEvent]:
+        """See ThreadHandle.log_llm_call."""
+        usage = {"input_tokens": input_tokens, "output_tokens": output_tokens, "cost": cost}
+        return await self.append(_llm_call_events(model, messages, usage, run_id, data))
+
+    async def context(self, *, max_tokens: int | None = None, strip_thinking: bool = False,
+                      format: str = "raw", on_oversize: str = "skip", record: bool = True) -> Context:
+        """See ThreadHandle.context."""
+        params = {"max_tokens": max_tokens, "strip_thinking": strip_thinking, "format": format,
+                  "on_oversize": on_oversize, "record": record}
+        path = self._path + "context/"
+        try:
+            data = await self.client._json("GET", path, params=params)
+        except Forbidden:
+            if not record:
+                raise
+            data = await self.client._json("GET", path, params={**params, "record": False})
+        self.last_render_id = data.get("render_id")
+        return _context(data)
+
+    async def llm_call(self, seq: int) -> dict[str, Any]:
+        """What the LLM call logged at `seq` was sent: its render rebuilt, or its logged messages."""
+        return await self.client._json("GET", self._path + f"llm-calls/{seq}/")

@@ -308,3 +308,31 @@ def test_model_settings_from_the_client(cs, thread):
     handle = cs.get_thread(thread.pk)
     assert handle.set_model(model="gpt-4o", reserve_output=1000)["effective"]["budget"] == 127_000
     assert handle.model_settings()["model"] == "gpt-4o"
+
+
+def test_the_async_client_runs_the_same_loop(cs, live_server, token, read_token):
+    import asyncio
+
+    from contextstore.client import AsyncContextStore
+    from tests.test_client_agent_sessions import run_in_own_loop
+
+    async def scenario() -> tuple:
+        async with AsyncContextStore(live_server.url, token[1], retries=1, backoff=0.01) as store:
+            handle = await store.thread("async-s", user_id="ann")
+            await handle.append(messages(3, words=5))
+            ctx = await handle.context(format="anthropic")
+            logged = await handle.log_llm_call("claude", input_tokens=ctx.stats["total_tokens"])
+            again = await store.get_thread(handle.id)
+            called = await again.llm_call(logged[0].seq)
+            rebuilt = await store.render(ctx.render_id)
+            async with AsyncContextStore(live_server.url, read_token[1], retries=0) as reader:
+                unrecorded = await (await reader.get_thread(handle.id)).context(format="anthropic")
+            return handle, ctx, called, rebuilt, unrecorded, await asyncio.sleep(0)
+
+    handle, ctx, called, rebuilt, unrecorded, _ = run_in_own_loop(scenario())
+    assert ctx.format == "anthropic" and ctx.render_id and ctx.system is not None
+    start, done = Event.objects.filter(
+        thread_id=handle.id, type__in=["LLMCallStart", "LLMComplete"]).order_by("seq")
+    assert start.data["render_id"] == done.data["render_id"] == ctx.render_id
+    assert called["messages"] == ctx.messages == rebuilt.messages
+    assert unrecorded.render_id is None and unrecorded.messages == ctx.messages
