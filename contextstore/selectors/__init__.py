@@ -58,7 +58,7 @@ def _text_matches(thread: Thread, text: str) -> list[int] | None:
     query (SQLite, server-side binding, a small thread, inside another transaction, a common
     word)."""
     if (connection.vendor != "postgresql" or thread.event_count < TEXT_INDEX_FIRST
-            or connection.in_atomic_block  # SET LOCAL would outlive this query there
+            or not connection.get_autocommit()  # in a transaction SET LOCAL would outlive this query
             or connection.settings_dict["OPTIONS"].get("server_side_binding")):  # one statement each
         return None
     pattern = f"%{connection.ops.prep_for_like_query(text)}%"

@@ -142,6 +142,9 @@ def test_text_search_on_a_big_thread_finds_what_the_plain_query_finds(
     if connection.vendor == "postgresql":  # the index answers a rare word, by id
         assert selectors._text_matches(thread, "quokka") is not None
         assert (selectors._text_matches(thread, "context") is None) == (cap < 12)
+        with connection.cursor() as cursor:  # its short timeout ended with its query
+            cursor.execute("SHOW statement_timeout")
+            assert cursor.fetchone()[0] != f"{selectors.TEXT_INDEX_TIMEOUT_MS}ms"
 
 
 def test_the_trigram_index_keeps_a_short_pending_list(db):
