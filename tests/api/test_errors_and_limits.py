@@ -1,4 +1,5 @@
 import json
+import uuid
 
 import pytest
 from rest_framework.test import APIClient
@@ -77,6 +78,24 @@ def test_a_token_over_its_rate_gets_429_with_retry_after(tight_throttle, api_cli
     assert throttled.json()["error"]["code"] == "throttled"
     assert 1 <= int(throttled["Retry-After"]) <= 60
     assert read_client.get(thread_url).status_code == 200  # counted per token
+
+
+def test_the_rate_is_counted_on_redis(settings, tight_throttle, api_client, thread_url,
+                                     monkeypatch):
+    # Redis counts in one pipeline (INCR, EXPIRE: api/throttling._count); the same limit holds.
+    if not settings.CELERY_BROKER_URL.startswith("redis://"):
+        pytest.skip("needs a Redis server (CELERY_BROKER_URL)")
+    from django.core.cache.backends.redis import RedisCache
+
+    from contextstore.api import throttling
+
+    redis = RedisCache(settings.CELERY_BROKER_URL, {"KEY_PREFIX": f"test-{uuid.uuid4().hex}"})
+    monkeypatch.setattr(throttling, "caches", {"default": redis})
+    assert [api_client.get(thread_url).status_code for _ in range(4)] == [200, 200, 200, 429]
+    client = redis._cache.get_client(write=True)
+    [key] = client.scan_iter(f"{redis.key_prefix}:*")
+    assert int(client.get(key)) == 4 and 0 < client.ttl(key) <= 61
+    client.delete(key)
 
 
 def test_throttling_can_be_switched_off(settings, api_client, thread_url):
