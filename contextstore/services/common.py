@@ -48,9 +48,12 @@ def audit(
     return row
 
 
+# FOR NO KEY UPDATE: writers of a thread wait for each other, but rows that merely reference
+# it (a render record, an audit row, a job) are inserted meanwhile; their foreign-key check
+# takes FOR KEY SHARE, which FOR UPDATE would make wait for the writer's commit.
 _LOCK_THREAD = {
     history_only: PreparedGet(lambda pk, history_only=history_only: (
-        Thread.objects.select_for_update(of=("self",)).select_related("workspace")
+        Thread.objects.select_for_update(of=("self",), no_key=True).select_related("workspace")
         .defer(*(THREAD_STATE_FIELDS if history_only else ())).filter(pk=pk)))
     for history_only in (False, True)
 }

@@ -223,6 +223,9 @@ def thread_delete_fork(*, thread: Thread, actor: Actor) -> Thread | None:
         if thread.parent_id is None:
             raise Conflict("Only a forked thread can be deleted; this thread is not a fork.",
                            code="not_a_fork")
+        # Deleting takes FOR UPDATE, which also holds off rows about to reference the thread
+        # (a render record's foreign-key check), which lock_thread's FOR NO KEY UPDATE lets in.
+        list(Thread.objects.select_for_update(of=("self",)).filter(pk=thread.pk).values_list("pk"))
         now = timezone.now()
         history.thread_removed(thread=thread, now=now)
         audit(actor=actor, action="thread.delete_fork", target=thread, workspace=thread.workspace,

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextstore.errors import DomainError
-from contextstore.models import Event
+from contextstore.models import Event, RenderRecord
 from contextstore.selectors import rendering
 from contextstore.selectors import renders as render_reads
 from contextstore.services import renders
@@ -150,11 +150,18 @@ def check(thread, render, budget: int, fmt: str) -> None:
 def test_random_threads_render_valid_honest_requests(session, actor, steps, budget, fmt, on_oversize, strip):
     thread = thread_ensure(session=session, name=f"p{next(names)}", actor=actor)[0]
     build(thread, actor, steps)
-    rendered = rendering.render(thread=thread, max_tokens=budget, fmt=fmt,
-                                on_oversize=on_oversize, strip_thinking=strip)
+    thread.refresh_from_db()
+    # Recorded as the API records it (on PostgreSQL, by the render's own read, from its plan)
+    rendered, kept = renders.context_render_recorded(thread=thread, max_tokens=budget, fmt=fmt,
+                                                     on_oversize=on_oversize, strip_thinking=strip,
+                                                     actor=actor)
     check(thread, rendered.body, budget, fmt)
-    # Recorded, it rebuilds byte for byte, also after the thread changes again.
-    kept = renders.render_record(thread=thread, rendered=rendered, actor=actor)
+    # the same record as one written after the render, as stored
+    after = renders.render_record(thread=thread, rendered=rendered, actor=actor)
+    columns = lambda r: {f.attname: getattr(r, f.attname) for f in RenderRecord._meta.concrete_fields  # noqa: E731
+                         if f.attname not in ("id", "created_at")}
+    assert columns(kept) == columns(after) == columns(RenderRecord.objects.get(pk=kept.pk))
+    # and it rebuilds byte for byte, also after the thread changes again.
     sent = json.dumps([rendered.body.get("system"), rendered.body["messages"]])
     build(thread, actor, [("collapse", 0, 3), ("summary", 4), ("clear",), ("message", "user", 3)])
     rebuilt = render_reads.render_rebuild(record=kept)

@@ -298,3 +298,44 @@ def test_a_collapse_between_the_plan_and_the_read_is_in_the_record(thread, actor
     assert columns(stored) == columns(kept)
     assert same(rendered.body, render_reads.render_rebuild(record=stored))
     assert len(render_reads.unpack_events(stored.spec["events"])) == len(shown)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_recorded_render_does_not_wait_for_a_writer_holding_the_thread(thread, actor):
+    """An agent renders while a second process is in the middle of an append (holding the
+    thread's row lock): the render and its record go ahead; the writer is not disturbed."""
+    import threading
+
+    from django.db import connection, transaction
+
+    from contextstore.services.common import lock_thread
+
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks are PostgreSQL's")
+    event_append(thread=thread, actor=actor, events=messages(4))
+    locked, release = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        try:
+            with transaction.atomic():
+                lock_thread(thread, history_only=True)
+                locked.set()
+                release.wait(20)
+        finally:
+            connection.close()
+
+    held = threading.Thread(target=writer)
+    held.start()
+    try:
+        assert locked.wait(10)
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '3s'")  # waiting for the writer fails the test
+        thread.refresh_from_db()
+        rendered, kept = renders.context_render_recorded(thread=thread, max_tokens=5000, actor=actor)
+        assert RenderRecord.objects.filter(pk=kept.pk).exists()
+        assert not release.is_set() and held.is_alive()  # the writer still holds its lock
+    finally:
+        release.set()
+        held.join()
+        with connection.cursor() as cursor:
+            cursor.execute("RESET lock_timeout")
