@@ -279,6 +279,12 @@ def valid_items(events: list[Event]) -> tuple[list[list[Item]], list[dict[str, A
     by_position = {e.position: e for e in events}
     units, dropped = [], []
     for unit_rows in group_units(iter(rows)):
+        if len(unit_rows) == 1 and unit_rows[0].kind == "other":
+            r = unit_rows[0]
+            e = by_position[r.position]
+            if r.role != "assistant" or not e.parts:  # makes no call (most events): nothing to pair
+                units.append([Item(e, r.kind, r.role)])
+                continue
         items = [Item(by_position[r.position], r.kind, r.role) for r in reversed(unit_rows)]
         open_ids: list[str] = []
         for item in items:
