@@ -52,10 +52,10 @@ def bulk_insert_events(objs: list[Event], now: datetime) -> None:
             obj.pk = pk
             obj.created_at = now
             obj._state.adding = False
-        plan = _copy_plan()
+        plan = row_plan(tuple(Event._meta.concrete_fields))
         with cursor.copy(f"COPY contextstore_event ({columns}) FROM STDIN") as copy:
             for obj in objs:
-                copy.write_row(_copy_row(obj, plan))
+                copy.write_row(row_values(obj, plan))
 
 
 # The field classes whose value psycopg takes as is when it has this exact type (a str for a
@@ -65,31 +65,35 @@ _COPY_AS_IS: dict[type, type] = {
     models.IntegerField: int, models.PositiveIntegerField: int, models.BooleanField: bool,
     models.CharField: str, models.TextField: str, models.DateTimeField: datetime,
 }
-CopyPlan = list[tuple[str, type | None, Callable[[Any, Any], Any]]]
+RowPlan = list[tuple[str, type | None, Callable[[Any, Any], Any], Callable[[Any, bool], Any] | None]]
 
 
 @functools.cache
-def _copy_plan() -> CopyPlan:
-    """Per Event column, once per process: (attname, the type passed as is or None, Django's
-    get_db_prep_save for every other value). Preparing each of ~25 values of every row through
-    Django cost a third of a batch's CPU; only the JSON fields (text, see OrderedJSONField) and
-    values of an unexpected type need it."""
+def row_plan(fields: tuple[models.Field, ...]) -> RowPlan:
+    """Per column, once per process: (attname, the type passed as is or None, Django's
+    get_db_prep_save for every other value, the field's own pre_save or None). Preparing each of
+    ~25 values of every row through Django cost a third of a batch's CPU; only the JSON fields
+    (text, see OrderedJSONField) and values of an unexpected type need it."""
     plan = []
-    for field in Event._meta.concrete_fields:
+    for field in fields:
         target = field
         while target.is_relation:
             target = target.target_field
-        plan.append((field.attname, _COPY_AS_IS.get(type(target)), field.get_db_prep_save))
+        pre_save = field.pre_save if type(field).pre_save is not models.Field.pre_save else None
+        plan.append((field.attname, _COPY_AS_IS.get(type(target)), field.get_db_prep_save, pre_save))
     return plan
 
 
-def _copy_row(obj: Event, plan: CopyPlan) -> list[Any]:
-    """The values of one COPY row, as bulk_create would send them."""
+def row_values(obj: models.Model, plan: RowPlan, *, add: bool = False) -> list[Any]:
+    """The values of one row, as the ORM would send them. `add`: run the fields' pre_save as an
+    INSERT does (auto_now_add stamps the instance); plain values only, no expressions."""
     values = obj.__dict__
     row = []
-    for attname, kind, prepare in plan:
-        value = values[attname]
+    for attname, kind, prepare, pre_save in plan:
+        value = pre_save(obj, True) if add and pre_save is not None else values[attname]
         if value is not None and (type(value) is not kind or kind is datetime and value.tzinfo is None):
+            if hasattr(value, "resolve_expression"):
+                raise TypeError(f"{attname}: an expression, which a prepared row cannot hold")
             value = prepare(value, connection)
         row.append(value)
     return row

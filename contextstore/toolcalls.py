@@ -107,6 +107,6 @@ def arguments_object(arguments: Any) -> dict:
 
 def data_call_text(type_: str, parts: Any, data: Any) -> str:
     """The text of calls kept only in `data`, which the model sees and which costs tokens."""
-    if part_calls(parts) or type_ != "ToolCall":
+    if type_ != "ToolCall" or part_calls(parts):
         return ""
     return "\n".join(f"{c.name}({arguments_json(c.arguments)})" for c in data_calls(data))

@@ -6,7 +6,7 @@ from django.db import DEFAULT_DB_ALIAS, connection, models
 from django.db.models.constants import OnConflict
 from django.db.models.sql import subqueries as sql
 
-from contextstore.db import PreparedGet
+from contextstore.db import PreparedGet, row_plan, row_values
 from contextstore.models import ApiToken, AuditLog, Thread, Workspace
 from contextstore.selectors import THREAD_STATE_FIELDS
 
@@ -76,17 +76,40 @@ def lock_thread(thread: Thread, *, history_only: bool = False) -> Thread:
 # in one statement, so the ORM's own SQL for each write is compiled here and joined by
 # `one_statement`. Field preparation (dates, JSON, defaults) stays Django's.
 
+_INSERTS: dict[tuple, tuple[str, tuple[models.Field, ...], bool]] = {}
+
+
 def insert_sql(
     model: type[models.Model], objs: list[models.Model], *, returning: tuple[str, ...] = (),
     ignore_conflicts: bool = False,
 ) -> tuple[str, tuple]:
-    fields = [f for f in model._meta.concrete_fields if not f.primary_key and not f.generated]
-    query = sql.InsertQuery(model, on_conflict=OnConflict.IGNORE if ignore_conflicts else None)
-    query.insert_values(fields, objs)
-    compiler = query.get_compiler(using=DEFAULT_DB_ALIAS)
-    compiler.returning_fields = [model._meta.get_field(name) for name in returning] or None
-    [(text, params)] = compiler.as_sql()
-    return text, tuple(params)
+    """The ORM's INSERT of `objs` (plain values, no expressions). Its text is compiled once per
+    shape (model, number of rows, RETURNING, ON CONFLICT): compiling the ORM's INSERT on every
+    append cost more than running it. Each value is still prepared as the ORM does it, pre_save
+    included (created_at is stamped on the instance)."""
+    key = (connection.vendor, model, len(objs), returning, ignore_conflicts)
+    shape = _INSERTS.get(key)
+    if shape is None:
+        fields = tuple(f for f in model._meta.concrete_fields if not f.primary_key and not f.generated)
+        query = sql.InsertQuery(model, on_conflict=OnConflict.IGNORE if ignore_conflicts else None)
+        query.insert_values(fields, objs)
+        compiler = query.get_compiler(using=DEFAULT_DB_ALIAS)
+        compiler.returning_fields = [model._meta.get_field(name) for name in returning] or None
+        [(text, params)] = compiler.as_sql()
+        # One placeholder per value, row after row; or on PostgreSQL for several rows one array
+        # per column (UNNEST). Any other shape (a field's own placeholder, a database default)
+        # is compiled every time.
+        columnar = len(objs) > 1 and len(params) == len(fields)
+        if (len(params) == len(fields) * len(objs) or columnar) and not any(
+                f.has_db_default() or hasattr(f, "get_placeholder_sql") for f in fields):
+            _INSERTS[key] = (text, fields, columnar)
+        return text, tuple(params)
+    text, fields, columnar = shape
+    plan = row_plan(fields)
+    rows = [row_values(obj, plan, add=True) for obj in objs]
+    if columnar:
+        return text, tuple(list(column) for column in zip(*rows, strict=True))
+    return text, tuple(value for row in rows for value in row)
 
 
 _ROW_UPDATES: dict[tuple, str] = {}

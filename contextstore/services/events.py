@@ -32,9 +32,11 @@ TYPE_MAX_LENGTH = 64
 # What json.dumps(sort_keys=True, separators=(",", ":"), default=str) builds on every call.
 _HASH_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
 STRING_FIELDS = {"role": 32, "call_id": 200, "step": 200, "anchor": 200, "client_id": 200, "run_id": 200}
+EVENT_FIELDS = frozenset({"type", "role", "content", "parts", "data", "run_id", "call_id", "step",
+                          "anchor", "client_id", "visible", "occurred_at"})
 
 
-@dataclass
+@dataclass(slots=True)
 class EventSpec:
     """One validated event to append, with its tokens counted before any lock is taken."""
 
@@ -103,8 +105,7 @@ def _fail(index: int, field: str, message: str) -> InvalidInput:
 def event_spec(raw: Any, index: int) -> EventSpec:
     if not isinstance(raw, dict):
         raise _fail(index, "", "each event must be a JSON object")
-    unknown = set(raw) - {"type", "role", "content", "parts", "data", "run_id", "call_id", "step",
-                          "anchor", "client_id", "visible", "occurred_at"}
+    unknown = raw.keys() - EVENT_FIELDS
     if unknown:
         raise _fail(index, sorted(unknown)[0], "unknown field")
     etype = raw.get("type")
@@ -144,7 +145,7 @@ def event_spec(raw: Any, index: int) -> EventSpec:
             occurred_at = parse_stored_datetime(occurred_at)
         except ValueError as exc:
             raise _fail(index, "occurred_at", str(exc)) from exc
-    payload = {k: raw.get(k) for k in sorted(raw) if k != "client_id"}
+    payload = {k: v for k, v in raw.items() if k != "client_id"}  # the encoder sorts the keys
     payload_hash = hashlib.sha256(_HASH_JSON.encode(payload).encode()).hexdigest()
     total, thinking = event_tokens(content, parts, type_=etype, data=raw.get("data"))
     return EventSpec(

@@ -259,6 +259,7 @@ def test_copy_stores_what_bulk_create_stores(session, actor):
     from contextstore.db import COPY_THRESHOLD, bulk_insert_events
     from contextstore.fields import JSONText
     from contextstore.services import history
+    from contextstore.services.common import insert_sql
     from contextstore.services.events import event_spec
     from contextstore.services.sessions import thread_ensure
 
@@ -301,8 +302,50 @@ def test_copy_stores_what_bulk_create_stores(session, actor):
                 "FROM contextstore_event WHERE thread_id = %s ORDER BY seq", [thread.pk])
             return cursor.fetchall()
 
+    def by_statement(objs):  # the folded append's INSERT: compiled once per shape, then reused
+        for chunk in [objs[:1], objs[1:2], objs[2:5], objs[5:8], *[[obj] for obj in objs[8:]]]:
+            text, params = insert_sql(Event, chunk, returning=("id", "seq"), ignore_conflicts=True)
+            with connection.cursor() as cursor:
+                cursor.execute(text, params)
+                assert [seq for _, seq in cursor.fetchall()] == [obj.seq for obj in chunk]
+            assert all(obj.created_at is not None for obj in chunk)
+
     copied = stored("copied", lambda objs: bulk_insert_events(objs, now))
     inserted = stored("inserted", Event.objects.bulk_create)
+    statement = stored("statement", by_statement)
     assert len(copied) == len(raws)
     assert [row[:-1] for row in copied] == [row[:-1] for row in inserted]
+    assert [row[:-1] for row in statement] == [row[:-1] for row in inserted]
     assert {row[-1] for row in copied} == {now}
+
+
+def test_event_build_builds_what_the_keyword_constructor_builds(thread):
+    """event_build fills Event's columns positionally (cheaper than Model.__init__'s keywords):
+    the instance equals Event(...) with keywords, its thread and run cached alike."""
+    from django.utils import timezone
+
+    from contextstore.services import history
+    from contextstore.services.events import event_spec
+
+    # Defaults are read once per process: a callable one (a fresh dict per event) would be shared.
+    assert not any(f.has_default() and callable(f.default) for f in Event._meta.concrete_fields)
+    run = Run.objects.create(thread=thread, run_id="r1")
+    now = timezone.now()
+    raws = [{"type": "Message", "role": "user", "content": "hi", "client_id": "k"},
+            {"type": "ToolCall", "parts": [{"type": "text", "text": "x"}], "data": {"a": 1},
+             "run_id": "r1", "occurred_at": "2020-01-01T00:00:00"}]
+    for i, raw in enumerate(raws):
+        spec = event_spec(raw, i)
+        ran = run if spec.run_id else None
+        built = history.event_build(thread=thread, seq=7, spec=spec, now=now, run=ran, position=3,
+                                    status=Event.Status.COLLAPSED)
+        expected = Event(
+            thread=thread, seq=7, position=3, type=spec.type, role=spec.role, content=spec.content,
+            parts=spec.parts, data=spec.data, run=ran, call_id=spec.call_id, step=spec.step,
+            anchor=spec.anchor, client_id=spec.client_id, payload_hash=spec.payload_hash,
+            token_count=spec.token_count, thinking_tokens=spec.thinking_tokens,
+            visible=spec.visible, status=Event.Status.COLLAPSED, occurred_at=spec.occurred_at or now)
+        state, expected_state = built.__dict__.pop("_state"), expected.__dict__.pop("_state")
+        assert built.__dict__ == expected.__dict__
+        assert (state.adding, state.db, state.fields_cache) == (
+            expected_state.adding, expected_state.db, expected_state.fields_cache)
