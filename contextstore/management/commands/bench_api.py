@@ -197,11 +197,14 @@ class Command(BaseCommand):
             per_size: dict[int, dict[str, float]] = {size: {} for size in sizes}
             with httpx.Client(base_url=url, timeout=30) as plain:
                 floors = []
-                for key, call in calls.items():
+                # a render and a recorded one in the same turns: their ratio is the record's cost
+                for keys in (["append"], ["thread"], ["state"], ["context", "context_record"]):
+                    pairs = [(key, size) for key in keys for size in sizes]
                     got = self.p50_each([lambda: plain.get("/healthz")]
-                                        + [lambda b=bases[size], c=call: c(b) for size in sizes], samples)
+                                        + [lambda b=bases[size], c=calls[key]: c(b) for key, size in pairs],
+                                        samples)
                     floors.append(got[0])
-                    for size, value in zip(sizes, got[1:], strict=True):
+                    for (key, size), value in zip(pairs, got[1:], strict=True):
                         per_size[size][key] = value
             figure("GET /healthz p50 during the reads", percentile(floors, 0.5), "ms", None)
             for size in sizes:
@@ -212,6 +215,8 @@ class Command(BaseCommand):
                 figure(f"GET /context/ 8k p50, {label} thread", per_size[size]["context"], "ms", 5)
                 figure(f"GET /context/ 8k record=true p50, {label} thread",
                        per_size[size]["context_record"], "ms", 5)
+                figure(f"  record=true / without, {label} thread",
+                       per_size[size]["context_record"] / per_size[size]["context"], "x", 1.3)
             self.split(token, bases[sizes[0]], samples)
             self.search(http, bases[large], samples, figure)
             small, big = per_size[1000], per_size[large]
