@@ -735,10 +735,10 @@ class ContextStore(_AgentSessions):
         return self._json("GET", f"renders/{a}/diff/{b}/")
 
 
-class ThreadHandle:
-    """One thread: events, collapses, blocks, state, clientai/peteos/AgentScope operations."""
+class _Handle:
+    """What the sync and async thread handles share: the thread, its path, the last render."""
 
-    def __init__(self, client: ContextStore, thread: Thread):
+    def __init__(self, client: Any, thread: Thread):
         self.client = client
         self.thread = thread
         self.id = thread.id
@@ -747,7 +747,17 @@ class ThreadHandle:
         self.last_render_id: str | None = None
 
     def __repr__(self) -> str:
-        return f"<ThreadHandle {self.id} {self.thread.session_key}/{self.thread.name}>"
+        return f"<{type(self).__name__} {self.id} {self.thread.session_key}/{self.thread.name}>"
+
+    def _rendered(self, data: dict[str, Any]) -> Context:
+        self.last_render_id = data.get("render_id")
+        return _context(data)
+
+
+class ThreadHandle(_Handle):
+    """One thread: events, collapses, blocks, state, clientai/peteos/AgentScope operations."""
+
+    client: ContextStore
 
     def _json(self, method: str, sub: str = "", **kwargs: Any) -> Any:
         return self.client._json(method, self._path + sub, **kwargs)
@@ -966,8 +976,7 @@ class ThreadHandle:
             if not record:
                 raise
             data = self._json("GET", "context/", params={**params, "record": False})
-        self.last_render_id = data.get("render_id")
-        return _context(data)
+        return self._rendered(data)
 
     def llm_call(self, seq: int) -> dict[str, Any]:
         """What the LLM call logged at `seq` was sent: its render rebuilt, or its logged messages."""
@@ -1285,19 +1294,11 @@ class AsyncContextStore(_AgentSessions):
         return await self._json("GET", f"renders/{a}/diff/{b}/")
 
 
-class AsyncThreadHandle:
+class AsyncThreadHandle(_Handle):
     """An agent's loop on one thread, awaited: ThreadHandle's append, context and
     log_llm_call, with the same rules (retry-safe batches, LLM calls naming the last render)."""
 
-    def __init__(self, client: AsyncContextStore, thread: Thread):
-        self.client = client
-        self.thread = thread
-        self.id = thread.id
-        self._path = f"threads/{thread.id}/"
-        self.last_render_id: str | None = None
-
-    def __repr__(self) -> str:
-        return f"<AsyncThreadHandle {self.id} {self.thread.session_key}/{self.thread.name}>"
+    client: AsyncContextStore
 
     async def refresh(self) -> Thread:
         self.thread = _build(Thread, await self.client._json("GET", self._path))
@@ -1332,8 +1333,7 @@ class AsyncThreadHandle:
             if not record:
                 raise
             data = await self.client._json("GET", path, params={**params, "record": False})
-        self.last_render_id = data.get("render_id")
-        return _context(data)
+        return self._rendered(data)
 
     async def llm_call(self, seq: int) -> dict[str, Any]:
         """What the LLM call logged at `seq` was sent: its render rebuilt, or its logged messages."""

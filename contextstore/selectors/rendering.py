@@ -514,11 +514,8 @@ class Planned:
     prefix: Section
     suffix: Section
     summary_tokens: int
+    fixed: int  # tokens of prefix, summary and suffix: what history's budget is left after
     plan: HistoryPlan
-
-    @property
-    def fixed(self) -> int:
-        return self.prefix.tokens + self.summary_tokens + self.suffix.tokens
 
 
 def render_plan(
@@ -532,10 +529,11 @@ def render_plan(
     prefix = block_section("prefix", [b for b in blocks if b.placement == "prefix"], thread)
     suffix = block_section("suffix", [b for b in blocks if b.placement == "suffix"], thread)
     summary_tokens = count_tokens(thread.summary)
-    budget = max(max_tokens - (prefix.tokens + summary_tokens + suffix.tokens), 0)
-    plan = plan_history(thread=thread, budget=budget, strip_thinking=strip, on_oversize=on_oversize)
+    fixed = prefix.tokens + summary_tokens + suffix.tokens
+    plan = plan_history(thread=thread, budget=max(max_tokens - fixed, 0), strip_thinking=strip,
+                        on_oversize=on_oversize)
     options = {"strip_thinking": strip_thinking, "on_oversize": on_oversize}
-    return Planned(thread, max_tokens, fmt, strip, options, prefix, suffix, summary_tokens, plan)
+    return Planned(thread, max_tokens, fmt, strip, options, prefix, suffix, summary_tokens, fixed, plan)
 
 
 def render_finish(planned: Planned, *, along: list[tuple[str, list]] = ()) -> Rendered:
