@@ -238,7 +238,7 @@
 
   // The timeline is part of the page's one scroll: it opens at its newest event (the bottom of
   // the page), and follows the live tail when the reader is already there. Its loaders are
-  // sentinels htmx watches with an IntersectionObserver on the viewport ("intersect once").
+  // sentinels htmx watches with an IntersectionObserver on the viewport.
   function timelineBox() { return document.getElementById("timeline-scroll"); }
   function doc() { return document.scrollingElement || document.documentElement; }
   // "The bottom" is the timeline's end, not the page's: on a phone the side panel follows it.
@@ -270,6 +270,18 @@
       toBottom();
     }
     highlight(box);
+  });
+  // A reader who jumps to the top of the page (Home, the scrollbar, a click into the filters)
+  // came for the filters and the jump form, not for older events: loading them there would
+  // push those controls out of view, again on every try. The loader waits as a link; it loads
+  // when scrolled to from within the timeline (the page's header out of view), or clicked.
+  document.addEventListener("htmx:beforeRequest", function (evt) {
+    var elt = evt.detail.elt;
+    var box = timelineBox();
+    if (box && elt.parentNode === box && elt.classList.contains("older")
+        && box.getBoundingClientRect().top > window.innerHeight / 4) {
+      evt.preventDefault();
+    }
   });
   // Older events go in above what the reader looks at: keep that in place, so the next
   // "load older" marker stays above the viewport instead of firing again at once.
@@ -309,7 +321,9 @@
     var div = document.createElement("div");
     div.className = kind;
     div.setAttribute("hx-get", url);
-    div.setAttribute("hx-trigger", "intersect once");
+    // an older loader may be passed over (see below) and fire the next time it comes into view
+    div.setAttribute("hx-trigger", kind === "older" ? "intersect" : "intersect once");
+    if (kind === "older") div.setAttribute("hx-sync", "this:drop");
     div.setAttribute("hx-swap", "outerHTML");
     var a = document.createElement("a");
     a.href = url.replace(/newer=/, "around=");

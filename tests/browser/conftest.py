@@ -99,6 +99,12 @@ def scroll_to(page, where: str) -> None:
                   where == "top")
 
 
+def scroll_to_older(page) -> None:
+    """Scroll up to the timeline's "load older events" marker, as a reader scrolling up through
+    the timeline reaches it (its top at the window's top; the page's header stays out of view)."""
+    page.locator("#timeline-scroll > .older").first.evaluate("e => e.scrollIntoView({block: 'start'})")
+
+
 def in_view(page, selector: str) -> bool:
     """Whether the element is (at least partly) inside the browser's viewport."""
     return page.locator(selector).evaluate(

@@ -12,7 +12,7 @@ from contextstore.services.events import event_append
 from contextstore.services.sessions import session_ensure, thread_ensure
 from contextstore.services.state import state_write
 from contextstore.services.workspaces import api_token_create
-from tests.browser.conftest import screenshot, scroll_to
+from tests.browser.conftest import screenshot, scroll_to, scroll_to_older
 from tests.conftest import messages
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -74,7 +74,7 @@ def test_open_a_thread_scroll_to_load_older_events_and_filter_by_type(page, thre
     expect(page.locator("#e116")).to_be_visible()
     assert events_shown(page)[0] == 66
     screenshot(page, "thread-1280")
-    scroll_to(page, "top")
+    scroll_to_older(page)
     expect(page.locator("#e16")).to_be_attached()
     assert events_shown(page)[0] == 16
     page.click("label.chip:has-text('Error')")
@@ -100,6 +100,27 @@ def test_runtime_events_show_with_one_click(page, thread):
     expect(page.locator("#e111")).to_have_count(0)
     page.check("input[name=runtime]")
     expect(page.locator("#e111.runtime")).to_be_visible()
+
+
+def test_the_filters_stay_reachable_above_a_long_history(page, thread):
+    """Going to the top of the page for the filters does not load older events over them
+    (which would push the filters away on every try); scrolling up the timeline still does."""
+    page.goto(f"/threads/{thread.pk}/")
+    expect(page.locator("#e116")).to_be_in_viewport()
+    scroll_to(page, "top")
+    page.wait_for_timeout(600)  # long enough for an older page to come in and move the page
+    assert page.evaluate("window.scrollY") == 0
+    expect(page.locator("#e65")).to_have_count(0)
+    expect(page.locator("#timeline-scroll > .older a")).to_be_in_viewport()
+    page.click("label.chip:has-text('Error')")
+    expect(page.locator("#timeline .event")).to_have_count(1)
+    page.uncheck("label.chip:has-text('Error') input")
+    expect(page.locator("#e116")).to_be_attached()
+    scroll_to(page, "bottom")
+    scroll_to_older(page)  # a reader scrolling up through the timeline reaches older events
+    expect(page.locator("#e65")).to_be_attached()
+    assert page.evaluate("window.scrollY") > 1000  # ...in above what they were reading
+    assert page.problems == [], page.problems
 
 
 def test_a_new_event_appears_live_after_an_api_append(page, thread, workspace, actor):

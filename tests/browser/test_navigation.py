@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 from contextstore.models import Collapse, Job
 from contextstore.services.events import event_append
 from contextstore.services.sessions import session_ensure, thread_ensure
-from tests.browser.conftest import in_view, screenshot, scroll_to
+from tests.browser.conftest import in_view, screenshot, scroll_to, scroll_to_older
 from tests.conftest import messages
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -137,7 +137,7 @@ def test_the_thread_page_scrolls_as_one_document(page, thread):
     assert page.evaluate("document.documentElement.scrollHeight > window.innerHeight + 2000")
     assert page.evaluate("window.scrollY") > 0
     first = rows(page)[0]
-    scroll_to(page, "top")  # the top of the page loads older events...
+    scroll_to_older(page)  # scrolling up to the timeline's top loads older events...
     expect(page.locator(f"#e{first - 1}")).to_be_attached()
     assert rows(page)[0] < first
     # ...in above what the reader looked at, which stays in place (the page did not jump to them)
@@ -169,7 +169,7 @@ def test_the_timeline_keeps_a_bounded_number_of_rows_while_scrolling(page, threa
     expect(page.locator("#e2000")).to_be_attached()
     page.locator("#timeline-scroll").evaluate("box => box.setAttribute('data-max-rows', '120')")
     for oldest in (1950, 1900, 1850):  # three older pages come in above
-        scroll_to(page, "top")
+        scroll_to_older(page)
         expect(page.locator(f"#e{oldest - 49}")).to_be_attached()
     shown = rows(page)
     assert len(shown) <= 120 and shown[0] == 1801 and 2000 not in shown
