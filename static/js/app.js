@@ -274,7 +274,7 @@
   // A reader who jumps to the top of the page (Home, the scrollbar, a click into the filters)
   // came for the filters and the jump form, not for older events: loading them there would
   // push those controls out of view, again on every try. The loader waits as a link; it loads
-  // when scrolled to from within the timeline (the page's header out of view), or clicked.
+  // when scrolled to from within the timeline (the page's header out of view) or followed.
   document.addEventListener("htmx:beforeRequest", function (evt) {
     var elt = evt.detail.elt;
     var box = timelineBox();
@@ -321,7 +321,7 @@
     var div = document.createElement("div");
     div.className = kind;
     div.setAttribute("hx-get", url);
-    // an older loader may be passed over (see below) and fire the next time it comes into view
+    // an older loader may be passed over at the page's top (above) and fire when next in view
     div.setAttribute("hx-trigger", kind === "older" ? "intersect" : "intersect once");
     if (kind === "older") div.setAttribute("hx-sync", "this:drop");
     div.setAttribute("hx-swap", "outerHTML");
