@@ -120,6 +120,11 @@ def test_the_filters_stay_reachable_above_a_long_history(page, thread):
     scroll_to_older(page)  # a reader scrolling up through the timeline reaches older events
     expect(page.locator("#e65")).to_be_attached()
     assert page.evaluate("window.scrollY") > 1000  # ...in above what they were reading
+    # from the top, the waiting link opens the older page
+    scroll_to(page, "top")
+    page.click("#timeline-scroll > .older a:text('Load older events')")
+    expect(page).to_have_url(re.compile(r"before=16"))
+    expect(page.locator("#e15")).to_be_attached()
     assert page.problems == [], page.problems
 
 
