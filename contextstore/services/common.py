@@ -90,7 +90,9 @@ def insert_sql(
     key = (connection.vendor, model, len(objs), returning, ignore_conflicts)
     shape = _INSERTS.get(key)
     if shape is None:
-        fields = tuple(f for f in model._meta.concrete_fields if not f.primary_key and not f.generated)
+        # as bulk_create does for rows without a pk: the database numbers them, a natural key is sent
+        fields = tuple(f for f in model._meta.concrete_fields
+                       if not isinstance(f, models.AutoField) and not f.generated)
         query = sql.InsertQuery(model, on_conflict=OnConflict.IGNORE if ignore_conflicts else None)
         query.insert_values(fields, objs)
         compiler = query.get_compiler(using=DEFAULT_DB_ALIAS)

@@ -19,18 +19,23 @@ from contextstore.errors import InvalidInput
 from contextstore.models import ContextBlock, ContextBlockVersion, RenderRecord, StoredText, Thread
 from contextstore.selectors import rendering
 from contextstore.selectors.renders import LLM_CALL_TYPES, is_uuid, pack_events, sha256
-from contextstore.services.common import Actor
+from contextstore.services.common import Actor, insert_sql
 
 SPEC_VERSION = 1
 MAX_LOGGED_MESSAGES = 2000
 
 
+def _text_rows(hashes: list[str], texts: list[str]) -> list[StoredText]:
+    """One row per distinct text."""
+    return list({h: StoredText(sha256=h, text=t) for h, t in zip(hashes, texts, strict=True)}.values())
+
+
 def texts_keep(texts: list[str]) -> list[str]:
     """Keep each text once (content-addressed); returns their hashes in order."""
     hashes = [sha256(t) for t in texts]
-    rows = {h: StoredText(sha256=h, text=t) for h, t in zip(hashes, texts, strict=True)}
+    rows = _text_rows(hashes, texts)
     if rows:
-        StoredText.objects.bulk_create(rows.values(), ignore_conflicts=True)
+        StoredText.objects.bulk_create(rows, ignore_conflicts=True)
     return hashes
 
 
@@ -91,14 +96,9 @@ def _insert_statement(values: list[Any]) -> tuple[str, list[Any]]:
 
 
 def _texts_statement(hashes: list[str], texts: list[str]) -> tuple[str, list[Any]]:
-    """PostgreSQL: keep texts not kept yet (texts_keep, as one statement to run with a read)."""
-    rows = dict(zip(hashes, texts, strict=True))
-    now = timezone.now()
-    marks = ", ".join(["(%s, %s, %s)"] * len(rows))
-    q = connection.ops.quote_name
-    return (f"INSERT INTO {q(StoredText._meta.db_table)} ({q('sha256')}, {q('text')}, {q('created_at')}) "
-            f"VALUES {marks} ON CONFLICT ({q('sha256')}) DO NOTHING",
-            [v for h, t in rows.items() for v in (h, t, now)])
+    """PostgreSQL: texts_keep's INSERT of the texts not kept yet, as a statement to run with a read."""
+    sql, params = insert_sql(StoredText, _text_rows(hashes, texts), ignore_conflicts=True)
+    return sql, list(params)
 
 
 def _values(*, thread: Thread, actor: Actor, fmt: str, max_tokens: int, total: int,
