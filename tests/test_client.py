@@ -311,8 +311,6 @@ def test_model_settings_from_the_client(cs, thread):
 
 
 def test_the_async_client_runs_the_same_loop(cs, live_server, token, read_token):
-    import asyncio
-
     from contextstore.client import AsyncContextStore
     from tests.test_client_agent_sessions import run_in_own_loop
 
@@ -327,9 +325,9 @@ def test_the_async_client_runs_the_same_loop(cs, live_server, token, read_token)
             rebuilt = await store.render(ctx.render_id)
             async with AsyncContextStore(live_server.url, read_token[1], retries=0) as reader:
                 unrecorded = await (await reader.get_thread(handle.id)).context(format="anthropic")
-            return handle, ctx, called, rebuilt, unrecorded, await asyncio.sleep(0)
+            return handle, ctx, called, rebuilt, unrecorded
 
-    handle, ctx, called, rebuilt, unrecorded, _ = run_in_own_loop(scenario())
+    handle, ctx, called, rebuilt, unrecorded = run_in_own_loop(scenario())
     assert ctx.format == "anthropic" and ctx.render_id and ctx.system is not None
     start, done = Event.objects.filter(
         thread_id=handle.id, type__in=["LLMCallStart", "LLMComplete"]).order_by("seq")
