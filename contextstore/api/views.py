@@ -11,7 +11,7 @@ from django.http import Http404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -24,6 +24,7 @@ from contextstore.api.pagination import SearchResultsPagination
 from contextstore.api.parsers import LimitedJSONParser, MergePatchParser
 from contextstore.api.providers import ThreadProviderActions
 from contextstore.api.state import ThreadStateActions
+from contextstore.errors import DomainError
 from contextstore.llm_models import thread_model_settings
 from contextstore.models import Collapse, Job, Run, Session, Thread
 from contextstore.selectors import rendering
@@ -149,9 +150,9 @@ class ThreadViewSet(ThreadHistoryActions, ThreadStateActions, ThreadBlockActions
                    summary="Append a batch of events (idempotent per client_id)")
     @action(detail=True, methods=["get", "post"], pagination_class=None)
     def events(self, request: Request, pk: str) -> Response:
-        thread = self.get_object()
         if request.method == "POST":
-            return self._append(request, thread)
+            return self._append(request, pk)
+        thread = self.get_object()
         query = parse(s.EventQuerySerializer, request.query_params)
         page_size = query.pop("page_size", EVENTS_PAGE_SIZE)
         types = [t for t in query.pop("type", "").split(",") if t.strip()]
@@ -165,12 +166,25 @@ class ThreadViewSet(ThreadHistoryActions, ThreadStateActions, ThreadBlockActions
         next_url = page_url(request, after_seq=found[-1].seq) if more else None
         return Response({"results": s.EventSerializer(found, many=True).data, "next": next_url})
 
-    def _append(self, request: Request, thread: Thread) -> Response:
-        data = body(request)
-        unknown = set(data) - {"events"}
-        if unknown:
-            raise ValidationError({sorted(unknown)[0]: "unknown field"})
-        result = events.event_append(thread=thread, events=data.get("events"), actor=actor_of(request))
+    def _append(self, request: Request, pk: str) -> Response:
+        # The thread is read once, by the append's row lock (by id and workspace): an append's
+        # cost is its round trips. A request refused before that lock still answers 404 for a
+        # thread this token can't see, as every other route on a thread does.
+        if not 0 < int(pk) <= selectors.BIGINT_MAX:
+            raise Http404
+        try:
+            data = body(request)
+            unknown = set(data) - {"events"}
+            if unknown:
+                raise ValidationError({sorted(unknown)[0]: "unknown field"})
+            result = events.event_append(
+                thread=Thread(pk=int(pk), workspace_id=request.auth.workspace_id),
+                events=data.get("events"), actor=actor_of(request))
+        except Thread.DoesNotExist:
+            raise Http404 from None
+        except (APIException, DomainError):
+            self.get_object()
+            raise
         return Response(
             {"events": [{"seq": e.seq, "id": e.pk, "token_count": e.token_count,
                          "client_id": e.client_id} for e in result.events],

@@ -52,9 +52,10 @@ def audit(
 # it (a render record, an audit row, a job) are inserted meanwhile; their foreign-key check
 # takes FOR KEY SHARE, which FOR UPDATE would make wait for the writer's commit.
 _LOCK_THREAD = {
-    history_only: PreparedGet(lambda pk, history_only=history_only: (
+    history_only: PreparedGet(lambda pk, workspace_id, history_only=history_only: (
         Thread.objects.select_for_update(of=("self",), no_key=True).select_related("workspace")
-        .defer(*(THREAD_STATE_FIELDS if history_only else ())).filter(pk=pk)))
+        .defer(*(THREAD_STATE_FIELDS if history_only else ()))
+        .filter(pk=pk, workspace_id=workspace_id)))
     for history_only in (False, True)
 }
 
@@ -62,10 +63,12 @@ _LOCK_THREAD = {
 def lock_thread(thread: Thread, *, history_only: bool = False) -> Thread:
     """Re-read the thread under a row lock; every change to its history or state starts here.
 
+    The row is found by id and workspace: a reference to a thread that is not read yet
+    (`Thread(pk=..., workspace_id=...)`, the API's append) never locks another workspace's row.
     history_only skips the document, so appending costs the same however big the
     agent's state has grown. Compiled once per process (db.PreparedGet): every append runs it.
     """
-    locked = _LOCK_THREAD[history_only].get(thread.pk)
+    locked = _LOCK_THREAD[history_only].get(thread.pk, thread.workspace_id)
     if locked is None:
         raise Thread.DoesNotExist("Thread matching query does not exist.")
     return locked
@@ -84,10 +87,12 @@ def insert_sql(
     ignore_conflicts: bool = False,
 ) -> tuple[str, tuple]:
     """The ORM's INSERT of `objs` (plain values, no expressions). Its text is compiled once per
-    shape (model, number of rows, RETURNING, ON CONFLICT): compiling the ORM's INSERT on every
-    append cost more than running it. Each value is still prepared as the ORM does it, pre_save
-    included (created_at is stamped on the instance)."""
-    key = (connection.vendor, model, len(objs), returning, ignore_conflicts)
+    shape (model, number of rows, RETURNING, ON CONFLICT; on PostgreSQL any number of rows
+    above one is one shape, UNNEST's): compiling the ORM's INSERT on every append cost more than
+    running it. Each value is still prepared as the ORM does it, pre_save included (created_at
+    is stamped on the instance)."""
+    many = connection.vendor == "postgresql" and len(objs) > 1
+    key = (connection.vendor, model, "many" if many else len(objs), returning, ignore_conflicts)
     shape = _INSERTS.get(key)
     if shape is None:
         # as bulk_create does for rows without a pk: the database numbers them, a natural key is sent
@@ -102,7 +107,7 @@ def insert_sql(
         # per column (UNNEST). Any other shape (a field's own placeholder, a database default)
         # is compiled every time.
         columnar = len(objs) > 1 and len(params) == len(fields)
-        if (len(params) == len(fields) * len(objs) or columnar) and not any(
+        if (columnar if many else len(params) == len(fields) * len(objs)) and not any(
                 f.has_db_default() or hasattr(f, "get_placeholder_sql") for f in fields):
             _INSERTS[key] = (text, fields, columnar)
         return text, tuple(params)

@@ -11,7 +11,6 @@ from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from contextstore.db import COPY_THRESHOLD
 from contextstore.db import bulk_insert_events as _bulk_insert
 from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge
 from contextstore.models import RUNTIME_TYPES, AuditLog, Event, Run, Thread
@@ -189,7 +188,7 @@ def event_append(*, thread: Thread, events: list[Any], actor: Actor) -> AppendRe
     now = timezone.now()
 
     outcome = None
-    if connection.vendor == "postgresql" and len(specs) < COPY_THRESHOLD:
+    if connection.vendor == "postgresql":
         try:
             outcome = _append_folded(thread, specs, call_texts, actor, now)
         except _Replayed:
@@ -211,10 +210,11 @@ class _Replayed(Exception):
 def _append_folded(
     thread: Thread, specs: list[EventSpec], call_texts: list[str], actor: Actor, now: datetime
 ) -> tuple[Thread, list[Event], int]:
-    """The common append on PostgreSQL in four round trips: BEGIN, the thread's row lock, one
-    statement (the rows, the thread's and session's counters, the audit row naming the range)
-    and COMMIT. A client_id already stored is not looked up first: the insert skips it
-    (ON CONFLICT DO NOTHING), and then the whole transaction is rolled back (_Replayed)."""
+    """The common append on PostgreSQL, any batch size, in four round trips: BEGIN, the
+    thread's row lock, one statement (the rows, the thread's and session's counters, the audit
+    row naming the range) and COMMIT. A client_id already stored is not looked up first: the
+    insert skips it (ON CONFLICT DO NOTHING), and then the whole transaction is rolled back
+    (_Replayed). For 100 events this is faster than the checked path's lookup, ids and COPY."""
     client_ids = [s.client_id for s in specs if s.client_id]
     if len(set(client_ids)) != len(client_ids):
         raise _Replayed
@@ -249,7 +249,8 @@ def _append_folded(
 def _append_checked(
     thread: Thread, specs: list[EventSpec], call_texts: list[str], actor: Actor, now: datetime
 ) -> tuple[Thread, list[Event], int]:
-    """Any append: stored client_ids are read first (replays, conflicts), big batches COPY."""
+    """Any append (SQLite's, and a replay on PostgreSQL): stored client_ids are read first
+    (replays, conflicts); big batches COPY."""
     with transaction.atomic():
         thread = lock_thread(thread, history_only=True)
         texts_keep(call_texts)

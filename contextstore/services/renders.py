@@ -236,8 +236,9 @@ def llm_call_prepare(*, thread: Thread, specs: list) -> tuple[list, list[str]]:
             keep.extend(texts)
         out.append(spec)
     if refs:
-        known = {str(pk) for pk in RenderRecord.objects.filter(
-            thread=thread, pk__in=[r for _, r in refs if is_uuid(r)]).values_list("pk", flat=True)}
+        known = {str(pk) for pk in RenderRecord.objects.filter(  # runs before the thread's lock
+            thread=thread, thread__workspace_id=thread.workspace_id,
+            pk__in=[r for _, r in refs if is_uuid(r)]).values_list("pk", flat=True)}
         for index, render_id in refs:
             if not is_uuid(render_id) or str(render_id) not in known:
                 raise InvalidInput(f"events[{index}].data.render_id is not a render of this thread.",

@@ -6,6 +6,7 @@ from django.db import connection, transaction
 from rest_framework import serializers as drf
 
 from contextstore.api import serializers as s
+from contextstore.models import Event, Thread
 from contextstore.services import document
 from contextstore.services.common import Actor, lock_thread
 from contextstore.services.events import event_append
@@ -21,23 +22,53 @@ def grow(thread, actor, size: int) -> None:
 
 
 def append_statements() -> int:
-    # PostgreSQL: thread read, lock, one statement (rows, counters, audit), in a savepoint.
-    # SQLite: thread read, lock, stored client_ids, INSERT, thread and session counters, audit,
-    # in a savepoint.
-    return 5 if connection.vendor == "postgresql" else 9
+    # Any batch. PostgreSQL: the thread's row lock (its only read), one statement (rows,
+    # counters, audit), in a savepoint. SQLite: lock, stored client_ids, INSERT, thread and
+    # session counters, audit, in a savepoint.
+    return 4 if connection.vendor == "postgresql" else 8
 
 
 @pytest.mark.parametrize("history", [0, 1500])
+@pytest.mark.parametrize("size", [1, 100])
 def test_append_statements_do_not_grow_with_history(api_client, thread, thread_url, actor,
-                                                   history, django_assert_num_queries):
+                                                   history, size, django_assert_num_queries):
     grow(thread, actor, history)
     api_client.post(f"{thread_url}events/", {"events": messages(1)}, format="json")  # token
+    batch = [{**event, "client_id": f"c-{i}"}
+             for i, event in enumerate(messages(size, start=history + 1))]
     with django_assert_num_queries(append_statements()):
-        response = api_client.post(f"{thread_url}events/",
-                                   {"events": messages(1, start=history + 1, client_id="c-1")},
-                                   format="json")
+        response = api_client.post(f"{thread_url}events/", {"events": batch}, format="json")
     assert response.status_code == 201, response.content
-    assert response.json()["events"][0]["seq"] == history + 2
+    assert [e["seq"] for e in response.json()["events"]] == list(range(history + 2, history + 2 + size))
+
+
+@pytest.mark.parametrize("body", [b"{not json", b'{"events": [], "x": 1}', b'{"events": []}',
+                                  b'{"events": [{"type": "no spaces allowed"}]}'])
+def test_an_append_refused_before_the_lock_is_a_404_on_a_thread_the_token_cannot_see(
+        api_client, other_client, thread_url, body):
+    """The append reads its thread only under the lock, after the body is checked; a refused
+    body still answers 404 for another workspace's thread (and for one that doesn't exist),
+    as every other route on a thread does, and 400 on the token's own."""
+    post = {"path": f"{thread_url}events/", "data": body, "content_type": "application/json"}
+    assert other_client.post(**post).status_code == 404
+    assert api_client.post(**post).status_code == 400
+    for pk in (2**63 - 1, 2**63, 10**30):
+        assert api_client.post(f"/api/v1/threads/{pk}/events/", data=body,
+                               content_type="application/json").status_code == 404
+    assert api_client.post(f"/api/v1/threads/{2**63}/events/", {"events": messages(1)},
+                           format="json").status_code == 404
+
+
+def test_the_append_lock_never_takes_another_workspaces_row(thread, other_workspace, actor):
+    """The API appends to Thread(pk=id, workspace_id=the token's): the row lock matches both, so
+    a guess at another workspace's id locks nothing and appends nothing."""
+    with pytest.raises(Thread.DoesNotExist):
+        event_append(thread=Thread(pk=thread.pk, workspace_id=other_workspace.pk),
+                     events=messages(1), actor=actor)
+    with transaction.atomic(), pytest.raises(Thread.DoesNotExist):
+        lock_thread(Thread(pk=thread.pk, workspace_id=other_workspace.pk), history_only=True)
+    thread.refresh_from_db()
+    assert thread.event_count == 0 and not Event.objects.filter(thread=thread).exists()
 
 
 @pytest.mark.parametrize("history", [300, 1500])
