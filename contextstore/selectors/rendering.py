@@ -87,7 +87,7 @@ def event_cost(token_count: int, thinking_tokens: int, strip_thinking: bool) -> 
 
 # ------------------------------------------------------------------ units
 
-@dataclass
+@dataclass(slots=True)
 class Row:
     position: int
     seq: int
@@ -257,7 +257,7 @@ _WINDOW = PreparedRows(_window)
 
 # ------------------------------------------------------------------ validating units
 
-@dataclass
+@dataclass(slots=True)
 class Item:
     """One history event as it will be shown: its calls (with ids) or the call it answers."""
 
