@@ -1,3 +1,5 @@
+import pytest
+
 from contextstore.models import AuditLog, Collapse, Event
 from tests.conftest import messages
 
@@ -19,14 +21,34 @@ def test_append_returns_seq_id_tokens_and_client_id_for_each_event(api_client, t
     assert stored[1]["data"] == {"k": 1} and stored[1]["anchor"] == "a"
 
 
-def test_a_replayed_batch_returns_the_stored_events_and_adds_nothing(api_client, thread, thread_url):
-    batch = {"events": [{"type": "Message", "content": f"m{i}", "client_id": f"k{i}"} for i in range(3)]}
+@pytest.mark.parametrize("size", [3, 100])
+def test_a_replayed_batch_returns_the_stored_events_and_adds_nothing(api_client, thread, thread_url,
+                                                                     size):
+    batch = {"events": [{"type": "Message", "content": f"m{i}", "client_id": f"k{i}"}
+                        for i in range(size)]}
     first = api_client.post(f"{thread_url}events/", batch, format="json").json()
     replay = api_client.post(f"{thread_url}events/", batch, format="json")
     assert replay.status_code == 200
     assert replay.json() == {**first, "created": 0}
     thread.refresh_from_db()
-    assert (thread.event_count, thread.last_seq) == (3, 3)
+    assert (thread.event_count, thread.last_seq) == (size, size)
+    assert AuditLog.objects.filter(action="events.append", target_id=str(thread.pk)).count() == 1
+
+
+def test_a_batch_partly_stored_adds_only_the_rest_after_them(api_client, thread, thread_url):
+    """A retry of a big batch whose first half landed (the client timed out meanwhile) rolls its
+    one-statement insert back and takes the path that reads what is stored."""
+    batch = [{"type": "Message", "content": f"m{i}", "client_id": f"k{i}"} for i in range(100)]
+    first = api_client.post(f"{thread_url}events/", {"events": batch[:50]}, format="json").json()
+    retry = api_client.post(f"{thread_url}events/", {"events": batch}, format="json")
+    assert retry.status_code == 201 and retry.json()["created"] == 50
+    events = retry.json()["events"]
+    assert events[:50] == first["events"]
+    assert [e["seq"] for e in events] == list(range(1, 101))
+    thread.refresh_from_db()
+    assert (thread.event_count, thread.last_seq) == (100, 100)
+    assert list(Event.objects.filter(thread=thread).order_by("seq").values_list("client_id", flat=True)) \
+        == [f"k{i}" for i in range(100)]
 
 
 def test_a_client_id_reused_for_another_payload_is_a_conflict(api_client, thread, thread_url):

@@ -133,3 +133,41 @@ def test_an_agent_and_a_person_editing_one_block_keep_every_version(thread):
         assert block is None
     else:
         assert (block.version, block.value) == (last[0], last[1])
+
+
+def _same_batches(thread_pk: int, results) -> None:
+    connections.close_all()
+    thread = Thread.objects.get(pk=thread_pk)
+    got = []
+    for b in range(8):
+        events = [{"type": "Message", "content": f"b{b} e{i}", "client_id": f"same-{b}-{i}"}
+                  for i in range(40)]
+        got.append([e.pk for e in event_append(thread=thread, events=events,
+                                               actor=Actor.worker("retrier")).events])
+    results.put(got)
+    connections.close_all()
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_processes_sending_the_same_big_batches_at_once_store_each_event_once(thread):
+    """A client's retry can race its first attempt from another process: three processes send
+    the same eight batches of 40 (the one-statement path, any size); each event is stored once
+    and every process gets the same events back."""
+    if connection.vendor != "postgresql":
+        pytest.skip("the multi-process test runs against PostgreSQL")
+    connections.close_all()
+    ctx = multiprocessing.get_context("fork")
+    results = ctx.Queue()
+    procs = [ctx.Process(target=_same_batches, args=(thread.pk, results)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    answers = [results.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    assert answers[0] == answers[1] == answers[2]
+    stored = list(Event.objects.filter(thread=thread).order_by("seq").values_list("seq", "client_id"))
+    assert stored == [(n + 1, f"same-{n // 40}-{n % 40}") for n in range(320)]
+    thread.refresh_from_db()
+    assert (thread.last_seq, thread.event_count) == (320, 320)
