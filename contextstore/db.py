@@ -161,8 +161,12 @@ class _Prepared:
         """What turning a row into the answer needs, after the SQL, its params and slots."""
         raise NotImplementedError
 
-    def _rows(self, values: tuple[int, ...], limit: int | None = None,
-              along: list[tuple[str, list]] = ()) -> tuple[tuple, list[tuple]]:
+    def _answer(self, compiled: tuple, rows: list[tuple]) -> Any:
+        """The rows read, as the caller gets them."""
+        raise NotImplementedError
+
+    def _statement(self, values: tuple[int, ...], limit: int | None = None,
+                   along: list[tuple[str, list]] = ()) -> tuple[tuple, str, list]:
         compiled = self.compiled.get(connection.vendor)
         if compiled is None:
             compiled = self.compiled[connection.vendor] = self._compile(len(values))
@@ -175,9 +179,38 @@ class _Prepared:
         if along:  # data-modifying statements run with this read (PostgreSQL runs each once)
             ctes = ", ".join(f"_along{i} AS ({sql})" for i, (sql, _) in enumerate(along))
             text, params = f"WITH {ctes} {text}", [p for _, ps in along for p in ps] + params
+        return compiled, text, params
+
+    def _rows(self, values: tuple[int, ...], limit: int | None = None,
+              along: list[tuple[str, list]] = ()) -> tuple[tuple, list[tuple]]:
+        compiled, text, params = self._statement(values, limit, along)
         with connection.cursor() as cursor:
             cursor.execute(text, params)
             return compiled, cursor.fetchall()
+
+
+def read_together(*reads: tuple[_Prepared, tuple[int, ...], int | None]) -> list[Any]:
+    """Several prepared reads, each (query, its values, its limit or None), in one round trip on
+    PostgreSQL: one message, a result set each (client-side binding; with server-side binding,
+    and on SQLite, one after the other). Each answer is what the query's own method gives:
+    instances as PreparedGet.all, rows as PreparedRows.rows."""
+    statements = [(prepared, *prepared._statement(values, limit)) for prepared, values, limit in reads]
+    with connection.cursor() as cursor:
+        if connection.vendor != "postgresql" or connection.settings_dict["OPTIONS"].get(
+                "server_side_binding"):
+            answers = []
+            for prepared, compiled, text, params in statements:
+                cursor.execute(text, params)
+                answers.append(prepared._answer(compiled, cursor.fetchall()))
+            return answers
+        cursor.execute("; ".join(text for _, _, text, _ in statements),
+                       [p for *_, params in statements for p in params])
+        answers = []
+        for index, (prepared, compiled, _, _) in enumerate(statements):
+            if index:
+                cursor.nextset()
+            answers.append(prepared._answer(compiled, cursor.fetchall()))
+        return answers
 
 
 class PreparedGet(_Prepared):
@@ -218,7 +251,9 @@ class PreparedGet(_Prepared):
         return self._instance(compiled, rows[0]) if rows else None
 
     def all(self, *values: int) -> list[Any]:
-        compiled, rows = self._rows(values)
+        return self._answer(*self._rows(values))
+
+    def _answer(self, compiled: tuple, rows: list[tuple]) -> list[Any]:
         objs = [self._instance(compiled, row) for row in rows]
         if objs and compiled[10].track_peers:  # as QuerySet does in a FETCH_PEERS mode
             peers = [weakref.ref(obj) for obj in objs]
@@ -239,7 +274,9 @@ class PreparedRows(_Prepared):
 
     def rows(self, *values: int, limit: int | None = None,
              along: list[tuple[str, list]] = ()) -> list[tuple]:
-        compiled, rows = self._rows(values, limit, along)
+        return self._answer(*self._rows(values, limit, along))
+
+    def _answer(self, compiled: tuple, rows: list[tuple]) -> list[tuple]:
         converters = compiled[3]
         if not converters:
             return rows

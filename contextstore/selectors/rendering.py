@@ -24,7 +24,7 @@ from typing import Any
 from django.db.models import OuterRef, QuerySet, Subquery
 
 from contextstore import selectors
-from contextstore.db import PreparedGet, PreparedRows
+from contextstore.db import PreparedGet, PreparedRows, read_together
 from contextstore.expressions import block_text
 from contextstore.models import ContextBlock, ContextBlockVersion, Event, Thread
 from contextstore.tokens import count_tokens, is_thinking, part_text
@@ -154,27 +154,29 @@ _NEWEST = PreparedRows(_newest)
 _NEWEST_BEFORE = PreparedRows(_newest)
 
 
-def plan_history(*, thread: Thread, budget: int, strip_thinking: bool,
-                 on_oversize: str = "skip") -> HistoryPlan:
-    """Choose the units that fit, newest first, reading only (position, seq, tokens, type, role)."""
+def first_page_size(thread: Thread, budget: int) -> int:
+    """How many of the newest events the walk reads first: about what `budget` holds at the
+    thread's average cost, and a few more."""
     average = max(thread.active_tokens // max(thread.active_event_count, 1), 1)
-    chunk = min(max(budget // average + 16, 32), 4096)
+    return min(max(budget // average + 16, 32), 4096)
+
+
+def plan_history(*, thread: Thread, budget: int, strip_thinking: bool, first_page: list[tuple],
+                 page_size: int, on_oversize: str = "skip") -> HistoryPlan:
+    """Choose the units that fit, newest first, reading only (position, seq, tokens, type, role).
+    `first_page`: the newest `page_size` rows (_NEWEST), read by the caller; the walk reads
+    older pages, each four times bigger, only while it needs them."""
 
     def rows() -> Iterator[Row]:
-        before = None
-        size = chunk
+        got, size = first_page, page_size
         while True:
-            if before is None:
-                got = _NEWEST.rows(thread.pk, limit=size)
-            else:
-                got = _NEWEST_BEFORE.rows(thread.pk, before, limit=size)
             for position, seq, tokens, think, type_, role, pk in got:
                 yield Row(position, seq, event_cost(tokens, think, strip_thinking),
                           _kind(type_, role), role_of(type_, role), pk)
             if len(got) < size:
                 return
-            before = got[-1][0]
             size = min(size * 4, 4096)
+            got = _NEWEST_BEFORE.rows(thread.pk, got[-1][0], limit=size)
 
     plan = HistoryPlan()
     used, skips_in_a_row = 0, 0
@@ -523,15 +525,18 @@ def render_plan(
     on_oversize: str = "skip",
 ) -> Planned:
     strip = effective_strip(fmt, strip_thinking)
+    summary_tokens = count_tokens(thread.summary)
     # Each block with the id of its kept version, in the same query: a render record names
-    # versions, and need not read the blocks again for them (services/renders.py).
-    blocks = _BLOCKS.all(thread.pk)
+    # versions, and need not read the blocks again for them (services/renders.py). The newest
+    # events come in the same round trip, sized before the blocks' tokens are known (a few
+    # rows more than the walk needs when blocks take part of the budget).
+    page_size = first_page_size(thread, max(max_tokens - summary_tokens, 0))
+    blocks, newest = read_together((_BLOCKS, (thread.pk,), None), (_NEWEST, (thread.pk,), page_size))
     prefix = block_section("prefix", [b for b in blocks if b.placement == "prefix"], thread)
     suffix = block_section("suffix", [b for b in blocks if b.placement == "suffix"], thread)
-    summary_tokens = count_tokens(thread.summary)
     fixed = prefix.tokens + summary_tokens + suffix.tokens
     plan = plan_history(thread=thread, budget=max(max_tokens - fixed, 0), strip_thinking=strip,
-                        on_oversize=on_oversize)
+                        first_page=newest, page_size=page_size, on_oversize=on_oversize)
     options = {"strip_thinking": strip_thinking, "on_oversize": on_oversize}
     return Planned(thread, max_tokens, fmt, strip, options, prefix, suffix, summary_tokens, fixed, plan)
 

@@ -80,12 +80,14 @@ def test_reads_statements_do_not_grow_with_history(api_client, thread, thread_ur
         assert api_client.get(thread_url).json()["event_count"] == history
     with django_assert_num_queries(1):
         assert api_client.get(f"{thread_url}state/").status_code == 200
-    # the thread, its blocks, the plan (position, tokens) and the planned rows
-    with django_assert_num_queries(4):
+    # the thread, its blocks and the newest page (position, tokens; one round trip on
+    # PostgreSQL), and the planned rows
+    postgresql = connection.vendor == "postgresql"
+    with django_assert_num_queries(3 if postgresql else 4):
         response = api_client.get(f"{thread_url}context/?max_tokens=8000")
     assert response.status_code == 200
     # with its record: PostgreSQL writes it in the last read's statement
-    with django_assert_num_queries(4 if connection.vendor == "postgresql" else 5):
+    with django_assert_num_queries(3 if postgresql else 5):
         response = api_client.get(f"{thread_url}context/?max_tokens=8000&record=true")
     assert response.status_code == 200 and response.json()["render_id"]
 
@@ -200,3 +202,27 @@ def test_the_json_trigram_indexes_cover_only_rows_that_have_json(db):
     assert [name for name, _ in rows] == ["event_data_trgm", "event_parts_trgm"]
     assert rows[0][1].endswith("WHERE (data IS NOT NULL)")
     assert rows[1][1].endswith("WHERE (parts IS NOT NULL)")
+
+
+@pytest.mark.parametrize("server_side_binding", [False, True])
+def test_reads_together_answer_as_each_read_alone(thread, actor, monkeypatch, server_side_binding,
+                                                  django_assert_num_queries):
+    """A render's blocks and newest page come in one round trip on PostgreSQL with client-side
+    binding (one message, two result sets); otherwise one after the other; the same answers."""
+    from contextstore.db import read_together
+    from contextstore.selectors import rendering
+    from contextstore.services.blocks import block_upsert
+
+    event_append(thread=thread, events=messages(5), actor=actor)
+    block_upsert(thread=thread, name="persona", value="You are terse.", actor=actor)
+    monkeypatch.setitem(connection.settings_dict, "OPTIONS",
+                        {**connection.settings_dict.get("OPTIONS", {}),
+                         "server_side_binding": server_side_binding})
+    alone = (rendering._BLOCKS.all(thread.pk), rendering._NEWEST.rows(thread.pk, limit=3))
+    one_message = connection.vendor == "postgresql" and not server_side_binding
+    with django_assert_num_queries(1 if one_message else 2):
+        blocks, newest = read_together((rendering._BLOCKS, (thread.pk,), None),
+                                       (rendering._NEWEST, (thread.pk,), 3))
+    assert [(b.pk, b.name, b.version_pk) for b in blocks] == [(b.pk, b.name, b.version_pk)
+                                                             for b in alone[0]]
+    assert newest == alone[1] and [row[1] for row in newest] == [5, 4, 3]
