@@ -48,3 +48,25 @@ def test_bench_core_reports_the_revision_figures(db):
         assert re.search(rf"state of +{size} B: revision alone [\d.]+ ms median", text)
     assert re.search(r"revision alone: 20,000 B vs 1,000 B state \(median, target <= 1.5\): [\d.]+x",
                      text)
+
+
+def test_bench_turns_times_two_servers_request_by_request(live_server, transactional_db, token):
+    import pytest
+    from django.core.management.base import CommandError
+
+    from contextstore.models import Thread
+
+    out = StringIO()
+    call_command("bench_turns", url=live_server.url, other_url=live_server.url, token=token[1],
+                 samples=3, size=30, stdout=out)
+    text = out.getvalue()
+    number = r"\d+\.\d\d"
+    for kind in ("single-event append", "batch of 100 events", "GET /threads/{id}/",
+                 "GET /state/", "GET /context/ 8k", "GET /context/ 8k record=true"):
+        assert re.search(rf"{re.escape(kind)} p50 +this +{number} ms +other +{number} ms +"
+                         rf"this/other \d+\.\d\d\d", text), kind
+    # each side's own thread: the fill, then 13 single appends and 13 batches (10 to warm up)
+    sides = Thread.objects.filter(session__key__startswith="turns-")
+    assert sorted(t.event_count for t in sides) == [30 + 13 + 1300] * 2
+    with pytest.raises(CommandError, match="--other PATH or --other-url"):
+        call_command("bench_turns", url=live_server.url, token=token[1])

@@ -91,7 +91,9 @@ class Command(BaseCommand):
 
     # -- server
 
-    def start_server(self, workers: int | None) -> tuple[subprocess.Popen, str]:
+    def start_server(self, workers: int | None, root: Path | None = None) -> tuple[subprocess.Popen, str]:
+        """gunicorn with the production config on this database, serving this checkout or, with
+        `root`, another one (its code first on the path)."""
         gunicorn = shutil.which("gunicorn") or str(Path(sys.executable).with_name("gunicorn"))
         if not Path(gunicorn).exists():
             raise CommandError("gunicorn is not installed; pass --url of a running server.")
@@ -105,7 +107,9 @@ class Command(BaseCommand):
         }
         if workers:
             env["GUNICORN_WORKERS"] = str(workers)
-        root = Path(settings.BASE_DIR)
+        if root is not None:
+            env["PYTHONPATH"] = str(root)
+        root = root or Path(settings.BASE_DIR)
         server = subprocess.Popen(
             [gunicorn, "--config", str(root / "project" / "gunicorn.py"), "project.wsgi"],
             cwd=root, env=env, stdout=subprocess.DEVNULL,

@@ -1,0 +1,105 @@
+"""Two versions of the agent API side by side, request by request in turns.
+
+    git worktree add --detach ../base <commit>
+    python manage.py bench_turns --other ../base      # starts both with gunicorn, one worker each
+    python manage.py bench_turns --url URL --other-url URL2 --token cs_...
+
+Sequential load runs on a shared machine drift by tens of percent from one run to the next;
+timing each request of one version next to the same request of the other ranks two versions
+where sequential runs can't. Both servers use this database (the other checkout must run on its
+schema); each side appends to and reads its own thread of --size events. Prints, per request
+kind, the p50 of each side and their ratio.
+"""
+
+import logging
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+from django.core.management.base import BaseCommand, CommandError
+
+from contextstore.management.commands import bench_api
+from contextstore.services.common import Actor
+from contextstore.services.workspaces import api_token_create, workspace_ensure
+
+
+class Command(BaseCommand):
+    help = "Compare two versions of the agent API: the same requests to both, in turns."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--other", help="A checkout of the other version, started here.")
+        parser.add_argument("--url", help="This version, running (default: start gunicorn here).")
+        parser.add_argument("--other-url", help="The other version, running.")
+        parser.add_argument("--token", help="A write token valid on both (default: create one).")
+        parser.add_argument("--samples", type=int, default=300, help="Requests of each kind per side.")
+        parser.add_argument("--size", type=int, default=1000, help="Events in each side's thread.")
+
+    def handle(self, *args: Any, other: str | None, url: str | None, other_url: str | None,
+               token: str | None, samples: int, size: int, **options: Any) -> None:
+        if (other is None) == (other_url is None):
+            raise CommandError("Give the other version as --other PATH or --other-url URL.")
+        if other is not None and not (Path(other) / "manage.py").exists():
+            raise CommandError(f"{other} is not a checkout of contextstore.")
+        logging.getLogger("httpx").setLevel(logging.WARNING)
+        if token is None:
+            workspace, _ = workspace_ensure(slug="bench", name="Benchmarks")
+            token = api_token_create(workspace=workspace, name="bench_turns", scope="write",
+                                     actor=Actor.system("bench_turns"))[1]
+        self.helper = bench_api.Command(stdout=self.stdout, stderr=self.stderr)
+        servers = []
+        try:
+            if url is None:
+                server, url = self.helper.start_server(1)
+                servers.append(server)
+            if other_url is None:
+                server, other_url = self.helper.start_server(1, Path(other).resolve())
+                servers.append(server)
+            self.compare(url.rstrip("/"), other_url.rstrip("/"), token, samples, size)
+        finally:
+            for server in servers:
+                server.terminate()
+                server.wait(timeout=30)
+
+    def compare(self, url: str, other_url: str, token: str, samples: int, size: int) -> None:
+        tag = uuid.uuid4().hex[:8]
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        sides = {}
+        for name, base in (("this", url), ("other", other_url)):
+            http = httpx.Client(base_url=f"{base}/api/v1/", headers=headers, timeout=120)
+            response = http.post("threads/ensure/", json={"session_key": f"turns-{tag}-{name}",
+                                                          "name": name})
+            response.raise_for_status()
+            thread = f"threads/{response.json()['id']}/"
+            self.helper.fill(http, response.json()["id"], size, f"{tag}-{name}")
+            sides[name] = (http, thread, [0])
+
+        def kinds(name: str) -> dict[str, Any]:
+            http, thread, n = sides[name]
+
+            def append(count: int) -> httpx.Response:
+                n[0] += 1
+                return http.post(f"{thread}events/", content=bench_api.batch_body(
+                    n[0] * 100, count, f"{tag}-{name}-{count}"))
+
+            return {
+                "single-event append": lambda: append(1),
+                "batch of 100 events": lambda: append(100),
+                "GET /threads/{id}/": lambda: http.get(thread),
+                "GET /state/": lambda: http.get(f"{thread}state/"),
+                "GET /context/ 8k": lambda: http.get(f"{thread}context/?max_tokens=8000"),
+                "GET /context/ 8k record=true": lambda: http.get(
+                    f"{thread}context/?max_tokens=8000&record=true"),
+            }
+
+        mine, theirs = kinds("this"), kinds("other")
+        self.stdout.write(f"this {url}, other {other_url}, {size:,}-event threads, {samples} "
+                          f"requests of each kind per side, load average {bench_api.Command.load()}")
+        for kind in mine:
+            this, that = bench_api.Command.p50_each([mine[kind], theirs[kind]], samples)
+            self.stdout.write(f"{kind + ' p50':<34} this {this:7.2f} ms   other {that:7.2f} ms   "
+                              f"this/other {this / that:.3f}")
+        for http, _, _ in sides.values():
+            http.close()
+        self.stdout.write(f"load average after the run {bench_api.Command.load()}")
+
