@@ -189,6 +189,13 @@ class _Prepared:
             return compiled, cursor.fetchall()
 
 
+def statements_share_a_message() -> bool:
+    """Whether several statements can go in one message, a result set each: PostgreSQL with
+    client-side binding (psycopg's ClientCursor); server-side binding, and SQLite, take one."""
+    return connection.vendor == "postgresql" and not connection.settings_dict["OPTIONS"].get(
+        "server_side_binding")
+
+
 def read_together(*reads: tuple[_Prepared, tuple[int, ...], int | None]) -> list[Any]:
     """Several prepared reads, each (query, its values, its limit or None), in one round trip on
     PostgreSQL: one message, a result set each (client-side binding; with server-side binding,
@@ -196,8 +203,7 @@ def read_together(*reads: tuple[_Prepared, tuple[int, ...], int | None]) -> list
     instances as PreparedGet.all, rows as PreparedRows.rows."""
     statements = [(prepared, *prepared._statement(values, limit)) for prepared, values, limit in reads]
     with connection.cursor() as cursor:
-        if connection.vendor != "postgresql" or connection.settings_dict["OPTIONS"].get(
-                "server_side_binding"):
+        if not statements_share_a_message():
             answers = []
             for prepared, compiled, text, params in statements:
                 cursor.execute(text, params)

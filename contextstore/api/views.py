@@ -170,7 +170,8 @@ class ThreadViewSet(ThreadHistoryActions, ThreadStateActions, ThreadBlockActions
         # The thread is read once, by the append's row lock (by id and workspace): an append's
         # cost is its round trips. A request refused before that lock still answers 404 for a
         # thread this token can't see, as every other route on a thread does.
-        if not 0 < int(pk) <= selectors.BIGINT_MAX:
+        thread_id = int(pk)
+        if not 0 < thread_id <= selectors.BIGINT_MAX:
             raise Http404
         try:
             data = body(request)
@@ -178,7 +179,7 @@ class ThreadViewSet(ThreadHistoryActions, ThreadStateActions, ThreadBlockActions
             if unknown:
                 raise ValidationError({sorted(unknown)[0]: "unknown field"})
             result = events.event_append(
-                thread=Thread(pk=int(pk), workspace_id=request.auth.workspace_id),
+                thread=Thread(pk=thread_id, workspace_id=request.auth.workspace_id),
                 events=data.get("events"), actor=actor_of(request))
         except Thread.DoesNotExist:
             raise Http404 from None

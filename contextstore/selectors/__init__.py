@@ -12,7 +12,7 @@ from typing import Any
 from django.db import DatabaseError, connection
 from django.db.models import Q, QuerySet, Subquery
 
-from contextstore.db import PreparedGet, regex_guard
+from contextstore.db import PreparedGet, regex_guard, statements_share_a_message
 from contextstore.errors import InvalidInput
 from contextstore.models import (
     ContextBlock,
@@ -57,9 +57,8 @@ def _text_matches(thread: Thread, text: str) -> list[int] | None:
     """Ids of all the thread's events whose content contains `text`, or None: ask the ordinary
     query (SQLite, server-side binding, a small thread, inside another transaction, a common
     word)."""
-    if (connection.vendor != "postgresql" or thread.event_count < TEXT_INDEX_FIRST
-            or not connection.get_autocommit()  # in a transaction SET LOCAL would outlive this query
-            or connection.settings_dict["OPTIONS"].get("server_side_binding")):  # one statement each
+    if (not statements_share_a_message() or thread.event_count < TEXT_INDEX_FIRST
+            or not connection.get_autocommit()):  # in a transaction SET LOCAL would outlive this query
         return None
     pattern = f"%{connection.ops.prep_for_like_query(text)}%"
     try:

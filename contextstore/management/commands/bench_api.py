@@ -46,6 +46,12 @@ def batch_body(start: int, size: int, tag: str) -> bytes:
     return json.dumps({"events": [message(start + i, tag) for i in range(size)]}).encode()
 
 
+def bench_token(name: str) -> str:
+    """A new write token of the "bench" workspace (created if missing)."""
+    workspace, _ = workspace_ensure(slug="bench", name="Benchmarks")
+    return api_token_create(workspace=workspace, name=name, scope="write", actor=Actor.system(name))[1]
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -77,9 +83,7 @@ class Command(BaseCommand):
         logging.getLogger("httpx").setLevel(logging.WARNING)  # no line per request
         server = None
         if token is None:
-            workspace, _ = workspace_ensure(slug="bench", name="Benchmarks")
-            token = api_token_create(workspace=workspace, name="bench_api", scope="write",
-                                     actor=Actor.system("bench_api"))[1]
+            token = bench_token("bench_api")
         if url is None:
             server, url = self.start_server(workers)
         try:

@@ -13,6 +13,7 @@ kind, the p50 of each side and their ratio.
 
 import logging
 import uuid
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,6 @@ import httpx
 from django.core.management.base import BaseCommand, CommandError
 
 from contextstore.management.commands import bench_api
-from contextstore.services.common import Actor
-from contextstore.services.workspaces import api_token_create, workspace_ensure
 
 
 class Command(BaseCommand):
@@ -42,10 +41,7 @@ class Command(BaseCommand):
         if other is not None and not (Path(other) / "manage.py").exists():
             raise CommandError(f"{other} is not a checkout of contextstore.")
         logging.getLogger("httpx").setLevel(logging.WARNING)
-        if token is None:
-            workspace, _ = workspace_ensure(slug="bench", name="Benchmarks")
-            token = api_token_create(workspace=workspace, name="bench_turns", scope="write",
-                                     actor=Actor.system("bench_turns"))[1]
+        token = token or bench_api.bench_token("bench_turns")
         self.helper = bench_api.Command(stdout=self.stdout, stderr=self.stderr)
         servers = []
         try:
@@ -64,16 +60,21 @@ class Command(BaseCommand):
     def compare(self, url: str, other_url: str, token: str, samples: int, size: int) -> None:
         tag = uuid.uuid4().hex[:8]
         headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-        sides = {}
-        for name, base in (("this", url), ("other", other_url)):
-            http = httpx.Client(base_url=f"{base}/api/v1/", headers=headers, timeout=120)
-            response = http.post("threads/ensure/", json={"session_key": f"turns-{tag}-{name}",
-                                                          "name": name})
-            response.raise_for_status()
-            thread = f"threads/{response.json()['id']}/"
-            self.helper.fill(http, response.json()["id"], size, f"{tag}-{name}")
-            sides[name] = (http, thread, [0])
+        with ExitStack() as clients:
+            sides = {}
+            for name, base in (("this", url), ("other", other_url)):
+                http = clients.enter_context(
+                    httpx.Client(base_url=f"{base}/api/v1/", headers=headers, timeout=120))
+                response = http.post("threads/ensure/", json={"session_key": f"turns-{tag}-{name}",
+                                                              "name": name})
+                response.raise_for_status()
+                thread_id = response.json()["id"]
+                self.helper.fill(http, thread_id, size, f"{tag}-{name}")
+                sides[name] = (http, f"threads/{thread_id}/", [0])
+            self.turns(sides, url, other_url, tag, samples, size)
 
+    def turns(self, sides: dict[str, tuple], url: str, other_url: str, tag: str, samples: int,
+              size: int) -> None:
         def kinds(name: str) -> dict[str, Any]:
             http, thread, n = sides[name]
 
@@ -99,7 +100,5 @@ class Command(BaseCommand):
             this, that = bench_api.Command.p50_each([mine[kind], theirs[kind]], samples)
             self.stdout.write(f"{kind + ' p50':<34} this {this:7.2f} ms   other {that:7.2f} ms   "
                               f"this/other {this / that:.3f}")
-        for http, _, _ in sides.values():
-            http.close()
         self.stdout.write(f"load average after the run {bench_api.Command.load()}")
 
