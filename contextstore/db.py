@@ -3,6 +3,7 @@
 
 import contextvars
 import functools
+import re
 import time
 import weakref
 from collections.abc import Callable, Iterator
@@ -194,6 +195,23 @@ def statements_share_a_message() -> bool:
     client-side binding (psycopg's ClientCursor); server-side binding, and SQLite, take one."""
     return connection.vendor == "postgresql" and not connection.settings_dict["OPTIONS"].get(
         "server_side_binding")
+
+
+def binary_cursor() -> Any:
+    """A cursor (Django's wrapper: logged and counted as any other) whose values are sent apart
+    from the SQL, in binary where the SQL says %b (see binary_placeholders): psycopg's
+    server-binding cursor, on this connection and in its transaction. PostgreSQL only."""
+    from django.db.backends.postgresql.base import ServerBindingCursor  # needs psycopg
+
+    connection.ensure_connection()
+    connection.validate_thread_sharing()
+    raw = ServerBindingCursor(connection.connection)
+    return connection.make_debug_cursor(raw) if connection.queries_logged else connection.make_cursor(raw)
+
+
+def binary_placeholders(text: str) -> str:
+    """The SQL with each %s placeholder asking for a binary value (%b); %% stays a percent."""
+    return re.sub(r"%[%s]", lambda m: "%b" if m.group() == "%s" else "%%", text)
 
 
 def read_together(*reads: tuple[_Prepared, tuple[int, ...], int | None]) -> list[Any]:

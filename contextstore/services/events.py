@@ -233,7 +233,8 @@ def _append_folded(
         record = audit_row(actor=actor, action="events.append", target=thread,
                            workspace=thread.workspace, count=len(objs), first_seq=objs[0].seq,
                            last_seq=objs[-1].seq)
-        rows = one_statement(inserted, *updates, insert_sql(AuditLog, [record]))
+        rows = one_statement(inserted, *updates, insert_sql(AuditLog, [record]),
+                             binary=len(objs) > 1)  # the UNNEST arrays
         if len(rows) != len(objs):
             raise _Replayed
         ids = dict((seq, pk) for pk, seq in rows)
