@@ -2,10 +2,13 @@
 grow with the history, hand-built serializers equal to DRF's, and the API-token cache."""
 
 import pytest
+from django.http import QueryDict
 from django.db import connection, transaction
 from rest_framework import serializers as drf
 
 from contextstore.api import serializers as s
+from contextstore.api.agent_sessions import CommitSerializer
+from contextstore.api.common import parse
 from contextstore.models import Event, Thread
 from contextstore.services import document
 from contextstore.services.common import Actor, lock_thread
@@ -126,6 +129,41 @@ def test_thread_and_state_serializers_match_drf(api_client, thread, actor):
     for serializer in (s.ThreadSerializer, s.StateSerializer):
         generic = drf.ModelSerializer.to_representation(serializer(), thread)
         assert serializer(thread).data == generic
+
+
+def drf_outcome(serializer_class, data):
+    serializer = serializer_class(data=data)
+    return ("ok", serializer.validated_data) if serializer.is_valid() else ("error", serializer.errors)
+
+
+def parse_outcome(serializer_class, data):
+    try:
+        return "ok", parse(serializer_class, data)
+    except drf.ValidationError as exc:
+        return "error", exc.detail
+
+
+@pytest.mark.parametrize("serializer_class", [
+    s.ContextQuerySerializer, s.EventQuerySerializer, s.StateWriteSerializer, s.ForkInSerializer,
+    s.WindowQuerySerializer, s.CollapseInSerializer, CommitSerializer])
+def test_input_serializers_built_once_validate_as_drf_does(serializer_class, monkeypatch):
+    """parse shares one instance per class across requests and threads: each answer, valid or
+    not and in any order, is what a new DRF instance says, and no fields are built again."""
+    fields = serializer_class().fields
+    inputs = [{}, QueryDict("max_tokens=8000&record=true&format=openai"), QueryDict("limit=0"),
+              {"name": "fork", "start_position": 2, "end_position": 1}, {"count": 3},
+              {"start_position": 1, "end_position": 2, "summary_text": "s"}, "not an object",
+              {"events": [{"type": "Message", "content": "hi"}, {}], "state": {"a": [1]}}]
+    inputs += [{name: value for name in fields} for value in ("x", None, 1, True, [], {"a": 1})]
+    expected = [drf_outcome(serializer_class, data) for data in inputs]
+    built, get_fields = [], drf.Serializer.get_fields
+    monkeypatch.setattr(drf.Serializer, "get_fields", lambda self: built.append(self) or get_fields(self))
+    for data, outcome in zip(inputs, expected):
+        assert parse_outcome(serializer_class, data) == outcome, data
+    built.clear()  # nested serializers bind their fields on first use, once
+    for data, outcome in zip(inputs, expected):
+        assert parse_outcome(serializer_class, data) == outcome, data
+    assert built == []
 
 
 def test_a_revoked_token_is_refused_at_once(api_client, token, thread_url):
