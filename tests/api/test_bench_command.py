@@ -1,4 +1,5 @@
 import re
+import time
 from io import StringIO
 
 from django.core.management import call_command
@@ -34,6 +35,28 @@ def test_bench_api_reports_every_figure_against_a_running_server(live_server, tr
     assert re.search(rf"storage per event / content bytes +{number} x +<= 3.0", text)
     assert re.search(r"targets missed: ", text)
     assert "load average" in text
+    # the live server runs in this process: its CPU counts as the client's
+    for what in ("batch", "append"):
+        assert re.search(rf"  CPU per {what}: .*client {number} ms; CPUs \d+ % busy", text), what
+
+
+def test_cpu_snapshot_counts_this_process_and_the_database(db):
+    from django.db import connection
+
+    from contextstore.management.commands.bench_api import cpu_snapshot
+
+    before = cpu_snapshot()
+    started = time.process_time()
+    while time.process_time() - started < 0.3:
+        sum(range(10_000))
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM generate_series(1, 3000000) AS n WHERE n % 7 = 0")
+    after = cpu_snapshot()
+    assert after["client"] - before["client"] >= 0.25
+    assert after["machine"] - before["machine"] >= 0.25
+    if connection.vendor == "postgresql":  # the server runs on this machine in the suite
+        assert after["database"] - before["database"] >= 0.05
 
 
 def test_bench_core_reports_the_revision_figures(db):

@@ -2,8 +2,8 @@
 grow with the history, hand-built serializers equal to DRF's, and the API-token cache."""
 
 import pytest
-from django.http import QueryDict
 from django.db import connection, transaction
+from django.http import QueryDict
 from rest_framework import serializers as drf
 
 from contextstore.api import serializers as s
@@ -158,10 +158,10 @@ def test_input_serializers_built_once_validate_as_drf_does(serializer_class, mon
     expected = [drf_outcome(serializer_class, data) for data in inputs]
     built, get_fields = [], drf.Serializer.get_fields
     monkeypatch.setattr(drf.Serializer, "get_fields", lambda self: built.append(self) or get_fields(self))
-    for data, outcome in zip(inputs, expected):
+    for data, outcome in zip(inputs, expected, strict=True):
         assert parse_outcome(serializer_class, data) == outcome, data
     built.clear()  # nested serializers bind their fields on first use, once
-    for data, outcome in zip(inputs, expected):
+    for data, outcome in zip(inputs, expected, strict=True):
         assert parse_outcome(serializer_class, data) == outcome, data
     assert built == []
 

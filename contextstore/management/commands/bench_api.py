@@ -8,8 +8,10 @@ in the same run: batch-append throughput (100 events per request, 1 and 4 client
 appends/s with 8 clients, the in-process append, p50 of a single append, GET thread, GET state and
 GET context (8k budget, with and without a render record) on threads of 1k and 100k events and
 their ratios, a rare-word search over the big thread right after its bulk load (no ANALYZE), and
-the event table's storage per content byte. Without --url it starts gunicorn with the production config
-(project/gunicorn.py) against the configured database, with throttling off, and stops it after.
+the event table's storage per content byte; under load, the CPU time per request of the
+server, the database and the benchmark's clients (where they run here). Without --url it starts
+gunicorn with the production config (project/gunicorn.py) against the configured database, with
+throttling off, and stops it after.
 """
 
 import json
@@ -23,6 +25,7 @@ import sys
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -56,6 +59,33 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def cpu_snapshot() -> Counter[str]:
+    """CPU seconds used so far by this machine's API server (gunicorn), database (postgres) and
+    this benchmark, and by the machine as a whole (busy time of every CPU). Linux's /proc: empty
+    elsewhere; a server or database on another machine counts nothing."""
+    used: Counter[str] = Counter()
+    proc = Path("/proc")
+    if not (proc / "stat").exists():
+        return used
+    tick = os.sysconf("SC_CLK_TCK")
+    # user nice system idle iowait irq softirq steal
+    times = [int(v) for v in (proc / "stat").read_text().split("\n", 1)[0].split()[1:9]]
+    used["machine"] = (sum(times) - times[3] - times[4]) / tick
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat, command = (entry / "stat").read_text(), (entry / "cmdline").read_bytes()
+        except OSError:  # exited meanwhile
+            continue
+        kind = ("client" if entry.name == str(os.getpid()) else "server" if b"gunicorn" in command
+                else "database" if command.startswith(b"postgres") else None)
+        if kind:
+            user, system = stat[stat.rindex(")") + 2:].split()[11:13]  # utime, stime
+            used[kind] += (int(user) + int(system)) / tick
+    return used
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -164,20 +194,28 @@ class Command(BaseCommand):
             with httpx.Client(base_url=url, timeout=30) as plain:
                 floor = self.p50(lambda: plain.get("/healthz"), samples)
             figure("GET /healthz p50 (the floor)", floor, "ms", None)
-            rate = self.batch_appends(client, new_thread, http, 1, seconds, run_tag)
-            figure("batch appends (100/request), 1 client", rate, "events/s", None)
-            rate = self.batch_appends(client, new_thread, http, 4, seconds, run_tag)
-            figure("batch appends (100/request), 4 clients", rate, "events/s", 15_000, le=False)
-            rate = self.single_appends(client, new_thread, http, 8, seconds, run_tag, False)
-            figure("single-event appends, 8 clients, 8 sessions", rate, "appends/s", 1_000,
-                   le=False)
-            # Threads of one session share its counters' row: their commits queue on its lock.
-            rate = self.single_appends(client, new_thread, http, 8, seconds, run_tag, True)
-            figure("single-event appends, 8 clients, 1 session", rate, "appends/s", None)
+            # The service's own cost first, on a quiet machine: after the load below, the
+            # database and the kernel go on writing what it stored for seconds.
             figure("single-event append in-process p50", self.in_process_append(samples),
                    "ms", 2.5)
             figure("durable empty commit p50 (the WAL flush floor)", self.commit_floor(samples),
                    "ms", None)
+            rate = self.batch_appends(client, new_thread, http, 1, seconds, run_tag)
+            figure("batch appends (100/request), 1 client", rate, "events/s", None)
+            # Where the CPU goes under load: on a machine that runs server, database and clients,
+            # these throughputs end where its CPUs are all busy.
+            before = time.perf_counter(), cpu_snapshot()
+            rate = self.batch_appends(client, new_thread, http, 4, seconds, run_tag)
+            figure("batch appends (100/request), 4 clients", rate, "events/s", 15_000, le=False)
+            self.cpu_used(before, rate / 100, "batch")
+            before = time.perf_counter(), cpu_snapshot()
+            rate = self.single_appends(client, new_thread, http, 8, seconds, run_tag, False)
+            figure("single-event appends, 8 clients, 8 sessions", rate, "appends/s", 1_000,
+                   le=False)
+            self.cpu_used(before, rate, "append")
+            # Threads of one session share its counters' row: their commits queue on its lock.
+            rate = self.single_appends(client, new_thread, http, 8, seconds, run_tag, True)
+            figure("single-event appends, 8 clients, 1 session", rate, "appends/s", None)
 
             # Both threads are measured turn about, request by request, with the floor beside
             # them: the machine is shared, and its load drifts during a run.
@@ -187,6 +225,7 @@ class Command(BaseCommand):
                 thread_id = new_thread(http, f"context-{index}-{size}")
                 self.fill(http, thread_id, size, run_tag)
                 bases[size] = f"threads/{thread_id}/"
+            self.settle()
             n = [0]
 
             def append_one(base: str) -> httpx.Response:
@@ -234,6 +273,19 @@ class Command(BaseCommand):
         self.stdout.write(f"load average after the run {self.load()}")
         missed = [name for name, _, _, ok in figures if not ok]
         self.stdout.write("targets missed: " + (", ".join(missed) if missed else "none"))
+
+    def cpu_used(self, before: tuple[float, Counter[str]], per_second: float, what: str) -> None:
+        """CPU time per request since `before` (a time and a cpu_snapshot), by process kind, and
+        how busy the CPUs were."""
+        elapsed, after = time.perf_counter() - before[0], cpu_snapshot()
+        used = Counter({kind: after[kind] - before[1][kind] for kind in after})
+        if not used or not per_second:
+            return
+        requests = per_second * elapsed
+        parts = ", ".join(f"{kind} {used[kind] / requests * 1000:.2f} ms"
+                          for kind in ("server", "database", "client") if used[kind])
+        busy = used["machine"] / (elapsed * (os.cpu_count() or 1)) * 100
+        self.stdout.write(f"  CPU per {what}: {parts}; CPUs {busy:.0f} % busy")
 
     @staticmethod
     def load() -> str:
@@ -465,6 +517,19 @@ class Command(BaseCommand):
         if errors:
             raise CommandError(f"append failed: {errors[0]}")
         return sum(counts) / elapsed
+
+    def settle(self) -> None:
+        """Write out what the load and the fill left dirty (PostgreSQL's CHECKPOINT, where this
+        role may run it; the kernel's page cache), so the reads are not timed beside it."""
+        from django.db import DatabaseError, connection
+
+        if connection.vendor == "postgresql":
+            try:
+                with connection.cursor() as cursor:
+                    cursor.execute("CHECKPOINT")
+            except DatabaseError:  # needs superuser or pg_checkpoint
+                pass
+        os.sync()
 
     def fill(self, http: httpx.Client, thread_id: int, size: int, tag: str) -> None:
         began = time.perf_counter()
