@@ -1,6 +1,5 @@
-"""JSON as the service accepts it, checked while parsing: at most 64 levels deep (checked before
-json.loads, whose recursion a deep body would exhaust), no repeated key in an object, no lone
-surrogate and no NUL character in any string or key. Shared by the API's parsers
+"""JSON as the service accepts it, checked while parsing: at most 64 levels deep, no repeated key
+in an object, no lone surrogate and no NUL character in any string or key. Shared by the API's parsers
 (contextstore.api.parsers) and JSON form fields (contextstore.fields); no Django imports.
 """
 
@@ -20,9 +19,8 @@ _SUSPECT_ESCAPE = re.compile(r"\\u(?:d[89a-f][0-9a-f]{2}|0000)", re.IGNORECASE)
 
 
 def json_depth_exceeded(text: str, limit: int = MAX_JSON_DEPTH) -> int | None:
-    """The character offset where `text` nests deeper than `limit`, or None.
-
-    Runs before json.loads (whose recursion a deep body would exhaust). The fast path strips
+    """The character offset where `text` nests deeper than `limit`, or None; for any text,
+    JSON or not (it names where a refused body went too deep). The fast path strips
     strings and all but brackets, then peels innermost pairs `limit` times at C speed; only a
     body that still has brackets left is walked to find where it went too deep.
     """
@@ -122,18 +120,43 @@ class JSONRefused(ValueError):
         self.message = message
 
 
-def strict_loads(text: str) -> Any:
-    """json.loads with the rules above. Raises JSONRefused, or ValueError for text that is not
-    JSON at all (json.JSONDecodeError)."""
+def _too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether a parsed value nests deeper than `limit`: its containers, level by level."""
+    level = [value] if isinstance(value, (dict, list)) else []
+    for _ in range(limit):
+        if not level:
+            return False
+        level = [child for item in level for child in (item.values() if isinstance(item, dict) else item)
+                 if isinstance(child, (dict, list))]
+    return bool(level)
+
+
+def _refuse_if_deep(text: str) -> None:
     offset = json_depth_exceeded(text)
     if offset is not None:
         raise JSONRefused("body", f"JSON nested deeper than {MAX_JSON_DEPTH} levels "
                                   f"(at character {offset}).")
+
+
+def strict_loads(text: str) -> Any:
+    """json.loads with the rules above. Raises JSONRefused, or ValueError for text that is not
+    JSON at all (json.JSONDecodeError).
+
+    Parsed first, then measured: the parsed containers are counted level by level, which costs
+    a fraction of scanning the text (json.loads stops a body too deep for its recursion with a
+    RecursionError). The text is scanned only for a body refused or broken, so that a deep one
+    is refused as deep, at the character where it went too deep, whatever else is wrong."""
     duplicate = [False]
     try:
         data = json.loads(text, object_pairs_hook=_pairs_hook(duplicate))
-    except RecursionError as exc:  # belt and braces: the depth check should have caught it
-        raise JSONRefused("body", "JSON nested too deeply.") from exc
+    except (RecursionError, ValueError) as exc:
+        _refuse_if_deep(text)
+        if isinstance(exc, RecursionError):
+            raise JSONRefused("body", "JSON nested too deeply.") from exc
+        raise
+    if _too_deep(data):
+        _refuse_if_deep(text)
+        raise JSONRefused("body", f"JSON nested deeper than {MAX_JSON_DEPTH} levels.")
     if duplicate[0] or _SUSPECT_ESCAPE.search(text):
         found = find_bad_value(data)
         if found:

@@ -5,6 +5,8 @@ import time
 
 import pytest
 from django import forms
+from hypothesis import given
+from hypothesis import strategies as st
 
 from contextstore.forms import parse_cursor
 from contextstore.jsonstrict import JSONRefused, StrictJSONDecoder, json_depth_exceeded, strict_loads
@@ -47,6 +49,34 @@ def test_a_large_ordinary_body_reads_as_json_loads_reads_it():
     body = json.dumps({"events": [{"type": "Message", "content": "x" * 200, "data": {"a": [1, {}]}}
                                   for _ in range(10_000)]})
     assert strict_loads(body) == json.loads(body)
+
+
+def nested(depth: int, text: str, brackets_first: bool) -> str:
+    """JSON `depth` containers deep (objects and lists by turn), a string with brackets inside."""
+    value = json.dumps(text)
+    for level in range(depth):
+        value = f'{{"k": {value}, "s": "]}}"}}' if level % 2 else f'["[{{", {value}]'
+    return ("[" * 3 + "]" * 3 + ", " if brackets_first else "") + value
+
+
+@given(depth=st.integers(62, 66) | st.integers(0, 90), first=st.booleans(), cut=st.integers(0, 3),
+       text=st.text(alphabet="[]{}\\\"ab", max_size=8))
+def test_depth_is_refused_exactly_where_the_text_scan_says(depth, text, first, cut):
+    """The parsed value is measured, the text scanned only on refusal: a body is refused as too
+    deep exactly when the text scan finds it deeper than 64 levels, at the same character, also
+    when it is not JSON at all (cut short)."""
+    body = nested(depth, text, first)
+    body = body[:len(body) - cut] if cut else f"[{body}]" if first else body
+    offset = json_depth_exceeded(body)
+    try:
+        strict_loads(body)
+    except JSONRefused as refused:
+        assert offset is not None
+        assert refused.message.endswith(f"(at character {offset}).")
+    except ValueError:
+        assert offset is None  # not JSON, and not too deep either
+    else:
+        assert offset is None
 
 
 def test_form_fields_use_the_same_rules():

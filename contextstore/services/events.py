@@ -117,7 +117,7 @@ def event_spec(raw: Any, index: int) -> EventSpec:
     if not isinstance(content, str):
         raise _fail(index, "content", "must be a string")
     limit = settings.CONTEXTSTORE["MAX_EVENT_CONTENT_BYTES"]
-    if len(content.encode()) > limit:
+    if len(content) * 4 > limit and len(content.encode()) > limit:  # at most 4 bytes a character
         raise PayloadTooLarge(f"events[{index}].content is larger than {limit} bytes.",
                               details={f"events[{index}].content": f"at most {limit} bytes"})
     parts = raw.get("parts")

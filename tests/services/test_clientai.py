@@ -130,8 +130,9 @@ def test_every_operation_is_a_recorded_revision_and_inputs_become_events(thread,
 
 
 names = itertools.count()
-# Any text the API lets through: it refuses NUL (PostgreSQL cannot store it) before a service runs.
-stored_text = st.characters(exclude_characters="\x00")
+# Any text the API lets through: it refuses NUL (PostgreSQL cannot store it) and lone surrogates
+# (not text in UTF-8) before a service runs.
+stored_text = st.characters(codec="utf-8", exclude_characters="\x00")
 operations = st.lists(
     st.one_of(
         st.tuples(

@@ -98,7 +98,13 @@ def test_limits_are_payload_too_large(thread, actor, settings):
         event_append(thread=thread, events=messages(4, words=1), actor=actor)
     with pytest.raises(PayloadTooLarge):
         event_append(thread=thread, events=[{"type": "Message", "content": "x" * 11}], actor=actor)
+    for too_big in ("é" * 6, "😀" * 3, "😀😀xxx"):  # the limit counts UTF-8 bytes, not characters
+        with pytest.raises(PayloadTooLarge):
+            event_append(thread=thread, events=[{"type": "Message", "content": too_big}], actor=actor)
     assert thread.events.count() == 0
+    fits = ["x" * 10, "é" * 5, "😀" * 2 + "xx"]
+    event_append(thread=thread, events=[{"type": "Message", "content": c} for c in fits], actor=actor)
+    assert [e.content for e in thread.events.order_by("seq")] == fits
 
 
 def test_events_link_to_runs_which_sum_their_llm_usage(thread, actor):
