@@ -37,7 +37,8 @@ def test_bench_api_reports_every_figure_against_a_running_server(live_server, tr
     assert "load average" in text
     # the live server runs in this process: its CPU counts as the client's
     for what in ("batch", "append"):
-        assert re.search(rf"  CPU per {what}: .*client {number} ms; CPUs \d+ % busy", text), what
+        assert re.search(rf"  CPU per {what}: .*client {number} ms; CPUs \d+ % busy; at this cost "
+                         rf"\d+ CPUs take at most [\d,]+ events/s", text), what
 
 
 def test_cpu_snapshot_counts_this_process_and_the_database(db):
@@ -57,6 +58,22 @@ def test_cpu_snapshot_counts_this_process_and_the_database(db):
     assert after["machine"] - before["machine"] >= 0.25
     if connection.vendor == "postgresql":  # the server runs on this machine in the suite
         assert after["database"] - before["database"] >= 0.05
+
+
+def test_cpu_used_divides_the_cpu_by_the_requests_and_says_what_the_cpus_could_take(monkeypatch):
+    from collections import Counter
+
+    from contextstore.management.commands import bench_api
+
+    # 100 batches of 100 events in 2 s cost 2 s of server, 1 s of database and 1 s of client CPU
+    monkeypatch.setattr(bench_api, "cpu_snapshot",
+                        lambda: Counter(server=2.0, database=1.0, client=1.0, machine=4.0))
+    monkeypatch.setattr(bench_api.os, "cpu_count", lambda: 2)
+    out = StringIO()
+    command = bench_api.Command(stdout=out)
+    command.cpu_used((time.perf_counter() - 2.0, Counter()), 50, "batch", events=100)
+    assert out.getvalue() == ("  CPU per batch: server 20.00 ms, database 10.00 ms, client 10.00 ms; "
+                              "CPUs 100 % busy; at this cost 2 CPUs take at most 5,000 events/s\n")
 
 
 def test_bench_core_reports_the_revision_figures(db):

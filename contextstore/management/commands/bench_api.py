@@ -207,7 +207,7 @@ class Command(BaseCommand):
             before = time.perf_counter(), cpu_snapshot()
             rate = self.batch_appends(client, new_thread, http, 4, seconds, run_tag)
             figure("batch appends (100/request), 4 clients", rate, "events/s", 15_000, le=False)
-            self.cpu_used(before, rate / 100, "batch")
+            self.cpu_used(before, rate / 100, "batch", events=100)
             before = time.perf_counter(), cpu_snapshot()
             rate = self.single_appends(client, new_thread, http, 8, seconds, run_tag, False)
             figure("single-event appends, 8 clients, 8 sessions", rate, "appends/s", 1_000,
@@ -274,18 +274,23 @@ class Command(BaseCommand):
         missed = [name for name, _, _, ok in figures if not ok]
         self.stdout.write("targets missed: " + (", ".join(missed) if missed else "none"))
 
-    def cpu_used(self, before: tuple[float, Counter[str]], per_second: float, what: str) -> None:
-        """CPU time per request since `before` (a time and a cpu_snapshot), by process kind, and
-        how busy the CPUs were."""
+    def cpu_used(self, before: tuple[float, Counter[str]], per_second: float, what: str,
+                 events: int = 1) -> None:
+        """CPU time per request (of `events` events) since `before` (a time and a cpu_snapshot),
+        by process kind; how busy the CPUs were; and the most events a second these CPUs could
+        take at that cost, server, database and clients together."""
         elapsed, after = time.perf_counter() - before[0], cpu_snapshot()
         used = Counter({kind: after[kind] - before[1][kind] for kind in after})
         if not used or not per_second:
             return
         requests = per_second * elapsed
-        parts = ", ".join(f"{kind} {used[kind] / requests * 1000:.2f} ms"
-                          for kind in ("server", "database", "client") if used[kind])
-        busy = used["machine"] / (elapsed * (os.cpu_count() or 1)) * 100
-        self.stdout.write(f"  CPU per {what}: {parts}; CPUs {busy:.0f} % busy")
+        kinds = [kind for kind in ("server", "database", "client") if used[kind]]
+        parts = ", ".join(f"{kind} {used[kind] / requests * 1000:.2f} ms" for kind in kinds)
+        cpus = os.cpu_count() or 1
+        busy = used["machine"] / (elapsed * cpus) * 100
+        ceiling = cpus * requests * events / sum(used[kind] for kind in kinds)
+        self.stdout.write(f"  CPU per {what}: {parts}; CPUs {busy:.0f} % busy; at this cost "
+                          f"{cpus} CPUs take at most {ceiling:,.0f} events/s")
 
     @staticmethod
     def load() -> str:
