@@ -149,10 +149,11 @@ def strict_loads(text: str) -> Any:
     duplicate = [False]
     try:
         data = json.loads(text, object_pairs_hook=_pairs_hook(duplicate))
-    except (RecursionError, ValueError) as exc:
+    except RecursionError as exc:
         _refuse_if_deep(text)
-        if isinstance(exc, RecursionError):
-            raise JSONRefused("body", "JSON nested too deeply.") from exc
+        raise JSONRefused("body", "JSON nested too deeply.") from exc
+    except ValueError:
+        _refuse_if_deep(text)
         raise
     if _too_deep(data):
         _refuse_if_deep(text)

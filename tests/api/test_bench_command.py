@@ -74,6 +74,10 @@ def test_cpu_used_divides_the_cpu_by_the_requests_and_says_what_the_cpus_could_t
     command.cpu_used((time.perf_counter() - 2.0, Counter()), 50, "batch", events=100)
     assert out.getvalue() == ("  CPU per batch: server 20.00 ms, database 10.00 ms, client 10.00 ms; "
                               "CPUs 100 % busy; at this cost 2 CPUs take at most 5,000 events/s\n")
+    # a server and database elsewhere, and no tick of this process's: nothing to divide
+    monkeypatch.setattr(bench_api, "cpu_snapshot", lambda: Counter(machine=4.0))
+    command.cpu_used((time.perf_counter() - 2.0, Counter()), 50, "batch", events=100)
+    assert out.getvalue().count("CPU per") == 1
 
 
 def test_bench_core_reports_the_revision_figures(db):

@@ -281,10 +281,10 @@ class Command(BaseCommand):
         take at that cost, server, database and clients together."""
         elapsed, after = time.perf_counter() - before[0], cpu_snapshot()
         used = Counter({kind: after[kind] - before[1][kind] for kind in after})
-        if not used or not per_second:
+        kinds = [kind for kind in ("server", "database", "client") if used[kind]]
+        if not kinds or not per_second:  # no /proc, or nothing counted here
             return
         requests = per_second * elapsed
-        kinds = [kind for kind in ("server", "database", "client") if used[kind]]
         parts = ", ".join(f"{kind} {used[kind] / requests * 1000:.2f} ms" for kind in kinds)
         cpus = os.cpu_count() or 1
         busy = used["machine"] / (elapsed * cpus) * 100
