@@ -209,6 +209,31 @@ def test_gunicorn_takes_its_settings_from_the_environment(monkeypatch):
     assert runpy.run_path(str(ROOT / "project" / "gunicorn.py"))["worker_class"] == "sync"
 
 
+GUNICORN_ACCESS_PROBE = """
+import runpy, sys
+from gunicorn.config import Config
+settings = runpy.run_path("project/gunicorn.py")
+cfg = Config()
+for name, value in settings.items():
+    if name in cfg.settings:
+        cfg.set(name, value)
+log = cfg.logger_class(cfg)
+built = []
+log.atoms = lambda *args: built.append(args) or {}
+log.access(None, None, {}, None)
+print(log.access_log_enabled, len(built))
+"""
+
+
+@pytest.mark.parametrize("asked, expected", [("", "False 0"), ("true", "True 1")])
+def test_gunicorn_builds_no_access_record_it_would_drop(asked, expected):
+    # A fresh interpreter: building gunicorn's logger applies its logging config process-wide.
+    env = {**os.environ, "GUNICORN_ACCESS_LOG": asked}
+    out = subprocess.run([sys.executable, "-c", GUNICORN_ACCESS_PROBE], cwd=ROOT, env=env,
+                         capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[-1] == expected
+
+
 # --- compose.yml ---------------------------------------------------------------------------
 
 def test_compose_runs_web_worker_beat_postgres_redis_and_a_one_shot_migrate():

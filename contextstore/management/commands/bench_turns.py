@@ -11,13 +11,12 @@ schema); each side appends to and reads its own thread of --size events. Prints,
 kind, the p50 of each side and their ratio.
 """
 
-import logging
 import uuid
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-import httpx
+import urllib3
 from django.core.management.base import BaseCommand, CommandError
 
 from contextstore.management.commands import bench_api
@@ -40,7 +39,6 @@ class Command(BaseCommand):
             raise CommandError("Give the other version as --other PATH or --other-url URL.")
         if other is not None and not (Path(other) / "manage.py").exists():
             raise CommandError(f"{other} is not a checkout of contextstore.")
-        logging.getLogger("httpx").setLevel(logging.WARNING)
         token = token or bench_api.bench_token("bench_turns")
         self.helper = bench_api.Command(stdout=self.stdout, stderr=self.stderr)
         servers = []
@@ -63,12 +61,9 @@ class Command(BaseCommand):
         with ExitStack() as clients:
             sides = {}
             for name, base in (("this", url), ("other", other_url)):
-                http = clients.enter_context(
-                    httpx.Client(base_url=f"{base}/api/v1/", headers=headers, timeout=120))
-                response = http.post("threads/ensure/", json={"session_key": f"turns-{tag}-{name}",
-                                                              "name": name})
-                response.raise_for_status()
-                thread_id = response.json()["id"]
+                http = clients.enter_context(bench_api.Http(f"{base}/api/v1/", headers))
+                thread_id = bench_api.ok(http.post("threads/ensure/", {
+                    "session_key": f"turns-{tag}-{name}", "name": name})).json()["id"]
                 self.helper.fill(http, thread_id, size, f"{tag}-{name}")
                 sides[name] = (http, f"threads/{thread_id}/", [0])
             self.turns(sides, url, other_url, tag, samples, size)
@@ -78,9 +73,9 @@ class Command(BaseCommand):
         def kinds(name: str) -> dict[str, Any]:
             http, thread, n = sides[name]
 
-            def append(count: int) -> httpx.Response:
+            def append(count: int) -> urllib3.BaseHTTPResponse:
                 n[0] += 1
-                return http.post(f"{thread}events/", content=bench_api.batch_body(
+                return http.post(f"{thread}events/", bench_api.batch_body(
                     n[0] * 100, count, f"{tag}-{name}-{count}"))
 
             return {
