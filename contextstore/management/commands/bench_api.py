@@ -213,10 +213,10 @@ class Command(BaseCommand):
                 "session_key": f"bench-{run_tag}{session}", "name": name})).json()["id"]
 
         def figure(name: str, value: float, unit: str, target: float | None, le: bool = True) -> None:
-            ok = target is None or (value <= target if le else value >= target)
+            met = target is None or (value <= target if le else value >= target)
             goal = "" if target is None else f"{'<=' if le else '>='} {target:,.1f}"
-            figures.append((name, value, f"{unit:<9} target {goal}" if goal else unit, ok))
-            mark = "" if target is None else ("  ok" if ok else "  MISSED")
+            figures.append((name, value, f"{unit:<9} target {goal}" if goal else unit, met))
+            mark = "" if target is None else ("  ok" if met else "  MISSED")
             self.stdout.write(f"{name:<52} {value:>10,.2f} {unit:<9} {goal}{mark}")
 
         # The figures depend on the machine and what else runs on it: say so with them.
