@@ -63,6 +63,7 @@ class QuietAccessLogger(Logger):
 
 
 logger_class = QuietAccessLogger
+
 # gunicorn's own lines (boot, worker exits, timeouts) in the same shape as Django's (see LOGGING
 # in project/settings.py), so a log collector parses one format.
 _json = os.environ.get("LOG_FORMAT", "text" if _bool("DEBUG", True) else "json") == "json"

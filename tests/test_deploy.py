@@ -210,7 +210,7 @@ def test_gunicorn_takes_its_settings_from_the_environment(monkeypatch):
 
 
 GUNICORN_ACCESS_PROBE = """
-import runpy, sys
+import runpy
 from gunicorn.config import Config
 settings = runpy.run_path("project/gunicorn.py")
 cfg = Config()
