@@ -13,11 +13,13 @@ import socket
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
 import yaml
 from django.conf import settings
+from django.core.management import call_command
 from django.test import Client
 
 from contextstore.views import health
@@ -187,6 +189,64 @@ def test_the_dockerfile_needs_no_frontend_image():
     # A `# syntax=` line makes BuildKit pull a frontend image the file does not need.
     first = (DOCKER / "Dockerfile").read_text().splitlines()[0]
     assert not re.match(r"#\s*syntax\s*=", first, re.I)
+
+
+def test_the_dependency_layer_depends_on_pyproject_alone(tmp_path):
+    """Only pyproject.toml is copied before the dependencies are installed, so editing anything
+    else (the README, the code) does not reinstall them; what is installed is its pins."""
+    build = stages()[0]
+    install = next(i for i, (k, a) in enumerate(build) if k == "RUN" and "pip install" in a)
+    copied = [a for k, a in build[:install] if k == "COPY"]
+    assert copied == ["pyproject.toml ./"]
+    # The step's own command lists the requirements, here from a copy of pyproject.toml.
+    listing = build[install][1].split(" && ")[0]
+    (tmp_path / "pyproject.toml").write_bytes((ROOT / "pyproject.toml").read_bytes())
+    path = f"{Path(sys.executable).parent}:{os.environ['PATH']}"
+    subprocess.run(["sh", "-c", listing], cwd=tmp_path, env={"PATH": path}, check=True)
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        pins = tomllib.load(f)["project"]["dependencies"]
+    assert (tmp_path / "requirements.txt").read_text().split() == pins
+
+
+GLOB_TOKENS = {"**/": "(.*/)?", "**": ".*", "*": "[^/]*", "?": "[^/]"}
+
+
+def in_build_context(path: str) -> bool:
+    """Whether .dockerignore lets `path` into the build context, the way Docker reads it: the
+    last pattern that matches the path or a folder above it decides; `!` lets in."""
+    lines = (ROOT / ".dockerignore").read_text().splitlines()
+    patterns = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+    parts = path.split("/")
+    candidates = ["/".join(parts[:n]) for n in range(1, len(parts) + 1)]
+    let_in = True
+    for pattern in patterns:
+        glob = pattern.removeprefix("!").rstrip("/")
+        regex = "".join(GLOB_TOKENS.get(token, re.escape(token))
+                        for token in re.split(r"(\*\*/|\*\*|\*|\?)", glob))
+        if any(re.fullmatch(regex, candidate) for candidate in candidates):
+            let_in = pattern.startswith("!")
+    return let_in
+
+
+def test_the_build_context_leaves_out_node_modules_docs_and_secrets():
+    assert in_build_context("pyproject.toml") and in_build_context("static/js/app.js")
+    assert in_build_context("contextstore/models.py")
+    for path in ("static/node_modules/axe-core/axe.min.js", "node_modules/axe-core/axe.min.js",
+                 "static/vendor/node_modules/x.js", "README.md", "docs/api.md", "docker/.env",
+                 ".env", "contextstore/__pycache__/models.cpython-312.pyc", "var/x.sqlite3"):
+        assert not in_build_context(path), path
+
+
+def test_collectstatic_leaves_node_modules_out(tmp_path, settings):
+    source, target = tmp_path / "static", tmp_path / "collected"
+    for name in ("js/app.js", "node_modules/axe-core/axe.min.js", "js/node_modules/x/x.js"):
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        (source / name).write_text("x")
+    settings.STATICFILES_DIRS = [source]
+    settings.STATIC_ROOT = target
+    call_command("collectstatic", "--noinput", verbosity=0)
+    assert (target / "js" / "app.js").is_file()
+    assert not list(target.rglob("node_modules"))
 
 
 def test_gunicorn_takes_its_settings_from_the_environment(monkeypatch):
