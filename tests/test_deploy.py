@@ -9,6 +9,9 @@ import logging.config
 import os
 import re
 import secrets
+import shlex
+import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -399,6 +402,82 @@ def test_celery_banner_and_shutdown_lines_are_json_too(tmp_path):
     assert any("starting" in m and "[queues]" in m for m in messages), messages
     assert "worker: Warm shutdown (MainProcess)" in messages
     assert all({"time", "level", "logger", "message"} <= set(line) for line in lines)
+
+
+def beat_command() -> list[str]:
+    """compose's beat command, run by this interpreter."""
+    command = compose()["services"]["beat"]["command"]
+    assert command[0] == "celery"
+    return [sys.executable, "-m", "celery", *command[1:]]
+
+
+def beat_env(tmp_path: Path) -> dict[str, str]:
+    """compose's app environment; the broker refuses at once (beat sends nothing this soon)."""
+    env = production_env(tmp_path) | compose()["services"]["beat"]["environment"] | {
+        "CELERY_BROKER_URL": "redis://127.0.0.1:1/0", "LOG_FORMAT": "json"}
+    env.pop("DATABASE_URL", None)
+    return env
+
+
+def test_a_beat_that_cannot_write_its_schedule_logs_its_crash_as_one_record(tmp_path):
+    """A schedule file beat cannot create (here under a regular file): beat logs the crash as
+    one CRITICAL record, traceback included, and exits 1. Python used to print the traceback
+    again into beat's redirected stderr, one log record per fragment (~1,200 lines)."""
+    (tmp_path / "file").write_text("")
+    command = beat_command()
+    command[command.index("--schedule") + 1] = str(tmp_path / "file" / "celerybeat-schedule")
+    result = subprocess.run(command, cwd=ROOT, env=beat_env(tmp_path), capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 1, result.stdout + result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    [crash] = [record for record in records if record["level"] == "CRITICAL"]
+    assert crash["logger"] == "celery.beat" and "NotADirectoryError" in crash["exc_info"]
+    assert not [record for record in records if record["logger"] == "celery.redirected"]
+    assert len(records) <= 4, [record["message"] for record in records]
+    assert "Traceback" not in result.stderr
+
+
+def read_only_root(tmpfs: list[str]) -> list[str]:
+    """A command line's start that runs it the way compose runs a `read_only: true` service: in
+    a user and mount namespace of its own, / is read-only and each of `tmpfs` a new empty tmpfs.
+    The host's mounts are untouched (a namespace's remounts are its own)."""
+    steps = ["mount -o remount,bind,ro /"]
+    steps += [f"mount -t tmpfs tmpfs {shlex.quote(path)}" for path in tmpfs]
+    return ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
+            " && ".join([*steps, 'exec "$@"']), "sh"]
+
+
+def test_beat_runs_on_a_read_only_root_with_its_schedule_on_tmpfs(tmp_path):
+    beat = compose()["services"]["beat"]
+    assert beat["read_only"] is True
+    schedule = Path(beat["command"][beat["command"].index("--schedule") + 1])
+    assert any(schedule.is_relative_to(mount) for mount in beat["tmpfs"])
+    if shutil.which("unshare") is None or subprocess.run(
+            read_only_root([]) + ["true"], capture_output=True).returncode != 0:
+        pytest.skip("no user and mount namespaces here to make / read-only in")
+    log = tmp_path / "beat.out"
+    with log.open("wb") as out:
+        proc = subprocess.Popen([*read_only_root(beat["tmpfs"]), *beat_command()], cwd=ROOT,
+                                env=beat_env(tmp_path), stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        # The schedule file, seen through beat's own view of the filesystem.
+        written = Path(f"/proc/{proc.pid}/root") / schedule.relative_to("/")
+        deadline = time.monotonic() + 60
+        while not list(written.parent.glob(f"{written.name}*")):
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        time.sleep(1)
+        assert proc.poll() is None, log.read_text()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0, log.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [r["message"] for r in records if r["level"] in {"WARNING", "ERROR", "CRITICAL"}] == []
+    assert "beat: Starting..." in [r["message"] for r in records]
 
 
 def test_web_and_worker_get_time_to_finish_their_work_when_stopped():
