@@ -13,6 +13,7 @@ from django.utils.dateparse import parse_datetime
 
 from contextstore.db import bulk_insert_events as _bulk_insert
 from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge
+from contextstore.fields import NUL_IN_NAME
 from contextstore.models import RUNTIME_TYPES, AuditLog, Event, Run, Thread
 from contextstore.services import history
 from contextstore.services.common import (
@@ -132,6 +133,8 @@ def event_spec(raw: Any, index: int) -> EventSpec:
             raise _fail(index, field, "must be a string")
         if len(value) > max_length:
             raise _fail(index, field, f"at most {max_length} characters")
+        if "\x00" in value:
+            raise _fail(index, field, NUL_IN_NAME)
         strings[field] = value
     visible = raw.get("visible")
     if visible is None:

@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from contextstore.documents import DOCUMENT_FIELDS, new_document
 from contextstore.errors import Conflict, InvalidInput
+from contextstore.fields import NUL_IN_NAME
 from contextstore.models import Clear, Collapse, Event, Thread
 from contextstore.services import history
 from contextstore.services.blocks import block_upsert
@@ -180,6 +181,8 @@ def thread_import(
     thread_data = data.get("thread") or {}
     fields = _thread_fields(thread_data)
     thread_name = name or thread_data.get("name") or "main"
+    if isinstance(thread_name, str) and "\x00" in thread_name:
+        raise InvalidInput(f"thread.name: {NUL_IN_NAME}.", details={"thread.name": NUL_IN_NAME})
     raw_events = data.get("events") or []
     raw_blocks = data.get("blocks") or []
     raw_collapses = data.get("collapses") or []
