@@ -12,9 +12,10 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.vary import vary_on_headers
 
-from contextstore import documents, selectors
+from contextstore import documents
 from contextstore.forms import BlockForm, CollapseForm, DiffForm, ForkForm, RangeForm, first_error
 from contextstore.models import Clear, Collapse, ContextBlock, Job, StateRevision, Thread
+from contextstore.selectors.workspaces import actor_names
 from contextstore.services import blocks, clientai, collapses, document, state, threads
 from contextstore.views.access import (
     actor_for,
@@ -321,7 +322,7 @@ def state_diff(request: HttpRequest, pk: int) -> HttpResponse:
                "can_edit": can_edit(request.user, thread.workspace),
                "session": thread.session, "workspace": thread.workspace,
                "workspaces": visible_workspaces(request.user),
-               "actor_names": selectors.actor_names(workspace=thread.workspace)}
+               "actor_names": actor_names(workspace=thread.workspace)}
     template_name = "contextstore/state_diff.html"
     if request.htmx:
         template_name += "#diff"

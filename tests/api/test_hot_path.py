@@ -197,8 +197,8 @@ def test_the_orjson_renderer_writes_what_drf_writes():
 @pytest.mark.parametrize("cap", [1000, 2])
 def test_text_search_on_a_big_thread_finds_what_the_plain_query_finds(
         monkeypatch, cap, thread, actor):
-    from contextstore import selectors
-    from contextstore.selectors import event_search
+    from contextstore.selectors import events as event_reads
+    from contextstore.selectors.events import event_search
 
     event_append(thread=thread, events=messages(12, words=6), actor=actor)
     event_append(thread=thread, events=[{"type": "Message", "content": "a rare QuokKa here"},
@@ -206,8 +206,8 @@ def test_text_search_on_a_big_thread_finds_what_the_plain_query_finds(
     thread.refresh_from_db()
     plain = {w: [e.seq for e in event_search(thread=thread, text=w, first=501)]
              for w in ("quokka", "context", "turn 1", "nowhere")}
-    monkeypatch.setattr(selectors, "TEXT_INDEX_FIRST", 10)
-    monkeypatch.setattr(selectors, "TEXT_INDEX_CAP", cap)
+    monkeypatch.setattr(event_reads, "TEXT_INDEX_FIRST", 10)
+    monkeypatch.setattr(event_reads, "TEXT_INDEX_CAP", cap)
     for word, seqs in plain.items():
         assert [e.seq for e in event_search(thread=thread, text=word, first=501)] == seqs
     assert plain["quokka"] == [13, 14] and plain["nowhere"] == []
@@ -215,11 +215,11 @@ def test_text_search_on_a_big_thread_finds_what_the_plain_query_finds(
     assert [e.seq for e in event_search(thread=thread, text="context", first=501,
                                         after_seq=10)] == [11, 12]
     if connection.vendor == "postgresql":  # the index answers a rare word, by id
-        assert selectors._text_matches(thread, "quokka") is not None
-        assert (selectors._text_matches(thread, "context") is None) == (cap < 12)
+        assert event_reads._text_matches(thread, "quokka") is not None
+        assert (event_reads._text_matches(thread, "context") is None) == (cap < 12)
         with connection.cursor() as cursor:  # its short timeout ended with its query
             cursor.execute("SHOW statement_timeout")
-            assert cursor.fetchone()[0] != f"{selectors.TEXT_INDEX_TIMEOUT_MS}ms"
+            assert cursor.fetchone()[0] != f"{event_reads.TEXT_INDEX_TIMEOUT_MS}ms"
 
 
 def test_the_trigram_index_keeps_a_short_pending_list(db):

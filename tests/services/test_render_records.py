@@ -6,6 +6,7 @@ import pytest
 
 from contextstore.errors import InvalidInput
 from contextstore.models import Event, RenderRecord, StoredText
+from contextstore.render_format import FORMATS
 from contextstore.selectors import rendering
 from contextstore.selectors import renders as render_reads
 from contextstore.services import renders
@@ -43,7 +44,7 @@ def busy(thread, actor):
     return thread
 
 
-@pytest.mark.parametrize("fmt", rendering.FORMATS)
+@pytest.mark.parametrize("fmt", FORMATS)
 def test_a_record_rebuilds_the_same_messages_after_every_kind_of_change(busy, actor, fmt):
     revision_before = busy.revision
     body, kept = record(busy, actor, fmt=fmt)
@@ -238,7 +239,7 @@ def columns(record, *, but=()) -> dict:
             if f.attname not in but}
 
 
-@pytest.mark.parametrize("fmt", rendering.FORMATS)
+@pytest.mark.parametrize("fmt", FORMATS)
 def test_a_record_written_with_the_render_is_the_one_written_after_it(busy, actor, fmt):
     assert not StoredText.objects.exists()
     rendered, kept = renders.context_render_recorded(thread=busy, max_tokens=5000, fmt=fmt,

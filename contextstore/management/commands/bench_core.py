@@ -21,8 +21,9 @@ from django.test import Client, override_settings
 
 from contextstore import documents
 from contextstore.models import Session, StateRevision, Thread
-from contextstore.selectors import event_search, rendering
+from contextstore.selectors import rendering
 from contextstore.selectors import renders as render_reads
+from contextstore.selectors.events import event_search
 from contextstore.services import document as document_service
 from contextstore.services import renders
 from contextstore.services.common import Actor, lock_thread
