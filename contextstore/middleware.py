@@ -22,10 +22,6 @@ request_id_var: ContextVar[str] = ContextVar("request_id", default="-")
 request_logger = logging.getLogger("contextstore.request")
 
 
-def current_request_id() -> str:
-    return request_id_var.get()
-
-
 class RequestIdFilter(logging.Filter):
     """Adds `request_id` to every record ("-" outside a request), for text and JSON formats.
 

@@ -54,7 +54,6 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
-    "django_filters",
     "django_htmx",
     "contextstore",
 ]

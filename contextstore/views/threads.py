@@ -354,7 +354,3 @@ def export_size(request: HttpRequest, pk: int) -> HttpResponse:
 
 def thread_url(thread: Thread) -> str:
     return reverse("contextstore:thread", args=[thread.pk])
-
-
-def pretty(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
