@@ -16,7 +16,7 @@ from contextstore import documents
 from contextstore.forms import BlockForm, CollapseForm, DiffForm, ForkForm, RangeForm, first_error
 from contextstore.models import Clear, Collapse, ContextBlock, Job, StateRevision, Thread
 from contextstore.selectors.workspaces import actor_names
-from contextstore.services import blocks, clientai, collapses, document, state, threads
+from contextstore.services import blocks, clientai, collapses, document, state, summaries, threads
 from contextstore.views.access import (
     actor_for,
     after_action,
@@ -66,8 +66,6 @@ def collapse_undo(request: HttpRequest, thread: Thread, collapse_id: int) -> Htt
 @thread_action
 def summarize_range(request: HttpRequest, thread: Thread) -> HttpResponse:
     """Queue a summary of the selected range for the worker and show its status until done."""
-    from contextstore.services import summaries
-
     form = RangeForm(request.POST)
     if not form.is_valid():
         return _invalid(request, form)
@@ -108,8 +106,6 @@ def _job_of(thread: Thread, job_id) -> Job:
 @thread_action
 def job_cancel(request: HttpRequest, thread: Thread, job_id) -> HttpResponse:
     """Cancel a queued summary (say, when no worker is running to take it)."""
-    from contextstore.services import summaries
-
     job = _job_of(thread, job_id)
     job = summaries.summary_job_cancel(job=job, actor=actor_for(request))
     if request.htmx:
@@ -121,8 +117,6 @@ def job_cancel(request: HttpRequest, thread: Thread, job_id) -> HttpResponse:
 @thread_action
 def job_retry(request: HttpRequest, thread: Thread, job_id) -> HttpResponse:
     """Queue a failed, cancelled or timed-out summary again; the new job's status replaces it."""
-    from contextstore.services import summaries
-
     job = _job_of(thread, job_id)
     job = summaries.summary_job_retry(job=job, actor=actor_for(request))
     if request.htmx:

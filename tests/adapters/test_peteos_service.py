@@ -9,6 +9,7 @@ from peteos.conversation.message import ContentPart, Message
 from peteos.conversation.system_prompt_message import SystemPromptMessage
 from peteos.conversation.tool_definitions_message import ToolDefinitionsMessage
 
+from contextstore.errors import InvalidInput
 from contextstore.selectors import rendering, windows
 from contextstore.services.collapses import collapse_create
 from contextstore.services.events import event_append
@@ -239,7 +240,5 @@ def test_a_contextstore_fork_of_a_peteos_thread_exports_as_a_peteos_fork(workspa
 
 
 def test_it_refuses_a_context_whose_messages_are_not_objects(workspace, actor):
-    from contextstore.errors import InvalidInput
-
     with pytest.raises(InvalidInput):
         thread_import(workspace=workspace, data={"messages": ["hello"]}, actor=actor)

@@ -1,16 +1,27 @@
 """The agent's hot path (append, context, thread and state reads): statement counts that do not
 grow with the history, hand-built serializers equal to DRF's, and the API-token cache."""
 
+import datetime
+import decimal
+import uuid
+
 import pytest
 from django.db import connection, transaction
 from django.http import QueryDict
 from rest_framework import serializers as drf
+from rest_framework.renderers import JSONRenderer
 
 from contextstore.api import serializers as s
 from contextstore.api.agent_sessions import CommitSerializer
 from contextstore.api.common import parse
+from contextstore.api.renderers import ORJSONRenderer
+from contextstore.db import read_together
 from contextstore.models import Event, Thread
+from contextstore.selectors import events as event_reads
+from contextstore.selectors import rendering
+from contextstore.selectors.events import event_search
 from contextstore.services import document
+from contextstore.services.blocks import block_upsert
 from contextstore.services.common import Actor, lock_thread
 from contextstore.services.events import event_append
 from contextstore.services.workspaces import api_token_revoke
@@ -174,14 +185,6 @@ def test_a_revoked_token_is_refused_at_once(api_client, token, thread_url):
 
 
 def test_the_orjson_renderer_writes_what_drf_writes():
-    import datetime
-    import decimal
-    import uuid
-
-    from rest_framework.renderers import JSONRenderer
-
-    from contextstore.api.renderers import ORJSONRenderer
-
     moment = datetime.datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=datetime.UTC)
     data = {"when": moment, "day": moment.date(), "cost": decimal.Decimal("1.25"),
             "id": uuid.UUID(int=7), "text": "a\u2028b\u2029c \u00e9 \"q\" </script>", 1: [None, 1.5],
@@ -197,9 +200,6 @@ def test_the_orjson_renderer_writes_what_drf_writes():
 @pytest.mark.parametrize("cap", [1000, 2])
 def test_text_search_on_a_big_thread_finds_what_the_plain_query_finds(
         monkeypatch, cap, thread, actor):
-    from contextstore.selectors import events as event_reads
-    from contextstore.selectors.events import event_search
-
     event_append(thread=thread, events=messages(12, words=6), actor=actor)
     event_append(thread=thread, events=[{"type": "Message", "content": "a rare QuokKa here"},
                                         {"type": "Note", "content": "quokka again"}], actor=actor)
@@ -247,10 +247,6 @@ def test_reads_together_answer_as_each_read_alone(thread, actor, monkeypatch, se
                                                   django_assert_num_queries):
     """A render's blocks and newest page come in one round trip on PostgreSQL with client-side
     binding (one message, two result sets); otherwise one after the other; the same answers."""
-    from contextstore.db import read_together
-    from contextstore.selectors import rendering
-    from contextstore.services.blocks import block_upsert
-
     event_append(thread=thread, events=messages(5), actor=actor)
     block_upsert(thread=thread, name="persona", value="You are terse.", actor=actor)
     monkeypatch.setitem(connection.settings_dict, "OPTIONS",
