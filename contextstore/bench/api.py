@@ -177,8 +177,8 @@ class ApiBench:
                 for keys in (["append"], ["thread"], ["state"], ["context", "context_record"]):
                     pairs = [(key, size) for key in keys for size in sizes]
                     got = p50_each([lambda: plain.get("/healthz")]
-                                        + [lambda b=bases[size], c=calls[key]: c(b) for key, size in pairs],
-                                        samples)
+                                   + [lambda b=bases[size], c=calls[key]: c(b) for key, size in pairs],
+                                   samples)
                     floors.append(got[0])
                     for (key, size), value in zip(pairs, got[1:], strict=True):
                         per_size[size][key] = value

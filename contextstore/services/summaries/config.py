@@ -56,14 +56,14 @@ def summarizer_config_clean(config: Any) -> dict[str, Any]:
         clean["token_budget"] = {
             "max_tokens": max_tokens,
             "preserve_recent": bounded_int(budget.get("preserve_recent", 10),
-                                    "token_budget.preserve_recent", 0, 10_000),
+                                           "token_budget.preserve_recent", 0, 10_000),
             "summary_max_tokens": bounded_int(budget.get("summary_max_tokens", cap),
-                                       "token_budget.summary_max_tokens", 64, ceiling // 2),
+                                              "token_budget.summary_max_tokens", 64, ceiling // 2),
         }
     per_run = _section(config, "per_run", {"min_events"})
     if per_run is not None:
-        clean["per_run"] = {"min_events": bounded_int(per_run.get("min_events", 3), "per_run.min_events",
-                                               1, 1_000_000)}
+        clean["per_run"] = {"min_events": bounded_int(per_run.get("min_events", 3),
+                                                      "per_run.min_events", 1, 1_000_000)}
     backend = config.get("backend")
     if backend is not None:
         if backend not in BACKENDS:
