@@ -25,12 +25,18 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.enviro
 TESTS = Path(__file__).resolve().parent
 FOLDER_MARKS = {"browser": "browser", "worker": "worker", "frameworks": "framework"}
 FIXTURE_MARKS = {"live_server": "slow", "make_worker": "worker", "make_fs_worker": "worker"}
+# Modules whose every test costs seconds: schema fuzzing, migrations replayed from the first
+# one, and deploy checks that start gunicorn, celery or manage.py as processes.
+SLOW_MODULES = ("test_schemathesis.py", "test_fuzz.py", "test_migration_", "test_deploy.py",
+                "test_production_layout.py")
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
         folder = item.path.relative_to(TESTS).parts[0]
         marks = {FOLDER_MARKS.get(folder)} | {FIXTURE_MARKS.get(name) for name in item.fixturenames}
+        if item.path.name.startswith(SLOW_MODULES):
+            marks.add("slow")
         for mark in sorted(filter(None, marks)):
             item.add_marker(mark)
 

@@ -23,3 +23,4 @@ def test_folders_and_fixtures_mark_the_tiers_without_anyone_remembering_a_mark()
     assert tiers("frameworks/test_framework_suites.py") == ["framework"]
     assert tiers("api/test_new_endpoint.py", "live_server") == ["slow"]
     assert tiers("views/test_jobs.py", "make_fs_worker") == ["worker"]
+    assert tiers("test_migration_new_field.py") == tiers("test_schemathesis.py") == ["slow"]
