@@ -43,18 +43,6 @@ class AgentText(serializers.CharField):
 SEQ_MAX = 2**62
 
 
-# ---------------------------------------------------------------- errors (for the schema)
-
-class ErrorBodySerializer(serializers.Serializer):
-    code = serializers.CharField()
-    message = serializers.CharField()
-    details = serializers.DictField()
-
-
-class ErrorSerializer(serializers.Serializer):
-    error = ErrorBodySerializer()
-
-
 # ---------------------------------------------------------------- sessions and threads
 
 class SessionSerializer(serializers.ModelSerializer):
@@ -482,10 +470,6 @@ class HistoryQuerySerializer(serializers.Serializer):
     raw = serializers.BooleanField(required=False, default=False)
 
 
-class HistoryTextSerializer(serializers.Serializer):
-    text = serializers.CharField()
-
-
 # ---------------------------------------------------------------- render, windows, peteos
 
 class ContextQuerySerializer(serializers.Serializer):
@@ -661,7 +645,3 @@ class JobSerializer(serializers.ModelSerializer):
         fields = ["id", "kind", "status", "thread", "params", "result", "error", "created_at",
                   "started_at", "finished_at"]
         read_only_fields = fields
-
-
-class SummarizerSerializer(serializers.Serializer):
-    summarizer = JSON_ANY(allow_null=True)
