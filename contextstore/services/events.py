@@ -12,18 +12,11 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from contextstore.db import bulk_insert_events as _bulk_insert
+from contextstore.db import insert_sql, one_statement, row_update_sql
 from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge
 from contextstore.models import RUNTIME_TYPES, AuditLog, Event, Run, Thread
 from contextstore.services import history
-from contextstore.services.common import (
-    Actor,
-    audit,
-    audit_row,
-    insert_sql,
-    lock_thread,
-    one_statement,
-    row_update_sql,
-)
+from contextstore.services.common import Actor, audit, audit_row, lock_thread
 from contextstore.services.renders import llm_call_prepare, texts_keep
 from contextstore.tokens import event_tokens
 

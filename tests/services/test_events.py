@@ -262,10 +262,9 @@ def test_copy_stores_what_bulk_create_stores(session, actor):
 
     from django.utils import timezone as dj_timezone
 
-    from contextstore.db import COPY_THRESHOLD, bulk_insert_events
+    from contextstore.db import COPY_THRESHOLD, bulk_insert_events, insert_sql
     from contextstore.fields import JSONText
     from contextstore.services import history
-    from contextstore.services.common import insert_sql
     from contextstore.services.events import event_spec
     from contextstore.services.sessions import thread_ensure
 
