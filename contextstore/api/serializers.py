@@ -24,11 +24,12 @@ from contextstore.models import (
     StateRevision,
     Thread,
 )
+from contextstore.ranges import POSITION_MAX
 
 JSON_ANY = serializers.JSONField  # any JSON value (the models keep it as ordered text)
 # Largest seq, position or count a query may name: within a signed 64-bit column with room to
 # spare, so no database sees an integer it cannot hold.
-SEQ_MAX = 2**62
+SEQ_MAX = POSITION_MAX
 
 
 # ---------------------------------------------------------------- errors (for the schema)
@@ -280,7 +281,8 @@ class CollapseSerializer(serializers.ModelSerializer):
 def _positions(attrs: dict[str, Any], *, end_exclusive_seq: bool = False,
                required: bool = True) -> dict[str, Any]:
     """start_position/end_position from the new names or the deprecated start_seq/end_seq
-    (one version of grace). A deprecated end_seq that was exclusive (fork) becomes end - 1."""
+    (one version of grace). A deprecated end_seq that was exclusive (fork) becomes end - 1.
+    The range itself (start not after end) is the service's to check (ranges.check_range)."""
     for new, old in (("start_position", "start_seq"), ("end_position", "end_seq")):
         if old in attrs:
             if attrs.get(new) is not None:
@@ -291,9 +293,6 @@ def _positions(attrs: dict[str, Any], *, end_exclusive_seq: bool = False,
             attrs[new] = value
         elif required and attrs.get(new) is None:
             raise serializers.ValidationError({new: "This field is required."})
-    start, end = attrs.get("start_position"), attrs.get("end_position")
-    if start is not None and end is not None and start > end:
-        raise serializers.ValidationError({"start_position": "must not be after end_position"})
     return attrs
 
 

@@ -8,20 +8,10 @@ from django.utils import timezone
 
 from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge
 from contextstore.models import Collapse, Event, Job, Thread
+from contextstore.ranges import check_range
 from contextstore.services import history
 from contextstore.services.common import Actor, audit, lock_thread
 from contextstore.services.events import event_spec
-
-
-def check_range(start_position: Any, end_position: Any) -> tuple[int, int]:
-    """A working-context range: positions, both ends inclusive, start not after end."""
-    for name, value in (("start_position", start_position), ("end_position", end_position)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise InvalidInput(f"{name} must be a positive integer.", details={name: value})
-    if start_position > end_position:
-        raise InvalidInput("start_position must not be after end_position.",
-                           details={"start_position": start_position, "end_position": end_position})
-    return start_position, end_position
 
 
 def collapse_create(

@@ -4,13 +4,13 @@ fork ↔ delete fork.
 Ranges are working-context positions, both ends inclusive (see README, "Ranges").
 """
 
-from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from contextstore.errors import Conflict, InvalidInput
 from contextstore.models import Clear, Collapse, ContextBlock, Event, Thread
+from contextstore.ranges import check_range
 from contextstore.services import history
 from contextstore.services.common import Actor, audit, lock_thread
 from contextstore.services.document import document_write
@@ -78,12 +78,6 @@ def thread_unclear(*, clear: Clear, actor: Actor) -> Clear:
     return clear
 
 
-def _check_position(label: str, value: Any) -> int | None:
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-        raise InvalidInput(f"{label} must be a positive integer.", details={label: value})
-    return value
-
-
 def thread_fork(
     *, thread: Thread, name: str, actor: Actor, start_position: int | None = None,
     end_position: int | None = None, system_prompt: str | None = None,
@@ -103,11 +97,7 @@ def thread_fork(
     """
     if not isinstance(name, str) or not name or len(name) > 200:
         raise InvalidInput("name is required (at most 200 characters).", details={"name": "required"})
-    _check_position("start_position", start_position)
-    _check_position("end_position", end_position)
-    if start_position is not None and end_position is not None and start_position > end_position:
-        raise InvalidInput("start_position must not be after end_position.",
-                           details={"start_position": start_position, "end_position": end_position})
+    check_range(start_position, end_position, open_ends=True)
     if system_prompt is not None and not isinstance(system_prompt, str):
         raise InvalidInput("system_prompt must be a string.", details={"system_prompt": "string"})
 

@@ -9,6 +9,7 @@ from django.utils import timezone
 from contextstore.documents import DOCUMENT_FIELDS, new_document
 from contextstore.errors import Conflict, InvalidInput
 from contextstore.models import Clear, Collapse, Event, Thread
+from contextstore.ranges import check_position
 from contextstore.services import history
 from contextstore.services.blocks import block_upsert
 from contextstore.services.common import Actor, audit
@@ -107,11 +108,9 @@ def _event_from(item: Any, index: int, thread: Thread, now, *, counted: bool) ->
     if not isinstance(item, dict):
         raise InvalidInput(f"events[{index}] must be an object.")
     spec = event_spec({k: item[k] for k in EVENT_INPUT_FIELDS if k in item}, index)
-    seq, position = item.get("seq"), item.get("position", item.get("seq"))
+    seq = check_position(f"events[{index}].seq", item.get("seq"))
+    position = check_position(f"events[{index}].position", item.get("position", seq))
     status = item.get("status") or Event.Status.ACTIVE
-    for label, value in (("seq", seq), ("position", position)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise InvalidInput(f"events[{index}].{label} must be a positive integer.")
     if status not in STATUSES:
         raise InvalidInput(f"events[{index}].status must be one of {sorted(STATUSES)}.")
     # An ordinary event stands at its seq; only a Summary stands earlier, where its range stood.
