@@ -49,7 +49,9 @@ def bulk_insert_events(objs: list[Event], now: datetime) -> None:
         Event.objects.bulk_create(objs)  # one INSERT … RETURNING: fewer round trips when small
         return
     columns = ", ".join(connection.ops.quote_name(f.column) for f in Event._meta.concrete_fields)
-    with connection.cursor() as cursor:
+    # Django wraps execute and fetch, not copy: a value the database refuses (an import's
+    # negative token count) is Django's IntegrityError or DataError here too, as bulk_create's.
+    with connection.cursor() as cursor, connection.wrap_database_errors:
         cursor.execute(
             "SELECT nextval(pg_get_serial_sequence('contextstore_event', 'id')) "
             "FROM generate_series(1, %s)", [len(objs)],

@@ -10,8 +10,8 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
+from contextstore.eventspec import EVENT_TYPES
 from contextstore.models import (
-    EVENT_TYPES,
     Clear,
     Collapse,
     ContextBlock,

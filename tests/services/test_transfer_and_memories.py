@@ -8,6 +8,7 @@ from contextstore.services.collapses import collapse_create
 from contextstore.services.events import event_append
 from contextstore.services.memories import memory_remember, provider_state_put
 from contextstore.services.state import state_write
+from contextstore.services.threads import thread_fork
 from contextstore.services.transfer import thread_export, thread_import
 from tests.conftest import messages
 
@@ -47,6 +48,17 @@ def test_a_malformed_import_is_refused_and_changes_nothing(actor, workspace):
     with pytest.raises(InvalidInput):
         thread_import(workspace=workspace, data={"nothing": 1}, actor=actor)
     assert not Event.objects.exists()
+
+
+def test_a_big_import_with_a_value_the_database_refuses_is_refused_and_changes_nothing(
+        actor, workspace):
+    """Enough events to be COPYed on PostgreSQL: the database's refusal of one (a peteos count
+    below zero) is an input error there too, as bulk_create's is on SQLite."""
+    messages_ = [{"id": f"m{i}", "role": "user", "content": f"turn {i}"} for i in range(30)]
+    messages_[7]["token_count"] = -1
+    with pytest.raises(InvalidInput, match="refuses|conflicts"):
+        thread_import(workspace=workspace, data={"id": "big", "messages": messages_}, actor=actor)
+    assert not Event.objects.exists() and not workspace.sessions.exists()
 
 
 def test_provider_state_is_versioned_per_provider(thread, actor):
@@ -94,8 +106,6 @@ def test_an_import_is_checked_like_the_services_and_a_refused_one_leaves_nothing
 
 
 def test_fork_and_import_keep_the_session_counters_exact(thread, session, actor, workspace):
-    from contextstore.services.threads import thread_fork
-
     event_append(thread=thread, actor=actor, events=[
         {"type": "Error", "content": "boom"},
         {"type": "LLMComplete", "data": {"cost": 0.5}}])
