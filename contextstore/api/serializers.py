@@ -10,7 +10,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
-from contextstore.eventspec import EVENT_TYPES
+from contextstore.eventspec import EVENT_TYPES, STRING_FIELDS, TYPE_MAX_LENGTH
 from contextstore.models import (
     Clear,
     Collapse,
@@ -193,24 +193,31 @@ def _iso(value: Any) -> str | None:
 
 
 class EventInSerializer(serializers.Serializer):
-    """One event to append (documentation; the events service validates each field)."""
+    """One event to add, for the schema only: no endpoint validates with it. The definition is
+    eventspec.py's (its lengths are these), which every endpoint that takes events checks with,
+    so a bad event is refused in one shape, its place in `details`."""
 
     type = serializers.CharField(
-        max_length=64,
-        help_text="Any name of 1-64 printable characters without whitespace or control "
-                  f"characters. The documented types ({', '.join(EVENT_TYPES)}) keep their "
+        max_length=TYPE_MAX_LENGTH,
+        help_text=f"Any name of 1-{TYPE_MAX_LENGTH} printable characters without whitespace or "
+                  f"control characters. The documented types ({', '.join(EVENT_TYPES)}) keep their "
                   "meaning; any other name (a framework's own vocabulary) is stored and shown "
                   "as a generic entry.")
-    role = serializers.CharField(max_length=32, required=False, allow_blank=True)
+    role = serializers.CharField(max_length=STRING_FIELDS["role"], required=False, allow_blank=True)
     content = serializers.CharField(required=False, allow_blank=True, allow_null=True)
     parts = serializers.ListField(child=JSON_ANY(), required=False, allow_null=True)
     data = JSON_ANY(required=False, allow_null=True)
-    run_id = serializers.CharField(max_length=200, required=False, allow_blank=True, allow_null=True)
-    call_id = serializers.CharField(max_length=200, required=False, allow_blank=True, allow_null=True)
-    step = serializers.CharField(max_length=200, required=False, allow_blank=True, allow_null=True)
-    anchor = serializers.CharField(max_length=200, required=False, allow_blank=True, allow_null=True)
-    client_id = serializers.CharField(max_length=200, required=False, allow_blank=True,
-                                      allow_null=True, help_text="Idempotency key, unique per thread.")
+    run_id = serializers.CharField(max_length=STRING_FIELDS["run_id"], required=False,
+                                   allow_blank=True, allow_null=True)
+    call_id = serializers.CharField(max_length=STRING_FIELDS["call_id"], required=False,
+                                    allow_blank=True, allow_null=True)
+    step = serializers.CharField(max_length=STRING_FIELDS["step"], required=False,
+                                 allow_blank=True, allow_null=True)
+    anchor = serializers.CharField(max_length=STRING_FIELDS["anchor"], required=False,
+                                   allow_blank=True, allow_null=True)
+    client_id = serializers.CharField(max_length=STRING_FIELDS["client_id"], required=False,
+                                      allow_blank=True, allow_null=True,
+                                      help_text="Idempotency key, unique per thread.")
     visible = serializers.BooleanField(required=False, allow_null=True)
     occurred_at = serializers.DateTimeField(
         required=False, allow_null=True,

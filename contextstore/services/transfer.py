@@ -112,9 +112,9 @@ def _event_from(item: Any, index: int, *, counted: bool) -> tuple[EventSpec, int
     """An event of an import, checked like an append (eventspec.event_spec), with its stored
     seq and its place: (spec, seq, (position, status))."""
     place = f"events[{index}]"
-    if not isinstance(item, dict):
-        raise InvalidInput(f"{place} must be an object.")
-    spec = event_spec({k: item[k] for k in EVENT_INPUT_FIELDS if k in item}, place)
+    # A non-object is refused there too, as every endpoint that takes events refuses it.
+    sent = {k: item[k] for k in EVENT_INPUT_FIELDS if k in item} if isinstance(item, dict) else item
+    spec = event_spec(sent, place)
     seq = check_position(f"{place}.seq", item.get("seq"))
     position = check_position(f"{place}.position", item.get("position", seq))
     status = item.get("status") or Event.Status.ACTIVE
