@@ -124,9 +124,9 @@ def event_build(
     position: int | None = None, status: str = Event.Status.ACTIVE,
 ) -> Event:
     """An unsaved Event from a validated spec (events_add builds each new row with it). An
-    ordinary event stands at its seq; a Summary made by a collapse stands earlier (its position
-    is given). The same instance as Event(thread=thread, run=run, ...) (thread and run cached on
-    it), built positionally."""
+    ordinary event stands at its seq; a Summary made by a collapse, or a sync item's rewrite,
+    stands earlier (its position is given). The same instance as Event(thread=thread, run=run,
+    ...) (thread and run cached on it), built positionally."""
     event = Event(*{
         **_EVENT_DEFAULTS, "thread_id": thread.pk, "seq": seq,
         "position": seq if position is None else position, "type": spec.type, "role": spec.role,

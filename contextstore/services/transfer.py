@@ -121,10 +121,11 @@ def _event_from(item: Any, index: int, *, counted: bool) -> tuple[EventSpec, int
     if status not in STATUSES:
         raise InvalidInput(f"{place}.status must be one of {sorted(STATUSES)}.",
                            details={f"{place}.status": f"one of {sorted(STATUSES)}"})
-    # An ordinary event stands at its seq; only a Summary stands earlier, where its range stood.
-    if position != seq and not (spec.type == "Summary" and position < seq):
-        raise InvalidInput(f"{place}.position must equal its seq.",
-                           details={f"{place}.position": "must equal its seq"})
+    # An event stands at its seq or earlier: a Summary where its range stood, a sync item's
+    # rewrite where its old version stood (two active events never share one, checked below).
+    if position > seq:
+        raise InvalidInput(f"{place}.position must not be after its seq.",
+                           details={f"{place}.position": "must not be after its seq"})
     if counted:  # only the peteos converter (server-side) supplies counts: peteos counts its own way
         spec.token_count, spec.thinking_tokens = item["token_count"], item["thinking_tokens"]
     return spec, seq, (position, status)

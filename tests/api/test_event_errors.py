@@ -103,7 +103,7 @@ def test_every_endpoint_that_takes_events_refuses_a_bad_one_alike(case, api_clie
 def test_an_import_refuses_a_bad_stored_field_naming_its_place(api_client, thread):
     cases = [({"seq": 0}, "events[1].seq"), ({"seq": 2, "position": True}, "events[1].position"),
              ({"seq": 2, "status": "gone"}, "events[1].status"),
-             ({"seq": 2, "position": 1}, "events[1].position")]
+             ({"seq": 2, "position": 3}, "events[1].position")]
     for fields, place in cases:
         body = {"format": "contextstore", "version": 1,
                 "events": [{**GOOD, "seq": 1}, {**GOOD, **fields}]}

@@ -8,6 +8,7 @@ from contextstore.services.collapses import collapse_create
 from contextstore.services.events import event_append
 from contextstore.services.memories import memory_remember, provider_state_put
 from contextstore.services.state import state_write
+from contextstore.services.sync import sync_apply
 from contextstore.services.threads import thread_fork
 from contextstore.services.transfer import thread_export, thread_import
 from tests.conftest import messages
@@ -33,6 +34,23 @@ def test_export_then_import_gives_the_same_thread(thread, actor, workspace):
     assert strip(again["events"]) == strip(data["events"])
     assert [c["summary_seq"] for c in again["collapses"]] == [c["summary_seq"] for c in data["collapses"]]
     assert (copy.active_event_count, copy.active_tokens) == (thread.active_event_count, thread.active_tokens)
+
+
+def test_a_thread_with_a_sync_rewrite_exports_and_imports(thread, actor, workspace):
+    """A rewritten item stands where its old version stood, before its own seq, as a Summary
+    does; the import takes it there."""
+    def save(*contents: str) -> None:
+        sync_apply(thread=thread, namespace="fw", actor=actor, items=[
+            {"key": f"k{i}", "event": {"type": "Message", "content": c}} for i, c in enumerate(contents)])
+
+    save("first", "second")
+    save("first, rewritten", "second")
+    data = thread_export(thread=thread)
+    assert [(e["seq"], e["position"], e["status"]) for e in data["events"]] == [
+        (1, 1, "replaced"), (2, 2, "active"), (3, 1, "active")]
+    copy = thread_import(workspace=workspace, data=data, session_key="copy", actor=actor)
+    assert [(e["seq"], e["position"], e["status"]) for e in thread_export(thread=copy)["events"]] == [
+        (1, 1, "replaced"), (2, 2, "active"), (3, 1, "active")]
 
 
 def test_import_into_a_taken_name_is_a_conflict(thread, actor, workspace):
