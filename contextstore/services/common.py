@@ -6,7 +6,7 @@ from django.db import models
 
 from contextstore.db import PreparedGet
 from contextstore.models import ApiToken, AuditLog, Thread, Workspace
-from contextstore.selectors import THREAD_STATE_FIELDS
+from contextstore.selectors.threads import THREAD_STATE_FIELDS
 
 UNSET: Any = object()
 

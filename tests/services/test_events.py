@@ -11,7 +11,7 @@ from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge
 from contextstore.eventspec import event_spec
 from contextstore.fields import JSONText
 from contextstore.models import AuditLog, Event, Run
-from contextstore.selectors import event_search
+from contextstore.selectors.events import event_search
 from contextstore.services.collapses import collapse_create
 from contextstore.services.events import event_append
 from contextstore.services.history import event_build

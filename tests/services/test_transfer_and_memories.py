@@ -2,7 +2,7 @@ import pytest
 
 from contextstore.errors import Conflict, InvalidInput
 from contextstore.models import AuditLog, Event, Memory, ProviderState
-from contextstore.selectors import memory_recall
+from contextstore.selectors.workspaces import memory_recall
 from contextstore.services.blocks import block_upsert
 from contextstore.services.collapses import collapse_create
 from contextstore.services.events import event_append
