@@ -87,13 +87,11 @@ def events_add(
         for obj in objs:
             obj.pk = ids[obj.seq]
             obj._state.adding = False
+        _runs_count(objs)
+        _models_seen(thread=thread, events=objs)
     else:
         bulk_insert_events(objs, now)
-        for model, pk, values, amounts in _added_updates(thread=thread, events=objs, now=now):
-            model.objects.filter(pk=pk).update(
-                **values, **{name: F(name) + amount for name, amount in amounts.items()})
-    _runs_count(objs)
-    _models_seen(thread=thread, events=objs)
+        history_added(thread=thread, events=objs, now=now)
     _step_results(objs)
     return objs
 
@@ -164,6 +162,18 @@ def _working(events: Iterable[Event]) -> tuple[int, int]:
             count += 1
             tokens += e.token_count
     return count, tokens
+
+
+def history_added(*, thread: Thread, events: list[Event], now: datetime) -> None:
+    """Count rows just inserted (any status) on their thread, session and runs, and the session's
+    model names: events_add's counting, and that of a loader that inserts rows by itself (the
+    browser test's 100,000-event thread, loaded faster than any ORM insert). The thread is
+    locked and fresh; its in-memory counters move too."""
+    for model, pk, values, amounts in _added_updates(thread=thread, events=events, now=now):
+        model.objects.filter(pk=pk).update(
+            **values, **{name: F(name) + amount for name, amount in amounts.items()})
+    _runs_count(events)
+    _models_seen(thread=thread, events=events)
 
 
 def _added_updates(
