@@ -56,6 +56,8 @@ class EventSpec:
     payload_hash: str
     token_count: int
     thinking_tokens: int
+    # A framework's own id for the item this event stores ("<namespace>:<key>"), set by sync.
+    item_key: str | None = None
 
 
 def event_type_problem(value: Any) -> str | None:

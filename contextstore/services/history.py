@@ -133,6 +133,7 @@ def event_build(
         "anchor": spec.anchor, "client_id": spec.client_id, "payload_hash": spec.payload_hash,
         "token_count": spec.token_count, "thinking_tokens": spec.thinking_tokens,
         "visible": spec.visible, "status": status, "occurred_at": spec.occurred_at or now,
+        "item_key": spec.item_key,
     }.values())
     event._state.db = thread._state.db or DEFAULT_DB_ALIAS  # as assigning `thread` does
     _EVENT_THREAD.set_cached_value(event, thread)
