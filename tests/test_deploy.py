@@ -455,6 +455,10 @@ def test_beat_runs_on_a_read_only_root_with_its_schedule_on_tmpfs(tmp_path):
     if shutil.which("unshare") is None or subprocess.run(
             read_only_root([]) + ["true"], capture_output=True).returncode != 0:
         pytest.skip("no user and mount namespaces here to make / read-only in")
+    hidden = [path for path in (ROOT, Path(sys.executable).parent) for mount in beat["tmpfs"]
+              if path.is_relative_to(mount)]
+    if hidden:  # a checkout under /tmp: compose's empty tmpfs would hide the code beat runs
+        pytest.skip(f"{hidden[0]} lies under a tmpfs that compose mounts empty")
     log = tmp_path / "beat.out"
     with log.open("wb") as out:
         proc = subprocess.Popen([*read_only_root(beat["tmpfs"]), *beat_command()], cwd=ROOT,
