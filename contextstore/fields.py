@@ -14,7 +14,8 @@ class JSONText(str):
     """JSON already serialized by the caller (who also needed its size): stored as it is."""
 
 
-class OrderedJSONField(models.TextField):
+# django-stubs make fields generic; Django's own TextField takes no [...] at runtime.
+class OrderedJSONField(models.TextField):  # type: ignore[type-arg]
     """JSON stored as text, so objects come back with their keys in the order written.
 
     PostgreSQL's jsonb sorts object keys; agents read their state back verbatim, and clientai's

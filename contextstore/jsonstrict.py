@@ -5,6 +5,7 @@ in an object, no lone surrogate and no NUL character in any string or key. Share
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 MAX_JSON_DEPTH = 64
@@ -38,7 +39,9 @@ def json_depth_exceeded(text: str, limit: int = MAX_JSON_DEPTH) -> int | None:
     while position < length:
         char = text[position]
         if char == '"':
-            position = _STRING.match(text, position).end()
+            literal = _STRING.match(text, position)
+            assert literal is not None  # every string literal matches, terminated or not
+            position = literal.end()
             continue
         if char in "[{":
             depth += 1
@@ -50,7 +53,7 @@ def json_depth_exceeded(text: str, limit: int = MAX_JSON_DEPTH) -> int | None:
     return None  # unbalanced, not deep: json.loads reports it
 
 
-class _Duplicate(dict):
+class _Duplicate(dict[str, Any]):
     """An object that had a repeated key; found again after parsing to name its path."""
 
     def __init__(self, pairs: list[tuple[str, Any]], key: str):
@@ -58,7 +61,7 @@ class _Duplicate(dict):
         self.duplicate = key
 
 
-def _pairs_hook(seen: list[bool]):
+def _pairs_hook(seen: list[bool]) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
     def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         result = dict(pairs)
         if len(result) != len(pairs):
