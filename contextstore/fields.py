@@ -22,6 +22,10 @@ class OrderedJSONField(models.TextField):  # type: ignore[type-arg]
     history text lists step results in insertion order, so that order is part of the data.
     """
 
+    # Any JSON value, to django-stubs' plugin (which reads these) as to its own JSONField.
+    _pyi_private_set_type: Any
+    _pyi_private_get_type: Any
+
     def from_db_value(self, value: str | None, expression: Any, connection: Any) -> Any:
         return None if value is None else json.loads(value)
 

@@ -1,7 +1,7 @@
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import DEFAULT_DB_ALIAS, connection, models
 from django.db.models.constants import OnConflict
 from django.db.models.sql import subqueries as sql
@@ -19,12 +19,12 @@ class Actor:
 
     type: str
     label: str
-    user: AbstractBaseUser | None = None
+    user: User | None = None
     token: ApiToken | None = None
     ip: str | None = None
 
     @classmethod
-    def for_user(cls, user: AbstractBaseUser, ip: str | None = None) -> "Actor":
+    def for_user(cls, user: User, ip: str | None = None) -> "Actor":
         return cls(AuditLog.ActorType.USER, user.get_username(), user=user, ip=ip)
 
     @classmethod

@@ -159,7 +159,7 @@ def _check_part_size(items: list, removed: list) -> None:
 
 # -------------------------------------------------------------- load
 
-def sync_load(*, thread: Thread, namespace: str, format: str | None = None) -> dict[str, Any]:
+def sync_load(*, thread: Thread, namespace: str | None, format: str | None = None) -> dict[str, Any]:
     """The thread's working context as keyed items, with what a save must name as its base.
 
     Read under the thread's lock, so the items, the revision and the document are one moment of
@@ -195,7 +195,7 @@ def sync_load(*, thread: Thread, namespace: str, format: str | None = None) -> d
 # -------------------------------------------------------------- save
 
 def sync_apply(
-    *, thread: Thread, namespace: str, actor: Actor, items: Any = None, removed: Any = None,
+    *, thread: Thread, namespace: Any, actor: Actor, items: Any = None, removed: Any = None,
     base_revision: Any = None, upload_id: Any = None, part: int = 0, parts: int = 1,
     state: Any = UNSET, summary: Any = UNSET, document: Any = UNSET, memory: Any = UNSET,
     last_results: Any = UNSET,

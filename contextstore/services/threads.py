@@ -185,7 +185,9 @@ def _copy_events(child: Thread, top: list[Event], collapses: list[Collapse],
     for collapse in sorted(collapses, key=lambda c: c.summary_event.seq):
         first = originals[collapse.pk][0]
         seq += 1
-        position = new_position.get(first.pk, copies.get(first.pk) and copies[first.pk].position)
+        position = new_position.get(first.pk)
+        if position is None:
+            position = copies[first.pk].position
         summary = collapse.summary_event
         copies[summary.pk] = history.event_copy(event=summary, thread=child, seq=seq,
                                                 position=position, status=summary.status)

@@ -162,7 +162,7 @@ def reader_text(text: str, thread_pk: int | None = None, seq: int | None = None,
         body = format_html(
             '<div class="content md{}">{}</div><pre class="content raw" hidden>{}</pre>',
             clamp, mark_safe(render_markdown(shown)), shown)  # noqa: S308 - nh3-sanitized above
-        controls = mark_safe('<button type="button" class="linkish small" data-raw-toggle '  # noqa: S308
+        controls: str = mark_safe('<button type="button" class="linkish small" data-raw-toggle '  # noqa: S308
                              'aria-pressed="false">raw</button>')
     else:
         body = format_html('<div class="content{}">{}</div>', clamp, shown)
