@@ -1,18 +1,22 @@
-# contextstore: `make run` serves on the embedded default, `make test` runs the whole suite.
+# contextstore: `make run` serves on the embedded default, `make test` runs the whole suite,
+# `make check` is the everyday loop (lint, types and the fast tier of the tests).
 SHELL := /bin/bash
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
+UV_VERSION := 0.13.8
 
-.PHONY: run test lint bench venv migrate demo clean framework-venvs
+.PHONY: run test check lint typecheck bench venv migrate demo clean framework-venvs
 
+# uv installs the pinned dependencies in a fraction of pip's time; it is itself a pinned
+# package from PyPI, installed into the virtualenv with the interpreter's own pip.
 $(STAMP): pyproject.toml
 	@PY="$$(scripts/find-python)" || exit 1; \
 	if [ ! -x $(BIN)/python ]; then echo "creating $(VENV) with $$PY"; "$$PY" -m venv $(VENV); fi
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,adapters]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[dev,adapters]'
 	@touch $(STAMP)
 
 venv: $(STAMP)
@@ -28,26 +32,40 @@ run: demo
 	$(BIN)/python manage.py serve --host $(HOST) --port $(PORT)
 
 # The frameworks' suites run in their own virtualenvs (.venv-langgraph, .venv-openai-agents, .venv-adk),
-# built once from PyPI and reused (tests/frameworks/ runs them against a live test server).
-framework-venvs:
-	scripts/framework-venv langgraph
-	scripts/framework-venv openai-agents
-	scripts/framework-venv adk
+# built side by side from PyPI and reused while their pins hold (tests/frameworks/ runs them
+# against a live test server).
+framework-venvs: venv
+	@pids=(); for name in langgraph openai-agents adk; do \
+	    scripts/framework-venv $$name & pids+=($$!); done; \
+	status=0; for pid in "$${pids[@]}"; do wait $$pid || status=1; done; exit $$status
 
 # axe-core checks every dashboard page for accessibility in the browser tests (tests/browser/);
-# a pinned npm package in node_modules (gitignored), injected by Playwright.
+# a pinned npm package in node_modules (gitignored), injected by Playwright. Without npm (a
+# machine with only Python) those checks skip, as the browser tests do without chromium.
 AXE := node_modules/axe-core/axe.min.js
 $(AXE):
-	npm install --no-save --no-audit --no-fund axe-core@4.14.1
+	@if command -v npm >/dev/null 2>&1; then \
+		npm install --no-save --no-audit --no-fund axe-core@4.14.1; \
+	else echo "npm not found: the browser tests' accessibility checks will skip"; fi
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports
+
+typecheck: venv
+	$(BIN)/mypy
+
+# The fast tier: no browser, worker, framework suite or slow test (tests/conftest.py applies
+# those marks by folder and fixture). Hypothesis draws its small `dev` profile unless CI is set.
+FAST := not (browser or worker or framework or slow)
+check: lint
+	@mkdir -p var
+	$(BIN)/python -m pytest -q -m "$(FAST)" $(PYTEST_ARGS)
 
 test: venv framework-venvs $(AXE)
 	@mkdir -p var
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
-
-lint: venv
-	$(BIN)/ruff check .
-	$(BIN)/lint-imports
 
 bench: migrate
 	$(BIN)/python manage.py bench_core

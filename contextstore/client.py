@@ -1,6 +1,6 @@
 """Python client for the contextstore agent API (v1).
 
-Needs only httpx; importing it never imports Django, so agents can use it anywhere::
+Needs httpx and tenacity; importing it never imports Django, so agents can use it anywhere::
 
     from contextstore.client import ContextStore
 

@@ -50,7 +50,7 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
-    "django.contrib.staticfiles",
+    "project.apps.StaticFiles",  # django.contrib.staticfiles, minus node_modules
     "django.contrib.postgres",
     "rest_framework",
     "drf_spectacular",

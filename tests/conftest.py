@@ -1,12 +1,44 @@
 import json
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
+from hypothesis import HealthCheck, settings
 
 from contextstore.services.common import Actor
 from contextstore.services.sessions import session_ensure, thread_ensure
 from contextstore.services.workspaces import api_token_create, workspace_ensure
+
+# Hypothesis: `dev` (the everyday loop) draws few examples, `ci` (.ci/run sets CI) the full
+# numbers. HYPOTHESIS_PROFILE picks one by hand. Property tests over the database use
+# function-scoped fixtures on purpose: each example rolls back inside the test's transaction.
+_common = {"deadline": None, "suppress_health_check": [HealthCheck.function_scoped_fixture]}
+settings.register_profile("ci", max_examples=60, **_common)
+settings.register_profile("dev", max_examples=12, **_common)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
+
+# Tiers, applied by the tree itself so that no one has to remember a mark: the folders
+# tests/browser, tests/worker and tests/frameworks mark their tests; a test that starts a live
+# server or a worker is `slow` wherever it lives. `make check` runs what is left.
+TESTS = Path(__file__).resolve().parent
+FOLDER_MARKS = {"browser": "browser", "worker": "worker", "frameworks": "framework"}
+FIXTURE_MARKS = {"live_server": "slow", "make_worker": "worker", "make_fs_worker": "worker"}
+# Modules whose every test costs seconds: schema fuzzing, migrations replayed from the first
+# one, and deploy checks that start gunicorn, celery or manage.py as processes.
+SLOW_MODULES = ("test_schemathesis.py", "test_fuzz.py", "test_migration_", "test_deploy.py",
+                "test_production_layout.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        folder = item.path.relative_to(TESTS).parts[0]
+        marks = {FOLDER_MARKS.get(folder)} | {FIXTURE_MARKS.get(name) for name in item.fixturenames}
+        if item.path.name.startswith(SLOW_MODULES):
+            marks.add("slow")
+        for mark in sorted(filter(None, marks)):
+            item.add_marker(mark)
 
 
 @pytest.fixture(autouse=True)

@@ -9,15 +9,20 @@ import logging.config
 import os
 import re
 import secrets
+import shlex
+import shutil
+import signal
 import socket
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
 import yaml
 from django.conf import settings
+from django.core.management import call_command
 from django.test import Client
 
 from contextstore.views import health
@@ -189,6 +194,64 @@ def test_the_dockerfile_needs_no_frontend_image():
     assert not re.match(r"#\s*syntax\s*=", first, re.I)
 
 
+def test_the_dependency_layer_depends_on_pyproject_alone(tmp_path):
+    """Only pyproject.toml is copied before the dependencies are installed, so editing anything
+    else (the README, the code) does not reinstall them; what is installed is its pins."""
+    build = stages()[0]
+    install = next(i for i, (k, a) in enumerate(build) if k == "RUN" and "pip install" in a)
+    copied = [a for k, a in build[:install] if k == "COPY"]
+    assert copied == ["pyproject.toml ./"]
+    # The step's own command lists the requirements, here from a copy of pyproject.toml.
+    listing = build[install][1].split(" && ")[0]
+    (tmp_path / "pyproject.toml").write_bytes((ROOT / "pyproject.toml").read_bytes())
+    path = f"{Path(sys.executable).parent}:{os.environ['PATH']}"
+    subprocess.run(["sh", "-c", listing], cwd=tmp_path, env={"PATH": path}, check=True)
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        pins = tomllib.load(f)["project"]["dependencies"]
+    assert (tmp_path / "requirements.txt").read_text().split() == pins
+
+
+GLOB_TOKENS = {"**/": "(.*/)?", "**": ".*", "*": "[^/]*", "?": "[^/]"}
+
+
+def in_build_context(path: str) -> bool:
+    """Whether .dockerignore lets `path` into the build context, the way Docker reads it: the
+    last pattern that matches the path or a folder above it decides; `!` lets in."""
+    lines = (ROOT / ".dockerignore").read_text().splitlines()
+    patterns = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+    parts = path.split("/")
+    candidates = ["/".join(parts[:n]) for n in range(1, len(parts) + 1)]
+    let_in = True
+    for pattern in patterns:
+        glob = pattern.removeprefix("!").rstrip("/")
+        regex = "".join(GLOB_TOKENS.get(token, re.escape(token))
+                        for token in re.split(r"(\*\*/|\*\*|\*|\?)", glob))
+        if any(re.fullmatch(regex, candidate) for candidate in candidates):
+            let_in = pattern.startswith("!")
+    return let_in
+
+
+def test_the_build_context_leaves_out_node_modules_docs_and_secrets():
+    assert in_build_context("pyproject.toml") and in_build_context("static/js/app.js")
+    assert in_build_context("contextstore/models.py")
+    for path in ("static/node_modules/axe-core/axe.min.js", "node_modules/axe-core/axe.min.js",
+                 "static/vendor/node_modules/x.js", "README.md", "docs/api.md", "docker/.env",
+                 ".env", "contextstore/__pycache__/models.cpython-312.pyc", "var/x.sqlite3"):
+        assert not in_build_context(path), path
+
+
+def test_collectstatic_leaves_node_modules_out(tmp_path, settings):
+    source, target = tmp_path / "static", tmp_path / "collected"
+    for name in ("js/app.js", "node_modules/axe-core/axe.min.js", "js/node_modules/x/x.js"):
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        (source / name).write_text("x")
+    settings.STATICFILES_DIRS = [source]
+    settings.STATIC_ROOT = target
+    call_command("collectstatic", "--noinput", verbosity=0)
+    assert (target / "js" / "app.js").is_file()
+    assert not list(target.rglob("node_modules"))
+
+
 def test_gunicorn_takes_its_settings_from_the_environment(monkeypatch):
     import runpy
 
@@ -341,6 +404,82 @@ def test_celery_banner_and_shutdown_lines_are_json_too(tmp_path):
     assert all({"time", "level", "logger", "message"} <= set(line) for line in lines)
 
 
+def beat_command() -> list[str]:
+    """compose's beat command, run by this interpreter."""
+    command = compose()["services"]["beat"]["command"]
+    assert command[0] == "celery"
+    return [sys.executable, "-m", "celery", *command[1:]]
+
+
+def beat_env(tmp_path: Path) -> dict[str, str]:
+    """compose's app environment; the broker refuses at once (beat sends nothing this soon)."""
+    env = production_env(tmp_path) | compose()["services"]["beat"]["environment"] | {
+        "CELERY_BROKER_URL": "redis://127.0.0.1:1/0", "LOG_FORMAT": "json"}
+    env.pop("DATABASE_URL", None)
+    return env
+
+
+def test_a_beat_that_cannot_write_its_schedule_logs_its_crash_as_one_record(tmp_path):
+    """A schedule file beat cannot create (here under a regular file): beat logs the crash as
+    one CRITICAL record, traceback included, and exits 1. Python used to print the traceback
+    again into beat's redirected stderr, one log record per fragment (~1,200 lines)."""
+    (tmp_path / "file").write_text("")
+    command = beat_command()
+    command[command.index("--schedule") + 1] = str(tmp_path / "file" / "celerybeat-schedule")
+    result = subprocess.run(command, cwd=ROOT, env=beat_env(tmp_path), capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 1, result.stdout + result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    [crash] = [record for record in records if record["level"] == "CRITICAL"]
+    assert crash["logger"] == "celery.beat" and "NotADirectoryError" in crash["exc_info"]
+    assert not [record for record in records if record["logger"] == "celery.redirected"]
+    assert len(records) <= 4, [record["message"] for record in records]
+    assert "Traceback" not in result.stderr
+
+
+def read_only_root(tmpfs: list[str]) -> list[str]:
+    """A command line's start that runs it the way compose runs a `read_only: true` service: in
+    a user and mount namespace of its own, / is read-only and each of `tmpfs` a new empty tmpfs.
+    The host's mounts are untouched (a namespace's remounts are its own)."""
+    steps = ["mount -o remount,bind,ro /"]
+    steps += [f"mount -t tmpfs tmpfs {shlex.quote(path)}" for path in tmpfs]
+    return ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
+            " && ".join([*steps, 'exec "$@"']), "sh"]
+
+
+def test_beat_runs_on_a_read_only_root_with_its_schedule_on_tmpfs(tmp_path):
+    beat = compose()["services"]["beat"]
+    assert beat["read_only"] is True
+    schedule = Path(beat["command"][beat["command"].index("--schedule") + 1])
+    assert any(schedule.is_relative_to(mount) for mount in beat["tmpfs"])
+    if shutil.which("unshare") is None or subprocess.run(
+            read_only_root([]) + ["true"], capture_output=True).returncode != 0:
+        pytest.skip("no user and mount namespaces here to make / read-only in")
+    log = tmp_path / "beat.out"
+    with log.open("wb") as out:
+        proc = subprocess.Popen([*read_only_root(beat["tmpfs"]), *beat_command()], cwd=ROOT,
+                                env=beat_env(tmp_path), stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        # The schedule file, seen through beat's own view of the filesystem.
+        written = Path(f"/proc/{proc.pid}/root") / schedule.relative_to("/")
+        deadline = time.monotonic() + 60
+        while not list(written.parent.glob(f"{written.name}*")):
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        time.sleep(1)
+        assert proc.poll() is None, log.read_text()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0, log.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [r["message"] for r in records if r["level"] in {"WARNING", "ERROR", "CRITICAL"}] == []
+    assert "beat: Starting..." in [r["message"] for r in records]
+
+
 def test_web_and_worker_get_time_to_finish_their_work_when_stopped():
     import runpy
 
@@ -399,13 +538,13 @@ def test_every_env_example_entry_is_listed_once_with_a_comment():
     assert [name for name, _, _, comment in entries if not comment] == []
 
 
-def test_the_readme_documents_every_setting():
-    readme = (ROOT / "README.md").read_text()
-    table = readme[readme.index("### Every setting"):].split("\n### ", 1)[0]
+def test_the_docs_document_every_setting():
+    page = (ROOT / "docs" / "configuration.md").read_text()
+    table = page[page.index("## Every setting"):].split("\n## ", 1)[0]
     documented = set(re.findall(r"^\| `([A-Z][A-Z0-9_]*)`|, `([A-Z][A-Z0-9_]*)`", table, re.M))
     names = {name for pair in documented for name in pair if name}
     missing = (code_env_names() | compose_interpolated_names()) - names
-    assert not missing, f"add to README.md's 'Every setting' table: {sorted(missing)}"
+    assert not missing, f"add to docs/configuration.md's 'Every setting' table: {sorted(missing)}"
 
 
 # --- production settings -------------------------------------------------------------------

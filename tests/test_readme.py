@@ -1,5 +1,7 @@
-"""The README's loop "context → call the model → log the call with its render" runs as written:
-against a live server, with the real openai client (only its HTTP transport is scripted)."""
+"""README.md and docs/ hold to what they say: the loop in docs/api.md ("context → call the
+model → log the call with its render") and README's client example run as written against a
+live server (the real openai client, only its HTTP transport scripted); README stays short and
+every relative link in README.md and docs/ leads to a file that exists."""
 
 import json
 import re
@@ -10,16 +12,26 @@ import openai
 
 from contextstore.client import ContextStore
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+API_DOC = ROOT / "docs" / "api.md"
+README_MAX_LINES = 150
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+FENCED = re.compile(r"^```.*?^```", re.S | re.M)
 
 
-def loop_snippet() -> str:
-    text = README.read_text()
-    section = text.split("### The loop: context → call the model → log the call with its render", 1)[1]
+def python_block(text: str, after: str) -> str:
+    """The first ```python block after the line `after`."""
+    section = text.split(f"\n{after}\n", 1)[1]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
-def test_the_readme_loop_logs_the_call_with_the_render_it_sent(live_server, token, monkeypatch):
+def loop_snippet() -> str:
+    return python_block(API_DOC.read_text(),
+                        "## The loop: context → call the model → log the call with its render")
+
+
+def test_the_loop_logs_the_call_with_the_render_it_sent(live_server, token, monkeypatch):
     sent: list = []
 
     def model(request: httpx.Request) -> httpx.Response:
@@ -40,7 +52,7 @@ def test_the_readme_loop_logs_the_call_with_the_render_it_sent(live_server, toke
         thread.append([{"type": "Message", "role": "user", "content": "Capital of France?"}])
         old_render_id = thread.context(format="openai").render_id
         namespace = {"cs": cs, "thread": thread, "old_render_id": old_render_id}
-        exec(compile(loop_snippet(), "README.md", "exec"), namespace)  # noqa: S102
+        exec(compile(loop_snippet(), "docs/api.md", "exec"), namespace)  # noqa: S102
 
         ctx = namespace["ctx"]
         assert sent[0]["messages"] == ctx.messages  # what the model got is the render
@@ -49,3 +61,38 @@ def test_the_readme_loop_logs_the_call_with_the_render_it_sent(live_server, toke
         assert complete.data["input_tokens"] == 31
         assert thread.llm_call(start.seq)["messages"] == sent[0]["messages"]
         assert thread.events(type="LLMOutput")[-1].content == "Paris, ünïcode."
+
+
+def test_the_readme_client_example_runs_as_written(live_server, token):
+    example = python_block(README.read_text(), "## Using it")
+    assert '"http://127.0.0.1:8000", token="cs_..."' in example
+    example = example.replace('"http://127.0.0.1:8000", token="cs_..."',
+                              f"{live_server.url!r}, token={token[1]!r}")
+    namespace: dict = {}
+    exec(compile(example, "README.md", "exec"), namespace)  # noqa: S102
+    assert [message["content"] for message in namespace["ctx"].messages] == ["Hi"]
+    with ContextStore(live_server.url, token[1]) as cs:
+        assert cs.thread("conversation-42", user_id="ann").state().state["plan"] == ["research"]
+
+
+def test_the_readme_stays_short():
+    lines = len(README.read_text().splitlines())
+    assert lines <= README_MAX_LINES, f"README.md has {lines} lines; move detail into docs/"
+
+
+def relative_links(page: Path) -> list[str]:
+    """Link targets in a Markdown page, outside code, that are neither URLs nor anchors."""
+    text = re.sub(r"`[^`\n]*`", "", FENCED.sub("", page.read_text()))
+    return [target for target in LINK.findall(text)
+            if not re.match(r"[a-z][a-z0-9+.-]*:", target) and not target.startswith("#")]
+
+
+def test_every_relative_link_in_the_readme_and_docs_leads_to_a_file():
+    pages = [README, *sorted((ROOT / "docs").rglob("*.md"))]
+    links = {(page, target) for page in pages for target in relative_links(page)}
+    broken = [f"{page.relative_to(ROOT)}: {target}" for page, target in sorted(links)
+              if not (page.parent / target.split("#", 1)[0]).exists()]
+    assert not broken
+    readme_links = {target for page, target in links if page == README}
+    assert {"docs/api.md", "docs/configuration.md", "docs/operations.md",
+            "docs/performance.md"} <= readme_links

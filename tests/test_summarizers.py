@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from contextstore.management.commands.seed_demo import TASKS, _turn
@@ -339,7 +339,6 @@ def test_openai_unreachable_endpoint_is_a_summarizer_error():
                                     "Summary"]), min_size=30, max_size=30),
     cap=st.integers(min_value=1, max_value=400),
 )
-@settings(max_examples=60, deadline=None)
 def test_the_cap_holds_for_any_text(texts, types, cap):
     items = [Item(i + 1, types[i], text) for i, text in enumerate(texts)]
     assert count_tokens(extractive.summarize(items, max_tokens=cap).text) <= cap

@@ -1,7 +1,7 @@
 """Whole-thread operations and their inverses: AgentScope's clearContext ↔ un-clear, peteos'
 fork ↔ delete fork.
 
-Ranges are working-context positions, both ends inclusive (see README, "Ranges").
+Ranges are working-context positions, both ends inclusive (see docs/api.md, "Ranges and undo").
 """
 
 from typing import Any

@@ -4,7 +4,7 @@ import itertools
 from datetime import datetime
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from contextstore.errors import InvalidInput
@@ -159,7 +159,6 @@ operations = st.lists(
 )
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=operations)
 def test_any_sequence_of_operations_matches_clientai(session, actor, ops):
     thread, _ = thread_ensure(session=session, name=f"ops-{next(names)}", actor=actor)

@@ -2,7 +2,7 @@ import itertools
 
 import pytest
 from django.db.models import Sum
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from contextstore.errors import Conflict, InvalidInput
@@ -106,7 +106,6 @@ ops = st.lists(
 )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=ops)
 def test_undo_restores_exactly_the_previous_working_context(session, actor, ops):
     thread, _ = thread_ensure(session=session, name=f"prop-{next(names)}", actor=actor)

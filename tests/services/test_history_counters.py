@@ -5,7 +5,7 @@ import itertools
 from decimal import Decimal
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from contextstore.errors import DomainError
@@ -121,7 +121,6 @@ def apply(op: tuple, thread: Thread, session, actor) -> Thread:
 
 
 @pytest.mark.django_db
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=st.lists(OPS, min_size=2, max_size=16))
 def test_every_counter_equals_a_recount_after_every_operation(workspace, actor, ops):
     session = session_ensure(workspace=workspace, key=f"prop-{next(keys)}", user_id="u",

@@ -6,7 +6,7 @@ says whether anything was left out for size."""
 import itertools
 import json
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from contextstore.errors import DomainError
@@ -143,7 +143,6 @@ def check(thread, render, budget: int, fmt: str) -> None:
     assert set(skipped.values()) <= FOR_SIZE | INVALID
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(step, min_size=1, max_size=16), budget=st.integers(1, 9000),
        fmt=st.sampled_from(rendering.FORMATS), on_oversize=st.sampled_from(rendering.ON_OVERSIZE),
        strip=st.booleans())

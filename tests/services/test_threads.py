@@ -1,7 +1,7 @@
 import itertools
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from contextstore.errors import Conflict, InvalidInput
@@ -100,7 +100,6 @@ def test_total_tokens_count_the_special_slots_and_the_working_context(thread, ac
 names = itertools.count()
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sizes=st.lists(st.integers(1, 40), min_size=0, max_size=15),
        runtime=st.lists(st.booleans(), max_size=15), count=st.integers(0, 20),
        budget=st.integers(0, 200))

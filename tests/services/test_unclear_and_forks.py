@@ -4,7 +4,7 @@ exactly (summaries with their collapses, still undoable in the child)."""
 import itertools
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from contextstore.errors import Conflict
@@ -112,7 +112,6 @@ STEPS = st.lists(st.tuples(st.sampled_from(["append", "collapse", "undo", "clear
                            st.integers(0, 1000), st.integers(0, 1000)), min_size=1, max_size=12)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=STEPS, a=st.integers(0, 1000), b=st.integers(0, 1000))
 def test_a_fork_renders_exactly_the_parents_render_restricted_to_its_range(session, actor, steps, a, b):
     thread = thread_ensure(session=session, name=f"p-{next(names)}", actor=actor)[0]

@@ -153,6 +153,7 @@ def test_another_workspace_gets_a_404(outsider_client, thread, path):
     assert outsider_client.get(f"/threads/{thread.pk}/{path}").status_code == 404
 
 
+@pytest.mark.slow  # fills 9,000 events and streams exports under tracemalloc
 def test_streaming_keeps_memory_flat(editor_client, thread, actor, monkeypatch):
     """Peak memory of the export, before (the whole JSON built) and now (streamed): the streamed
     peak stays flat as the thread triples, the built one grows with it. The streamed peak
