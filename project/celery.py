@@ -22,7 +22,7 @@ class Beat(CeleryBeat):
     every fragment it writes became a record of its own (~1,200 lines for one crash). Once
     logged, the exception ends the process with status 1 and is not printed again."""
 
-    def start_scheduler(self) -> None:
+    def start_scheduler(self) -> None:  # type: ignore[override]  # celery's returns None (not as its stub)
         try:
             super().start_scheduler()
         except Exception:
