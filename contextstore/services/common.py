@@ -82,8 +82,8 @@ def lock_thread(thread: Thread, *, history_only: bool = False) -> Thread:
 _INSERTS: dict[tuple, tuple[str, tuple[models.Field, ...], bool]] = {}
 
 
-def insert_sql(
-    model: type[models.Model], objs: list[models.Model], *, returning: tuple[str, ...] = (),
+def insert_sql[M: models.Model](
+    model: type[M], objs: list[M], *, returning: tuple[str, ...] = (),
     ignore_conflicts: bool = False,
 ) -> tuple[str, tuple]:
     """The ORM's INSERT of `objs` (plain values, no expressions). Its text is compiled once per
@@ -99,7 +99,7 @@ def insert_sql(
         fields = tuple(f for f in model._meta.concrete_fields
                        if not isinstance(f, models.AutoField) and not f.generated)
         query = sql.InsertQuery(model, on_conflict=OnConflict.IGNORE if ignore_conflicts else None)
-        query.insert_values(fields, objs)
+        query.insert_values(fields, objs)  # type: ignore[arg-type]  # takes any model's list (stub: list[Model])
         compiler = query.get_compiler(using=DEFAULT_DB_ALIAS)
         compiler.returning_fields = [model._meta.get_field(name) for name in returning] or None
         [(text, params)] = compiler.as_sql()
@@ -133,12 +133,14 @@ def row_update_sql(
     text = _ROW_UPDATES.get(key)
     if text is None:
         quote = connection.ops.quote_name
-        columns = [quote(meta.get_field(name).column) for name in (*values, *amounts)]
+        # Concrete fields, which have a column: the stubs cannot tell them from other fields.
+        columns = [quote(meta.get_field(name).column)  # type: ignore[union-attr, arg-type]
+                   for name in (*values, *amounts)]
         sets = [f"{c} = %s" for c in columns[:len(values)]]
         sets += [f"{c} = {c} + %s" for c in columns[len(values):]]
         text = _ROW_UPDATES[key] = (f"UPDATE {quote(meta.db_table)} SET {', '.join(sets)} "
-                                    f"WHERE {quote(meta.pk.column)} = %s")
-    params = [meta.get_field(name).get_db_prep_save(value, connection)
+                                    f"WHERE {quote(meta.pk.column)} = %s")  # type: ignore[arg-type]
+    params = [meta.get_field(name).get_db_prep_save(value, connection)  # type: ignore[union-attr]
               for name, value in (*values.items(), *amounts.items())]
     return text, (*params, pk)
 
@@ -164,6 +166,7 @@ def audit_row(
     return AuditLog(
         workspace=workspace, actor_type=actor.type, actor_user=actor.user,
         actor_token=actor.token, actor_label=actor.label[:200], action=action,
-        target_type=target._meta.model_name, target_id=str(target.pk), details=details,
+        target_type=target._meta.model_name,  # type: ignore[misc]  # None only before class creation
+        target_id=str(target.pk), details=details,
         ip=actor.ip,
     )

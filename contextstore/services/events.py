@@ -107,7 +107,7 @@ def event_spec(raw: Any, index: int) -> EventSpec:
     unknown = raw.keys() - EVENT_FIELDS
     if unknown:
         raise _fail(index, sorted(unknown)[0], "unknown field")
-    etype = raw.get("type")
+    etype: Any = raw.get("type")  # a str once event_type_problem finds none
     problem = event_type_problem(etype)
     if problem:
         raise _fail(index, "type", problem)
@@ -286,7 +286,7 @@ def _append_checked(
             audit(actor=actor, action="events.append", target=thread, workspace=thread.workspace,
                   count=len(created), first_seq=created[0].seq, last_seq=created[-1].seq)
 
-    by_client = {e.client_id: e for e in results if e is not None and e.client_id}
+    by_client: dict[str | None, Event] = {e.client_id: e for e in results if e is not None and e.client_id}
     final = [e if e is not None else by_client[specs[i].client_id] for i, e in enumerate(results)]
     return thread, final, len(created)
 

@@ -1,6 +1,6 @@
 """Export and import of whole threads: contextstore JSON (everything) and peteos context JSON."""
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from django.db import DataError, IntegrityError, transaction
@@ -53,7 +53,8 @@ def thread_export_parts(*, thread: Thread) -> tuple[dict[str, Any], Iterator[dic
     export streams is not half in it; `thread.last_seq` and `thread.event_count` are read
     afresh with it, so `thread.event_count` is how many events the iterator yields."""
     session = thread.session
-    fresh = Thread.objects.filter(pk=thread.pk).values("last_seq", "event_count").first() or {}
+    fresh: Mapping[str, Any] = (
+        Thread.objects.filter(pk=thread.pk).values("last_seq", "event_count").first() or {})
     thread.last_seq = fresh.get("last_seq", thread.last_seq)
     thread.event_count = fresh.get("event_count", thread.event_count)
     head = {
@@ -107,7 +108,8 @@ def _event_from(item: Any, index: int, thread: Thread, now, *, counted: bool) ->
     if not isinstance(item, dict):
         raise InvalidInput(f"events[{index}] must be an object.")
     spec = event_spec({k: item[k] for k in EVENT_INPUT_FIELDS if k in item}, index)
-    seq, position = item.get("seq"), item.get("position", item.get("seq"))
+    seq: Any = item.get("seq")  # both checked below
+    position: Any = item.get("position", seq)
     status = item.get("status") or Event.Status.ACTIVE
     for label, value in (("seq", seq), ("position", position)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -209,7 +211,7 @@ def thread_import(
                 raise InvalidInput("Event seqs must run 1, 2, 3… without gaps.")
             _working_positions_unique(events)
             Event.objects.bulk_create(events, batch_size=1000)
-            by_seq = {e.seq: e for e in events}
+            by_seq: dict[Any, Event] = {e.seq: e for e in events}  # looked up by what an import says
             old_collapse_ids = {}
             for c in raw_collapses:
                 summary = by_seq.get(c.get("summary_seq")) if isinstance(c, dict) else None
@@ -247,7 +249,7 @@ def thread_import(
             for b in raw_blocks:
                 if not isinstance(b, dict):
                     raise InvalidInput("Each block must be an object.")
-                block_upsert(thread=thread, name=b.get("name"), actor=actor, value=b.get("value"),
+                block_upsert(thread=thread, name=b.get("name", ""), actor=actor, value=b.get("value"),
                              expr=b.get("expr"), placement=b.get("placement", "suffix"),
                              order=b.get("order", 0))
             history.history_added(thread=thread, events=events, now=now, new_thread=True)
