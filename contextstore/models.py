@@ -388,6 +388,10 @@ class Event(models.Model):
                          condition=Q(collapse__isnull=False)),
             models.Index(fields=["cleared_by"], name="event_cleared_by",
                          condition=Q(cleared_by__isnull=False)),
+            # Deleting an event looks up the rows that point at it (the FK check on both
+            # databases): without this, deleting a thread's n events scanned the table n times.
+            models.Index(fields=["replaced_by"], name="event_replaced_by",
+                         condition=Q(replaced_by__isnull=False)),
         ]
 
     def __str__(self) -> str:

@@ -412,6 +412,7 @@ def trickle_server():
         yield server
 
 
+@pytest.mark.slow
 def test_a_trickling_llm_fails_the_job_at_the_timeout_and_leaves_the_thread_as_it_was(
         budgeted, actor, settings, trickle_server, monkeypatch):
     settings.SUMMARIZER_BACKEND = "openai"

@@ -389,6 +389,7 @@ def trickle_server() -> Iterator[ChatServer]:
         yield server
 
 
+@pytest.mark.slow
 def test_a_trickling_endpoint_times_out_at_the_deadline_of_each_call(trickle_server):
     started = time.monotonic()
     with pytest.raises(SummarizerError, match="timed out after 2.0s"):

@@ -2,6 +2,7 @@ import re
 import time
 from io import StringIO
 
+import pytest
 from django.core.management import call_command
 
 
@@ -80,6 +81,7 @@ def test_cpu_used_divides_the_cpu_by_the_requests_and_says_what_the_cpus_could_t
     assert out.getvalue().count("CPU per") == 1
 
 
+@pytest.mark.slow
 def test_bench_core_reports_the_revision_figures(db):
     out = StringIO()
     call_command("bench_core", sizes="20,40", repeat=1, revisions=5, state_sizes="1000,20000",

@@ -31,6 +31,7 @@ def append_statements() -> int:
     return 4 if connection.vendor == "postgresql" else 8
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("history", [0, 1500])
 @pytest.mark.parametrize("size", [1, 100])
 def test_append_statements_do_not_grow_with_history(api_client, thread, thread_url, actor,
@@ -74,6 +75,7 @@ def test_the_append_lock_never_takes_another_workspaces_row(thread, other_worksp
     assert thread.event_count == 0 and not Event.objects.filter(thread=thread).exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("history", [300, 1500])
 def test_reads_statements_do_not_grow_with_history(api_client, thread, thread_url, actor, history,
                                                   django_assert_num_queries):

@@ -137,6 +137,7 @@ def _render_cost(thread, budget):
     return len(queries), render
 
 
+@pytest.mark.slow
 def test_render_reads_only_what_it_returns_whatever_the_history_length(thread, actor):
     event_append(thread=thread, events=messages(200, words=30), actor=actor)
     small_queries, small = _render_cost(thread, 2000)

@@ -137,6 +137,7 @@ def test_each_batch_is_audited(thread, actor):
     assert log.details == {"count": 3, "first_seq": 1, "last_seq": 3}
 
 
+@pytest.mark.slow
 def test_append_costs_the_same_number_of_queries_whatever_the_history(thread, actor):
     event_append(thread=thread, events=messages(5), actor=actor)
     with CaptureQueriesContext(connection) as small:

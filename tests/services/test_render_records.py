@@ -121,6 +121,7 @@ def test_a_diff_says_what_changed(busy, actor):
     assert diff["tokens"]["history"]["before"] != diff["tokens"]["history"]["after"]
 
 
+@pytest.mark.slow
 def test_recording_costs_the_same_queries_whatever_the_history_length(thread, actor):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext

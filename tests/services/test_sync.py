@@ -145,6 +145,7 @@ def test_an_item_rewritten_inside_a_collapse_stays_collapsed(thread, actor):
     assert_counters_match_rows(thread)
 
 
+@pytest.mark.slow
 def test_a_save_in_parts_applies_only_with_the_last_part(thread, actor):
     batch = [item(f"k{i}", f"m{i}") for i in range(2500)]
     for part in range(2):

@@ -99,6 +99,7 @@ def test_load_more_pages_by_last_activity_without_repeats(editor_client, workspa
     assert len([k for k in shown]) == len(set(shown))
 
 
+@pytest.mark.slow
 def test_the_sessions_list_queries_do_not_grow_with_history(
     editor_client, workspace, actor, django_assert_max_num_queries
 ):

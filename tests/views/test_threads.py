@@ -156,6 +156,7 @@ def test_the_side_panel_shows_blocks_gauge_state_revisions_providers_memories_an
     assert 'class="c-tokens"' in html and "r-1: 150 tokens" in html
 
 
+@pytest.mark.slow
 def test_the_thread_page_queries_do_not_grow_with_history(
     editor_client, workspace, actor, django_assert_max_num_queries
 ):
