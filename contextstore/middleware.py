@@ -13,6 +13,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 
 from django.http import HttpRequest, HttpResponseBase
+from django.middleware.gzip import GZipMiddleware
 
 REQUEST_ID_HEADER = "X-Request-ID"
 # A client-chosen id goes into logs and a response header: keep it short and plain.
@@ -20,10 +21,6 @@ _VALID_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
 request_id_var: ContextVar[str] = ContextVar("request_id", default="-")
 request_logger = logging.getLogger("contextstore.request")
-
-
-def current_request_id() -> str:
-    return request_id_var.get()
 
 
 class RequestIdFilter(logging.Filter):
@@ -79,8 +76,6 @@ class HtmlGZipMiddleware:
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
-        from django.middleware.gzip import GZipMiddleware
-
         self.get_response = get_response
         self.gzip = GZipMiddleware(get_response)
 

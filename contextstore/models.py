@@ -83,10 +83,6 @@ class ApiToken(models.Model):
         return f"{self.prefix}… ({self.name or 'token'}, {self.scope})"
 
     @property
-    def is_active(self) -> bool:
-        return self.revoked_at is None
-
-    @property
     def can_write(self) -> bool:
         return self.scope == self.Scope.WRITE
 
@@ -277,10 +273,6 @@ class Collapse(models.Model):
     def __str__(self) -> str:
         return f"collapse {self.start_position}–{self.end_position} of {self.thread_id}"
 
-    @property
-    def is_active(self) -> bool:
-        return self.undone_at is None
-
 
 class Clear(models.Model):
     """One clear-context (AgentScope clearContext): which events it took out of the working
@@ -304,10 +296,6 @@ class Clear(models.Model):
 
     def __str__(self) -> str:
         return f"clear {self.pk} of {self.thread_id}"
-
-    @property
-    def is_active(self) -> bool:
-        return self.undone_at is None
 
 
 class Event(models.Model):

@@ -4,6 +4,7 @@ The embedded default needs nothing but Python: SQLite under var/ and an in-proce
 Production sets DATABASE_URL (PostgreSQL), CELERY_BROKER_URL (Redis) and SECRET_KEY.
 """
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -55,7 +56,6 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
-    "django_filters",
     "django_htmx",
     "contextstore",
 ]
@@ -288,8 +288,6 @@ CELERY_BEAT_SCHEDULE = {
 
 
 def env_json(name: str, default: object = None) -> object:
-    import json
-
     value = os.environ.get(name)
     if not value:
         return default

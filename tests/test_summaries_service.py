@@ -13,9 +13,11 @@ from contextstore.services import summaries
 from contextstore.services.collapses import collapse_create
 from contextstore.services.events import event_append
 from contextstore.services.runs import run_finish, run_start
+from contextstore.services.summaries import worker as summary_worker
 from contextstore.services.threads import thread_clear_context
 from contextstore.summarizers import SummarizerError
 from contextstore.summarizers import extractive as extractive_backend
+from contextstore.summarizers import openai as openai_backend
 from tests.conftest import messages
 from tests.test_summarizers import serving_a_trickle
 
@@ -280,7 +282,7 @@ def test_a_failing_llm_fails_the_job_visibly(budgeted, actor, monkeypatch, setti
     def down(items, **kwargs):
         raise SummarizerError("gpt at http://llm: HTTP 500: overloaded")
 
-    monkeypatch.setattr(summaries.openai_backend, "summarize", down)
+    monkeypatch.setattr(openai_backend, "summarize", down)
     event_append(thread=budgeted, events=messages(60), actor=actor)
     (job,) = run_pending()
     assert job.status == "failed" and "HTTP 500" in job.error and job.pending_key is None
@@ -297,7 +299,7 @@ def test_the_extractive_fallback_is_used_when_enabled(budgeted, actor, monkeypat
     def down(items, **kwargs):
         raise SummarizerError("timed out after 60s")
 
-    monkeypatch.setattr(summaries.openai_backend, "summarize", down)
+    monkeypatch.setattr(openai_backend, "summarize", down)
     event_append(thread=budgeted, events=messages(60), actor=actor)
     (job,) = run_pending()
     provenance = Collapse.objects.get().provenance
@@ -328,7 +330,7 @@ def test_a_long_backlog_is_brought_under_budget_in_bounded_chunks(budgeted, acto
 
 def test_recovery_resends_lost_jobs_and_gives_up_on_crashing_ones(budgeted, actor, monkeypatch):
     sent = []
-    monkeypatch.setattr(summaries, "send_job", lambda pk: sent.append(pk))
+    monkeypatch.setattr(summary_worker, "send_job", lambda pk: sent.append(pk))
     event_append(thread=budgeted, events=messages(60), actor=actor)
     lost = Job.objects.get()
     old = timezone.now() - timedelta(hours=1)
@@ -424,7 +426,7 @@ def test_a_trickling_llm_fails_the_job_at_the_timeout_and_leaves_the_thread_as_i
     rows = Event.objects.filter(thread=budgeted).values_list("seq", "status", "position")
     events_before = list(rows)
     calls = []
-    original = summaries.openai_backend.summarize
+    original = openai_backend.summarize
 
     def timed(*args, **kwargs):
         started = time.monotonic()
@@ -433,7 +435,7 @@ def test_a_trickling_llm_fails_the_job_at_the_timeout_and_leaves_the_thread_as_i
         finally:
             calls.append(time.monotonic() - started)
 
-    monkeypatch.setattr(summaries.openai_backend, "summarize", timed)
+    monkeypatch.setattr(openai_backend, "summarize", timed)
     started = time.monotonic()
     (job,) = run_pending()
     elapsed = time.monotonic() - started

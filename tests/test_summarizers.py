@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from contextstore.management.commands.seed_demo import TASKS, _turn
+from contextstore.demo_turns import TASKS, turn_events
 from contextstore.models import Event
 from contextstore.services.summaries import event_item
 from contextstore.summarizers import Item, SummarizerError, extractive
@@ -122,7 +122,7 @@ def seed_demo_items(turns: int, seed: int = 3) -> list[Item]:
     rng = random.Random(seed)
     raw = [{"type": "Task", "role": "user", "content": TASKS[0]}]
     for i in range(turns):
-        raw += _turn(rng, i, f"run-{i // 10}", f"call-{i}")
+        raw += turn_events(rng, i, f"run-{i // 10}", f"call-{i}")
     events = [Event(seq=n, position=n, type=e["type"], role=e.get("role", ""),
                     content=e.get("content", ""), parts=e.get("parts"), data=e.get("data"))
               for n, e in enumerate(raw, 1) if e["type"] not in ("LLMCallStart", "LLMComplete")]

@@ -9,10 +9,10 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from contextstore import selectors
 from contextstore.api import serializers as s
 from contextstore.api.common import ThreadResponses, actor_of, body, parse, token_of
 from contextstore.models import ContextBlockVersion, Thread
+from contextstore.selectors.threads import block_versions, thread_blocks
 from contextstore.services import blocks
 
 
@@ -24,7 +24,7 @@ class ThreadBlockActions(ThreadResponses):
     @action(detail=True, methods=["get"], url_path="blocks", pagination_class=None)
     def block_list(self, request: Request, pk: str) -> Response:
         thread = self.get_object()
-        data = s.BlockSerializer(selectors.thread_blocks(thread=thread), many=True).data
+        data = s.BlockSerializer(thread_blocks(thread=thread), many=True).data
         return Response({"results": data, "next": None})
 
     @extend_schema(methods=["PUT"], request=s.BlockInSerializer,
@@ -68,7 +68,7 @@ class BlockVersionViewSet(viewsets.GenericViewSet):
     @action(detail=True, methods=["get"], url_path=r"blocks/(?P<name>[^/]+)/versions",
             pagination_class=None)
     def block_versions(self, request: Request, pk: str, name: str) -> Response:
-        versions = selectors.block_versions(thread=self.get_object(), name=name)[:500]
+        versions = block_versions(thread=self.get_object(), name=name)[:500]
         return Response({"results": BlockVersionSerializer(versions, many=True).data, "next": None})
 
     @extend_schema(request=None, responses=s.BlockSerializer,

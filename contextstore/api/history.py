@@ -15,7 +15,7 @@ from contextstore.api.renderers import ORJSONRenderer
 from contextstore.errors import InvalidInput
 from contextstore.jsonstream import json_object_chunks
 from contextstore.models import Collapse
-from contextstore.selectors import rendering
+from contextstore.selectors.windows import total_tokens, window_by_count, window_by_tokens
 from contextstore.services import (
     collapses,
     peteos,
@@ -58,9 +58,9 @@ class ThreadHistoryActions(ThreadResponses):
         query = parse(s.WindowQuerySerializer, request.query_params)
         thread = self.get_object()
         if "count" in query:
-            window = rendering.window_by_count(thread=thread, count=query["count"])
+            window = window_by_count(thread=thread, count=query["count"])
         else:
-            window = rendering.window_by_tokens(thread=thread, max_tokens=query["max_tokens"])
+            window = window_by_tokens(thread=thread, max_tokens=query["max_tokens"])
         return Response({"events": s.EventSerializer(window["events"], many=True).data,
                          "covers_all": window["covers_all"]})
 
@@ -83,7 +83,7 @@ class ThreadHistoryActions(ThreadResponses):
     @extend_schema(responses=s.TokensSerializer)
     @action(detail=True, methods=["get"])
     def tokens(self, request: Request, pk: str) -> Response:
-        return Response({"total_tokens": rendering.total_tokens(thread=self.get_object())})
+        return Response({"total_tokens": total_tokens(thread=self.get_object())})
 
     @extend_schema(parameters=[s.ExportQuerySerializer], responses=OpenApiTypes.OBJECT)
     @action(detail=True, methods=["get"])

@@ -8,10 +8,10 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from contextstore import selectors
 from contextstore.api import serializers as s
 from contextstore.api.common import ThreadResponses, actor_of, body, parse
 from contextstore.errors import NotFound
+from contextstore.selectors.threads import provider_state, thread_runs
 from contextstore.services import (
     memories,
     summaries,
@@ -43,7 +43,7 @@ class ThreadProviderActions(ThreadResponses):
     @extend_schema(responses=s.RunSerializer(many=True))
     @action(detail=True, methods=["get"], url_path="runs")
     def run_list(self, request: Request, pk: str) -> Response:
-        page = self.paginate_queryset(selectors.thread_runs(thread=self.get_object()))
+        page = self.paginate_queryset(thread_runs(thread=self.get_object()))
         return self.get_paginated_response(s.RunSerializer(page, many=True).data)
 
     @extend_schema(methods=["GET"], responses=s.ProviderStateSerializer)
@@ -57,7 +57,7 @@ class ThreadProviderActions(ThreadResponses):
             obj = memories.provider_state_put(thread=thread, provider=name, state=data["state"],
                                               actor=actor_of(request))
         else:
-            found = selectors.provider_state(thread=thread, provider=name)
+            found = provider_state(thread=thread, provider=name)
             if found is None:
                 raise NotFound(f"No state for provider {name!r} on this thread.")
             obj = found

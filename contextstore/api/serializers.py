@@ -31,18 +31,6 @@ JSON_ANY = serializers.JSONField  # any JSON value (the models keep it as ordere
 SEQ_MAX = 2**62
 
 
-# ---------------------------------------------------------------- errors (for the schema)
-
-class ErrorBodySerializer(serializers.Serializer):
-    code = serializers.CharField()
-    message = serializers.CharField()
-    details = serializers.DictField()
-
-
-class ErrorSerializer(serializers.Serializer):
-    error = ErrorBodySerializer()
-
-
 # ---------------------------------------------------------------- sessions and threads
 
 class SessionSerializer(serializers.ModelSerializer):
@@ -470,10 +458,6 @@ class HistoryQuerySerializer(serializers.Serializer):
     raw = serializers.BooleanField(required=False, default=False)
 
 
-class HistoryTextSerializer(serializers.Serializer):
-    text = serializers.CharField()
-
-
 # ---------------------------------------------------------------- render, windows, peteos
 
 class ContextQuerySerializer(serializers.Serializer):
@@ -649,7 +633,3 @@ class JobSerializer(serializers.ModelSerializer):
         fields = ["id", "kind", "status", "thread", "params", "result", "error", "created_at",
                   "started_at", "finished_at"]
         read_only_fields = fields
-
-
-class SummarizerSerializer(serializers.Serializer):
-    summarizer = JSON_ANY(allow_null=True)

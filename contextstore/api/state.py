@@ -9,11 +9,11 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from contextstore import selectors
 from contextstore.api import serializers as s
 from contextstore.api.common import ThreadResponses, actor_of, body, if_match_revision, parse
 from contextstore.errors import NotFound
 from contextstore.selectors.document import revision_documents
+from contextstore.selectors.threads import thread_revisions
 from contextstore.services import (
     clientai,
     state,
@@ -30,7 +30,7 @@ class ThreadStateActions(ThreadResponses):
     def revisions(self, request: Request, pk: str) -> Response:
         thread = self.get_object()
         self.paginator.ordering = "revision"
-        page = self.paginate_queryset(selectors.thread_revisions(thread=thread))
+        page = self.paginate_queryset(thread_revisions(thread=thread))
         docs = revision_documents(thread=thread, revisions=[r.revision for r in page])
         return self.get_paginated_response(
             s.StateRevisionSerializer(page, many=True, context={"documents": docs}).data)

@@ -15,7 +15,6 @@ from rest_framework.exceptions import APIException, PermissionDenied, Validation
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from contextstore import selectors
 from contextstore.api import serializers as s
 from contextstore.api.blocks import ThreadBlockActions
 from contextstore.api.common import (
@@ -36,6 +35,10 @@ from contextstore.errors import DomainError
 from contextstore.llm_models import thread_model_settings
 from contextstore.models import Collapse, Job, Run, Session, Thread
 from contextstore.selectors import rendering
+from contextstore.selectors.events import event_search
+from contextstore.selectors.sessions import session_threads, workspace_sessions
+from contextstore.selectors.threads import BIGINT_MAX, thread_of_workspace
+from contextstore.selectors.workspaces import memory_recall
 from contextstore.services import (
     collapses,
     events,
@@ -61,7 +64,7 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     def get_queryset(self) -> QuerySet[Session]:
         if self.action == "list":
             query = parse(s.SessionQuerySerializer, self.request.query_params)
-            return selectors.workspace_sessions(workspace=token_of(self.request).workspace, **query)
+            return workspace_sessions(workspace=token_of(self.request).workspace, **query)
         return Session.objects.filter(workspace=token_of(self.request).workspace)
 
     @extend_schema(parameters=[s.SessionQuerySerializer])
@@ -94,7 +97,7 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     @action(detail=True, methods=["get"], serializer_class=s.ThreadSerializer)
     def threads(self, request: Request, pk: str) -> Response:
         session = self.get_object()
-        qs = selectors.session_threads(session=session).select_related("session")
+        qs = session_threads(session=session).select_related("session")
         page = self.paginate_queryset(qs)
         return self.get_paginated_response(s.ThreadSerializer(page, many=True).data)
 
@@ -123,7 +126,7 @@ class ThreadViewSet(ThreadHistoryActions, ThreadStateActions, ThreadBlockActions
     def get_object(self) -> Thread:
         # get_queryset's thread, read through a query compiled once per process: every agent
         # step reads its thread, and building the queryset cost more than running it.
-        thread = selectors.thread_of_workspace(
+        thread = thread_of_workspace(
             workspace_id=token_of(self.request).workspace_id, pk=int(self.kwargs["pk"]),
             history_only=self.action == "events")
         if thread is None:
@@ -167,8 +170,8 @@ class ThreadViewSet(ThreadHistoryActions, ThreadStateActions, ThreadBlockActions
         filters = {k: v for k, v in query.items() if v not in (None, "")}
         if "q" in filters:
             filters["text"] = filters.pop("q")
-        found = selectors.event_search(thread=thread, types=[t.strip() for t in types] or None,
-                                    first=page_size + 1, **filters)
+        found = event_search(thread=thread, types=[t.strip() for t in types] or None,
+                             first=page_size + 1, **filters)
         more = len(found) > page_size
         found = found[:page_size]
         next_url = page_url(request, after_seq=found[-1].seq) if more else None
@@ -179,7 +182,7 @@ class ThreadViewSet(ThreadHistoryActions, ThreadStateActions, ThreadBlockActions
         # cost is its round trips. A request refused before that lock still answers 404 for a
         # thread this token can't see, as every other route on a thread does.
         thread_id = int(pk)
-        if not 0 < thread_id <= selectors.BIGINT_MAX:
+        if not 0 < thread_id <= BIGINT_MAX:
             raise Http404
         try:
             data = body(request)
@@ -299,7 +302,7 @@ class MemoryViewSet(viewsets.GenericViewSet):
     def list(self, request: Request) -> Response:
         query = parse(s.MemoryQuerySerializer, request.query_params)
         found = self.paginate_queryset(
-            selectors.memory_recall(workspace=token_of(request).workspace, **query))
+            memory_recall(workspace=token_of(request).workspace, **query))
         return self.get_paginated_response(s.MemorySerializer(found, many=True).data)
 
     @extend_schema(request=s.MemoryInSerializer,

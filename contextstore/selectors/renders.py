@@ -13,7 +13,7 @@ from typing import Any
 
 from contextstore.errors import NotFound
 from contextstore.models import Collapse, ContextBlockVersion, Event, RenderRecord, StoredText
-from contextstore.selectors import rendering
+from contextstore.render_format import build_messages, join_blocks, valid_items
 
 LLM_CALL_TYPES = ("LLMCallStart", "LLMComplete", "LLMCallEnd")
 
@@ -81,7 +81,7 @@ def _section_text(entries: list[list[Any]], versions: dict[int, ContextBlockVers
     for entry in entries:
         version = versions[entry[0]]
         named.append((version.name, texts[entry[1]] if len(entry) > 1 else version.value))
-    return rendering.join_blocks(named)
+    return join_blocks(named)
 
 
 def render_rebuild(*, record: RenderRecord) -> dict[str, Any]:
@@ -93,8 +93,8 @@ def render_rebuild(*, record: RenderRecord) -> dict[str, Any]:
     wanted = {e[1] for e in entries if len(e) > 1} | ({spec["summary"]} if spec["summary"] else set())
     texts = _texts(wanted)
     events = record_events(record)
-    units, _ = rendering.valid_items(events)
-    body = rendering.build_messages(
+    units, _ = valid_items(events)
+    body = build_messages(
         fmt=record.format, prefix=_section_text(spec["prefix"], versions, texts),
         summary=texts[spec["summary"]] if spec["summary"] else "",
         suffix=_section_text(spec["suffix"], versions, texts), units=units,

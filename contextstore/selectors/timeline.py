@@ -9,8 +9,8 @@ from typing import Any
 
 from django.db.models import Q, QuerySet, Subquery
 
-from contextstore import selectors
 from contextstore.models import Collapse, Event, Thread
+from contextstore.selectors.calls import LLMCall, calls_of_page, tool_name, tool_pairs
 
 PAGE_SIZE = 50
 TAIL_LIMIT = 200
@@ -28,7 +28,7 @@ class Item:
     key: int  # where it stands: an event's seq, a collapse's first position
     event: Event | None = None
     collapse: Collapse | None = None
-    call: selectors.LLMCall | None = None
+    call: LLMCall | None = None
     results: list[Event] = field(default_factory=list)  # a ToolCall's results, in one card
     tool: str = ""  # the tool's name, for a ToolCall with results
     run_head: Any = None  # the Run whose turn starts at this row (a header above it)
@@ -90,8 +90,8 @@ def _cards(thread: Thread, filters: dict[str, Any], low: int, high: int | None) 
 def _items(thread: Thread, events: list[Event]) -> list[Item]:
     """Events oldest first as rows: an LLM call's start and end become one call card, a
     ToolCall and its results one tool card."""
-    calls, folded = selectors.calls_of_page(thread=thread, events=events)
-    tools, answered = selectors.tool_pairs(events=events)
+    calls, folded = calls_of_page(thread=thread, events=events)
+    tools, answered = tool_pairs(events=events)
     items = []
     for e in events:
         if e.seq in folded or e.seq in answered:
@@ -99,7 +99,7 @@ def _items(thread: Thread, events: list[Event]) -> list[Item]:
         if e.seq in calls:
             items.append(Item("call", e.seq, event=e, call=calls[e.seq]))
         elif e.seq in tools:
-            items.append(Item("tool", e.seq, event=e, results=tools[e.seq], tool=selectors.tool_name(e)))
+            items.append(Item("tool", e.seq, event=e, results=tools[e.seq], tool=tool_name(e)))
         else:
             items.append(Item("event", e.seq, event=e))
     return items

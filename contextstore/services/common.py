@@ -8,7 +8,7 @@ from django.db.models.sql import subqueries as sql
 
 from contextstore.db import PreparedGet, binary_cursor, binary_placeholders, row_plan, row_values
 from contextstore.models import ApiToken, AuditLog, Thread, Workspace
-from contextstore.selectors import THREAD_STATE_FIELDS
+from contextstore.selectors.threads import THREAD_STATE_FIELDS
 
 UNSET: Any = object()
 

@@ -108,10 +108,10 @@ def _values(*, thread: Thread, actor: Actor, fmt: str, max_tokens: int, total: i
             thread.revision, spec, actor.label[:200], timezone.now()]
 
 
-def _spec(*, strip: bool, options: dict[str, Any], prefix: rendering.Section,
+def _spec(*, stats: dict[str, Any], options: dict[str, Any], prefix: rendering.Section,
           suffix: rendering.Section, summary: str, ids: dict[tuple[str, int], int],
-          hashes: list[str], events: list[Any], tokens: dict[str, int], left_out: int,
-          fits: bool) -> dict[str, Any]:
+          hashes: list[str], events: list[Any]) -> dict[str, Any]:
+    """The record's spec: the render's `stats` (render_stats) and the rows it names."""
     # the hashes of the live blocks' texts, in the order shown, then the summary's
     live = iter(hashes)
 
@@ -119,9 +119,12 @@ def _spec(*, strip: bool, options: dict[str, Any], prefix: rendering.Section,
         return [[ids[(b.name, b.version)]] + ([next(live)] if b.expr is not None else [])
                 for b, _ in section.shown]
 
-    return {"v": SPEC_VERSION, "strip": strip, "options": options, "prefix": blocks(prefix),
-            "suffix": blocks(suffix), "summary": next(live) if summary else None,
-            "events": pack_events(events), "tokens": tokens, "left_out": left_out, "fits": fits}
+    sections = stats["sections"]
+    return {"v": SPEC_VERSION, "strip": stats["strip_thinking"], "options": options,
+            "prefix": blocks(prefix), "suffix": blocks(suffix),
+            "summary": next(live) if summary else None, "events": pack_events(events),
+            "tokens": {k: sections[k]["tokens"] for k in ("prefix", "summary", "history", "suffix")},
+            "left_out": len(stats["skipped"]), "fits": stats["fits"]}
 
 
 def _texts(shown: list[tuple[ContextBlock, str]], summary: str) -> list[str]:
@@ -131,13 +134,9 @@ def _texts(shown: list[tuple[ContextBlock, str]], summary: str) -> list[str]:
 
 def _spec_of(rendered: rendering.Rendered, ids: dict[tuple[str, int], int],
              hashes: list[str]) -> dict[str, Any]:
-    stats = rendered.body["stats"]
-    sections = stats["sections"]
-    return _spec(strip=stats["strip_thinking"], options=rendered.options, prefix=rendered.prefix,
+    return _spec(stats=rendered.body["stats"], options=rendered.options, prefix=rendered.prefix,
                  suffix=rendered.suffix, summary=rendered.summary, ids=ids, hashes=hashes,
-                 events=[i.event for unit in rendered.units for i in unit],
-                 tokens={k: sections[k]["tokens"] for k in ("prefix", "summary", "history", "suffix")},
-                 left_out=len(stats["skipped"]), fits=stats["fits"])
+                 events=[i.event for unit in rendered.units for i in unit])
 
 
 def render_record(*, thread: Thread, rendered: rendering.Rendered, actor: Actor) -> RenderRecord:
@@ -186,16 +185,13 @@ def context_render_recorded(
     hashes = [sha256(t) for t in texts]
     ids = _version_ids(thread, shown)
     rows = sorted((r for unit in plan.units for r in unit), key=lambda r: r.position)
-    used = sum(r.cost for r in rows)
-    total = planned.fixed + used
-    tokens = {"prefix": planned.prefix.tokens, "summary": planned.summary_tokens, "history": used,
-              "suffix": planned.suffix.tokens}
-    spec = _spec(strip=planned.strip, options=planned.options, prefix=planned.prefix,
-                 suffix=planned.suffix, summary=thread.summary, ids=ids, hashes=hashes, events=rows,
-                 tokens=tokens, left_out=len(plan.left_out),
-                 fits=total <= max_tokens and not plan.left_out)
-    values = _values(thread=thread, actor=actor, fmt=fmt, max_tokens=max_tokens, total=total,
-                     prefix_hash=rendering.prefix_hash(planned.prefix.text), spec=spec)
+    # The stats the render will answer if it shows the planned events (checked below).
+    stats = rendering.render_stats(planned, used=sum(r.cost for r in rows), included=len(rows),
+                                   invalid=[])
+    spec = _spec(stats=stats, options=planned.options, prefix=planned.prefix, suffix=planned.suffix,
+                 summary=thread.summary, ids=ids, hashes=hashes, events=rows)
+    values = _values(thread=thread, actor=actor, fmt=fmt, max_tokens=max_tokens,
+                     total=stats["total_tokens"], prefix_hash=stats["prefix_hash"], spec=spec)
     along = [_insert_statement(values)] + ([_texts_statement(hashes, texts)] if texts else [])
     rendered = rendering.render_finish(planned, along=along)
     record = RenderRecord.from_db(connection.alias, None, values)

@@ -12,10 +12,11 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.vary import vary_on_headers
 
-from contextstore import documents, selectors
+from contextstore import documents
 from contextstore.forms import BlockForm, CollapseForm, DiffForm, ForkForm, RangeForm, first_error
 from contextstore.models import Clear, Collapse, ContextBlock, Job, StateRevision, Thread
-from contextstore.services import blocks, clientai, collapses, document, state, threads
+from contextstore.selectors.workspaces import actor_names
+from contextstore.services import blocks, clientai, collapses, document, state, summaries, threads
 from contextstore.views.access import (
     DashboardRequest,
     actor_for,
@@ -66,8 +67,6 @@ def collapse_undo(request: DashboardRequest, thread: Thread, collapse_id: int) -
 @thread_action
 def summarize_range(request: DashboardRequest, thread: Thread) -> HttpResponse:
     """Queue a summary of the selected range for the worker and show its status until done."""
-    from contextstore.services import summaries
-
     form = RangeForm(request.POST)
     if not form.is_valid():
         return _invalid(request, form)
@@ -108,8 +107,6 @@ def _job_of(thread: Thread, job_id) -> Job:
 @thread_action
 def job_cancel(request: DashboardRequest, thread: Thread, job_id) -> HttpResponse:
     """Cancel a queued summary (say, when no worker is running to take it)."""
-    from contextstore.services import summaries
-
     job = _job_of(thread, job_id)
     job = summaries.summary_job_cancel(job=job, actor=actor_for(request))
     if request.htmx:
@@ -121,8 +118,6 @@ def job_cancel(request: DashboardRequest, thread: Thread, job_id) -> HttpRespons
 @thread_action
 def job_retry(request: DashboardRequest, thread: Thread, job_id) -> HttpResponse:
     """Queue a failed, cancelled or timed-out summary again; the new job's status replaces it."""
-    from contextstore.services import summaries
-
     job = _job_of(thread, job_id)
     job = summaries.summary_job_retry(job=job, actor=actor_for(request))
     if request.htmx:
@@ -322,7 +317,7 @@ def state_diff(request: DashboardRequest, pk: int) -> HttpResponse:
                "can_edit": can_edit(request.user, thread.workspace),
                "session": thread.session, "workspace": thread.workspace,
                "workspaces": visible_workspaces(request.user),
-               "actor_names": selectors.actor_names(workspace=thread.workspace)}
+               "actor_names": actor_names(workspace=thread.workspace)}
     template_name = "contextstore/state_diff.html"
     if request.htmx:
         template_name += "#diff"

@@ -9,13 +9,20 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.vary import vary_on_headers
 
-from contextstore import selectors
 from contextstore.models import Thread
+from contextstore.selectors.calls import (
+    SENT_PAGE,
+    LLMCall,
+    llm_call_at,
+    llm_call_diff,
+    llm_call_previous,
+    llm_call_sent,
+)
 from contextstore.views.access import DashboardRequest, get_thread, visible_workspaces
 
 
-def _call(thread: Thread, seq: int) -> selectors.LLMCall:
-    call = selectors.llm_call_at(thread=thread, seq=seq)
+def _call(thread: Thread, seq: int) -> LLMCall:
+    call = llm_call_at(thread=thread, seq=seq)
     if call is None:
         raise Http404("No LLM call at that seq.")
     return call
@@ -32,11 +39,11 @@ def call_sent(request: DashboardRequest, pk: int, seq: int) -> HttpResponse:
     """The exact messages a call sent, a page of `SENT_PAGE` messages at a time."""
     thread = get_thread(request, pk)
     call = _call(thread, seq)
-    sent = selectors.llm_call_sent(thread=thread, call=call)
+    sent = llm_call_sent(thread=thread, call=call)
     raw = request.GET.get("from", "")
     start = int(raw) if raw.isdigit() else 0
     messages = sent["messages"]
-    end = start + selectors.SENT_PAGE
+    end = start + SENT_PAGE
     context = {**_base(request, thread), "call": call, "sent": sent, "first": start,
                "messages": list(enumerate(messages[start:end], start=start)),
                "total": len(messages), "next": end if end < len(messages) else None}
@@ -52,8 +59,8 @@ def call_diff(request: DashboardRequest, pk: int, seq: int) -> HttpResponse:
     """This call against the call logged before it in the thread."""
     thread = get_thread(request, pk)
     call = _call(thread, seq)
-    previous = selectors.llm_call_previous(thread=thread, call=call)
-    diff = selectors.llm_call_diff(thread=thread, a=previous, b=call) if previous else None
+    previous = llm_call_previous(thread=thread, call=call)
+    diff = llm_call_diff(thread=thread, a=previous, b=call) if previous else None
     context = {**_base(request, thread), "call": call, "previous": previous, "diff": diff}
     template_name = "contextstore/call_diff.html"
     if request.htmx:

@@ -13,9 +13,16 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from contextstore import selectors
 from contextstore.forms import SessionFilterForm, format_cursor, parse_cursor
 from contextstore.models import Session
+from contextstore.selectors.sessions import (
+    SESSION_SORTS,
+    session_runs,
+    session_stats,
+    session_threads,
+    workspace_models,
+    workspace_sessions,
+)
 from contextstore.services.sessions import session_archive
 from contextstore.views.access import (
     DashboardRequest,
@@ -35,7 +42,7 @@ def session_list(request: DashboardRequest) -> HttpResponse:
     workspace = current_workspace(request)
     form = SessionFilterForm(request.GET or None)
     sort = request.GET.get("sort") or "-activity"
-    if sort.lstrip("-") not in selectors.SESSION_SORTS:
+    if sort.lstrip("-") not in SESSION_SORTS:
         sort = "-activity"
     cursor = None
     sessions: list[Session] = []
@@ -48,11 +55,11 @@ def session_list(request: DashboardRequest) -> HttpResponse:
             Session.objects.filter(workspace=workspace).exclude(agent="")
             .order_by("agent").values_list("agent", flat=True).distinct()[:100]
         )
-        models = selectors.workspace_models(workspace=workspace)
+        models = workspace_models(workspace=workspace)
     if workspace is not None and valid:
         data = form.cleaned_data if form.is_bound else {}
         archived = {"": False, "yes": True, "all": None}.get(data.get("archived") or "", False)
-        qs = selectors.workspace_sessions(
+        qs = workspace_sessions(
             workspace=workspace, q=data.get("q") or None, agent=data.get("agent") or None,
             user_id=data.get("user") or None, archived=archived, model=data.get("model") or None,
             errors=bool(data.get("errors")),
@@ -109,7 +116,7 @@ def session_list(request: DashboardRequest) -> HttpResponse:
 def session_detail(request: DashboardRequest, pk: int) -> HttpResponse:
     session = get_session(request, pk)
     before = parse_cursor(request.GET.get("runs_before"))
-    runs, more = selectors.session_runs(session=session, before=before)
+    runs, more = session_runs(session=session, before=before)
     context = {
         "session": session,
         "workspace": session.workspace,
@@ -119,11 +126,11 @@ def session_detail(request: DashboardRequest, pk: int) -> HttpResponse:
     template_name = "contextstore/session_detail.html"
     if request.htmx and before is not None:
         return render(request, template_name + "#run-rows", context)  # "more runs"
-    threads = list(selectors.session_threads(session=session)[:200])
+    threads = list(session_threads(session=session)[:200])
     context.update({
         "workspaces": visible_workspaces(request.user),
         "threads": _lineage(threads),
-        "stats": selectors.session_stats(session=session),
+        "stats": session_stats(session=session),
         "can_edit": can_edit(request.user, session.workspace),
     })
     if request.htmx:
@@ -144,7 +151,7 @@ def session_archive_toggle(request: DashboardRequest, pk: int) -> HttpResponse:
 
 def _sort(sort: str) -> tuple[str, bool]:
     """"-events" -> ("event_count", descending); unknown names fall back to activity."""
-    field = selectors.SESSION_SORTS.get(sort.lstrip("-"), "last_activity_at")
+    field = SESSION_SORTS.get(sort.lstrip("-"), "last_activity_at")
     return field, sort.startswith("-")
 
 

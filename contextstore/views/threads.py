@@ -14,7 +14,6 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 from django.views.decorators.vary import vary_on_headers
 
-from contextstore import selectors
 from contextstore.forms import EventFilterForm
 from contextstore.jsonstream import json_object_chunks
 from contextstore.llm_models import thread_model_settings
@@ -24,6 +23,9 @@ from contextstore.models import (
 )
 from contextstore.selectors import dashboard, rendering, timeline
 from contextstore.selectors.agent_sessions import scoped_states
+from contextstore.selectors.events import error_seq, event_seq_at, run_first_seq, thread_events
+from contextstore.selectors.threads import block_versions
+from contextstore.selectors.workspaces import actor_names
 from contextstore.services.transfer import EVENT_FIELDS, thread_export_parts
 from contextstore.views.access import DashboardRequest, can_edit, get_thread, visible_workspaces
 from contextstore.views.undo import offer_undo, take_undo
@@ -106,7 +108,7 @@ def block_history(thread: Thread, live: set[str]) -> tuple[dict[str, list], list
     """The latest 60 kept block versions by name, and the deleted blocks among them (each with
     the version its deletion removed, which a restore brings back)."""
     by_name: dict[str, list] = {}
-    for v in selectors.block_versions(thread=thread)[:60]:
+    for v in block_versions(thread=thread)[:60]:
         by_name.setdefault(v.name, []).append(v)
     deleted = [vs[0] for name, vs in sorted(by_name.items()) if name not in live and vs[0].deleted]
     return by_name, deleted
@@ -134,7 +136,7 @@ def panel_context(request: DashboardRequest, thread: Thread) -> dict[str, Any]:
         "budget": budget,
         "model_settings": thread_model_settings(thread),
         "placements": ContextBlock.Placement.choices,
-        "actor_names": selectors.actor_names(workspace=thread.workspace),
+        "actor_names": actor_names(workspace=thread.workspace),
         "side_tabs": SIDE_TABS,
     }
 
@@ -158,7 +160,7 @@ def thread_detail(request: DashboardRequest, pk: int) -> HttpResponse:
         "can_edit": can_edit(request.user, thread.workspace), "after": after,
         "before": before, "around": around, "range": _typed_range(request),
         "max_rows": timeline.MAX_ROWS,
-        "actor_names": selectors.actor_names(workspace=thread.workspace),
+        "actor_names": actor_names(workspace=thread.workspace),
     }
     template_name = "contextstore/thread_detail.html"
     if request.htmx and after is not None:
@@ -205,8 +207,8 @@ def jump(request: DashboardRequest, pk: int) -> HttpResponse:
     raw = (request.GET.get("to") or "").strip()
     if direction in ("next", "prev"):
         origin = thread.last_seq + 1 if origin is None and direction == "prev" else origin or 0
-        target = (selectors.error_seq(thread=thread, after=origin) if direction == "next"
-                  else selectors.error_seq(thread=thread, before=origin))
+        target = (error_seq(thread=thread, after=origin) if direction == "next"
+                  else error_seq(thread=thread, before=origin))
         what = f"{'later' if direction == 'next' else 'earlier'} error than #{origin}"
     elif raw.lstrip("#").isdigit():
         seq = int(raw.lstrip("#"))
@@ -217,10 +219,10 @@ def jump(request: DashboardRequest, pk: int) -> HttpResponse:
             datetime.combine(day, time.min) if (day := parse_date(raw)) else None)
         if when is not None:
             when = when if timezone.is_aware(when) else timezone.make_aware(when)
-            target = selectors.event_seq_at(thread=thread, when=when)
+            target = event_seq_at(thread=thread, when=when)
             what = f"event at or after {raw}"
         else:
-            target = selectors.run_first_seq(thread=thread, run_id=raw)
+            target = run_first_seq(thread=thread, run_id=raw)
             what = f"run {raw}"
     url = thread_url(thread)
     if target is None:
@@ -233,7 +235,7 @@ def jump(request: DashboardRequest, pk: int) -> HttpResponse:
 def event_detail(request: DashboardRequest, pk: int, seq: int) -> HttpResponse:
     """One event in full ("load the rest" of text and JSON the timeline cut)."""
     thread = get_thread(request, pk)
-    event = selectors.thread_events(thread=thread, status=None).filter(seq=seq).first()
+    event = thread_events(thread=thread, status=None).filter(seq=seq).first()
     if event is None:
         raise Http404("No such event.")
     return render(request, "contextstore/thread_detail.html#event",
@@ -353,7 +355,3 @@ def export_size(request: DashboardRequest, pk: int) -> HttpResponse:
 
 def thread_url(thread: Thread) -> str:
     return reverse("contextstore:thread", args=[thread.pk])
-
-
-def pretty(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)

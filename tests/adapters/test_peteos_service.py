@@ -9,7 +9,8 @@ from peteos.conversation.message import ContentPart, Message
 from peteos.conversation.system_prompt_message import SystemPromptMessage
 from peteos.conversation.tool_definitions_message import ToolDefinitionsMessage
 
-from contextstore.selectors import rendering
+from contextstore.errors import InvalidInput
+from contextstore.selectors import rendering, windows
 from contextstore.services.collapses import collapse_create
 from contextstore.services.events import event_append
 from contextstore.services.peteos import thread_to_peteos
@@ -119,7 +120,7 @@ def test_total_tokens_agree_with_peteos(workspace, actor, peteos_context):
     expected = Context.load_from_dict(plain(peteos_context.raw_dict)).total_token_count()
     thread = imported(workspace, actor, peteos_context)
 
-    assert rendering.total_tokens(thread=thread) == expected
+    assert windows.total_tokens(thread=thread) == expected
 
 
 def test_count_windows_pick_the_same_messages_as_peteos(workspace, actor):
@@ -129,7 +130,7 @@ def test_count_windows_pick_the_same_messages_as_peteos(workspace, actor):
     # From 1: peteos reads count 0 as entries[-0], i.e. everything, which is no window at all.
     for count in range(1, 11):
         theirs = Context.load_from_dict(plain(ctx.raw_dict)).rolling_sequence_window(count)
-        ours = rendering.window_by_count(thread=thread, count=count)
+        ours = windows.window_by_count(thread=thread, count=count)
         assert ours["covers_all"] == (theirs is None), count
         if theirs is not None:
             special = {theirs.system_prompt_message, theirs.tool_definitions_message}
@@ -153,11 +154,11 @@ def ordered_dangling_check(monkeypatch):
 def test_token_windows_pick_the_same_messages_as_peteos(workspace, actor, ordered_dangling_check):
     ctx = conversation()
     thread = imported(workspace, actor, ctx)
-    total = rendering.total_tokens(thread=thread)
+    total = windows.total_tokens(thread=thread)
 
     for budget in range(0, total + 2, 7):
         theirs = Context.load_from_dict(plain(ctx.raw_dict)).rolling_token_window(budget)
-        ours = rendering.window_by_tokens(thread=thread, max_tokens=budget)
+        ours = windows.window_by_tokens(thread=thread, max_tokens=budget)
         assert ours["covers_all"] == (theirs is None), budget
         if theirs is not None:
             special = {theirs.system_prompt_message, theirs.tool_definitions_message}
@@ -239,7 +240,5 @@ def test_a_contextstore_fork_of_a_peteos_thread_exports_as_a_peteos_fork(workspa
 
 
 def test_it_refuses_a_context_whose_messages_are_not_objects(workspace, actor):
-    from contextstore.errors import InvalidInput
-
     with pytest.raises(InvalidInput):
         thread_import(workspace=workspace, data={"messages": ["hello"]}, actor=actor)

@@ -1,9 +1,16 @@
 import re
 import time
+from collections import Counter
 from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError, OutputWrapper
+from django.db import connection
+
+from contextstore.bench import api as bench_api
+from contextstore.bench.api import cpu_snapshot
+from contextstore.models import Thread
 
 
 def test_bench_api_reports_every_figure_against_a_running_server(live_server, transactional_db,
@@ -43,10 +50,6 @@ def test_bench_api_reports_every_figure_against_a_running_server(live_server, tr
 
 
 def test_cpu_snapshot_counts_this_process_and_the_database(db):
-    from django.db import connection
-
-    from contextstore.management.commands.bench_api import cpu_snapshot
-
     before = cpu_snapshot()
     started = time.process_time()
     while time.process_time() - started < 0.3:
@@ -62,16 +65,12 @@ def test_cpu_snapshot_counts_this_process_and_the_database(db):
 
 
 def test_cpu_used_divides_the_cpu_by_the_requests_and_says_what_the_cpus_could_take(monkeypatch):
-    from collections import Counter
-
-    from contextstore.management.commands import bench_api
-
     # 100 batches of 100 events in 2 s cost 2 s of server, 1 s of database and 1 s of client CPU
     monkeypatch.setattr(bench_api, "cpu_snapshot",
                         lambda: Counter(server=2.0, database=1.0, client=1.0, machine=4.0))
     monkeypatch.setattr(bench_api.os, "cpu_count", lambda: 2)
     out = StringIO()
-    command = bench_api.Command(stdout=out)
+    command = bench_api.ApiBench(OutputWrapper(out))
     command.cpu_used((time.perf_counter() - 2.0, Counter()), 50, "batch", events=100)
     assert out.getvalue() == ("  CPU per batch: server 20.00 ms, database 10.00 ms, client 10.00 ms; "
                               "CPUs 100 % busy; at this cost 2 CPUs take at most 5,000 events/s\n")
@@ -97,11 +96,6 @@ def test_bench_core_reports_the_revision_figures(db):
 
 
 def test_bench_turns_times_two_servers_request_by_request(live_server, transactional_db, token):
-    import pytest
-    from django.core.management.base import CommandError
-
-    from contextstore.models import Thread
-
     out = StringIO()
     call_command("bench_turns", url=live_server.url, other_url=live_server.url, token=token[1],
                  samples=3, size=30, stdout=out)

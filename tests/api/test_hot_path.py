@@ -1,16 +1,27 @@
 """The agent's hot path (append, context, thread and state reads): statement counts that do not
 grow with the history, hand-built serializers equal to DRF's, and the API-token cache."""
 
+import datetime
+import decimal
+import uuid
+
 import pytest
 from django.db import connection, transaction
 from django.http import QueryDict
 from rest_framework import serializers as drf
+from rest_framework.renderers import JSONRenderer
 
 from contextstore.api import serializers as s
 from contextstore.api.agent_sessions import CommitSerializer
 from contextstore.api.common import parse
+from contextstore.api.renderers import ORJSONRenderer
+from contextstore.db import read_together
 from contextstore.models import Event, Thread
+from contextstore.selectors import events as event_reads
+from contextstore.selectors import rendering
+from contextstore.selectors.events import event_search
 from contextstore.services import document
+from contextstore.services.blocks import block_upsert
 from contextstore.services.common import Actor, lock_thread
 from contextstore.services.events import event_append
 from contextstore.services.workspaces import api_token_revoke
@@ -176,14 +187,6 @@ def test_a_revoked_token_is_refused_at_once(api_client, token, thread_url):
 
 
 def test_the_orjson_renderer_writes_what_drf_writes():
-    import datetime
-    import decimal
-    import uuid
-
-    from rest_framework.renderers import JSONRenderer
-
-    from contextstore.api.renderers import ORJSONRenderer
-
     moment = datetime.datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=datetime.UTC)
     data = {"when": moment, "day": moment.date(), "cost": decimal.Decimal("1.25"),
             "id": uuid.UUID(int=7), "text": "a\u2028b\u2029c \u00e9 \"q\" </script>", 1: [None, 1.5],
@@ -199,17 +202,14 @@ def test_the_orjson_renderer_writes_what_drf_writes():
 @pytest.mark.parametrize("cap", [1000, 2])
 def test_text_search_on_a_big_thread_finds_what_the_plain_query_finds(
         monkeypatch, cap, thread, actor):
-    from contextstore import selectors
-    from contextstore.selectors import event_search
-
     event_append(thread=thread, events=messages(12, words=6), actor=actor)
     event_append(thread=thread, events=[{"type": "Message", "content": "a rare QuokKa here"},
                                         {"type": "Note", "content": "quokka again"}], actor=actor)
     thread.refresh_from_db()
     plain = {w: [e.seq for e in event_search(thread=thread, text=w, first=501)]
              for w in ("quokka", "context", "turn 1", "nowhere")}
-    monkeypatch.setattr(selectors, "TEXT_INDEX_FIRST", 10)
-    monkeypatch.setattr(selectors, "TEXT_INDEX_CAP", cap)
+    monkeypatch.setattr(event_reads, "TEXT_INDEX_FIRST", 10)
+    monkeypatch.setattr(event_reads, "TEXT_INDEX_CAP", cap)
     for word, seqs in plain.items():
         assert [e.seq for e in event_search(thread=thread, text=word, first=501)] == seqs
     assert plain["quokka"] == [13, 14] and plain["nowhere"] == []
@@ -217,11 +217,11 @@ def test_text_search_on_a_big_thread_finds_what_the_plain_query_finds(
     assert [e.seq for e in event_search(thread=thread, text="context", first=501,
                                         after_seq=10)] == [11, 12]
     if connection.vendor == "postgresql":  # the index answers a rare word, by id
-        assert selectors._text_matches(thread, "quokka") is not None
-        assert (selectors._text_matches(thread, "context") is None) == (cap < 12)
+        assert event_reads._text_matches(thread, "quokka") is not None
+        assert (event_reads._text_matches(thread, "context") is None) == (cap < 12)
         with connection.cursor() as cursor:  # its short timeout ended with its query
             cursor.execute("SHOW statement_timeout")
-            assert cursor.fetchone()[0] != f"{selectors.TEXT_INDEX_TIMEOUT_MS}ms"
+            assert cursor.fetchone()[0] != f"{event_reads.TEXT_INDEX_TIMEOUT_MS}ms"
 
 
 def test_the_trigram_index_keeps_a_short_pending_list(db):
@@ -249,10 +249,6 @@ def test_reads_together_answer_as_each_read_alone(thread, actor, monkeypatch, se
                                                   django_assert_num_queries):
     """A render's blocks and newest page come in one round trip on PostgreSQL with client-side
     binding (one message, two result sets); otherwise one after the other; the same answers."""
-    from contextstore.db import read_together
-    from contextstore.selectors import rendering
-    from contextstore.services.blocks import block_upsert
-
     event_append(thread=thread, events=messages(5), actor=actor)
     block_upsert(thread=thread, name="persona", value="You are terse.", actor=actor)
     monkeypatch.setitem(connection.settings_dict, "OPTIONS",

@@ -6,7 +6,7 @@ from django.test.utils import CaptureQueriesContext
 
 from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge
 from contextstore.models import AuditLog, Event, Run
-from contextstore.selectors import event_search
+from contextstore.selectors.events import event_search
 from contextstore.services.events import event_append
 from tests.conftest import messages
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from contextstore.errors import DomainError
 from contextstore.models import Event, RenderRecord
+from contextstore.render_format import FORMATS
 from contextstore.selectors import rendering
 from contextstore.selectors import renders as render_reads
 from contextstore.services import renders
@@ -144,7 +145,7 @@ def check(thread, render, budget: int, fmt: str) -> None:
 
 
 @given(steps=st.lists(step, min_size=1, max_size=16), budget=st.integers(1, 9000),
-       fmt=st.sampled_from(rendering.FORMATS), on_oversize=st.sampled_from(rendering.ON_OVERSIZE),
+       fmt=st.sampled_from(FORMATS), on_oversize=st.sampled_from(rendering.ON_OVERSIZE),
        strip=st.booleans())
 def test_random_threads_render_valid_honest_requests(session, actor, steps, budget, fmt, on_oversize, strip):
     thread = thread_ensure(session=session, name=f"p{next(names)}", actor=actor)[0]

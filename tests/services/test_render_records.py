@@ -1,17 +1,24 @@
 """A render record rebuilds byte-identical messages after any later change to the thread."""
 
 import json
+import threading
+from types import SimpleNamespace
 
 import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from contextstore.errors import InvalidInput
-from contextstore.models import Event, RenderRecord, StoredText
+from contextstore.models import ContextBlockVersion, Event, RenderRecord, StoredText
+from contextstore.render_format import FORMATS
 from contextstore.selectors import rendering
 from contextstore.selectors import renders as render_reads
 from contextstore.services import renders
 from contextstore.services.blocks import block_delete, block_restore, block_upsert
 from contextstore.services.collapses import collapse_create
+from contextstore.services.common import lock_thread
 from contextstore.services.events import event_append
+from contextstore.services.sessions import thread_ensure
 from contextstore.services.state import state_restore, state_write
 from contextstore.services.threads import thread_clear_context
 from tests.conftest import messages
@@ -43,7 +50,7 @@ def busy(thread, actor):
     return thread
 
 
-@pytest.mark.parametrize("fmt", rendering.FORMATS)
+@pytest.mark.parametrize("fmt", FORMATS)
 def test_a_record_rebuilds_the_same_messages_after_every_kind_of_change(busy, actor, fmt):
     revision_before = busy.revision
     body, kept = record(busy, actor, fmt=fmt)
@@ -81,8 +88,6 @@ def test_expression_blocks_and_summaries_are_kept_once(thread, actor):
 
 
 def test_llm_calls_link_to_renders_of_their_thread_only(thread, session, actor):
-    from contextstore.services.sessions import thread_ensure
-
     _, kept = record(thread, actor)
     event_append(thread=thread, actor=actor, events=[
         {"type": "LLMCallStart", "data": {"model": "m", "render_id": str(kept.pk)}}])
@@ -123,9 +128,6 @@ def test_a_diff_says_what_changed(busy, actor):
 
 @pytest.mark.slow
 def test_recording_costs_the_same_queries_whatever_the_history_length(thread, actor):
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
     def cost():
         thread.refresh_from_db()
         with CaptureQueriesContext(connection) as queries:
@@ -141,8 +143,6 @@ def test_recording_costs_the_same_queries_whatever_the_history_length(thread, ac
 
 
 def test_event_references_pack_and_unpack_exactly():
-    from types import SimpleNamespace
-
     pairs = [(10, 1), (11, 2), (12, 3), (14, 5), (90, 6), (20, 9), (21, 10), (22, 11), (23, 12)]
     events = [SimpleNamespace(pk=i, position=p) for i, p in pairs]
     packed = render_reads.pack_events(events)
@@ -174,8 +174,6 @@ def test_a_record_is_one_statement_and_reads_nothing_the_render_loaded(
 
 @pytest.mark.django_db(transaction=True)
 def test_a_record_leaves_the_connections_commit_setting_alone(thread, actor):
-    from django.db import connection
-
     event_append(thread=thread, actor=actor, events=messages(3))
     thread.refresh_from_db()
     renders.render_record(thread=thread, rendered=rendering.render(thread=thread, max_tokens=500),
@@ -188,8 +186,6 @@ def test_a_record_leaves_the_connections_commit_setting_alone(thread, actor):
 
 
 def test_a_block_without_a_kept_version_gets_one_and_the_record_rebuilds(thread, actor):
-    from contextstore.models import ContextBlockVersion
-
     block_upsert(thread=thread, name="persona", value="Be brief.", placement="prefix", actor=actor)
     ContextBlockVersion.objects.filter(thread=thread).delete()  # as an older import left it
     event_append(thread=thread, actor=actor, events=messages(2))
@@ -201,10 +197,6 @@ def test_a_block_without_a_kept_version_gets_one_and_the_record_rebuilds(thread,
 
 @pytest.mark.django_db(transaction=True)
 def test_two_writers_recording_at_once_keep_each_text_once(thread, actor):
-    import threading
-
-    from django.db import connection
-
     block_upsert(thread=thread, name="step", expr="Step {{ state.step }}", actor=actor)
     state_write(thread=thread, state={"step": 1}, summary="Shared summary ✓", actor=actor)
     event_append(thread=thread, actor=actor, events=messages(4))
@@ -239,7 +231,7 @@ def columns(record, *, but=()) -> dict:
             if f.attname not in but}
 
 
-@pytest.mark.parametrize("fmt", rendering.FORMATS)
+@pytest.mark.parametrize("fmt", FORMATS)
 def test_a_record_written_with_the_render_is_the_one_written_after_it(busy, actor, fmt):
     assert not StoredText.objects.exists()
     rendered, kept = renders.context_render_recorded(thread=busy, max_tokens=5000, fmt=fmt,
@@ -254,9 +246,6 @@ def test_a_record_written_with_the_render_is_the_one_written_after_it(busy, acto
 
 
 def test_on_postgresql_a_record_costs_no_statement_of_its_own(busy, actor):
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
     with CaptureQueriesContext(connection) as plain:
         rendering.render(thread=busy, max_tokens=5000)
     with CaptureQueriesContext(connection) as recorded:
@@ -305,12 +294,6 @@ def test_a_collapse_between_the_plan_and_the_read_is_in_the_record(thread, actor
 def test_a_recorded_render_does_not_wait_for_a_writer_holding_the_thread(thread, actor):
     """An agent renders while a second process is in the middle of an append (holding the
     thread's row lock): the render and its record go ahead; the writer is not disturbed."""
-    import threading
-
-    from django.db import connection, transaction
-
-    from contextstore.services.common import lock_thread
-
     if connection.vendor != "postgresql":
         pytest.skip("row locks are PostgreSQL's")
     event_append(thread=thread, actor=actor, events=messages(4))

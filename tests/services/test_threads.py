@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from contextstore.errors import Conflict, InvalidInput
 from contextstore.models import AuditLog, Clear, Event, Thread
-from contextstore.selectors import rendering
+from contextstore.selectors import rendering, windows
 from contextstore.services.blocks import block_upsert
 from contextstore.services.collapses import collapse_create, collapse_undo
 from contextstore.services.events import event_append
@@ -94,7 +94,7 @@ def test_total_tokens_count_the_special_slots_and_the_working_context(thread, ac
     thread.refresh_from_db()
     expected = (count_tokens("You are helpful.") + count_tokens('[{"name": "search"}]')
                 + sum(Event.objects.filter(thread=thread).values_list("token_count", flat=True)))
-    assert rendering.total_tokens(thread=thread) == expected
+    assert windows.total_tokens(thread=thread) == expected
 
 
 names = itertools.count()
@@ -112,12 +112,12 @@ def test_windows_match_a_plain_list_implementation(session, actor, sizes, runtim
     thread.refresh_from_db()
     visible = list(Event.objects.filter(thread=thread, visible=True).order_by("position"))
 
-    by_count = rendering.window_by_count(thread=thread, count=count)
+    by_count = windows.window_by_count(thread=thread, count=count)
     expected = visible[-count:] if count else []
     assert [e.seq for e in by_count["events"]] == [e.seq for e in expected]
     assert by_count["covers_all"] == (len(visible) <= count)
 
-    by_tokens = rendering.window_by_tokens(thread=thread, max_tokens=budget)
+    by_tokens = windows.window_by_tokens(thread=thread, max_tokens=budget)
     kept, used = [], 0
     for e in reversed(visible):
         if used + e.token_count > budget:

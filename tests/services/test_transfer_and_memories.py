@@ -2,12 +2,13 @@ import pytest
 
 from contextstore.errors import Conflict, InvalidInput
 from contextstore.models import AuditLog, Event, Memory, ProviderState
-from contextstore.selectors import memory_recall
+from contextstore.selectors.workspaces import memory_recall
 from contextstore.services.blocks import block_upsert
 from contextstore.services.collapses import collapse_create
 from contextstore.services.events import event_append
 from contextstore.services.memories import memory_remember, provider_state_put
 from contextstore.services.state import state_write
+from contextstore.services.threads import thread_fork
 from contextstore.services.transfer import thread_export, thread_import
 from tests.conftest import messages
 
@@ -94,8 +95,6 @@ def test_an_import_is_checked_like_the_services_and_a_refused_one_leaves_nothing
 
 
 def test_fork_and_import_keep_the_session_counters_exact(thread, session, actor, workspace):
-    from contextstore.services.threads import thread_fork
-
     event_append(thread=thread, actor=actor, events=[
         {"type": "Error", "content": "boom"},
         {"type": "LLMComplete", "data": {"cost": 0.5}}])

@@ -1,0 +1,418 @@
+"""Load test of the agent API over HTTP on loopback.
+
+    python manage.py bench_api                      # starts gunicorn on this database
+    python manage.py bench_api --url http://127.0.0.1:8000 --token cs_...
+
+Prints every figure of the hot-path targets next to its target and the /healthz floor measured
+in the same run: batch-append throughput (100 events per request, 1 and 4 clients), single-event
+appends/s with 8 clients, the in-process append, p50 of a single append, GET thread, GET state and
+GET context (8k budget, with and without a render record) on threads of 1k and 100k events and
+their ratios, a rare-word search over the big thread right after its bulk load (no ANALYZE), and
+the event table's storage per content byte; under load, the CPU time per request of the
+server, the database and the benchmark's clients (where they run here). Without --url it starts
+gunicorn with the production config (project/gunicorn.py) against the configured database, with
+throttling off, and stops it after.
+"""
+
+import os
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import urllib3
+from django.conf import settings
+from django.core.management.base import CommandError, OutputWrapper
+from django.db import DatabaseError, connection, transaction
+from django.test import Client, override_settings
+
+from contextstore.bench.over_http import (
+    Http,
+    batch_body,
+    bench_token,
+    fill,
+    load,
+    message,
+    ok,
+    p50,
+    p50_each,
+    percentile,
+    start_server,
+)
+from contextstore.models import Thread
+from contextstore.services.common import Actor
+from contextstore.services.events import event_append
+from contextstore.services.sessions import thread_ensure_by_key
+from contextstore.services.workspaces import workspace_ensure
+
+
+def cpu_snapshot() -> Counter[str]:
+    """CPU seconds used so far by this machine's API server (gunicorn), database (postgres) and
+    this benchmark, and by the machine as a whole (busy time of every CPU). Linux's /proc: empty
+    elsewhere; a server or database on another machine counts nothing."""
+    used: Counter[str] = Counter()
+    proc = Path("/proc")
+    if not (proc / "stat").exists():
+        return used
+    tick = os.sysconf("SC_CLK_TCK")
+    # user nice system idle iowait irq softirq steal
+    times = [int(v) for v in (proc / "stat").read_text().split("\n", 1)[0].split()[1:9]]
+    used["machine"] = (sum(times) - times[3] - times[4]) / tick
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat, command = (entry / "stat").read_text(), (entry / "cmdline").read_bytes()
+        except OSError:  # exited meanwhile
+            continue
+        kind = ("client" if entry.name == str(os.getpid()) else "server" if b"gunicorn" in command
+                else "database" if command.startswith(b"postgres") else None)
+        if kind:
+            user, system = stat[stat.rindex(")") + 2:].split()[11:13]  # utime, stime
+            used[kind] += (int(user) + int(system)) / tick
+    return used
+
+
+class ApiBench:
+    """bench_api's measurements, written to `stdout` (the command's)."""
+
+    def __init__(self, stdout: OutputWrapper) -> None:
+        self.stdout = stdout
+
+    def run(self, *, url: str | None, token: str | None, workers: int | None, seconds: float,
+            large: int, samples: int) -> None:
+        server = None
+        if token is None:
+            token = bench_token("bench_api")
+        if url is None:
+            server, url = start_server(self.stdout, workers)
+        try:
+            self.measure(url.rstrip("/"), token, seconds, large, samples)
+        finally:
+            if server is not None:
+                server.terminate()
+                server.wait(timeout=30)
+
+    # -- measurements
+
+    def measure(self, url: str, token: str, seconds: float, large: int, samples: int) -> None:
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        run_tag = uuid.uuid4().hex[:8]
+        figures: list[tuple[str, float, str, bool]] = []
+
+        def client() -> Http:
+            return Http(f"{url}/api/v1/", headers)
+
+        def new_thread(http: Http, name: str, session: str = "") -> int:
+            return ok(http.post("threads/ensure/", {
+                "session_key": f"bench-{run_tag}{session}", "name": name})).json()["id"]
+
+        def figure(name: str, value: float, unit: str, target: float | None, le: bool = True) -> None:
+            met = target is None or (value <= target if le else value >= target)
+            goal = "" if target is None else f"{'<=' if le else '>='} {target:,.1f}"
+            figures.append((name, value, f"{unit:<9} target {goal}" if goal else unit, met))
+            mark = "" if target is None else ("  ok" if met else "  MISSED")
+            self.stdout.write(f"{name:<52} {value:>10,.2f} {unit:<9} {goal}{mark}")
+
+        # The figures depend on the machine and what else runs on it: say so with them.
+        self.stdout.write(f"server {url}, database {settings.DATABASES['default']['ENGINE']}, "
+                          f"{os.cpu_count()} CPUs, load average {load()}")
+        with client() as http:
+            with Http(url, timeout=30) as plain:
+                floor = p50(lambda: plain.get("/healthz"), samples)
+            figure("GET /healthz p50 (the floor)", floor, "ms", None)
+            # The service's own cost first, on a quiet machine: after the load below, the
+            # database and the kernel go on writing what it stored for seconds.
+            figure("single-event append in-process p50", self.in_process_append(samples),
+                   "ms", 2.5)
+            figure("durable empty commit p50 (the WAL flush floor)", self.commit_floor(samples),
+                   "ms", None)
+            rate = self.batch_appends(client, new_thread, http, 1, seconds, run_tag)
+            figure("batch appends (100/request), 1 client", rate, "events/s", None)
+            # Where the CPU goes under load: on a machine that runs server, database and clients,
+            # these throughputs end where its CPUs are all busy.
+            before = time.perf_counter(), cpu_snapshot()
+            rate = self.batch_appends(client, new_thread, http, 4, seconds, run_tag)
+            figure("batch appends (100/request), 4 clients", rate, "events/s", 15_000, le=False)
+            self.cpu_used(before, rate / 100, "batch", events=100)
+            before = time.perf_counter(), cpu_snapshot()
+            rate = self.single_appends(client, new_thread, http, 8, seconds, run_tag, False)
+            figure("single-event appends, 8 clients, 8 sessions", rate, "appends/s", 1_000,
+                   le=False)
+            self.cpu_used(before, rate, "append")
+            # Threads of one session share its counters' row: their commits queue on its lock.
+            rate = self.single_appends(client, new_thread, http, 8, seconds, run_tag, True)
+            figure("single-event appends, 8 clients, 1 session", rate, "appends/s", None)
+
+            # Both threads are measured turn about, request by request, with the floor beside
+            # them: the machine is shared, and its load drifts during a run.
+            sizes = (1000, large)
+            bases = {}
+            for index, size in enumerate(sizes):
+                thread_id = new_thread(http, f"context-{index}-{size}")
+                fill(self.stdout, http, thread_id, size, run_tag)
+                bases[size] = f"threads/{thread_id}/"
+            self.settle()
+            n = [0]
+
+            def append_one(base: str) -> urllib3.BaseHTTPResponse:
+                n[0] += 1
+                return http.post(f"{base}events/", {"events": [message(n[0], f"{run_tag}-one")]})
+
+            calls: dict[str, Callable[[str], urllib3.BaseHTTPResponse]] = {
+                "append": append_one,
+                "thread": lambda base: http.get(base),
+                "state": lambda base: http.get(f"{base}state/"),
+                "context": lambda base: http.get(f"{base}context/?max_tokens=8000"),
+                "context_record": lambda base: http.get(
+                    f"{base}context/?max_tokens=8000&record=true"),
+            }
+            per_size: dict[int, dict[str, float]] = {size: {} for size in sizes}
+            with Http(url, timeout=30) as plain:
+                floors = []
+                # a render and a recorded one in the same turns: their ratio is the record's cost
+                for keys in (["append"], ["thread"], ["state"], ["context", "context_record"]):
+                    pairs = [(key, size) for key in keys for size in sizes]
+                    got = p50_each([lambda: plain.get("/healthz")]
+                                   + [lambda b=bases[size], c=calls[key]: c(b) for key, size in pairs],
+                                   samples)
+                    floors.append(got[0])
+                    for (key, size), value in zip(pairs, got[1:], strict=True):
+                        per_size[size][key] = value
+            figure("GET /healthz p50 during the reads", percentile(floors, 0.5), "ms", None)
+            for size in sizes:
+                label = f"{size:,}-event"
+                figure(f"single-event append p50, {label} thread", per_size[size]["append"], "ms", 4)
+                figure(f"GET /threads/{{id}}/ p50, {label} thread", per_size[size]["thread"], "ms", 2.5)
+                figure(f"GET /state/ p50, {label} thread", per_size[size]["state"], "ms", 2.5)
+                figure(f"GET /context/ 8k p50, {label} thread", per_size[size]["context"], "ms", 5)
+                figure(f"GET /context/ 8k record=true p50, {label} thread",
+                       per_size[size]["context_record"], "ms", 5)
+                figure(f"  record=true / without, {label} thread",
+                       per_size[size]["context_record"] / per_size[size]["context"], "x", 1.3)
+            self.split(token, bases[sizes[0]], samples)
+            self.search(http, bases[large], samples, figure)
+            small, big = per_size[1000], per_size[large]
+            for key in ("append", "thread", "state", "context"):
+                figure(f"ratio {large:,} / 1,000 events: {key}", big[key] / small[key], "x", 1.2)
+            figure("storage per event / content bytes", self.storage(), "x", 3)
+        self.stdout.write(f"load average after the run {load()}")
+        missed = [name for name, _, _, ok in figures if not ok]
+        self.stdout.write("targets missed: " + (", ".join(missed) if missed else "none"))
+
+    def cpu_used(self, before: tuple[float, Counter[str]], per_second: float, what: str,
+                 events: int = 1) -> None:
+        """CPU time per request (of `events` events) since `before` (a time and a cpu_snapshot),
+        by process kind; how busy the CPUs were; and the most events a second these CPUs could
+        take at that cost, server, database and clients together."""
+        elapsed, after = time.perf_counter() - before[0], cpu_snapshot()
+        used = Counter({kind: after[kind] - before[1][kind] for kind in after})
+        kinds = [kind for kind in ("server", "database", "client") if used[kind]]
+        if not kinds or not per_second:  # no /proc, or nothing counted here
+            return
+        requests = per_second * elapsed
+        parts = ", ".join(f"{kind} {used[kind] / requests * 1000:.2f} ms" for kind in kinds)
+        cpus = os.cpu_count() or 1
+        busy = used["machine"] / (elapsed * cpus) * 100
+        ceiling = cpus * requests * events / sum(used[kind] for kind in kinds)
+        self.stdout.write(f"  CPU per {what}: {parts}; CPUs {busy:.0f} % busy; at this cost "
+                          f"{cpus} CPUs take at most {ceiling:,.0f} events/s")
+
+    @staticmethod
+    def commit_floor(samples: int) -> float:
+        """A transaction that rewrites one small row: its COMMIT waits for the WAL flush like
+        every acknowledged append (synchronous_commit stays on; a transaction that wrote
+        nothing would not wait)."""
+        if connection.vendor != "postgresql":
+            return 0.0
+        workspace, _ = workspace_ensure(slug="bench", name="Benchmarks")
+        latencies = []
+        for _ in range(samples):
+            began = time.perf_counter()
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute("UPDATE contextstore_workspace SET name = name WHERE id = %s",
+                               [workspace.pk])
+            latencies.append((time.perf_counter() - began) * 1000)
+        return percentile(latencies, 0.5)
+
+    def in_process_append(self, samples: int) -> float:
+        """event_append called directly (no HTTP): the service's own cost per event."""
+        workspace, _ = workspace_ensure(slug="bench", name="Benchmarks")
+        actor = Actor.system("bench_api")
+        thread, _ = thread_ensure_by_key(workspace=workspace, actor=actor,
+                                         session_key=f"bench-inproc-{uuid.uuid4().hex[:8]}",
+                                         name="inproc")
+        thread = Thread.objects.get(pk=thread.pk)
+        latencies = []
+        for i in range(samples + 10):
+            began = time.perf_counter()
+            event_append(thread=thread, events=[message(i, "inproc")], actor=actor)
+            latencies.append((time.perf_counter() - began) * 1000)
+        return percentile(latencies[10:], 0.5)
+
+    def split(self, token: str, base: str, samples: int) -> None:
+        """Where a request's time goes: each hot endpoint called in this process through
+        Django's whole stack (middleware, DRF, the view), its SQL timed at the cursor. The
+        Python part is everything else: what a faster database could not buy back."""
+        sql = [0.0, 0]
+
+        def timed(execute: Callable, *args: Any) -> Any:
+            began = time.perf_counter()
+            try:
+                return execute(*args)
+            finally:
+                sql[0] += time.perf_counter() - began
+                sql[1] += 1
+
+        client = Client(HTTP_AUTHORIZATION=f"Bearer {token}", HTTP_HOST="127.0.0.1")
+        path = f"/api/v1/{base}"
+        n = [0]
+
+        def append() -> Any:
+            n[0] += 1
+            return client.post(f"{path}events/", {"events": [message(n[0], f"split-{uuid.uuid4().hex}")]},
+                               content_type="application/json")
+
+        calls = {"append": append, "thread": lambda: client.get(path),
+                 "state": lambda: client.get(f"{path}state/"),
+                 "context": lambda: client.get(f"{path}context/?max_tokens=8000")}
+        rates = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {"token": "off"}}
+        with override_settings(REST_FRAMEWORK=rates), connection.execute_wrapper(timed):
+            for name, call in calls.items():
+                for _ in range(10):
+                    call()
+                totals, sqls, counts = [], [], []
+                for _ in range(samples):
+                    sql[:] = [0.0, 0]
+                    began = time.perf_counter()
+                    response = call()
+                    totals.append((time.perf_counter() - began) * 1000)
+                    if response.status_code >= 400:
+                        raise CommandError(f"{name}: {response.status_code} {response.content[:200]!r}")
+                    sqls.append(sql[0] * 1000)
+                    counts.append(sql[1])
+                python = [t - q for t, q in zip(totals, sqls, strict=True)]
+                self.stdout.write(
+                    f"in-process {name:<8} p50 {percentile(totals, 0.5):6.2f} ms = Python "
+                    f"{percentile(python, 0.5):5.2f} + SQL {percentile(sqls, 0.5):5.2f} ms "
+                    f"({percentile(counts, 0.5):.0f} statements besides BEGIN/COMMIT), "
+                    f"load {load()}")
+
+    def search(self, http: Http, base: str, samples: int,
+               figure: Callable[..., None]) -> None:
+        """A rare word over the big thread right after its bulk load (no ANALYZE since), then
+        once more with fresh statistics."""
+        word = f"zebra{uuid.uuid4().hex[:6]}"
+        ok(http.post(f"{base}events/", {"events": [
+            {"type": "Message", "role": "user", "content": f"the rare word {word} is here"}]}))
+
+        def find() -> urllib3.BaseHTTPResponse:
+            response = http.get(f"{base}events/?q={word}")
+            if len(response.json().get("results", [])) != 1:
+                raise CommandError(f"search for {word} did not find the event")
+            return response
+
+        figure("rare-word search p50, big thread, no ANALYZE", p50(find, samples // 3),
+               "ms", 20)
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("ANALYZE contextstore_event")
+            figure("rare-word search p50, big thread, analyzed", p50(find, samples // 3),
+                   "ms", 20)
+
+    def storage(self) -> float:
+        """(table + TOAST + indexes) of the event table over the bytes of its content."""
+        if connection.vendor != "postgresql":
+            return 0.0
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_total_relation_size('contextstore_event'), "
+                           "(SELECT sum(octet_length(content)) FROM contextstore_event)")
+            total, content = cursor.fetchone()
+        return total / max(int(content or 0), 1)
+
+    def batch_appends(self, client: Callable[[], Http], new_thread: Callable, http: Http,
+                      clients: int, seconds: float, tag: str) -> float:
+        """Each client appends batches of 100 to its own thread for `seconds`."""
+        thread_ids = [new_thread(http, f"batch-{clients}-{i}") for i in range(clients)]
+        counts = [0] * clients
+        errors: list[str] = []
+        start = threading.Barrier(clients + 1)
+        stop_at = [0.0]
+
+        def worker(index: int) -> None:
+            path = f"threads/{thread_ids[index]}/events/"
+            with client() as mine:
+                n = 0
+                body = batch_body(0, 100, f"{tag}-{clients}-{index}")
+                start.wait()
+                while time.perf_counter() < stop_at[0]:
+                    response = mine.post(path, body)
+                    if response.status != 201:
+                        errors.append(f"{response.status} {response.data[:200]!r}")
+                        return
+                    n += 1
+                    counts[index] += 100
+                    body = batch_body(n * 100, 100, f"{tag}-{clients}-{index}")
+
+        workers = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
+        for w in workers:
+            w.start()
+        began = time.perf_counter()
+        stop_at[0] = began + seconds
+        start.wait()
+        for w in workers:
+            w.join()
+        elapsed = time.perf_counter() - began
+        if errors:
+            raise CommandError(f"append failed: {errors[0]}")
+        return sum(counts) / elapsed
+
+    def single_appends(self, client: Callable[[], Http], new_thread: Callable, http: Http,
+                       clients: int, seconds: float, tag: str, one_session: bool) -> float:
+        """Each client appends one event per request to its own thread (in one session, or each
+        in its own) for `seconds`."""
+        thread_ids = [new_thread(http, f"single-{clients}-{i}-{one_session}",
+                                 "" if one_session else f"-{i}") for i in range(clients)]
+        counts = [0] * clients
+        errors: list[str] = []
+        start = threading.Barrier(clients + 1)
+        stop_at = [0.0]
+
+        def worker(index: int) -> None:
+            path = f"threads/{thread_ids[index]}/events/"
+            with client() as mine:
+                start.wait()
+                while time.perf_counter() < stop_at[0]:
+                    response = mine.post(path, {"events": [message(counts[index], f"{tag}-s{index}")]})
+                    if response.status != 201:
+                        errors.append(f"{response.status} {response.data[:200]!r}")
+                        return
+                    counts[index] += 1
+
+        workers = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
+        for w in workers:
+            w.start()
+        began = time.perf_counter()
+        stop_at[0] = began + seconds
+        start.wait()
+        for w in workers:
+            w.join()
+        elapsed = time.perf_counter() - began
+        if errors:
+            raise CommandError(f"append failed: {errors[0]}")
+        return sum(counts) / elapsed
+
+    def settle(self) -> None:
+        """Write out what the load and the fill left dirty (PostgreSQL's CHECKPOINT, where this
+        role may run it; the kernel's page cache), so the reads are not timed beside it."""
+        if connection.vendor == "postgresql":
+            try:
+                with connection.cursor() as cursor:
+                    cursor.execute("CHECKPOINT")
+            except DatabaseError:  # needs superuser or pg_checkpoint
+                pass
+        os.sync()
+

@@ -1,0 +1,331 @@
+"""The messages of a render, from the texts and events it chose: pure, no database.
+
+History is kept in *units*: a tool call and all its results are included together or left out
+together, in order, so a render never starts with a tool result nor leaves a call unanswered
+(providers reject both). `group_units` groups rows into units for the history walk
+(selectors/rendering.py) and for `valid_items`, which pairs calls with results and drops what a
+provider would refuse.
+
+The same events and texts give the same messages byte for byte in every format (raw, openai,
+anthropic): `build_messages` is a pure function, which render records rely on to rebuild a
+past call's context (selectors/renders.py).
+"""
+
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from contextstore.tokens import count_tokens, is_thinking, part_text
+from contextstore.toolcalls import (
+    CALL_PART_TYPES,
+    RESULT_PART_TYPES,
+    arguments_json,
+    arguments_object,
+    event_calls,
+    result_call_id,
+)
+
+FORMATS = ("raw", "openai", "anthropic")
+
+
+@dataclass(slots=True)
+class HistoryEvent:
+    """The fields of an event a render reads (the Event's own names): a render loads a hundred
+    or more, and building model instances cost more than the query. An Event has the same
+    fields, so everything here takes either (a render record is rebuilt from Events)."""
+
+    pk: int
+    position: int
+    seq: int
+    type: str
+    role: str
+    content: str
+    parts: Any
+    data: Any
+    token_count: int
+    thinking_tokens: int
+
+
+ROLE_BY_TYPE = {
+    "Task": "user", "Input": "user", "Feedback": "user", "Message": "user",
+    "LLMOutput": "assistant", "Reasoning": "assistant", "ToolCall": "assistant",
+    "StepResult": "assistant", "ToolResult": "tool", "PythonOutput": "tool",
+    "Summary": "system", "Error": "system", "Notification": "system",
+}
+
+
+def role_of(type_: str, role: str) -> str:
+    return role or ROLE_BY_TYPE.get(type_, "user")
+
+
+def event_role(event: HistoryEvent) -> str:
+    return role_of(event.type, event.role)
+
+
+def kind_of(type_: str, role: str) -> str:
+    """call, result or other: all the walk needs to know to keep units whole."""
+    if role_of(type_, role) == "tool" or type_ == "ToolResult":  # peteos keeps results as user
+        return "result"
+    return "call" if type_ == "ToolCall" else "other"
+
+
+def event_parts(event: HistoryEvent, *, strip_thinking: bool) -> list | None:
+    if not event.parts or not strip_thinking:
+        return event.parts
+    return [p for p in event.parts if not is_thinking(p)]
+
+
+def event_cost(token_count: int, thinking_tokens: int, strip_thinking: bool) -> int:
+    return token_count - (thinking_tokens if strip_thinking else 0)
+
+
+# ------------------------------------------------------------------ units
+
+@dataclass(slots=True)
+class Row:
+    position: int
+    seq: int
+    cost: int
+    kind: str
+    role: str
+    pk: int = 0
+
+
+def group_units(rows: Iterator[Row]) -> Iterator[list[Row]]:
+    """Newest-first rows → newest-first units, each newest-first.
+
+    A unit is [head?][calls...][results...] read forward: results attach to the calls right
+    before them (parallel calls may be separate events); an assistant event just before results
+    with no ToolCall event may carry the calls in its parts. Anything else is a unit alone.
+    """
+    unit: list[Row] = []
+    phase = ""
+    for row in rows:
+        if unit and phase == "results" and row.kind == "result":
+            unit.append(row)
+            continue
+        if unit and phase in ("results", "calls") and row.kind == "call":
+            unit.append(row)
+            phase = "calls"
+            continue
+        if unit and phase == "results" and row.kind == "other" and row.role == "assistant":
+            unit.append(row)
+            yield unit
+            unit, phase = [], ""
+            continue
+        if unit:
+            yield unit
+        unit, phase = [row], {"result": "results", "call": "calls"}.get(row.kind, "")
+        if row.kind == "other":
+            yield unit
+            unit = []
+    if unit:
+        yield unit
+
+
+# ------------------------------------------------------------------ validating units
+
+@dataclass(slots=True)
+class Item:
+    """One history event as it will be shown: its calls (with ids) or the call it answers."""
+
+    event: HistoryEvent
+    kind: str
+    role: str
+    calls: list[tuple[str, str, Any]] = field(default_factory=list)  # (id, name, arguments)
+    answers: str | None = None
+
+
+def valid_items(events: list[HistoryEvent]) -> tuple[list[list[Item]], list[dict[str, Any]]]:
+    """Units (oldest first) of events a provider accepts, and the events dropped as invalid.
+
+    Calls without an id get `call_<seq>_<n>`; a result without one answers the first open call
+    of its unit. A result answering nothing in its unit is an orphan; a unit whose calls are not
+    all answered is dropped whole.
+    """
+    rows = [Row(e.position, e.seq, 0, kind_of(e.type, e.role), event_role(e)) for e in reversed(events)]
+    by_position = {e.position: e for e in events}
+    units, dropped = [], []
+    for unit_rows in group_units(iter(rows)):
+        if len(unit_rows) == 1 and unit_rows[0].kind == "other":
+            r = unit_rows[0]
+            e = by_position[r.position]
+            if r.role != "assistant" or not e.parts:  # makes no call (most events): nothing to pair
+                units.append([Item(e, r.kind, r.role)])
+                continue
+        items = [Item(by_position[r.position], r.kind, r.role) for r in reversed(unit_rows)]
+        open_ids: list[str] = []
+        for item in items:
+            if item.kind in ("call", "other") and item.role == "assistant":
+                e = item.event
+                for n, call in enumerate(event_calls(e.type, e.parts, e.data)):
+                    item.calls.append((call.id or f"call_{e.seq}_{n}", call.name, call.arguments))
+                open_ids.extend(c[0] for c in item.calls)
+        answered: set[str] = set()
+        kept: list[Item] = []
+        for item in items:
+            if item.kind != "result":
+                kept.append(item)
+                continue
+            named = result_call_id(item.event.parts, item.event.data)
+            target = named or next((i for i in open_ids if i not in answered), None)
+            if target is None or target not in open_ids or target in answered:
+                dropped.append(_dropped(item.event, "orphan_tool_result"))
+                continue
+            item.answers = target
+            answered.add(target)
+            kept.append(item)
+        if set(open_ids) - answered:
+            dropped.extend(_dropped(i.event, "unanswered_tool_call") for i in kept)
+            continue
+        if kept:
+            units.append(kept)
+    return units[::-1], dropped
+
+
+def _dropped(event: HistoryEvent, reason: str) -> dict[str, Any]:
+    return {"seq": event.seq, "position": event.position, "tokens": event.token_count,
+            "reason": reason}
+
+
+def join_blocks(named_texts: list[tuple[str, str]]) -> str:
+    return "\n\n".join(f"## {name}\n{text}" for name, text in named_texts)
+
+
+# ------------------------------------------------------------------ messages
+
+def _text_of(event: HistoryEvent, *, keep_thinking: bool) -> tuple[str, list[dict]]:
+    """(text the model reads, thinking parts kept). Structured text parts win over `content`
+    (frameworks often keep the same text in both)."""
+    texts, thinking = [], []
+    for part in event.parts or ():
+        if is_thinking(part):
+            if keep_thinking:
+                thinking.append(part)
+            continue
+        if isinstance(part, dict) and part.get("type") in CALL_PART_TYPES:
+            continue
+        if isinstance(part, dict) and part.get("type") in RESULT_PART_TYPES and event.content:
+            continue
+        texts.append(part_text(part))
+    texts = [t for t in texts if t]
+    return ("\n".join(texts) if texts else event.content), thinking
+
+
+def event_tokens(event: HistoryEvent, strip_thinking: bool) -> int:
+    return event_cost(event.token_count, event.thinking_tokens, strip_thinking)
+
+
+def _raw(units: list[list[Item]], strip_thinking: bool) -> list[dict[str, Any]]:
+    out = []
+    for item in (i for unit in units for i in unit):
+        e = item.event
+        message = {"role": item.role, "content": e.content, "section": "history", "seq": e.seq,
+                   "position": e.position, "type": e.type, "tokens": event_tokens(e, strip_thinking)}
+        parts = event_parts(e, strip_thinking=strip_thinking)
+        if parts:
+            message["parts"] = parts
+        if item.calls:
+            message["tool_calls"] = [{"id": i, "name": n, "arguments": a} for i, n, a in item.calls]
+        if item.answers:
+            message["tool_call_id"] = item.answers
+        out.append(message)
+    return out
+
+
+def _openai(units: list[list[Item]]) -> list[dict[str, Any]]:
+    """Chat Completions messages: the calls of a unit on one assistant message, then one
+    `tool` message per result. Thinking has no place in these messages and is left out."""
+    out: list[dict[str, Any]] = []
+    for unit in units:
+        assistant: dict[str, Any] | None = None
+        for item in unit:
+            text, _ = _text_of(item.event, keep_thinking=False)
+            if item.kind == "result":
+                out.append({"role": "tool", "tool_call_id": item.answers, "content": text})
+            elif item.calls:
+                if assistant is None:
+                    assistant = {"role": "assistant", "content": None, "tool_calls": []}
+                    out.append(assistant)
+                if text:
+                    assistant["content"] = f"{assistant['content']}\n{text}" if assistant["content"] else text
+                assistant["tool_calls"].extend(
+                    {"id": i, "type": "function", "function": {"name": n, "arguments": arguments_json(a)}}
+                    for i, n, a in item.calls)
+            elif text:
+                role = item.role if item.role in ("system", "user", "assistant", "developer") else "user"
+                out.append({"role": role, "content": text})
+    return out
+
+
+def _anthropic_blocks(item: Item, strip_thinking: bool) -> tuple[str, list[dict[str, Any]]]:
+    text, thinking = _text_of(item.event, keep_thinking=not strip_thinking)
+    if item.kind == "result":
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": item.answers}
+        if text:
+            block["content"] = text
+        return "user", [block]
+    if item.role != "assistant":  # system-role history (summaries, errors, notes) reads as user text
+        return "user", [{"type": "text", "text": text}] if text else []
+    blocks: list[dict[str, Any]] = []
+    for part in thinking:  # the API only takes thinking back with the signature it gave
+        if part.get("type") == "thinking" and isinstance(part.get("signature"), str) \
+                and isinstance(part.get("thinking"), str):
+            blocks.append({"type": "thinking", "thinking": part["thinking"], "signature": part["signature"]})
+        elif part.get("type") == "redacted_thinking" and isinstance(part.get("data"), str):
+            blocks.append({"type": "redacted_thinking", "data": part["data"]})
+    if text:
+        blocks.append({"type": "text", "text": text})
+    blocks.extend({"type": "tool_use", "id": i, "name": n, "input": arguments_object(a)}
+                  for i, n, a in item.calls)
+    return "assistant", blocks
+
+
+def _anthropic(units: list[list[Item]], strip_thinking: bool) -> list[dict[str, Any]]:
+    """Messages API turns: tool_use/tool_result blocks, consecutive same-role turns merged."""
+    out: list[dict[str, Any]] = []
+    for item in (i for unit in units for i in unit):
+        role, blocks = _anthropic_blocks(item, strip_thinking)
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+    return out
+
+
+def build_messages(
+    *, fmt: str, prefix: str, summary: str, suffix: str, units: list[list[Item]],
+    strip_thinking: bool,
+) -> dict[str, Any]:
+    """The messages (and for anthropic, `system`) from the chosen texts and events. Pure."""
+    if fmt == "anthropic":
+        system = [{"type": "text", "text": t} for t in (prefix, summary, suffix) if t]
+        return {"system": system, "messages": _anthropic(units, strip_thinking)}
+    if fmt == "openai":
+        head = [{"role": "system", "content": t} for t in (prefix, summary) if t]
+        tail = [{"role": "system", "content": suffix}] if suffix else []
+        return {"messages": head + _openai(units) + tail}
+    messages: list[dict[str, Any]] = []
+    if prefix:
+        messages.append({"role": "system", "section": "prefix", "content": prefix,
+                         "tokens": count_tokens(prefix)})
+    if summary:
+        messages.append({"role": "system", "section": "summary", "content": summary,
+                         "tokens": count_tokens(summary)})
+    messages.extend(_raw(units, strip_thinking))
+    if suffix:
+        messages.append({"role": "system", "section": "suffix", "content": suffix,
+                         "tokens": count_tokens(suffix)})
+    return {"messages": messages}
+
+
+def prefix_hash(prefix: str) -> str:
+    return hashlib.sha256(prefix.encode()).hexdigest()
+
+
+def effective_strip(fmt: str, strip_thinking: bool) -> bool:
+    """Chat Completions messages cannot carry thinking, so openai renders always strip it."""
+    return strip_thinking or fmt == "openai"

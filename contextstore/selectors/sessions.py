@@ -1,0 +1,104 @@
+"""Session reads: the workspace's session list and its filters, a session's threads, runs
+and call-latency figures."""
+
+import math
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from django.db.models import Q, QuerySet
+
+from contextstore.models import Event, Run, Session, SessionModel, Thread, Workspace
+from contextstore.selectors.calls import CALL_END, CALL_START, call_key
+
+SESSION_SORTS = {"activity": "last_activity_at", "events": "event_count", "tokens": "token_total",
+                 "cost": "cost_total", "errors": "error_count", "threads": "thread_count"}
+LATENCY_THREADS = 20  # the session's most recent threads looked at for call latency
+LATENCY_CALLS = 1000  # LLM-call events read per thread, newest first
+
+
+def workspace_sessions(
+    *, workspace: Workspace, q: str | None = None, user_id: str | None = None,
+    agent: str | None = None, archived: bool | None = None, model: str | None = None,
+    errors: bool = False, cost: tuple[Decimal | None, Decimal | None] = (None, None),
+    tokens: tuple[int | None, int | None] = (None, None),
+    active: tuple[datetime | None, datetime | None] = (None, None),
+) -> QuerySet[Session]:
+    """The workspace's sessions, filtered on their columns and counters only (cost, tokens,
+    errors, last activity; the model through SessionModel's (model, session) index), so a
+    filter costs the same however long the sessions' histories are. Ranges include both
+    ends; the activity range is [from, to)."""
+    qs = Session.objects.filter(workspace=workspace)
+    if q:
+        qs = qs.filter(
+            Q(key__icontains=q) | Q(user_id__icontains=q) | Q(agent__icontains=q) | Q(title__icontains=q)
+        )
+    if user_id is not None:
+        qs = qs.filter(user_id=user_id)
+    if agent:
+        qs = qs.filter(agent=agent)
+    if archived is not None:
+        qs = qs.filter(archived=archived)
+    if model:
+        qs = qs.filter(pk__in=SessionModel.objects.filter(model=model).values("session_id"))
+    if errors:
+        qs = qs.filter(error_count__gt=0)
+    for field, (low, high) in (("cost_total", cost), ("token_total", tokens)):
+        if low is not None:
+            qs = qs.filter(**{f"{field}__gte": low})
+        if high is not None:
+            qs = qs.filter(**{f"{field}__lte": high})
+    if active[0] is not None:
+        qs = qs.filter(last_activity_at__gte=active[0])
+    if active[1] is not None:
+        qs = qs.filter(last_activity_at__lt=active[1])
+    return qs.order_by("-last_activity_at", "-id")
+
+
+def workspace_models(*, workspace: Workspace, limit: int = 100) -> list[str]:
+    """Model names the workspace's sessions used, for the model filter's choices."""
+    return list(SessionModel.objects.filter(session__workspace=workspace).order_by("model")
+                .values_list("model", flat=True).distinct()[:limit])
+
+
+def session_threads(*, session: Session) -> QuerySet[Thread]:
+    return Thread.objects.filter(session=session).select_related("parent").order_by("created_at", "id")
+
+
+def session_runs(*, session: Session, before: tuple[Any, int] | None = None,
+                 size: int = 50) -> tuple[list[Run], tuple[Any, int] | None]:
+    """A page of the session's runs, newest first, and the cursor of the next page."""
+    qs = Run.objects.filter(thread__session=session).select_related("thread")
+    if before is not None:
+        when, pk = before
+        qs = qs.filter(Q(started_at__lt=when) | Q(started_at=when, id__lt=pk))
+    runs = list(qs.order_by("-started_at", "-id")[: size + 1])
+    more = len(runs) > size
+    runs = runs[:size]
+    return runs, ((runs[-1].started_at, runs[-1].pk) if more else None)
+
+
+def _percentile(values: list[int], p: float) -> int | None:
+    if not values:
+        return None
+    ordered = sorted(values)  # nearest rank: the smallest value with p of them at or below it
+    return ordered[min(len(ordered) - 1, max(math.ceil(p * len(ordered)) - 1, 0))]
+
+
+def session_stats(*, session: Session) -> dict[str, Any]:
+    """Turns (runs), and p50/p95 model-call latency over the newest calls of the session's
+    newest threads (each read walks a thread's (thread, type, seq) index, bounded)."""
+    latencies: list[int] = []
+    threads = Thread.objects.filter(session=session).order_by("-last_event_at", "-id")[:LATENCY_THREADS]
+    for thread in threads:
+        events = list(Event.objects.filter(thread=thread, type__in=(CALL_START, CALL_END))
+                      .order_by("-seq").only("seq", "type", "call_id", "run_id", "occurred_at")
+                      [:LATENCY_CALLS])[::-1]
+        open_starts: dict[tuple[str, Any], Event] = {}
+        for e in events:
+            if e.type == CALL_START:
+                open_starts[call_key(e)] = e
+            elif (start := open_starts.pop(call_key(e), None)) is not None:
+                latencies.append(int((e.occurred_at - start.occurred_at).total_seconds() * 1000))
+    return {"runs": Run.objects.filter(thread__session=session).count(), "calls": len(latencies),
+            "p50": _percentile(latencies, 0.50), "p95": _percentile(latencies, 0.95)}
