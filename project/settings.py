@@ -287,7 +287,7 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 
-def env_json(name: str, default: object = None) -> object:
+def env_json(name: str, default: Any = None) -> Any:
     value = os.environ.get(name)
     if not value:
         return default
