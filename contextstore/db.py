@@ -1,5 +1,7 @@
-"""Database plumbing in one place: PostgreSQL COPY for event batches, and the bounded REGEXP
-(SQLite's in-process function and PostgreSQL's statement timeout) behind regex_guard."""
+"""Database plumbing in one place: PostgreSQL COPY for event batches, the ORM's INSERT and UPDATE
+compiled once per shape and several writes joined into one statement (the append's hot path),
+queries compiled once per process (PreparedGet, PreparedRows, read_together), and the bounded
+REGEXP (SQLite's in-process function and PostgreSQL's statement timeout) behind regex_guard."""
 
 import contextvars
 import functools
@@ -13,9 +15,12 @@ from typing import Any
 
 import regex as regex_module
 from django.conf import settings
-from django.db import connection, models, transaction
+from django.db import DEFAULT_DB_ALIAS, connection, models, transaction
+from django.db.backends.postgresql.base import ServerBindingCursor
 from django.db.models import BigIntegerField, Func, QuerySet
+from django.db.models.constants import OnConflict
 from django.db.models.query import get_related_populators
+from django.db.models.sql import subqueries as sql
 
 from contextstore.models import Event
 
@@ -46,7 +51,9 @@ def bulk_insert_events(objs: list[Event], now: datetime) -> None:
     # a concrete field has a column (the stubs say str | None for every field)
     columns = ", ".join(connection.ops.quote_name(f.column)  # type: ignore[arg-type]
                         for f in Event._meta.concrete_fields)
-    with connection.cursor() as cursor:
+    # Django wraps execute and fetch, not copy: a value the database refuses (an import's
+    # negative token count) is Django's IntegrityError or DataError here too, as bulk_create's.
+    with connection.cursor() as cursor, connection.wrap_database_errors:
         cursor.execute(
             "SELECT nextval(pg_get_serial_sequence('contextstore_event', 'id')) "
             "FROM generate_series(1, %s)", [len(objs)],
@@ -203,8 +210,6 @@ def binary_cursor() -> Any:
     """A cursor (Django's wrapper: logged and counted as any other) whose values are sent apart
     from the SQL, in binary where the SQL says %b (see binary_placeholders): psycopg's
     server-binding cursor, on this connection and in its transaction. PostgreSQL only."""
-    from django.db.backends.postgresql.base import ServerBindingCursor  # needs psycopg
-
     connection.ensure_connection()
     connection.validate_thread_sharing()
     # The stubs leave out psycopg's Cursor, its base, and make_cursor wraps any DB-API cursor.
@@ -216,6 +221,91 @@ def binary_cursor() -> Any:
 def binary_placeholders(text: str) -> str:
     """The SQL with each %s placeholder asking for a binary value (%b); %% stays a percent."""
     return re.sub(r"%[%s]", lambda m: "%b" if m.group() == "%s" else "%%", text)
+
+
+# --- several writes in one statement ------------------------------------------------------------
+# A hot path (the append) pays a round trip per statement; PostgreSQL runs data-modifying CTEs
+# in one statement, so the ORM's own SQL for each write is compiled here and joined by
+# `one_statement`. Field preparation (dates, JSON, defaults) stays Django's.
+
+_INSERTS: dict[tuple, tuple[str, tuple[models.Field, ...], bool]] = {}
+
+
+def insert_sql[M: models.Model](
+    model: type[M], objs: list[M], *, returning: tuple[str, ...] = (),
+    ignore_conflicts: bool = False,
+) -> tuple[str, tuple]:
+    """The ORM's INSERT of `objs` (plain values, no expressions). Its text is compiled once per
+    shape (model, number of rows, RETURNING, ON CONFLICT; on PostgreSQL any number of rows
+    above one is one shape, UNNEST's): compiling the ORM's INSERT on every append cost more than
+    running it. Each value is still prepared as the ORM does it, pre_save included (created_at
+    is stamped on the instance)."""
+    many = connection.vendor == "postgresql" and len(objs) > 1
+    key = (connection.vendor, model, "many" if many else len(objs), returning, ignore_conflicts)
+    shape = _INSERTS.get(key)
+    if shape is None:
+        # as bulk_create does for rows without a pk: the database numbers them, a natural key is sent
+        fields = tuple(f for f in model._meta.concrete_fields
+                       if not isinstance(f, models.AutoField) and not f.generated)
+        query = sql.InsertQuery(model, on_conflict=OnConflict.IGNORE if ignore_conflicts else None)
+        query.insert_values(fields, objs)  # type: ignore[arg-type]  # takes any model's list (stub: list[Model])
+        compiler = query.get_compiler(using=DEFAULT_DB_ALIAS)
+        compiler.returning_fields = [model._meta.get_field(name) for name in returning] or None
+        [(text, params)] = compiler.as_sql()
+        # One placeholder per value, row after row; or on PostgreSQL for several rows one array
+        # per column (UNNEST). Any other shape (a field's own placeholder, a database default)
+        # is compiled every time.
+        columnar = len(objs) > 1 and len(params) == len(fields)
+        if (columnar if many else len(params) == len(fields) * len(objs)) and not any(
+                f.has_db_default() or hasattr(f, "get_placeholder_sql") for f in fields):
+            _INSERTS[key] = (text, fields, columnar)
+        return text, tuple(params)
+    text, fields, columnar = shape
+    plan = row_plan(fields)
+    rows = [row_values(obj, plan, add=True) for obj in objs]
+    if columnar:
+        return text, tuple(list(column) for column in zip(*rows, strict=True))
+    return text, tuple(value for row in rows for value in row)
+
+
+_ROW_UPDATES: dict[tuple, str] = {}
+
+
+def row_update_sql(
+    model: type[models.Model], pk: int, values: dict[str, Any], amounts: dict[str, Any]
+) -> tuple[str, tuple]:
+    """UPDATE of one row by pk: `values` set, `amounts` added to the columns' values. The text
+    is written once per shape (compiling the ORM's UPDATE on every append cost more than
+    running it); each value is still prepared by its field."""
+    meta = model._meta
+    key = (model, tuple(values), tuple(amounts))
+    text = _ROW_UPDATES.get(key)
+    if text is None:
+        quote = connection.ops.quote_name
+        # Concrete fields, which have a column: the stubs cannot tell them from other fields.
+        columns = [quote(meta.get_field(name).column)  # type: ignore[union-attr, arg-type]
+                   for name in (*values, *amounts)]
+        sets = [f"{c} = %s" for c in columns[:len(values)]]
+        sets += [f"{c} = {c} + %s" for c in columns[len(values):]]
+        text = _ROW_UPDATES[key] = (f"UPDATE {quote(meta.db_table)} SET {', '.join(sets)} "
+                                    f"WHERE {quote(meta.pk.column)} = %s")  # type: ignore[arg-type]
+    params = [meta.get_field(name).get_db_prep_save(value, connection)  # type: ignore[union-attr]
+              for name, value in (*values.items(), *amounts.items())]
+    return text, (*params, pk)
+
+
+def one_statement(main: tuple[str, tuple], *others: tuple[str, tuple],
+                  binary: bool = False) -> list[tuple]:
+    """Run `main` (its rows are returned) with `others` as data-modifying CTEs: one round trip,
+    one snapshot; PostgreSQL only. `binary`: the values go apart from the text, in binary (for
+    big array values, which PostgreSQL would otherwise lex in the statement and parse as text:
+    a third of a 100-event insert's time)."""
+    ctes = [f"w{i} AS ({text})" for i, (text, _) in enumerate(others)]
+    params: list[Any] = [p for _, ps in others for p in ps]
+    text = f"WITH {', '.join([*ctes, f'main AS ({main[0]})'])} SELECT * FROM main"
+    with binary_cursor() if binary else connection.cursor() as cursor:
+        cursor.execute(binary_placeholders(text) if binary else text, [*params, *main[1]])
+        return cursor.fetchall()
 
 
 def read_together(*reads: tuple[_Prepared, tuple[int, ...], int | None]) -> list[Any]:

@@ -9,7 +9,8 @@ from django import forms
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from contextstore.models import EVENT_TYPES, ContextBlock
+from contextstore.eventspec import EVENT_TYPES
+from contextstore.models import ContextBlock
 
 
 def parse_cursor(raw: str | None) -> tuple[datetime, int] | None:

@@ -9,13 +9,6 @@ from django.db.models import Q
 from contextstore.documents import DOCUMENT_DEFAULTS, new_document
 from contextstore.fields import OrderedJSONField
 
-MODEL_VISIBLE_TYPES = (
-    "Task", "Message", "Reasoning", "Error", "Feedback", "LLMOutput", "PythonOutput",
-    "Summary", "Notification", "ToolCall", "ToolResult", "Input", "StepResult",
-)
-RUNTIME_TYPES = ("BeforeAgentCall", "AfterAgentCall", "LLMCallStart", "LLMCallEnd", "LLMComplete")
-EVENT_TYPES = MODEL_VISIBLE_TYPES + RUNTIME_TYPES
-
 
 class ModelSettings(models.Model):
     """Which model a thread talks to; blank/NULL means "inherit" (thread → session → workspace)."""
@@ -315,7 +308,7 @@ class Event(models.Model):
     # Where the event stands in the working context: its seq, or for a Summary the first seq
     # it replaces, so a summary sits where its range stood.
     position = models.BigIntegerField()
-    type = models.CharField(max_length=64)  # open: any printable name (services.events)
+    type = models.CharField(max_length=64)  # open: any printable name (eventspec)
     role = models.CharField(max_length=32, blank=True, default="")
     content = models.TextField(blank=True, default="")
     parts = OrderedJSONField(null=True, blank=True)

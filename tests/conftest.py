@@ -4,6 +4,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _pytest.mark.expression import Expression  # what -m parses (pytest has no public name)
 from django.contrib.auth import get_user_model
 from hypothesis import HealthCheck, settings
 
@@ -25,18 +26,38 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.enviro
 TESTS = Path(__file__).resolve().parent
 FOLDER_MARKS = {"browser": "browser", "worker": "worker", "frameworks": "framework"}
 FIXTURE_MARKS = {"live_server": "slow", "make_worker": "worker", "make_fs_worker": "worker"}
-# Modules whose every test costs seconds: schema fuzzing, migrations replayed from the first
-# one, and deploy checks that start gunicorn, celery or manage.py as processes.
+# Modules whose every test is slow: schema fuzzing, migrations replayed from the first one,
+# deploy checks that start gunicorn, celery or manage.py as processes, and the adapters' tests
+# that drive a framework against a live server (a fast test belongs in another module).
 SLOW_MODULES = ("test_schemathesis.py", "test_fuzz.py", "test_migration_", "test_deploy.py",
-                "test_production_layout.py")
+                "test_production_layout.py", "test_nooa.py", "test_agent_framework.py",
+                "test_agentscope.py", "test_peteos_adapter.py", "test_demo_frameworks.py")
+
+
+def path_tiers(path: Path) -> set[str]:
+    """The marks every test under `path` gets whatever it uses."""
+    parts = path.relative_to(TESTS).parts
+    marks = {FOLDER_MARKS[parts[0]]} if parts and parts[0] in FOLDER_MARKS else set()
+    if path.name.startswith(SLOW_MODULES):
+        marks.add("slow")
+    return marks
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Don't even import what the -m expression leaves out whole: collecting the schema fuzzers
+    builds their cases and the Nooa tests import litellm, 40 s of CPU that `make check` skips."""
+    markexpr = config.getoption("markexpr")
+    if not markexpr or not collection_path.is_relative_to(TESTS):
+        return None
+    marks = path_tiers(collection_path)
+    if marks and not Expression.compile(markexpr).evaluate(lambda name, **_: name in marks):
+        return True
+    return None
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        folder = item.path.relative_to(TESTS).parts[0]
-        marks = {FOLDER_MARKS.get(folder)} | {FIXTURE_MARKS.get(name) for name in item.fixturenames}
-        if item.path.name.startswith(SLOW_MODULES):
-            marks.add("slow")
+        marks = path_tiers(item.path) | {FIXTURE_MARKS.get(name) for name in item.fixturenames}
         for mark in sorted(filter(None, marks)):
             item.add_marker(mark)
 

@@ -277,10 +277,11 @@ class AgentSessionViewSet(viewsets.ViewSet):
     @action(detail=False, methods=["post"])
     def commit(self, request: Request) -> Response:
         raw = body(request)
-        data = parse(CommitSerializer, raw)
+        # The events as sent: the service checks them as every endpoint that takes events does
+        # (eventspec), naming each refusal's place (events[0].type).
+        data = parse(CommitSerializer, {k: v for k, v in raw.items() if k != "events"})
         commit = CommitIn(
-            # The raw events: the events service validates every field itself.
-            events=raw.get("events") or [], state=data["state"], app_state=data["app_state"],
+            events=raw.get("events", []), state=data["state"], app_state=data["app_state"],
             user_state=data["user_state"], blobs=_blobs(data.get("blobs") or []),
             expected_revision=if_match_revision(request), expected_last_seq=data["expected_last_seq"],
             batch_id=data["batch_id"], create=data["create"])

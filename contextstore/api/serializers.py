@@ -10,8 +10,8 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
+from contextstore.eventspec import EVENT_TYPES, STRING_FIELDS, TYPE_MAX_LENGTH
 from contextstore.models import (
-    EVENT_TYPES,
     Clear,
     Collapse,
     ContextBlock,
@@ -24,11 +24,12 @@ from contextstore.models import (
     StateRevision,
     Thread,
 )
+from contextstore.ranges import POSITION_MAX
 
 JSON_ANY = serializers.JSONField  # any JSON value (the models keep it as ordered text)
 # Largest seq, position or count a query may name: within a signed 64-bit column with room to
 # spare, so no database sees an integer it cannot hold.
-SEQ_MAX = 2**62
+SEQ_MAX = POSITION_MAX
 
 
 # ---------------------------------------------------------------- sessions and threads
@@ -180,24 +181,31 @@ def _iso(value: Any) -> str | None:
 
 
 class EventInSerializer(serializers.Serializer):
-    """One event to append (documentation; the events service validates each field)."""
+    """One event to add, for the schema only: no endpoint validates with it. The definition is
+    eventspec.py's (its lengths are these), which every endpoint that takes events checks with,
+    so a bad event is refused in one shape, its place in `details`."""
 
     type = serializers.CharField(
-        max_length=64,
-        help_text="Any name of 1-64 printable characters without whitespace or control "
-                  f"characters. The documented types ({', '.join(EVENT_TYPES)}) keep their "
+        max_length=TYPE_MAX_LENGTH,
+        help_text=f"Any name of 1-{TYPE_MAX_LENGTH} printable characters without whitespace or "
+                  f"control characters. The documented types ({', '.join(EVENT_TYPES)}) keep their "
                   "meaning; any other name (a framework's own vocabulary) is stored and shown "
                   "as a generic entry.")
-    role = serializers.CharField(max_length=32, required=False, allow_blank=True)
+    role = serializers.CharField(max_length=STRING_FIELDS["role"], required=False, allow_blank=True)
     content = serializers.CharField(required=False, allow_blank=True, allow_null=True)
     parts = serializers.ListField(child=JSON_ANY(), required=False, allow_null=True)
     data = JSON_ANY(required=False, allow_null=True)  # type: ignore[assignment]  # a field (the metaclass takes it off the class)
-    run_id = serializers.CharField(max_length=200, required=False, allow_blank=True, allow_null=True)
-    call_id = serializers.CharField(max_length=200, required=False, allow_blank=True, allow_null=True)
-    step = serializers.CharField(max_length=200, required=False, allow_blank=True, allow_null=True)
-    anchor = serializers.CharField(max_length=200, required=False, allow_blank=True, allow_null=True)
-    client_id = serializers.CharField(max_length=200, required=False, allow_blank=True,
-                                      allow_null=True, help_text="Idempotency key, unique per thread.")
+    run_id = serializers.CharField(max_length=STRING_FIELDS["run_id"], required=False,
+                                   allow_blank=True, allow_null=True)
+    call_id = serializers.CharField(max_length=STRING_FIELDS["call_id"], required=False,
+                                    allow_blank=True, allow_null=True)
+    step = serializers.CharField(max_length=STRING_FIELDS["step"], required=False,
+                                 allow_blank=True, allow_null=True)
+    anchor = serializers.CharField(max_length=STRING_FIELDS["anchor"], required=False,
+                                   allow_blank=True, allow_null=True)
+    client_id = serializers.CharField(max_length=STRING_FIELDS["client_id"], required=False,
+                                      allow_blank=True, allow_null=True,
+                                      help_text="Idempotency key, unique per thread.")
     visible = serializers.BooleanField(required=False, allow_null=True)
     occurred_at = serializers.DateTimeField(
         required=False, allow_null=True,
@@ -268,7 +276,8 @@ class CollapseSerializer(serializers.ModelSerializer):
 def _positions(attrs: dict[str, Any], *, end_exclusive_seq: bool = False,
                required: bool = True) -> dict[str, Any]:
     """start_position/end_position from the new names or the deprecated start_seq/end_seq
-    (one version of grace). A deprecated end_seq that was exclusive (fork) becomes end - 1."""
+    (one version of grace). A deprecated end_seq that was exclusive (fork) becomes end - 1.
+    The range itself (start not after end) is the service's to check (ranges.check_range)."""
     for new, old in (("start_position", "start_seq"), ("end_position", "end_seq")):
         if old in attrs:
             if attrs.get(new) is not None:
@@ -279,9 +288,6 @@ def _positions(attrs: dict[str, Any], *, end_exclusive_seq: bool = False,
             attrs[new] = value
         elif required and attrs.get(new) is None:
             raise serializers.ValidationError({new: "This field is required."})
-    start, end = attrs.get("start_position"), attrs.get("end_position")
-    if start is not None and end is not None and start > end:
-        raise serializers.ValidationError({"start_position": "must not be after end_position"})
     return attrs
 
 

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from contextstore import documents
 from contextstore.errors import Conflict, InvalidInput, NotFound, StaleRevision
+from contextstore.eventspec import event_specs
 from contextstore.models import (
     CommitRecord,
     Event,
@@ -40,6 +41,7 @@ from contextstore.selectors.agent_sessions import (
     scoped_states,
 )
 from contextstore.services import events as event_service
+from contextstore.services import history
 from contextstore.services import sessions as session_service
 from contextstore.services import state as state_service
 from contextstore.services import threads as thread_service
@@ -195,8 +197,7 @@ def session_commit(*, workspace: Workspace, identity: Identity, commit: CommitIn
     for name, patch in (("state", commit.state), ("app_state", commit.app_state),
                         ("user_state", commit.user_state)):
         _check_patch(name, patch)
-    if not isinstance(commit.events, list):
-        raise InvalidInput("events must be a list.", details={"events": "list"})
+    specs = event_specs(commit.events, allow_empty=True)  # refused before any lock, as an append's
     if len(commit.blobs) > MAX_BLOBS_PER_COMMIT:
         raise InvalidInput(f"At most {MAX_BLOBS_PER_COMMIT} blobs per commit.", details={"blobs": "too many"})
     if not isinstance(commit.batch_id, str) or len(commit.batch_id) > 200:
@@ -225,8 +226,8 @@ def session_commit(*, workspace: Workspace, identity: Identity, commit: CommitIn
                 code="stale_history",
                 details={"current_last_seq": thread.last_seq, "expected_last_seq": commit.expected_last_seq})
         appended: list[Event] = []
-        if commit.events:
-            result = event_service.event_append(thread=thread, events=commit.events, actor=actor)
+        if specs:
+            result = event_service.event_append_specs(thread=thread, specs=specs, actor=actor)
             appended = result.events
             newest = max(e.occurred_at for e in appended)
             # Last activity follows the framework's own clock (ADK's last_update_time).
@@ -287,11 +288,8 @@ def retract_newest(*, workspace: Workspace, identity: Identity, actor: Actor) ->
             return None
         event.status = Event.Status.RETRACTED
         event.save(update_fields=["status"])
-        if event.visible:
-            Thread.objects.filter(pk=thread.pk).update(
-                active_event_count=max(thread.active_event_count - 1, 0),
-                active_tokens=max(thread.active_tokens - event.token_count, 0),
-                updated_at=timezone.now())
+        history.working_context_changed(thread=thread, now=timezone.now(),
+                                        left=history.Moved.of([event]))
         audit(actor=actor, action="event.retract", target=thread, workspace=workspace,
               seq=event.seq, client_id=event.client_id)
     return event

@@ -7,21 +7,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge
+from contextstore.eventspec import event_spec
 from contextstore.models import Collapse, Event, Job, Thread
+from contextstore.ranges import check_range
 from contextstore.services import history
 from contextstore.services.common import Actor, audit, lock_thread
-from contextstore.services.events import event_spec
-
-
-def check_range(start_position: Any, end_position: Any) -> tuple[int, int]:
-    """A working-context range: positions, both ends inclusive, start not after end."""
-    for name, value in (("start_position", start_position), ("end_position", end_position)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise InvalidInput(f"{name} must be a positive integer.", details={name: value})
-    if start_position > end_position:
-        raise InvalidInput("start_position must not be after end_position.",
-                           details={"start_position": start_position, "end_position": end_position})
-    return start_position, end_position
 
 
 def collapse_create(
@@ -64,13 +54,11 @@ def collapse_create(
         left = history.Moved.of(members)
         now = timezone.now()
         first, last = members[0].position, members[-1].position
-        summary = history.event_build(
-            thread=thread, seq=history.seq_allocate(thread, 1), position=first, now=now,
-            spec=event_spec({"type": "Summary", "role": "system", "content": summary_text,
-                             "data": {"start_position": first, "end_position": last,
-                                      "events": len(members)}}, 0),
-        )
-        summary.save()
+        spec = event_spec({"type": "Summary", "role": "system", "content": summary_text,
+                           "data": {"start_position": first, "end_position": last,
+                                    "events": len(members)}}, "summary")
+        [summary] = history.events_add(thread=thread, specs=[spec], now=now,
+                                       places=[(first, Event.Status.ACTIVE)])
         collapse = Collapse.objects.create(
             thread=thread, start_position=first, end_position=last,
             summary_event=summary, source=source, actor=actor.label[:200],
@@ -80,7 +68,6 @@ def collapse_create(
         Event.objects.filter(pk__in=[m.pk for m in members]).update(
             status=Event.Status.COLLAPSED, collapse=collapse
         )
-        history.history_added(thread=thread, events=[summary], now=now)
         history.working_context_changed(thread=thread, now=now, left=left)
         audit(actor=actor, action="collapse.create", target=collapse, workspace=thread.workspace,
               thread=thread.pk, start_position=first, end_position=last,

@@ -1,10 +1,13 @@
-"""History bookkeeping, in one place: seq allocation, building an Event from a validated
-EventSpec, and every denormalised counter that follows the event rows.
+"""History bookkeeping, in one place: the one door every new row of a thread goes through
+(`events_add`: seq allocation, building the Event from a validated EventSpec, the insert), and
+every denormalised counter that follows the event rows.
 
-Every service that adds events or moves them in or out of the working context (append,
-collapse, undo, clear, un-clear, fork, import, the summary worker through collapse) calls
-these functions inside its own transaction, holding the thread's row lock, so the counters
-always equal a recount from the rows (see `counters_recount`, used by the property test):
+Every service that adds events (append, commit, sync, import, fork, the Summary of a collapse
+and so the summary worker) does it through `events_add`, and every service that moves events
+in or out of the working context (collapse, undo, clear, un-clear, retract, a sync's rewrites
+and removals) tells `working_context_changed`, inside its own transaction, holding the thread's
+row lock, so the counters always equal a recount from the rows (see `counters_recount`, used by
+the property test):
 
 - Thread: last_seq (newest seq), event_count / token_total (every row), active_event_count /
   active_tokens (visible rows with status active: the working context), last_event_at (when the
@@ -12,33 +15,98 @@ always equal a recount from the rows (see `counters_recount`, used by the proper
 - Session: thread_count, event_count, error_count, token_total, cost_total (of its threads'
   rows, any status; cost from LLMComplete events; error_count counts Error rows, so an error
   stays counted after it is retracted, cleared or collapsed: the session had it); and the
-  set of model names its LLM calls reported (SessionModel rows, see `models_seen`);
-- Run: event_count, input_tokens, output_tokens, cost (of the rows that name the run).
+  set of model names its LLM calls reported (SessionModel rows, see `_models_seen`);
+- Run: event_count, input_tokens, output_tokens, cost (of the rows that name the run), and
+  clientai's step results (the latest StepResult per step).
 """
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS
 from django.db.models import Count, F, QuerySet, Sum
 
+from contextstore.db import bulk_insert_events, insert_sql, one_statement, row_update_sql
+from contextstore.eventspec import EventSpec
 from contextstore.models import Event, Run, Session, SessionModel, Thread
 from contextstore.usage import event_cost, event_usage, metric  # noqa: F401 - re-exported
 
-if TYPE_CHECKING:
-    from contextstore.services.events import EventSpec
+# (position, status) of a new row that does not stand at its seq in the working context.
+Place = tuple[int | None, str]
+_ORDINARY: Place = (None, Event.Status.ACTIVE)
 
 
-# --- seq allocation and event building ---------------------------------------------------------
+# --- the door: new rows --------------------------------------------------------------------------
 
-def seq_allocate(thread: Thread, count: int) -> int:
-    """The first of `count` new seqs (gap-free, creation order). The caller holds the thread lock;
-    `history_added` records the new last_seq when the rows are in."""
-    return thread.last_seq + 1
+class Skipped(Exception):
+    """A folded insert (events_add's fold_with) skipped a row whose client_id is stored already:
+    the caller's transaction must be rolled back."""
+
+
+def events_add(
+    *, thread: Thread, specs: Sequence[EventSpec], now: datetime,
+    places: Sequence[Place] | None = None,
+    fold_with: Callable[[list[Event]], list[tuple[str, tuple]]] | None = None,
+) -> list[Event]:
+    """Add rows to a thread: each spec becomes an Event at the next seq (gap-free, creation
+    order), the runs it names are made, and the thread's, session's and runs' counters, the
+    session's model names and the runs' step results follow. The caller holds the thread's row
+    lock (or created the thread in this transaction) and its in-memory counters are updated
+    too, so it can go on using them. Returns the stored rows, ids set, in the specs' order.
+
+    places: per spec, (position, status) of a row that does not stand at its seq in the working
+    context (a collapse's Summary, an import's or a fork's rows, a sync item rewritten in place);
+    (None, "active") is an ordinary row. Without places every row is ordinary.
+
+    fold_with (PostgreSQL, the append): statements built from the new rows (the audit row naming
+    them) to run with their INSERT and the counters' UPDATEs as one statement, one round trip. A
+    row whose client_id is stored already is then skipped rather than refused, and Skipped is
+    raised. Without it, big batches COPY (db.bulk_insert_events).
+    """
+    if not specs:
+        return []
+    runs = _runs_for(thread, (s.run_id for s in specs if s.run_id))
+    objs = [event_build(thread=thread, seq=seq, spec=spec, now=now, run=runs.get(spec.run_id),
+                        position=position, status=status)
+            for seq, spec, (position, status) in zip(
+                range(thread.last_seq + 1, thread.last_seq + 1 + len(specs)), specs,
+                places or [_ORDINARY] * len(specs), strict=True)]
+    if fold_with is not None:
+        # Compiled first: that stamps created_at, which the thread's last_event_at follows.
+        inserted = insert_sql(Event, objs, returning=("id", "seq"), ignore_conflicts=True)
+        updates = [row_update_sql(*update) for update in _added_updates(thread=thread, events=objs, now=now)]
+        rows = one_statement(inserted, *updates, *fold_with(objs),
+                             binary=len(objs) > 1)  # the UNNEST arrays
+        if len(rows) != len(objs):
+            raise Skipped
+        ids = dict((seq, pk) for pk, seq in rows)
+        for obj in objs:
+            obj.pk = ids[obj.seq]
+            obj._state.adding = False
+        _runs_count(objs)
+        _models_seen(thread=thread, events=objs)
+    else:
+        bulk_insert_events(objs, now)
+        history_added(thread=thread, events=objs, now=now)
+    _step_results(objs)
+    return objs
+
+
+def _runs_for(thread: Thread, run_ids: Iterable[str]) -> dict[str, Run]:
+    """Existing runs by run_id, creating the missing ones. The caller holds the thread lock."""
+    wanted = set(run_ids)
+    if not wanted:
+        return {}
+    runs = {r.run_id: r for r in Run.objects.filter(thread=thread, run_id__in=wanted)}
+    missing = [Run(thread=thread, run_id=rid) for rid in sorted(wanted - set(runs))]
+    if missing:
+        for run in Run.objects.bulk_create(missing):
+            runs[run.run_id] = run
+    return runs
 
 
 # Event's columns in order, with their defaults (constants: no Event field has a callable
@@ -50,12 +118,13 @@ _EVENT_RUN = Event._meta.get_field("run")
 
 
 def event_build(
-    *, thread: Thread, seq: int, spec: "EventSpec", now: datetime, run: Run | None = None,
+    *, thread: Thread, seq: int, spec: EventSpec, now: datetime, run: Run | None = None,
     position: int | None = None, status: str = Event.Status.ACTIVE,
 ) -> Event:
-    """An unsaved Event from a validated spec. An ordinary event stands at its seq; only a
-    Summary made by a collapse stands earlier (its position is given). The same instance as
-    Event(thread=thread, run=run, ...) (thread and run cached on it), built positionally."""
+    """An unsaved Event from a validated spec (events_add builds each new row with it). An
+    ordinary event stands at its seq; a Summary made by a collapse, or a sync item's rewrite,
+    stands earlier (its position is given). The same instance as Event(thread=thread, run=run,
+    ...) (thread and run cached on it), built positionally."""
     event = Event(*{
         **_EVENT_DEFAULTS, "thread_id": thread.pk, "seq": seq,
         "position": seq if position is None else position, "type": spec.type, "role": spec.role,
@@ -64,6 +133,7 @@ def event_build(
         "anchor": spec.anchor, "client_id": spec.client_id, "payload_hash": spec.payload_hash,
         "token_count": spec.token_count, "thinking_tokens": spec.thinking_tokens,
         "visible": spec.visible, "status": status, "occurred_at": spec.occurred_at or now,
+        "item_key": spec.item_key,
     }.values())
     event._state.db = thread._state.db or DEFAULT_DB_ALIAS  # as assigning `thread` does
     _EVENT_THREAD.set_cached_value(event, thread)
@@ -71,16 +141,15 @@ def event_build(
     return event
 
 
-def event_copy(*, event: Event, thread: Thread, seq: int, position: int, status: str) -> Event:
-    """An unsaved copy of a stored event for another thread (fork): same content and counts,
-    a new place; runs stay with the thread that ran them."""
-    return Event(
-        thread=thread, seq=seq, position=position, type=event.type, role=event.role,
-        content=event.content, parts=event.parts, data=event.data, call_id=event.call_id,
-        step=event.step, anchor=event.anchor, client_id=event.client_id,
+def spec_of(event: Event) -> EventSpec:
+    """A stored event as the spec of its copy in another thread (fork): the same content, hash
+    and counts; runs stay with the thread that ran them."""
+    return EventSpec(
+        type=event.type, role=event.role, content=event.content, parts=event.parts,
+        data=event.data, run_id="", call_id=event.call_id, step=event.step, anchor=event.anchor,
+        client_id=event.client_id, visible=event.visible, occurred_at=event.occurred_at,
         payload_hash=event.payload_hash, token_count=event.token_count,
-        thinking_tokens=event.thinking_tokens, visible=event.visible, status=status,
-        occurred_at=event.occurred_at,
+        thinking_tokens=event.thinking_tokens,
     )
 
 
@@ -96,29 +165,24 @@ def _working(events: Iterable[Event]) -> tuple[int, int]:
     return count, tokens
 
 
-def history_added(*, thread: Thread, events: list[Event], now: datetime, new_thread: bool = False) -> None:
-    """Count freshly inserted rows (any status) on their thread, session and runs.
-
-    The thread is locked and fresh (lock_thread), or was created in this transaction; its
-    in-memory counters are updated too so the caller can go on using them.
-    """
-    if new_thread:
-        session_thread_added(session_id=thread.session_id)
-    if not events:
-        return
-    for model, pk, values, amounts in history_added_updates(thread=thread, events=events, now=now):
+def history_added(*, thread: Thread, events: list[Event], now: datetime) -> None:
+    """Count rows just inserted (any status) on their thread, session and runs, and the session's
+    model names: events_add's counting, and that of a loader that inserts rows by itself (the
+    browser test's 100,000-event thread, loaded faster than any ORM insert). The thread is
+    locked and fresh; its in-memory counters move too."""
+    for model, pk, values, amounts in _added_updates(thread=thread, events=events, now=now):
         model.objects.filter(pk=pk).update(
             **values, **{name: F(name) + amount for name, amount in amounts.items()})
-    runs_count(events)
-    models_seen(thread=thread, events=events)
+    _runs_count(events)
+    _models_seen(thread=thread, events=events)
 
 
-def history_added_updates(
+def _added_updates(
     *, thread: Thread, events: list[Event], now: datetime
 ) -> list[tuple[type[Thread] | type[Session], int, dict[str, Any], dict[str, Any]]]:
-    """The thread's and session's counter updates for new rows, as (model, pk, values to set,
-    amounts to add) for the caller to run (or fold into one statement); the thread's in-memory
-    counters move now."""
+    """The thread's and session's counter updates for new rows (any status), as (model, pk,
+    values to set, amounts to add) for events_add to run (or fold into one statement); the
+    thread's in-memory counters move now."""
     count, tokens = _working(events)
     thread.last_seq = max(thread.last_seq, max(e.seq for e in events))
     thread.event_count += len(events)
@@ -142,7 +206,7 @@ def history_added_updates(
     ]
 
 
-def runs_count(events: list[Event]) -> None:
+def _runs_count(events: list[Event]) -> None:
     """Count new rows on the runs they name."""
     per_run: dict[int, dict[str, Any]] = defaultdict(
         lambda: {"events": 0, "in": 0, "out": 0, "cost": Decimal(0)})
@@ -162,6 +226,23 @@ def runs_count(events: list[Event]) -> None:
         )
 
 
+def _step_results(events: list[Event]) -> None:
+    """clientai's step results of a run: the latest StepResult per step (not a counter, but it
+    follows the rows as the counters do)."""
+    steps: dict[int, dict[str, Any]] = defaultdict(dict)
+    runs_by_pk = {}
+    for e in events:
+        if e.run is not None and e.type == "StepResult" and e.step:
+            data = e.data if isinstance(e.data, dict) else {}
+            steps[e.run.pk][e.step] = data.get("result", e.content)
+            runs_by_pk[e.run.pk] = e.run
+    for pk, found in steps.items():
+        run = runs_by_pk[pk]
+        run.refresh_from_db(fields=["step_results"])
+        run.step_results = {**run.step_results, **found}
+        run.save(update_fields=["step_results"])
+
+
 CALL_TYPES = ("LLMCallStart", "LLMComplete")
 
 
@@ -173,7 +254,7 @@ def model_of(event: Event) -> str | None:
     return value[:200] if isinstance(value, str) and value.strip() else None
 
 
-def models_seen(*, thread: Thread, events: Iterable[Event]) -> None:
+def _models_seen(*, thread: Thread, events: Iterable[Event]) -> None:
     """Record the model names new rows report on their session. Concurrent appends naming
     the same model both insert; the unique (session, model) row makes the second a no-op.
     No query at all when no row names a model (the usual append)."""
@@ -205,8 +286,8 @@ class Moved:
 def working_context_changed(
     *, thread: Thread, now: datetime, entered: Moved | None = None, left: Moved | None = None
 ) -> None:
-    """Events changed status (collapse, undo, clear, un-clear): only the working-context counters
-    move. The thread is locked and fresh."""
+    """Events changed status (collapse, undo, clear, un-clear, retract, a sync's rewrites and
+    removals): only the working-context counters move. The thread is locked and fresh."""
     entered, left = entered or Moved(), left or Moved()
     thread.active_event_count += entered.count - left.count
     thread.active_tokens += entered.tokens - left.tokens

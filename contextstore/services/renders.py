@@ -15,11 +15,12 @@ from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
+from contextstore.db import insert_sql
 from contextstore.errors import InvalidInput
 from contextstore.models import ContextBlock, ContextBlockVersion, RenderRecord, StoredText, Thread
 from contextstore.selectors import rendering
 from contextstore.selectors.renders import LLM_CALL_TYPES, is_uuid, pack_events, sha256
-from contextstore.services.common import Actor, insert_sql
+from contextstore.services.common import Actor
 
 SPEC_VERSION = 1
 MAX_LOGGED_MESSAGES = 2000

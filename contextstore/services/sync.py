@@ -44,12 +44,14 @@ from django.utils import timezone
 
 from contextstore import documents
 from contextstore.errors import InvalidInput, PayloadTooLarge, StaleRevision
+from contextstore.eventspec import EventSpec, event_spec
 from contextstore.models import Event, Session, SyncUpload, Thread
-from contextstore.services import events as events_service
 from contextstore.services import history
 from contextstore.services.common import UNSET, Actor, audit, lock_thread
 from contextstore.services.document import document_write
+from contextstore.services.peteos import thread_to_peteos
 from contextstore.services.state import check_memory
+from contextstore.services.summaries import summarization_check
 
 FOREIGN_PREFIX = "cs:"
 NAMESPACE_MAX = 64
@@ -100,7 +102,7 @@ def _with_namespace_document(thread: Thread, namespace: str, value: Any) -> dict
 class _Item:
     key: str  # as the adapter names it, without the namespace
     raw: dict[str, Any]
-    spec: events_service.EventSpec
+    spec: EventSpec
 
 
 def _check_namespace(namespace: Any) -> str:
@@ -131,13 +133,7 @@ def _parse_items(items: Any, offset: int = 0) -> list[_Item]:
         if isinstance(raw, dict) and "client_id" in raw:
             raise InvalidInput(f"items[{i}].event.client_id: the key identifies a synced item.",
                                details={f"items[{i}].event.client_id": "not allowed"})
-        try:
-            spec = events_service.event_spec(raw, i)
-        except InvalidInput as exc:  # name the item, not an "events[...]" the caller never sent
-            raise InvalidInput(exc.message.replace("events[", "items[", 1),
-                               details={k.replace("events[", "items[", 1): v
-                                        for k, v in exc.details.items()}) from exc
-        parsed.append(_Item(key, raw, spec))
+        parsed.append(_Item(key, raw, event_spec(raw, f"items[{i}].event")))
     return parsed
 
 
@@ -187,8 +183,6 @@ def sync_load(*, thread: Thread, namespace: str | None, format: str | None = Non
             "document": namespace_document(thread, namespace), "items": items,
         }
         if format == "peteos":
-            from contextstore.services.peteos import thread_to_peteos
-
             loaded["rendered"] = thread_to_peteos(thread=thread)
     return loaded
 
@@ -272,8 +266,6 @@ def sync_apply(
             SyncUpload.objects.filter(
                 thread=thread, created_at__lt=timezone.now() - UPLOAD_TTL).delete()
     if result["created"] or result["rewritten"]:
-        from contextstore.services.summaries import summarization_check
-
         summarization_check(thread=thread)
     return result
 
@@ -303,7 +295,8 @@ def _apply(*, thread: Thread, namespace: str, items: list[_Item], removed: list[
         seen.add(item.key)
     current = _current_versions(thread, prefix, [*seen, *removed])
 
-    fresh: list[tuple[int, events_service.EventSpec]] = []
+    fresh: list[EventSpec] = []
+    places: list[history.Place] = []  # a rewrite stands where its old version stood, as it stood
     rewrites: list[tuple[int, Event]] = []  # (index into fresh, old version)
     unchanged = adopted = 0
     for item in items:
@@ -322,9 +315,9 @@ def _apply(*, thread: Thread, namespace: str, items: list[_Item], removed: list[
             continue
         if old is not None:
             rewrites.append((len(fresh), old))
-        fresh.append((len(fresh), item.spec))
-    keys = [item.key for item in items if current.get(item.key) is None
-            or current[item.key].payload_hash != item.spec.payload_hash]
+        places.append((None, Event.Status.ACTIVE) if old is None else (old.position, old.status))
+        item.spec.item_key = prefix + item.key
+        fresh.append(item.spec)
 
     now = timezone.now()
     retire = [current[k] for k in dict.fromkeys(removed) if k in current and k not in seen]
@@ -332,26 +325,19 @@ def _apply(*, thread: Thread, namespace: str, items: list[_Item], removed: list[
     if rewrites:
         Event.objects.filter(pk__in=[old.pk for _, old in rewrites]).update(
             status=Event.Status.REPLACED, collapse=None)
-    results: list[Event | None] = [None] * len(fresh)
-    created = events_service._insert(thread, fresh, results, now) if fresh else []
-    for obj, key in zip(created, keys, strict=True):
-        obj.item_key = prefix + key
-    if created:
-        Event.objects.bulk_update(created, ["item_key"], batch_size=1000)
+    # Each row is inserted with its item key (a second UPDATE of every row cost more than the
+    # insert: 3.8 s for 5,000 items on SQLite).
+    created = history.events_add(thread=thread, specs=fresh, now=now, places=places)
 
     active_delta, token_delta = 0, 0
     for index, old in rewrites:
         new = created[index]
-        # The new version stands where the old one stood, in the same state of the context.
-        Event.objects.filter(pk=new.pk).update(position=old.position, status=old.status,
-                                               collapse=old.collapse_id)
+        if old.collapse_id is not None:  # inside the same collapse as the old one
+            Event.objects.filter(pk=new.pk).update(collapse=old.collapse_id)
         Event.objects.filter(pk=old.pk).update(replaced_by=new.pk)
         if old.status == Event.Status.ACTIVE and old.visible:
             active_delta -= 1
             token_delta -= old.token_count
-        if old.status != Event.Status.ACTIVE and new.visible:  # _insert counted it as active
-            active_delta -= 1
-            token_delta -= new.token_count
     if retire:
         Event.objects.filter(pk__in=[e.pk for e in retire]).update(
             status=Event.Status.REMOVED, collapse=None)
@@ -391,16 +377,15 @@ def _apply(*, thread: Thread, namespace: str, items: list[_Item], removed: list[
               namespace=namespace, created=len(created) - len(rewrites),
               rewritten=len(rewrites), removed=len(retire), fields=fields,
               revision=thread.revision)
-    positions = {new.pk: old.position for new, old in
-                 ((created[index], old) for index, old in rewrites)}
     return {"status": "applied", "revision": thread.revision,
             "created": len(created) - len(rewrites), "rewritten": len(rewrites),
             "removed": len(retire), "unchanged": unchanged + adopted,
-            "stored": [{"key": key, "seq": obj.seq, "position": positions.get(obj.pk, obj.position)}
-                       for obj, key in zip(created, keys, strict=True)]}
+            # (each row was inserted with its item key: never None)
+            "stored": [{"key": (obj.item_key or "").removeprefix(prefix), "seq": obj.seq,
+                        "position": obj.position} for obj in created]}
 
 
-def _same_content(event: Event, spec: events_service.EventSpec) -> bool:
+def _same_content(event: Event, spec: EventSpec) -> bool:
     return (event.type, event.role, event.content, event.parts, event.data, event.anchor,
             event.step, event.call_id) == (spec.type, spec.role, spec.content, spec.parts,
                                            spec.data, spec.anchor, spec.step, spec.call_id)

@@ -4,13 +4,14 @@ fork ↔ delete fork.
 Ranges are working-context positions, both ends inclusive (see docs/api.md, "Ranges and undo").
 """
 
-from typing import Any
+from datetime import datetime
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from contextstore.errors import Conflict, InvalidInput
 from contextstore.models import Clear, Collapse, ContextBlock, Event, Thread
+from contextstore.ranges import check_range
 from contextstore.services import history
 from contextstore.services.common import Actor, audit, lock_thread
 from contextstore.services.document import document_write
@@ -78,12 +79,6 @@ def thread_unclear(*, clear: Clear, actor: Actor) -> Clear:
     return clear
 
 
-def _check_position(label: str, value: Any) -> int | None:
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-        raise InvalidInput(f"{label} must be a positive integer.", details={label: value})
-    return value
-
-
 def thread_fork(
     *, thread: Thread, name: str, actor: Actor, start_position: int | None = None,
     end_position: int | None = None, system_prompt: str | None = None,
@@ -103,11 +98,7 @@ def thread_fork(
     """
     if not isinstance(name, str) or not name or len(name) > 200:
         raise InvalidInput("name is required (at most 200 characters).", details={"name": "required"})
-    _check_position("start_position", start_position)
-    _check_position("end_position", end_position)
-    if start_position is not None and end_position is not None and start_position > end_position:
-        raise InvalidInput("start_position must not be after end_position.",
-                           details={"start_position": start_position, "end_position": end_position})
+    check_range(start_position, end_position, open_ends=True)
     if system_prompt is not None and not isinstance(system_prompt, str):
         raise InvalidInput("system_prompt must be a string.", details={"system_prompt": "string"})
 
@@ -136,9 +127,8 @@ def thread_fork(
         except IntegrityError as exc:
             raise Conflict(f"This session already has a thread named {name!r}.",
                            code="name_taken", details={"name": name}) from exc
-        now = timezone.now()
-        copies = _copy_events(child, top, collapses, originals)
-        history.history_added(thread=child, events=copies, now=now, new_thread=True)
+        history.session_thread_added(session_id=child.session_id)
+        copies = _copy_events(child, top, collapses, originals, timezone.now())
         ContextBlock.objects.bulk_create([
             ContextBlock(thread=child, name=b.name, value=b.value, expr=b.expr,
                          placement=b.placement, order=b.order, version=1, token_count=b.token_count)
@@ -170,29 +160,24 @@ def _collapsed_under(top: list[Event]) -> tuple[list[Collapse], dict[int, list[E
 
 
 def _copy_events(child: Thread, top: list[Event], collapses: list[Collapse],
-                 originals: dict[int, list[Event]]) -> list[Event]:
+                 originals: dict[int, list[Event]], now: datetime) -> list[Event]:
     summary_of = {c.summary_event_id: c for c in collapses}
     plain = [e for e in top if e.pk not in summary_of]
     plain += [m for ms in originals.values() for m in ms if m.pk not in summary_of]
     plain.sort(key=lambda e: e.position)
-    copies: dict[int, Event] = {}
-    for seq, event in enumerate(plain, 1):
-        copies[event.pk] = history.event_copy(event=event, thread=child, seq=seq, position=seq,
-                                              status=event.status)
-    # Summaries after every original, inner ones (made earlier) first, as in the parent.
-    seq = len(plain)
-    new_position: dict[int, int] = {}
+    sources = list(plain)
+    places: list[history.Place] = [(None, e.status) for e in plain]  # each at its new seq
+    position_of = {e.pk: seq for seq, e in enumerate(plain, 1)}
+    # Summaries after every original, inner ones (made earlier) first, as in the parent; each
+    # stands where the first event it replaces stands.
     for collapse in sorted(collapses, key=lambda c: c.summary_event.seq):
-        first = originals[collapse.pk][0]
-        seq += 1
-        position = new_position.get(first.pk)
-        if position is None:
-            position = copies[first.pk].position
         summary = collapse.summary_event
-        copies[summary.pk] = history.event_copy(event=summary, thread=child, seq=seq,
-                                                position=position, status=summary.status)
-        new_position[summary.pk] = position
-    Event.objects.bulk_create(list(copies.values()), batch_size=1000)
+        position_of[summary.pk] = position_of[originals[collapse.pk][0].pk]
+        sources.append(summary)
+        places.append((position_of[summary.pk], summary.status))
+    added = history.events_add(thread=child, specs=[history.spec_of(e) for e in sources], now=now,
+                               places=places)
+    copies = {source.pk: copy for source, copy in zip(sources, added, strict=True)}
     for collapse in collapses:
         members = originals[collapse.pk]
         summary = copies[collapse.summary_event_id]

@@ -1,6 +1,7 @@
 """Export and import of whole threads: contextstore JSON (everything) and peteos context JSON."""
 
 from collections.abc import Iterator, Mapping
+from datetime import datetime
 from typing import Any
 
 from django.db import DataError, IntegrityError, transaction
@@ -8,12 +9,15 @@ from django.utils import timezone
 
 from contextstore.documents import DOCUMENT_FIELDS, new_document
 from contextstore.errors import Conflict, InvalidInput
+from contextstore.eventspec import EVENT_FIELDS as EVENT_SPEC_FIELDS
+from contextstore.eventspec import EventSpec, event_spec, parse_stored_datetime
 from contextstore.models import Clear, Collapse, Event, Thread
+from contextstore.ranges import check_position
 from contextstore.services import history
 from contextstore.services.blocks import block_upsert
 from contextstore.services.common import Actor, audit
 from contextstore.services.document import document_write
-from contextstore.services.events import event_spec, parse_stored_datetime
+from contextstore.services.peteos import peteos_to_export
 from contextstore.services.sessions import session_ensure
 from contextstore.services.state import check_memory
 from contextstore.services.summaries import summarizer_config_clean
@@ -98,35 +102,38 @@ def _export_events(thread: Thread, last_seq: int) -> Iterator[dict[str, Any]]:
         yield item
 
 
-EVENT_INPUT_FIELDS = ("type", "role", "content", "parts", "data", "call_id", "step", "anchor",
-                      "client_id", "visible", "occurred_at")
+# An event of an export also carries what was stored with it (seq, position, status, its
+# collapse, ...); the fields an event is sent with are checked as an append checks them, but
+# its run_id: an import makes no runs (runs stay with the thread that ran them, as in a fork).
+EVENT_INPUT_FIELDS = EVENT_SPEC_FIELDS - {"run_id"}
 STATUSES = set(Event.Status.values)
 
 
-def _event_from(item: Any, index: int, thread: Thread, now, *, counted: bool) -> Event:
-    """An event of an import, checked like an append (events.event_spec) plus its stored fields."""
-    if not isinstance(item, dict):
-        raise InvalidInput(f"events[{index}] must be an object.")
-    spec = event_spec({k: item[k] for k in EVENT_INPUT_FIELDS if k in item}, index)
-    seq: Any = item.get("seq")  # both checked below
-    position: Any = item.get("position", seq)
+def _event_from(item: Any, index: int, *, counted: bool) -> tuple[EventSpec, int, history.Place]:
+    """An event of an import, checked like an append (eventspec.event_spec), with its stored
+    seq and its place: (spec, seq, (position, status))."""
+    place = f"events[{index}]"
+    # A non-object is refused there too, as every endpoint that takes events refuses it.
+    sent = {k: item[k] for k in EVENT_INPUT_FIELDS if k in item} if isinstance(item, dict) else item
+    spec = event_spec(sent, place)
+    seq = check_position(f"{place}.seq", item.get("seq"))
+    position = check_position(f"{place}.position", item.get("position", seq))
     status = item.get("status") or Event.Status.ACTIVE
-    for label, value in (("seq", seq), ("position", position)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise InvalidInput(f"events[{index}].{label} must be a positive integer.")
     if status not in STATUSES:
-        raise InvalidInput(f"events[{index}].status must be one of {sorted(STATUSES)}.")
-    # An ordinary event stands at its seq; only a Summary stands earlier, where its range stood.
-    if position != seq and not (spec.type == "Summary" and position < seq):
-        raise InvalidInput(f"events[{index}].position must equal its seq.")
+        raise InvalidInput(f"{place}.status must be one of {sorted(STATUSES)}.",
+                           details={f"{place}.status": f"one of {sorted(STATUSES)}"})
+    # An event stands at its seq or earlier: a Summary where its range stood, a sync item's
+    # rewrite where its old version stood (two active events never share one, checked below).
+    if position > seq:
+        raise InvalidInput(f"{place}.position must not be after its seq.",
+                           details={f"{place}.position": "must not be after its seq"})
     if counted:  # only the peteos converter (server-side) supplies counts: peteos counts its own way
         spec.token_count, spec.thinking_tokens = item["token_count"], item["thinking_tokens"]
-    return history.event_build(thread=thread, seq=seq, spec=spec, now=now, position=position,
-                               status=status)
+    return spec, seq, (position, status)
 
 
-def _stored_datetime(value: Any, place: str):
-    """A date-time both databases store and read back (events.parse_stored_datetime)."""
+def _stored_datetime(value: Any, place: str) -> datetime:
+    """A date-time both databases store and read back (eventspec.parse_stored_datetime)."""
     try:
         return parse_stored_datetime(value)
     except ValueError as exc:
@@ -154,8 +161,8 @@ def _thread_fields(thread_data: Any) -> dict[str, Any]:
     return fields
 
 
-def _working_positions_unique(events: list[Event]) -> None:
-    positions = [e.position for e in events if e.status == Event.Status.ACTIVE]
+def _working_positions_unique(places: list[history.Place]) -> None:
+    positions = [position for position, status in places if status == Event.Status.ACTIVE]
     if len(positions) != len(set(positions)):
         raise InvalidInput("Two active events stand at the same position.")
 
@@ -173,8 +180,6 @@ def thread_import(
         raise InvalidInput("The import must be a JSON object.")
     counted = data.get("format") != FORMAT
     if counted:
-        from contextstore.services.peteos import peteos_to_export
-
         data = peteos_to_export(data)
     source_session = data.get("session") or {}
     if not isinstance(source_session, dict):
@@ -205,12 +210,15 @@ def thread_import(
                 workspace=workspace, session=session, name=thread_name, summarizer=summarizer,
                 document=new_document(**{f: v for f, v in fields.items() if f in DOCUMENT_FIELDS}),
             )
-            events = [_event_from(item, i, thread, now, counted=counted)
-                      for i, item in enumerate(raw_events)]
-            if [e.seq for e in events] != list(range(1, len(events) + 1)):
+            history.session_thread_added(session_id=session.pk)
+            checked = [_event_from(item, i, counted=counted) for i, item in enumerate(raw_events)]
+            if [seq for _, seq, _ in checked] != list(range(1, len(checked) + 1)):
                 raise InvalidInput("Event seqs must run 1, 2, 3… without gaps.")
-            _working_positions_unique(events)
-            Event.objects.bulk_create(events, batch_size=1000)
+            places = [place for _, _, place in checked]
+            _working_positions_unique(places)
+            # The new thread's seqs run 1, 2, 3…: each event keeps the seq it was exported with.
+            events = history.events_add(thread=thread, specs=[spec for spec, _, _ in checked],
+                                        now=now, places=places)
             by_seq: dict[Any, Event] = {e.seq: e for e in events}  # looked up by what an import says
             old_collapse_ids = {}
             for c in raw_collapses:
@@ -252,7 +260,6 @@ def thread_import(
                 block_upsert(thread=thread, name=b.get("name", ""), actor=actor, value=b.get("value"),
                              expr=b.get("expr"), placement=b.get("placement", "suffix"),
                              order=b.get("order", 0))
-            history.history_added(thread=thread, events=events, now=now, new_thread=True)
             document_write(thread=thread, actor=actor, reason="import")
             audit(actor=actor, action="thread.import", target=thread, workspace=workspace,
                   events=len(events), session=session.key)

@@ -13,8 +13,8 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 
+from contextstore.eventspec import EVENT_TYPES
 from contextstore.markdown import looks_like_markdown, render_markdown
-from contextstore.models import EVENT_TYPES
 from contextstore.tokens import is_thinking, part_text
 
 register = template.Library()

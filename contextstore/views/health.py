@@ -9,13 +9,12 @@ import logging
 import time
 from collections.abc import Callable
 
+from celery import current_app
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
-
-from project.celery import app as celery_app
 
 logger = logging.getLogger(__name__)
 
@@ -41,11 +40,13 @@ def check_database() -> str:
 def check_broker() -> str:
     # Without socket timeouts a broker that accepts but never answers would hang the probe
     # (and its gunicorn thread) for minutes; max_retries=0 fails on the first refusal instead
-    # of sleeping between retries.
-    options = {**celery_app.conf.broker_transport_options,
+    # of sleeping between retries. The app is the project's (project/celery.py, made the
+    # default app when Django's settings load), reached as Celery's current app, as the
+    # services queue their tasks: contextstore imports nothing of the project package.
+    options = {**current_app.conf.broker_transport_options,
                "socket_timeout": BROKER_TIMEOUT_SECONDS,
                "socket_connect_timeout": BROKER_TIMEOUT_SECONDS}
-    with celery_app.connection_for_write(connect_timeout=BROKER_TIMEOUT_SECONDS,
+    with current_app.connection_for_write(connect_timeout=BROKER_TIMEOUT_SECONDS,
                                          transport_options=options) as conn:
         # kombu takes seconds as a float; celery-types' kombu stub says int
         conn.ensure_connection(max_retries=0, timeout=BROKER_TIMEOUT_SECONDS)  # type: ignore[arg-type]

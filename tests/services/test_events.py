@@ -1,13 +1,21 @@
 import time
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone as dj_timezone
 
+from contextstore.db import COPY_THRESHOLD, bulk_insert_events, insert_sql
 from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge
+from contextstore.eventspec import event_spec
+from contextstore.fields import JSONText
 from contextstore.models import AuditLog, Event, Run
 from contextstore.selectors.events import event_search
+from contextstore.services.collapses import collapse_create
 from contextstore.services.events import event_append
+from contextstore.services.history import event_build
+from contextstore.services.sessions import thread_ensure
 from tests.conftest import messages
 
 
@@ -217,7 +225,6 @@ def test_a_broken_regex_is_a_clear_input_error(history):
 
 
 def test_status_all_includes_collapsed_events(history, actor):
-    from contextstore.services.collapses import collapse_create
 
     collapse_create(thread=history, start_position=1, end_position=3, summary_text="earlier", actor=actor)
     assert seqs(event_search(thread=history)) == [4, 5, 6, 7]
@@ -259,17 +266,6 @@ def test_appending_never_reads_the_agent_state(thread, actor):
 def test_copy_stores_what_bulk_create_stores(session, actor):
     """The COPY path passes most values to psycopg as they are; what lands in each column is the
     text an INSERT through bulk_create stores, at the value edges."""
-    from datetime import UTC, datetime, timedelta, timezone
-
-    from django.utils import timezone as dj_timezone
-
-    from contextstore.db import COPY_THRESHOLD, bulk_insert_events
-    from contextstore.fields import JSONText
-    from contextstore.services import history
-    from contextstore.services.common import insert_sql
-    from contextstore.services.events import event_spec
-    from contextstore.services.sessions import thread_ensure
-
     if connection.vendor != "postgresql":
         pytest.skip("COPY is PostgreSQL's; SQLite inserts through bulk_create")
     leap_day = datetime(2024, 2, 29, 23, 59, 59, 999999, tzinfo=timezone(timedelta(hours=5, minutes=30)))
@@ -288,13 +284,13 @@ def test_copy_stores_what_bulk_create_stores(session, actor):
             "visible": bool(i % 3),
             "occurred_at": leap_day.isoformat() if i % 2 else None,
         })
-    specs = [event_spec(raw, i) for i, raw in enumerate(raws)]
+    specs = [event_spec(raw, f"events[{i}]") for i, raw in enumerate(raws)]
     now = dj_timezone.now()
 
     def stored(name, insert):
         thread, _ = thread_ensure(session=session, name=name, actor=actor)
         run = Run.objects.create(thread=thread, run_id="r1")
-        objs = [history.event_build(thread=thread, seq=2**62 + i, spec=spec, now=now,
+        objs = [event_build(thread=thread, seq=2**62 + i, spec=spec, now=now,
                                     run=run if spec.run_id else None)
                 for i, spec in enumerate(specs)]
         objs[1].data = JSONText('{"b": 1, "a": 2}')  # already JSON text, stored verbatim
@@ -329,22 +325,17 @@ def test_copy_stores_what_bulk_create_stores(session, actor):
 def test_event_build_builds_what_the_keyword_constructor_builds(thread):
     """event_build fills Event's columns positionally (cheaper than Model.__init__'s keywords):
     the instance equals Event(...) with keywords, its thread and run cached alike."""
-    from django.utils import timezone
-
-    from contextstore.services import history
-    from contextstore.services.events import event_spec
-
     # Defaults are read once per process: a callable one (a fresh dict per event) would be shared.
     assert not any(f.has_default() and callable(f.default) for f in Event._meta.concrete_fields)
     run = Run.objects.create(thread=thread, run_id="r1")
-    now = timezone.now()
+    now = dj_timezone.now()
     raws = [{"type": "Message", "role": "user", "content": "hi", "client_id": "k"},
             {"type": "ToolCall", "parts": [{"type": "text", "text": "x"}], "data": {"a": 1},
              "run_id": "r1", "occurred_at": "2020-01-01T00:00:00"}]
     for i, raw in enumerate(raws):
-        spec = event_spec(raw, i)
+        spec = event_spec(raw, f"events[{i}]")
         ran = run if spec.run_id else None
-        built = history.event_build(thread=thread, seq=7, spec=spec, now=now, run=ran, position=3,
+        built = event_build(thread=thread, seq=7, spec=spec, now=now, run=ran, position=3,
                                     status=Event.Status.COLLAPSED)
         expected = Event(
             thread=thread, seq=7, position=3, type=spec.type, role=spec.role, content=spec.content,

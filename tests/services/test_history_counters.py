@@ -1,5 +1,6 @@
 """Every stored counter equals a recount from the rows, after every step of random sequences of
-every operation that adds events or moves them in or out of the working context."""
+every operation that adds events or moves them in or out of the working context: each goes
+through history's one door (events_add) or tells it what moved (working_context_changed)."""
 
 import itertools
 from decimal import Decimal
@@ -10,12 +11,15 @@ from hypothesis import strategies as st
 
 from contextstore.errors import DomainError
 from contextstore.models import Clear, Collapse, Event, StateRevision, Thread
+from contextstore.selectors.agent_sessions import Identity
 from contextstore.services import history, summaries
+from contextstore.services.agent_sessions import CommitIn, retract_newest, session_commit
 from contextstore.services.collapses import collapse_create, collapse_undo
 from contextstore.services.events import event_append
 from contextstore.services.runs import run_start
 from contextstore.services.sessions import session_ensure, thread_ensure
 from contextstore.services.state import state_restore, state_write
+from contextstore.services.sync import sync_apply
 from contextstore.services.threads import (
     thread_clear_context,
     thread_delete_fork,
@@ -41,7 +45,8 @@ EVENT = st.one_of(
               st.sampled_from(["r1", "r2"]), st.sampled_from(["plan", "act"])),
 )
 KINDS = ("append", "collapse", "summary_job", "fork", "undo", "clear", "unclear", "restore",
-         "import", "delete_fork", "switch")
+         "import", "delete_fork", "switch", "retract", "commit", "sync")
+SYNC_KEYS = 8  # a sync names keys from a small pool, so saves rewrite and remove earlier items
 # (kind, events to append, two numbers that pick a range or an object among the candidates)
 OPS = st.tuples(st.sampled_from(KINDS), st.lists(EVENT, min_size=1, max_size=6),
                 st.integers(0, 10**6), st.integers(0, 10**6))
@@ -70,6 +75,7 @@ def apply(op: tuple, thread: Thread, session, actor) -> Thread:
     """Do one operation on `thread`; return the thread later operations work on."""
     kind, _, a, b = op
     pick = a
+    identity = Identity(app=session.app, user_id=session.user_id, key=session.key, thread=thread.name)
     if kind == "append":
         for run_id in {e["run_id"] for e in op[1] if "run_id" in e}:
             run_start(thread=thread, run_id=run_id, actor=actor)
@@ -117,6 +123,17 @@ def apply(op: tuple, thread: Thread, session, actor) -> Thread:
     elif kind == "switch":
         threads = list(Thread.objects.filter(session=session).order_by("pk"))
         return threads[pick % len(threads)]
+    elif kind == "retract":
+        retract_newest(workspace=session.workspace, identity=identity, actor=actor)
+    elif kind == "commit":
+        session_commit(workspace=session.workspace, identity=identity, commit=CommitIn(events=op[1]),
+                       actor=actor)
+    elif kind == "sync":
+        # New keys are appended, known ones rewritten in place (at the old version's position
+        # and status), one other key removed.
+        items = [{"key": f"k{(a + i) % SYNC_KEYS}", "event": event} for i, event in enumerate(op[1])]
+        sync_apply(thread=thread, namespace="prop", actor=actor, items=items,
+                   removed=[f"k{b % SYNC_KEYS}"])
     return thread
 
 

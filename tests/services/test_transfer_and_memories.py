@@ -8,6 +8,7 @@ from contextstore.services.collapses import collapse_create
 from contextstore.services.events import event_append
 from contextstore.services.memories import memory_remember, provider_state_put
 from contextstore.services.state import state_write
+from contextstore.services.sync import sync_apply
 from contextstore.services.threads import thread_fork
 from contextstore.services.transfer import thread_export, thread_import
 from tests.conftest import messages
@@ -35,6 +36,23 @@ def test_export_then_import_gives_the_same_thread(thread, actor, workspace):
     assert (copy.active_event_count, copy.active_tokens) == (thread.active_event_count, thread.active_tokens)
 
 
+def test_a_thread_with_a_sync_rewrite_exports_and_imports(thread, actor, workspace):
+    """A rewritten item stands where its old version stood, before its own seq, as a Summary
+    does; the import takes it there."""
+    def save(*contents: str) -> None:
+        sync_apply(thread=thread, namespace="fw", actor=actor, items=[
+            {"key": f"k{i}", "event": {"type": "Message", "content": c}} for i, c in enumerate(contents)])
+
+    save("first", "second")
+    save("first, rewritten", "second")
+    data = thread_export(thread=thread)
+    assert [(e["seq"], e["position"], e["status"]) for e in data["events"]] == [
+        (1, 1, "replaced"), (2, 2, "active"), (3, 1, "active")]
+    copy = thread_import(workspace=workspace, data=data, session_key="copy", actor=actor)
+    assert [(e["seq"], e["position"], e["status"]) for e in thread_export(thread=copy)["events"]] == [
+        (1, 1, "replaced"), (2, 2, "active"), (3, 1, "active")]
+
+
 def test_import_into_a_taken_name_is_a_conflict(thread, actor, workspace):
     data = thread_export(thread=thread)
     with pytest.raises(Conflict):
@@ -48,6 +66,17 @@ def test_a_malformed_import_is_refused_and_changes_nothing(actor, workspace):
     with pytest.raises(InvalidInput):
         thread_import(workspace=workspace, data={"nothing": 1}, actor=actor)
     assert not Event.objects.exists()
+
+
+def test_a_big_import_with_a_value_the_database_refuses_is_refused_and_changes_nothing(
+        actor, workspace):
+    """Enough events to be COPYed on PostgreSQL: the database's refusal of one (a peteos count
+    below zero) is an input error there too, as bulk_create's is on SQLite."""
+    messages_ = [{"id": f"m{i}", "role": "user", "content": f"turn {i}"} for i in range(30)]
+    messages_[7]["token_count"] = -1
+    with pytest.raises(InvalidInput, match="refuses|conflicts"):
+        thread_import(workspace=workspace, data={"id": "big", "messages": messages_}, actor=actor)
+    assert not Event.objects.exists() and not workspace.sessions.exists()
 
 
 def test_provider_state_is_versioned_per_provider(thread, actor):

@@ -15,9 +15,9 @@ from django.utils import timezone
 from contextstore.errors import Conflict, InvalidInput
 from contextstore.models import Event, Job, Run, Thread
 from contextstore.outbox import publish_after_commit
+from contextstore.ranges import check_range
 from contextstore.services.common import Actor, audit, lock_thread
 from contextstore.services.summaries.config import (
-    bounded_int,
     budget_tokens,
     summarizer_config_clean,
     thread_summarizer_config,
@@ -78,11 +78,7 @@ def summarize_range_request(
 ) -> Job:
     """Queue a summary of the working-context positions [start_position, end_position] (both
     inclusive). The same range asked again while pending returns the same job."""
-    start = bounded_int(start_position, "start_position", 1, 2**62)
-    end = bounded_int(end_position, "end_position", 1, 2**62)
-    if start > end:
-        raise InvalidInput("start_position must not be after end_position.",
-                           details={"start_position": start, "end_position": end})
+    start, end = check_range(start_position, end_position)
     cap = settings.SUMMARIZER_MAX_EVENTS_PER_JOB
     count = range_events(thread, start, end)[: cap + 1].count()
     if count == 0:
