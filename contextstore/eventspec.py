@@ -18,6 +18,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from contextstore.errors import InvalidInput, PayloadTooLarge
+from contextstore.fields import NUL_IN_NAME
 from contextstore.tokens import event_tokens
 
 # The documented types keep their meaning (the dashboard styles them, runtime ones are hidden
@@ -131,6 +132,8 @@ def event_spec(raw: Any, place: str) -> EventSpec:
             raise _fail(f"{place}.{field}", "must be a string")
         if len(value) > max_length:
             raise _fail(f"{place}.{field}", f"at most {max_length} characters")
+        if "\x00" in value:
+            raise _fail(f"{place}.{field}", NUL_IN_NAME)
         strings[field] = value
     visible = raw.get("visible")
     if visible is None:

@@ -1,21 +1,87 @@
+"""The storage boundary: how agent text and JSON are written to a column and read back.
+
+Text. PostgreSQL's text cannot hold U+0000 (NUL), which agents do hold (a shell tool's output, a
+clientai step result, an AgentScope Msg). Every text column of agent content (`AgentTextField`)
+stores a NUL as U+2400 SYMBOL FOR NULL ("␀"), and escapes that symbol and the escape itself
+with U+241B SYMBOL FOR ESCAPE ("␛"): NUL -> ␀, ␀ -> ␛␀, ␛ -> ␛␛. Any string round-trips, on
+both databases alike (SQLite could hold NUL, but its LIKE stops at one). The stored text stays
+searchable: ␀ separates the words around a NUL as NUL did, and a regex's `.` matches it. A
+search term is escaped the same way (the lookups below), so it finds only what it names.
+
+JSON (`OrderedJSONField`) is text written by the JSON encoder, which writes NUL as `\\u0000`.
+
+Names and ids (CharField: keys, names, roles, call ids) are addressed in paths and query
+strings, which cannot carry NUL: the services refuse it there (NUL_IN_NAME).
+"""
+
 import json
+import re
 from typing import Any
 
 from django import forms
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
+from django.db.models import lookups
 
 from contextstore.jsonstrict import StrictJSONDecoder
 
 _ENCODER = DjangoJSONEncoder(ensure_ascii=False)  # json.dumps(cls=...) builds one on every call
+
+NUL, NUL_SYMBOL, ESCAPE = "\x00", "\u2400", "\u241b"
+_TO_STORED = str.maketrans({NUL: NUL_SYMBOL, NUL_SYMBOL: ESCAPE + NUL_SYMBOL, ESCAPE: ESCAPE + ESCAPE})
+_FROM_STORED = {NUL_SYMBOL: NUL, ESCAPE + NUL_SYMBOL: NUL_SYMBOL, ESCAPE + ESCAPE: ESCAPE}
+_STORED_ESCAPE = re.compile(f"{ESCAPE}[{ESCAPE}{NUL_SYMBOL}]|{NUL_SYMBOL}")
+NUL_IN_NAME = "names and ids cannot hold NUL characters (U+0000)"
+
+
+def text_to_stored(text: str) -> str:
+    """Agent text as a column holds it (see the module's docstring)."""
+    if NUL in text or NUL_SYMBOL in text or ESCAPE in text:
+        return text.translate(_TO_STORED)
+    return text
+
+
+def text_from_stored(stored: str) -> str:
+    """The inverse of text_to_stored. An escape followed by anything else (never written) is
+    kept as it is."""
+    if NUL_SYMBOL not in stored and ESCAPE not in stored:
+        return stored
+    return _STORED_ESCAPE.sub(lambda match: _FROM_STORED[match.group()], stored)
+
+
+# django-stubs make fields generic; Django's own TextField takes no [...] at runtime.
+class AgentTextField(models.TextField):  # type: ignore[type-arg]
+    """Text as an agent sent it, any valid Unicode string, NUL included: stored escaped
+    (text_to_stored) on both databases, read back unescaped, and searched escaped."""
+
+    def get_prep_value(self, value: Any) -> Any:
+        value = super().get_prep_value(value)
+        return text_to_stored(value) if isinstance(value, str) else value
+
+    def get_db_prep_save(self, value: Any, connection: Any) -> Any:
+        # A str, the usual value, needs nothing else of Django's preparation (a tenth of the
+        # cost for the bulk inserts, which prepare every row's text: db.row_values).
+        if type(value) is str:
+            return text_to_stored(value)
+        return super().get_db_prep_save(value, connection)
+
+    def from_db_value(self, value: str | None, expression: Any, connection: Any) -> str | None:
+        return None if value is None else text_from_stored(value)
+
+
+# Django leaves a pattern's or a case-insensitive lookup's term unprepared; here it is escaped
+# like the text it is matched against (escaping maps each character on its own, so a term
+# found in a text is found in the stored text). A regex runs over the stored text as it is.
+for _lookup in (lookups.Contains, lookups.IContains, lookups.StartsWith, lookups.IStartsWith,
+                lookups.EndsWith, lookups.IEndsWith, lookups.IExact):
+    AgentTextField.register_lookup(type(_lookup.__name__, (_lookup,), {"prepare_rhs": True}))
 
 
 class JSONText(str):
     """JSON already serialized by the caller (who also needed its size): stored as it is."""
 
 
-# django-stubs make fields generic; Django's own TextField takes no [...] at runtime.
-class OrderedJSONField(models.TextField):  # type: ignore[type-arg]
+class OrderedJSONField(models.TextField):  # type: ignore[type-arg]  # as AgentTextField
     """JSON stored as text, so objects come back with their keys in the order written.
 
     PostgreSQL's jsonb sorts object keys; agents read their state back verbatim, and clientai's

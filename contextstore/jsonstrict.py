@@ -1,9 +1,13 @@
 """JSON as the service accepts it, checked while parsing: at most 64 levels deep, no repeated key
-in an object, no lone surrogate and no NUL character in any string or key. Shared by the API's parsers
-(contextstore.api.parsers) and JSON form fields (contextstore.fields); no Django imports.
+in an object, no lone surrogate in any string or key (not valid Unicode), and only numbers JSON
+has (RFC 8259: no NaN or Infinity, nor a number beyond a double's range, which Python would read
+as infinity). Any valid string is accepted, NUL included (contextstore.fields stores it). Shared
+by the API's parsers (contextstore.api.parsers) and JSON form fields (contextstore.fields); no
+Django imports.
 """
 
 import json
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -14,9 +18,9 @@ MAX_JSON_DEPTH = 64
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
 _INNERMOST = re.compile(r"\[\]|\{\}")
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-# Only escapes can put a surrogate or NUL into a decoded string: strict UTF-8 refuses encoded
-# surrogates, and json refuses raw control characters inside strings.
-_SUSPECT_ESCAPE = re.compile(r"\\u(?:d[89a-f][0-9a-f]{2}|0000)", re.IGNORECASE)
+# Only an escape can put a surrogate into a decoded string: strict UTF-8 refuses encoded ones.
+_SURROGATE_ESCAPE = re.compile(r"\\ud[89a-f][0-9a-f]{2}", re.IGNORECASE)
+NOT_A_NUMBER = "NaN, Infinity and numbers beyond a double's range are not JSON numbers (RFC 8259)"
 
 
 def json_depth_exceeded(text: str, limit: int = MAX_JSON_DEPTH) -> int | None:
@@ -76,13 +80,27 @@ def _pairs_hook(seen: list[bool]) -> Callable[[list[tuple[str, Any]]], dict[str,
 
 
 def _bad_text(value: str) -> str | None:
-    if "\x00" in value:
-        return "NUL characters (U+0000) are not accepted"
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
         return "lone surrogates (e.g. \\ud800) are not valid text"
     return None
+
+
+def _constant_hook(seen: list[bool]) -> Callable[[str], float]:
+    def hook(name: str) -> float:  # NaN, Infinity, -Infinity: found again after parsing
+        seen[0] = True
+        return float(name)
+    return hook
+
+
+def _float_hook(seen: list[bool]) -> Callable[[str], float]:
+    def hook(literal: str) -> float:
+        value = float(literal)
+        if math.isinf(value):  # 1e999
+            seen[0] = True
+        return value
+    return hook
 
 
 def _join(path: str, key: str | int) -> str:
@@ -92,10 +110,13 @@ def _join(path: str, key: str | int) -> str:
 
 
 def find_bad_value(value: Any, path: str = "") -> tuple[str, str] | None:
-    """(path, problem) of the first duplicate key, lone surrogate or NUL in a parsed body."""
+    """(path, problem) of the first duplicate key, lone surrogate or number JSON does not have
+    in a parsed body."""
     if isinstance(value, str):
         problem = _bad_text(value)
         return (path or "body", problem) if problem else None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (path or "body", NOT_A_NUMBER)
     if isinstance(value, dict):
         if isinstance(value, _Duplicate):
             return (_join(path, value.duplicate), "duplicate key in a JSON object")
@@ -149,9 +170,10 @@ def strict_loads(text: str) -> Any:
     a fraction of scanning the text (json.loads stops a body too deep for its recursion with a
     RecursionError). The text is scanned only for a body refused or broken, so that a deep one
     is refused as deep, at the character where it went too deep, whatever else is wrong."""
-    duplicate = [False]
+    duplicate, not_finite = [False], [False]
     try:
-        data = json.loads(text, object_pairs_hook=_pairs_hook(duplicate))
+        data = json.loads(text, object_pairs_hook=_pairs_hook(duplicate),
+                          parse_constant=_constant_hook(not_finite), parse_float=_float_hook(not_finite))
     except RecursionError as exc:
         _refuse_if_deep(text)
         raise JSONRefused("body", "JSON nested too deeply.") from exc
@@ -161,7 +183,7 @@ def strict_loads(text: str) -> Any:
     if _too_deep(data):
         _refuse_if_deep(text)
         raise JSONRefused("body", f"JSON nested deeper than {MAX_JSON_DEPTH} levels.")
-    if duplicate[0] or _SUSPECT_ESCAPE.search(text):
+    if duplicate[0] or not_finite[0] or _SURROGATE_ESCAPE.search(text):
         found = find_bad_value(data)
         if found:
             raise JSONRefused(*found)

@@ -7,7 +7,7 @@ from django.db import models
 from django.db.models import Q
 
 from contextstore.documents import DOCUMENT_DEFAULTS, new_document
-from contextstore.fields import OrderedJSONField
+from contextstore.fields import AgentTextField, OrderedJSONField
 
 
 class ModelSettings(models.Model):
@@ -212,7 +212,7 @@ class Run(models.Model):
     step_results = OrderedJSONField(default=dict)
     iteration = models.IntegerField(default=0)
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.RUNNING)
-    error = models.TextField(blank=True, default="")
+    error = AgentTextField(blank=True, default="")
     started_at = models.DateTimeField(auto_now_add=True)
     ended_at = models.DateTimeField(null=True, blank=True)
     event_count = models.PositiveIntegerField(default=0)
@@ -273,7 +273,7 @@ class Clear(models.Model):
 
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="clears")
     actor = models.CharField(max_length=200, blank=True, default="")
-    summary = models.TextField(blank=True, default="")
+    summary = AgentTextField(blank=True, default="")
     event_count = models.PositiveIntegerField(default=0)
     tokens = models.PositiveBigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -310,7 +310,7 @@ class Event(models.Model):
     position = models.BigIntegerField()
     type = models.CharField(max_length=64)  # open: any printable name (eventspec)
     role = models.CharField(max_length=32, blank=True, default="")
-    content = models.TextField(blank=True, default="")
+    content = AgentTextField(blank=True, default="")
     parts = OrderedJSONField(null=True, blank=True)
     data = OrderedJSONField(null=True, blank=True)
     # (run, seq) and (collapse) below are the only indexes these need; no automatic FK index.
@@ -390,8 +390,8 @@ class ContextBlock(models.Model):
 
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="blocks")
     name = models.CharField(max_length=200)
-    value = models.TextField(null=True, blank=True)  # noqa: DJ001 - NULL suppresses the block (Nooa); "" is a value
-    expr = models.TextField(null=True, blank=True)  # noqa: DJ001 - NULL means a fixed value
+    value = AgentTextField(null=True, blank=True)  # NULL suppresses the block (Nooa); "" is a value
+    expr = AgentTextField(null=True, blank=True)  # NULL means a fixed value
     placement = models.CharField(max_length=6, choices=Placement.choices, default=Placement.SUFFIX)
     order = models.IntegerField(default=0)
     version = models.PositiveIntegerField(default=1)
@@ -424,8 +424,8 @@ class ContextBlockVersion(models.Model):
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="block_versions")
     name = models.CharField(max_length=200)
     version = models.PositiveIntegerField()
-    value = models.TextField(null=True, blank=True)  # noqa: DJ001 - as ContextBlock.value
-    expr = models.TextField(null=True, blank=True)  # noqa: DJ001 - as ContextBlock.expr
+    value = AgentTextField(null=True, blank=True)  # as ContextBlock.value
+    expr = AgentTextField(null=True, blank=True)  # as ContextBlock.expr
     placement = models.CharField(max_length=6, choices=ContextBlock.Placement.choices,
                                  default=ContextBlock.Placement.SUFFIX)
     order = models.IntegerField(default=0)
@@ -518,7 +518,7 @@ class Memory(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memories")
     user_id = models.CharField(max_length=255, blank=True, default="")
     key = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001 - NULL (no key) is outside the unique index
-    content = models.TextField()
+    content = AgentTextField()
     data = OrderedJSONField(null=True, blank=True)
     source_event = models.ForeignKey(
         Event, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -558,7 +558,7 @@ class Job(models.Model):
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
     params = OrderedJSONField(default=dict)
     result = OrderedJSONField(null=True, blank=True)
-    error = models.TextField(blank=True, default="")
+    error = AgentTextField(blank=True, default="")
     attempts = models.PositiveIntegerField(default=0)
     # Set while a job is pending so a thread has at most one pending job of a kind.
     pending_key = models.CharField(max_length=100, null=True, blank=True, unique=True)
@@ -632,7 +632,7 @@ class StoredText(models.Model):
     a summary, an evaluated block expression, one message an agent sent."""
 
     sha256 = models.CharField(max_length=64, primary_key=True)
-    text = models.TextField()
+    text = AgentTextField()
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:

@@ -19,8 +19,12 @@ from contextstore.jsonstrict import JSONRefused, StrictJSONDecoder, json_depth_e
     ('{"x": [{"k": 1}, {"k": 1, "k": 2}]}', "x[1].k"),
     ('{"x": "\\ud800"}', "x"),
     ('{"x": ["ok", "\\udc00"]}', "x[1]"),
-    ('["\\u0000"]', "[0]"),
-    ('{"\\u0000": 1}', "\\x00"),
+    ('{"x": NaN}', "x"),
+    ('[1, Infinity]', "[1]"),
+    ('{"a": {"b": -Infinity}}', "a.b"),
+    ('{"big": [1e999]}', "big[0]"),
+    ('{"big": -' + "9" * 400 + '.0}', "big"),
+    ("NaN", "body"),
 ])
 def test_it_refuses_with_the_place_named(text, place):
     with pytest.raises(JSONRefused) as refused:
@@ -29,9 +33,11 @@ def test_it_refuses_with_the_place_named(text, place):
 
 
 def test_it_keeps_what_is_fine():
-    text = '{"deep": ' + "[" * 63 + "]" * 63 + ', "pair": "\\ud83d\\ude00", "s": "[[[[\\"{{{{", "z": 0}'
+    text = ('{"deep": ' + "[" * 63 + "]" * 63 + ', "pair": "\\ud83d\\ude00", "s": "[[[[\\"{{{{", "z": 0, '
+            '"nul": "a\\u0000b", "\\u0000": 1e308, "NaN": "Infinity", "tiny": 1e-999}')
     data = strict_loads(text)
-    assert list(data) == ["deep", "pair", "s", "z"] and data["pair"] == "😀"
+    assert list(data) == ["deep", "pair", "s", "z", "nul", "\x00", "NaN", "tiny"] and data["pair"] == "😀"
+    assert (data["nul"], data["\x00"], data["tiny"]) == ("a\x00b", 1e308, 0.0)
     assert strict_loads("[" * 64 + "]" * 64) is not None
 
 
@@ -82,7 +88,7 @@ def test_depth_is_refused_exactly_where_the_text_scan_says(depth, text, first, c
 def test_form_fields_use_the_same_rules():
     field = forms.JSONField(decoder=StrictJSONDecoder)
     assert field.clean('{"a": 1}') == {"a": 1}
-    for bad in ('{"a": 1, "a": 2}', "[" * 100 + "]" * 100, '"\\u0000"'):
+    for bad in ('{"a": 1, "a": 2}', "[" * 100 + "]" * 100, '"\\ud800"', "[NaN]"):
         with pytest.raises(forms.ValidationError):
             field.clean(bad)
 

@@ -1,9 +1,10 @@
 """Query strings and paths of API requests, checked before any view runs.
 
 Django decodes percent-escapes leniently (an invalid UTF-8 sequence becomes U+FFFD, so no lone
-surrogate gets through), but `%00` arrives as a NUL character, which PostgreSQL refuses in any
-text and SQLite would compare: refused here with the same 400 on both databases. JSON bodies
-are checked by the parsers (contextstore.api.parsers).
+surrogate gets through), but `%00` arrives as a NUL character. Paths and query strings carry
+names, ids and search terms, and no name or id holds a NUL (contextstore.fields): refused here
+with the same 400 on both databases. JSON bodies, where agent text may hold NUL, are checked by
+the parsers (contextstore.api.parsers).
 """
 
 from collections.abc import Callable

@@ -1,5 +1,6 @@
 """JSON bodies, checked once at the boundary for everything the API, import and merge patches
-share: size, nesting depth, duplicate keys, lone surrogates and NUL characters.
+share: size, nesting depth, duplicate keys, lone surrogates and numbers JSON does not have
+(NaN, Infinity).
 
 Every refusal is a 400 (413 for size) in the usual error shape, with the place named in
 `details` (`body`, or a path such as `events[0].data.x`).
@@ -30,7 +31,7 @@ def loads_strict(text: str) -> Any:
 
 class LimitedJSONParser(JSONParser):
     """JSON bodies up to DATA_UPLOAD_MAX_MEMORY_SIZE bytes (bigger is a 413), at most 64 levels
-    deep, without duplicate keys, lone surrogates or NUL characters (400 naming where).
+    deep, without duplicate keys, lone surrogates, NaN or Infinity (400 naming where).
 
     DRF reads the raw stream, which skips Django's own body-size check, so it is done here;
     the read stops one byte past the limit whatever the Content-Length claims.

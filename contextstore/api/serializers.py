@@ -7,6 +7,7 @@ thousands and DRF's per-field machinery would cost more than the database work.
 
 from typing import Any
 
+from django.core.validators import ProhibitNullCharactersValidator
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
@@ -27,6 +28,17 @@ from contextstore.models import (
 from contextstore.ranges import POSITION_MAX
 
 JSON_ANY = serializers.JSONField  # any JSON value (the models keep it as ordered text)
+
+
+class AgentText(serializers.CharField):
+    """Agent text: any valid Unicode string, NUL included (contextstore.fields stores it).
+    DRF's CharField refuses NUL, which names and ids keep doing."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.validators = [v for v in self.validators if not isinstance(v, ProhibitNullCharactersValidator)]
+
+
 # Largest seq, position or count a query may name: within a signed 64-bit column with room to
 # spare, so no database sees an integer it cannot hold.
 SEQ_MAX = POSITION_MAX
@@ -192,7 +204,7 @@ class EventInSerializer(serializers.Serializer):
                   "meaning; any other name (a framework's own vocabulary) is stored and shown "
                   "as a generic entry.")
     role = serializers.CharField(max_length=STRING_FIELDS["role"], required=False, allow_blank=True)
-    content = serializers.CharField(required=False, allow_blank=True, allow_null=True)
+    content = AgentText(required=False, allow_blank=True, allow_null=True)
     parts = serializers.ListField(child=JSON_ANY(), required=False, allow_null=True)
     data = JSON_ANY(required=False, allow_null=True)  # type: ignore[assignment]  # a field (the metaclass takes it off the class)
     run_id = serializers.CharField(max_length=STRING_FIELDS["run_id"], required=False,
@@ -301,7 +313,7 @@ class CollapseInSerializer(serializers.Serializer):
                                          help_text="Deprecated: use start_position (same meaning).")
     end_seq = serializers.IntegerField(min_value=1, max_value=SEQ_MAX, required=False,
                                        help_text="Deprecated: use end_position (same meaning).")
-    summary_text = serializers.CharField(required=False, trim_whitespace=False)
+    summary_text = AgentText(required=False, trim_whitespace=False)
     summarize = serializers.BooleanField(required=False, default=False)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -330,10 +342,10 @@ class BlockListSerializer(serializers.Serializer):
 
 
 class BlockInSerializer(serializers.Serializer):
-    value = serializers.CharField(required=False, allow_null=True, allow_blank=True,
-                                  trim_whitespace=False, help_text="Fixed text; null suppresses.")
-    expr = serializers.CharField(required=False, allow_null=True, trim_whitespace=False,
-                                 help_text="A template evaluated against the thread's state.")
+    value = AgentText(required=False, allow_null=True, allow_blank=True, trim_whitespace=False,
+                      help_text="Fixed text; null suppresses.")
+    expr = AgentText(required=False, allow_null=True, trim_whitespace=False,
+                     help_text="A template evaluated against the thread's state.")
     placement = serializers.ChoiceField(choices=ContextBlock.Placement.choices, required=False)
     order = serializers.IntegerField(required=False, min_value=-(2**31), max_value=2**31 - 1)
 
@@ -383,8 +395,8 @@ class StateSerializer(serializers.ModelSerializer):
 class StateWriteSerializer(serializers.Serializer):
     state = JSON_ANY(required=False, help_text="PUT: the new object; PATCH: a JSON merge patch.")
     memory = serializers.ListField(child=serializers.DictField(), required=False)
-    summary = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False,
-                                    help_text="The compacted summary (AgentScope setSummary).")
+    summary = AgentText(required=False, allow_blank=True, trim_whitespace=False,
+                        help_text="The compacted summary (AgentScope setSummary).")
     reason = serializers.CharField(required=False, allow_blank=True, max_length=500)
 
 
@@ -525,8 +537,8 @@ class ForkInSerializer(serializers.Serializer):
     end_seq = serializers.IntegerField(
         required=False, allow_null=True, min_value=1, max_value=SEQ_MAX,
         help_text="Deprecated: use end_position. Exclusive, as before: end_position = end_seq - 1.")
-    system_prompt = serializers.CharField(required=False, allow_null=True, default=None,
-                                          allow_blank=True, trim_whitespace=False)
+    system_prompt = AgentText(required=False, allow_null=True, default=None, allow_blank=True,
+                              trim_whitespace=False)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         attrs = _positions(attrs, end_exclusive_seq=True, required=False)
@@ -588,7 +600,7 @@ class RunSerializer(serializers.ModelSerializer):
 
 
 class RunFinishSerializer(serializers.Serializer):
-    error = serializers.CharField(required=False, allow_blank=True, default="")
+    error = AgentText(required=False, allow_blank=True, default="")
 
 
 class ProviderStateSerializer(serializers.ModelSerializer):
@@ -620,7 +632,7 @@ class MemoryInSerializer(serializers.Serializer):
                                     trim_whitespace=False)
     key = serializers.CharField(max_length=200, required=False, allow_null=True, default=None,
                                 trim_whitespace=False)
-    content = serializers.CharField(trim_whitespace=False)
+    content = AgentText(trim_whitespace=False)
     data = JSON_ANY(required=False, allow_null=True, default=None)  # type: ignore[assignment]  # a field (the metaclass takes it off the class)
 
 

@@ -9,7 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from contextstore.api.common import actor_of, body, parse, token_of
-from contextstore.api.serializers import JSON_ANY, EventSerializer
+from contextstore.api.serializers import JSON_ANY, AgentText, EventSerializer
 from contextstore.models import Thread
 from contextstore.services import sync
 from contextstore.services.common import UNSET
@@ -50,7 +50,7 @@ class SyncSaveInSerializer(serializers.Serializer):
                                     help_text="Keys the framework dropped.")
     state = serializers.DictField(required=False)
     memory = serializers.ListField(child=serializers.DictField(), required=False)
-    summary = serializers.CharField(required=False, allow_blank=True)
+    summary = AgentText(required=False, allow_blank=True)
     last_results = serializers.DictField(required=False, help_text="clientai's step results.")
     document = JSON_ANY(required=False, allow_null=True,
                         help_text="The namespace's part of the thread document (null removes).")

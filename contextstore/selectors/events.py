@@ -10,6 +10,7 @@ from django.db.models import QuerySet, Subquery
 
 from contextstore.db import regex_guard, statements_share_a_message
 from contextstore.errors import InvalidInput
+from contextstore.fields import text_to_stored
 from contextstore.models import Event, Thread
 
 # Text search on a big thread asks the trigram index (event_content_trgm) first. Left to itself,
@@ -43,7 +44,7 @@ def _text_matches(thread: Thread, text: str) -> list[int] | None:
     if (not statements_share_a_message() or thread.event_count < TEXT_INDEX_FIRST
             or not connection.get_autocommit()):  # in a transaction SET LOCAL would outlive this query
         return None
-    pattern = f"%{connection.ops.prep_for_like_query(text)}%"
+    pattern = f"%{connection.ops.prep_for_like_query(text_to_stored(text))}%"
     try:
         with connection.cursor() as cursor:
             cursor.execute(_TEXT_MATCHES_SQL, [pattern, thread.pk, TEXT_INDEX_CAP + 1])

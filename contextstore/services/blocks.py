@@ -7,6 +7,7 @@ from django.db import transaction
 
 from contextstore.errors import InvalidInput, NotFound
 from contextstore.expressions import compile_expr
+from contextstore.fields import NUL_IN_NAME
 from contextstore.models import ContextBlock, ContextBlockVersion, Thread
 from contextstore.services.common import UNSET, Actor, audit, lock_thread
 from contextstore.tokens import count_tokens
@@ -19,6 +20,8 @@ def block_upsert(
     """Create or change a block. Giving value=None (and no expr) suppresses it without removing."""
     if not isinstance(name, str) or not name or len(name) > 200:
         raise InvalidInput("name is required (at most 200 characters).", details={"name": "invalid"})
+    if "\x00" in name:
+        raise InvalidInput(f"name: {NUL_IN_NAME}.", details={"name": NUL_IN_NAME})
     if value is not UNSET and expr is not UNSET and value is not None and expr is not None:
         raise InvalidInput("Give a fixed value or an expr, not both.", details={"expr": "not with value"})
     if value is not UNSET and value is not None and not isinstance(value, str):

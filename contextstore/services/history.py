@@ -247,11 +247,12 @@ CALL_TYPES = ("LLMCallStart", "LLMComplete")
 
 
 def model_of(event: Event) -> str | None:
-    """The model an LLM-call event names (`data.model`, a non-empty string), cut to 200."""
+    """The model an LLM-call event names (`data.model`, a non-empty string without NUL: a name),
+    cut to 200."""
     if event.type not in CALL_TYPES or not isinstance(event.data, dict):
         return None
     value = event.data.get("model")
-    return value[:200] if isinstance(value, str) and value.strip() else None
+    return value[:200] if isinstance(value, str) and value.strip() and "\x00" not in value else None
 
 
 def _models_seen(*, thread: Thread, events: Iterable[Event]) -> None:

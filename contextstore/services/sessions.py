@@ -3,6 +3,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from contextstore.errors import InvalidInput
+from contextstore.fields import NUL_IN_NAME
 from contextstore.models import Collapse, Session, Thread, Workspace
 from contextstore.services import history
 from contextstore.services.common import UNSET, Actor, audit
@@ -16,6 +17,8 @@ def _check_key(name: str, value: str, *, max_length: int, required: bool = False
     if len(value) > max_length:
         raise InvalidInput(f"{name} is longer than {max_length} characters.",
                            details={name: f"at most {max_length} characters"})
+    if "\x00" in value:
+        raise InvalidInput(f"{name}: {NUL_IN_NAME}.", details={name: NUL_IN_NAME})
     return value
 
 

@@ -45,6 +45,7 @@ from django.utils import timezone
 from contextstore import documents
 from contextstore.errors import InvalidInput, PayloadTooLarge, StaleRevision
 from contextstore.eventspec import EventSpec, event_spec
+from contextstore.fields import NUL_IN_NAME
 from contextstore.models import Event, Session, SyncUpload, Thread
 from contextstore.services import history
 from contextstore.services.common import UNSET, Actor, audit, lock_thread
@@ -117,6 +118,8 @@ def _check_key(key: Any, where: str) -> str:
     if not isinstance(key, str) or not key or len(key) > KEY_MAX:
         raise InvalidInput(f"{where}: a key is a non-empty string of at most {KEY_MAX} characters.",
                            details={where: key})
+    if "\x00" in key:
+        raise InvalidInput(f"{where}: {NUL_IN_NAME}.", details={where: NUL_IN_NAME})
     return key
 
 

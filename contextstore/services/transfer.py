@@ -11,6 +11,7 @@ from contextstore.documents import DOCUMENT_FIELDS, new_document
 from contextstore.errors import Conflict, InvalidInput
 from contextstore.eventspec import EVENT_FIELDS as EVENT_SPEC_FIELDS
 from contextstore.eventspec import EventSpec, event_spec, parse_stored_datetime
+from contextstore.fields import NUL_IN_NAME
 from contextstore.models import Clear, Collapse, Event, Thread
 from contextstore.ranges import check_position
 from contextstore.services import history
@@ -187,6 +188,8 @@ def thread_import(
     thread_data = data.get("thread") or {}
     fields = _thread_fields(thread_data)
     thread_name = name or thread_data.get("name") or "main"
+    if isinstance(thread_name, str) and "\x00" in thread_name:
+        raise InvalidInput(f"thread.name: {NUL_IN_NAME}.", details={"thread.name": NUL_IN_NAME})
     raw_events = data.get("events") or []
     raw_blocks = data.get("blocks") or []
     raw_collapses = data.get("collapses") or []

@@ -9,7 +9,7 @@ from typing import Any
 from django import template
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.html import format_html, format_html_join
+from django.utils.html import conditional_escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 
@@ -25,6 +25,34 @@ TREE_ITEMS = 200
 CUT_CHARS = 4096  # text beyond this stays on the server until "load the rest" asks for it
 TREE_STR_CHARS = 1024  # a string in a JSON tree beyond this is cut the same way
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# A NUL (U+0000) in agent text is shown as a marker: a browser drops the character itself.
+NUL_MARKER = format_html('<span class="nul" title="NUL character (U+0000)">{}</span>', "\u2400")
+NUL_JSON_MARKER = format_html('<span class="nul" title="NUL character (U+0000)">{}</span>', "\\u0000")
+# A tag of sanitized HTML (attribute values double-quoted, a quote inside one escaped).
+_TAG = re.compile(r'<(?:[^>"]|"[^"]*")*>')
+
+
+@register.filter(needs_autoescape=True)
+def nul_marked(value: Any, autoescape: bool = True) -> SafeString:
+    """Agent text for a page: escaped (where the template escapes), each NUL shown as a marker."""
+    text = str(conditional_escape(value) if autoescape else value)
+    return mark_safe(text.replace("\x00", NUL_MARKER))  # noqa: S308 - escaped above, or not asked to be
+
+
+@register.filter
+def has_nul(value: Any) -> bool:
+    return isinstance(value, str) and "\x00" in value
+
+
+def _markdown_nul_marked(text: str) -> str:
+    """Sanitized Markdown HTML with each NUL of `text` shown as a marker. CommonMark turns NUL
+    into U+FFFD, so each is a private-use character absent from the text while rendering, then
+    the marker in text and a plain ␀ inside a tag's attribute (a link title, a code language)."""
+    if "\x00" not in text:
+        return render_markdown(text)
+    stand_in = next((c for c in map(chr, range(0xE000, 0xF900)) if c not in text), "\u2400")
+    html = render_markdown(text.replace("\x00", stand_in))
+    return _TAG.sub(lambda m: m.group().replace(stand_in, "\u2400"), html).replace(stand_in, NUL_MARKER)
 
 
 @register.filter
@@ -100,11 +128,20 @@ def split_parts(parts: Any) -> dict[str, list]:
     return out
 
 
+def _json_text(value: Any) -> SafeString:
+    """A value as JSON text, escaped; each NUL of a string (JSON's \\u0000) shown as a marker."""
+    if not (isinstance(value, str) and "\x00" in value):
+        return conditional_escape(json.dumps(value, ensure_ascii=False, default=str))
+    pieces = (json.dumps(piece, ensure_ascii=False)[1:-1] for piece in value.split("\x00"))
+    marked = NUL_JSON_MARKER.join(conditional_escape(piece) for piece in pieces)
+    return format_html('"{}"', mark_safe(marked))  # noqa: S308 - each piece escaped
+
+
 def _scalar(value: Any, full: bool) -> SafeString:
     kind = ("null" if value is None else "bool" if isinstance(value, bool)
             else "num" if isinstance(value, int | float) else "str")
     cut = isinstance(value, str) and not full and len(value) > TREE_STR_CHARS
-    text = json.dumps(value[:TREE_STR_CHARS] if cut else value, ensure_ascii=False, default=str)
+    text = _json_text(value[:TREE_STR_CHARS] if cut else value)
     rest = format_html('<span class="muted"> … {} more characters</span>',
                        len(value) - TREE_STR_CHARS) if cut else ""
     return format_html('<button type="button" class="j-{} j-val" data-copy-value '
@@ -131,7 +168,7 @@ def _tree(value: Any, depth: int, path: str = "$", full: bool = False) -> SafeSt
     rows = format_html_join(
         "", '<li><button type="button" class="j-key" data-copy-path="{}" title="Copy path {}">{}'
             '</button>: {}</li>',
-        ((p, p, k, _tree(v, depth + 1, p, full)) for k, v in shown for p in [_path(path, k)]),
+        ((p, p, nul_marked(k), _tree(v, depth + 1, p, full)) for k, v in shown for p in [_path(path, k)]),
     )
     more = format_html('<li class="muted">… {} more</li>', len(pairs) - len(shown)) \
         if len(pairs) > len(shown) else ""
@@ -161,11 +198,11 @@ def reader_text(text: str, thread_pk: int | None = None, seq: int | None = None,
     if looks_like_markdown(shown):
         body = format_html(
             '<div class="content md{}">{}</div><pre class="content raw" hidden>{}</pre>',
-            clamp, mark_safe(render_markdown(shown)), shown)  # noqa: S308 - nh3-sanitized above
+            clamp, mark_safe(_markdown_nul_marked(shown)), nul_marked(shown))  # noqa: S308 - nh3-sanitized
         controls: str = mark_safe('<button type="button" class="linkish small" data-raw-toggle '  # noqa: S308
                              'aria-pressed="false">raw</button>')
     else:
-        body = format_html('<div class="content{}">{}</div>', clamp, shown)
+        body = format_html('<div class="content{}">{}</div>', clamp, nul_marked(shown))
         controls = ""
     if clamp:
         controls = format_html('{}<button type="button" class="linkish small" data-more>show more</button>',

@@ -233,8 +233,11 @@ def block_save(request: DashboardRequest, thread: Thread) -> HttpResponse:
         return _invalid(request, form)
     data = form.cleaned_data
     text = None if data["suppressed"] else data["value"]
-    # The one textarea holds either a fixed value or a live expression, as the kind says.
+    # The one textarea holds either a fixed value or a live expression, as the kind says. A text
+    # holding NUL has no textarea (a browser cannot edit it): without one, the text stays.
     content = {"expr": text} if data["kind"] == "expr" and text is not None else {"value": text}
+    if text is not None and "value" not in request.POST:
+        content = {}
     blocks.block_upsert(
         thread=thread, name=data["name"], actor=actor_for(request),
         placement=data["placement"], order=data["order"], **content,

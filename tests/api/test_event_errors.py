@@ -22,8 +22,9 @@ BAD: list[tuple[str, Any, str]] = [
     ("occurred_at past year 9999 in UTC",
      {"type": "Message", "occurred_at": "9999-12-31T23:59:59-12:00"}, ".occurred_at"),
     ("parts not a list", {"type": "Message", "parts": "x"}, ".parts"),
-    ("NUL in a nested part", {"type": "ToolCall", "parts": [{"type": "text", "text": "a\u0000b"}]},
-     ".parts[0].text"),
+    ("NUL in a call id", {"type": "ToolCall", "call_id": "a\u0000b"}, ".call_id"),
+    ("NaN in a nested part", {"type": "ToolCall", "parts": [{"type": "x", "score": float("nan")}]},
+     ".parts[0].score"),
     ("lone surrogate in data", {"type": "Message", "data": {"k": "\ud800"}}, ".data.k"),
     ("role too long", {"type": "Message", "role": "r" * 33}, ".role"),
     ("visible not a boolean", {"type": "Message", "visible": "yes"}, ".visible"),
@@ -69,7 +70,8 @@ def counts() -> dict[str, int]:
 
 
 def post(api_client, thread, path: str, body: dict):
-    # Sent as text: json.dumps escapes NUL and lone surrogates as the hostile clients send them.
+    # Sent as text: json.dumps escapes NUL and lone surrogates, and writes NaN, as the hostile
+    # clients send them.
     return api_client.post(f"/api/v1/{path.format(thread=thread.pk)}", json.dumps(body),
                            content_type="application/json")
 

@@ -130,9 +130,10 @@ def test_every_operation_is_a_recorded_revision_and_inputs_become_events(thread,
 
 
 names = itertools.count()
-# Any text the API lets through: it refuses NUL (PostgreSQL cannot store it) and lone surrogates
-# (not text in UTF-8) before a service runs.
-stored_text = st.characters(codec="utf-8", exclude_characters="\x00")
+# Any text the API lets through: every valid string, NUL and the storage escape's symbols
+# included; it refuses lone surrogates (not text in UTF-8) and NaN or Infinity (not JSON) before a
+# service runs.
+stored_text = st.characters(codec="utf-8") | st.sampled_from("\x00\u2400\u241b")
 operations = st.lists(
     st.one_of(
         st.tuples(
@@ -147,8 +148,8 @@ operations = st.lists(
         st.tuples(
             st.just("set_step_result"),
             st.sampled_from(["analyze", "draft", "b", "review"]),
-            st.one_of(st.text(stored_text, max_size=8), st.integers(), st.floats(allow_nan=False),
-                      st.booleans()),
+            st.one_of(st.text(stored_text, max_size=8), st.integers(),
+                      st.floats(allow_nan=False, allow_infinity=False), st.booleans()),
         ),
         st.tuples(st.just("increment_iteration")),
         st.tuples(st.just("set_max_history_size"), st.integers(0, 4)),

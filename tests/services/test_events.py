@@ -269,7 +269,8 @@ def test_copy_stores_what_bulk_create_stores(session, actor):
     if connection.vendor != "postgresql":
         pytest.skip("COPY is PostgreSQL's; SQLite inserts through bulk_create")
     leap_day = datetime(2024, 2, 29, 23, 59, 59, 999999, tzinfo=timezone(timedelta(hours=5, minutes=30)))
-    edge_texts = ["", "plain", "ünïcödé 😀 \u200d\u2028 עברית", "tab\tnew\nline\\back\r", "x" * 5000]
+    edge_texts = ["", "plain", "ünïcödé 😀 \u200d\u2028 עברית", "tab\tnew\nline\\back\r", "x" * 5000,
+                  "nul\x00 and the escape's own ␀ ␛"]
     raws = []
     for i in range(COPY_THRESHOLD + 5):
         raws.append({
