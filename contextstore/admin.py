@@ -4,6 +4,7 @@ the admin user as actor); the audit log and the events themselves are read-only.
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth import get_permission_codename
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
@@ -32,7 +33,10 @@ from contextstore.services.common import Actor
 
 
 def actor_of(request: HttpRequest) -> Actor:
-    return Actor.for_user(request.user, request.META.get("REMOTE_ADDR"))
+    user = request.user
+    if not user.is_authenticated:  # the admin site lets in signed-in staff only
+        raise PermissionDenied
+    return Actor.for_user(user, request.META.get("REMOTE_ADDR"))
 
 
 def counts_only(modeladmin: admin.ModelAdmin, objs, request: HttpRequest) -> tuple:

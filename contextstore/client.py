@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 from urllib.parse import quote
 
 import httpx
@@ -40,6 +40,9 @@ from tenacity import (
     retry_if_exception_type,
     stop_after_attempt,
 )
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = [
     "AsyncContextStore", "AppendedEvent", "Block", "Collapse", "ConnectionFailed", "Context", "ContextStore",
@@ -121,10 +124,10 @@ LLM_CALL_TYPES = ("LLMCallStart", "LLMComplete", "LLMCallEnd")
 
 # ------------------------------------------------------------------------------- results
 
-def _build[T](cls: type[T], data: dict[str, Any], **extra: Any) -> T:
+def _build[T: DataclassInstance](cls: type[T], data: dict[str, Any], **extra: Any) -> T:
     """A result dataclass from a JSON object; fields the client does not know are ignored so
     newer servers stay compatible."""
-    names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    names = {f.name for f in fields(cls)}
     return cls(**{k: v for k, v in data.items() if k in names}, **extra)
 
 
@@ -399,9 +402,9 @@ class _AgentSessions:
         return parse(body) if parse else body
 
     def create_agent_session(
-        self, app: str, user_id: str, key: str, *, thread: str = "main", state: dict | None = None,
-        app_state: dict | None = None, user_state: dict | None = None, agent: str = "",
-        title: str = "", metadata: dict | None = None,
+        self, app: str, user_id: str, key: str, *, thread: str = "main", state: dict[str, Any] | None = None,
+        app_state: dict[str, Any] | None = None, user_state: dict[str, Any] | None = None, agent: str = "",
+        title: str = "", metadata: dict[str, Any] | None = None,
     ) -> Any:
         """Create-only (Conflict if it exists): session, first thread, initial state and scopes."""
         return self._call("POST", "agent-sessions/", parse=_read_in, idempotent=False, json={
@@ -412,7 +415,7 @@ class _AgentSessions:
     def read_agent_session(
         self, app: str, user_id: str, key: str, *, thread: str = "main", limit: int | None = None,
         after: str | None = None, types: list[str] | None = None, client_id: str | None = None,
-        data_contains: dict | None = None, blobs: list[str] | None = None,
+        data_contains: dict[str, Any] | None = None, blobs: list[str] | None = None,
         before_client_id: str | None = None,
     ) -> Any:
         """One request: session, state, scopes, newest `limit` events, named blobs; None if missing."""
@@ -426,8 +429,8 @@ class _AgentSessions:
 
     def commit_agent_session(
         self, app: str, user_id: str, key: str, *, thread: str = "main",
-        events: list[dict[str, Any]] | None = None, state: dict | None = None,
-        app_state: dict | None = None, user_state: dict | None = None, blobs: Any = None,
+        events: list[dict[str, Any]] | None = None, state: dict[str, Any] | None = None,
+        app_state: dict[str, Any] | None = None, user_state: dict[str, Any] | None = None, blobs: Any = None,
         if_match: int | None = None, expected_last_seq: int | None = None,
         batch_id: str | None = None, create: bool = False,
     ) -> Any:
@@ -455,7 +458,7 @@ class _AgentSessions:
     def delete_agent_session(self, app: str, user_id: str = "", key: str | None = None, *,
                              key_prefix: str | None = None) -> Any:
         """Delete one session, or every session of the app whose key starts with key_prefix."""
-        body = {"app": app, "user_id": user_id}
+        body: dict[str, str | None] = {"app": app, "user_id": user_id}
         body.update({"key": key} if key is not None else {"key_prefix": key_prefix})
         return self._call("POST", "agent-sessions/delete/", json=body, idempotent=True,
                           parse=lambda answer: answer["deleted"])
@@ -477,7 +480,7 @@ class _AgentSessions:
     def scoped_states(self, app: str, user_id: str = "") -> Any:
         return self._call("GET", "agent-sessions/scopes/", params={"app": app, "user_id": user_id})
 
-    def patch_scoped_state(self, app: str, scope: str, patch: dict, *, user_id: str = "") -> Any:
+    def patch_scoped_state(self, app: str, scope: str, patch: dict[str, Any], *, user_id: str = "") -> Any:
         return self._call("PATCH", "agent-sessions/scopes/", idempotent=False, json={
             "app": app, "scope": scope, "user_id": user_id, "patch": patch})
 
@@ -563,7 +566,7 @@ def _retry_policy(retries: int, backoff: float, max_backoff: float) -> dict[str,
     def wait(state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
         retry_after = exc.retry_after if isinstance(exc, _Transient) else None
-        delay = min(backoff * (2 ** (state.attempt_number - 1)), max_backoff) * (0.5 + random.random())
+        delay = min(backoff * (2.0 ** (state.attempt_number - 1)), max_backoff) * (0.5 + random.random())
         return min(max(delay, retry_after or 0.0), 60.0)
 
     return {"stop": stop_after_attempt(retries + 1), "retry": retry_if_exception_type(_Transient),
@@ -599,7 +602,7 @@ class ContextStore(_AgentSessions):
 
     # -- transport
 
-    def request(self, method: str, path: str, *, json: Any = None, params: dict | None = None,
+    def request(self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None,
                 headers: dict[str, str] | None = None, idempotent: bool | None = None,
                 content: bytes | None = None) -> httpx.Response:
         """Send one request, retrying transient failures; raise ContextStoreError on errors.
@@ -629,7 +632,7 @@ class ContextStore(_AgentSessions):
         response = self.request(method, path, **kwargs)
         return response.json() if response.content else None
 
-    def _pages(self, path: str, params: dict | None = None) -> Iterator[dict[str, Any]]:
+    def _pages(self, path: str, params: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
         """Every item of a paginated list, following `next` links."""
         page = self._json("GET", path, params=params)
         while True:
@@ -732,7 +735,8 @@ class ContextStore(_AgentSessions):
 
     def render_diff(self, a: str, b: str) -> dict[str, Any]:
         """What changed between two recorded renders (events, blocks, summary, prefix, tokens)."""
-        return self._json("GET", f"renders/{a}/diff/{b}/")
+        diff: dict[str, Any] = self._json("GET", f"renders/{a}/diff/{b}/")
+        return diff
 
 
 class _Handle:
@@ -818,9 +822,10 @@ class ThreadHandle(_Handle):
 
     def summarize(self, start_position: int, end_position: int) -> str:
         """Queue a worker to summarize and collapse the range (inclusive); returns the job id."""
-        return self._json("POST", "collapse/", json={
+        job_id: str = self._json("POST", "collapse/", json={
             "start_position": start_position, "end_position": end_position,
             "summarize": True})["job_id"]
+        return job_id
 
     def configure_summarizer(self, config: dict[str, Any] | None) -> Thread:
         """Set the automatic summarizer (e.g. {"token_budget": {"max_tokens": 8000}}); None
@@ -869,14 +874,14 @@ class ThreadHandle(_Handle):
         return _state(self._json(method, "state/", json=body, headers=headers,
                                  idempotent=if_match is None))
 
-    def put_state(self, state: dict[str, Any] | None = None, *, memory: list | None = None,
+    def put_state(self, state: dict[str, Any] | None = None, *, memory: list[dict[str, Any]] | None = None,
                   summary: str | None = None, reason: str = "",
                   if_match: int | None = None) -> State:
         """Replace state, memory and/or summary. With if_match (a revision), a stale write
         raises StaleRevision and changes nothing; without, last write wins."""
         return self._write_state("PUT", state, memory, reason, if_match, summary)
 
-    def patch_state(self, patch: dict[str, Any] | None = None, *, memory: list | None = None,
+    def patch_state(self, patch: dict[str, Any] | None = None, *, memory: list[dict[str, Any]] | None = None,
                     summary: str | None = None, reason: str = "",
                     if_match: int | None = None) -> State:
         """Apply a JSON merge patch (RFC 7386: null removes a key) to the state."""
@@ -888,7 +893,8 @@ class ThreadHandle(_Handle):
     def revision(self, revision: int) -> dict[str, Any]:
         """One revision: {"document": the whole document then, "diff": RFC 6902 operations
         from the previous revision, "changed": the fields they touch, reason, actor, ...}."""
-        return self._json("GET", f"state/revisions/{revision}/")
+        found: dict[str, Any] = self._json("GET", f"state/revisions/{revision}/")
+        return found
 
     def restore(self, revision: int, *, if_match: int | None = None) -> State:
         """Bring back an earlier revision's whole document (state, memory, summary, clientai
@@ -919,15 +925,23 @@ class ThreadHandle(_Handle):
             return None
 
     def increment_iteration(self) -> int:
-        return self._json("POST", "iteration/")["iteration"]
+        iteration: int = self._json("POST", "iteration/")["iteration"]
+        return iteration
 
     def set_max_history_size(self, size: int) -> State:
         return _state(self._json("PUT", "max-history-size/", json={"size": size}))
 
-    def get_recent_history(self, n: int | None = None, raw: bool = False) -> str | list[dict]:
+    @overload
+    def get_recent_history(self, n: int | None = None, raw: Literal[False] = False) -> str: ...
+    @overload
+    def get_recent_history(self, n: int | None = None, *, raw: Literal[True]) -> list[dict[str, Any]]: ...
+    @overload
+    def get_recent_history(self, n: int | None = None, raw: bool = False) -> str | list[dict[str, Any]]: ...
+    def get_recent_history(self, n: int | None = None, raw: bool = False) -> str | list[dict[str, Any]]:
         """clientai get_recent_history: the formatted text, or the raw interactions."""
         data = self._json("GET", "history/", params={"n": n, "raw": raw})
-        return data if raw else data["text"]
+        history: str | list[dict[str, Any]] = data if raw else data["text"]
+        return history
 
     def reset(self) -> State:
         """clientai clear(): state, memory, results, inputs, iteration; history stays."""
@@ -940,7 +954,8 @@ class ThreadHandle(_Handle):
     def clear_context(self) -> int:
         """AgentScope clearContext: events and summary leave the working context; state stays.
         Returns how many events were cleared; `unclear()` takes it back."""
-        return self._json("POST", "clear-context/")["cleared"]
+        cleared: int = self._json("POST", "clear-context/")["cleared"]
+        return cleared
 
     def clears(self) -> list[Clear]:
         """Every clear-context of this thread, oldest first (undone ones too)."""
@@ -980,18 +995,22 @@ class ThreadHandle(_Handle):
 
     def llm_call(self, seq: int) -> dict[str, Any]:
         """What the LLM call logged at `seq` was sent: its render rebuilt, or its logged messages."""
-        return self._json("GET", f"llm-calls/{seq}/")
+        sent: dict[str, Any] = self._json("GET", f"llm-calls/{seq}/")
+        return sent
 
     def model_settings(self) -> dict[str, Any]:
         """model, context_window, reserve_output as set here, and `effective` after inheritance."""
-        return self._json("GET", "model/")
+        model: dict[str, Any] = self._json("GET", "model/")
+        return model
 
     def set_model(self, **settings: Any) -> dict[str, Any]:
         """Set model, context_window and/or reserve_output (None inherits)."""
-        return self._json("PATCH", "model/", json=settings)
+        model: dict[str, Any] = self._json("PATCH", "model/", json=settings)
+        return model
 
     def block_versions(self, name: str) -> list[dict[str, Any]]:
-        return self._json("GET", f"blocks/{name}/versions/")["results"]
+        versions: list[dict[str, Any]] = self._json("GET", f"blocks/{name}/versions/")["results"]
+        return versions
 
     def restore_block(self, name: str, version: int) -> Block:
         """Make an earlier kept version the block's content again (undoes an edit or delete)."""
@@ -1018,11 +1037,13 @@ class ThreadHandle(_Handle):
         self._json("DELETE")
 
     def total_tokens(self) -> int:
-        return self._json("GET", "tokens/")["total_tokens"]
+        total: int = self._json("GET", "tokens/")["total_tokens"]
+        return total
 
     def export(self, format: str = "contextstore") -> dict[str, Any]:
         """The whole thread as contextstore JSON, or its working context as peteos JSON."""
-        return self._json("GET", "export/", params={"format": format})
+        exported: dict[str, Any] = self._json("GET", "export/", params={"format": format})
+        return exported
 
     # -- runs and providers
 
@@ -1066,7 +1087,7 @@ class ThreadHandle(_Handle):
         items = [item if "occurred_at" in item.get("event", {}) else
                  {**item, "event": {**item["event"], "occurred_at": now}} for item in items or []]
         upload_id = uuid.uuid4().hex
-        chunks: list[tuple[list, list]] = [([], [])]
+        chunks: list[tuple[list[dict[str, Any]], list[str]]] = [([], [])]
         size = 0
         for item in items:
             item_size = len(json_module.dumps(item, default=str))
@@ -1124,8 +1145,8 @@ class SyncTracker:
         complete: `items` is the whole transcript, so known keys missing from it were dropped
         by the framework. Returns the server's answer, or None when there was nothing to send.
         """
-        changed = [{"key": k, "event": e} for k, e in items
-                   if self.digests.get(k) != item_digest(e)]
+        changed: list[dict[str, Any]] = [{"key": k, "event": e} for k, e in items
+                                         if self.digests.get(k) != item_digest(e)]
         keys = {k for k, _ in items}
         removed = [k for k in self.digests if k not in keys] if complete else []
         if not changed and not removed and not document_parts:
@@ -1168,8 +1189,8 @@ def _llm_call_events(model: str, messages: list[dict[str, Any]] | None, usage: d
         start["messages"] = messages
     usage = {k: v for k, v in usage.items() if v is not None}
     extra = {"run_id": run_id} if run_id else {}
-    events = [{"type": "LLMCallStart", "data": start, **extra},
-              {"type": "LLMComplete", "data": {"model": model, **usage}, **extra}]
+    events: list[dict[str, Any]] = [{"type": "LLMCallStart", "data": start, **extra},
+                                    {"type": "LLMComplete", "data": {"model": model, **usage}, **extra}]
     if messages is not None:  # the messages name what was sent; no render to point at
         events[1]["data"]["render_id"] = None
     return events
@@ -1238,7 +1259,7 @@ class AsyncContextStore(_AgentSessions):
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def request(self, method: str, path: str, *, json: Any = None, params: dict | None = None,
+    async def request(self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None,
                       headers: dict[str, str] | None = None, idempotent: bool | None = None,
                       content: bytes | None = None) -> httpx.Response:
         """ContextStore.request's rules, awaited: see there."""
@@ -1291,7 +1312,8 @@ class AsyncContextStore(_AgentSessions):
         return _rebuilt(await self._json("GET", f"renders/{render_id}/"))
 
     async def render_diff(self, a: str, b: str) -> dict[str, Any]:
-        return await self._json("GET", f"renders/{a}/diff/{b}/")
+        diff: dict[str, Any] = await self._json("GET", f"renders/{a}/diff/{b}/")
+        return diff
 
 
 class AsyncThreadHandle(_Handle):
@@ -1337,4 +1359,5 @@ class AsyncThreadHandle(_Handle):
 
     async def llm_call(self, seq: int) -> dict[str, Any]:
         """What the LLM call logged at `seq` was sent: its render rebuilt, or its logged messages."""
-        return await self.client._json("GET", self._path + f"llm-calls/{seq}/")
+        sent: dict[str, Any] = await self.client._json("GET", self._path + f"llm-calls/{seq}/")
+        return sent

@@ -8,7 +8,7 @@ import functools
 import re
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -48,7 +48,9 @@ def bulk_insert_events(objs: list[Event], now: datetime) -> None:
     if connection.vendor != "postgresql" or len(objs) < COPY_THRESHOLD:
         Event.objects.bulk_create(objs)  # one INSERT … RETURNING: fewer round trips when small
         return
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in Event._meta.concrete_fields)
+    # a concrete field has a column (the stubs say str | None for every field)
+    columns = ", ".join(connection.ops.quote_name(f.column)  # type: ignore[arg-type]
+                        for f in Event._meta.concrete_fields)
     # Django wraps execute and fetch, not copy: a value the database refuses (an import's
     # negative token count) is Django's IntegrityError or DataError here too, as bulk_create's.
     with connection.cursor() as cursor, connection.wrap_database_errors:
@@ -73,7 +75,7 @@ _COPY_AS_IS: dict[type, type] = {
     models.IntegerField: int, models.PositiveIntegerField: int, models.BooleanField: bool,
     models.CharField: str, models.TextField: str, models.DateTimeField: datetime,
 }
-RowPlan = list[tuple[str, type | None, Callable[[Any, Any], Any], Callable[[Any, bool], Any] | None]]
+RowPlan = list[tuple[str, type[Any] | None, Callable[[Any, Any], Any], Callable[[Any, bool], Any] | None]]
 
 
 @functools.cache
@@ -82,10 +84,10 @@ def row_plan(fields: tuple[models.Field, ...]) -> RowPlan:
     get_db_prep_save for every other value, the field's own pre_save or None). Preparing each of
     ~25 values of every row through Django cost a third of a batch's CPU; only the JSON fields
     (text, see OrderedJSONField) and values of an unexpected type need it."""
-    plan = []
+    plan: RowPlan = []
     for field in fields:
         target = field
-        while target.is_relation:
+        while isinstance(target, models.ForeignKey):
             target = target.target_field
         pre_save = field.pre_save if type(field).pre_save is not models.Field.pre_save else None
         plan.append((field.attname, _COPY_AS_IS.get(type(target)), field.get_db_prep_save, pre_save))
@@ -174,7 +176,7 @@ class _Prepared:
         raise NotImplementedError
 
     def _statement(self, values: tuple[int, ...], limit: int | None = None,
-                   along: list[tuple[str, list]] = ()) -> tuple[tuple, str, list]:
+                   along: Sequence[tuple[str, list]] = ()) -> tuple[tuple, str, list]:
         compiled = self.compiled.get(connection.vendor)
         if compiled is None:
             compiled = self.compiled[connection.vendor] = self._compile(len(values))
@@ -190,7 +192,7 @@ class _Prepared:
         return compiled, text, params
 
     def _rows(self, values: tuple[int, ...], limit: int | None = None,
-              along: list[tuple[str, list]] = ()) -> tuple[tuple, list[tuple]]:
+              along: Sequence[tuple[str, list]] = ()) -> tuple[tuple, list[tuple]]:
         compiled, text, params = self._statement(values, limit, along)
         with connection.cursor() as cursor:
             cursor.execute(text, params)
@@ -210,8 +212,10 @@ def binary_cursor() -> Any:
     server-binding cursor, on this connection and in its transaction. PostgreSQL only."""
     connection.ensure_connection()
     connection.validate_thread_sharing()
-    raw = ServerBindingCursor(connection.connection)
-    return connection.make_debug_cursor(raw) if connection.queries_logged else connection.make_cursor(raw)
+    # The stubs leave out psycopg's Cursor, its base, and make_cursor wraps any DB-API cursor.
+    raw = ServerBindingCursor(connection.connection)  # type: ignore[call-arg]
+    return (connection.make_debug_cursor(raw) if connection.queries_logged  # type: ignore[arg-type]
+            else connection.make_cursor(raw))  # type: ignore[arg-type]
 
 
 def binary_placeholders(text: str) -> str:
@@ -227,8 +231,8 @@ def binary_placeholders(text: str) -> str:
 _INSERTS: dict[tuple, tuple[str, tuple[models.Field, ...], bool]] = {}
 
 
-def insert_sql(
-    model: type[models.Model], objs: list[models.Model], *, returning: tuple[str, ...] = (),
+def insert_sql[M: models.Model](
+    model: type[M], objs: list[M], *, returning: tuple[str, ...] = (),
     ignore_conflicts: bool = False,
 ) -> tuple[str, tuple]:
     """The ORM's INSERT of `objs` (plain values, no expressions). Its text is compiled once per
@@ -244,7 +248,7 @@ def insert_sql(
         fields = tuple(f for f in model._meta.concrete_fields
                        if not isinstance(f, models.AutoField) and not f.generated)
         query = sql.InsertQuery(model, on_conflict=OnConflict.IGNORE if ignore_conflicts else None)
-        query.insert_values(fields, objs)
+        query.insert_values(fields, objs)  # type: ignore[arg-type]  # takes any model's list (stub: list[Model])
         compiler = query.get_compiler(using=DEFAULT_DB_ALIAS)
         compiler.returning_fields = [model._meta.get_field(name) for name in returning] or None
         [(text, params)] = compiler.as_sql()
@@ -278,12 +282,14 @@ def row_update_sql(
     text = _ROW_UPDATES.get(key)
     if text is None:
         quote = connection.ops.quote_name
-        columns = [quote(meta.get_field(name).column) for name in (*values, *amounts)]
+        # Concrete fields, which have a column: the stubs cannot tell them from other fields.
+        columns = [quote(meta.get_field(name).column)  # type: ignore[union-attr, arg-type]
+                   for name in (*values, *amounts)]
         sets = [f"{c} = %s" for c in columns[:len(values)]]
         sets += [f"{c} = {c} + %s" for c in columns[len(values):]]
         text = _ROW_UPDATES[key] = (f"UPDATE {quote(meta.db_table)} SET {', '.join(sets)} "
-                                    f"WHERE {quote(meta.pk.column)} = %s")
-    params = [meta.get_field(name).get_db_prep_save(value, connection)
+                                    f"WHERE {quote(meta.pk.column)} = %s")  # type: ignore[arg-type]
+    params = [meta.get_field(name).get_db_prep_save(value, connection)  # type: ignore[union-attr]
               for name, value in (*values.items(), *amounts.items())]
     return text, (*params, pk)
 
@@ -337,25 +343,26 @@ class PreparedGet(_Prepared):
     def _reading(self, qs: QuerySet, compiler: Any) -> tuple:
         klass_info, select = compiler.klass_info, compiler.select
         fields = klass_info["select_fields"]
+        fetch_mode = qs._fetch_mode  # type: ignore[attr-defined]  # Django 6.1's; not in the stubs yet
         return (klass_info["model"], fields[0], fields[-1] + 1,
                 [f[0].target.attname for f in select[fields[0]:fields[-1] + 1]],
-                get_related_populators(klass_info, select, qs.db, qs._fetch_mode),
+                get_related_populators(klass_info, select, qs.db, fetch_mode),
                 compiler.get_converters([s[0] for s in select[:compiler.col_count]]), qs.db,
-                qs._fetch_mode, dict(compiler.annotation_col_map or {}))
+                fetch_mode, dict(compiler.annotation_col_map or {}))
 
     @staticmethod
     def _instance(compiled: tuple, row: tuple) -> Any:
         (_, _, _, model, start, end, attnames, populators, converters, db, fetch_mode,
          annotations) = compiled
-        row = list(row)
+        cells = list(row)
         for pos, (convs, expression) in converters.items():
             for converter in convs:
-                row[pos] = converter(row[pos], expression, connection)
-        obj = model.from_db(db, attnames, row[start:end], fetch_mode=fetch_mode)
+                cells[pos] = converter(cells[pos], expression, connection)
+        obj = model.from_db(db, attnames, cells[start:end], fetch_mode=fetch_mode)
         for populator in populators:
-            populator.populate(row, obj)
+            populator.populate(cells, obj)
         for name, pos in annotations.items():
-            setattr(obj, name, row[pos])
+            setattr(obj, name, cells[pos])
         return obj
 
     def get(self, *values: int) -> Any:
@@ -385,7 +392,7 @@ class PreparedRows(_Prepared):
         return (list(converters.items()),)
 
     def rows(self, *values: int, limit: int | None = None,
-             along: list[tuple[str, list]] = ()) -> list[tuple]:
+             along: Sequence[tuple[str, list]] = ()) -> list[tuple]:
         return self._answer(*self._rows(values, limit, along))
 
     def _answer(self, compiled: tuple, rows: list[tuple]) -> list[tuple]:
@@ -394,9 +401,9 @@ class PreparedRows(_Prepared):
             return rows
         converted = []
         for row in rows:
-            row = list(row)
+            cells = list(row)
             for pos, (convs, expression) in converters:
                 for converter in convs:
-                    row[pos] = converter(row[pos], expression, connection)
-            converted.append(tuple(row))
+                    cells[pos] = converter(cells[pos], expression, connection)
+            converted.append(tuple(cells))
         return converted

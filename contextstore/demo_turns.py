@@ -3,6 +3,7 @@ result, now and then an error, feedback or code output. The demo workspace's his
 (seed_demo), the summarize benchmark's and the summarizer tests' input. Pure: no database."""
 
 import random
+from typing import Any
 
 TASKS = [
     "Find out why the nightly export job failed and propose a fix.",
@@ -32,14 +33,14 @@ ERRORS = [
 ]
 
 
-def turn_events(rng: random.Random, i: int, run_id: str, call_id: str) -> list[dict]:
+def turn_events(rng: random.Random, i: int, run_id: str, call_id: str) -> list[dict[str, Any]]:
     """The events of one turn `i` of run `run_id`, model call `call_id`."""
     tool = rng.choice(TOOLS)
     call = f"call_{i}"
     thinking = " ".join(rng.sample(SENTENCES, 2))
     said = " ".join(rng.sample(SENTENCES, 3))
     cost = round(rng.uniform(0.0004, 0.004), 6)
-    events = [
+    events: list[dict[str, Any]] = [
         {"type": "LLMCallStart", "run_id": run_id, "call_id": call_id, "data": {"model": "gpt-4o-mini"}},
         {"type": "Reasoning", "role": "assistant", "run_id": run_id, "call_id": call_id,
          "content": "", "parts": [{"type": "thinking", "thinking": thinking}]},

@@ -79,7 +79,8 @@ def merge_patch_ops(target: Any, patch: dict[str, Any], path: str) -> list[dict[
 def merge_patch(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
     """RFC 7386 by the maintained json-merge-patch package, applied in place (no copy of a large
     target): existing members keep their place, new ones go last."""
-    return json_merge_patch.merge(target, patch)
+    merged: dict[str, Any] = json_merge_patch.merge(target, patch)  # the package is untyped
+    return merged
 
 
 def _prefixed(op: dict[str, Any], prefix: str) -> dict[str, Any]:

@@ -45,7 +45,7 @@ class EventSpec:
     type: str
     role: str
     content: str
-    parts: list | None
+    parts: list[Any] | None
     data: Any
     run_id: str
     call_id: str
@@ -107,7 +107,7 @@ def event_spec(raw: Any, place: str) -> EventSpec:
     unknown = raw.keys() - EVENT_FIELDS
     if unknown:
         raise _fail(f"{place}.{sorted(unknown)[0]}", "unknown field")
-    etype = raw.get("type")
+    etype: Any = raw.get("type")  # a str once event_type_problem finds none
     problem = event_type_problem(etype)
     if problem:
         raise _fail(f"{place}.type", problem)

@@ -49,7 +49,8 @@ def text_from_stored(stored: str) -> str:
     return _STORED_ESCAPE.sub(lambda match: _FROM_STORED[match.group()], stored)
 
 
-class AgentTextField(models.TextField):
+# django-stubs make fields generic; Django's own TextField takes no [...] at runtime.
+class AgentTextField(models.TextField):  # type: ignore[type-arg]
     """Text as an agent sent it, any valid Unicode string, NUL included: stored escaped
     (text_to_stored) on both databases, read back unescaped, and searched escaped."""
 
@@ -80,12 +81,16 @@ class JSONText(str):
     """JSON already serialized by the caller (who also needed its size): stored as it is."""
 
 
-class OrderedJSONField(models.TextField):
+class OrderedJSONField(models.TextField):  # type: ignore[type-arg]  # as AgentTextField
     """JSON stored as text, so objects come back with their keys in the order written.
 
     PostgreSQL's jsonb sorts object keys; agents read their state back verbatim, and clientai's
     history text lists step results in insertion order, so that order is part of the data.
     """
+
+    # Any JSON value, to django-stubs' plugin (which reads these) as to its own JSONField.
+    _pyi_private_set_type: Any
+    _pyi_private_get_type: Any
 
     def from_db_value(self, value: str | None, expression: Any, connection: Any) -> Any:
         return None if value is None else json.loads(value)

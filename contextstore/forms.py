@@ -42,7 +42,7 @@ class SessionFilterForm(forms.Form):
     user = forms.CharField(required=False, max_length=255)
     model = forms.CharField(required=False, max_length=200)
     archived = forms.ChoiceField(required=False, choices=ARCHIVED)
-    errors = forms.BooleanField(required=False)
+    errors = forms.BooleanField(required=False)  # type: ignore[assignment]  # a field, not Form.errors
     active = forms.ChoiceField(required=False, choices=ACTIVE)
     cost_min = forms.DecimalField(required=False, min_value=0, max_digits=14, decimal_places=6,
                                   label="Cost from")
@@ -77,10 +77,11 @@ class SessionFilterForm(forms.Form):
 
     def problems(self) -> list[str]:
         """The errors as sentences naming the field, for the message above the list."""
-        out = []
-        for name, errors in self.errors.items():
+        out: list[str] = []
+        # super(): the class body names a field `errors` too (the metaclass takes it off the class)
+        for name, errors in super().errors.items():
             label = self.fields[name].label or name.title() if name in self.fields else ""
-            out.extend(f"{label}: {e}" if label else e for e in errors)
+            out.extend(f"{label}: {e}" if label else str(e) for e in errors)
         return out
 
 

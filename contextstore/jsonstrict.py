@@ -9,6 +9,7 @@ Django imports.
 import json
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 MAX_JSON_DEPTH = 64
@@ -42,7 +43,9 @@ def json_depth_exceeded(text: str, limit: int = MAX_JSON_DEPTH) -> int | None:
     while position < length:
         char = text[position]
         if char == '"':
-            position = _STRING.match(text, position).end()
+            literal = _STRING.match(text, position)
+            assert literal is not None  # every string literal matches, terminated or not
+            position = literal.end()
             continue
         if char in "[{":
             depth += 1
@@ -54,7 +57,7 @@ def json_depth_exceeded(text: str, limit: int = MAX_JSON_DEPTH) -> int | None:
     return None  # unbalanced, not deep: json.loads reports it
 
 
-class _Duplicate(dict):
+class _Duplicate(dict[str, Any]):
     """An object that had a repeated key; found again after parsing to name its path."""
 
     def __init__(self, pairs: list[tuple[str, Any]], key: str):
@@ -62,7 +65,7 @@ class _Duplicate(dict):
         self.duplicate = key
 
 
-def _pairs_hook(seen: list[bool]):
+def _pairs_hook(seen: list[bool]) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
     def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         result = dict(pairs)
         if len(result) != len(pairs):
@@ -84,14 +87,14 @@ def _bad_text(value: str) -> str | None:
     return None
 
 
-def _constant_hook(seen: list[bool]):
+def _constant_hook(seen: list[bool]) -> Callable[[str], float]:
     def hook(name: str) -> float:  # NaN, Infinity, -Infinity: found again after parsing
         seen[0] = True
         return float(name)
     return hook
 
 
-def _float_hook(seen: list[bool]):
+def _float_hook(seen: list[bool]) -> Callable[[str], float]:
     def hook(literal: str) -> float:
         value = float(literal)
         if math.isinf(value):  # 1e999

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable
 from contextvars import ContextVar
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponseBase
 from django.middleware.gzip import GZipMiddleware
 
 REQUEST_ID_HEADER = "X-Request-ID"
@@ -40,13 +40,13 @@ class RequestIdMiddleware:
     """Assigns the request id and writes one access line per request (method, path, status,
     duration), so gunicorn's own access log can stay off and every line is structured."""
 
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         incoming = request.headers.get(REQUEST_ID_HEADER, "")
         request_id = incoming if _VALID_ID.match(incoming) else uuid.uuid4().hex
-        request.request_id = request_id
+        request.request_id = request_id  # type: ignore[attr-defined]  # ours: RequestIdFilter reads it
         token = request_id_var.set(request_id)
         started = time.perf_counter()
         try:
@@ -75,11 +75,11 @@ class HtmlGZipMiddleware:
     the work, including the random padding that defeats BREACH-style guessing of the CSRF token.
     """
 
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
         self.gzip = GZipMiddleware(get_response)
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         response = self.get_response(request)
         if response.get("Content-Type", "").startswith("text/html"):
             return self.gzip.process_response(request, response)

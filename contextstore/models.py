@@ -282,6 +282,11 @@ class Clear(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
 
+    # Not stored: set on the clear thread_unclear returns (the events it brought back, and
+    # whether the summary came back with them).
+    restored: int
+    summary_restored: bool
+
     def __str__(self) -> str:
         return f"clear {self.pk} of {self.thread_id}"
 
@@ -397,6 +402,9 @@ class ContextBlock(models.Model):
     class Meta:
         ordering = ["placement", "order", "name"]
         constraints = [models.UniqueConstraint(fields=["thread", "name"], name="block_unique_name")]
+
+    # Not stored: set by the dashboard's side panel on the blocks it shows.
+    kept_versions: list["ContextBlockVersion"]
 
     def __str__(self) -> str:
         return self.name

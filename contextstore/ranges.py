@@ -2,7 +2,7 @@
 (collapse, summarize, fork) or a stored position (import) holds it to the same rules and
 refuses it in the same words."""
 
-from typing import Any
+from typing import Any, overload
 
 from contextstore.errors import InvalidInput
 
@@ -17,6 +17,11 @@ def check_position(name: str, value: Any) -> int:
     return value
 
 
+@overload
+def check_range(start_position: Any, end_position: Any) -> tuple[int, int]: ...
+@overload
+def check_range(start_position: Any, end_position: Any, *,
+                open_ends: bool) -> tuple[int | None, int | None]: ...
 def check_range(start_position: Any, end_position: Any, *,
                 open_ends: bool = False) -> tuple[int | None, int | None]:
     """A working-context range: positions, both ends included, start not after end. With

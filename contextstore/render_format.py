@@ -12,9 +12,9 @@ past call's context (selectors/renders.py).
 """
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from contextstore.tokens import count_tokens, is_thinking, part_text
 from contextstore.toolcalls import (
@@ -29,6 +29,31 @@ from contextstore.toolcalls import (
 FORMATS = ("raw", "openai", "anthropic")
 
 
+class EventFields(Protocol):
+    """What a render reads of an event: a HistoryEvent's fields, which an Event has too."""
+
+    @property
+    def pk(self) -> int: ...
+    @property
+    def position(self) -> int: ...
+    @property
+    def seq(self) -> int: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def parts(self) -> list[Any] | None: ...
+    @property
+    def data(self) -> Any: ...
+    @property
+    def token_count(self) -> int: ...
+    @property
+    def thinking_tokens(self) -> int: ...
+
+
 @dataclass(slots=True)
 class HistoryEvent:
     """The fields of an event a render reads (the Event's own names): a render loads a hundred
@@ -41,7 +66,7 @@ class HistoryEvent:
     type: str
     role: str
     content: str
-    parts: Any
+    parts: list[Any] | None
     data: Any
     token_count: int
     thinking_tokens: int
@@ -59,7 +84,7 @@ def role_of(type_: str, role: str) -> str:
     return role or ROLE_BY_TYPE.get(type_, "user")
 
 
-def event_role(event: HistoryEvent) -> str:
+def event_role(event: EventFields) -> str:
     return role_of(event.type, event.role)
 
 
@@ -70,7 +95,7 @@ def kind_of(type_: str, role: str) -> str:
     return "call" if type_ == "ToolCall" else "other"
 
 
-def event_parts(event: HistoryEvent, *, strip_thinking: bool) -> list | None:
+def event_parts(event: EventFields, *, strip_thinking: bool) -> list[Any] | None:
     if not event.parts or not strip_thinking:
         return event.parts
     return [p for p in event.parts if not is_thinking(p)]
@@ -130,14 +155,14 @@ def group_units(rows: Iterator[Row]) -> Iterator[list[Row]]:
 class Item:
     """One history event as it will be shown: its calls (with ids) or the call it answers."""
 
-    event: HistoryEvent
+    event: EventFields
     kind: str
     role: str
     calls: list[tuple[str, str, Any]] = field(default_factory=list)  # (id, name, arguments)
     answers: str | None = None
 
 
-def valid_items(events: list[HistoryEvent]) -> tuple[list[list[Item]], list[dict[str, Any]]]:
+def valid_items(events: Sequence[EventFields]) -> tuple[list[list[Item]], list[dict[str, Any]]]:
     """Units (oldest first) of events a provider accepts, and the events dropped as invalid.
 
     Calls without an id get `call_<seq>_<n>`; a result without one answers the first open call
@@ -184,7 +209,7 @@ def valid_items(events: list[HistoryEvent]) -> tuple[list[list[Item]], list[dict
     return units[::-1], dropped
 
 
-def _dropped(event: HistoryEvent, reason: str) -> dict[str, Any]:
+def _dropped(event: EventFields, reason: str) -> dict[str, Any]:
     return {"seq": event.seq, "position": event.position, "tokens": event.token_count,
             "reason": reason}
 
@@ -195,7 +220,7 @@ def join_blocks(named_texts: list[tuple[str, str]]) -> str:
 
 # ------------------------------------------------------------------ messages
 
-def _text_of(event: HistoryEvent, *, keep_thinking: bool) -> tuple[str, list[dict]]:
+def _text_of(event: EventFields, *, keep_thinking: bool) -> tuple[str, list[dict[str, Any]]]:
     """(text the model reads, thinking parts kept). Structured text parts win over `content`
     (frameworks often keep the same text in both)."""
     texts, thinking = [], []
@@ -213,7 +238,7 @@ def _text_of(event: HistoryEvent, *, keep_thinking: bool) -> tuple[str, list[dic
     return ("\n".join(texts) if texts else event.content), thinking
 
 
-def event_tokens(event: HistoryEvent, strip_thinking: bool) -> int:
+def event_tokens(event: EventFields, strip_thinking: bool) -> int:
     return event_cost(event.token_count, event.thinking_tokens, strip_thinking)
 
 

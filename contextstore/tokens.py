@@ -56,7 +56,7 @@ def is_thinking(part: Any) -> bool:
     return isinstance(part, dict) and part.get("type") in ("thinking", "redacted_thinking")
 
 
-def event_tokens(content: str, parts: list | None, *, type_: str = "",
+def event_tokens(content: str, parts: list[Any] | None, *, type_: str = "",
                  data: Any = None) -> tuple[int, int]:
     """(total tokens, tokens in thinking parts) for an event's content and parts, and for a
     ToolCall the name and arguments it keeps in `data` (the model sees them too)."""

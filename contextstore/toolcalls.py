@@ -23,7 +23,7 @@ class ToolCall:
     arguments: Any  # a JSON object, or the string the model produced
 
 
-def _first_str(obj: dict, keys: tuple[str, ...]) -> str | None:
+def _first_str(obj: dict[str, Any], keys: tuple[str, ...]) -> str | None:
     for key in keys:
         value = obj.get(key)
         if isinstance(value, str) and value:
@@ -34,7 +34,9 @@ def _first_str(obj: dict, keys: tuple[str, ...]) -> str | None:
 def _call(obj: Any) -> ToolCall | None:
     if not isinstance(obj, dict):
         return None
-    fn = obj.get("function") if isinstance(obj.get("function"), dict) else obj  # OpenAI nesting
+    fn = obj.get("function")
+    if not isinstance(fn, dict):  # OpenAI nests the call under "function"
+        fn = obj
     name = fn.get("name")
     if not isinstance(name, str) or not name:
         return None
@@ -91,7 +93,7 @@ def arguments_json(arguments: Any) -> str:
     return json.dumps(arguments, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
-def arguments_object(arguments: Any) -> dict:
+def arguments_object(arguments: Any) -> dict[str, Any]:
     """Arguments as the object Anthropic's tool_use `input` must be."""
     if isinstance(arguments, dict):
         return arguments

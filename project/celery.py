@@ -22,7 +22,7 @@ class Beat(CeleryBeat):
     every fragment it writes became a record of its own (~1,200 lines for one crash). Once
     logged, the exception ends the process with status 1 and is not printed again."""
 
-    def start_scheduler(self) -> None:
+    def start_scheduler(self) -> None:  # type: ignore[override]  # celery's returns None (not as its stub)
         try:
             super().start_scheduler()
         except Exception:
@@ -69,9 +69,11 @@ def _json_say(message: str, logger_name: str = "celery.worker") -> None:
     record = {"time": stamp, "level": "INFO",
               "logger": logger_name, "process": os.getpid(), "request_id": "-",
               "message": message.strip()}
+    if sys.__stdout__ is None:
+        return  # no stdout to write to
     try:
         os.write(sys.__stdout__.fileno(), (json.dumps(record) + "\n").encode())
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError):
         pass  # no stdout to write to
 
 
@@ -83,11 +85,13 @@ def json_console() -> None:
         _json_say(msg)
 
     def emit_banner(self: worker_app.Worker) -> None:
-        _json_say(f"celery worker {self.hostname} starting:\n{self.startup_info(artlines=False)}"
+        hostname = self.hostname  # type: ignore[attr-defined]  # set in WorkController.__init__
+        _json_say(f"celery worker {hostname} starting:\n{self.startup_info(artlines=False)}"
                   f"\n{self.extra_info() or ''}")
 
-    worker_app.safe_say = safe_say
-    worker_app.Worker.emit_banner = emit_banner
+    # Both replaced on purpose (celery-types leaves safe_say and WorkController.hostname out).
+    worker_app.safe_say = safe_say  # type: ignore[attr-defined]
+    worker_app.Worker.emit_banner = emit_banner  # type: ignore[method-assign]
 
 
 def _configure_console() -> None:

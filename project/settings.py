@@ -7,6 +7,7 @@ Production sets DATABASE_URL (PostgreSQL), CELERY_BROKER_URL (Redis) and SECRET_
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -101,7 +102,7 @@ TEMPLATES = [
 # writers queue on the lock instead of failing on upgrade).
 DATABASE_URL = env_str("DATABASE_URL")
 if not DATABASE_URL and env_str("POSTGRES_HOST"):
-    DATABASES = {"default": {
+    DATABASES: dict[str, Any] = {"default": {
         "ENGINE": "django.db.backends.postgresql",
         "HOST": env_str("POSTGRES_HOST"), "PORT": env_str("POSTGRES_PORT", "5432"),
         "USER": env_str("POSTGRES_USER", "contextstore"),
@@ -261,7 +262,7 @@ CELERY_BROKER_CONNECTION_TIMEOUT = BROKER_CONNECT_TIMEOUT
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5,
                                     "interval_max": 0.5}
 CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", 900)
-CELERY_BROKER_TRANSPORT_OPTIONS = {
+CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, Any] = {
     "visibility_timeout": CELERY_VISIBILITY_TIMEOUT,
     # Redis: how often a worker looks for messages abandoned by a dead worker (every sweep).
     "unacked_restore_interval": env_int("CELERY_RESTORE_INTERVAL", 30),
@@ -286,7 +287,7 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 
-def env_json(name: str, default: object = None) -> object:
+def env_json(name: str, default: Any = None) -> Any:
     value = os.environ.get(name)
     if not value:
         return default

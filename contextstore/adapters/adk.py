@@ -47,9 +47,11 @@ STALE_MESSAGE = ("The session has been modified in storage since it was loaded. 
                  "Please reload the session before appending more events.")
 
 
-def split_state(state: dict[str, Any] | None) -> tuple[dict, dict, dict]:
+def split_state(state: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """ADK state keys into (session, app, user) parts, prefixes stripped; temp: dropped."""
-    session, app, user = {}, {}, {}
+    session: dict[str, Any] = {}
+    app: dict[str, Any] = {}
+    user: dict[str, Any] = {}
     for key, value in (state or {}).items():
         if key.startswith(State.APP_PREFIX):
             app[key.removeprefix(State.APP_PREFIX)] = value
@@ -60,7 +62,7 @@ def split_state(state: dict[str, Any] | None) -> tuple[dict, dict, dict]:
     return session, app, user
 
 
-def merge_state(session: dict, app: dict, user: dict) -> dict[str, Any]:
+def merge_state(session: dict[str, Any], app: dict[str, Any], user: dict[str, Any]) -> dict[str, Any]:
     return {**session, **{State.APP_PREFIX + k: v for k, v in app.items()},
             **{State.USER_PREFIX + k: v for k, v in user.items()}}
 

@@ -37,7 +37,7 @@ messages, not a render_id.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentscope.state import AgentState
 
@@ -45,6 +45,9 @@ from contextstore.client import ContextStore, Event, StaleRevision, SyncTracker,
 
 KEY = "agentscope"
 ROLE_TYPES = {"user": "Message", "assistant": "LLMOutput", "system": "Notification"}
+
+if TYPE_CHECKING:
+    from agentscope.message import Msg
 
 __all__ = ["ContextStoreStateStore", "StaleRevision"]
 
@@ -58,7 +61,7 @@ def _text(message: dict[str, Any]) -> str:
 
 
 def _event(message: dict[str, Any], run_id: str = "") -> dict[str, Any]:
-    return {"type": ROLE_TYPES.get(message.get("role"), "Message"),
+    return {"type": ROLE_TYPES.get(message.get("role", ""), "Message"),
             "role": message.get("role", ""), "content": _text(message),
             "data": {KEY: message}, "run_id": run_id}
 
@@ -128,7 +131,7 @@ class ContextStoreStateStore:
         handle = self.thread(user_id, session_id, thread)
         call_api = model._call_api
 
-        async def logged(model_name: str, messages: list, **kwargs: Any) -> Any:
+        async def logged(model_name: str, messages: list[Msg], **kwargs: Any) -> Any:
             result = await call_api(model_name, messages=messages, **kwargs)
             formatter = getattr(model, "formatter", None)
             sent = (await formatter.format(messages) if formatter is not None

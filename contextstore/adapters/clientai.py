@@ -145,7 +145,8 @@ class ContextStoreAgentContext(AgentContext):
 
     def clear(self) -> None:
         if self.thread is None:  # clientai's Agent constructor may call it before a thread is set
-            return super().clear()
+            super().clear()
+            return
         self._adopt(self._server.reset())
 
     def clear_all(self) -> None:

@@ -13,10 +13,14 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from contextstore.client import ContextStore
+
+if TYPE_CHECKING:
+    from nooa.unifiedllm.unifiedllm import LLMResponse
 
 
 def prepare_environment() -> None:
@@ -80,7 +84,7 @@ def clientai_demo(cs: ContextStore, key: str) -> str:
 def agentscope_demo(cs: ContextStore, key: str) -> str:
     from agentscope.agent import Agent
     from agentscope.formatter import OpenAIChatFormatter
-    from agentscope.message import TextBlock, UserMsg
+    from agentscope.message import Msg, TextBlock, UserMsg
     from agentscope.model import ChatModelBase
     from agentscope.model._model_response import ChatResponse
     from agentscope.state import Task
@@ -97,7 +101,8 @@ def agentscope_demo(cs: ContextStore, key: str) -> str:
                              stream=False)
             self.formatter = OpenAIChatFormatter()
 
-        async def _call_api(self, model_name, messages, tools=None, tool_choice=None, **kwargs):
+        async def _call_api(self, model_name: str, messages: list[Msg], tools: Any = None,
+                            tool_choice: Any = None, **kwargs: Any) -> ChatResponse:
             said = [m.get_text_content() for m in messages if m.role == "user"]
             return ChatResponse(content=[TextBlock(type="text", text=f"Noted: {said[-1]}")],
                                 is_last=True)
@@ -125,7 +130,8 @@ def agent_framework_demo(cs: ContextStore, key: str) -> str:
     )
 
     class ScriptedClient(BaseChatClient):
-        async def _inner_get_response(self, *, messages, stream, options, **kwargs):
+        async def _inner_get_response(self, *, messages: Sequence[Message], stream: bool,
+                                      options: dict[str, Any], **kwargs: Any) -> ChatResponse:
             if options.get("response_format") is not None:  # UserInfoMemory's extraction
                 said = " ".join(m.text for m in messages if str(m.role) == "user")
                 name = re.search(r"[Mm]y name is (\w+)", said)
@@ -153,7 +159,7 @@ def agent_framework_demo(cs: ContextStore, key: str) -> str:
     return asyncio.run(run())
 
 
-def nooa_run_code(source: str, call: int):
+def nooa_run_code(source: str, call: int) -> LLMResponse:
     """What a model answers when it decides to run `source` in Nooa's code tool (offline
     scripted LLM responses for FakeLLMClient)."""
     from nooa.unifiedllm.unifiedllm import LLMResponse, ToolCall
@@ -179,7 +185,7 @@ def nooa_demo(cs: ContextStore, key: str) -> str:
     class Counter(Agent):
         count: int = 0
 
-        async def bump(self, n: int) -> int:
+        async def bump(self, n: int) -> int:  # type: ignore[empty-body]  # Nooa has the model carry it out
             """Add n to count and return the new count."""
             ...
 

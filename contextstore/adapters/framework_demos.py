@@ -97,6 +97,7 @@ def demo_adk(cs: ContextStore, key: str) -> str:
             user_id="ann", session_id=session.id, new_message=message)
             if e.content and e.content.parts and e.content.parts[0].text and not e.content.parts[0].thought]
         stored = await service.get_session(app_name="demo-shop", user_id="ann", session_id=key)
+        assert stored is not None  # created above
         return f"{answers[-1]!r}; {len(stored.events)} events, state {sorted(stored.state)}"
 
     return asyncio.run(run())

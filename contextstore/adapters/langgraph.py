@@ -44,6 +44,8 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from contextstore.client import AsyncContextStore, ContextStore
 
 APP = "langgraph"
+# commit_agent_session's (app, user_id, key), as the sync and async methods pass it on
+type SessionArgs = tuple[str, str, str]
 TYPE = "Checkpoint"
 
 __all__ = ["ContextStoreSaver", "make_test_saver"]
@@ -79,12 +81,12 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
     # -- building requests and answers (shared by the sync and async methods)
 
     def _put_commit(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
-                    new_versions: ChannelVersions) -> tuple[tuple, dict[str, Any], RunnableConfig]:
+                    new_versions: ChannelVersions) -> tuple[SessionArgs, dict[str, Any], RunnableConfig]:
         conf = config["configurable"]
         thread_id, ns = conf["thread_id"], conf.get("checkpoint_ns", "")
         cid, parent = checkpoint["id"], conf.get("checkpoint_id")
         c = checkpoint.copy()
-        values: dict[str, Any] = c.pop("channel_values")  # type: ignore[misc]
+        values: dict[str, Any] = c.pop("channel_values")
         blobs = []
         for channel, version in new_versions.items():
             kind, data = self.serde.dumps_typed(values[channel]) if channel in values else ("empty", b"")
@@ -111,7 +113,7 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
         return args, kwargs, saved
 
     def _writes_commit(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
-                       task_path: str) -> tuple[tuple, dict[str, Any]]:
+                       task_path: str) -> tuple[SessionArgs, dict[str, Any]]:
         conf = config["configurable"]
         thread_id, ns, cid = conf["thread_id"], conf.get("checkpoint_ns", ""), conf["checkpoint_id"]
         blobs = []
@@ -152,7 +154,7 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
         )
 
     def _list_read(self, config: RunnableConfig, filter: dict[str, Any] | None,
-                   before: RunnableConfig | None, limit: int | None) -> tuple[tuple, dict[str, Any]]:
+                   before: RunnableConfig | None, limit: int | None) -> tuple[SessionArgs, dict[str, Any]]:
         conf = config["configurable"]
         kwargs: dict[str, Any] = {
             "thread": _thread_name(conf.get("checkpoint_ns") or ""), "types": [TYPE], "limit": limit,
@@ -254,7 +256,7 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
             for event in chunk:
                 yield self._tuple(args[2], event["data"], blobs)
 
-    async def _acommit(self, args: tuple, kwargs: dict[str, Any]) -> None:
+    async def _acommit(self, args: SessionArgs, kwargs: dict[str, Any]) -> None:
         if isinstance(self.client, AsyncContextStore):
             await self.client.commit_agent_session(*args, **kwargs)
         else:

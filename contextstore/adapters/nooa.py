@@ -93,7 +93,7 @@ def _tag_span(tag: str) -> tuple[int, int]:
 
 
 
-def _summary_range(data: dict, position: int) -> tuple[int, int]:
+def _summary_range(data: dict[str, Any], position: int) -> tuple[int, int]:
     """The positions a contextstore Summary replaced (summaries made before positions were
     named say start_seq/end_seq, the same values)."""
     return (data.get("start_position", data.get("start_seq", position)),
@@ -102,6 +102,8 @@ def _summary_range(data: dict, position: int) -> tuple[int, int]:
 class ContextStoreEventBackend(InMemoryBackend):
     """Nooa's EventBackend over a contextstore thread (a local copy, written through the sync
     protocol: one event is one item keyed by the Nooa event id)."""
+
+    _next_tag_num: int  # InMemoryBackend's next tag number
 
     def __init__(self, thread: ThreadHandle) -> None:
         super().__init__()

@@ -15,7 +15,7 @@ from pathlib import Path
 CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
 
 
-def use_offline_cl100k(cache_dir: str | os.PathLike | None = None) -> Path:
+def use_offline_cl100k(cache_dir: str | os.PathLike[str] | None = None) -> Path:
     """Seed tiktoken's cache with the bundled cl100k_base file; return the cache directory.
 
     Uses TIKTOKEN_CACHE_DIR when set, else `cache_dir`, else a folder in the temp directory,

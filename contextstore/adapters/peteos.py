@@ -37,7 +37,7 @@ FOREIGN = "cs:"
 SLOT_ID_KEYS = ("system_prompt_message_id", "tool_definitions_message_id")
 
 
-def _home_anchor(anchors: list, index: int) -> str:
+def _home_anchor(anchors: list[tuple[Any, int]], index: int) -> str:
     return next((str(name) for name, end in anchors if end > index), "")
 
 
@@ -127,13 +127,13 @@ def log_llm_calls(chatbot: ChatBot, thread: ThreadHandle) -> ChatBot:
     """Log every call `chatbot` makes to `thread` (see the module docstring); returns it."""
     send = chatbot._send_context
 
-    async def logged(context: Context, generation_config: dict | None = None,
+    async def logged(context: Context, generation_config: dict[str, Any] | None = None,
                      streaming: bool | None = None, **kwargs: Any) -> Any:
         response = await send(context, generation_config, streaming, **kwargs)
         build = getattr(chatbot, "_build_body", None)
         body = build(context, generation_config, streaming) if build is not None else {
             "messages": [m.raw_dict for m in context.messages]}
-        extra = {"system": body["system"]} if body.get("system") else {}
+        extra: dict[str, Any] = {"system": body["system"]} if body.get("system") else {}
         thread.log_llm_call(str(chatbot.model or ""), messages=json.loads(json.dumps(
             body.get("messages") or [], default=str)), **extra)
         return response

@@ -18,7 +18,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from contextstore.api.common import actor_of, body, if_match_revision, parse
+from contextstore.api.common import actor_of, body, if_match_revision, parse, token_of
 from contextstore.api.serializers import JSON_ANY, EventInSerializer, EventSerializer, _iso
 from contextstore.errors import InvalidInput
 from contextstore.models import ScopedState, Session, Thread, ThreadBlob
@@ -53,14 +53,14 @@ class ReadQuerySerializer(IdentitySerializer):
 
 class BlobInSerializer(serializers.Serializer):
     key = serializers.CharField(max_length=500, trim_whitespace=False)
-    data = serializers.CharField(help_text="Base64 bytes.", trim_whitespace=False, allow_blank=True)
+    data = serializers.CharField(help_text="Base64 bytes.", trim_whitespace=False, allow_blank=True)  # type: ignore[assignment]  # a field (the metaclass takes it off the class)
     content_type = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
     meta = JSON_ANY(required=False, allow_null=True, default=None)
 
 
 class BlobSerializer(serializers.Serializer):
     key = serializers.CharField()
-    data = serializers.CharField(help_text="Base64 bytes.")
+    data = serializers.CharField(help_text="Base64 bytes.")  # type: ignore[assignment]  # a field (the metaclass takes it off the class)
     content_type = serializers.CharField()
     meta = JSON_ANY(allow_null=True)
     size = serializers.IntegerField()
@@ -87,7 +87,7 @@ class CommitSerializer(IdentitySerializer):
     blobs = BlobInSerializer(many=True, required=False)
     expected_last_seq = serializers.IntegerField(required=False, allow_null=True, default=None)
     batch_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
-    create = serializers.BooleanField(required=False, default=False)
+    create = serializers.BooleanField(required=False, default=False)  # type: ignore[assignment]  # a field (the metaclass takes it off the class)
 
 
 class CommitEventSerializer(serializers.Serializer):
@@ -233,9 +233,9 @@ class AgentSessionViewSet(viewsets.ViewSet):
                    summary="List sessions of an app (and user) with state, newest activity first")
     def list(self, request: Request) -> Response:
         query = parse(ListQuerySerializer, request.query_params)
-        rows, cursor = reads.sessions_list(workspace=request.auth.workspace, **query)
+        rows, cursor = reads.sessions_list(workspace=token_of(request).workspace, **query)
         app_state, user_states = reads.scopes_for_users(
-            workspace=request.auth.workspace, app=query["app"], user_ids={s.user_id for s, _ in rows})
+            workspace=token_of(request).workspace, app=query["app"], user_ids={s.user_id for s, _ in rows})
         return Response({"results": [_session(s, t) for s, t in rows], "next_cursor": cursor,
                          "app_state": app_state, "user_states": user_states})
 
@@ -245,7 +245,7 @@ class AgentSessionViewSet(viewsets.ViewSet):
     def create(self, request: Request) -> Response:
         data = parse(CreateSerializer, body(request))
         read = svc.session_create(
-            workspace=request.auth.workspace, identity=_identity(data), actor=actor_of(request),
+            workspace=token_of(request).workspace, identity=_identity(data), actor=actor_of(request),
             state=data["state"], app_state=data["app_state"], user_state=data["user_state"],
             agent=data["agent"], title=data["title"], metadata=data["metadata"])
         return Response(_read(read), status=status.HTTP_201_CREATED)
@@ -267,7 +267,7 @@ class AgentSessionViewSet(viewsets.ViewSet):
             except ValueError as exc:
                 raise InvalidInput("data_contains must be JSON.", details={"data_contains": "JSON"}) from exc
         read = reads.session_read(
-            workspace=request.auth.workspace, identity=_identity(data), limit=data.get("limit"),
+            workspace=token_of(request).workspace, identity=_identity(data), limit=data.get("limit"),
             after=data.get("after"), types=data.get("type"), client_id=data.get("client_id"),
             data_contains=contains, blob_keys=data.get("blob"), before_client_id=data.get("before_client_id"))
         return Response(_read(read))
@@ -285,7 +285,7 @@ class AgentSessionViewSet(viewsets.ViewSet):
             user_state=data["user_state"], blobs=_blobs(data.get("blobs") or []),
             expected_revision=if_match_revision(request), expected_last_seq=data["expected_last_seq"],
             batch_id=data["batch_id"], create=data["create"])
-        result = svc.session_commit(workspace=request.auth.workspace, identity=_identity(data),
+        result = svc.session_commit(workspace=token_of(request).workspace, identity=_identity(data),
                                     commit=commit, actor=actor_of(request))
         return Response(result, headers={"ETag": f'"{result["revision"]}"'})
 
@@ -294,7 +294,7 @@ class AgentSessionViewSet(viewsets.ViewSet):
     @action(detail=False, methods=["post"])
     def retract(self, request: Request) -> Response:
         data = parse(IdentitySerializer, body(request))
-        event = svc.retract_newest(workspace=request.auth.workspace, identity=_identity(data),
+        event = svc.retract_newest(workspace=token_of(request).workspace, identity=_identity(data),
                                    actor=actor_of(request))
         return Response({"event": EventSerializer(event).data if event else None})
 
@@ -304,7 +304,7 @@ class AgentSessionViewSet(viewsets.ViewSet):
     @action(detail=False, methods=["post"])
     def clear(self, request: Request) -> Response:
         data = parse(IdentitySerializer, body(request))
-        cleared = svc.history_clear(workspace=request.auth.workspace, identity=_identity(data),
+        cleared = svc.history_clear(workspace=token_of(request).workspace, identity=_identity(data),
                                     actor=actor_of(request))
         return Response({"cleared": cleared})
 
@@ -313,7 +313,7 @@ class AgentSessionViewSet(viewsets.ViewSet):
     @action(detail=False, methods=["post"])
     def delete(self, request: Request) -> Response:
         data = parse(DeleteSerializer, body(request))
-        workspace, actor = request.auth.workspace, actor_of(request)
+        workspace, actor = token_of(request).workspace, actor_of(request)
         if "key_prefix" in data:
             removed = svc.sessions_remove_by_prefix(workspace=workspace, app=data["app"],
                                                     key_prefix=data["key_prefix"], actor=actor)
@@ -333,7 +333,7 @@ class AgentSessionViewSet(viewsets.ViewSet):
         query = request.query_params
         data = parse(IdentitySerializer, {k: query.get(k) for k in ("app", "user_id", "key", "thread")
                                           if k in query})
-        blobs = reads.blobs_get(workspace=request.auth.workspace, identity=_identity(data),
+        blobs = reads.blobs_get(workspace=token_of(request).workspace, identity=_identity(data),
                               keys=query.getlist("blob"), prefixes=query.getlist("prefix"))
         return Response(BlobSerializer(blobs, many=True).data)
 
@@ -344,7 +344,7 @@ class AgentSessionViewSet(viewsets.ViewSet):
                    summary="Merge-patch the app scope or a user scope")
     @action(detail=False, methods=["get", "patch"])
     def scopes(self, request: Request) -> Response:
-        workspace = request.auth.workspace
+        workspace = token_of(request).workspace
         if request.method == "PATCH":
             data = parse(ScopePatchSerializer, body(request))
             svc.scoped_state_patch(workspace=workspace, app=data["app"], scope=data["scope"],

@@ -10,13 +10,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from contextstore.api import serializers as s
-from contextstore.api.common import actor_of, body, parse
+from contextstore.api.common import ThreadResponses, actor_of, body, parse, token_of
 from contextstore.models import ContextBlockVersion, Thread
 from contextstore.selectors.threads import block_versions, thread_blocks
 from contextstore.services import blocks
 
 
-class ThreadBlockActions:
+class ThreadBlockActions(ThreadResponses):
     # ThreadViewSet's /threads/{id}/blocks/ and /threads/{id}/blocks/{name}/.
     # (no docstring: drf-spectacular would copy it into every operation description)
 
@@ -61,7 +61,7 @@ class BlockVersionViewSet(viewsets.GenericViewSet):
     serializer_class = BlockVersionSerializer
 
     def get_queryset(self) -> QuerySet[Thread]:
-        return Thread.objects.filter(workspace=self.request.auth.workspace)
+        return Thread.objects.filter(workspace=token_of(self.request).workspace)
 
     @extend_schema(responses=BlockVersionListSerializer,
                    summary="Every kept version of a block, newest first (deletions included)")

@@ -10,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from contextstore.api import serializers as s
-from contextstore.api.common import actor_of
+from contextstore.api.common import actor_of, token_of
 from contextstore.models import Clear, Thread
 from contextstore.services import threads
 
@@ -22,7 +22,7 @@ class ClearViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
 
     def get_queryset(self) -> QuerySet[Clear]:
         # Scoped by workspace and thread: another workspace's thread or clear is a 404.
-        thread = get_object_or_404(Thread, workspace=self.request.auth.workspace,
+        thread = get_object_or_404(Thread, workspace=token_of(self.request).workspace,
                                    pk=self.kwargs["thread_pk"])
         return Clear.objects.filter(thread=thread)
 

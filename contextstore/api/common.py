@@ -3,23 +3,32 @@ revision ETag / If-Match, page links, and the thread/state responses of ThreadVi
 
 import functools
 import re
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlencode
 
+from django.db.models import QuerySet
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
+from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import Serializer
+from rest_framework.viewsets import GenericViewSet
 
 from contextstore.api import serializers as s
 from contextstore.errors import InvalidInput
-from contextstore.models import Thread
+from contextstore.models import ApiToken, Thread
 from contextstore.services.common import Actor
 
 
+def token_of(request: Request) -> ApiToken:
+    """The token the request was authenticated with (TokenScope lets none through without)."""
+    return cast(ApiToken, request.auth)  # the stubs type `auth` as DRF's authtoken Token
+
+
 def actor_of(request: Request) -> Actor:
-    return Actor.for_token(request.auth, ip=request.META.get("REMOTE_ADDR"))
+    return Actor.for_token(token_of(request), ip=request.META.get("REMOTE_ADDR"))
 
 
 @functools.cache
@@ -74,9 +83,21 @@ def page_url(request: Request, **params: Any) -> str:
     return request.build_absolute_uri(request.path) + "?" + urlencode(query, doseq=True)
 
 
-class ThreadResponses:
-    # The answers ThreadViewSet's actions share (a mixin of a GenericViewSet over threads).
-    # (no docstring: drf-spectacular would copy it into every operation description)
+if TYPE_CHECKING:  # what ThreadViewSet's mixins are mixed into, as a base the checker sees
+    _ThreadViewSet = GenericViewSet[Thread]
+else:
+    _ThreadViewSet = object
+
+
+class ThreadResponses(_ThreadViewSet):
+    # The answers ThreadViewSet's actions share (a mixin of a GenericViewSet over threads; so
+    # are the action mixins that subclass it). (no docstring: drf-spectacular would copy it
+    # into every operation description)
+
+    if TYPE_CHECKING:  # as ThreadViewSet has them: a cursor paginator, which pages any queryset
+        paginator: CursorPagination
+
+        def paginate_queryset[M](self, queryset: QuerySet[Any, M] | Sequence[M]) -> list[M]: ...
 
     def thread_response(self, thread: Thread, code: int = status.HTTP_200_OK) -> Response:
         thread = self.get_queryset().get(pk=thread.pk)

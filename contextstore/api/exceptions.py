@@ -88,10 +88,10 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         return Response(error_body("server_error", "Internal server error."), status=500)
 
     if isinstance(exc, exceptions.Throttled):
-        if exc.wait is not None:
-            headers["Retry-After"] = str(max(int(exc.wait + 0.999), 1))
-        body = error_body("throttled", "Too many requests; retry later.",
-                          {"retry_after": exc.wait})
+        wait = exc.wait  # type: ignore[attr-defined]  # Throttled sets it; the stub leaves it out
+        if wait is not None:
+            headers["Retry-After"] = str(max(int(wait + 0.999), 1))
+        body = error_body("throttled", "Too many requests; retry later.", {"retry_after": wait})
     elif isinstance(exc, exceptions.ValidationError):
         details = _flatten(exc.detail)
         if not isinstance(details, dict):
@@ -100,8 +100,8 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     else:
         code = getattr(exc.detail, "code", None) or exc.default_code or CODES.get(exc.status_code)
         # A body that is not JSON at all: the place to name is the body itself.
-        details = {"body": str(exc.detail)} if isinstance(exc, exceptions.ParseError) else None
-        body = error_body(str(code), str(exc.detail), details)
+        body = error_body(str(code), str(exc.detail),
+                          {"body": str(exc.detail)} if isinstance(exc, exceptions.ParseError) else None)
     if isinstance(exc, exceptions.AuthenticationFailed | exceptions.NotAuthenticated):
         auth_header = getattr(exc, "auth_header", None)
         if auth_header:

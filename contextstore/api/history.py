@@ -10,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from contextstore.api import serializers as s
-from contextstore.api.common import actor_of, body, parse
+from contextstore.api.common import ThreadResponses, actor_of, body, parse, token_of
 from contextstore.api.renderers import ORJSONRenderer
 from contextstore.errors import InvalidInput
 from contextstore.jsonstream import json_object_chunks
@@ -25,7 +25,7 @@ from contextstore.services import (
 )
 
 
-class ThreadHistoryActions:
+class ThreadHistoryActions(ThreadResponses):
     # /threads/{id}/collapse|window|fork|tokens|export/ and /threads/import/.
     # (no docstring: drf-spectacular would copy it into every operation description)
 
@@ -107,6 +107,6 @@ class ThreadHistoryActions:
     @action(detail=False, methods=["post"], url_path="import")
     def import_(self, request: Request) -> Response:
         query = parse(s.ImportQuerySerializer, request.query_params)
-        thread = transfer.thread_import(workspace=request.auth.workspace, data=body(request),
+        thread = transfer.thread_import(workspace=token_of(request).workspace, data=body(request),
                                         actor=actor_of(request), **query)
         return self.thread_response(thread, status.HTTP_201_CREATED)

@@ -2,16 +2,16 @@
 /api/v1/sessions/{id}/model/. A thread without settings inherits its session's, then its
 workspace's; `effective` shows the result and the render budget it gives."""
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from django.db.models import Model, QuerySet
+from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from contextstore.api.common import actor_of, body, parse
+from contextstore.api.common import actor_of, body, parse, token_of
 from contextstore.llm_models import thread_model_settings
 from contextstore.models import Session, Thread
 from contextstore.services.model_settings import model_settings_update
@@ -32,7 +32,7 @@ class EffectiveSerializer(serializers.Serializer):
     context_window = serializers.IntegerField(allow_null=True)
     reserve_output = serializers.IntegerField()
     budget = serializers.IntegerField(help_text="The render's default max_tokens.")
-    source = serializers.CharField(help_text="thread, session, workspace, table or default")
+    source = serializers.CharField(help_text="thread, session, workspace, table or default")  # type: ignore[assignment]  # a field (the metaclass takes it off the class)
 
 
 class ModelSettingsSerializer(serializers.Serializer):
@@ -42,15 +42,21 @@ class ModelSettingsSerializer(serializers.Serializer):
     effective = EffectiveSerializer(required=False)
 
 
-def _out(obj: Model) -> dict[str, Any]:
-    data = {"model": obj.model, "context_window": obj.context_window,
-            "reserve_output": obj.reserve_output}
+def _out(obj: Thread | Session) -> dict[str, Any]:
+    data: dict[str, Any] = {"model": obj.model, "context_window": obj.context_window,
+                            "reserve_output": obj.reserve_output}
     if isinstance(obj, Thread):
         data["effective"] = thread_model_settings(obj).__dict__
     return data
 
 
-class _ModelSettingsMixin:
+if TYPE_CHECKING:  # what the mixin is mixed into, as a base the checker sees
+    _ViewSet = viewsets.GenericViewSet[Thread | Session]
+else:
+    _ViewSet = object
+
+
+class _ModelSettingsMixin(_ViewSet):
     lookup_value_regex = "[0-9]+"
 
     @extend_schema(methods=["GET"], responses=ModelSettingsSerializer)
@@ -70,7 +76,7 @@ class ThreadModelViewSet(_ModelSettingsMixin, viewsets.GenericViewSet):
     serializer_class = ModelSettingsSerializer
 
     def get_queryset(self) -> QuerySet[Thread]:
-        return Thread.objects.filter(workspace=self.request.auth.workspace).select_related(
+        return Thread.objects.filter(workspace=token_of(self.request).workspace).select_related(
             "session", "workspace")
 
 
@@ -79,4 +85,4 @@ class SessionModelViewSet(_ModelSettingsMixin, viewsets.GenericViewSet):
     serializer_class = ModelSettingsSerializer
 
     def get_queryset(self) -> QuerySet[Session]:
-        return Session.objects.filter(workspace=self.request.auth.workspace)
+        return Session.objects.filter(workspace=token_of(self.request).workspace)

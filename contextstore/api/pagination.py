@@ -21,7 +21,7 @@ class OldestFirstCursorPagination(CursorPagination):
         a hand-made cursor such as `p=abc` is an invalid cursor (404), not a server error."""
         cursor = super().decode_cursor(request)
         if cursor is not None and cursor.position is not None:
-            position = cursor.position
+            position: str = cursor.position  # type: ignore[assignment]  # decoded: a str (the stub says int)
             if not (position.isascii() and position.isdigit() and len(position) <= 18):
                 raise NotFound(self.invalid_cursor_message)
         return cursor

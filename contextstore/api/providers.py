@@ -9,7 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from contextstore.api import serializers as s
-from contextstore.api.common import actor_of, body, parse
+from contextstore.api.common import ThreadResponses, actor_of, body, parse
 from contextstore.errors import NotFound
 from contextstore.selectors.threads import provider_state, thread_runs
 from contextstore.services import (
@@ -18,7 +18,7 @@ from contextstore.services import (
 )
 
 
-class ThreadProviderActions:
+class ThreadProviderActions(ThreadResponses):
     # /threads/{id}/summarizer|runs|providers/{name}/.
     # (no docstring: drf-spectacular would copy it into every operation description)
 
@@ -57,7 +57,8 @@ class ThreadProviderActions:
             obj = memories.provider_state_put(thread=thread, provider=name, state=data["state"],
                                               actor=actor_of(request))
         else:
-            obj = provider_state(thread=thread, provider=name)
-            if obj is None:
+            found = provider_state(thread=thread, provider=name)
+            if found is None:
                 raise NotFound(f"No state for provider {name!r} on this thread.")
+            obj = found
         return Response(s.ProviderStateSerializer(obj).data)

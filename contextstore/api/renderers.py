@@ -18,7 +18,8 @@ class ORJSONRenderer(JSONRenderer):
                renderer_context: Any = None) -> bytes:
         if data is None:
             return b""
-        if self.get_indent(accepted_media_type, renderer_context or {}) is not None:
+        # DRF's get_indent takes None (no media type); its stub says str
+        if self.get_indent(accepted_media_type, renderer_context or {}) is not None:  # type: ignore[arg-type]
             return super().render(data, accepted_media_type, renderer_context)
         try:
             ret = orjson.dumps(data, default=_default, option=_OPTIONS)

@@ -11,6 +11,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from contextstore.api.common import token_of
 from contextstore.errors import NotFound
 from contextstore.models import Event, RenderRecord, Thread
 from contextstore.selectors import renders
@@ -63,7 +64,7 @@ class RenderViewSet(viewsets.GenericViewSet):
     serializer_class = RenderSerializer
 
     def _get(self, pk: str) -> RenderRecord:
-        return renders.render_get(workspace_id=self.request.auth.workspace_id, render_id=pk)
+        return renders.render_get(workspace_id=token_of(self.request).workspace_id, render_id=pk)
 
     @extend_schema(responses=RenderSerializer,
                    summary="Rebuild the messages a recorded render gave, byte for byte")
@@ -94,7 +95,7 @@ class LLMCallViewSet(viewsets.GenericViewSet):
     serializer_class = LLMCallSerializer
 
     def get_queryset(self) -> QuerySet[Thread]:
-        return Thread.objects.filter(workspace=self.request.auth.workspace)
+        return Thread.objects.filter(workspace=token_of(self.request).workspace)
 
     @extend_schema(responses=LLMCallSerializer, summary="What a logged LLM call was sent")
     @action(detail=True, methods=["get"], url_path=r"llm-calls/(?P<seq>[0-9]+)")

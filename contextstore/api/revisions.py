@@ -11,6 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from contextstore.api import serializers as s
+from contextstore.api.common import token_of
 from contextstore.documents import changed_fields
 from contextstore.models import StateRevision, Thread
 from contextstore.selectors.document import revision_diff, revision_document
@@ -26,7 +27,7 @@ class RevisionViewSet(viewsets.ViewSet):
                                OpenApiParameter("revision", int, OpenApiParameter.PATH)],
                    summary="One revision: the whole document at it and the diff from the one before")
     def retrieve(self, request: Request, thread_pk: str, revision: str) -> Response:
-        thread = get_object_or_404(Thread.objects.filter(workspace=request.auth.workspace),
+        thread = get_object_or_404(Thread.objects.filter(workspace=token_of(request).workspace),
                                    pk=thread_pk)
         row = get_object_or_404(StateRevision.objects.defer("document", "patch"),
                                 thread=thread, revision=int(revision))

@@ -161,7 +161,7 @@ class EventSerializer(serializers.Serializer):
     role = serializers.CharField()
     content = serializers.CharField()
     parts = serializers.ListField(child=JSON_ANY(), allow_null=True)
-    data = JSON_ANY(allow_null=True)
+    data = JSON_ANY(allow_null=True)  # type: ignore[assignment]  # a field (the metaclass takes it off the class)
     run_id = serializers.CharField(allow_null=True)
     call_id = serializers.CharField()
     step = serializers.CharField()
@@ -178,7 +178,7 @@ class EventSerializer(serializers.Serializer):
         return {
             "id": e.pk, "seq": e.seq, "position": e.position, "type": e.type, "role": e.role,
             "content": e.content, "parts": e.parts, "data": e.data,
-            "run_id": e.run.run_id if e.run_id else None, "call_id": e.call_id, "step": e.step,
+            "run_id": e.run.run_id if e.run else None, "call_id": e.call_id, "step": e.step,
             "anchor": e.anchor, "client_id": e.client_id, "token_count": e.token_count,
             "visible": e.visible, "status": e.status, "collapse": e.collapse_id,
             "occurred_at": _iso(e.occurred_at), "created_at": _iso(e.created_at),
@@ -206,7 +206,7 @@ class EventInSerializer(serializers.Serializer):
     role = serializers.CharField(max_length=STRING_FIELDS["role"], required=False, allow_blank=True)
     content = AgentText(required=False, allow_blank=True, allow_null=True)
     parts = serializers.ListField(child=JSON_ANY(), required=False, allow_null=True)
-    data = JSON_ANY(required=False, allow_null=True)
+    data = JSON_ANY(required=False, allow_null=True)  # type: ignore[assignment]  # a field (the metaclass takes it off the class)
     run_id = serializers.CharField(max_length=STRING_FIELDS["run_id"], required=False,
                                    allow_blank=True, allow_null=True)
     call_id = serializers.CharField(max_length=STRING_FIELDS["call_id"], required=False,
@@ -618,7 +618,7 @@ class ProviderStateInSerializer(serializers.Serializer):
 
 
 class MemorySerializer(serializers.ModelSerializer):
-    data = JSON_ANY(allow_null=True)
+    data = JSON_ANY(allow_null=True)  # type: ignore[assignment]  # a field (the metaclass takes it off the class)
 
     class Meta:
         model = Memory
@@ -633,7 +633,7 @@ class MemoryInSerializer(serializers.Serializer):
     key = serializers.CharField(max_length=200, required=False, allow_null=True, default=None,
                                 trim_whitespace=False)
     content = AgentText(trim_whitespace=False)
-    data = JSON_ANY(required=False, allow_null=True, default=None)
+    data = JSON_ANY(required=False, allow_null=True, default=None)  # type: ignore[assignment]  # a field (the metaclass takes it off the class)
 
 
 class MemoryQuerySerializer(serializers.Serializer):

@@ -10,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from contextstore.api import serializers as s
-from contextstore.api.common import actor_of, body, if_match_revision, parse
+from contextstore.api.common import ThreadResponses, actor_of, body, if_match_revision, parse
 from contextstore.errors import NotFound
 from contextstore.selectors.document import revision_documents
 from contextstore.selectors.threads import thread_revisions
@@ -21,7 +21,7 @@ from contextstore.services import (
 )
 
 
-class ThreadStateActions:
+class ThreadStateActions(ThreadResponses):
     # /threads/{id}/state/revisions/, input/, results/, iteration/, reset/, clear-context/ ...
     # (no docstring: drf-spectacular would copy it into every operation description)
 

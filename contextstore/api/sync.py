@@ -8,7 +8,7 @@ from rest_framework import serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from contextstore.api.common import actor_of, body, parse
+from contextstore.api.common import actor_of, body, parse, token_of
 from contextstore.api.serializers import JSON_ANY, AgentText, EventSerializer
 from contextstore.models import Thread
 from contextstore.services import sync
@@ -84,7 +84,7 @@ class ThreadSyncViewSet(viewsets.GenericViewSet):
     pagination_class = None
 
     def get_queryset(self) -> QuerySet[Thread]:
-        return Thread.objects.filter(workspace=self.request.auth.workspace)
+        return Thread.objects.filter(workspace=token_of(self.request).workspace)
 
     def thread(self) -> Thread:
         return self.get_object()

@@ -36,7 +36,8 @@ class TokenRateThrottle(BaseThrottle):
 
     def allow_request(self, request: "Request", view: "APIView") -> bool:
         # Read the rate on every request so settings overrides (tests, reloads) apply at once.
-        parsed = parse_rate(api_settings.DEFAULT_THROTTLE_RATES.get(self.scope))
+        # rates are "100/min" strings (DRF's stub says numbers)
+        parsed = parse_rate(api_settings.DEFAULT_THROTTLE_RATES.get(self.scope))  # type: ignore[arg-type]
         token = request.auth
         if parsed is None or not isinstance(token, ApiToken):
             return True
@@ -65,7 +66,9 @@ def _count(key: str, timeout: int) -> int:
     if isinstance(cache, RedisCache):
         name = cache.make_and_validate_key(key)
         pipe = cache._cache.get_client(name, write=True).pipeline()
-        count, _ = pipe.incr(name).expire(name, timeout).execute()
+        pipe.incr(name)
+        pipe.expire(name, timeout)
+        count, _ = pipe.execute()
         return count
     cache.add(key, 0, timeout=timeout)
     try:

@@ -17,7 +17,15 @@ from rest_framework.response import Response
 
 from contextstore.api import serializers as s
 from contextstore.api.blocks import ThreadBlockActions
-from contextstore.api.common import ThreadResponses, actor_of, body, if_match_revision, page_url, parse
+from contextstore.api.common import (
+    ThreadResponses,
+    actor_of,
+    body,
+    if_match_revision,
+    page_url,
+    parse,
+    token_of,
+)
 from contextstore.api.history import ThreadHistoryActions
 from contextstore.api.pagination import SearchResultsPagination
 from contextstore.api.parsers import LimitedJSONParser, MergePatchParser
@@ -56,8 +64,8 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     def get_queryset(self) -> QuerySet[Session]:
         if self.action == "list":
             query = parse(s.SessionQuerySerializer, self.request.query_params)
-            return workspace_sessions(workspace=self.request.auth.workspace, **query)
-        return Session.objects.filter(workspace=self.request.auth.workspace)
+            return workspace_sessions(workspace=token_of(self.request).workspace, **query)
+        return Session.objects.filter(workspace=token_of(self.request).workspace)
 
     @extend_schema(parameters=[s.SessionQuerySerializer])
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
@@ -69,7 +77,7 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     def create(self, request: Request) -> Response:
         data = parse(s.SessionUpsertSerializer, body(request))
         session, created = sessions.session_ensure(
-            workspace=request.auth.workspace, actor=actor_of(request), **data)
+            workspace=token_of(request).workspace, actor=actor_of(request), **data)
         return Response(s.SessionSerializer(session).data,
                         status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
@@ -110,7 +118,7 @@ class ThreadViewSet(ThreadHistoryActions, ThreadStateActions, ThreadBlockActions
     parser_classes = [LimitedJSONParser, MergePatchParser]
 
     def get_queryset(self) -> QuerySet[Thread]:
-        qs = Thread.objects.filter(workspace=self.request.auth.workspace).select_related("session")
+        qs = Thread.objects.filter(workspace=token_of(self.request).workspace).select_related("session")
         if self.action == "events":  # reading and appending history never touch the state
             qs = qs.defer(*THREAD_STATE_FIELDS)
         return qs
@@ -119,7 +127,7 @@ class ThreadViewSet(ThreadHistoryActions, ThreadStateActions, ThreadBlockActions
         # get_queryset's thread, read through a query compiled once per process: every agent
         # step reads its thread, and building the queryset cost more than running it.
         thread = thread_of_workspace(
-            workspace_id=self.request.auth.workspace_id, pk=int(self.kwargs["pk"]),
+            workspace_id=token_of(self.request).workspace_id, pk=int(self.kwargs["pk"]),
             history_only=self.action == "events")
         if thread is None:
             raise Http404
@@ -141,7 +149,7 @@ class ThreadViewSet(ThreadHistoryActions, ThreadStateActions, ThreadBlockActions
     def ensure(self, request: Request) -> Response:
         data = parse(s.ThreadEnsureSerializer, body(request))
         thread, created = sessions.thread_ensure_by_key(
-            workspace=request.auth.workspace, actor=actor_of(request), **data)
+            workspace=token_of(request).workspace, actor=actor_of(request), **data)
         return self.thread_response(thread, status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
     # -- events
@@ -182,7 +190,7 @@ class ThreadViewSet(ThreadHistoryActions, ThreadStateActions, ThreadBlockActions
             if unknown:
                 raise ValidationError({sorted(unknown)[0]: "unknown field"})
             result = events.event_append(
-                thread=Thread(pk=thread_id, workspace_id=request.auth.workspace_id),
+                thread=Thread(pk=thread_id, workspace_id=token_of(request).workspace_id),
                 events=data.get("events"), actor=actor_of(request))
         except Thread.DoesNotExist:
             raise Http404 from None
@@ -226,7 +234,7 @@ class ThreadViewSet(ThreadHistoryActions, ThreadStateActions, ThreadBlockActions
     def context(self, request: Request, pk: str) -> Response:
         query = parse(s.ContextQuerySerializer, request.query_params)
         thread = self.get_object()
-        if query["record"] and not request.auth.can_write:
+        if query["record"] and not token_of(request).can_write:
             raise PermissionDenied("Recording a render needs a token with write scope.")
         max_tokens = query.get("max_tokens") or thread_model_settings(thread).budget
         options = {"thread": thread, "max_tokens": max_tokens, "strip_thinking": query["strip_thinking"],
@@ -244,7 +252,7 @@ class CollapseViewSet(viewsets.GenericViewSet):
     lookup_value_regex = "[0-9]+"
 
     def get_queryset(self) -> QuerySet[Collapse]:
-        return Collapse.objects.filter(thread__workspace=self.request.auth.workspace).select_related(
+        return Collapse.objects.filter(thread__workspace=token_of(self.request).workspace).select_related(
             "thread", "summary_event__run")
 
     @extend_schema(request=None, responses=s.CollapseSerializer)
@@ -260,7 +268,7 @@ class RunViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     lookup_value_regex = "[0-9]+"
 
     def get_queryset(self) -> QuerySet[Run]:
-        return Run.objects.filter(thread__workspace=self.request.auth.workspace)
+        return Run.objects.filter(thread__workspace=token_of(self.request).workspace)
 
     def _finish(self, request: Request, final: str) -> Response:
         data = parse(s.RunFinishSerializer, request.data if request.data else {})
@@ -294,14 +302,14 @@ class MemoryViewSet(viewsets.GenericViewSet):
     def list(self, request: Request) -> Response:
         query = parse(s.MemoryQuerySerializer, request.query_params)
         found = self.paginate_queryset(
-            memory_recall(workspace=request.auth.workspace, **query))
+            memory_recall(workspace=token_of(request).workspace, **query))
         return self.get_paginated_response(s.MemorySerializer(found, many=True).data)
 
     @extend_schema(request=s.MemoryInSerializer,
                    responses={200: s.MemorySerializer, 201: s.MemorySerializer})
     def create(self, request: Request) -> Response:
         data = parse(s.MemoryInSerializer, body(request))
-        memory, created = memories.memory_remember(workspace=request.auth.workspace,
+        memory, created = memories.memory_remember(workspace=token_of(request).workspace,
                                                    actor=actor_of(request), **data)
         return Response(s.MemorySerializer(memory).data,
                         status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
@@ -313,4 +321,4 @@ class JobViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     lookup_value_regex = "[0-9a-fA-F-]{32,36}"  # DRF turns a malformed UUID into a 404
 
     def get_queryset(self) -> QuerySet[Job]:
-        return Job.objects.filter(workspace=self.request.auth.workspace)
+        return Job.objects.filter(workspace=token_of(self.request).workspace)

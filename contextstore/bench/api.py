@@ -60,7 +60,8 @@ def cpu_snapshot() -> Counter[str]:
     tick = os.sysconf("SC_CLK_TCK")
     # user nice system idle iowait irq softirq steal
     times = [int(v) for v in (proc / "stat").read_text().split("\n", 1)[0].split()[1:9]]
-    used["machine"] = (sum(times) - times[3] - times[4]) / tick
+    # Counter holds any number; typeshed says int
+    used["machine"] = (sum(times) - times[3] - times[4]) / tick  # type: ignore[assignment]
     for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
@@ -72,7 +73,7 @@ def cpu_snapshot() -> Counter[str]:
                 else "database" if command.startswith(b"postgres") else None)
         if kind:
             user, system = stat[stat.rindex(")") + 2:].split()[11:13]  # utime, stime
-            used[kind] += (int(user) + int(system)) / tick
+            used[kind] += (int(user) + int(system)) / tick  # type: ignore[assignment]  # as above
     return used
 
 

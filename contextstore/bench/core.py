@@ -67,7 +67,9 @@ def _timing(spent: list[float], module: ModuleType, *names: str) -> Iterator[Non
             setattr(module, name, fn)
 
 
-def timed(fn: Callable[[], object], repeat: int) -> float:
+# fn: Callable[..., object], as mypy cannot check a lambda that binds a loop's values as
+# defaults against Callable[[], object]; fn is called without arguments.
+def timed(fn: Callable[..., object], repeat: int) -> float:
     """Median wall time of fn in milliseconds."""
     samples = []
     for _ in range(repeat):
@@ -77,7 +79,7 @@ def timed(fn: Callable[[], object], repeat: int) -> float:
     return statistics.median(samples)
 
 
-def timed_pair(fn: Callable[[], object], other: Callable[[], object], repeat: int) -> tuple[float, float]:
+def timed_pair(fn: Callable[..., object], other: Callable[..., object], repeat: int) -> tuple[float, float]:
     """Median wall times of fn and other in milliseconds, run in turns: on a shared machine
     both see the same load, so their ratio holds when the absolute figures drift."""
     samples: tuple[list[float], list[float]] = ([], [])

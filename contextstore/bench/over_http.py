@@ -53,6 +53,8 @@ class Http:
     def __init__(self, base_url: str, headers: dict[str, str] | None = None,
                  timeout: float = 120) -> None:
         url = urllib3.util.parse_url(base_url)
+        if url.host is None:
+            raise ValueError(f"{base_url!r} names no host")
         self.prefix = (url.path or "").rstrip("/") + "/"
         self.pool = urllib3.HTTPConnectionPool(url.host, url.port, maxsize=1, headers=headers,
                                                timeout=timeout)
@@ -131,7 +133,8 @@ def load() -> str:
     return " ".join(f"{v:.2f}" for v in os.getloadavg())
 
 
-def p50_each(calls: list[Callable[[], urllib3.BaseHTTPResponse]], samples: int) -> list[float]:
+# Callable[..., ...]: called without arguments (see bench.core.timed).
+def p50_each(calls: list[Callable[..., urllib3.BaseHTTPResponse]], samples: int) -> list[float]:
     """p50 of each call, the calls made in turn so that all see the same load."""
     for call in calls:
         for _ in range(10):  # warm caches and connections

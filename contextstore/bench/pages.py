@@ -15,6 +15,7 @@ templates), so the figure is the server's share of a page load, without the netw
 import gzip
 import statistics
 import time
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import OutputWrapper
@@ -77,7 +78,7 @@ class PagesBench:
         threads = {int(n): self._thread(workspace, int(n), actor) for n in sizes.split(",")}
 
         def get(path: str, htmx: bool = False, **params) -> float:
-            headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
+            headers: dict[str, Any] = {"HTTP_HX_REQUEST": "true"} if htmx else {}
             start = time.perf_counter()
             response = client.get(path, params, secure=True, **headers)
             elapsed = (time.perf_counter() - start) * 1000
@@ -85,7 +86,7 @@ class PagesBench:
             return elapsed
 
         names = ("page", "older", "tail", "sent", "seq1")
-        samples = {n: {name: [] for name in names} for n in threads}
+        samples: dict[int, dict[str, list[float]]] = {n: {name: [] for name in names} for n in threads}
         for thread in threads.values():
             get(f"/threads/{thread.pk}/")  # warm caches and the session row
         for _ in range(repeat):

@@ -50,6 +50,7 @@ class TurnsBench:
                 server, url = start_server(self.stdout, 1)
                 servers.append(server)
             if other_url is None:
+                assert other is not None  # one of the two is given (checked above)
                 server, other_url = start_server(self.stdout, 1, Path(other).resolve())
                 servers.append(server)
             self.compare(url.rstrip("/"), other_url.rstrip("/"), token, samples, size)

@@ -44,6 +44,7 @@ def revision_documents(*, thread: Thread, revisions: list[int]) -> dict[int, dic
                                 .order_by("revision").values_list("revision", "document", "patch")
                                 .iterator(chunk_size=200)):
         if document is None or patch is None:  # the starting snapshot, or one without a patch
+            assert text is not None  # such a revision keeps its whole document
             document = json.loads(text)
         else:
             document = documents.apply_ops(document, json.loads(patch))

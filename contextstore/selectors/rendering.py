@@ -11,7 +11,7 @@ every event left out is reported with its reason, and `fits` is false whenever o
 for size. The messages themselves are built by render_format.py, which reads no database.
 """
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,7 +133,7 @@ def skipped_inside(plan: HistoryPlan) -> list[int]:
             if x["reason"] == "oversize" and first <= x["position"] <= last]
 
 
-def load_planned(*, thread: Thread, plan: HistoryPlan, along: list[tuple[str, list]] = ()
+def load_planned(*, thread: Thread, plan: HistoryPlan, along: Sequence[tuple[str, list]] = ()
                  ) -> list[HistoryEvent]:
     """The planned events, oldest first, in one query bounded by what was chosen.
 
@@ -146,6 +146,7 @@ def load_planned(*, thread: Thread, plan: HistoryPlan, along: list[tuple[str, li
     # Bounded above too, so events appended meanwhile cannot push the window over budget.
     first, last = min(positions), max(positions)
     skipped = skipped_inside(plan)
+    rows: Iterable[tuple[Any, ...]]
     if skipped:
         rows = _window(thread.pk, first, last).exclude(position__in=skipped)
     else:
@@ -273,7 +274,7 @@ def render_stats(planned: Planned, *, used: int, included: int,
     }
 
 
-def render_finish(planned: Planned, *, along: list[tuple[str, list]] = ()) -> Rendered:
+def render_finish(planned: Planned, *, along: Sequence[tuple[str, list]] = ()) -> Rendered:
     """Load the planned events and build the messages (`along`: see load_planned)."""
     thread, strip = planned.thread, planned.strip
     units, invalid = valid_items(load_planned(thread=thread, plan=planned.plan, along=along))

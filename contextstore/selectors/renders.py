@@ -80,7 +80,8 @@ def _section_text(entries: list[list[Any]], versions: dict[int, ContextBlockVers
     named = []
     for entry in entries:
         version = versions[entry[0]]
-        named.append((version.name, texts[entry[1]] if len(entry) > 1 else version.value))
+        # a fixed value's block (one shown is never suppressed, so its value is a str)
+        named.append((version.name, texts[entry[1]] if len(entry) > 1 else version.value or ""))
     return join_blocks(named)
 
 

@@ -85,7 +85,7 @@ def _without_dangling_tool_results(events: list[Event]) -> list[Event]:
 
     Mirrors peteos' _strip_dangling_tool_results: some model APIs reject a result with no call.
     """
-    open_calls: set[str] = set()
+    open_calls: set[str | None] = set()  # a tool_use without a call_id opens None
     kept: list[Event] = []
     for event in events:
         parts = [p for p in event.parts or () if isinstance(p, dict)]

@@ -329,6 +329,6 @@ def sessions_remove_by_prefix(*, workspace: Workspace, app: str, key_prefix: str
     return removed
 
 
-def b64(data: bytes) -> str:
+def b64(data: bytes | memoryview) -> str:
     return base64.b64encode(bytes(data)).decode()
 

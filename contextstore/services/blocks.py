@@ -68,7 +68,7 @@ def _apply(
     """Change (or create) a block under the thread lock and keep the new version."""
     block = ContextBlock.objects.filter(thread=thread, name=name).first()
     created = block is None
-    if created:
+    if block is None:
         block = ContextBlock(thread=thread, name=name, version=0)
     changes: dict[str, Any] = {}
     if value is not UNSET:

@@ -1,7 +1,7 @@
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import models
 
 from contextstore.db import PreparedGet
@@ -17,12 +17,12 @@ class Actor:
 
     type: str
     label: str
-    user: AbstractBaseUser | None = None
+    user: User | None = None
     token: ApiToken | None = None
     ip: str | None = None
 
     @classmethod
-    def for_user(cls, user: AbstractBaseUser, ip: str | None = None) -> "Actor":
+    def for_user(cls, user: User, ip: str | None = None) -> "Actor":
         return cls(AuditLog.ActorType.USER, user.get_username(), user=user, ip=ip)
 
     @classmethod
@@ -79,6 +79,7 @@ def audit_row(
     return AuditLog(
         workspace=workspace, actor_type=actor.type, actor_user=actor.user,
         actor_token=actor.token, actor_label=actor.label[:200], action=action,
-        target_type=target._meta.model_name, target_id=str(target.pk), details=details,
+        target_type=target._meta.model_name,  # type: ignore[misc]  # None only before class creation
+        target_id=str(target.pk), details=details,
         ip=actor.ip,
     )

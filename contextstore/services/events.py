@@ -121,6 +121,6 @@ def _append_checked(
             audit(actor=actor, action="events.append", target=thread, workspace=thread.workspace,
                   count=len(created), first_seq=created[0].seq, last_seq=created[-1].seq)
 
-    by_client = {e.client_id: e for e in results if e is not None and e.client_id}
+    by_client: dict[str | None, Event] = {e.client_id: e for e in results if e is not None and e.client_id}
     final = [e if e is not None else by_client[specs[i].client_id] for i, e in enumerate(results)]
     return thread, final, len(created)

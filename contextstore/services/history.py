@@ -336,12 +336,12 @@ def counters_recount(*, session: Session) -> dict[str, Any]:
     """Every counter of a session, its threads and runs, recomputed from the rows: what the
     stored counters must equal. Reads everything, so it is for tests and repairs only."""
     result: dict[str, Any] = {"threads": {}, "runs": {}, "models": set()}
-    session_totals = {k: 0 for k in SESSION_COUNTERS}
+    session_totals: dict[str, Any] = {k: 0 for k in SESSION_COUNTERS}
     session_totals["cost_total"] = Decimal(0)
     runs: dict[int, dict[str, Any]] = {}
     for thread in Thread.objects.filter(session=session).order_by("pk"):
         session_totals["thread_count"] += 1
-        counts = {"last_seq": 0, "event_count": 0, "token_total": 0, "active_event_count": 0,
+        counts: dict[str, Any] = {"last_seq": 0, "event_count": 0, "token_total": 0, "active_event_count": 0,
                   "active_tokens": 0, "last_event_at": None}
         for e in Event.objects.filter(thread=thread).iterator(chunk_size=2000):
             counts["last_seq"] = max(counts["last_seq"], e.seq)
@@ -367,8 +367,8 @@ def counters_recount(*, session: Session) -> dict[str, Any]:
                 run["output_tokens"] += used_out
                 run["cost"] += event_cost(e)
         result["threads"][thread.pk] = counts
-        for run in Run.objects.filter(thread=thread):
-            result["runs"][run.pk] = runs.get(run.pk, {"event_count": 0, "input_tokens": 0,
+        for stored in Run.objects.filter(thread=thread):
+            result["runs"][stored.pk] = runs.get(stored.pk, {"event_count": 0, "input_tokens": 0,
                                                        "output_tokens": 0, "cost": Decimal(0)})
     result["session"] = session_totals
     return result

@@ -221,7 +221,7 @@ def thread_to_peteos(*, thread: Thread, strip_thinking: bool = False) -> dict[st
             continue
         original = originals.get(event.seq)
         if event.seq in seq_place:
-            placed.append((seq_place[event.seq], original, event.anchor or last_anchor))
+            placed.append((seq_place[event.seq], originals[event.seq], event.anchor or last_anchor))
             continue
         if isinstance(original, dict):
             message = original

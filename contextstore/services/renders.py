@@ -47,7 +47,7 @@ def _version_ids(thread: Thread, shown: list[tuple[ContextBlock, str]]) -> dict[
     gets its version kept now, so the record can always name it."""
     # The render read each block's version id with the block (version_pk); a block from
     # elsewhere is looked up.
-    found = {(b.name, b.version): b.version_pk for b, _ in shown if getattr(b, "version_pk", None)}
+    found = {(b.name, b.version): pk for b, _ in shown if (pk := getattr(b, "version_pk", None))}
     missing = [b for b, _ in shown if (b.name, b.version) not in found]
     if not missing:
         return found
@@ -82,7 +82,8 @@ def _insert_statement(values: list[Any]) -> tuple[str, list[Any]]:
     sql = _INSERT_SQL.get(connection.vendor)
     if sql is None:
         quote = connection.ops.quote_name
-        columns = ", ".join(quote(f.column) for f in RenderRecord._meta.concrete_fields)
+        # a concrete field has a column (the stubs say str | None for every field)
+        columns = ", ".join(quote(f.column) for f in RenderRecord._meta.concrete_fields)  # type: ignore[arg-type]
         marks = ", ".join(["%s"] * len(values))
         sql = f"INSERT INTO {quote(RenderRecord._meta.db_table)} ({columns}) SELECT {marks}"
         if connection.vendor == "postgresql":
@@ -159,7 +160,8 @@ def render_record(*, thread: Thread, rendered: rendering.Rendered, actor: Actor)
                      spec=_spec_of(rendered, _version_ids(thread, shown), hashes))
     with connection.cursor() as cursor:
         cursor.execute(*_insert_statement(values))
-    return RenderRecord.from_db(connection.alias, None, values)
+    # Every concrete field's value, in order: Django needs no names then (the stub wants them).
+    return RenderRecord.from_db(connection.alias, None, values)  # type: ignore[arg-type]
 
 
 def context_render_recorded(
@@ -195,7 +197,7 @@ def context_render_recorded(
                      total=stats["total_tokens"], prefix_hash=stats["prefix_hash"], spec=spec)
     along = [_insert_statement(values)] + ([_texts_statement(hashes, texts)] if texts else [])
     rendered = rendering.render_finish(planned, along=along)
-    record = RenderRecord.from_db(connection.alias, None, values)
+    record = RenderRecord.from_db(connection.alias, None, values)  # type: ignore[arg-type]  # as above
     # Events never change, so the same events shown means the same spec and tokens.
     if [i.event.pk for unit in rendered.units for i in unit] != [r.pk for r in rows]:
         record.spec = _spec_of(rendered, ids, hashes)

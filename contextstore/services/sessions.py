@@ -49,7 +49,8 @@ def session_ensure(
     except IntegrityError:
         session, created = Session.objects.get(workspace=workspace, app="", user_id=user_id, key=key), False
     if not created:
-        changes = {k: v for k, v in (("agent", agent), ("title", title)) if v and getattr(session, k) != v}
+        changes: dict[str, Any] = {
+            k: v for k, v in (("agent", agent), ("title", title)) if v and getattr(session, k) != v}
         if metadata is not None and metadata != session.metadata:
             changes["metadata"] = metadata
         if changes:
@@ -61,7 +62,7 @@ def session_update(
     *, session: Session, actor: Actor, title: str = UNSET, agent: str = UNSET,
     metadata: dict = UNSET, archived: bool = UNSET,
 ) -> Session:
-    changes = {
+    changes: dict[str, Any] = {
         k: v for k, v in
         (("title", title), ("agent", agent), ("metadata", metadata), ("archived", archived))
         if v is not UNSET

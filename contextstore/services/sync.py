@@ -132,7 +132,7 @@ def _parse_items(items: Any, offset: int = 0) -> list[_Item]:
             raise InvalidInput(f"items[{i}] must be an object with key and event.",
                                details={f"items[{i}]": "{key, event}"})
         key = _check_key(item.get("key"), f"items[{i}].key")
-        raw = item.get("event")
+        raw: Any = item.get("event")  # event_spec checks it
         if isinstance(raw, dict) and "client_id" in raw:
             raise InvalidInput(f"items[{i}].event.client_id: the key identifies a synced item.",
                                details={f"items[{i}].event.client_id": "not allowed"})
@@ -158,7 +158,7 @@ def _check_part_size(items: list, removed: list) -> None:
 
 # -------------------------------------------------------------- load
 
-def sync_load(*, thread: Thread, namespace: str, format: str | None = None) -> dict[str, Any]:
+def sync_load(*, thread: Thread, namespace: str | None, format: str | None = None) -> dict[str, Any]:
     """The thread's working context as keyed items, with what a save must name as its base.
 
     Read under the thread's lock, so the items, the revision and the document are one moment of
@@ -175,9 +175,10 @@ def sync_load(*, thread: Thread, namespace: str, format: str | None = None) -> d
                 .select_related("run").order_by("position", "seq"))
         items = []
         for event in rows.iterator(chunk_size=2000):
-            own = bool(event.item_key and event.item_key.startswith(prefix))
+            item_key = event.item_key or ""
+            own = item_key.startswith(prefix)
             items.append({
-                "key": event.item_key[len(prefix):] if own else f"{FOREIGN_PREFIX}{event.seq}",
+                "key": item_key[len(prefix):] if own else f"{FOREIGN_PREFIX}{event.seq}",
                 "own": own, "digest": event.payload_hash if own else "", "event": event,
             })
         loaded = {
@@ -192,7 +193,7 @@ def sync_load(*, thread: Thread, namespace: str, format: str | None = None) -> d
 # -------------------------------------------------------------- save
 
 def sync_apply(
-    *, thread: Thread, namespace: str, actor: Actor, items: Any = None, removed: Any = None,
+    *, thread: Thread, namespace: Any, actor: Actor, items: Any = None, removed: Any = None,
     base_revision: Any = None, upload_id: Any = None, part: int = 0, parts: int = 1,
     state: Any = UNSET, summary: Any = UNSET, document: Any = UNSET, memory: Any = UNSET,
     last_results: Any = UNSET,
@@ -231,6 +232,7 @@ def sync_apply(
         raise InvalidInput("last_results must be a JSON object.", details={"last_results": "object"})
 
     if part < parts - 1:
+        assert upload_id is not None  # several parts need one (checked above)
         return _stage(thread=thread, upload_id=upload_id, part=part, parts=parts,
                       items=items, removed=removed)
 
@@ -381,7 +383,8 @@ def _apply(*, thread: Thread, namespace: str, items: list[_Item], removed: list[
     return {"status": "applied", "revision": thread.revision,
             "created": len(created) - len(rewrites), "rewritten": len(rewrites),
             "removed": len(retire), "unchanged": unchanged + adopted,
-            "stored": [{"key": obj.item_key.removeprefix(prefix), "seq": obj.seq,
+            # (each row was inserted with its item key: never None)
+            "stored": [{"key": (obj.item_key or "").removeprefix(prefix), "seq": obj.seq,
                         "position": obj.position} for obj in created]}
 
 
@@ -401,6 +404,7 @@ def _current_versions(thread: Thread, prefix: str, keys: list[str]) -> dict[str,
         chunk = keys[start:start + 500]
         for event in (Event.objects.filter(thread=thread, item_key__in=[prefix + k for k in chunk])
                       .exclude(status__in=RETIRED).only(*FIELDS)):
+            assert event.item_key is not None  # found by it
             found[event.item_key[len(prefix):]] = event
     # Events an earlier adapter or an import stored under the client_id "<namespace>:<key>".
     legacy = {prefix + k: k for k in keys if k not in found}
@@ -409,14 +413,14 @@ def _current_versions(thread: Thread, prefix: str, keys: list[str]) -> dict[str,
         for event in (Event.objects.filter(thread=thread, item_key__isnull=True,
                                            client_id__in=legacy_keys[start:start + 500])
                       .exclude(status__in=RETIRED).only(*FIELDS)):
+            assert event.client_id is not None  # found by it
             found[legacy[event.client_id]] = event
     seqs = {}
     for key in keys:
         if key not in found and key.startswith(FOREIGN_PREFIX) and key[3:].isdigit():
             seqs[int(key[3:])] = key
     for start in range(0, len(seqs), 500):
-        chunk = list(seqs)[start:start + 500]
-        for event in (Event.objects.filter(thread=thread, seq__in=chunk)
+        for event in (Event.objects.filter(thread=thread, seq__in=list(seqs)[start:start + 500])
                       .exclude(status__in=RETIRED).only(*FIELDS)):
             found[seqs[event.seq]] = event
     return found

@@ -1,6 +1,6 @@
 """Export and import of whole threads: contextstore JSON (everything) and peteos context JSON."""
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -58,7 +58,8 @@ def thread_export_parts(*, thread: Thread) -> tuple[dict[str, Any], Iterator[dic
     export streams is not half in it; `thread.last_seq` and `thread.event_count` are read
     afresh with it, so `thread.event_count` is how many events the iterator yields."""
     session = thread.session
-    fresh = Thread.objects.filter(pk=thread.pk).values("last_seq", "event_count").first() or {}
+    fresh: Mapping[str, Any] = (
+        Thread.objects.filter(pk=thread.pk).values("last_seq", "event_count").first() or {})
     thread.last_seq = fresh.get("last_seq", thread.last_seq)
     thread.event_count = fresh.get("event_count", thread.event_count)
     head = {
@@ -221,7 +222,7 @@ def thread_import(
             # The new thread's seqs run 1, 2, 3…: each event keeps the seq it was exported with.
             events = history.events_add(thread=thread, specs=[spec for spec, _, _ in checked],
                                         now=now, places=places)
-            by_seq = {e.seq: e for e in events}
+            by_seq: dict[Any, Event] = {e.seq: e for e in events}  # looked up by what an import says
             old_collapse_ids = {}
             for c in raw_collapses:
                 summary = by_seq.get(c.get("summary_seq")) if isinstance(c, dict) else None
@@ -259,7 +260,7 @@ def thread_import(
             for b in raw_blocks:
                 if not isinstance(b, dict):
                     raise InvalidInput("Each block must be an object.")
-                block_upsert(thread=thread, name=b.get("name"), actor=actor, value=b.get("value"),
+                block_upsert(thread=thread, name=b.get("name", ""), actor=actor, value=b.get("value"),
                              expr=b.get("expr"), placement=b.get("placement", "suffix"),
                              order=b.get("order", 0))
             document_write(thread=thread, actor=actor, reason="import")

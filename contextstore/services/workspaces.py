@@ -4,7 +4,7 @@ import time
 from datetime import timedelta
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
@@ -43,7 +43,7 @@ def workspace_ensure(*, slug: str, name: str = "") -> tuple[Workspace, bool]:
         return Workspace.objects.get(slug=slug), False
 
 
-def membership_set(*, workspace: Workspace, user: AbstractBaseUser, role: str, actor: Actor) -> Membership:
+def membership_set(*, workspace: Workspace, user: User, role: str, actor: Actor) -> Membership:
     if role not in Membership.Role.values:
         raise InvalidInput(f"Unknown role {role!r}.", details={"role": role})
     with transaction.atomic():
@@ -61,7 +61,7 @@ def _hash(raw: str) -> str:
 
 def api_token_create(
     *, workspace: Workspace, name: str = "", scope: str = ApiToken.Scope.WRITE, actor: Actor,
-    created_by: AbstractBaseUser | None = None,
+    created_by: User | None = None,
 ) -> tuple[ApiToken, str]:
     """Create a token; the raw value is returned once and only its hash is stored."""
     if scope not in ApiToken.Scope.values:
@@ -94,6 +94,7 @@ def api_token_authenticate(raw: str) -> ApiToken | None:
         return None
     token_hash = _hash(raw)
     cached = _token_cache.get(token_hash)
+    token: ApiToken | None
     if cached is not None and cached[1] > time.monotonic():
         token = cached[0]
     else:

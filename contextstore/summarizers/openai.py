@@ -92,7 +92,7 @@ class _Retryable(_Failed):
     """This call failed in a way another attempt might not."""
 
 
-def _call(client: httpx.Client, url: str, body: dict, headers: dict[str, str], max_tokens: int,
+def _call(client: httpx.Client, url: str, body: dict[str, Any], headers: dict[str, str], max_tokens: int,
           endpoint: Endpoint) -> Summary:
     """One request whose whole exchange (connect, send, every byte of the answer) ends by
     `endpoint.timeout`. httpx's timeouts bound each socket operation only, so an endpoint that

@@ -199,7 +199,7 @@ def reader_text(text: str, thread_pk: int | None = None, seq: int | None = None,
         body = format_html(
             '<div class="content md{}">{}</div><pre class="content raw" hidden>{}</pre>',
             clamp, mark_safe(_markdown_nul_marked(shown)), nul_marked(shown))  # noqa: S308 - nh3-sanitized
-        controls = mark_safe('<button type="button" class="linkish small" data-raw-toggle '  # noqa: S308
+        controls: str = mark_safe('<button type="button" class="linkish small" data-raw-toggle '  # noqa: S308
                              'aria-pressed="false">raw</button>')
     else:
         body = format_html('<div class="content{}">{}</div>', clamp, nul_marked(shown))

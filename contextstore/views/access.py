@@ -9,17 +9,27 @@ from functools import wraps
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
+from django_htmx.middleware import HtmxDetails
 
 from contextstore.errors import DomainError
 from contextstore.models import Membership, Session, Thread, Workspace
 from contextstore.services.common import Actor
 
 SESSION_KEY = "contextstore.workspace"
+
+
+class DashboardRequest(HttpRequest):
+    """A request as the dashboard's views get it (a type only): django-htmx's middleware has set
+    `htmx`, and every one of them requires a signed-in user."""
+
+    htmx: HtmxDetails
+    user: User
 
 
 def visible_workspaces(user) -> QuerySet[Workspace]:
@@ -35,7 +45,7 @@ def can_edit(user, workspace: Workspace) -> bool:
     return membership is not None and membership.can_edit
 
 
-def current_workspace(request: HttpRequest) -> Workspace | None:
+def current_workspace(request: DashboardRequest) -> Workspace | None:
     """The workspace chosen with ?ws=slug (remembered in the session), else the first one."""
     workspaces = visible_workspaces(request.user)
     slug = request.GET.get("ws") or request.session.get(SESSION_KEY)
@@ -49,7 +59,7 @@ def current_workspace(request: HttpRequest) -> Workspace | None:
     return workspace
 
 
-def _check_member(request: HttpRequest, workspace_id: int) -> None:
+def _check_member(request: DashboardRequest, workspace_id: int) -> None:
     user = request.user
     if user.is_superuser:
         return
@@ -57,7 +67,7 @@ def _check_member(request: HttpRequest, workspace_id: int) -> None:
         raise Http404("Not found.")
 
 
-def get_session(request: HttpRequest, pk: int) -> Session:
+def get_session(request: DashboardRequest, pk: int) -> Session:
     session = Session.objects.select_related("workspace").filter(pk=pk).first()
     if session is None:
         raise Http404("No such session.")
@@ -65,7 +75,7 @@ def get_session(request: HttpRequest, pk: int) -> Session:
     return session
 
 
-def get_thread(request: HttpRequest, pk: int) -> Thread:
+def get_thread(request: DashboardRequest, pk: int) -> Thread:
     thread = (
         Thread.objects.select_related("session", "workspace", "parent").filter(pk=pk).first()
     )
@@ -75,11 +85,11 @@ def get_thread(request: HttpRequest, pk: int) -> Thread:
     return thread
 
 
-def actor_for(request: HttpRequest) -> Actor:
+def actor_for(request: DashboardRequest) -> Actor:
     return Actor.for_user(request.user, request.META.get("REMOTE_ADDR"))
 
 
-def error_response(request: HttpRequest, message: str, status: int) -> HttpResponse:
+def error_response(request: DashboardRequest, message: str, status: int) -> HttpResponse:
     """A readable error: in place of the flash area for htmx, a small page otherwise."""
     response = render(request, "contextstore/error.html#flash",
                       {"message": message, "status": status}, status=status) if request.htmx \
@@ -91,7 +101,7 @@ def error_response(request: HttpRequest, message: str, status: int) -> HttpRespo
     return response
 
 
-def after_action(request: HttpRequest, url: str) -> HttpResponse:
+def after_action(request: DashboardRequest, url: str) -> HttpResponse:
     """Post/redirect/get: htmx follows with a full navigation, plain forms with a redirect."""
     if request.htmx:
         response = HttpResponse(status=204)
@@ -109,7 +119,7 @@ def thread_action(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespon
     @login_required
     @require_POST
     @wraps(view)
-    def wrapper(request: HttpRequest, pk: int, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapper(request: DashboardRequest, pk: int, *args: Any, **kwargs: Any) -> HttpResponse:
         thread = get_thread(request, pk)
         if not can_edit(request.user, thread.workspace):
             raise PermissionDenied("Viewers cannot change anything.")

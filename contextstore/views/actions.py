@@ -6,7 +6,7 @@ import json
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -18,6 +18,7 @@ from contextstore.models import Clear, Collapse, ContextBlock, Job, StateRevisio
 from contextstore.selectors.workspaces import actor_names
 from contextstore.services import blocks, clientai, collapses, document, state, summaries, threads
 from contextstore.views.access import (
+    DashboardRequest,
     actor_for,
     after_action,
     can_edit,
@@ -30,12 +31,12 @@ from contextstore.views.threads import panel_context, thread_url
 from contextstore.views.undo import offer_undo, take_undo
 
 
-def _invalid(request: HttpRequest, form) -> HttpResponse:
+def _invalid(request: DashboardRequest, form) -> HttpResponse:
     return error_response(request, first_error(form), 400)
 
 
 @thread_action
-def collapse_range(request: HttpRequest, thread: Thread) -> HttpResponse:
+def collapse_range(request: DashboardRequest, thread: Thread) -> HttpResponse:
     form = CollapseForm(request.POST)
     if not form.is_valid():
         return _invalid(request, form)
@@ -53,7 +54,7 @@ def collapse_range(request: HttpRequest, thread: Thread) -> HttpResponse:
 
 
 @thread_action
-def collapse_undo(request: HttpRequest, thread: Thread, collapse_id: int) -> HttpResponse:
+def collapse_undo(request: DashboardRequest, thread: Thread, collapse_id: int) -> HttpResponse:
     collapse = Collapse.objects.filter(thread=thread, pk=collapse_id).first()
     if collapse is None:
         raise Http404("No such collapse.")
@@ -64,7 +65,7 @@ def collapse_undo(request: HttpRequest, thread: Thread, collapse_id: int) -> Htt
 
 
 @thread_action
-def summarize_range(request: HttpRequest, thread: Thread) -> HttpResponse:
+def summarize_range(request: DashboardRequest, thread: Thread) -> HttpResponse:
     """Queue a summary of the selected range for the worker and show its status until done."""
     form = RangeForm(request.POST)
     if not form.is_valid():
@@ -82,7 +83,7 @@ def summarize_range(request: HttpRequest, thread: Thread) -> HttpResponse:
 NO_WORKER_AFTER = 15  # seconds a job may wait queued before the page says no worker took it
 
 
-def _job_context(job: Job, thread: Thread, request: HttpRequest) -> dict:
+def _job_context(job: Job, thread: Thread, request: DashboardRequest) -> dict:
     now = timezone.now()
     waited = int((now - job.created_at).total_seconds())
     running = int((now - job.started_at).total_seconds()) if job.started_at else 0
@@ -104,7 +105,7 @@ def _job_of(thread: Thread, job_id) -> Job:
 
 
 @thread_action
-def job_cancel(request: HttpRequest, thread: Thread, job_id) -> HttpResponse:
+def job_cancel(request: DashboardRequest, thread: Thread, job_id) -> HttpResponse:
     """Cancel a queued summary (say, when no worker is running to take it)."""
     job = _job_of(thread, job_id)
     job = summaries.summary_job_cancel(job=job, actor=actor_for(request))
@@ -115,7 +116,7 @@ def job_cancel(request: HttpRequest, thread: Thread, job_id) -> HttpResponse:
 
 
 @thread_action
-def job_retry(request: HttpRequest, thread: Thread, job_id) -> HttpResponse:
+def job_retry(request: DashboardRequest, thread: Thread, job_id) -> HttpResponse:
     """Queue a failed, cancelled or timed-out summary again; the new job's status replaces it."""
     job = _job_of(thread, job_id)
     job = summaries.summary_job_retry(job=job, actor=actor_for(request))
@@ -126,7 +127,7 @@ def job_retry(request: HttpRequest, thread: Thread, job_id) -> HttpResponse:
 
 @login_required
 @vary_on_headers("HX-Request")  # a page and its fragment share a URL
-def job_status(request: HttpRequest, job_id) -> HttpResponse:
+def job_status(request: DashboardRequest, job_id) -> HttpResponse:
     """A summarize job's status; polled by htmx until it is done, then the page reloads."""
     job = Job.objects.select_related("thread").filter(pk=job_id).first()
     if job is None:
@@ -143,7 +144,7 @@ def job_status(request: HttpRequest, job_id) -> HttpResponse:
 
 
 @thread_action
-def fork_range(request: HttpRequest, thread: Thread) -> HttpResponse:
+def fork_range(request: DashboardRequest, thread: Thread) -> HttpResponse:
     form = ForkForm(request.POST)
     if not form.is_valid():
         return _invalid(request, form)
@@ -159,7 +160,7 @@ def fork_range(request: HttpRequest, thread: Thread) -> HttpResponse:
 
 
 @thread_action
-def delete_fork(request: HttpRequest, thread: Thread) -> HttpResponse:
+def delete_fork(request: DashboardRequest, thread: Thread) -> HttpResponse:
     parent = threads.thread_delete_fork(thread=thread, actor=actor_for(request))
     if parent is None:
         return after_action(request, reverse("contextstore:session", args=[thread.session_id]))
@@ -169,7 +170,7 @@ def delete_fork(request: HttpRequest, thread: Thread) -> HttpResponse:
 
 
 @thread_action
-def clear_context(request: HttpRequest, thread: Thread) -> HttpResponse:
+def clear_context(request: DashboardRequest, thread: Thread) -> HttpResponse:
     clear = threads.thread_clear_context(thread=thread, actor=actor_for(request))
     offer_undo(request, thread=thread,
                text=f"Cleared {clear.event_count} events"
@@ -179,7 +180,7 @@ def clear_context(request: HttpRequest, thread: Thread) -> HttpResponse:
 
 
 @thread_action
-def unclear(request: HttpRequest, thread: Thread, clear_id: int) -> HttpResponse:
+def unclear(request: DashboardRequest, thread: Thread, clear_id: int) -> HttpResponse:
     clear = Clear.objects.filter(thread=thread, pk=clear_id).first()
     if clear is None:
         raise Http404("No such clear.")
@@ -193,14 +194,14 @@ def unclear(request: HttpRequest, thread: Thread, clear_id: int) -> HttpResponse
     return after_action(request, thread_url(thread))
 
 
-def _offer_restore(request: HttpRequest, thread: Thread, before: int, what: str) -> None:
+def _offer_restore(request: DashboardRequest, thread: Thread, before: int, what: str) -> None:
     offer_undo(request, thread=thread, text=f"{what} (revision {before} → {before + 1}).",
                url=reverse("contextstore:state-restore", args=[thread.pk]),
                fields={"revision": before}, label=f"Undo (restore r{before})")
 
 
 @thread_action
-def reset(request: HttpRequest, thread: Thread) -> HttpResponse:
+def reset(request: DashboardRequest, thread: Thread) -> HttpResponse:
     before = thread.revision
     clientai.thread_reset(thread=thread, actor=actor_for(request))
     _offer_restore(request, thread, before, "State reset")
@@ -208,14 +209,14 @@ def reset(request: HttpRequest, thread: Thread) -> HttpResponse:
 
 
 @thread_action
-def reset_all(request: HttpRequest, thread: Thread) -> HttpResponse:
+def reset_all(request: DashboardRequest, thread: Thread) -> HttpResponse:
     before = thread.revision
     clientai.thread_reset_all(thread=thread, actor=actor_for(request))
     _offer_restore(request, thread, before, "State and conversation history reset")
     return after_action(request, thread_url(thread))
 
 
-def _panel(request: HttpRequest, thread: Thread) -> HttpResponse:
+def _panel(request: DashboardRequest, thread: Thread) -> HttpResponse:
     thread.refresh_from_db()
     if request.htmx:
         # The panel is swapped in place: the offer to undo comes with it.
@@ -226,7 +227,7 @@ def _panel(request: HttpRequest, thread: Thread) -> HttpResponse:
 
 
 @thread_action
-def block_save(request: HttpRequest, thread: Thread) -> HttpResponse:
+def block_save(request: DashboardRequest, thread: Thread) -> HttpResponse:
     form = BlockForm(request.POST)
     if not form.is_valid():
         return _invalid(request, form)
@@ -245,7 +246,7 @@ def block_save(request: HttpRequest, thread: Thread) -> HttpResponse:
 
 
 @thread_action
-def block_delete(request: HttpRequest, thread: Thread) -> HttpResponse:
+def block_delete(request: DashboardRequest, thread: Thread) -> HttpResponse:
     name = request.POST.get("name", "")
     old = ContextBlock.objects.filter(thread=thread, name=name).first()
     blocks.block_delete(thread=thread, name=name, actor=actor_for(request))
@@ -262,7 +263,7 @@ def block_delete(request: HttpRequest, thread: Thread) -> HttpResponse:
 
 
 @thread_action
-def block_restore(request: HttpRequest, thread: Thread) -> HttpResponse:
+def block_restore(request: DashboardRequest, thread: Thread) -> HttpResponse:
     name, version = request.POST.get("name", ""), request.POST.get("version", "")
     if not version.isdigit():
         return error_response(request, "Choose a block version to restore.", 400)
@@ -271,7 +272,7 @@ def block_restore(request: HttpRequest, thread: Thread) -> HttpResponse:
 
 
 @thread_action
-def state_restore(request: HttpRequest, thread: Thread) -> HttpResponse:
+def state_restore(request: DashboardRequest, thread: Thread) -> HttpResponse:
     revision = request.POST.get("revision", "")
     if not revision.isdigit():
         return error_response(request, "Choose a revision to restore.", 400)
@@ -285,7 +286,7 @@ def state_restore(request: HttpRequest, thread: Thread) -> HttpResponse:
 
 @login_required
 @vary_on_headers("HX-Request")  # a page and its fragment share a URL
-def state_diff(request: HttpRequest, pk: int) -> HttpResponse:
+def state_diff(request: DashboardRequest, pk: int) -> HttpResponse:
     """Every document field that differs between two revisions, each as a unified diff of its
     pretty JSON (difflib)."""
     thread = get_thread(request, pk)

@@ -5,7 +5,7 @@ opens inside the call's card. Reads live in contextstore.selectors.
 """
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.vary import vary_on_headers
 
@@ -18,7 +18,7 @@ from contextstore.selectors.calls import (
     llm_call_previous,
     llm_call_sent,
 )
-from contextstore.views.access import get_thread, visible_workspaces
+from contextstore.views.access import DashboardRequest, get_thread, visible_workspaces
 
 
 def _call(thread: Thread, seq: int) -> LLMCall:
@@ -28,14 +28,14 @@ def _call(thread: Thread, seq: int) -> LLMCall:
     return call
 
 
-def _base(request: HttpRequest, thread: Thread) -> dict:
+def _base(request: DashboardRequest, thread: Thread) -> dict:
     return {"thread": thread, "session": thread.session, "workspace": thread.workspace,
             "workspaces": visible_workspaces(request.user)}
 
 
 @login_required
 @vary_on_headers("HX-Request")  # a page and its fragment share a URL
-def call_sent(request: HttpRequest, pk: int, seq: int) -> HttpResponse:
+def call_sent(request: DashboardRequest, pk: int, seq: int) -> HttpResponse:
     """The exact messages a call sent, a page of `SENT_PAGE` messages at a time."""
     thread = get_thread(request, pk)
     call = _call(thread, seq)
@@ -55,7 +55,7 @@ def call_sent(request: HttpRequest, pk: int, seq: int) -> HttpResponse:
 
 @login_required
 @vary_on_headers("HX-Request")
-def call_diff(request: HttpRequest, pk: int, seq: int) -> HttpResponse:
+def call_diff(request: DashboardRequest, pk: int, seq: int) -> HttpResponse:
     """This call against the call logged before it in the thread."""
     thread = get_thread(request, pk)
     call = _call(thread, seq)

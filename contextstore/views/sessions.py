@@ -7,7 +7,7 @@ from typing import Any
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -25,6 +25,7 @@ from contextstore.selectors.sessions import (
 )
 from contextstore.services.sessions import session_archive
 from contextstore.views.access import (
+    DashboardRequest,
     actor_for,
     can_edit,
     current_workspace,
@@ -37,7 +38,7 @@ PAGE_SIZE = 50
 
 @login_required
 @vary_on_headers("HX-Request")  # a page and its fragment share a URL
-def session_list(request: HttpRequest) -> HttpResponse:
+def session_list(request: DashboardRequest) -> HttpResponse:
     workspace = current_workspace(request)
     form = SessionFilterForm(request.GET or None)
     sort = request.GET.get("sort") or "-activity"
@@ -112,7 +113,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @vary_on_headers("HX-Request")  # a page and its fragment share a URL
-def session_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def session_detail(request: DashboardRequest, pk: int) -> HttpResponse:
     session = get_session(request, pk)
     before = parse_cursor(request.GET.get("runs_before"))
     runs, more = session_runs(session=session, before=before)
@@ -139,7 +140,7 @@ def session_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def session_archive_toggle(request: HttpRequest, pk: int) -> HttpResponse:
+def session_archive_toggle(request: DashboardRequest, pk: int) -> HttpResponse:
     """Archive an open session or reopen an archived one (hides it from the default list)."""
     session = get_session(request, pk)
     if not can_edit(request.user, session.workspace):

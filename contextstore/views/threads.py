@@ -7,7 +7,7 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.serializers.json import DjangoJSONEncoder
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import Http404, HttpResponse, HttpResponseBase, JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -27,7 +27,7 @@ from contextstore.selectors.events import error_seq, event_seq_at, run_first_seq
 from contextstore.selectors.threads import block_versions
 from contextstore.selectors.workspaces import actor_names
 from contextstore.services.transfer import EVENT_FIELDS, thread_export_parts
-from contextstore.views.access import can_edit, get_thread, visible_workspaces
+from contextstore.views.access import DashboardRequest, can_edit, get_thread, visible_workspaces
 from contextstore.views.undo import offer_undo, take_undo
 
 MAX_BUDGET = 2_000_000
@@ -37,7 +37,7 @@ SIDE_TABS = [("context", "Context"), ("blocks", "Blocks"), ("state", "State"), (
              ("memory", "Memory")]
 
 
-def _filters(request: HttpRequest) -> tuple[EventFilterForm, dict[str, Any]]:
+def _filters(request: DashboardRequest) -> tuple[EventFilterForm, dict[str, Any]]:
     form = EventFilterForm(request.GET)
     data = dict(form.cleaned_data) if form.is_valid() else {}
     data["narrow"] = form.narrows() if data else False
@@ -48,7 +48,7 @@ def _int(raw: str | None) -> int | None:
     return int(raw) if raw and raw.isdigit() else None
 
 
-def budget_of(request: HttpRequest, thread: Thread) -> int:
+def budget_of(request: DashboardRequest, thread: Thread) -> int:
     """The budget asked for, else the thread's model budget (context window - reserve); never
     more than the model's context window, when the thread has one."""
     model = thread_model_settings(thread)
@@ -114,7 +114,7 @@ def block_history(thread: Thread, live: set[str]) -> tuple[dict[str, list], list
     return by_name, deleted
 
 
-def panel_context(request: HttpRequest, thread: Thread) -> dict[str, Any]:
+def panel_context(request: DashboardRequest, thread: Thread) -> dict[str, Any]:
     """Everything the side panel shows; each read is capped, none grows with history."""
     budget = budget_of(request, thread)
     blocks = dashboard.thread_blocks(thread=thread)
@@ -143,7 +143,7 @@ def panel_context(request: HttpRequest, thread: Thread) -> dict[str, Any]:
 
 @login_required
 @vary_on_headers("HX-Request")  # a page and its fragment share a URL
-def thread_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def thread_detail(request: DashboardRequest, pk: int) -> HttpResponse:
     """The page, or for htmx: the timeline (filters), an older page (`before`), the tail (`after`)."""
     thread = get_thread(request, pk)
     form, filters = _filters(request)
@@ -187,7 +187,7 @@ def thread_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, template_name, context)
 
 
-def _typed_range(request: HttpRequest) -> dict[str, int] | None:
+def _typed_range(request: DashboardRequest) -> dict[str, int] | None:
     """A range typed as ?from=&to= (positions): the page opens with it selected."""
     start, end = _int(request.GET.get("from")), _int(request.GET.get("to"))
     if start is None or end is None:
@@ -196,7 +196,7 @@ def _typed_range(request: HttpRequest) -> dict[str, int] | None:
 
 
 @login_required
-def jump(request: HttpRequest, pk: int) -> HttpResponse:
+def jump(request: DashboardRequest, pk: int) -> HttpResponse:
     """Jump to a seq ("1234" or "#1234"), a time ("2026-01-05 10:00", the server's time zone
     when none is given), a run id, or the next/previous error from seq `from`: redirects to the
     thread page opened around that event."""
@@ -232,7 +232,7 @@ def jump(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @login_required
-def event_detail(request: HttpRequest, pk: int, seq: int) -> HttpResponse:
+def event_detail(request: DashboardRequest, pk: int, seq: int) -> HttpResponse:
     """One event in full ("load the rest" of text and JSON the timeline cut)."""
     thread = get_thread(request, pk)
     event = thread_events(thread=thread, status=None).filter(seq=seq).first()
@@ -244,7 +244,7 @@ def event_detail(request: HttpRequest, pk: int, seq: int) -> HttpResponse:
 
 @login_required
 @vary_on_headers("HX-Request")  # a page and its fragment share a URL
-def collapse_detail(request: HttpRequest, pk: int, collapse_id: int) -> HttpResponse:
+def collapse_detail(request: DashboardRequest, pk: int, collapse_id: int) -> HttpResponse:
     """The originals behind a summary card, a page at a time."""
     thread = get_thread(request, pk)
     collapse = dashboard.collapse_of(thread=thread, collapse_id=collapse_id)
@@ -262,7 +262,7 @@ def collapse_detail(request: HttpRequest, pk: int, collapse_id: int) -> HttpResp
 
 @login_required
 @vary_on_headers("HX-Request")  # a page and its fragment share a URL
-def model_view(request: HttpRequest, pk: int) -> HttpResponse:
+def model_view(request: DashboardRequest, pk: int) -> HttpResponse:
     """What the model sees for a budget, and whether the prefix changed since the last look.
 
     The previous prefix hash is kept per thread in the person's session, so the warning means
@@ -302,7 +302,7 @@ def model_view(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @login_required
-def thread_export_view(request: HttpRequest, pk: int) -> HttpResponse:
+def thread_export_view(request: DashboardRequest, pk: int) -> HttpResponseBase:
     """The whole thread (contextstore JSON), or only the events at a selected range of
     positions (both ends included; every status, so a summary's originals come along).
 
@@ -311,6 +311,7 @@ def thread_export_view(request: HttpRequest, pk: int) -> HttpResponse:
     thread = get_thread(request, pk)
     start = _int(request.GET.get("start_position") or request.GET.get("start_seq"))
     end = _int(request.GET.get("end_position") or request.GET.get("end_seq"))
+    response: HttpResponseBase
     if start is None or end is None:
         head, events = thread_export_parts(thread=thread)
         response = StreamingHttpResponse(
@@ -320,7 +321,7 @@ def thread_export_view(request: HttpRequest, pk: int) -> HttpResponse:
         name = f"thread-{thread.pk}.json"
     else:
         start, end = min(start, end), max(start, end)
-        events = dashboard.range_events(thread=thread, start=start, end=end)
+        selected = dashboard.range_events(thread=thread, start=start, end=end)
         data = {
             "format": "contextstore-range", "thread": thread.pk, "session": thread.session.key,
             "start_position": start, "end_position": end,
@@ -328,7 +329,7 @@ def thread_export_view(request: HttpRequest, pk: int) -> HttpResponse:
                 {**{f: getattr(e, f) for f in EVENT_FIELDS},
                  "run_id": e.run.run_id if e.run else None,
                  "occurred_at": e.occurred_at.isoformat()}
-                for e in events
+                for e in selected
             ],
         }
         name = f"thread-{thread.pk}-{start}-{end}.json"
@@ -343,7 +344,7 @@ def _export_dumps(value: Any) -> bytes:
 
 
 @login_required
-def export_size(request: HttpRequest, pk: int) -> HttpResponse:
+def export_size(request: DashboardRequest, pk: int) -> HttpResponse:
     """Before the download: how many events the export holds and about how big it is."""
     thread = get_thread(request, pk)
     context = {"thread": thread, "session": thread.session, "workspace": thread.workspace,

@@ -24,7 +24,7 @@ from contextstore.tokens import count_tokens, is_thinking, part_text
 
 logger = logging.getLogger(__name__)
 
-SOURCE_BY_KIND = {
+SOURCE_BY_KIND: dict[str, str] = {
     Job.Kind.TOKEN_BUDGET: Collapse.Source.TOKEN_BUDGET,
     Job.Kind.PER_RUN: Collapse.Source.PER_RUN,
     Job.Kind.RANGE: Collapse.Source.WORKER,
@@ -120,7 +120,7 @@ def _decide_range(job: Job, thread: Thread, config: dict) -> tuple[int, int, lis
         run_events = active.filter(run_id=job.params.get("run")).order_by("position")
         first = run_events.values_list("position", flat=True).first()
         last = run_events.order_by("-position").values_list("position", flat=True).first()
-        if first is None:
+        if first is None or last is None:  # (last too: the run may be collapsed between the reads)
             return "already_collapsed_or_cleared"
         per_run = config.get("per_run") or {}
         if run_events.count() < per_run.get("min_events", 1):
