@@ -63,7 +63,7 @@ typecheck: venv
 # The fast tier: no browser, worker, framework suite or slow test (tests/conftest.py applies
 # those marks by folder and fixture). Hypothesis draws its small `dev` profile unless CI is set.
 FAST := not (browser or worker or framework or slow)
-check: lint
+check: lint typecheck
 	@mkdir -p var
 	$(BIN)/python -m pytest -q -m "$(FAST)" $(PYTEST_ARGS)
 
