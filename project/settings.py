@@ -51,7 +51,7 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
-    "project.apps.StaticFiles",  # django.contrib.staticfiles, minus node_modules
+    "django.contrib.staticfiles",
     "django.contrib.postgres",
     "rest_framework",
     "drf_spectacular",
@@ -155,6 +155,8 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_FINDERS = ["project.staticfiles.SourceFinder",  # static/, minus node_modules
+                       "django.contrib.staticfiles.finders.AppDirectoriesFinder"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 if DEBUG:
     STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns about a missing one

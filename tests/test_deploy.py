@@ -250,6 +250,9 @@ def test_collectstatic_leaves_node_modules_out(tmp_path, settings):
     call_command("collectstatic", "--noinput", verbosity=0)
     assert (target / "js" / "app.js").is_file()
     assert not list(target.rglob("node_modules"))
+    # ... with the app still named as pytest-django's live server looks for it (the browser
+    # tests get no JavaScript or CSS otherwise)
+    assert "django.contrib.staticfiles" in settings.INSTALLED_APPS
 
 
 def test_gunicorn_takes_its_settings_from_the_environment(monkeypatch):
