@@ -3,6 +3,7 @@
 from typing import Any
 
 from django.db.models import QuerySet
+from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status, viewsets
 from rest_framework.request import Request
@@ -90,7 +91,6 @@ class ThreadSyncViewSet(viewsets.GenericViewSet):
         return self.get_object()
 
     def get_object(self) -> Thread:
-        from django.shortcuts import get_object_or_404
 
         return get_object_or_404(self.get_queryset(), pk=self.kwargs["thread_pk"])
 

@@ -8,6 +8,7 @@ from django.utils import timezone
 from contextstore.errors import Conflict, InvalidInput
 from contextstore.models import Run, Thread
 from contextstore.services.common import Actor, audit
+from contextstore.services.summaries import run_completed_check
 
 FINISHED = {Run.Status.COMPLETED, Run.Status.FAILED, Run.Status.INTERRUPTED}
 
@@ -49,7 +50,5 @@ def run_finish(*, run: Run, status: str, actor: Actor, error: str = "") -> Run:
         audit(actor=actor, action=f"run.{status}", target=run, workspace=run.thread.workspace,
               run_id=run.run_id)
     if status == Run.Status.COMPLETED:
-        from contextstore.services.summaries import run_completed_check
-
         run_completed_check(run=run)
     return run

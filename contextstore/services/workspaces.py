@@ -12,6 +12,7 @@ from django.utils.text import slugify
 from contextstore.errors import InvalidInput
 from contextstore.models import ApiToken, Membership, Workspace
 from contextstore.services.common import Actor, audit
+from contextstore.services.sessions import session_delete
 
 TOKEN_PREFIX = "cs_"
 LAST_USED_PRECISION = timedelta(minutes=1)
@@ -139,8 +140,6 @@ def workspace_update(*, workspace: Workspace, name: str, actor: Actor) -> Worksp
 
 def workspace_delete(*, workspace: Workspace, actor: Actor) -> None:
     """Hard delete of a tenant and everything in it, audited (the record outlives it)."""
-    from contextstore.services.sessions import session_delete
-
     with transaction.atomic():
         for session in workspace.sessions.all():
             session_delete(session=session, actor=actor)
