@@ -1,0 +1,84 @@
+"""The MCP server as hosts run it: `contextstore-mcp` in its own process, over stdio or
+Streamable HTTP, reached with the mcp SDK's own client, against this test run's live server."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+ROOT = Path(__file__).resolve().parents[2]
+CLIENT_SRC = ROOT / "clients" / "python"
+SERVER = [sys.executable, "-m", "contextstore_client.mcp_server"]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def mcp_env(live_server, transactional_db, token) -> dict[str, str]:
+    """The environment a host gives the server: the API's address and a write token."""
+    path = os.pathsep.join(filter(None, [str(CLIENT_SRC), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path, "CONTEXTSTORE_URL": live_server.url,
+            "CONTEXTSTORE_TOKEN": token[1]}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_for_port(process: subprocess.Popen, port: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"contextstore-mcp --http exited: {process.stderr.read().decode()[-3000:]}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise AssertionError("contextstore-mcp --http did not start listening")
+
+
+@pytest.fixture(params=["stdio", "http"])
+def transport(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+def connect(transport, mcp_env) -> Iterator[Callable[..., Any]]:
+    """connect(*args, env=..., mode=...): an entered mcp Client on a fresh server process started
+    with `args`, over this test's transport."""
+    processes: list[subprocess.Popen] = []
+
+    @asynccontextmanager
+    async def connect(*args: str, env: dict[str, str] | None = None, mode: str = "auto", **client: Any):
+        env = {**mcp_env, **(env or {})}
+        argv = [*args, "--poll-interval", "0.2"]
+        if transport == "stdio":
+            server: Any = StdioServerParameters(command=SERVER[0], args=[*SERVER[1:], *argv], env=env)
+        else:
+            port = _free_port()
+            process = subprocess.Popen([*SERVER, *argv, "--http", f"127.0.0.1:{port}"], env=env,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            processes.append(process)
+            _wait_for_port(process, port)
+            server = f"http://127.0.0.1:{port}/mcp"
+        async with Client(server, mode=mode, **client) as session:
+            yield session
+
+    yield connect
+    for process in processes:
+        process.terminate()
+        process.wait(timeout=10)
