@@ -4,11 +4,11 @@ import subprocess
 import sys
 import time
 
+import contextstore_client as cs_client
 import httpx
 import pytest
+from contextstore_client import ContextStore
 
-from contextstore import client as cs_client
-from contextstore.client import ContextStore
 from contextstore.models import Event
 from tests.conftest import messages
 
@@ -20,7 +20,7 @@ def cs(live_server, transactional_db, token):
 
 
 def test_importing_the_client_does_not_import_django():
-    code = ("import sys, contextstore.client; "
+    code = ("import sys, contextstore_client; "
             "sys.exit(any(m == 'django' or m.startswith('django.') for m in sys.modules))")
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
@@ -311,7 +311,8 @@ def test_model_settings_from_the_client(cs, thread):
 
 
 def test_the_async_client_runs_the_same_loop(cs, live_server, token, read_token):
-    from contextstore.client import AsyncContextStore
+    from contextstore_client import AsyncContextStore
+
     from tests.test_client_agent_sessions import run_in_own_loop
 
     async def scenario() -> tuple:
@@ -334,3 +335,15 @@ def test_the_async_client_runs_the_same_loop(cs, live_server, token, read_token)
     assert start.data["render_id"] == done.data["render_id"] == ctx.render_id
     assert called["messages"] == ctx.messages == rebuilt.messages
     assert unrecorded.render_id is None and unrecorded.messages == ctx.messages
+
+
+def test_the_old_import_path_still_works_with_a_deprecation_warning():
+    code = ("import warnings; warnings.simplefilter('error', DeprecationWarning)\n"
+            "try:\n    import contextstore.client\nexcept DeprecationWarning as w:\n    print(w)\n")
+    warned = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "import from contextstore_client" in warned.stdout
+    code = ("import warnings; warnings.simplefilter('ignore', DeprecationWarning)\n"
+            "import contextstore.client as old, contextstore_client as new\n"
+            "assert old.ContextStore is new.ContextStore and old.SyncTracker is new.SyncTracker\n"
+            "assert set(old.__all__) == set(new.__all__) and all(hasattr(old, n) for n in new.__all__)\n")
+    subprocess.run([sys.executable, "-c", code], check=True)

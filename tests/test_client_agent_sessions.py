@@ -4,11 +4,10 @@ server, and AsyncContextStore's retry rules against a mock transport."""
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
 
+import contextstore_client as cs_client
 import httpx
 import pytest
-
-from contextstore import client as cs_client
-from contextstore.client import AsyncContextStore, ContextStore
+from contextstore_client import AsyncContextStore, ContextStore
 
 WHO = ("shop", "ann", "s1")
 

@@ -49,7 +49,7 @@ def test_the_endpoint_is_in_the_schema(api_client):
 
 @pytest.fixture
 def live_thread(live_server, token):
-    from contextstore.client import ContextStore
+    from contextstore_client import ContextStore
 
     with ContextStore(live_server.url, token[1]) as client:
         yield client.thread("sync-live", user_id="ann")
@@ -65,7 +65,7 @@ def test_the_client_saves_5000_items_in_parts_atomically(live_thread, settings):
 
 
 def test_a_refused_large_save_leaves_the_thread_as_it_was(live_thread):
-    from contextstore.client import InvalidInput
+    from contextstore_client import InvalidInput
 
     live_thread.sync_save("fw", items=items(3))
     batch = items(3000, 3)
@@ -77,7 +77,7 @@ def test_a_refused_large_save_leaves_the_thread_as_it_was(live_thread):
 
 
 def test_two_trackers_take_turns_and_a_stale_one_reloads(live_thread, live_server, token):
-    from contextstore.client import ContextStore, StaleRevision, SyncTracker
+    from contextstore_client import ContextStore, StaleRevision, SyncTracker
 
     with ContextStore(live_server.url, token[1]) as other_client:
         a = SyncTracker(live_thread, "fw")
