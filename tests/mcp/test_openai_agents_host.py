@@ -3,7 +3,6 @@ its scripted model (the SDK's own ScriptedModel) calls recall, append_events and
 the thread then holds what the agent appended."""
 
 import json
-import sys
 
 import anyio
 import pytest

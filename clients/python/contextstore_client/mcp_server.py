@@ -65,15 +65,15 @@ RESOURCE_URI = re.compile(
     r"|sessions/(?P<session>[0-9]+))$")
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
-READS = types.ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+READS = types.ToolAnnotations(read_only_hint=True, open_world_hint=False)
 # Writes that add (appends, a new memory) destroy nothing; the others replace what the model
 # sees (every one of them can be undone in the dashboard, but the agent cannot tell).
-ADDS = types.ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False,
-                             openWorldHint=False)
-REPLACES = types.ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False,
-                                 openWorldHint=False)
-SETS = types.ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True,
-                             openWorldHint=False)
+ADDS = types.ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+                             open_world_hint=False)
+REPLACES = types.ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
+                                 open_world_hint=False)
+SETS = types.ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
+                             open_world_hint=False)
 
 
 # ------------------------------------------------------------------------------ shapes
@@ -165,7 +165,7 @@ class Defaults:
 
 
 class Tools:
-    """The tool and resource bodies: one client call each (sync; the SDK runs them in a worker
+    """The tools and resources: one client call each, sync (the SDK runs them in a worker
     thread, and httpx's client is safe to share between threads)."""
 
     def __init__(self, store: ContextStore, defaults: Defaults):
@@ -202,10 +202,17 @@ class Tools:
         return ThreadHandle(self.store, Thread(id=self.thread_id(thread_id), session=0,
                                                session_key="", name=""))
 
-    # -- reads
+    # -- reads (each method is a tool: its signature is the schema, its docstring the description)
 
-    def list_sessions(self, user_id: str | None, agent: str | None, q: str | None,
-                      archived: bool | None, limit: int) -> SessionList:
+    def list_sessions(
+        self,
+        user_id: Annotated[str | None, Field(description="Only this end user's sessions.")] = None,
+        agent: Annotated[str | None, Field(description="Only this agent's sessions.")] = None,
+        q: Annotated[str | None, Field(description="Text in the key, user id, agent or title.")] = None,
+        archived: Annotated[bool | None, Field(description="Only archived (true) or live (false).")] = None,
+        limit: Annotated[int, Field(ge=1, le=500)] = 50,
+    ) -> SessionList:
+        """List the workspace's sessions, oldest first, with their counters."""
         found: list[Session] = []
         with api_errors("list_sessions"):
             for session in self.store.iter_sessions(user_id=user_id, agent=agent, q=q, archived=archived):
@@ -214,12 +221,21 @@ class Tools:
                 found.append(session)
         return {"sessions": found, "more": False}
 
-    def get_thread(self, thread_id: int | None) -> Thread:
+    def get_thread(self, thread_id: ThreadId = None) -> Thread:
+        """A thread: its session, revision, summary and counters (events, tokens)."""
         with api_errors("get_thread"):
             return self.store.get_thread(self.thread_id(thread_id)).thread
 
-    def get_context(self, thread_id: int | None, max_tokens: int | None, format: str,
-                    strip_thinking: bool) -> ThreadContext:
+    def get_context(
+        self,
+        thread_id: ThreadId = None,
+        max_tokens: Annotated[int | None, Field(ge=1, le=10_000_000, description=(
+            "Token budget; default: the thread's model window minus its output reserve."))] = None,
+        format: Literal["raw", "openai", "anthropic"] = "raw",
+        strip_thinking: bool = False,
+    ) -> ThreadContext:
+        """What the model sees of the thread: prefix blocks, summary, the newest events that fit
+        the budget, suffix blocks, with per-section token stats."""
         handle = self.handle(thread_id)
         with api_errors("get_context"):
             # Not recorded: reading stays a read (a record is a row, and needs write scope).
@@ -228,16 +244,39 @@ class Tools:
         return {"thread_id": handle.id, "format": rendered.format, "messages": rendered.messages,
                 "system": rendered.system, "stats": rendered.stats}
 
-    def search_events(self, thread_id: int | None, **filters: Any) -> EventList:
+    def search_events(
+        self,
+        thread_id: ThreadId = None,
+        q: Annotated[str | None, Field(description="Case-insensitive text.")] = None,
+        type: Annotated[list[str] | None, Field(description="Event types, any of.")] = None,
+        regex: Annotated[str | None, Field(description="Case-insensitive regular expression.")] = None,
+        run_id: str | None = None,
+        after_seq: int | None = None,
+        before_seq: int | None = None,
+        status: Annotated[Literal["all", "active", "collapsed", "cleared", "reverted", "retracted",
+                                  "replaced", "removed"] | None,
+                          Field(description="Default: every status but removed and replaced.")] = None,
+        limit: Annotated[int, Field(ge=1, le=1000, description="Keep only the newest matches.")] = 50,
+    ) -> EventList:
+        """Search the thread's history (oldest first): text, type, regex, run, seq range."""
+        filters = {"q": q, "type": type, "regex": regex, "run_id": run_id, "after_seq": after_seq,
+                   "before_seq": before_seq, "status": status, "limit": limit}
         handle = self.handle(thread_id)
         with api_errors("search_events"):
             return {"events": handle.events(**{k: v for k, v in filters.items() if v is not None})}
 
-    def recall(self, q: str | None, user_id: str | None, limit: int) -> MemoryList:
+    def recall(
+        self,
+        q: Annotated[str | None, Field(description="Any of these words.")] = None,
+        user_id: Annotated[str | None, Field(description="Default: the server's user.")] = None,
+        limit: Annotated[int, Field(ge=1, le=100)] = 20,
+    ) -> MemoryList:
+        """Long-term memories about the end user, newest first."""
         with api_errors("recall"):
             return {"memories": self.store.recall(user_id=self._user(user_id), q=q, limit=limit)}
 
-    def get_block(self, name: str, thread_id: int | None) -> Block:
+    def get_block(self, name: str, thread_id: ThreadId = None) -> Block:
+        """A context block: its fixed value or live expression, placement and version."""
         handle = self.handle(thread_id)
         with api_errors("get_block"):
             blocks = handle.blocks()
@@ -249,29 +288,58 @@ class Tools:
 
     # -- writes
 
-    def append_events(self, events: list[EventIn], thread_id: int | None) -> Appended:
+    def append_events(
+        self, events: Annotated[list[EventIn], Field(min_length=1)], thread_id: ThreadId = None,
+    ) -> Appended:
+        """Append events to the thread's history, in one transaction (replays of a client_id
+        are not duplicated)."""
         handle = self.handle(thread_id)
         with api_errors("append_events", writes=True):
             appended = handle.append([dict(e) for e in events])
         return {"thread_id": handle.id, "events": appended}
 
-    def remember(self, content: str, key: str | None, data: Any, user_id: str | None) -> Memory:
+    def remember(
+        self,
+        content: str,
+        key: Annotated[str | None, Field(description="A memory with this key is replaced.")] = None,
+        data: Any = None,
+        user_id: Annotated[str | None, Field(description="Default: the server's user.")] = None,
+    ) -> Memory:
+        """Keep a long-term fact about the end user; it outlives sessions."""
         with api_errors("remember", writes=True):
             return self.store.remember(content, user_id=self._user(user_id) or "", key=key, data=data)
 
-    def set_block(self, name: str, value: str | None, expr: str | None, placement: str | None,
-                  order: int | None, thread_id: int | None) -> Block:
+    def set_block(
+        self,
+        name: str,
+        value: Annotated[str | None, Field(description="Fixed text; null (and no expr) "
+                                                       "suppresses the block.")] = None,
+        expr: Annotated[str | None, Field(description="A template over the thread's state, "
+                                                      "evaluated at every render.")] = None,
+        placement: Literal["prefix", "suffix"] | None = None,
+        order: int | None = None,
+        thread_id: ThreadId = None,
+    ) -> Block:
+        """Set a context block rendered into the prompt every turn (every version is kept)."""
         handle = self.handle(thread_id)
         with api_errors("set_block", writes=True):
             return handle.put_block(name, value=value, expr=expr, placement=placement, order=order)
 
-    def collapse(self, start_position: int, end_position: int, summary_text: str,
-                 thread_id: int | None) -> Collapse:
+    def collapse(
+        self,
+        start_position: Annotated[int, Field(ge=1)],
+        end_position: Annotated[int, Field(ge=1)],
+        summary_text: str,
+        thread_id: ThreadId = None,
+    ) -> Collapse:
+        """Replace the events at positions start..end (both included; an event's position is its
+        seq unless a collapse moved it) with one summary. The originals are kept."""
         handle = self.handle(thread_id)
         with api_errors("collapse", writes=True):
             return handle.collapse(start_position, end_position, summary_text)
 
     def undo_collapse(self, collapse_id: int) -> Collapse:
+        """Bring a collapse's events back (one nesting level at a time)."""
         with api_errors("undo_collapse", writes=True):
             return self.store.undo_collapse(collapse_id)
 
@@ -460,114 +528,12 @@ def build_server(store: ContextStore, defaults: Defaults | None = None, *, poll_
     lowlevel.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams, watcher.unsubscribe)
     server.middleware.append(watcher.listen)
 
-    @server.tool(annotations=READS)
-    def list_sessions(
-        user_id: Annotated[str | None, Field(description="Only this end user's sessions.")] = None,
-        agent: Annotated[str | None, Field(description="Only this agent's sessions.")] = None,
-        q: Annotated[str | None, Field(description="Text in the key, user id, agent or title.")] = None,
-        archived: Annotated[bool | None, Field(description="Only archived (true) or live (false).")] = None,
-        limit: Annotated[int, Field(ge=1, le=500)] = 50,
-    ) -> SessionList:
-        """List the workspace's sessions, oldest first, with their counters."""
-        return tools.list_sessions(user_id, agent, q, archived, limit)
-
-    @server.tool(annotations=READS)
-    def get_thread(thread_id: ThreadId = None) -> Thread:
-        """A thread: its session, revision, summary and counters (events, tokens)."""
-        return tools.get_thread(thread_id)
-
-    @server.tool(annotations=READS)
-    def get_context(
-        thread_id: ThreadId = None,
-        max_tokens: Annotated[int | None, Field(ge=1, le=10_000_000, description=(
-            "Token budget; default: the thread's model window minus its output reserve."))] = None,
-        format: Literal["raw", "openai", "anthropic"] = "raw",
-        strip_thinking: bool = False,
-    ) -> ThreadContext:
-        """What the model sees of the thread: prefix blocks, summary, the newest events that fit
-        the budget, suffix blocks, with per-section token stats."""
-        return tools.get_context(thread_id, max_tokens, format, strip_thinking)
-
-    @server.tool(annotations=ADDS)
-    def append_events(
-        events: Annotated[list[EventIn], Field(min_length=1)], thread_id: ThreadId = None,
-    ) -> Appended:
-        """Append events to the thread's history, in one transaction (replays of a client_id
-        are not duplicated)."""
-        return tools.append_events(events, thread_id)
-
-    @server.tool(annotations=READS)
-    def search_events(
-        thread_id: ThreadId = None,
-        q: Annotated[str | None, Field(description="Case-insensitive text.")] = None,
-        type: Annotated[list[str] | None, Field(description="Event types, any of.")] = None,
-        regex: Annotated[str | None, Field(description="Case-insensitive regular expression.")] = None,
-        run_id: str | None = None,
-        after_seq: int | None = None,
-        before_seq: int | None = None,
-        status: Annotated[Literal["all", "active", "collapsed", "cleared", "reverted", "retracted",
-                                  "replaced", "removed"] | None,
-                          Field(description="Default: every status but removed and replaced.")] = None,
-        limit: Annotated[int, Field(ge=1, le=1000, description="Keep only the newest matches.")] = 50,
-    ) -> EventList:
-        """Search the thread's history (oldest first): text, type, regex, run, seq range."""
-        return tools.search_events(thread_id, q=q, type=type, regex=regex, run_id=run_id,
-                                   after_seq=after_seq, before_seq=before_seq, status=status,
-                                   limit=limit)
-
-    @server.tool(annotations=REPLACES)
-    def remember(
-        content: str,
-        key: Annotated[str | None, Field(description="A memory with this key is replaced.")] = None,
-        data: Any = None,
-        user_id: Annotated[str | None, Field(description="Default: the server's user.")] = None,
-    ) -> Memory:
-        """Keep a long-term fact about the end user; it outlives sessions."""
-        return tools.remember(content, key, data, user_id)
-
-    @server.tool(annotations=READS)
-    def recall(
-        q: Annotated[str | None, Field(description="Any of these words.")] = None,
-        user_id: Annotated[str | None, Field(description="Default: the server's user.")] = None,
-        limit: Annotated[int, Field(ge=1, le=100)] = 20,
-    ) -> MemoryList:
-        """Long-term memories about the end user, newest first."""
-        return tools.recall(q, user_id, limit)
-
-    @server.tool(annotations=READS)
-    def get_block(name: str, thread_id: ThreadId = None) -> Block:
-        """A context block: its fixed value or live expression, placement and version."""
-        return tools.get_block(name, thread_id)
-
-    @server.tool(annotations=SETS)
-    def set_block(
-        name: str,
-        value: Annotated[str | None, Field(description="Fixed text; null (and no expr) "
-                                                       "suppresses the block.")] = None,
-        expr: Annotated[str | None, Field(description="A template over the thread's state, "
-                                                      "evaluated at every render.")] = None,
-        placement: Literal["prefix", "suffix"] | None = None,
-        order: int | None = None,
-        thread_id: ThreadId = None,
-    ) -> Block:
-        """Set a context block rendered into the prompt every turn (every version is kept)."""
-        return tools.set_block(name, value, expr, placement, order, thread_id)
-
-    @server.tool(annotations=REPLACES)
-    def collapse(
-        start_position: Annotated[int, Field(ge=1)],
-        end_position: Annotated[int, Field(ge=1)],
-        summary_text: str,
-        thread_id: ThreadId = None,
-    ) -> Collapse:
-        """Replace the events at positions start..end (both included; an event's position is its
-        seq unless a collapse moved it) with one summary. The originals are kept."""
-        return tools.collapse(start_position, end_position, summary_text, thread_id)
-
-    @server.tool(annotations=REPLACES)
-    def undo_collapse(collapse_id: int) -> Collapse:
-        """Bring a collapse's events back (one nesting level at a time)."""
-        return tools.undo_collapse(collapse_id)
+    for tool, hints in (
+            (tools.list_sessions, READS), (tools.get_thread, READS), (tools.get_context, READS),
+            (tools.append_events, ADDS), (tools.search_events, READS), (tools.remember, REPLACES),
+            (tools.recall, READS), (tools.get_block, READS), (tools.set_block, SETS),
+            (tools.collapse, REPLACES), (tools.undo_collapse, REPLACES)):
+        server.add_tool(tool, annotations=hints)
 
     @server.resource("contextstore://threads/{thread_id}/context", mime_type="application/json",
                      description="The thread's rendered context (messages and stats).")
@@ -614,7 +580,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="how often subscribed resources are checked for changes (default: 2)")
     args = parser.parse_args(argv)
     if not args.url or not args.token:
-        parser.error("give the server and a token: CONTEXTSTORE_URL and CONTEXTSTORE_TOKEN, or --url and --token")
+        parser.error("give the server and a token: CONTEXTSTORE_URL and CONTEXTSTORE_TOKEN, "
+                     "or --url and --token")
     defaults = Defaults(session_key=args.session_key, user_id=args.user_id, agent=args.agent,
                         thread=args.thread)
     with ContextStore(args.url, args.token) as store:
