@@ -12,7 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client as DjangoClient
 from mcp import Client, StdioServerParameters
+
+from contextstore.models import Membership
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT_SRC = ROOT / "clients" / "python"
@@ -82,3 +86,13 @@ def connect(transport, mcp_env) -> Iterator[Callable[..., Any]]:
     for process in processes:
         process.terminate()
         process.wait(timeout=10)
+
+
+@pytest.fixture
+def dashboard(workspace):
+    """A person's browser on the dashboard: an editor of the workspace, logged in."""
+    person = get_user_model().objects.create_user("eddie", password="pw-for-tests-123")
+    Membership.objects.create(workspace=workspace, user=person, role=Membership.Role.EDITOR)
+    browser = DjangoClient()
+    browser.force_login(person)
+    return browser

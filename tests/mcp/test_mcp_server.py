@@ -3,20 +3,22 @@
 path, resources, and a subscription told of a person's edit."""
 
 import json
+import re
 import subprocess
 import sys
+import tomllib
 import warnings
 
 import anyio
 import pytest
-from mcp import MCPError, types
+from mcp import Client, MCPError, StdioServerParameters, types
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 from contextstore.models import Collapse, ContextBlock, Event, Memory, Thread
 from contextstore.services import blocks, collapses
 from contextstore.services.common import Actor
 from contextstore.services.sessions import session_ensure, thread_ensure
-from tests.mcp.conftest import CLIENT_SRC
+from tests.mcp.conftest import CLIENT_SRC, ROOT, SERVER
 
 pytestmark = pytest.mark.anyio
 
@@ -43,8 +45,8 @@ async def refused(client, tool, /, **arguments) -> str:
 
 
 def person_edit(thread: Thread, **block) -> None:
-    """What the dashboard's block form does: one service call, by a person."""
-    blocks.block_upsert(thread=thread, actor=Actor.system("dashboard user"), **block)
+    """What the dashboard's block form does: one service call, by someone else than the agent."""
+    blocks.block_upsert(thread=thread, actor=Actor.system("someone"), **block)
 
 
 # ------------------------------------------------------------------------------ the tools
@@ -297,17 +299,21 @@ async def test_resources_subscribe_tells_the_client_when_a_person_edits_the_bloc
         assert set(updated) == {context_uri}
 
 
-async def test_a_listen_stream_is_told_when_a_person_edits_the_block(connect, thread):
+async def test_a_listen_stream_is_told_when_a_person_edits_the_block_in_the_dashboard(
+        connect, thread, dashboard):
     await in_db(person_edit, thread, name="persona", value="first")
     block_uri = f"contextstore://threads/{thread.pk}/blocks/persona"
+    form = {"name": "persona", "kind": "value", "value": "second", "placement": "suffix", "order": 0}
     async with connect() as client:
         assert client.protocol_version == "2026-07-28"
         async with client.listen(resource_subscriptions=[block_uri]) as stream:
             await anyio.sleep(0.6)
-            await in_db(person_edit, thread, name="persona", value="second")
+            saved = await in_db(dashboard.post, f"/threads/{thread.pk}/blocks/", form)
+            assert saved.status_code == 200
             with anyio.fail_after(10):
                 event = await anext(stream)
         assert event.uri == block_uri
+        assert json.loads((await client.read_resource(block_uri)).contents[0].text)["value"] == "second"
 
 
 # ------------------------------------------------------------------------------ packaging
@@ -322,3 +328,17 @@ def test_it_needs_the_api_address_and_a_token():
     run = subprocess.run([sys.executable, "-m", "contextstore_client.mcp_server"], cwd=CLIENT_SRC,
                          env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True, check=False)
     assert run.returncode == 2 and "CONTEXTSTORE_URL and CONTEXTSTORE_TOKEN" in run.stderr
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/mcp.md"])
+async def test_the_documented_host_configuration_gives_the_agent_its_thread(doc, mcp_env, workspace):
+    block = re.search(r"```json\n(.*?)```", (ROOT / doc).read_text(), re.S)[1]
+    config = json.loads(block)["mcpServers"]["contextstore"]
+    scripts = tomllib.loads((CLIENT_SRC / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts[config["command"]] == "contextstore_client.mcp_server:main"
+    # The console script is this module's main; the URL and token are this test server's.
+    env = {**mcp_env, **config["env"], **{k: mcp_env[k] for k in ("CONTEXTSTORE_URL", "CONTEXTSTORE_TOKEN")}}
+    server = StdioServerParameters(command=SERVER[0], args=[*SERVER[1:], *config["args"]], env=env)
+    async with Client(server) as client:
+        got = await call(client, "get_thread")
+    assert (got["session_key"], got["user_id"], got["name"]) == ("conversation-42", "ann", "main")

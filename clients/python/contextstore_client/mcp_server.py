@@ -66,8 +66,8 @@ RESOURCE_URI = re.compile(
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 READS = types.ToolAnnotations(read_only_hint=True, open_world_hint=False)
-# Writes that add (appends, a new memory) destroy nothing; the others replace what the model
-# sees (every one of them can be undone in the dashboard, but the agent cannot tell).
+# An append only adds; the other writes may replace what the model sees or a keyed memory
+# (a person can undo each of them in the dashboard, but the agent cannot know that).
 ADDS = types.ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
                              open_world_hint=False)
 REPLACES = types.ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
@@ -165,7 +165,7 @@ class Defaults:
 
 
 class Tools:
-    """The tools and resources: one client call each, sync (the SDK runs them in a worker
+    """The tools and resources: a client call or two each, sync (the SDK runs them in a worker
     thread, and httpx's client is safe to share between threads)."""
 
     def __init__(self, store: ContextStore, defaults: Defaults):
@@ -177,7 +177,8 @@ class Tools:
         if thread_id is not None:
             return thread_id
         if self._default_thread is None:
-            self._default_thread = self._find_default_thread()
+            with api_errors("finding the default thread"):
+                self._default_thread = self._find_default_thread()
         return self._default_thread
 
     def _find_default_thread(self) -> int:
