@@ -308,7 +308,8 @@ async def test_a_listen_stream_is_told_when_a_person_edits_the_block_in_the_dash
         assert client.protocol_version == "2026-07-28"
         async with client.listen(resource_subscriptions=[block_uri]) as stream:
             await anyio.sleep(0.6)
-            saved = await in_db(dashboard.post, f"/threads/{thread.pk}/blocks/", form)
+            saved = await in_db(dashboard.post, f"/threads/{thread.pk}/blocks/", form,
+                                headers={"HX-Request": "true"})  # as the page's form sends it
             assert saved.status_code == 200
             with anyio.fail_after(10):
                 event = await anext(stream)
