@@ -11,8 +11,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import connections
 from django.test import Client as DjangoClient
 from mcp import Client, StdioServerParameters
 
@@ -34,6 +36,17 @@ def mcp_env(live_server, transactional_db, token) -> dict[str, str]:
     path = os.pathsep.join(filter(None, [str(CLIENT_SRC), os.environ.get("PYTHONPATH")]))
     return {**os.environ, "PYTHONPATH": path, "CONTEXTSTORE_URL": live_server.url,
             "CONTEXTSTORE_TOKEN": token[1]}
+
+
+def in_db(fn, *args, **kwargs):
+    """Run ORM work off the event loop (Django refuses it inside one), closing the worker
+    thread's connection after it (else the test database cannot be dropped)."""
+    def work():
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            connections.close_all()
+    return anyio.to_thread.run_sync(work)
 
 
 def _free_port() -> int:

@@ -18,17 +18,12 @@ from contextstore.models import Collapse, ContextBlock, Event, Memory, Thread
 from contextstore.services import blocks, collapses
 from contextstore.services.common import Actor
 from contextstore.services.sessions import session_ensure, thread_ensure
-from tests.mcp.conftest import CLIENT_SRC, ROOT, SERVER
+from tests.mcp.conftest import CLIENT_SRC, ROOT, SERVER, in_db
 
 pytestmark = pytest.mark.anyio
 
 DEFAULT = ("--session-key", "s-1", "--user-id", "alice")
 WRITES = {"append_events", "remember", "set_block", "collapse", "undo_collapse"}
-
-
-def in_db(fn, *args, **kwargs):
-    """Run ORM work off the event loop (Django refuses it inside one)."""
-    return anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
 
 
 async def call(client, tool, /, **arguments) -> dict:

@@ -4,7 +4,6 @@ the thread then holds what the agent appended."""
 
 import json
 
-import anyio
 import pytest
 from agents import Agent, RunConfig, Runner
 from agents.mcp import MCPServerStdio
@@ -12,7 +11,7 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 
 from contextstore.models import Event
 from contextstore.services.memories import memory_remember
-from tests.mcp.conftest import SERVER
+from tests.mcp.conftest import SERVER, in_db
 
 pytestmark = pytest.mark.anyio
 
@@ -24,8 +23,8 @@ def outputs(call) -> dict[str, str]:
 
 
 async def test_an_agents_sdk_agent_reads_and_writes_its_own_thread(mcp_env, thread, workspace, actor):
-    await anyio.to_thread.run_sync(lambda: memory_remember(
-        workspace=workspace, user_id="alice", content="Alice travels by train", actor=actor))
+    await in_db(memory_remember, workspace=workspace, user_id="alice", content="Alice travels by train",
+                actor=actor)
     model = ScriptedModel([
         [function_call("recall", {"q": "travels"}, call_id="c1")],
         [function_call("append_events", {"events": [
@@ -52,6 +51,6 @@ async def test_an_agents_sdk_agent_reads_and_writes_its_own_thread(mcp_env, thre
     assert [e["seq"] for e in json.loads(seen["c2"])["events"]] == [1, 2]
     assert [m["content"] for m in json.loads(seen["c3"])["messages"]] == [
         "Book my trip to Lisbon", "Booking the train to Lisbon."]
-    events = await anyio.to_thread.run_sync(lambda: list(
+    events = await in_db(lambda: list(
         Event.objects.filter(thread=thread).order_by("seq").values_list("role", "content")))
     assert events == [("user", "Book my trip to Lisbon"), ("assistant", "Booking the train to Lisbon.")]
