@@ -50,10 +50,11 @@ from contextstore_client.results import (
     Thread,
     Window,
 )
-from contextstore_client.sync import SyncTracker, item_digest
+from contextstore_client.sync import AsyncSyncTracker, SyncTracker, item_digest
 
 __all__ = [
-    "AppendedEvent", "AsyncContextStore", "AsyncThreadHandle", "Block", "Clear", "Collapse", "Conflict",
+    "AppendedEvent", "AsyncContextStore", "AsyncSyncTracker", "AsyncThreadHandle", "Block", "Clear",
+    "Collapse", "Conflict",
     "ConnectionFailed", "Context", "ContextStore", "ContextStoreError", "Event", "Forbidden",
     "InvalidInput", "Job", "Memory", "NotFound", "PayloadTooLarge", "ProviderState", "Run",
     "ServerError", "Session", "StaleRevision", "State", "StateRevision", "SyncItem", "SyncLoad",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 from typing import Any
-from urllib.parse import quote
 
 import httpx
 from tenacity import RetryCallState, retry_if_exception_type, stop_after_attempt
@@ -73,12 +72,6 @@ def _http_options(base_url: str, token: str, timeout: float, transport: Any) -> 
     return {"base_url": base_url.rstrip("/") + "/api/v1/", "timeout": timeout, "transport": transport,
             "headers": {"Authorization": f"Bearer {token}", "Accept": "application/json",
                         "User-Agent": f"contextstore-client/{__version__}"}}
-
-
-def _segment(name: str) -> str:
-    """A name as one URL path segment: "?" and "#" (and the rest) percent-encoded. A "/" cannot
-    be carried in a path segment at all (servers decode it before routing)."""
-    return quote(name, safe="")
 
 
 def _param(value: Any) -> Any:

@@ -1,8 +1,10 @@
-"""The asyncio client: AsyncContextStore and AsyncThreadHandle."""
+"""The asyncio client: AsyncContextStore and AsyncThreadHandle, ContextStore's and
+ThreadHandle's twins with the same operations (awaited), retry rules and errors."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import AsyncIterator
+from typing import Any, Literal, Unpack, overload
 
 import httpx
 from tenacity import AsyncRetrying
@@ -15,15 +17,18 @@ from contextstore_client._http import (
     _Transient,
     _transport_failure,
 )
-from contextstore_client.client import _RAISE, _AgentSessions, _batch, _Handle, _llm_call_events
-from contextstore_client.errors import Forbidden, NotFound
-from contextstore_client.results import AppendedEvent, Context, Thread, _build, _rebuilt
+from contextstore_client._ops import Awaiting, Call
+from contextstore_client._store import SessionFilters, StoreOps, session_params
+from contextstore_client._threads import EventFilters, ThreadOps, event_params
+from contextstore_client.results import Event, Session, _build, _event
+
+__all__ = ["AsyncContextStore", "AsyncThreadHandle"]
+
+type History = list[dict[str, Any]]  # get_recent_history(raw=True): the raw interactions
 
 
-class AsyncContextStore(_AgentSessions):
-    """The asyncio twin of ContextStore (httpx.AsyncClient) with the same retry rules and
-    errors; it offers the framework-session calls, an agent's loop on a thread (append,
-    context, log_llm_call: AsyncThreadHandle), recorded renders and raw `request`."""
+class AsyncContextStore(StoreOps, Awaiting):
+    """ContextStore over httpx.AsyncClient: every method a coroutine (`iter_*`: async iterators)."""
 
     def __init__(self, base_url: str, token: str, *, timeout: float = 30.0, retries: int = 4,
                  backoff: float = 0.25, max_backoff: float = 10.0,
@@ -64,83 +69,67 @@ class AsyncContextStore(_AgentSessions):
             raise last.failure from last.failure.__cause__
         raise AssertionError("unreachable: tenacity either returns or raises")
 
-    async def _json(self, method: str, path: str, **kwargs: Any) -> Any:
-        response = await self.request(method, path, **kwargs)
-        return response.json() if response.content else None
+    async def _send(self, call: Call) -> Any:
+        return call.answer(await self.request(call.method, call.path, **call.options))
 
-    def _call(self, method: str, path: str, *, parse: Any = None, missing: Any = _RAISE,
-              **kwargs: Any) -> Any:
-        async def call() -> Any:
-            try:
-                body = await self._json(method, path, **kwargs)
-            except NotFound:
-                if missing is _RAISE:
-                    raise
-                return missing
-            return parse(body) if parse else body
-        return call()
+    async def _pages(self, path: str, params: dict[str, Any] | None = None) -> AsyncIterator[dict[str, Any]]:
+        """Every item of a paginated list, one page at a time, following `next` links."""
+        page = await self._send(Call("GET", path, {"params": params}))
+        while True:
+            for item in page["results"]:
+                yield item
+            if not page.get("next"):
+                return
+            page = await self._send(Call("GET", page["next"]))
+
+    async def iter_sessions(self, **filters: Unpack[SessionFilters]) -> AsyncIterator[Session]:
+        """sessions(), fetched page by page as the iteration goes."""
+        async for item in self._pages("sessions/", session_params(filters)):
+            yield _build(Session, item)
+
+    # -- threads
 
     async def thread(self, session_key: str, *, user_id: str = "", agent: str = "",
                      name: str = "main") -> AsyncThreadHandle:
         """The thread `name` of session (user_id, session_key), created with it as needed."""
-        data = await self._json("POST", "threads/ensure/", idempotent=True, json={
-            "session_key": session_key, "user_id": user_id, "agent": agent, "name": name})
-        return AsyncThreadHandle(self, _build(Thread, data))
+        thread = await self._run(self._ensure_thread(session_key, user_id, agent, name))
+        return AsyncThreadHandle(self, thread)
 
     async def get_thread(self, thread_id: int) -> AsyncThreadHandle:
-        return AsyncThreadHandle(self, _build(Thread, await self._json("GET", f"threads/{thread_id}/")))
+        return AsyncThreadHandle(self, await self._run(self._get_thread(thread_id)))
 
-    async def render(self, render_id: str) -> Context:
-        """A recorded render rebuilt: exactly the messages that call was given."""
-        return _rebuilt(await self._json("GET", f"renders/{render_id}/"))
-
-    async def render_diff(self, a: str, b: str) -> dict[str, Any]:
-        diff: dict[str, Any] = await self._json("GET", f"renders/{a}/diff/{b}/")
-        return diff
+    async def import_thread(self, data: dict[str, Any], *, session_key: str | None = None,
+                            user_id: str | None = None, name: str | None = None) -> AsyncThreadHandle:
+        """Create a thread from a contextstore export or a peteos context JSON."""
+        return AsyncThreadHandle(self, await self._run(self._import_thread(data, session_key, user_id, name)))
 
 
-class AsyncThreadHandle(_Handle):
-    """An agent's loop on one thread, awaited: ThreadHandle's append, context and
-    log_llm_call, with the same rules (retry-safe batches, LLM calls naming the last render)."""
+class AsyncThreadHandle(ThreadOps, Awaiting):
+    """ThreadHandle, awaited: the same operations with the same rules (retry-safe batches, LLM
+    calls naming the last render)."""
 
     client: AsyncContextStore
 
-    async def refresh(self) -> Thread:
-        self.thread = _build(Thread, await self.client._json("GET", self._path))
-        return self.thread
+    async def _send(self, call: Call) -> Any:
+        return await self.client._send(call)
 
-    async def append(self, events: list[dict[str, Any]]) -> list[AppendedEvent]:
-        """See ThreadHandle.append."""
-        data = await self.client._json("POST", self._path + "events/", idempotent=True,
-                                       json=_batch(events, self.last_render_id))
-        return [_build(AppendedEvent, e) for e in data["events"]]
+    async def iter_events(self, **filters: Unpack[EventFilters]) -> AsyncIterator[Event]:
+        """events(), fetched page by page as the iteration goes."""
+        async for item in self.client._pages(self._path + "events/", event_params(filters)):
+            yield _event(item)
 
-    async def append_one(self, type: str, content: str = "", **fields: Any) -> AppendedEvent:
-        return (await self.append([{"type": type, "content": content, **fields}]))[0]
+    async def fork(self, name: str, *, start_position: int | None = None,
+                   end_position: int | None = None, system_prompt: str | None = None) -> AsyncThreadHandle:
+        """See ThreadHandle.fork."""
+        return AsyncThreadHandle(self.client, await self._run(self._fork(name, start_position, end_position,
+                                                                         system_prompt)))
 
-    async def log_llm_call(self, model: str, *, messages: list[dict[str, Any]] | None = None,
-                           input_tokens: int | None = None, output_tokens: int | None = None,
-                           cost: float | None = None, run_id: str | None = None,
-                           **data: Any) -> list[AppendedEvent]:
-        """See ThreadHandle.log_llm_call."""
-        usage = {"input_tokens": input_tokens, "output_tokens": output_tokens, "cost": cost}
-        return await self.append(_llm_call_events(model, messages, usage, run_id, data))
-
-    async def context(self, *, max_tokens: int | None = None, strip_thinking: bool = False,
-                      format: str = "raw", on_oversize: str = "skip", record: bool = True) -> Context:
-        """See ThreadHandle.context."""
-        params = {"max_tokens": max_tokens, "strip_thinking": strip_thinking, "format": format,
-                  "on_oversize": on_oversize, "record": record}
-        path = self._path + "context/"
-        try:
-            data = await self.client._json("GET", path, params=params)
-        except Forbidden:
-            if not record:
-                raise
-            data = await self.client._json("GET", path, params={**params, "record": False})
-        return self._rendered(data)
-
-    async def llm_call(self, seq: int) -> dict[str, Any]:
-        """What the LLM call logged at `seq` was sent: its render rebuilt, or its logged messages."""
-        sent: dict[str, Any] = await self.client._json("GET", self._path + f"llm-calls/{seq}/")
-        return sent
+    @overload
+    async def get_recent_history(self, n: int | None = None, raw: Literal[False] = False) -> str: ...
+    @overload
+    async def get_recent_history(self, n: int | None = None, *, raw: Literal[True]) -> History: ...
+    @overload
+    async def get_recent_history(self, n: int | None = None, raw: bool = False) -> str | History: ...
+    async def get_recent_history(self, n: int | None = None, raw: bool = False) -> str | History:
+        """clientai get_recent_history: the formatted text, or the raw interactions."""
+        return await self._run(self._recent_history(n, raw))

@@ -260,11 +260,10 @@ class Tools:
         limit: Annotated[int, Field(ge=1, le=1000, description="Keep only the newest matches.")] = 50,
     ) -> EventList:
         """Search the thread's history (oldest first): text, type, regex, run, seq range."""
-        filters = {"q": q, "type": type, "regex": regex, "run_id": run_id, "after_seq": after_seq,
-                   "before_seq": before_seq, "status": status, "limit": limit}
         handle = self.handle(thread_id)
         with api_errors("search_events"):
-            return {"events": handle.events(**{k: v for k, v in filters.items() if v is not None})}
+            return {"events": handle.events(q=q, type=type, regex=regex, run_id=run_id, after_seq=after_seq,
+                                            before_seq=before_seq, status=status, limit=limit)}
 
     def recall(
         self,

@@ -6,9 +6,15 @@ import hashlib
 import json
 from typing import TYPE_CHECKING, Any
 
+from contextstore_client._ops import Awaiting, Blocking, Call, Steps, op
+from contextstore_client._threads import ThreadOps
+from contextstore_client.results import SyncLoad
+
 if TYPE_CHECKING:
+    from contextstore_client.async_client import AsyncThreadHandle
     from contextstore_client.client import ThreadHandle
-    from contextstore_client.results import SyncLoad
+
+__all__ = ["AsyncSyncTracker", "SyncTracker", "item_digest"]
 
 
 def item_digest(event: dict[str, Any]) -> str:
@@ -18,20 +24,21 @@ def item_digest(event: dict[str, Any]) -> str:
         payload, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 
 
-class SyncTracker:
+class _Tracker:
     """What one adapter object knows of one thread: the revision it loaded and the digest of
     every item as it would send it, so a save sends only new and changed items and the keys
     the framework dropped. One per adapter object (per process); a save on a stale load is
     refused with StaleRevision and changes nothing, and the adapter loads again.
     """
 
-    def __init__(self, thread: ThreadHandle, namespace: str) -> None:
+    def __init__(self, thread: ThreadOps, namespace: str) -> None:
         self.thread, self.namespace = thread, namespace
         self.revision: int | None = None
         self.digests: dict[str, str] = {}
 
-    def load(self, *, format: str | None = None) -> SyncLoad:
-        loaded = self.thread.sync_load(self.namespace, format=format)
+    @op
+    def load(self, *, format: str | None = None) -> Steps[SyncLoad]:
+        loaded = yield from ThreadOps.sync_load.steps(self.thread, self.namespace, format=format)
         self.revision = loaded.revision
         self.digests = {i.key: i.digest for i in loaded.items if i.own}
         return loaded
@@ -41,8 +48,9 @@ class SyncTracker:
         send it back, so sending it unchanged is not a change."""
         self.digests[key] = item_digest(event)
 
-    def save(self, items: list[tuple[str, dict[str, Any]]], *, complete: bool = True,
-             **document_parts: Any) -> dict[str, Any] | None:
+    @op
+    def save(self, /, items: list[tuple[str, dict[str, Any]]], *, complete: bool = True,
+             **document_parts: Any) -> Steps[dict[str, Any] | None]:
         """Save the framework's transcript `items` ((key, event) in order).
 
         complete: `items` is the whole transcript, so known keys missing from it were dropped
@@ -54,11 +62,30 @@ class SyncTracker:
         removed = [k for k in self.digests if k not in keys] if complete else []
         if not changed and not removed and not document_parts:
             return None
-        result = self.thread.sync_save(self.namespace, items=changed, removed=removed,
-                                       base_revision=self.revision, **document_parts)
+        result = yield from ThreadOps.sync_save.steps(
+            self.thread, self.namespace, items=changed, removed=removed, base_revision=self.revision,
+            **document_parts)
         self.revision = result["revision"]
         for k in removed:
             del self.digests[k]
         for item in changed:
             self.digests[item["key"]] = item_digest(item["event"])
         return result
+
+
+class SyncTracker(_Tracker, Blocking):
+    __doc__ = _Tracker.__doc__
+
+    thread: ThreadHandle
+
+    def _send(self, call: Call) -> Any:
+        return self.thread._send(call)
+
+
+class AsyncSyncTracker(_Tracker, Awaiting):
+    """SyncTracker on an AsyncThreadHandle: load() and save() are coroutines."""
+
+    thread: AsyncThreadHandle
+
+    async def _send(self, call: Call) -> Any:
+        return await self.thread._send(call)
