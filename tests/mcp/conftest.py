@@ -1,6 +1,7 @@
 """The MCP server as hosts run it: `contextstore-mcp` in its own process, over stdio or
 Streamable HTTP, reached with the mcp SDK's own client, against this test run's live server."""
 
+import json
 import os
 import socket
 import subprocess
@@ -47,6 +48,21 @@ def in_db(fn, *args, **kwargs):
         finally:
             connections.close_all()
     return anyio.to_thread.run_sync(work)
+
+
+async def call(client, tool, /, **arguments) -> dict:
+    """A tool's structured result (also its text content), failing the test on a tool error."""
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content[0].text
+    assert json.loads(result.content[0].text) == result.structured_content
+    return result.structured_content
+
+
+async def refused(client, tool, /, **arguments) -> str:
+    """A tool error's text, failing the test if the call succeeded."""
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error and result.structured_content is None
+    return result.content[0].text
 
 
 def _free_port() -> int:

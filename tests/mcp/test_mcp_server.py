@@ -18,25 +18,12 @@ from contextstore.models import Collapse, ContextBlock, Event, Memory, Thread
 from contextstore.services import blocks, collapses
 from contextstore.services.common import Actor
 from contextstore.services.sessions import session_ensure, thread_ensure
-from tests.mcp.conftest import CLIENT_SRC, ROOT, SERVER, in_db
+from tests.mcp.conftest import CLIENT_SRC, ROOT, SERVER, call, in_db, refused
 
 pytestmark = pytest.mark.anyio
 
 DEFAULT = ("--session-key", "s-1", "--user-id", "alice")
 WRITES = {"append_events", "remember", "set_block", "collapse", "undo_collapse"}
-
-
-async def call(client, tool, /, **arguments) -> dict:
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, result.content[0].text
-    assert json.loads(result.content[0].text) == result.structured_content
-    return result.structured_content
-
-
-async def refused(client, tool, /, **arguments) -> str:
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error and result.structured_content is None
-    return result.content[0].text
 
 
 def person_edit(thread: Thread, **block) -> None:
