@@ -263,22 +263,29 @@ async def test_resources_subscribe_tells_the_client_when_a_person_edits_the_bloc
         assert sorted(set(updated)) == sorted({block_uri, context_uri})
         assert json.loads((await client.read_resource(block_uri)).contents[0].text)["value"] == "second"
 
-        # A collapse in the dashboard changes the context, not the block.
-        updated.clear()
-        arrived = anyio.Event()
-        await call(client, "append_events", thread_id=thread.pk, events=[
-            {"type": "Message", "content": "one"}, {"type": "Message", "content": "two"}])
-        with anyio.fail_after(10):
-            await arrived.wait()
-        updated.clear()
-        arrived = anyio.Event()
-        await in_db(lambda: collapses.collapse_create(
+        async def after(change) -> set[str]:
+            """The URIs notified after `change` (waiting for the first, then a few polls more)."""
+            nonlocal arrived
+            updated.clear()
+            arrived = anyio.Event()
+            await change()
+            with anyio.fail_after(10):
+                await arrived.wait()
+            await anyio.sleep(0.5)
+            return set(updated)
+
+        # Appends (the agent's own) and a collapse (a person's) change the context, not the block.
+        assert await after(lambda: call(client, "append_events", thread_id=thread.pk, events=[
+            {"type": "Message", "content": "one"}, {"type": "Message", "content": "two"}])) == {context_uri}
+        assert await after(lambda: in_db(lambda: collapses.collapse_create(
             thread=Thread.objects.get(pk=thread.pk), start_position=1, end_position=2,
-            summary_text="both", actor=Actor.system("dashboard user")))
-        with anyio.fail_after(10):
-            await arrived.wait()
-        await anyio.sleep(0.5)
-        assert set(updated) == {context_uri}
+            summary_text="both", actor=Actor.system("someone")))) == {context_uri}
+        # Unsubscribed from the block, the client hears only of the context.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await client.unsubscribe_resource(block_uri)
+        assert await after(lambda: in_db(person_edit, thread, name="persona", value="third")) == {
+            context_uri}
 
 
 async def test_a_listen_stream_is_told_when_a_person_edits_the_block_in_the_dashboard(

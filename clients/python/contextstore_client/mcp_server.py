@@ -34,10 +34,10 @@ from urllib.parse import quote, unquote
 import anyio
 import anyio.to_thread
 import mcp.types as types
+from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
-from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated
 from mcp.shared.exceptions import MCPError
 from pydantic import Field
@@ -415,23 +415,23 @@ class Watcher:
     """Tells subscribed clients when a resource changed, whoever changed it (the agent, another
     agent, a person in the dashboard, a summarizer): every `interval` seconds it reads the
     fingerprint of each subscribed resource and notifies on a difference. Clients of the
-    handshake era subscribe with resources/subscribe (notified on their session); 2026-07-28
+    handshake era subscribe with resources/subscribe (notified on their connection); 2026-07-28
     clients open a subscriptions/listen stream naming the URIs (notified through the bus)."""
 
     def __init__(self, tools: Tools, bus: InMemorySubscriptionBus, interval: float):
         self.tools = tools
         self.bus = bus
         self.interval = interval
-        self.sessions: dict[str, set[ServerSession]] = defaultdict(set)
+        self.clients: dict[str, set[Connection]] = defaultdict(set)  # resources/subscribe
         self.streams: Counter[str] = Counter()
         self.seen: dict[str, Any] = {}
 
     def watched(self) -> list[str]:
-        return [uri for uri in self.seen if self.sessions.get(uri) or self.streams[uri]]
+        return [uri for uri in self.seen if self.clients.get(uri) or self.streams[uri]]
 
     async def start_watching(self, uri: str) -> None:
         """A resource's first subscriber: changes count from now."""
-        if not (self.sessions.get(uri) or self.streams[uri]):
+        if not (self.clients.get(uri) or self.streams[uri]):
             self.seen[uri] = await anyio.to_thread.run_sync(self.tools.fingerprint, uri, {})
 
     async def subscribe(self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
@@ -444,13 +444,21 @@ class Watcher:
         except ResourceError as exc:
             raise MCPError(types.INVALID_PARAMS, str(exc)) from exc
         await self.start_watching(uri)
-        self.sessions[uri].add(ctx.session)
+        connection = _connection(ctx)
+        if not any(connection in clients for clients in self.clients.values()):
+            connection.exit_stack.callback(self.forget, connection)
+        self.clients[uri].add(connection)
         return types.EmptyResult()
 
     async def unsubscribe(self, ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
                           ) -> types.EmptyResult:
-        self.sessions[str(params.uri)].discard(ctx.session)
+        self.clients[str(params.uri)].discard(_connection(ctx))
         return types.EmptyResult()
+
+    def forget(self, connection: Connection) -> None:
+        """A client has gone: its subscriptions with it."""
+        for clients in self.clients.values():
+            clients.discard(connection)
 
     async def listen(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         """Middleware: while a subscriptions/listen stream is open, watch the URIs it names."""
@@ -487,14 +495,17 @@ class Watcher:
                 await self.notify(uri)
 
     async def notify(self, uri: str) -> None:
-        for session in list(self.sessions.get(uri, ())):
-            try:
-                await session.send_resource_updated(uri)
-            except Exception:  # that client has gone: forget its subscriptions
-                for subscribed in self.sessions.values():
-                    subscribed.discard(session)
+        for connection in list(self.clients.get(uri, ())):
+            await connection.send_resource_updated(uri)  # best effort: never raises
         if self.streams[uri]:
             await self.bus.publish(ResourceUpdated(uri=uri))
+
+
+def _connection(ctx: ServerRequestContext[Any]) -> Connection:
+    """The client connection a request came on: its ServerSession is made per request, and the
+    SDK gives a low-level handler no public path to the connection."""
+    connection: Connection = ctx.session._connection
+    return connection
 
 
 # ------------------------------------------------------------------------------ the server
