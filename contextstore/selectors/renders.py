@@ -160,8 +160,7 @@ def _blocks(record: RenderRecord, versions: dict[int, ContextBlockVersion]) -> d
 def render_diff(*, a: RenderRecord, b: RenderRecord) -> dict[str, Any]:
     """What changed between two recorded renders (of one thread, or a fork and its parent):
     events added and removed (and why: collapsed, cleared, or no longer fitting), blocks
-    changed, summary and prefix changed (a changed prefix loses the provider's prompt cache),
-    tokens per section before and after."""
+    changed, summary and prefix blocks changed, tokens per section before and after."""
     refs_a, refs_b = dict(unpack_events(a.spec["events"])), dict(unpack_events(b.spec["events"]))
     added = sorted(refs_b[i] for i in set(refs_b) - set(refs_a))
     removed_ids = set(refs_a) - set(refs_b)
@@ -205,8 +204,8 @@ def render_diff(*, a: RenderRecord, b: RenderRecord) -> dict[str, Any]:
         },
         "blocks_changed": blocks,
         "summary_changed": a.spec["summary"] != b.spec["summary"],
+        # the prefix blocks alone; what a provider's cache keeps is selectors/cache.records_compare
         "prefix_changed": a.prefix_hash != b.prefix_hash,
-        "prompt_cache_lost": a.prefix_hash != b.prefix_hash,
         "format_changed": a.format != b.format,
         "tokens": tokens,
     }
