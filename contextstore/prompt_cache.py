@@ -48,7 +48,7 @@ PROVIDERS = {
 def provider_of(fmt: str | None, model: str) -> str:
     """The provider a request went to: its wire format says, else the model's name."""
     if fmt in PROVIDERS:
-        return fmt  # type: ignore[return-value]  # narrowed by the membership test
+        return str(fmt)
     return "anthropic" if model.strip().lower().startswith("claude") else "openai"
 
 

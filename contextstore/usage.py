@@ -43,7 +43,8 @@ GenAI's input tokens their `cache_read` and `cache_creation`."""
     data = event.data if event.type == "LLMComplete" else None
     if not isinstance(data, dict):
         return None
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else data
+    nested = data.get("usage")
+    usage: dict[str, Any] = nested if isinstance(nested, dict) else data
     details = usage.get("prompt_tokens_details") or usage.get("input_tokens_details")
     anthropic = [k for k in ("cache_read_input_tokens", "cache_creation_input_tokens") if k in usage]
     if anthropic:

@@ -94,8 +94,10 @@ def test_cache_usage_reads_each_providers_convention():
     # OpenAI: prompt tokens include the cached ones, nested or flattened
     assert event_cache_usage(complete(prompt_tokens=4000,
                                       prompt_tokens_details={"cached_tokens": 2048})) == (2048, 0, 4000)
-    assert event_cache_usage(complete(usage={"prompt_tokens": 4000, "cached_tokens": 1024})) == (1024, 0, 4000)
+    nested = complete(usage={"prompt_tokens": 4000, "cached_tokens": 1024})
+    assert event_cache_usage(nested) == (1024, 0, 4000)
     # OpenTelemetry GenAI names: input tokens include both
-    assert event_cache_usage(complete(input_tokens=4000, cache_read=1000, cache_creation=0)) == (1000, 0, 4000)
+    otel = complete(input_tokens=4000, cache_read=1000, cache_creation=0)
+    assert event_cache_usage(otel) == (1000, 0, 4000)
     assert event_cache_usage(complete(input_tokens=4000)) is None
     assert event_cache_usage(SimpleNamespace(type="LLMCallStart", data={"cached_tokens": 5})) is None

@@ -155,11 +155,12 @@ def call_request(*, thread: Thread, call: LLMCall) -> Request | None:
     if sent["source"] is None:
         return None
     data = call.start.data if call.start is not None and isinstance(call.start.data, dict) else {}
-    tools = data.get("tools") if isinstance(data.get("tools"), list) else []
+    logged = data.get("tools")
+    tools: list[Any] = logged if isinstance(logged, list) else []
     at = (call.start or call.end).occurred_at  # type: ignore[union-attr]
     if sent["record"] is not None:
         return _from_record(record=sent["record"], body=sent, model=call.model, tools=tools, at=at)
-    system = []
+    system: list[Any] = []
     if isinstance(data.get("system"), str | list):
         own = data["system"]
         system = [{"type": "text", "text": own}] if isinstance(own, str) else own
@@ -249,7 +250,7 @@ def _blocks_cause(before: Request, after: Request, section: str, r: Reuse) -> tu
     clock = r.before is not None and r.after is not None and timestamp_like(r.before.plain, r.after.plain)
     kind = "timestamp" if clock else "block_edit"
     if kind == "timestamp":
-        what = f"only a date or time changed ({what})"
+        what += ", and only a date or time in it differs"
     if section == "suffix" and after.fmt == "anthropic":
         what += (": the anthropic format puts suffix blocks in system, before every message, so "
                  "no message could be reused")
@@ -352,7 +353,9 @@ def llm_call_diff(*, thread: Thread, a: LLMCall, b: LLMCall) -> dict[str, Any]:
     if before is None or after is None:
         return out
     # segments aligned: a replaced one is shown as a word diff, not as its two whole texts
-    entered, left, changed = [], [], []
+    entered: list[dict[str, Any]] = []
+    left: list[dict[str, Any]] = []
+    changed: list[dict[str, Any]] = []
     matcher = difflib.SequenceMatcher(None, [s.text for s in before.segments],
                                       [s.text for s in after.segments], autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
@@ -419,8 +422,8 @@ def _recent_calls(threads: list[Thread]) -> list[tuple[Thread, list[LLMCall]]]:
                 call = LLMCall(start=e, end=None)
                 open_starts[call_key(e)] = call
                 calls.append(call)
-            elif (call := open_starts.pop(call_key(e), None)) is not None:
-                call.end = e
+            elif (opened := open_starts.pop(call_key(e), None)) is not None:
+                opened.end = e
             else:
                 calls.append(LLMCall(start=None, end=e))
         out.append((thread, calls))
@@ -506,7 +509,7 @@ def workspace_cache(*, workspace: Workspace) -> dict[str, Any]:
     """session_cache over the workspace's newest threads, with each session's part."""
     threads = list(Thread.objects.filter(workspace=workspace).select_related("session")
                    .order_by("-last_event_at", "-id")[:RECENT_THREADS])
-    total, by_session = Tally(), {}
+    total, by_session = Tally(), dict[int, tuple[Session, Tally]]()
     for thread, calls in _recent_calls(threads):
         tally = _tally(thread, calls)
         total.add(tally)

@@ -67,7 +67,8 @@ def test_a_render_diff_says_the_cache_is_lost_when_an_anthropic_suffix_block_cha
     """The prefix blocks are the same, but format=anthropic sends suffix blocks in `system`,
     before every message: nothing after them is reusable (issue 31's first contradiction)."""
     _seed(api_client, thread_url)
-    api_client.put(f"{thread_url}blocks/clock/", {"value": "Now: 10:00", "placement": "suffix"}, format="json")
+    api_client.put(f"{thread_url}blocks/clock/", {"value": "Now: 10:00", "placement": "suffix"},
+                   format="json")
     a = api_client.get(f"{thread_url}context/?record=true&format=anthropic").json()["render_id"]
     api_client.put(f"{thread_url}blocks/clock/", {"value": "Now: 10:05"}, format="json")
     b = api_client.get(f"{thread_url}context/?record=true&format=anthropic").json()["render_id"]

@@ -2,7 +2,6 @@
 the three contradictions the dashboard showed (issue 31) and each cause of a cache break."""
 
 from contextstore.models import Thread
-from contextstore.selectors import rendering
 from contextstore.selectors.cache import llm_call_diff, model_view_cache, session_cache
 from contextstore.selectors.calls import llm_call_at
 from contextstore.services.blocks import block_upsert
@@ -34,7 +33,8 @@ def own_call(thread: Thread, actor, sent: list, *, model: str = "gpt-4o", tools:
 
 
 def diff(thread: Thread, a: int, b: int) -> dict:
-    return llm_call_diff(thread=thread, a=llm_call_at(thread=thread, seq=a), b=llm_call_at(thread=thread, seq=b))
+    return llm_call_diff(thread=thread, a=llm_call_at(thread=thread, seq=a),
+                         b=llm_call_at(thread=thread, seq=b))
 
 
 def test_a_changed_suffix_block_loses_the_cache_in_the_anthropic_format_though_the_prefix_is_the_same(
@@ -131,7 +131,7 @@ def test_a_collapse_an_edited_block_and_a_sliding_window_are_named_as_causes(thr
     block_upsert(thread=thread, name="persona", value="Be thorough and cite sources.", actor=actor)
     third = recorded_call(thread, actor)
     edited = diff(thread, second, third)["cache"]
-    assert edited["cause"] == "block_edit" and "persona" in edited["cause_text"] and "v1→v2" in edited["cause_text"]
+    assert edited["cause"] == "block_edit" and "block “persona” edited v1→v2" in edited["cause_text"]
     assert ("add", "thorough and cite sources") in edited["divergence"]["words"]
     fourth = recorded_call(thread, actor, budget=800)  # the oldest turns no longer fit
     windowed = diff(thread, third, fourth)["cache"]
@@ -142,8 +142,8 @@ def test_a_changed_tool_list_is_named(thread, actor):
     system = {"role": "system", "content": "You are a helpful agent. " * 300}
     tools = [{"type": "function", "function": {"name": "search", "parameters": {}}}]
     first = own_call(thread, actor, [system], tools=tools)
-    second = own_call(thread, actor, [system], tools=[*tools, {"type": "function",
-                                                              "function": {"name": "fetch", "parameters": {}}}])
+    fetch = {"type": "function", "function": {"name": "fetch", "parameters": {}}}
+    second = own_call(thread, actor, [system], tools=[*tools, fetch])
     cache = diff(thread, first, second)["cache"]
     assert cache["cause"] == "tools" and "added tool fetch" in cache["cause_text"]
 

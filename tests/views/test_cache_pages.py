@@ -31,8 +31,8 @@ def test_the_call_diff_never_says_kept_beside_lost_when_an_anthropic_suffix_bloc
     assert verdicts(html) == ["prompt cache lost"] and "prefix hash" not in html
     assert 'data-cause="timestamp"' in html and "First difference: <b>system block 2 (suffix blocks)" in html
     assert "Under Anthropic's minimum cacheable prefix of 1,024 tokens" in html
-    assert 'id="cache-reported" data-read="0" data-creation="2600"' in html
-    assert 'id="cache-disagreement"' not in html  # lost, and the provider read nothing: they agree
+    assert 'cache-reported" data-read="0" data-creation="2600"' in html
+    assert 'cache-disagreement"' not in html  # lost, and the provider read nothing: they agree
 
 
 def test_the_call_diff_says_lost_when_one_short_message_of_a_long_request_is_shared(editor_client, thread,
@@ -45,11 +45,11 @@ def test_the_call_diff_says_lost_when_one_short_message_of_a_long_request_is_sha
                       prompt_tokens=5000, prompt_tokens_details={"cached_tokens": 4096})
     html = editor_client.get(f"/threads/{thread.pk}/calls/{second}/diff/", **HTMX).content.decode()
     assert verdicts(html) == ["prompt cache lost"] and first < second
-    reuse = html[html.index('id="cache-reuse"'):]
+    reuse = html[html.index('class="cache-reuse"'):]
     reusable, total = (int(reuse.split(f'data-{k}="')[1].split('"')[0]) for k in ("reusable", "total"))
     assert reusable < 100 < 2000 < total and f"{reusable:,} of {total:,} input tokens reusable" in html
     # the provider read 4,096 tokens: an earlier request was cached, not this pair's; flagged
-    assert 'id="cache-disagreement"' in html and "earlier request" in html
+    assert 'cache-disagreement"' in html and "earlier request" in html
 
 
 def test_what_the_model_sees_says_lost_after_the_whole_history_was_cleared(editor_client, thread, actor):
