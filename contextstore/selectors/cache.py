@@ -13,6 +13,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from django.core.cache import cache as django_cache
+
 from contextstore.llm_models import cache_saving_per_token
 from contextstore.models import (
     Clear,
@@ -42,8 +44,8 @@ from contextstore.selectors.calls import CALL_END, CALL_START, LLMCall, call_key
 from contextstore.usage import event_cache_usage
 
 DIFF_LIST = 50  # changed, entered and left segments listed by a call diff
-RECENT_THREADS = 20  # a session's or workspace's newest threads an aggregate looks at
-RECENT_CALLS = 25  # the newest calls of each of them
+RECENT_THREADS = 10  # a session's or workspace's newest threads an aggregate looks at
+RECENT_CALLS = 20  # the newest calls of each of them
 KEPT_SLACK = 128  # tokens a call may lose and still count as "kept" (OpenAI caches in 128s)
 
 CAUSES = {
@@ -143,7 +145,7 @@ def _from_record(*, record: RenderRecord, body: dict[str, Any], model: str, tool
         segments=segments_of(fmt=record.format, tools=tools, system=body.get("system") or [],
                              messages=body["messages"], sections=_sections(record)),
         fmt=record.format, model=model, at=at, tools=tools, blocks=_record_blocks(record),
-        events=dict(renders.unpack_events(record.spec["events"])),
+        events=dict(renders.record_refs(record)),
         options={"format": record.format, "strip": record.spec["strip"], **record.spec["options"]},
         record=record)
 
@@ -356,12 +358,22 @@ def llm_call_diff(*, thread: Thread, a: LLMCall, b: LLMCall) -> dict[str, Any]:
     entered: list[dict[str, Any]] = []
     left: list[dict[str, Any]] = []
     changed: list[dict[str, Any]] = []
-    matcher = difflib.SequenceMatcher(None, [s.text for s in before.segments],
-                                      [s.text for s in after.segments], autojunk=False)
+    # aligned after the shared head and before the shared tail: a long request mostly is both
+    old_all, new_all = before.segments, after.segments
+    head = 0
+    while head < min(len(old_all), len(new_all)) and old_all[head].text == new_all[head].text:
+        head += 1
+    tail = 0
+    while (tail < min(len(old_all), len(new_all)) - head
+           and old_all[-1 - tail].text == new_all[-1 - tail].text):
+        tail += 1
+    old_mid, new_mid = old_all[head:len(old_all) - tail], new_all[head:len(new_all) - tail]
+    matcher = difflib.SequenceMatcher(None, [s.text for s in old_mid], [s.text for s in new_mid],
+                                      autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op == "equal":
             continue
-        olds, news = before.segments[i1:i2], after.segments[j1:j2]
+        olds, news = old_mid[i1:i2], new_mid[j1:j2]
         if op == "replace":
             for old, new in zip(olds, news, strict=False):
                 changed.append({"label": new.label, "before_label": old.label,
@@ -464,8 +476,37 @@ class Tally:
         }
 
 
+PAIR_CACHE_SECONDS = 86_400  # what a pair of recorded requests shares does not change
+
+
+def _pair_verdict(thread: Thread, previous: LLMCall, call: LLMCall,
+                  requests: dict[int, Request | None]) -> dict[str, Any] | None:
+    """compare() of two calls' requests, what an aggregate keeps of it; kept in Django's cache
+    by the two calls' start ids (the records and messages they name never change), so a panel
+    rebuilds each long render once."""
+    assert previous.start is not None and call.start is not None
+    # the times make a key that a row id reused after a rollback or restore cannot meet again
+    key = (f"contextstore.cache.pair.{previous.start.pk}.{call.start.pk}."
+           f"{previous.start.created_at.timestamp()}.{call.start.created_at.timestamp()}")
+    kept = django_cache.get(key)
+    if kept is not None:
+        return kept or None
+    for c in (previous, call):
+        if c.start is not None and c.start.pk not in requests:
+            requests[c.start.pk] = call_request(thread=thread, call=c)
+    before, after = requests[previous.start.pk], requests[call.start.pk]
+    verdict = None
+    if before is not None and after is not None:
+        full = compare(thread=thread, before=before, after=after, details=False)
+        verdict = {k: full[k] for k in ("status", "cause", "cause_label", "cause_text", "lost_tokens",
+                                        "lost_cost")}
+    django_cache.set(key, verdict or {}, PAIR_CACHE_SECONDS)
+    return verdict
+
+
 def _tally(thread: Thread, calls: list[LLMCall]) -> Tally:
     tally, previous = Tally(), None
+    requests: dict[int, Request | None] = {}
     for call in calls:
         tally.calls += 1
         reported = reported_of(call)
@@ -473,24 +514,24 @@ def _tally(thread: Thread, calls: list[LLMCall]) -> Tally:
             tally.reporting += 1
             tally.read += reported.cache_read
             tally.input += reported.input_total
-        request = call_request(thread=thread, call=call) if call.start is not None else None
-        if request is None:
+        if call.start is None or not call.can_show_sent:
             continue
-        if previous is not None:
-            verdict = compare(thread=thread, before=previous, after=request, call=call, details=False)
-            tally.pairs += 1
-            if verdict["lost_tokens"]:
-                tally.lost_tokens += verdict["lost_tokens"]
-                tally.lost_cost += verdict["lost_cost"]
-                c = tally.causes.setdefault(verdict["cause"], {
-                    "cause": verdict["cause"], "label": verdict["cause_label"], "count": 0,
-                    "tokens": 0, "cost": Decimal(0)})
-                c["count"] += 1
-                c["tokens"] += verdict["lost_tokens"]
-                c["cost"] += verdict["lost_cost"]
-                tally.worst.append({"thread": thread, "seq": call.seq, "tokens": verdict["lost_tokens"],
-                                    "cause_text": verdict["cause_text"]})
-        previous = request
+        verdict = _pair_verdict(thread, previous, call, requests) if previous is not None else None
+        previous = call
+        if verdict is None:
+            continue
+        tally.pairs += 1
+        if verdict["lost_tokens"]:
+            tally.lost_tokens += verdict["lost_tokens"]
+            tally.lost_cost += verdict["lost_cost"]
+            c = tally.causes.setdefault(verdict["cause"], {
+                "cause": verdict["cause"], "label": verdict["cause_label"], "count": 0,
+                "tokens": 0, "cost": Decimal(0)})
+            c["count"] += 1
+            c["tokens"] += verdict["lost_tokens"]
+            c["cost"] += verdict["lost_cost"]
+            tally.worst.append({"thread": thread, "seq": call.seq, "tokens": verdict["lost_tokens"],
+                                "cause_text": verdict["cause_text"]})
     return tally
 
 
