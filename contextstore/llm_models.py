@@ -1,4 +1,4 @@
-"""Known models' context windows, and the budget a thread's renders default to.
+"""Known models' context windows and input prices, and the budget a thread's renders default to.
 
 The table is the one place to add a model. A name matches its longest listed prefix, so dated
 versions ("gpt-4o-2024-08-06") use their family's window. A thread's settings fall back to its

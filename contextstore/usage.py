@@ -35,12 +35,17 @@ def event_usage(event: Any) -> tuple[int, int]:
 
 
 def event_cache_usage(event: Any) -> tuple[int, int, int] | None:
-    """(cache_read, cache_creation, every input token) an LLMComplete reports, or None when it
-    reports no cache tokens. Anthropic's `input_tokens` leave out what was read from or written
-    to the cache (cache_read_input_tokens, cache_creation_input_tokens); OpenAI's prompt tokens
-    include the `cached_tokens` read (prompt_tokens_details, flattened or not); as do OpenTelemetry
-GenAI's input tokens their `cache_read` and `cache_creation`."""
-    data = event.data if event.type == "LLMComplete" else None
+    """cache_usage() of an LLMComplete's data; None for any other event."""
+    return cache_usage(event.data) if event.type == "LLMComplete" else None
+
+
+def cache_usage(data: Any) -> tuple[int, int, int] | None:
+    """(cache_read, cache_creation, every input token) a call's usage reports (its own keys, or
+    a provider's `usage` object under "usage"), or None when it reports no cache tokens.
+    Anthropic's `input_tokens` leave out what was read from or written to the cache
+    (cache_read_input_tokens, cache_creation_input_tokens); OpenAI's prompt tokens include the
+    `cached_tokens` read (prompt_tokens_details, flattened or not), as OpenTelemetry GenAI's
+    input tokens include their `cache_read` and `cache_creation`."""
     if not isinstance(data, dict):
         return None
     nested = data.get("usage")

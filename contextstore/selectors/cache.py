@@ -41,7 +41,7 @@ from contextstore.prompt_cache import (
 )
 from contextstore.selectors import rendering, renders
 from contextstore.selectors.calls import CALL_END, CALL_START, LLMCall, call_key, llm_call_sent
-from contextstore.usage import event_cache_usage
+from contextstore.usage import cache_usage, event_cache_usage
 
 DIFF_LIST = 50  # changed, entered and left segments listed by a call diff
 RECENT_THREADS = 10  # a session's or workspace's newest threads an aggregate looks at
@@ -293,7 +293,15 @@ def cause_of(*, thread: Thread, before: Request, after: Request, r: Reuse) -> tu
 # ------------------------------------------------------------------ the verdict
 
 def reported_of(call: LLMCall | None) -> Reported | None:
-    usage = event_cache_usage(call.end) if call is not None and call.end is not None else None
+    """The cache tokens the provider reported: on the LLMComplete, else the provider's `usage`
+    object the LLMCallStart carries (the Python client's log_llm_call(..., usage=...) puts its
+    extra data there)."""
+    if call is None:
+        return None
+    usage = event_cache_usage(call.end) if call.end is not None else None
+    start = call.start.data if call.start is not None and isinstance(call.start.data, dict) else {}
+    if usage is None and isinstance(start.get("usage"), dict):
+        usage = cache_usage(start["usage"])
     return Reported(*usage) if usage else None
 
 

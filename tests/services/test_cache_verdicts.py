@@ -163,3 +163,19 @@ def test_the_session_summary_sums_reported_hits_and_lost_tokens_by_cause(thread,
     assert [c["cause"] for c in summary["causes"]] == ["block_edit"]
     assert summary["causes"][0]["tokens"] == summary["lost_tokens"] > 2000
     assert summary["lost_cost"] > 0 and summary["worst"][0]["seq"] > 0
+
+
+def test_the_clients_usage_on_the_start_is_the_providers_report_when_the_end_has_none(thread, actor):
+    """ContextStore's log_llm_call(..., usage=reply.usage.model_dump()) puts it on the start."""
+    event_append(thread=thread, actor=actor, events=messages(40))
+    first = recorded_call(thread, actor)
+    event_append(thread=thread, actor=actor, events=messages(2, start=40))
+    _, record = context_render_recorded(thread=thread, max_tokens=50_000, actor=actor, fmt="anthropic")
+    usage = {"input_tokens": 60, "cache_read_input_tokens": 2400, "cache_creation_input_tokens": 130}
+    second = event_append(thread=thread, actor=actor, events=[
+        {"type": "LLMCallStart", "data": {"model": "claude-sonnet-4", "render_id": str(record.pk),
+                                          "usage": usage}},
+        {"type": "LLMComplete", "data": {"model": "claude-sonnet-4", "input_tokens": 60}}]).events[0].seq
+    cache = diff(thread, first, second)["cache"]
+    assert cache["reported"].cache_read == 2400 and cache["reported"].input_total == 2590
+    assert cache["status"] == "kept" and cache["disagreement"] is None
