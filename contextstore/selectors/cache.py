@@ -75,7 +75,8 @@ class Request:
     segments: list[Segment]
     fmt: str | None
     model: str
-    at: datetime | None  # when it was sent
+    at: datetime | None  # when it was sent, as the agent says (provider cache lifetimes)
+    logged: datetime | None = None  # when it reached us (thread operations are in this clock)
     tools: list[Any] = field(default_factory=list)
     blocks: dict[str, tuple[str, int, str | None]] | None = None  # name: (section, version, text hash)
     events: dict[int, int] | None = None  # event id: position
@@ -140,8 +141,8 @@ def _sections(record: RenderRecord) -> tuple[bool, bool, bool]:
 
 
 def _from_record(*, record: RenderRecord, body: dict[str, Any], model: str, tools: list[Any],
-                 at: datetime | None) -> Request:
-    return Request(
+                 at: datetime | None, logged: datetime | None) -> Request:
+    return Request(logged=logged,
         segments=segments_of(fmt=record.format, tools=tools, system=body.get("system") or [],
                              messages=body["messages"], sections=_sections(record)),
         fmt=record.format, model=model, at=at, tools=tools, blocks=_record_blocks(record),
@@ -157,24 +158,27 @@ def call_request(*, thread: Thread, call: LLMCall) -> Request | None:
     if sent["source"] is None:
         return None
     data = call.start.data if call.start is not None and isinstance(call.start.data, dict) else {}
-    logged = data.get("tools")
-    tools: list[Any] = logged if isinstance(logged, list) else []
-    at = (call.start or call.end).occurred_at  # type: ignore[union-attr]
+    listed = data.get("tools")
+    tools: list[Any] = listed if isinstance(listed, list) else []
+    event = call.start or call.end
+    assert event is not None
+    at, logged = event.occurred_at, event.created_at
     if sent["record"] is not None:
-        return _from_record(record=sent["record"], body=sent, model=call.model, tools=tools, at=at)
+        return _from_record(record=sent["record"], body=sent, model=call.model, tools=tools, at=at,
+                            logged=logged)
     system: list[Any] = []
     if isinstance(data.get("system"), str | list):
         own = data["system"]
         system = [{"type": "text", "text": own}] if isinstance(own, str) else own
     return Request(segments=segments_of(fmt=None, tools=tools, system=system, messages=sent["messages"],
                                         sections=None),
-                   fmt=None, model=call.model, at=at, tools=tools)
+                   fmt=None, model=call.model, at=at, logged=logged, tools=tools)
 
 
 def records_compare(*, a: RenderRecord, b: RenderRecord) -> dict[str, Any]:
     """compare() for two render records, as their format sends them (no model, no tools)."""
     before, after = (_from_record(record=r, body=renders.render_rebuild(record=r), model="", tools=[],
-                                  at=r.created_at) for r in (a, b))
+                                  at=r.created_at, logged=r.created_at) for r in (a, b))
     return compare(thread=a.thread, before=before, after=after)
 
 
@@ -218,7 +222,7 @@ def _history_cause(thread: Thread, before: Request, after: Request) -> tuple[str
         if before.options != after.options:
             return "options", f"the render options changed ({before.options} → {after.options})"
         return "edit", "an earlier message changed"
-    since = {"created_at__gt": before.at, **({"created_at__lte": after.at} if after.at else {})}
+    since = {"created_at__gt": before.logged, **({"created_at__lte": after.logged} if after.logged else {})}
     clears = Clear.objects.filter(thread=thread, **since).count()
     if clears:
         times = "once" if clears == 1 else f"{clears} times"
@@ -316,7 +320,7 @@ def compare(*, thread: Thread, before: Request, after: Request, call: LLMCall | 
     # what the previous request left in the cache, less what this one reuses
     cached_before = r.before_total if r.before_total >= minimum else 0
     lost = max(min(cached_before, r.total) - kept, 0)
-    if not cached_before and r.total < minimum:
+    if not cached_before:  # the request before was under the minimum: nothing was cached
         status = "short"
     elif not kept:
         status = "lost"

@@ -179,3 +179,29 @@ def test_the_clients_usage_on_the_start_is_the_providers_report_when_the_end_has
     cache = diff(thread, first, second)["cache"]
     assert cache["reported"].cache_read == 2400 and cache["reported"].input_total == 2590
     assert cache["status"] == "kept" and cache["disagreement"] is None
+
+
+def test_between_two_calls_of_the_agents_own_messages_the_threads_history_names_the_cause(thread, actor):
+    """Calls that logged their messages name no events: a collapse or a clear logged between
+    them says why their history differs, whatever times the agent put on its events."""
+    event_append(thread=thread, actor=actor, events=messages(40))
+    history = [{"role": "user", "content": f"turn {i}: " + "context " * 56} for i in range(40)]
+    first = own_call(thread, actor, [{"role": "system", "content": "Be brief."}, *history])
+    collapse_create(thread=thread, start_position=1, end_position=20, summary_text="Twenty turns.",
+                    actor=actor)
+    second = own_call(thread, actor, [{"role": "system", "content": "Be brief."},
+                                      {"role": "user", "content": "Twenty turns."}, *history[20:]])
+    cache = diff(thread, first, second)["cache"]
+    assert cache["cause"] == "collapse" and "#1–#20" in cache["cause_text"] and cache["status"] == "lost"
+    thread_clear_context(thread=thread, actor=actor)
+    third = own_call(thread, actor, [{"role": "system", "content": "Be brief."}])
+    assert diff(thread, second, third)["cache"]["cause"] == "clear"
+
+
+def test_after_a_request_under_the_minimum_nothing_was_cached_to_lose(thread, actor):
+    short = [{"role": "user", "content": "context " * 300}]
+    first = own_call(thread, actor, short)
+    second = own_call(thread, actor, [*short, {"role": "user", "content": "context " * 900}])
+    cache = diff(thread, first, second)["cache"]
+    assert cache["status"] == "short" and cache["cause"] == "append" and cache["lost_tokens"] == 0
+    assert cache["total"] > 1024 > cache["before_total"]
