@@ -72,6 +72,7 @@ def record_refs(record: RenderRecord) -> list[tuple[int, int]]:
     """The record's (event id, position) pairs, unpacked once per record instance."""
     refs = getattr(record, "_refs", None)
     if refs is None:
+        # a memo on the instance: the stubs know only the model's fields
         refs = record._refs = unpack_events(record.spec["events"])  # type: ignore[attr-defined]
     return refs
 
