@@ -463,13 +463,14 @@ class Tally:
     reporting: int = 0
     read: int = 0
     input: int = 0
+    pending: int = 0  # pairs not compared yet (REBUILDS_PER_VIEW)
     lost_tokens: int = 0
     lost_cost: Decimal = Decimal(0)
     causes: dict[str, dict[str, Any]] = field(default_factory=dict)
     worst: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, other: "Tally") -> None:
-        for name in ("calls", "pairs", "reporting", "read", "input", "lost_tokens", "lost_cost"):
+        for name in ("calls", "pairs", "pending", "reporting", "read", "input", "lost_tokens", "lost_cost"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for kind, c in other.causes.items():
             mine = self.causes.setdefault(kind, {**c, "count": 0, "tokens": 0, "cost": Decimal(0)})
@@ -479,7 +480,7 @@ class Tally:
 
     def summary(self) -> dict[str, Any]:
         return {
-            "calls": self.calls, "pairs": self.pairs, "reporting": self.reporting,
+            "calls": self.calls, "pairs": self.pairs, "pending": self.pending, "reporting": self.reporting,
             "hit_rate": round(100 * self.read / self.input) if self.input else None,
             "cache_read": self.read, "input": self.input,
             "lost_tokens": self.lost_tokens, "lost_cost": self.lost_cost,
@@ -489,10 +490,14 @@ class Tally:
 
 
 PAIR_CACHE_SECONDS = 86_400  # what a pair of recorded requests shares does not change
+# Requests an aggregate rebuilds per page view (a long one is a second's work): the pairs past it
+# are counted as pending and come from Django's cache once a later view has computed them.
+REBUILDS_PER_VIEW = 24
+PENDING = {"pending": True}
 
 
-def _pair_verdict(thread: Thread, previous: LLMCall, call: LLMCall,
-                  requests: dict[int, Request | None]) -> dict[str, Any] | None:
+def _pair_verdict(thread: Thread, previous: LLMCall, call: LLMCall, requests: dict[int, Request | None],
+                  budget: list[int]) -> dict[str, Any] | None:
     """compare() of two calls' requests, what an aggregate keeps of it; kept in Django's cache
     by the two calls' start ids (the records and messages they name never change), so a panel
     rebuilds each long render once."""
@@ -503,6 +508,10 @@ def _pair_verdict(thread: Thread, previous: LLMCall, call: LLMCall,
     kept = django_cache.get(key)
     if kept is not None:
         return kept or None
+    missing = [c for c in (previous, call) if c.start is not None and c.start.pk not in requests]
+    if len(missing) > budget[0]:
+        return PENDING
+    budget[0] -= len(missing)
     for c in (previous, call):
         if c.start is not None and c.start.pk not in requests:
             requests[c.start.pk] = call_request(thread=thread, call=c)
@@ -516,7 +525,7 @@ def _pair_verdict(thread: Thread, previous: LLMCall, call: LLMCall,
     return verdict
 
 
-def _tally(thread: Thread, calls: list[LLMCall]) -> Tally:
+def _tally(thread: Thread, calls: list[LLMCall], budget: list[int]) -> Tally:
     tally, previous = Tally(), None
     requests: dict[int, Request | None] = {}
     for call in calls:
@@ -528,8 +537,11 @@ def _tally(thread: Thread, calls: list[LLMCall]) -> Tally:
             tally.input += reported.input_total
         if call.start is None or not call.can_show_sent:
             continue
-        verdict = _pair_verdict(thread, previous, call, requests) if previous is not None else None
+        verdict = _pair_verdict(thread, previous, call, requests, budget) if previous is not None else None
         previous = call
+        if verdict is PENDING:
+            tally.pending += 1
+            continue
         if verdict is None:
             continue
         tally.pairs += 1
@@ -552,21 +564,22 @@ def session_cache(*, session: Session) -> dict[str, Any]:
     reported (cache reads over every input token, where usage carries cache tokens), the input
     cache breaks made the agent pay in full and its cost, and their causes, costliest first."""
     threads = list(Thread.objects.filter(session=session).order_by("-last_event_at", "-id")[:RECENT_THREADS])
-    total = Tally()
+    total, budget = Tally(), [REBUILDS_PER_VIEW]
     for thread, calls in _recent_calls(threads):
-        total.add(_tally(thread, calls))
-    return {**total.summary(), "threads": len(threads), "per_thread": RECENT_CALLS}
+        total.add(_tally(thread, calls, budget))
+    return {**total.summary(), "threads": len(threads), "per_thread": RECENT_CALLS,
+            "rebuilds": REBUILDS_PER_VIEW}
 
 
 def workspace_cache(*, workspace: Workspace) -> dict[str, Any]:
     """session_cache over the workspace's newest threads, with each session's part."""
     threads = list(Thread.objects.filter(workspace=workspace).select_related("session")
                    .order_by("-last_event_at", "-id")[:RECENT_THREADS])
-    total, by_session = Tally(), dict[int, tuple[Session, Tally]]()
+    total, by_session, budget = Tally(), dict[int, tuple[Session, Tally]](), [REBUILDS_PER_VIEW]
     for thread, calls in _recent_calls(threads):
-        tally = _tally(thread, calls)
+        tally = _tally(thread, calls, budget)
         total.add(tally)
         by_session.setdefault(thread.session_id, (thread.session, Tally()))[1].add(tally)
     sessions = [{"session": session, **tally.summary()} for session, tally in by_session.values()]
     return {**total.summary(), "threads": len(threads), "per_thread": RECENT_CALLS,
-            "sessions": sorted(sessions, key=lambda s: -s["lost_cost"])}
+            "rebuilds": REBUILDS_PER_VIEW, "sessions": sorted(sessions, key=lambda s: -s["lost_cost"])}

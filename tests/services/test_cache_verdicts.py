@@ -2,6 +2,7 @@
 the three contradictions the dashboard showed (issue 31) and each cause of a cache break."""
 
 from contextstore.models import Thread
+from contextstore.selectors import cache as cache_selectors
 from contextstore.selectors.cache import llm_call_diff, model_view_cache, session_cache
 from contextstore.selectors.calls import llm_call_at
 from contextstore.services.blocks import block_upsert
@@ -205,3 +206,19 @@ def test_after_a_request_under_the_minimum_nothing_was_cached_to_lose(thread, ac
     cache = diff(thread, first, second)["cache"]
     assert cache["status"] == "short" and cache["cause"] == "append" and cache["lost_tokens"] == 0
     assert cache["total"] > 1024 > cache["before_total"]
+
+
+def test_a_view_rebuilds_a_bounded_number_of_requests_and_the_next_view_finishes(thread, session, actor,
+                                                                                monkeypatch):
+    monkeypatch.setattr(cache_selectors, "REBUILDS_PER_VIEW", 2)
+    block_upsert(thread=thread, name="persona", value="Be brief.", placement="prefix", actor=actor)
+    event_append(thread=thread, actor=actor, events=messages(40))
+    recorded_call(thread, actor)
+    recorded_call(thread, actor)
+    block_upsert(thread=thread, name="persona", value="Be thorough.", actor=actor)
+    recorded_call(thread, actor)
+    first = session_cache(session=session)
+    assert first["pairs"] == 1 and first["pending"] == 1 and first["causes"] == []
+    second = session_cache(session=session)  # the first pair comes from the cache now
+    assert second["pairs"] == 2 and second["pending"] == 0
+    assert [c["cause"] for c in second["causes"]] == ["block_edit"]
