@@ -492,7 +492,7 @@ class Tally:
 PAIR_CACHE_SECONDS = 86_400  # what a pair of recorded requests shares does not change
 # Requests an aggregate rebuilds per page view (a long one is a second's work): the pairs past it
 # are counted as pending and come from Django's cache once a later view has computed them.
-REBUILDS_PER_VIEW = 24
+REBUILDS_PER_VIEW = 12
 PENDING = {"pending": True}
 
 
