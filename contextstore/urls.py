@@ -1,12 +1,14 @@
 from django.urls import path
 
-from contextstore.views import actions, calls, sessions, threads
+from contextstore.views import actions, cache, calls, sessions, threads
 
 app_name = "contextstore"
 
 urlpatterns = [
     path("", sessions.session_list, name="sessions"),
     path("sessions/<int:pk>/", sessions.session_detail, name="session"),
+    path("sessions/<int:pk>/cache/", cache.session_cache_view, name="session-cache"),
+    path("cache/", cache.workspace_cache_view, name="cache"),
     path("sessions/<int:pk>/archive/", sessions.session_archive_toggle, name="session-archive"),
     path("threads/<int:pk>/", threads.thread_detail, name="thread"),
     path("threads/<int:pk>/context/", threads.model_view, name="model-view"),
