@@ -1,6 +1,6 @@
 from django.urls import path
 
-from contextstore.views import actions, calls, sessions, threads
+from contextstore.views import actions, calls, otlp, sessions, threads
 
 app_name = "contextstore"
 
@@ -32,6 +32,9 @@ urlpatterns = [
     path("threads/<int:pk>/blocks/restore/", actions.block_restore, name="block-restore"),
     path("threads/<int:pk>/state/diff/", actions.state_diff, name="state-diff"),
     path("threads/<int:pk>/state/restore/", actions.state_restore, name="state-restore"),
+    # OTLP/HTTP: OTEL_EXPORTER_OTLP_ENDPOINT=<host>/otlp
+    path("otlp/v1/traces", otlp.traces, name="otlp-traces"),
+    path("otlp/v1/logs", otlp.logs, name="otlp-logs"),
     path("jobs/<uuid:job_id>/", actions.job_status, name="job"),
     path("threads/<int:pk>/jobs/<uuid:job_id>/cancel/", actions.job_cancel, name="job-cancel"),
     path("threads/<int:pk>/jobs/<uuid:job_id>/retry/", actions.job_retry, name="job-retry"),

@@ -1,0 +1,311 @@
+"""A trace's kept spans become a session's thread: its messages as events, once each, in
+conversation order; each LLM span an LLMCallStart/LLMComplete pair whose logged messages are
+exactly the span's input; tool spans, errors and exceptions as their events. Derivation reads
+the whole trace every time, so the order spans arrive in does not matter, and appends only
+what the thread does not hold yet (by client id), so running it again changes nothing.
+
+A message's client id is its place in the conversation and its content (`otel:m:<index>:<digest>`):
+every LLM span repeats the history, and each message is stored the first time it is seen.
+A tool call and its result are named by the call's id (`otel:toolcall:<id>`,
+`otel:toolresult:<id>`), whichever span (LLM or execute_tool) carried them first.
+
+Session resolution (mapping.SESSION_KEYS): the best id any span of the trace names, else the
+trace id. When a better id arrives later (ids often sit on the root span, which ends and is
+exported last), the trace's events move: the session they went to, used by no other trace,
+is deleted and the trace is derived again into the session its id names.
+"""
+
+import hashlib
+import logging
+from collections import defaultdict
+from datetime import UTC, datetime
+from typing import Any
+
+from django.db import InterfaceError, OperationalError, transaction
+from django.utils import timezone
+
+from contextstore.models import Event, OtelLog, OtelSpan, OtelTrace, Session, Thread, Workspace
+from contextstore.otel import mapping
+from contextstore.services.common import Actor, lock_thread
+from contextstore.services.events import event_append
+from contextstore.services.sessions import session_delete, session_ensure, session_update, thread_ensure
+
+logger = logging.getLogger(__name__)
+APPEND_BATCH = 500
+STATUS_ERROR = 2
+
+
+def _when(ns: int) -> str | None:
+    if ns <= 0:
+        return None
+    return datetime.fromtimestamp(ns / 1e9, UTC).isoformat()
+
+
+def _cid(*parts: str) -> str:
+    text = ":".join(("otel", *parts))
+    if len(text) <= 200:
+        return text
+    return "otel:h:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+class _Trace:
+    """A trace's spans (and the log records naming them) with the answers derivation needs."""
+
+    def __init__(self, spans: list[OtelSpan], logs: list[OtelLog]):
+        self.spans = sorted(spans, key=lambda s: (s.start_ns, s.span_id))
+        self.by_id = {s.span_id: s for s in spans}
+        self.logs: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for log in sorted(logs, key=lambda r: (r.time_ns, r.pk)):
+            self.logs[log.span_id].append({"name": log.event_name, "attributes": log.attributes,
+                                           "body": log.body, "time_ns": log.time_ns})
+
+    def depth(self, span: OtelSpan) -> int:
+        depth, seen = 0, set()
+        while span.parent_span_id in self.by_id and span.span_id not in seen:
+            seen.add(span.span_id)
+            span = self.by_id[span.parent_span_id]
+            depth += 1
+        return depth
+
+    def session_key(self) -> str | None:
+        """The best session id any span (or its resource) names: the best level wins, then the
+        span nearest the root, then the earliest."""
+        found = []
+        for span in self.spans:
+            for attrs in (span.attributes, span.resource):
+                hint = mapping.session_hint(attrs)
+                if hint:
+                    found.append((hint[0], self.depth(span), span.start_ns, hint[1]))
+        return min(found)[3][:255] if found else None
+
+    def first(self, keys: tuple[str, ...], *, resource: bool = True) -> str:
+        for span in sorted(self.spans, key=self.depth):
+            value = mapping.first_of(span.attributes, keys) or (
+                mapping.first_of(span.resource, keys) if resource else "")
+            if value:
+                return value
+        return ""
+
+    def agent(self) -> str:
+        name = self.first(mapping.AGENT_KEYS)
+        if name:
+            return name
+        service = self.first(("service.name",))
+        return "" if service.startswith("unknown_service") else service
+
+    def provenance(self) -> dict[str, Any]:
+        scopes = sorted({s.scope.get("name", "") for s in self.spans} - {""})
+        return {"source": "opentelemetry", "service_name": self.first(("service.name",)),
+                "scopes": scopes}
+
+    def run_id(self, span: OtelSpan) -> str:
+        """The nearest agent span at or above `span` (agent spans are runs), else the trace."""
+        node: OtelSpan | None = span
+        seen = set()
+        while node is not None and node.span_id not in seen:
+            seen.add(node.span_id)
+            if mapping.is_agent_span(node.attributes, node.name):
+                return node.span_id
+            node = self.by_id.get(node.parent_span_id)
+        return span.trace_id
+
+
+def _text(parts: list[dict[str, Any]], kind: str = "text") -> str:
+    return "\n".join(str(p.get("content", "")) for p in parts if p.get("type") == kind)
+
+
+def message_events(message: mapping.Message, index: int, *, when: str | None, run_id: str,
+                   span_id: str) -> list[dict[str, Any]]:
+    """The events one normalised message becomes, each with its client id."""
+    digest = mapping.message_digest(message)[:32]
+    role, parts = message["role"], message.get("parts") or []
+    base: dict[str, Any] = {"run_id": run_id, "occurred_at": when,
+                            "data": {"otel": {"span_id": span_id}}}
+    out: list[dict[str, Any]] = []
+    reasoning = [p for p in parts if p.get("type") == "reasoning"]
+    if reasoning:
+        out.append({**base, "type": "Reasoning", "role": "assistant", "content": "",
+                    "parts": [{"type": "thinking", "thinking": p["content"]} for p in reasoning],
+                    "client_id": _cid("m", str(index), digest, "r")})
+    plain = [p for p in parts if p.get("type") not in ("reasoning", "tool_call", "tool_call_response")]
+    if plain:
+        media = [p for p in plain if p.get("type") != "text"]
+        event = {**base, "type": "Message", "content": _text(plain),
+                 "role": role if role in ("system", "user", "assistant") else "user",
+                 "client_id": _cid("m", str(index), digest)}
+        if media:
+            event["parts"] = plain
+        out.append(event)
+    for k, part in enumerate(p for p in parts if p.get("type") == "tool_call"):
+        call_id = part.get("id") or ""
+        out.append({**base, "type": "ToolCall", "role": "assistant", "call_id": call_id[:200],
+                    "content": f"Calling {part.get('name', '')}",
+                    "parts": [{"type": "tool_call", "id": call_id, "name": part.get("name", ""),
+                               "arguments": part.get("arguments", {})}],
+                    "client_id": (_cid("toolcall", call_id) if call_id
+                                  else _cid("m", str(index), digest, f"c{k}"))})
+    for k, part in enumerate(p for p in parts if p.get("type") == "tool_call_response"):
+        call_id = part.get("id") or ""
+        out.append({**base, "type": "ToolResult", "role": "tool", "call_id": call_id[:200],
+                    "content": str(part.get("response", "")),
+                    "data": {"tool_call_id": call_id, "otel": {"span_id": span_id}},
+                    "client_id": (_cid("toolresult", call_id) if call_id
+                                  else _cid("m", str(index), digest, f"t{k}"))})
+    return out
+
+
+def _call_events(span: OtelSpan, call: mapping.LLMCall, run_id: str) -> list[dict[str, Any]]:
+    start, end = _when(span.start_ns), _when(span.end_ns)
+    otel = {"trace_id": span.trace_id, "span_id": span.span_id, "name": span.name,
+            "scope": span.scope.get("name", "")}
+    events: list[dict[str, Any]] = []
+    for index, message in enumerate(call.inputs):
+        events += message_events(message, index, when=start, run_id=run_id, span_id=span.span_id)
+    start_data: dict[str, Any] = {"model": call.model or call.response_model, "provider": call.provider,
+                                  "messages": call.inputs, "otel": otel}
+    if call.tools is not None:
+        start_data["tools"] = call.tools
+    if call.unmapped:
+        start_data["attributes"] = call.unmapped
+    events.append({"type": "LLMCallStart", "run_id": run_id, "call_id": span.span_id,
+                   "occurred_at": start, "data": start_data,
+                   "client_id": _cid("call", span.span_id, "start")})
+    for k, message in enumerate(call.outputs):
+        events += message_events(message, len(call.inputs) + k, when=end, run_id=run_id,
+                                 span_id=span.span_id)
+    done: dict[str, Any] = {"model": call.response_model or call.model, "provider": call.provider,
+                            **call.usage, "render_id": None, "otel": otel}
+    if call.finish_reasons:
+        done["finish_reasons"] = call.finish_reasons
+        done["finish_reason"] = call.finish_reasons[0]
+    if call.response_id:
+        done["response_id"] = call.response_id
+    if call.cost is not None:
+        done["cost"] = call.cost
+    if span.status_code == STATUS_ERROR:
+        done["error"] = span.status_message or "error"
+    events.append({"type": "LLMComplete", "run_id": run_id, "call_id": span.span_id,
+                   "occurred_at": end, "data": done, "client_id": _cid("call", span.span_id, "end")})
+    return events
+
+
+def _tool_events(span: OtelSpan, found: tuple[str, str, Any, Any], run_id: str) -> list[dict[str, Any]]:
+    call_id, name, arguments, result = found
+    if not call_id:
+        call_id = span.span_id
+    message = {"role": "assistant", "parts": [mapping.tool_call(call_id, name, arguments)]}
+    events = message_events(message, 0, when=_when(span.start_ns), run_id=run_id, span_id=span.span_id)
+    if result is not None:
+        reply = {"role": "tool", "parts": [{"type": "tool_call_response", "id": call_id,
+                                            "response": result if isinstance(result, str) else str(result)}]}
+        events += message_events(reply, 0, when=_when(span.end_ns), run_id=run_id, span_id=span.span_id)
+    return events
+
+
+def _error_events(span: OtelSpan, run_id: str) -> list[dict[str, Any]]:
+    events = []
+    for k, event in enumerate(span.events or ()):
+        if event.get("name") != "exception":
+            continue
+        attrs = event.get("attributes") or {}
+        text = ": ".join(str(attrs[key]) for key in ("exception.type", "exception.message") if attrs.get(key))
+        events.append({"type": "Error", "role": "system", "run_id": run_id, "content": text or "exception",
+                       "occurred_at": _when(event.get("time_ns") or span.end_ns),
+                       "data": {"otel": {"span_id": span.span_id, "name": span.name}, "attributes": attrs},
+                       "client_id": _cid("exception", span.span_id, str(k))})
+    if span.status_code == STATUS_ERROR and not events:
+        events.append({"type": "Error", "role": "system", "run_id": run_id,
+                       "content": span.status_message or f"{span.name} failed",
+                       "occurred_at": _when(span.end_ns),
+                       "data": {"otel": {"span_id": span.span_id, "name": span.name}},
+                       "client_id": _cid("error", span.span_id)})
+    return events
+
+
+def trace_events(trace: _Trace) -> list[dict[str, Any]]:
+    """Every event the trace makes, in order, each with its client id (repeats included)."""
+    events: list[dict[str, Any]] = []
+    for span in trace.spans:
+        run_id = trace.run_id(span)
+        if mapping.is_llm_span(span.attributes, span.name):
+            content = list(span.events or ()) + trace.logs.get(span.span_id, [])
+            events += _call_events(span, mapping.llm_call(span.attributes, content), run_id)
+        elif found := mapping.tool_span(span.attributes):
+            events += _tool_events(span, found, run_id)
+        events += _error_events(span, run_id)
+    return events
+
+
+def _move_from(ot: OtelTrace, actor: Actor) -> None:
+    """The trace's events leave the session they went to: that session is deleted when no other
+    trace went there (it was the trace's own, named by its trace id or an id now outranked)."""
+    old = Session.objects.filter(threads=ot.thread_id).first()
+    if old is None:
+        return
+    shared = OtelTrace.objects.filter(thread__session=old).exclude(pk=ot.pk).exists()
+    if shared:
+        logger.warning("otel trace %s moved; its events stay in session %s too", ot.trace_id, old.pk)
+    else:
+        session_delete(session=old, actor=actor)
+
+
+def trace_derive(*, workspace: Workspace, trace_id: str, actor: Actor) -> Thread | None:
+    """Derive (again) one trace's events; None while the trace has no span yet (log records
+    wait for their span)."""
+    spans = list(OtelSpan.objects.filter(workspace=workspace, trace_id=trace_id))
+    if not spans:
+        return None
+    trace = _Trace(spans, list(OtelLog.objects.filter(workspace=workspace, trace_id=trace_id)))
+    key = trace.session_key() or trace_id
+    user = trace.first(mapping.USER_KEYS)[:255]
+    with transaction.atomic():
+        ot, _ = OtelTrace.objects.get_or_create(workspace=workspace, trace_id=trace_id)
+        ot = OtelTrace.objects.select_for_update(of=("self",)).select_related("thread__session").get(pk=ot.pk)
+        if ot.thread is not None and (ot.thread.session.key, ot.thread.session.user_id) != (key, user):
+            _move_from(ot, actor)
+            ot.thread = None
+        session, _ = session_ensure(workspace=workspace, key=key, user_id=user, agent=trace.agent()[:200],
+                                    actor=actor)
+        if "otel" not in session.metadata:
+            session = session_update(session=session, actor=actor,
+                                     metadata={**session.metadata, "otel": trace.provenance()})
+        thread, _ = thread_ensure(session=session, actor=actor)
+        thread = lock_thread(thread, history_only=True)
+        _append_new(thread, trace_events(trace), actor)
+        ot.thread, ot.session_key, ot.mapped_at = thread, key, timezone.now()
+        ot.save(update_fields=["thread", "session_key", "mapped_at"])
+    return thread
+
+
+def _append_new(thread: Thread, events: list[dict[str, Any]], actor: Actor) -> None:
+    """Append the events the thread does not hold yet (the first of each client id)."""
+    wanted = list(dict.fromkeys(e["client_id"] for e in events))
+    held: set[str] = set()
+    for i in range(0, len(wanted), 900):
+        held.update(c for c in Event.objects.filter(thread=thread, client_id__in=wanted[i:i + 900])
+                    .values_list("client_id", flat=True) if c)
+    fresh = []
+    for event in events:
+        if event["client_id"] not in held:
+            held.add(event["client_id"])
+            fresh.append({k: v for k, v in event.items() if v is not None})
+    for i in range(0, len(fresh), APPEND_BATCH):
+        event_append(thread=thread, events=fresh[i:i + APPEND_BATCH], actor=actor)
+
+
+def traces_derive(*, workspace: Workspace, trace_ids: list[str], actor: Actor, safely: bool = False) -> int:
+    """Derive each trace; returns how many were. `safely`: a bug in one trace's mapping is
+    logged and the rest go on (its spans are kept; `otel_remap` derives it again); a database
+    outage still propagates, so the exporter is told to retry."""
+    done = 0
+    for trace_id in trace_ids:
+        try:
+            trace_derive(workspace=workspace, trace_id=trace_id, actor=actor)
+            done += 1
+        except (OperationalError, InterfaceError):
+            raise
+        except Exception:
+            if not safely:
+                raise
+            logger.exception("otel trace %s could not be derived; its spans are kept", trace_id)
+    return done
