@@ -60,7 +60,7 @@ _MAPPED_PREFIXES = (
     "llm.request.type", "openinference.span.kind", "input.value", "output.value",
     "input.mime_type", "output.mime_type", "gcp.vertex.agent.llm_request",
     "gcp.vertex.agent.llm_response", "session.id", "user.id", "contextstore.session.id",
-    "langfuse.session.id", "gcp.vertex.agent.session_id",
+    "langfuse.session.id", "gcp.vertex.agent.session_id", *USER_KEYS,
 )
 
 
@@ -240,7 +240,10 @@ def _flat_messages(items: Any) -> list[Message]:
         if isinstance(calls, list):
             message["tool_calls"] = [c for c in calls if isinstance(c, dict)]
         message["content"] = json_value(message.get("content"))
-        out.append({"role": _role(message.get("role")), "parts": _openai_parts(message)})
+        normalised = {"role": _role(message.get("role")), "parts": _openai_parts(message)}
+        if message.get("finish_reason"):
+            normalised["finish_reason"] = message["finish_reason"]
+        out.append(normalised)
     return out
 
 
@@ -308,7 +311,7 @@ def _legacy_event_message(name: str, body: Any) -> Message | None:
     if not isinstance(body, dict):
         body = {"content": body} if body not in (None, "") else {}
     if name == "gen_ai.choice":
-        message = body.get("message") if isinstance(body.get("message"), dict) else body
+        message = _dict(json_value(body.get("message"))) or body
         return {"role": "assistant", "parts": _openai_parts({**message, "role": "assistant"}),
                 "finish_reason": body.get("finish_reason")}
     role = _LEGACY_EVENTS.get(name)
@@ -434,7 +437,7 @@ def llm_call(attrs: Attrs, events: Iterable[dict[str, Any]]) -> LLMCall:
         finish = [m["finish_reason"] for m in outputs if m.get("finish_reason")]
     if not finish and attrs.get("llm.finish_reason"):
         finish = [attrs["llm.finish_reason"]]
-    for message in outputs:
+    for message in inputs + outputs:
         message.pop("finish_reason", None)
     usage = {ours: n for ours, keys in USAGE_KEYS.items()
              if (n := _int(_first(attrs, *keys))) is not None}

@@ -176,9 +176,18 @@ def _canonical(message: Any) -> str:
     return json.dumps(message, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
+def _parts_text(parts: list[Any]) -> str:
+    """A GenAI-conventions message's parts as text: its text parts, else the parts as JSON."""
+    texts = [p["content"] for p in parts if isinstance(p, dict) and p.get("type") == "text"
+             and isinstance(p.get("content"), str)]
+    return "\n".join(texts) if len(texts) == len(parts) else _canonical(parts)
+
+
 def _preview(message: Any) -> dict[str, Any]:
     if isinstance(message, dict):
         content = message.get("content", message.get("text", ""))
+        if "content" not in message and isinstance(message.get("parts"), list):
+            content = _parts_text(message["parts"])  # GenAI conventions' messages (OTLP ingest)
         role = str(message.get("role") or message.get("type") or "")
     else:
         content, role = message, ""

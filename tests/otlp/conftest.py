@@ -5,6 +5,9 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from contextstore.services.workspaces import api_token_create
+from tests.api.conftest import client_for
+
 FIXTURES = Path(__file__).parent / "fixtures"
 TRACE = "5b8efff798038103d269b633813fc60c"
 
@@ -58,3 +61,13 @@ def otlp(token):
         return client.post(f"/otlp/v1/{signal}", data=data, content_type=content_type,
                            headers={"Authorization": auth or f"Bearer {token[1]}", **headers})
     return post
+
+
+@pytest.fixture
+def api_client(token):
+    return client_for(token[1])
+
+
+@pytest.fixture
+def other_client(other_workspace, actor):
+    return client_for(api_token_create(workspace=other_workspace, name="rival", actor=actor)[1])

@@ -271,19 +271,53 @@ def trace_derive(*, workspace: Workspace, trace_id: str, actor: Actor) -> Thread
                                      metadata={**session.metadata, "otel": trace.provenance()})
         thread, _ = thread_ensure(session=session, actor=actor)
         thread = lock_thread(thread, history_only=True)
-        _append_new(thread, trace_events(trace), actor)
+        events = trace_events(trace)
+        held = _held(thread, events)
+        if _out_of_order(events, held) and _owned(ot, thread, len(held)):
+            # Spans came late that belong before events already stored (a parent or an
+            # earlier call): the trace's own session is written again in order.
+            session_delete(session=session, actor=actor)
+            session, _ = session_ensure(workspace=workspace, key=key, user_id=user,
+                                        agent=trace.agent()[:200], metadata={"otel": trace.provenance()},
+                                        actor=actor)
+            thread = lock_thread(thread_ensure(session=session, actor=actor)[0], history_only=True)
+            held = set()
+        _append_new(thread, events, held, actor)
         ot.thread, ot.session_key, ot.mapped_at = thread, key, timezone.now()
         ot.save(update_fields=["thread", "session_key", "mapped_at"])
     return thread
 
 
-def _append_new(thread: Thread, events: list[dict[str, Any]], actor: Actor) -> None:
-    """Append the events the thread does not hold yet (the first of each client id)."""
+def _held(thread: Thread, events: list[dict[str, Any]]) -> set[str]:
+    """The client ids among `events` the thread holds already."""
     wanted = list(dict.fromkeys(e["client_id"] for e in events))
     held: set[str] = set()
     for i in range(0, len(wanted), 900):
         held.update(c for c in Event.objects.filter(thread=thread, client_id__in=wanted[i:i + 900])
                     .values_list("client_id", flat=True) if c)
+    return held
+
+
+def _out_of_order(events: list[dict[str, Any]], held: set[str]) -> bool:
+    """Whether an event not held yet comes before one that is (appending would misplace it)."""
+    missing = False
+    for event in events:
+        if event["client_id"] not in held:
+            missing = True
+        elif missing:
+            return True
+    return False
+
+
+def _owned(ot: OtelTrace, thread: Thread, held: int) -> bool:
+    """Whether the thread's session is this trace's alone: one thread, holding only its events."""
+    return (thread.event_count == held and thread.session.thread_count == 1
+            and not OtelTrace.objects.filter(thread__session=thread.session_id).exclude(pk=ot.pk).exists())
+
+
+def _append_new(thread: Thread, events: list[dict[str, Any]], held: set[str], actor: Actor) -> None:
+    """Append the events the thread does not hold yet (the first of each client id)."""
+    held = set(held)
     fresh = []
     for event in events:
         if event["client_id"] not in held:
