@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.db import InterfaceError, OperationalError, transaction
+from django.db.models import Min
 from django.utils import timezone
 
 from contextstore.models import Event, OtelLog, OtelSpan, OtelTrace, Session, Thread, Workspace
@@ -343,3 +344,38 @@ def traces_derive(*, workspace: Workspace, trace_ids: list[str], actor: Actor, s
                 raise
             logger.exception("otel trace %s could not be derived; its spans are kept", trace_id)
     return done
+
+
+def sessions_remap(*, workspace: Workspace, actor: Actor,
+                   trace_ids: list[str] | None = None) -> dict[str, int]:
+    """Derive traces again from their kept spans, after the mapping changed (`otel_remap`).
+
+    A session that holds only derived events (every event's client id is ours) is deleted and
+    all its traces derived again in the order they began, so changed events are written anew;
+    a session people or agents also wrote to keeps its events and gets only what is missing.
+    """
+    traces = OtelTrace.objects.filter(workspace=workspace)
+    if trace_ids is not None:
+        traces = traces.filter(trace_id__in=trace_ids)
+    mapped = set(traces.values_list("trace_id", flat=True))
+    if trace_ids is None:  # traces whose spans were kept but never derived (a mapping bug)
+        mapped |= set(OtelSpan.objects.filter(workspace=workspace).values_list("trace_id", flat=True))
+    sessions = set(OtelTrace.objects.filter(workspace=workspace, trace_id__in=mapped, thread__isnull=False)
+                   .values_list("thread__session", flat=True))
+    rebuilt = 0
+    for session_id in sorted(sessions):
+        session = Session.objects.filter(pk=session_id).first()
+        if session is None:
+            continue
+        ours = Event.objects.filter(thread__session=session, client_id__startswith="otel:").count()
+        if ours == session.event_count:
+            # every trace of this session goes again, not only those asked for
+            mapped |= set(OtelTrace.objects.filter(thread__session=session)
+                          .values_list("trace_id", flat=True))
+            session_delete(session=session, actor=actor)
+            rebuilt += 1
+    first_start = {row["trace_id"]: row["start"] for row in OtelSpan.objects.filter(
+        workspace=workspace, trace_id__in=mapped).values("trace_id").annotate(start=Min("start_ns"))}
+    ordered = sorted(mapped, key=lambda t: (first_start.get(t, 0), t))
+    derived = traces_derive(workspace=workspace, trace_ids=ordered, actor=actor)
+    return {"traces": derived, "sessions_rebuilt": rebuilt}
