@@ -11,8 +11,11 @@ from .emitters import ANSWER, exporting_provider, fake_model, weather_agent
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def run_instrumented(instrumentor, live_server, token, conversation: str) -> str:
-    provider = exporting_provider(live_server.url, token[1], "weather-service")
+def run_instrumented(instrumentor, live_server, token, conversation: str, *, from_env: bool = False) -> str:
+    if from_env:
+        provider = exporting_provider(None, None, "weather-service")
+    else:
+        provider = exporting_provider(live_server.url, token[1], "weather-service")
     instrumentor.instrument(tracer_provider=provider)
     try:
         with fake_model() as base_url:
@@ -68,9 +71,13 @@ def test_openllmetry_traces_become_one_thread(live_server, token):
     assert_one_clean_thread(thread_of("conv-llmetry"), "opentelemetry.instrumentation.openai.v1")
 
 
-def test_openinference_traces_become_one_thread(live_server, token):
+def test_openinference_traces_become_one_thread(live_server, token, monkeypatch):
+    """Configured by README's two environment variables alone."""
     from openinference.instrumentation.openai import OpenAIInstrumentor
 
-    assert run_instrumented(OpenAIInstrumentor(), live_server, token, "conv-openinference") == ANSWER
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"{live_server.url}/otlp")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", f"Authorization=Bearer {token[1]}")
+    assert run_instrumented(OpenAIInstrumentor(), live_server, token, "conv-openinference",
+                            from_env=True) == ANSWER
     assert OtelSpan.objects.count() == 3
     assert_one_clean_thread(thread_of("conv-openinference"), "openinference.instrumentation.openai")
