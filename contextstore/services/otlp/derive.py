@@ -53,6 +53,7 @@ class _Trace:
     """A trace's spans (and the log records naming them) with the answers derivation needs."""
 
     def __init__(self, spans: list[OtelSpan], logs: list[OtelLog]):
+        self.trace_id = spans[0].trace_id
         self.spans = sorted(spans, key=lambda s: (s.start_ns, s.span_id))
         self.by_id = {s.span_id: s for s in spans}
         self.logs: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -237,55 +238,56 @@ def trace_events(trace: _Trace) -> list[dict[str, Any]]:
     return events
 
 
-def _move_from(ot: OtelTrace, actor: Actor) -> None:
-    """The trace's events leave the session they went to: that session is deleted when no other
-    trace went there (it was the trace's own, named by its trace id or an id now outranked)."""
+def _move_from(ot: OtelTrace, group: list[int], actor: Actor) -> None:
+    """A trace's events leave the session they went to: that session is deleted when no trace
+    outside `group` (OtelTrace ids) went there (it was the trace's own, named by its trace id or
+    by an id now outranked)."""
     old = Session.objects.filter(threads=ot.thread_id).first()
     if old is None:
         return
-    shared = OtelTrace.objects.filter(thread__session=old).exclude(pk=ot.pk).exists()
-    if shared:
+    if OtelTrace.objects.filter(thread__session=old).exclude(pk__in=group).exists():
         logger.warning("otel trace %s moved; its events stay in session %s too", ot.trace_id, old.pk)
     else:
         session_delete(session=old, actor=actor)
 
 
-def trace_derive(*, workspace: Workspace, trace_id: str, actor: Actor) -> Thread | None:
-    """Derive (again) one trace's events; None while the trace has no span yet (log records
-    wait for their span)."""
-    spans = list(OtelSpan.objects.filter(workspace=workspace, trace_id=trace_id))
-    if not spans:
-        return None
-    trace = _Trace(spans, list(OtelLog.objects.filter(workspace=workspace, trace_id=trace_id)))
-    key = trace.session_key() or trace_id
-    user = trace.first(mapping.USER_KEYS)[:255]
+def _session_derive(*, workspace: Workspace, key: str, user: str, traces: list[_Trace],
+                    actor: Actor) -> Thread:
+    """Derive (again) the traces that name one session, in the order they began: one
+    transaction, one append of what the thread lacks."""
+    trace_ids = [t.trace_id for t in traces]
     with transaction.atomic():
-        ot, _ = OtelTrace.objects.get_or_create(workspace=workspace, trace_id=trace_id)
-        ot = OtelTrace.objects.select_for_update(of=("self",)).select_related("thread__session").get(pk=ot.pk)
-        if ot.thread is not None and (ot.thread.session.key, ot.thread.session.user_id) != (key, user):
-            _move_from(ot, actor)
-            ot.thread = None
-        session, _ = session_ensure(workspace=workspace, key=key, user_id=user, agent=trace.agent()[:200],
-                                    actor=actor)
+        OtelTrace.objects.bulk_create([OtelTrace(workspace=workspace, trace_id=t) for t in trace_ids],
+                                      ignore_conflicts=True)
+        rows = list(OtelTrace.objects.select_for_update(of=("self",)).select_related("thread__session")
+                    .filter(workspace=workspace, trace_id__in=trace_ids).order_by("pk"))
+        group = [ot.pk for ot in rows]
+        for ot in rows:
+            if ot.thread is not None and (ot.thread.session.key, ot.thread.session.user_id) != (key, user):
+                _move_from(ot, group, actor)
+                ot.thread = None
+        first = traces[0]
+        agent = next((a for t in traces if (a := t.agent())), "")[:200]
+        session, _ = session_ensure(workspace=workspace, key=key, user_id=user, agent=agent, actor=actor)
         if "otel" not in session.metadata:
             session = session_update(session=session, actor=actor,
-                                     metadata={**session.metadata, "otel": trace.provenance()})
-        thread, _ = thread_ensure(session=session, actor=actor)
-        thread = lock_thread(thread, history_only=True)
-        events = trace_events(trace)
+                                     metadata={**session.metadata, "otel": first.provenance()})
+        thread = lock_thread(thread_ensure(session=session, actor=actor)[0], history_only=True)
+        events = [e for t in traces for e in trace_events(t)]
         held = _held(thread, events)
-        if _out_of_order(events, held) and _owned(ot, thread, len(held)):
+        if _out_of_order(events, held) and _owned(group, thread, len(held)):
             # Spans came late that belong before events already stored (a parent or an
-            # earlier call): the trace's own session is written again in order.
+            # earlier call): the session, these traces' own, is written again in order.
             session_delete(session=session, actor=actor)
-            session, _ = session_ensure(workspace=workspace, key=key, user_id=user,
-                                        agent=trace.agent()[:200], metadata={"otel": trace.provenance()},
-                                        actor=actor)
+            session, _ = session_ensure(workspace=workspace, key=key, user_id=user, agent=agent,
+                                        metadata={"otel": first.provenance()}, actor=actor)
             thread = lock_thread(thread_ensure(session=session, actor=actor)[0], history_only=True)
             held = set()
         _append_new(thread, events, held, actor)
-        ot.thread, ot.session_key, ot.mapped_at = thread, key, timezone.now()
-        ot.save(update_fields=["thread", "session_key", "mapped_at"])
+        now = timezone.now()
+        for ot in rows:
+            ot.thread, ot.session_key, ot.mapped_at = thread, key, now
+        OtelTrace.objects.bulk_update(rows, ["thread", "session_key", "mapped_at"])
     return thread
 
 
@@ -310,10 +312,11 @@ def _out_of_order(events: list[dict[str, Any]], held: set[str]) -> bool:
     return False
 
 
-def _owned(ot: OtelTrace, thread: Thread, held: int) -> bool:
-    """Whether the thread's session is this trace's alone: one thread, holding only its events."""
+def _owned(group: list[int], thread: Thread, held: int) -> bool:
+    """Whether the thread's session is these traces' alone: one thread, holding only their events."""
     return (thread.event_count == held and thread.session.thread_count == 1
-            and not OtelTrace.objects.filter(thread__session=thread.session_id).exclude(pk=ot.pk).exists())
+            and not OtelTrace.objects.filter(thread__session=thread.session_id)
+            .exclude(pk__in=group).exists())
 
 
 def _append_new(thread: Thread, events: list[dict[str, Any]], held: set[str], actor: Actor) -> None:
@@ -329,20 +332,37 @@ def _append_new(thread: Thread, events: list[dict[str, Any]], held: set[str], ac
 
 
 def traces_derive(*, workspace: Workspace, trace_ids: list[str], actor: Actor, safely: bool = False) -> int:
-    """Derive each trace; returns how many were. `safely`: a bug in one trace's mapping is
-    logged and the rest go on (its spans are kept; `otel_remap` derives it again); a database
-    outage still propagates, so the exporter is told to retry."""
-    done = 0
+    """Derive the traces (those with a span yet: log records wait for theirs), grouped by the
+    session each resolves to; returns how many were. `safely`: a bug in one session's mapping
+    is logged and the rest go on (the spans are kept; `otel_remap` derives them again); a
+    database outage still propagates, so the exporter is told to retry."""
+    spans: dict[str, list[OtelSpan]] = defaultdict(list)
+    logs: dict[str, list[OtelLog]] = defaultdict(list)
+    for i in range(0, len(trace_ids), 500):
+        chunk = trace_ids[i:i + 500]
+        for span in OtelSpan.objects.filter(workspace=workspace, trace_id__in=chunk):
+            spans[span.trace_id].append(span)
+        for log in OtelLog.objects.filter(workspace=workspace, trace_id__in=chunk):
+            logs[log.trace_id].append(log)
+    groups: dict[tuple[str, str], list[_Trace]] = defaultdict(list)
     for trace_id in trace_ids:
+        if spans[trace_id]:
+            trace = _Trace(spans[trace_id], logs[trace_id])
+            key = trace.session_key() or trace_id
+            groups[(key, trace.first(mapping.USER_KEYS)[:255])].append(trace)
+    done = 0
+    for (key, user), traces in groups.items():
+        traces.sort(key=lambda t: (t.spans[0].start_ns, t.trace_id))
         try:
-            trace_derive(workspace=workspace, trace_id=trace_id, actor=actor)
-            done += 1
+            _session_derive(workspace=workspace, key=key, user=user, traces=traces, actor=actor)
+            done += len(traces)
         except (OperationalError, InterfaceError):
             raise
         except Exception:
             if not safely:
                 raise
-            logger.exception("otel trace %s could not be derived; its spans are kept", trace_id)
+            logger.exception("otel traces %s could not be derived; their spans are kept",
+                             [t.trace_id for t in traces])
     return done
 
 
