@@ -1,6 +1,6 @@
 from django.urls import path
 
-from contextstore.views import actions, calls, otlp, sessions, threads
+from contextstore.views import actions, calls, otlp, sessions, spans, threads
 
 app_name = "contextstore"
 
@@ -14,6 +14,7 @@ urlpatterns = [
     path("threads/<int:pk>/events/<int:seq>/", threads.event_detail, name="event"),
     path("threads/<int:pk>/calls/<int:seq>/sent/", calls.call_sent, name="call-sent"),
     path("threads/<int:pk>/calls/<int:seq>/diff/", calls.call_diff, name="call-diff"),
+    path("threads/<int:pk>/runs/<str:run_id>/spans/", spans.run_waterfall, name="run-spans"),
     path("threads/<int:pk>/export/", threads.thread_export_view, name="export"),
     path("threads/<int:pk>/export/size/", threads.export_size, name="export-size"),
     path("threads/<int:pk>/collapses/<int:collapse_id>/", threads.collapse_detail, name="collapse"),

@@ -4,7 +4,7 @@ diff with the previous call (what entered, the prompt cache kept)."""
 import re
 
 from contextstore.models import Event, Thread
-from tests.views.conftest import HTMX, editor, editor_client  # noqa: F401  (fixtures)
+from tests.views.conftest import HTMX, editor, editor_client, outsider, outsider_client  # noqa: F401
 
 from .conftest import fixture
 
@@ -31,3 +31,26 @@ def test_agent_text_from_spans_is_escaped(otlp, editor_client):  # noqa: F811
     assert otlp(body).status_code == 200
     page = editor_client.get(f"/threads/{Thread.objects.get().pk}/").content.decode()
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_a_session_says_it_came_from_opentelemetry_and_a_run_shows_its_span_waterfall(otlp, editor_client):  # noqa: F811
+    assert otlp(fixture("semconv_current.json")).status_code == 200
+    thread = Thread.objects.get()
+    page = editor_client.get(f"/sessions/{thread.session_id}/").content.decode()
+    provenance = re.search(r'<span class="small muted" id="provenance">(.*?)</span>', page, re.S)[1]
+    assert "via OpenTelemetry" in provenance and "trip-planner" in provenance
+    assert "opentelemetry.instrumentation.anthropic" in provenance
+    url = f"/threads/{thread.pk}/runs/b7ad6b7169203331/spans/"
+    assert url in page
+    waterfall = editor_client.get(url).content.decode()
+    rows = re.findall(r'data-span="(\w+)" data-depth="(\d)"', waterfall)
+    assert rows == [("b7ad6b7169203331", "0"), ("00f067aa0ba902b7", "1"), ("1111111111111111", "1"),
+                    ("2222222222222222", "1"), ("3333333333333333", "1")]
+    assert "booking API down" in waterfall and "+1000.0 ms" in waterfall and "2000.0 ms" in waterfall
+    assert editor_client.get(f"/threads/{thread.pk}/runs/nope/spans/").status_code == 404
+
+
+def test_another_workspace_cannot_see_the_waterfall(otlp, outsider_client):  # noqa: F811
+    assert otlp(fixture("semconv_current.json")).status_code == 200
+    thread = Thread.objects.get()
+    assert outsider_client.get(f"/threads/{thread.pk}/runs/b7ad6b7169203331/spans/").status_code == 404
