@@ -195,3 +195,28 @@ def test_a_log_record_without_its_span_ids_is_refused_alone(otlp):
     protobuf = otlp(b"\x0a\x00", signal="logs", content_type=PROTOBUF)  # one empty ResourceLogs
     assert protobuf.status_code == 200
     assert ExportLogsServiceResponse.FromString(protobuf.content) == ExportLogsServiceResponse()
+
+
+def test_any_text_a_span_carries_is_kept_and_a_lone_surrogate_is_refused(otlp):
+    nul = span("00f067aa0ba902b7", "chat\x00name", {**CHAT, "gen_ai.input.messages": json.dumps(
+        [{"role": "user", "parts": [{"type": "text", "content": "a\x00b"}]}])},
+        status={"code": 2, "message": "bad\x00thing"})
+    assert otlp(export(nul)).status_code == 200
+    stored_span = OtelSpan.objects.get()
+    assert (stored_span.name, stored_span.status_message) == ("chat\x00name", "bad\x00thing")
+    assert Event.objects.get(type="Message", role="user").content == "a\x00b"
+    body = json.dumps(export(span("00f067aa0ba902b8", "chat", CHAT))).replace('"chat"', '"\\ud800"', 1)
+    response = otlp(body.encode())
+    assert response.status_code == 400
+    assert OtelSpan.objects.count() == 1
+
+
+def test_a_message_over_the_event_limit_is_cut_and_the_session_still_derived(otlp, settings):
+    settings.CONTEXTSTORE = {**settings.CONTEXTSTORE, "MAX_EVENT_CONTENT_BYTES": 1000}
+    huge = {**CHAT, "gen_ai.input.messages": json.dumps(
+        [{"role": "user", "parts": [{"type": "text", "content": "é" * 5000}]}])}
+    assert otlp(export(span("00f067aa0ba902b7", "chat", huge))).status_code == 200
+    user = Event.objects.get(role="user")
+    assert user.content.endswith("[truncated]") and len(user.content.encode()) <= 1000
+    assert user.data["truncated_from_bytes"] == 10000
+    assert Event.objects.filter(type="LLMComplete").exists()

@@ -21,6 +21,7 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any
 
+from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import Min
 from django.utils import timezone
@@ -319,6 +320,20 @@ def _owned(group: list[int], thread: Thread, held: int) -> bool:
             .exclude(pk__in=group).exists())
 
 
+def _fitted(event: dict[str, Any]) -> dict[str, Any]:
+    """An event whose content is over the event limit keeps its first part (the whole text stays
+    in the raw span, and in a call's logged messages); one huge message must not keep the rest
+    of its session from being derived."""
+    limit = settings.CONTEXTSTORE["MAX_EVENT_CONTENT_BYTES"]
+    content = event.get("content") or ""
+    if len(content) * 4 <= limit or len(encoded := content.encode()) <= limit:
+        return event
+    data = dict(event.get("data") or {})
+    data["truncated_from_bytes"] = len(encoded)
+    return {**event, "content": encoded[:limit - 64].decode(errors="ignore") + " … [truncated]",
+            "data": data}
+
+
 def _append_new(thread: Thread, events: list[dict[str, Any]], held: set[str], actor: Actor) -> None:
     """Append the events the thread does not hold yet (the first of each client id)."""
     held = set(held)
@@ -326,7 +341,7 @@ def _append_new(thread: Thread, events: list[dict[str, Any]], held: set[str], ac
     for event in events:
         if event["client_id"] not in held:
             held.add(event["client_id"])
-            fresh.append({k: v for k, v in event.items() if v is not None})
+            fresh.append(_fitted({k: v for k, v in event.items() if v is not None}))
     for i in range(0, len(fresh), APPEND_BATCH):
         event_append(thread=thread, events=fresh[i:i + APPEND_BATCH], actor=actor)
 

@@ -20,7 +20,7 @@ BATCH = 500
 def spans_store(*, workspace: Workspace, spans: list[Span]) -> list[str]:
     """Keep the spans (a span already kept is left as it was); returns the trace ids named."""
     rows = [OtelSpan(workspace=workspace, trace_id=s.trace_id, span_id=s.span_id,
-                     parent_span_id=s.parent_span_id, name=s.name[:500], kind=s.kind,
+                     parent_span_id=s.parent_span_id, name=s.name, kind=s.kind,
                      start_ns=min(s.start_ns, 2**63 - 1), end_ns=min(s.end_ns, 2**63 - 1),
                      status_code=s.status_code, status_message=s.status_message,
                      attributes=s.attributes, events=s.events, links=s.links, resource=s.resource,
@@ -39,7 +39,7 @@ def _digest(record: LogRecord) -> str:
 def logs_store(*, workspace: Workspace, records: list[LogRecord]) -> list[str]:
     """Keep the log records (one already kept is left); returns the trace ids named."""
     rows = [OtelLog(workspace=workspace, trace_id=r.trace_id, span_id=r.span_id, digest=_digest(r),
-                    time_ns=min(r.time_ns, 2**63 - 1), event_name=r.event_name[:200], body=r.body,
+                    time_ns=min(r.time_ns, 2**63 - 1), event_name=r.event_name, body=r.body,
                     attributes=r.attributes) for r in records]
     with transaction.atomic():
         OtelLog.objects.bulk_create(rows, batch_size=BATCH, ignore_conflicts=True)
