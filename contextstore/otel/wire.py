@@ -67,6 +67,8 @@ def read_limited(read: Callable[[int], bytes], content_encoding: str, limit: int
                     out += inflater.decompress(inflater.unconsumed_tail, limit + 1 - len(out))
             except zlib.error as exc:
                 raise BadBody(f"The body is not valid {coding} data ({exc}).") from exc
+            if inflater.unused_data:  # bytes after the end: refused, not read on and on
+                raise BadBody(f"The body has data after the end of its {coding} stream.")
         if len(out) > limit:
             raise TooLarge(f"The body is larger than {limit} bytes once decompressed.")
     if inflater is not None:
