@@ -253,15 +253,10 @@ def _move_from(ot: OtelTrace, group: list[int], actor: Actor) -> None:
 
 
 def _session_derive(*, workspace: Workspace, key: str, user: str, traces: list[_Trace],
-                    actor: Actor) -> Thread:
-    """Derive (again) the traces that name one session, in the order they began: one
-    transaction, one append of what the thread lacks."""
-    trace_ids = [t.trace_id for t in traces]
+                    rows: list[OtelTrace], actor: Actor) -> Thread:
+    """Derive (again) the traces that name one session, in the order they began (their
+    OtelTrace `rows` locked by the caller): one append of what the thread lacks."""
     with transaction.atomic():
-        OtelTrace.objects.bulk_create([OtelTrace(workspace=workspace, trace_id=t) for t in trace_ids],
-                                      ignore_conflicts=True)
-        rows = list(OtelTrace.objects.select_for_update(of=("self",)).select_related("thread__session")
-                    .filter(workspace=workspace, trace_id__in=trace_ids).order_by("pk"))
         group = [ot.pk for ot in rows]
         for ot in rows:
             if ot.thread is not None and (ot.thread.session.key, ot.thread.session.user_id) != (key, user):
@@ -351,33 +346,44 @@ def traces_derive(*, workspace: Workspace, trace_ids: list[str], actor: Actor, s
     session each resolves to; returns how many were. `safely`: a bug in one session's mapping
     is logged and the rest go on (the spans are kept; `otel_remap` derives them again); a
     database outage still propagates, so the exporter is told to retry."""
-    spans: dict[str, list[OtelSpan]] = defaultdict(list)
-    logs: dict[str, list[OtelLog]] = defaultdict(list)
-    for i in range(0, len(trace_ids), 500):
-        chunk = trace_ids[i:i + 500]
-        for span in OtelSpan.objects.filter(workspace=workspace, trace_id__in=chunk):
-            spans[span.trace_id].append(span)
-        for log in OtelLog.objects.filter(workspace=workspace, trace_id__in=chunk):
-            logs[log.trace_id].append(log)
-    groups: dict[tuple[str, str], list[_Trace]] = defaultdict(list)
-    for trace_id in trace_ids:
-        if spans[trace_id]:
-            trace = _Trace(spans[trace_id], logs[trace_id])
-            key = trace.session_key() or trace_id
-            groups[(key, trace.first(mapping.USER_KEYS)[:255])].append(trace)
+    trace_ids = sorted(set(trace_ids))  # every transaction takes the rows in one order
     done = 0
-    for (key, user), traces in groups.items():
-        traces.sort(key=lambda t: (t.spans[0].start_ns, t.trace_id))
-        try:
-            _session_derive(workspace=workspace, key=key, user=user, traces=traces, actor=actor)
-            done += len(traces)
-        except (OperationalError, InterfaceError):
-            raise
-        except Exception:
-            if not safely:
+    with transaction.atomic():
+        OtelTrace.objects.bulk_create([OtelTrace(workspace=workspace, trace_id=t) for t in trace_ids],
+                                      ignore_conflicts=True)
+        rows: dict[str, OtelTrace] = {}
+        spans: dict[str, list[OtelSpan]] = defaultdict(list)
+        logs: dict[str, list[OtelLog]] = defaultdict(list)
+        for i in range(0, len(trace_ids), 500):
+            chunk = trace_ids[i:i + 500]
+            rows.update((ot.trace_id, ot) for ot in OtelTrace.objects.select_for_update(of=("self",))
+                        .select_related("thread__session").filter(workspace=workspace, trace_id__in=chunk)
+                        .order_by("trace_id"))
+            # Read under the traces' locks: a derivation that waited for another sees every
+            # span stored before it began, so the last one to run derives from them all.
+            for span in OtelSpan.objects.filter(workspace=workspace, trace_id__in=chunk):
+                spans[span.trace_id].append(span)
+            for log in OtelLog.objects.filter(workspace=workspace, trace_id__in=chunk):
+                logs[log.trace_id].append(log)
+        groups: dict[tuple[str, str], list[_Trace]] = defaultdict(list)
+        for trace_id in trace_ids:
+            if spans[trace_id]:
+                trace = _Trace(spans[trace_id], logs[trace_id])
+                key = trace.session_key() or trace_id
+                groups[(key, trace.first(mapping.USER_KEYS)[:255])].append(trace)
+        for (key, user), traces in sorted(groups.items()):
+            traces.sort(key=lambda t: (t.spans[0].start_ns, t.trace_id))
+            try:
+                _session_derive(workspace=workspace, key=key, user=user, traces=traces,
+                                rows=[rows[t.trace_id] for t in traces], actor=actor)
+                done += len(traces)
+            except (OperationalError, InterfaceError):
                 raise
-            logger.exception("otel traces %s could not be derived; their spans are kept",
-                             [t.trace_id for t in traces])
+            except Exception:
+                if not safely:
+                    raise
+                logger.exception("otel traces %s could not be derived; their spans are kept",
+                                 [t.trace_id for t in traces])
     return done
 
 
