@@ -3,7 +3,10 @@ diff with the previous call (what entered, the prompt cache kept)."""
 
 import re
 
-from contextstore.models import Event, Thread
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from contextstore.models import Event, OtelSpan, Thread
 from tests.views.conftest import HTMX, editor, editor_client, outsider, outsider_client  # noqa: F401
 
 from .conftest import fixture
@@ -54,3 +57,13 @@ def test_another_workspace_cannot_see_the_waterfall(otlp, outsider_client):  # n
     assert otlp(fixture("semconv_current.json")).status_code == 200
     thread = Thread.objects.get()
     assert outsider_client.get(f"/threads/{thread.pk}/runs/b7ad6b7169203331/spans/").status_code == 404
+
+
+def test_admins_see_the_raw_spans_read_only(otlp, db):
+    assert otlp(fixture("adk.json")).status_code == 200
+    client = Client()
+    client.force_login(get_user_model().objects.create_superuser("root", password="pw-for-tests-123"))
+    listing = client.get("/admin/contextstore/otelspan/", {"q": "4af7651916cd43dd8448eb211c80319c"})
+    assert listing.status_code == 200 and "call_llm" in listing.content.decode()
+    span = OtelSpan.objects.first()
+    assert client.post(f"/admin/contextstore/otelspan/{span.pk}/delete/", {"post": "yes"}).status_code == 403
