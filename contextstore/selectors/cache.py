@@ -93,6 +93,15 @@ def _text(content: Any) -> str:
     return "" if content is None else canonical(content)
 
 
+def _plain(message: Any) -> str:
+    """A message's text: its content, or its parts (GenAI conventions' messages, OTLP ingest)."""
+    if not isinstance(message, dict):
+        return _text(message)
+    if "content" not in message and isinstance(message.get("parts"), list):
+        return _text(message["parts"])
+    return _text(message.get("content"))
+
+
 def segments_of(*, fmt: str | None, tools: list[Any], system: list[Any], messages: list[Any],
                 sections: tuple[bool, bool, bool] | None) -> list[Segment]:
     """The request's segments in wire order. `sections`: whether a render's prefix, summary and
@@ -124,7 +133,7 @@ def segments_of(*, fmt: str | None, tools: list[Any], system: list[Any], message
             section = "history"
         where = names.get(section, "history") if section != "history" else "history"
         out.append(Segment("messages", section, f"message {i + 1} ({role or '?'}, {where})",
-                           canonical(m), _text(m.get("content") if isinstance(m, dict) else m)))
+                           canonical(m), _plain(m)))
     return out
 
 
