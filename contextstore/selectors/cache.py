@@ -88,8 +88,10 @@ def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(_text(c.get("text") or c.get("content") or "") if isinstance(c, dict) else _text(c)
-                         for c in content)
+        # text parts (OpenAI, Anthropic, GenAI conventions), tool results' `response` and tool
+        # calls' `arguments` (GenAI conventions)
+        return "\n".join(_text(c.get("text") or c.get("content") or c.get("response") or c.get("arguments")
+                                or "") if isinstance(c, dict) else _text(c) for c in content)
     return "" if content is None else canonical(content)
 
 
