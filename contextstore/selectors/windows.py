@@ -65,9 +65,15 @@ def total_tokens(*, thread: Thread) -> int:
 def window_by_count(*, thread: Thread, count: int) -> dict[str, Any]:
     """peteos rolling_sequence_window: the last `count` non-special messages.
 
-    covers_all is true when nothing would be dropped (peteos returns None then).
+    covers_all is true when nothing would be dropped (peteos returns None then). A count of 0
+    keeps every message, as peteos does: it reads the window's start as ``entries[-0]``, the
+    first entry, and forks the whole context.
     """
-    events = working_context_tail(thread=thread, count=count)
+    if count == 0:
+        events = list(Event.objects.filter(
+            thread=thread, status=Event.Status.ACTIVE, visible=True).order_by("position"))
+    else:
+        events = working_context_tail(thread=thread, count=count)
     return {"events": events, "covers_all": thread.active_event_count <= count}
 
 
