@@ -5,7 +5,7 @@ import json
 from typing import Any
 
 from contextstore.models import Event, Thread
-from contextstore.tokens import count_tokens
+from contextstore.tokens import count_tokens, peteos_message_tokens
 
 
 def working_context_tail(
@@ -49,10 +49,18 @@ def working_context_tail(
 
 def special_tokens(thread: Thread) -> int:
     """Tokens of peteos' special slots: the system prompt and the tool definitions."""
-    # A thread imported from peteos keeps its slot messages and their count as peteos made it.
-    counted = (thread.extra or {}).get("peteos", {}).get("special_tokens")
+    # A thread imported from peteos keeps its slot messages and their count as peteos made it;
+    # one the peteos adapter saved keeps the slot messages, counted here as peteos counts them.
+    stored = (thread.extra or {}).get("peteos")
+    if not isinstance(stored, dict):
+        stored = {}
+    counted = stored.get("special_tokens")
     if isinstance(counted, int):
         return counted
+    specials = stored.get("special_messages")
+    if isinstance(specials, list) and specials:
+        return sum(peteos_message_tokens(m[1]) for m in specials
+                   if isinstance(m, list) and len(m) == 2 and isinstance(m[1], dict))
     tools = json.dumps(thread.tool_definitions, ensure_ascii=False) if thread.tool_definitions else ""
     return count_tokens(thread.system_prompt) + count_tokens(tools)
 

@@ -17,46 +17,14 @@ Token counts are peteos' own (``Message.count_tokens``: ``"<role>: "`` plus the 
 or the count a message already caches), so totals and windows agree with what peteos computes.
 """
 
-import json
 from typing import Any
 
 from contextstore.errors import InvalidInput
 from contextstore.models import Event, Thread
-from contextstore.tokens import count_tokens, is_thinking
+from contextstore.tokens import peteos_message_tokens, peteos_stripped_content, peteos_thinking_tokens
 
 KEY = "peteos"
 SLOT_ID_KEYS = ("system_prompt_message_id", "tool_definitions_message_id")
-
-
-def message_tokens(message: dict[str, Any]) -> int:
-    """peteos ``Message.count_tokens``: the cached count if the message carries one."""
-    cached = message.get("token_count")
-    if isinstance(cached, int) and not isinstance(cached, bool):
-        return cached
-    return _count(message.get("role", ""), message.get("content", []))
-
-
-def _count(role: str, content: Any) -> int:
-    # Exactly peteos' Message._compute_token_count text, so the numbers are the same.
-    return count_tokens(f"{role}: {json.dumps(content, ensure_ascii=False) if content else ''}")
-
-
-def stripped_content(message: dict[str, Any]) -> list | None:
-    """The content peteos' ``strip_thinking`` keeps; None when it drops the whole message."""
-    content = message.get("content") or []
-    if not isinstance(content, list):
-        return content
-    kept = [p for p in content if not is_thinking(p)]
-    return kept or None
-
-
-def thinking_tokens(message: dict[str, Any]) -> int:
-    """Tokens that disappear from this message when thinking is stripped (peteos counting)."""
-    kept = stripped_content(message)
-    total = message_tokens(message)
-    if kept is None:
-        return total
-    return max(total - _count(message.get("role", ""), kept), 0)
 
 
 def _text(content: Any) -> str:
@@ -137,7 +105,7 @@ def peteos_to_export(data: dict[str, Any]) -> dict[str, Any]:
             "data": {KEY: message}, "anchor": _home_anchor(anchors, index)[:200],
             "client_id": f"peteos:{message['id']}"[:200] if ids_unique else None,
             "visible": True, "status": Event.Status.ACTIVE,
-            "token_count": message_tokens(message), "thinking_tokens": thinking_tokens(message),
+            "token_count": peteos_message_tokens(message), "thinking_tokens": peteos_thinking_tokens(message),
         })
 
     system = next((m for _, m in specials if m.get("id") == data.get(SLOT_ID_KEYS[0])), None)
@@ -153,7 +121,7 @@ def peteos_to_export(data: dict[str, Any]) -> dict[str, Any]:
             "extra": {KEY: {
                 "context": context,
                 "special_messages": specials,
-                "special_tokens": sum(message_tokens(m) for _, m in specials),
+                "special_tokens": sum(peteos_message_tokens(m) for _, m in specials),
                 "order": [m.get("id") for _, m in ordinary] if ids_unique else None,
             }},
         },
@@ -260,7 +228,7 @@ def thread_to_peteos(*, thread: Thread, strip_thinking: bool = False) -> dict[st
     if strip_thinking:
         stripped = []
         for message in messages:
-            kept = stripped_content(message)
+            kept = peteos_stripped_content(message)
             if kept is not None:
                 stripped.append({**message, "content": kept})
         messages = stripped

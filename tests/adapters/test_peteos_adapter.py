@@ -233,3 +233,25 @@ def test_every_model_call_is_logged_with_the_messages_put_on_the_wire(store):
     assert [m["role"] for m in wire[1]["messages"]] == ["system", "user", "assistant", "user"]
     # the logged calls are runtime events: the context loads back as it was saved
     assert seen_by_model(load_context(thread)) == seen_by_model(ctx)
+
+
+def test_a_strip_thinking_render_of_a_saved_context_agrees_with_peteos(store):
+    thread = store.thread("peteos-strip", agent="peteos")
+    ctx = conversation()
+    ctx.append(Message({"role": "assistant", "content": []}))  # left empty: peteos drops it too
+    # A count cached before stripping stays on peteos' stripped copy, thinking included.
+    next(m for m in ctx.messages if m.raw_dict["content"][0].get("type") == "thinking").count_tokens()
+    save_context(ctx, thread)
+    created = {m.id: m.raw_dict["_sequence_number"] for m in ctx.messages}
+    theirs = Context.load_from_dict(plain(ctx.raw_dict)).strip_thinking()
+    special = {theirs.system_prompt_message, theirs.tool_definitions_message}
+    kept = sorted((m for m in theirs.messages if m not in special), key=lambda m: created[m.id])
+
+    rendered = thread.context(max_tokens=100_000, strip_thinking=True)
+
+    ids = {e.seq: e.data["peteos"]["id"] for e in thread.events()}
+    history = [m for m in rendered.messages if m["section"] == "history"]
+    assert [ids[m["seq"]] for m in history] == [m.id for m in kept]
+    assert [m["tokens"] for m in history] == [Message.from_dict(m.raw_dict).count_tokens() for m in kept]
+    assert rendered.stats["sections"]["history"]["tokens"] == sum(m["tokens"] for m in history)
+    assert thread.total_tokens() == ctx.total_token_count()
