@@ -129,13 +129,17 @@ def peteos_to_export(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _new_id(event: Event) -> str:
+    return f"contextstore-{event.thread_id}-{event.seq}"
+
+
 def _new_message(event: Event, number: int) -> dict[str, Any]:
     """A peteos message for an event that did not come from peteos (appended through the API)."""
     return {
         "role": event.role or "user",
         "content": event.parts if event.parts else [{"type": "text", "text": event.content}],
         "_type": "Message",
-        "id": f"contextstore-{event.thread_id}-{event.seq}",
+        "id": _new_id(event),
         "_hook_ids": [],
         "creation_timestamp": event.occurred_at.isoformat(),
         "_sequence_number": number,
@@ -160,6 +164,9 @@ def thread_to_peteos(*, thread: Thread, strip_thinking: bool = False) -> dict[st
     if isinstance(saved, dict) and not stored.get("sync"):
         stored.update(saved)
     revised = stored.get("revised") or {}
+    held = stored.get("foreign") if stored.get("sync") else None
+    if not isinstance(held, dict):
+        held = {}
     context = dict(stored.get("context") or {})
     if context and (thread.extra or {}).get("forked_from"):
         # A contextstore fork of a peteos thread inherited the parent's top level: give it the
@@ -195,6 +202,8 @@ def thread_to_peteos(*, thread: Thread, strip_thinking: bool = False) -> dict[st
             message = original
         elif not event.visible:  # runtime events (an LLM call logged) are no message of peteos'
             continue
+        elif isinstance(held.get(_new_id(event)), dict):  # numbered in the context last saved
+            message = held[_new_id(event)]
         else:
             message, counter, added = _new_message(event, counter), counter + 1, added + 1
         # A Summary sits just before the first message it replaced; new events go last,
