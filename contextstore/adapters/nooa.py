@@ -111,9 +111,11 @@ class ContextStoreEventBackend(InMemoryBackend):
         self._registry: dict[str, type[EventBase]] = dict(_CORE_TYPES)
         self._position: dict[str, int] = {}  # nooa tag -> position in contextstore
         self._keys: dict[str, str] = {}  # nooa tag -> sync key
-        # The namespace document: Nooa's own collapse summaries by contextstore seq, and the tags
-        # given to events people added, so they keep their tag in every process.
-        self._doc: dict[str, Any] = {"summaries": {}, "tags": {}}
+        self._ranges: dict[str, tuple[int, int]] = {}  # a summary's tag -> the positions it holds
+        # The namespace document: Nooa's own collapse summaries by contextstore seq, the tags
+        # given to events people added, so they keep their tag in every process, and the ranges
+        # of removed summaries, whose children Nooa keeps archived.
+        self._doc: dict[str, Any] = {"summaries": {}, "tags": {}, "archived": []}
         self._load()
 
     # -- reading the thread back
@@ -130,12 +132,15 @@ class ContextStoreEventBackend(InMemoryBackend):
         archived; cleared, removed and replaced ones are not Nooa's any more."""
         loaded = self.thread.sync_load(KEY)
         doc = loaded.document if isinstance(loaded.document, dict) else {}
-        self._doc = {"summaries": dict(doc.get("summaries") or {}), "tags": dict(doc.get("tags") or {})}
+        self._doc = {"summaries": dict(doc.get("summaries") or {}), "tags": dict(doc.get("tags") or {}),
+                     "archived": [tuple(r) for r in doc.get("archived") or ()]}
         rows = [(item.event, True) for item in loaded.items]
-        # Collapsed events are the archived children of a summary still in the context; those
-        # under a cleared summary went with it (Nooa's clear drops everything).
+        # Collapsed events are the archived children of a summary still in the context, or of
+        # one Nooa removed (its children stay archived); those under a cleared summary went
+        # with it (Nooa's clear drops everything).
         ranges = [_summary_range(e.data, e.position)
                   for e, _ in rows if e.type == "Summary" and isinstance(e.data, dict)]
+        ranges += self._doc["archived"]
         if ranges:
             rows += [(event, False) for event in self.thread.iter_events(status="collapsed")
                      if any(low <= event.position <= high for low, high in ranges)]
@@ -184,6 +189,8 @@ class ContextStoreEventBackend(InMemoryBackend):
         self._tag_to_event[tag] = nooa_event
         self._position[tag] = event.position
         self._keys[tag] = key
+        if event.type == "Summary" and isinstance(event.data, dict):
+            self._ranges[tag] = _summary_range(event.data, event.position)
         self._next_tag_num = max(self._next_tag_num, self.max_tag_num() + 1)
         if active:
             working.append((event.position, event.seq, tag))
@@ -237,6 +244,7 @@ class ContextStoreEventBackend(InMemoryBackend):
                                             dump.get("summary_text") or f"Summary of {tag}")
             self._position[tag] = collapse.summary_event.position
             self._keys[tag] = f"{FOREIGN}{collapse.summary_event.seq}"
+            self._ranges[tag] = (collapse.start_position, collapse.end_position)
             self._doc["summaries"][str(collapse.summary_event.seq)] = {"tag": tag, "event": dump}
             self._save_doc()
             return
@@ -264,8 +272,14 @@ class ContextStoreEventBackend(InMemoryBackend):
         event = self._tag_to_event.get(tag)
         if event is None or not super().remove(tag):
             return False
-        self.thread.sync_save(KEY, removed=[self._keys.pop(tag, event.id)])
+        removed = [self._keys.pop(tag, event.id)]
         self._position.pop(tag, None)
+        held = self._ranges.pop(tag, None)
+        if held is None:
+            self.thread.sync_save(KEY, removed=removed)
+        else:  # a summary: Nooa keeps its children, archived, without it
+            self._doc["archived"].append(held)
+            self.thread.sync_save(KEY, removed=removed, document=self._doc)
         return True
 
     def clear(self) -> None:
@@ -274,8 +288,9 @@ class ContextStoreEventBackend(InMemoryBackend):
         super().clear()
         self._position.clear()
         self._keys.clear()
+        self._ranges.clear()
         self.thread.clear_context()
-        self._doc = {"summaries": {}, "tags": {}}
+        self._doc = {"summaries": {}, "tags": {}, "archived": []}
         self._save_doc()
 
     def all_events(self) -> Iterator[EventBase]:
