@@ -10,7 +10,7 @@
     storage.restore_snapshot(snapshot_id, MyAgent(llm=llm, storage=storage))
 
 Each Nooa event is one contextstore event, saved through the sync protocol (key: the Nooa event
-id): its type is the Nooa event type (``NooaEvent`` when the name is not a short identifier),
+id): its type is the Nooa event type (``NooaEvent`` when the server takes no such name),
 its JSON and tag are in ``data["nooa"]``, its method call scope is ``call_id``, its timestamp
 ``occurred_at``. ``EventManager.collapse`` (archive a range, store a Summary in its place)
 becomes one contextstore collapse of the same events, so the dashboard shows the summary and the
@@ -34,7 +34,6 @@ the agent's prompt blocks.
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from collections.abc import Iterator
 from datetime import datetime
@@ -55,7 +54,7 @@ if TYPE_CHECKING:
 KEY = "nooa"
 SNAPSHOT_PREFIX = "nooa.snapshot."
 FOREIGN = "cs:"
-TYPE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,31}")
+TYPE_MAX_LENGTH = 64  # the server's event type rule (contextstore/eventspec.py)
 BLOCK_MAX_CHARS = 20_000  # the server's default BLOCK_MAX_CHARS
 TEXT_FIELDS = ("summary_text", "content", "text", "code", "output", "result", "message", "task")
 
@@ -71,9 +70,11 @@ def _text(event: EventBase, dump: dict[str, Any]) -> str:
 
 
 def _event_type(name: str) -> str:
-    """The contextstore type for a Nooa event type: the name itself when every server takes it
-    (letters, digits, _; at most 32), else a generic one; the real name is always in the data."""
-    return name if TYPE_NAME.fullmatch(name) else "NooaEvent"
+    """The contextstore type for a Nooa event type: the name itself when the server takes it
+    (its type rule: 1-64 printable characters, no whitespace), else a generic one; the real
+    name is always in the data."""
+    fits = 0 < len(name) <= TYPE_MAX_LENGTH and name.isprintable() and name.split() == [name]
+    return name if fits else "NooaEvent"
 
 
 def _occurred_at(event: EventBase) -> str | None:

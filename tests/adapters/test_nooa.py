@@ -203,12 +203,31 @@ def test_custom_event_type_names_are_kept(live_server, store, token):
     storage.event_backend.register_event_type(ToolCall_v2)
     manager = Counter(llm=FakeLLMClient(), storage=storage).event_manager
     tag = manager.add(ToolCall_v2(content="ran it"))
+    assert thread.events()[-1].type == "tool.call-v2"  # the server takes the name as it is
     with ContextStore(live_server.url, token[1]) as other:
         rebuilt = ContextStoreStorage(other.thread("nooa-types", agent="counter")).event_backend
         rebuilt.register_event_type(ToolCall_v2)
         # A fresh backend deserializes from the data, so the name survives whatever the type.
         rebuilt._load()
         assert rebuilt.get(tag).event_type == "tool.call-v2"
+
+
+class Spaced(EventBase):
+    event_type: str = "a step with spaces"
+    content: str = ""
+
+
+def test_a_type_name_no_server_takes_is_stored_as_a_generic_one(store):
+    thread = store.thread("nooa-spaced", agent="counter")
+    storage = ContextStoreStorage(thread)
+    storage.event_backend.register_event_type(Spaced)
+    tag = Counter(llm=FakeLLMClient(), storage=storage).event_manager.add(Spaced(content="x"))
+
+    assert thread.events()[-1].type == "NooaEvent"
+    rebuilt = ContextStoreStorage(store.thread("nooa-spaced", agent="counter")).event_backend
+    rebuilt.register_event_type(Spaced)
+    rebuilt._load()
+    assert rebuilt.get(tag).event_type == "a step with spaces"
 
 
 def test_events_keep_the_agents_own_time(store):
