@@ -798,8 +798,12 @@ class ThreadHandle(_Handle):
                     after_seq: int | None = None, before_seq: int | None = None,
                     status: str | None = None, visible: bool | None = None,
                     limit: int | None = None, page_size: int | None = None) -> Iterator[Event]:
-        """Events matching all filters, oldest first; `limit` keeps only the newest matches."""
-        params = {"type": ",".join(type) if isinstance(type, list) else type, "q": q,
+        """Events matching all filters, oldest first; `limit` keeps only the newest matches.
+
+        type: a list of whole names (commas allowed in a name), or a comma-separated str."""
+        if isinstance(type, list) and len(type) == 1 and "," in type[0]:
+            type = type * 2  # a single value is read as a comma-separated list: repeat it
+        params = {"type": type, "q": q,
                   "regex": regex, "run_id": run_id, "call_id": call_id, "step": step,
                   "after_seq": after_seq, "before_seq": before_seq, "status": status,
                   "visible": visible, "limit": limit, "page_size": page_size}
