@@ -70,10 +70,15 @@ def _peteos_count(role: Any, content: Any) -> int:
     return count_tokens(f"{role}: {json.dumps(content, ensure_ascii=False) if content else ''}")
 
 
+def _peteos_cached(message: dict[str, Any]) -> int | None:
+    cached = message.get("token_count")
+    return cached if isinstance(cached, int) and not isinstance(cached, bool) else None
+
+
 def peteos_message_tokens(message: dict[str, Any]) -> int:
     """peteos ``Message.count_tokens``: the count the message caches if it carries one."""
-    cached = message.get("token_count")
-    if isinstance(cached, int) and not isinstance(cached, bool):
+    cached = _peteos_cached(message)
+    if cached is not None:
         return cached
     return _peteos_count(message.get("role", ""), message.get("content", []))
 
@@ -96,7 +101,7 @@ def peteos_thinking_tokens(message: dict[str, Any]) -> int:
     kept = peteos_stripped_content(message)
     if kept is None:
         return total
-    if "token_count" in message:
+    if _peteos_cached(message) is not None:
         return 0
     return max(total - _peteos_count(message.get("role", ""), kept), 0)
 
