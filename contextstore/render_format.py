@@ -209,6 +209,28 @@ def valid_items(events: Sequence[EventFields]) -> tuple[list[list[Item]], list[d
     return units[::-1], dropped
 
 
+def without_emptied(units: list[list[Item]], strip_thinking: bool
+                    ) -> tuple[list[list[Item]], list[dict[str, Any]]]:
+    """`units` without the events stripping thinking leaves empty (no text, no parts but
+    thinking, no calls, no result), and those events as dropped: peteos'
+    ``Context.strip_thinking`` drops a message with nothing but thinking or nothing at all.
+    Without stripping, `units` as they are."""
+    if not strip_thinking:
+        return units, []
+    kept, dropped = [], []
+    for unit in units:
+        shown = []
+        for item in unit:
+            e = item.event
+            if item.kind == "result" or item.calls or e.content or event_parts(e, strip_thinking=True):
+                shown.append(item)
+            else:
+                dropped.append(_dropped(e, "empty_after_strip"))
+        if shown:
+            kept.append(shown)
+    return kept, dropped
+
+
 def _dropped(event: EventFields, reason: str) -> dict[str, Any]:
     return {"seq": event.seq, "position": event.position, "tokens": event.token_count,
             "reason": reason}

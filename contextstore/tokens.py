@@ -56,10 +56,66 @@ def is_thinking(part: Any) -> bool:
     return isinstance(part, dict) and part.get("type") in ("thinking", "redacted_thinking")
 
 
+# ------------------------------------------------------------------ peteos' own counting
+
+def peteos_message(data: Any) -> dict[str, Any] | None:
+    """The peteos message an event keeps untouched in ``data["peteos"]`` (the peteos adapter and
+    the peteos import put it there), or None."""
+    message = data.get("peteos") if isinstance(data, dict) else None
+    return message if isinstance(message, dict) else None
+
+
+def _peteos_count(role: Any, content: Any) -> int:
+    # Exactly peteos' Message._compute_token_count text, so the numbers are the same.
+    return count_tokens(f"{role}: {json.dumps(content, ensure_ascii=False) if content else ''}")
+
+
+def _peteos_cached(message: dict[str, Any]) -> int | None:
+    cached = message.get("token_count")
+    return cached if isinstance(cached, int) and not isinstance(cached, bool) else None
+
+
+def peteos_message_tokens(message: dict[str, Any]) -> int:
+    """peteos ``Message.count_tokens``: the count the message caches if it carries one."""
+    cached = _peteos_cached(message)
+    if cached is not None:
+        return cached
+    return _peteos_count(message.get("role", ""), message.get("content", []))
+
+
+def peteos_stripped_content(message: dict[str, Any]) -> Any:
+    """The content peteos' ``Context.strip_thinking`` keeps; None when it drops the message
+    (nothing but thinking, or empty to begin with)."""
+    content = message.get("content") or []
+    if not isinstance(content, list):
+        return content
+    kept = [p for p in content if not is_thinking(p)]
+    return kept or None
+
+
+def peteos_thinking_tokens(message: dict[str, Any]) -> int:
+    """Tokens that disappear from the message when thinking is stripped, as peteos counts its
+    stripped fork: all of them when the message is dropped; none when it caches a count (the
+    stripped copy keeps the cached number); otherwise the difference of the two contents."""
+    total = peteos_message_tokens(message)
+    kept = peteos_stripped_content(message)
+    if kept is None:
+        return total
+    if _peteos_cached(message) is not None:
+        return 0
+    return max(total - _peteos_count(message.get("role", ""), kept), 0)
+
+
 def event_tokens(content: str, parts: list[Any] | None, *, type_: str = "",
                  data: Any = None) -> tuple[int, int]:
     """(total tokens, tokens in thinking parts) for an event's content and parts, and for a
-    ToolCall the name and arguments it keeps in `data` (the model sees them too)."""
+    ToolCall the name and arguments it keeps in `data` (the model sees them too).
+
+    An event that keeps a peteos message is counted as peteos counts that message, so a
+    context saved by the peteos adapter renders, windows and totals with peteos' numbers."""
+    message = peteos_message(data)
+    if message is not None:
+        return peteos_message_tokens(message), peteos_thinking_tokens(message)
     total = count_tokens(content) + count_tokens(data_call_text(type_, parts, data))
     thinking = 0
     for part in parts or ():

@@ -52,3 +52,30 @@ def test_each_checkpointer_call_costs_one_or_two_requests(saver):
     listed = list(saver.list({"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}, limit=3))
     assert transport.count <= 2
     assert [t.metadata["step"] for t in listed] == [3, 2, 1]
+
+
+def test_copy_prune_and_delete_for_runs_cost_one_request_each(saver):
+    saver, transport = saver
+    config = {"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}
+    for step in range(3):
+        config = saver.put(config, checkpoint({"messages": [f"m{step}"]}, step + 1),
+                           {"source": "loop", "step": step, "run_id": f"run-{step}"},
+                           {"messages": step + 1})
+
+    transport.count = 0
+    saver.copy_thread("t1", "t2")
+    assert transport.count == 1
+    copied = list(saver.list({"configurable": {"thread_id": "t2", "checkpoint_ns": ""}}))
+    assert [t.metadata["step"] for t in copied] == [2, 1, 0]
+
+    transport.count = 0
+    saver.delete_for_runs(["run-0"])  # in both threads
+    assert transport.count == 1
+
+    transport.count = 0
+    saver.prune(["t1"], strategy="keep_latest")
+    assert transport.count == 1
+    kept = list(saver.list({"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}))
+    assert [t.metadata["step"] for t in kept] == [2]
+    assert [t.metadata["step"] for t in saver.list(
+        {"configurable": {"thread_id": "t2", "checkpoint_ns": ""}})] == [2, 1]

@@ -50,10 +50,14 @@ def test_sessions_threads_and_events_round_trip(cs):
     one = thread.append_one("Message", "later", role="user", run_id="r1")
     assert one.seq == 5
     assert [e.seq for e in thread.events(type=["Error", "Message"], limit=2)] == [4, 5]
-    assert [e.seq for e in thread.iter_events(page_size=2)] == [1, 2, 3, 4, 5]
+    assert [e.seq for e in thread.events(type="Error,Message")] == [1, 2, 3, 4, 5]
+    odd = thread.append_one("tool.call,v2", "a type name with a comma").seq
+    assert [e.seq for e in thread.events(type=["tool.call,v2"])] == [odd]
+    assert [e.seq for e in thread.events(type=["tool.call,v2", "Error"])] == [4, odd]
+    assert [e.seq for e in thread.iter_events(page_size=2)] == [1, 2, 3, 4, 5, 6]
     assert thread.events(q="LATER")[0].run_id == "r1"
-    assert thread.refresh().event_count == 5
-    assert cs.get_thread(thread.id).thread.last_seq == 5
+    assert thread.refresh().event_count == 6
+    assert cs.get_thread(thread.id).thread.last_seq == 6
     cs.delete_session(session.id)
     with pytest.raises(cs_client.NotFound):
         cs.session(session.id)

@@ -14,8 +14,11 @@ serialized checkpoint, its metadata and channel values are typed binary blobs
 blobs ``w/<checkpoint id>/<task id>/<idx>`` with readable meta (task, channel, path).
 
 Requests: put 1 (one commit), put_writes 1, get_tuple 2 (the checkpoint event, then its
-blobs in one batch), list 2 per page, delete_thread 1. A config without checkpoint_ns lists
-the root namespace only.
+blobs in one batch), list 2 per page, delete_thread 1, copy_thread 1 (into a thread id not used
+yet: an existing target is a Conflict), prune 1 (``keep_latest``; ``delete`` deletes each
+thread, 1 each), delete_for_runs 1. A config without checkpoint_ns lists the root namespace only.
+Pruned and run-deleted checkpoints leave the history (kept for audit, as ``removed``) with their
+own blobs and pending writes; channel values stay, as later checkpoints may share them.
 """
 
 from __future__ import annotations
@@ -41,12 +44,15 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from contextstore.client import AsyncContextStore, ContextStore
+from contextstore.client import AsyncContextStore, ContextStore, NotFound
 
 APP = "langgraph"
 # commit_agent_session's (app, user_id, key), as the sync and async methods pass it on
 type SessionArgs = tuple[str, str, str]
 TYPE = "Checkpoint"
+# A checkpoint's own blobs, deleted with it (its channel values may be shared with later ones).
+CHECKPOINT_BLOBS = ["cp/{client_id}", "md/{client_id}", "w/{client_id}/"]
+PRUNE_STRATEGIES = ("keep_latest", "delete")
 
 __all__ = ["ContextStoreSaver", "make_test_saver"]
 
@@ -227,6 +233,30 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
     def delete_thread(self, thread_id: str) -> None:
         self._sync().delete_agent_session(self.app, "", thread_id)
 
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Every namespace's checkpoints, in order, with their writes and channel values."""
+        try:
+            self._sync().copy_agent_session(self.app, "", source_thread_id, target_thread_id)
+        except NotFound:
+            pass  # a thread never written has nothing to copy
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """keep_latest: each namespace keeps its newest checkpoint; delete: delete_thread."""
+        if strategy not in PRUNE_STRATEGIES:
+            raise ValueError(f"Unknown prune strategy {strategy!r}: keep_latest or delete.")
+        if strategy == "delete":
+            for thread_id in thread_ids:
+                self.delete_thread(thread_id)
+        elif thread_ids:
+            self._sync().remove_agent_events(self.app, "", keys=list(thread_ids), types=[TYPE],
+                                             keep_latest=True, blob_prefixes=CHECKPOINT_BLOBS)
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """The checkpoints of these runs (metadata run_id), in every thread and namespace."""
+        if run_ids:
+            self._sync().remove_agent_events(self.app, "", run_ids=list(run_ids), types=[TYPE],
+                                             blob_prefixes=CHECKPOINT_BLOBS)
+
     # -- async: awaited on an AsyncContextStore, in a worker thread on a ContextStore
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -278,6 +308,33 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
             await self.client.delete_agent_session(self.app, "", thread_id)
         else:
             await asyncio.to_thread(self.client.delete_agent_session, self.app, "", thread_id)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        if not isinstance(self.client, AsyncContextStore):
+            return await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+        try:
+            await self.client.copy_agent_session(self.app, "", source_thread_id, target_thread_id)
+        except NotFound:
+            pass
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        if not isinstance(self.client, AsyncContextStore):
+            return await asyncio.to_thread(lambda: self.prune(thread_ids, strategy=strategy))
+        if strategy not in PRUNE_STRATEGIES:
+            raise ValueError(f"Unknown prune strategy {strategy!r}: keep_latest or delete.")
+        if strategy == "delete":
+            for thread_id in thread_ids:
+                await self.adelete_thread(thread_id)
+        elif thread_ids:
+            await self.client.remove_agent_events(self.app, "", keys=list(thread_ids), types=[TYPE],
+                                                  keep_latest=True, blob_prefixes=CHECKPOINT_BLOBS)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        if not isinstance(self.client, AsyncContextStore):
+            return await asyncio.to_thread(self.delete_for_runs, run_ids)
+        if run_ids:
+            await self.client.remove_agent_events(self.app, "", run_ids=list(run_ids), types=[TYPE],
+                                                  blob_prefixes=CHECKPOINT_BLOBS)
 
     def close(self) -> None:
         """Close the client when this saver made it (the test factory)."""

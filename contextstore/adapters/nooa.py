@@ -10,7 +10,7 @@
     storage.restore_snapshot(snapshot_id, MyAgent(llm=llm, storage=storage))
 
 Each Nooa event is one contextstore event, saved through the sync protocol (key: the Nooa event
-id): its type is the Nooa event type (``NooaEvent`` when the name is not a short identifier),
+id): its type is the Nooa event type (``NooaEvent`` when the server takes no such name),
 its JSON and tag are in ``data["nooa"]``, its method call scope is ``call_id``, its timestamp
 ``occurred_at``. ``EventManager.collapse`` (archive a range, store a Summary in its place)
 becomes one contextstore collapse of the same events, so the dashboard shows the summary and the
@@ -34,7 +34,6 @@ the agent's prompt blocks.
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from collections.abc import Iterator
 from datetime import datetime
@@ -55,7 +54,7 @@ if TYPE_CHECKING:
 KEY = "nooa"
 SNAPSHOT_PREFIX = "nooa.snapshot."
 FOREIGN = "cs:"
-TYPE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,31}")
+TYPE_MAX_LENGTH = 64  # the server's event type rule (contextstore/eventspec.py)
 BLOCK_MAX_CHARS = 20_000  # the server's default BLOCK_MAX_CHARS
 TEXT_FIELDS = ("summary_text", "content", "text", "code", "output", "result", "message", "task")
 
@@ -71,9 +70,11 @@ def _text(event: EventBase, dump: dict[str, Any]) -> str:
 
 
 def _event_type(name: str) -> str:
-    """The contextstore type for a Nooa event type: the name itself when every server takes it
-    (letters, digits, _; at most 32), else a generic one; the real name is always in the data."""
-    return name if TYPE_NAME.fullmatch(name) else "NooaEvent"
+    """The contextstore type for a Nooa event type: the name itself when the server takes it
+    (its type rule: 1-64 printable characters, no whitespace), else a generic one; the real
+    name is always in the data."""
+    fits = 0 < len(name) <= TYPE_MAX_LENGTH and name.isprintable() and name.split() == [name]
+    return name if fits else "NooaEvent"
 
 
 def _occurred_at(event: EventBase) -> str | None:
@@ -111,9 +112,11 @@ class ContextStoreEventBackend(InMemoryBackend):
         self._registry: dict[str, type[EventBase]] = dict(_CORE_TYPES)
         self._position: dict[str, int] = {}  # nooa tag -> position in contextstore
         self._keys: dict[str, str] = {}  # nooa tag -> sync key
-        # The namespace document: Nooa's own collapse summaries by contextstore seq, and the tags
-        # given to events people added, so they keep their tag in every process.
-        self._doc: dict[str, Any] = {"summaries": {}, "tags": {}}
+        self._ranges: dict[str, tuple[int, int]] = {}  # a summary's tag -> the positions it holds
+        # The namespace document: Nooa's own collapse summaries by contextstore seq, the tags
+        # given to events people added, so they keep their tag in every process, and the ranges
+        # of removed summaries, whose children Nooa keeps archived.
+        self._doc: dict[str, Any] = {"summaries": {}, "tags": {}, "archived": []}
         self._load()
 
     # -- reading the thread back
@@ -130,12 +133,15 @@ class ContextStoreEventBackend(InMemoryBackend):
         archived; cleared, removed and replaced ones are not Nooa's any more."""
         loaded = self.thread.sync_load(KEY)
         doc = loaded.document if isinstance(loaded.document, dict) else {}
-        self._doc = {"summaries": dict(doc.get("summaries") or {}), "tags": dict(doc.get("tags") or {})}
+        self._doc = {"summaries": dict(doc.get("summaries") or {}), "tags": dict(doc.get("tags") or {}),
+                     "archived": [tuple(r) for r in doc.get("archived") or ()]}
         rows = [(item.event, True) for item in loaded.items]
-        # Collapsed events are the archived children of a summary still in the context; those
-        # under a cleared summary went with it (Nooa's clear drops everything).
+        # Collapsed events are the archived children of a summary still in the context, or of
+        # one Nooa removed (its children stay archived); those under a cleared summary went
+        # with it (Nooa's clear drops everything).
         ranges = [_summary_range(e.data, e.position)
                   for e, _ in rows if e.type == "Summary" and isinstance(e.data, dict)]
+        ranges += self._doc["archived"]
         if ranges:
             rows += [(event, False) for event in self.thread.iter_events(status="collapsed")
                      if any(low <= event.position <= high for low, high in ranges)]
@@ -184,6 +190,8 @@ class ContextStoreEventBackend(InMemoryBackend):
         self._tag_to_event[tag] = nooa_event
         self._position[tag] = event.position
         self._keys[tag] = key
+        if event.type == "Summary" and isinstance(event.data, dict):
+            self._ranges[tag] = _summary_range(event.data, event.position)
         self._next_tag_num = max(self._next_tag_num, self.max_tag_num() + 1)
         if active:
             working.append((event.position, event.seq, tag))
@@ -237,6 +245,7 @@ class ContextStoreEventBackend(InMemoryBackend):
                                             dump.get("summary_text") or f"Summary of {tag}")
             self._position[tag] = collapse.summary_event.position
             self._keys[tag] = f"{FOREIGN}{collapse.summary_event.seq}"
+            self._ranges[tag] = (collapse.start_position, collapse.end_position)
             self._doc["summaries"][str(collapse.summary_event.seq)] = {"tag": tag, "event": dump}
             self._save_doc()
             return
@@ -264,8 +273,14 @@ class ContextStoreEventBackend(InMemoryBackend):
         event = self._tag_to_event.get(tag)
         if event is None or not super().remove(tag):
             return False
-        self.thread.sync_save(KEY, removed=[self._keys.pop(tag, event.id)])
+        removed = [self._keys.pop(tag, event.id)]
         self._position.pop(tag, None)
+        held = self._ranges.pop(tag, None)
+        if held is None:
+            self.thread.sync_save(KEY, removed=removed)
+        else:  # a summary: Nooa keeps its children, archived, without it
+            self._doc["archived"].append(held)
+            self.thread.sync_save(KEY, removed=removed, document=self._doc)
         return True
 
     def clear(self) -> None:
@@ -274,8 +289,9 @@ class ContextStoreEventBackend(InMemoryBackend):
         super().clear()
         self._position.clear()
         self._keys.clear()
+        self._ranges.clear()
         self.thread.clear_context()
-        self._doc = {"summaries": {}, "tags": {}}
+        self._doc = {"summaries": {}, "tags": {}, "archived": []}
         self._save_doc()
 
     def all_events(self) -> Iterator[EventBase]:

@@ -120,6 +120,9 @@ def save_context(ctx: Context, thread: ThreadHandle) -> None:
             "special_messages": specials,
             "order": [m["id"] for m in messages if m.get("id") not in slot_ids],
             "revised": {},
+            # Messages made from others' events (a person's note, a collapse's summary), as
+            # this context holds them: they keep their sequence numbers on the next load.
+            "foreign": {m["id"]: m for m in messages if str(m.get("id", "")).startswith(foreign)},
         })
 
 

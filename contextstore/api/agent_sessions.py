@@ -180,6 +180,40 @@ class DeleteSerializer(serializers.Serializer):
                                        help_text="Delete every session of the app whose key starts so.")
 
 
+class CopySerializer(serializers.Serializer):
+    app = serializers.CharField(max_length=200, allow_blank=True, default="", trim_whitespace=False)
+    user_id = serializers.CharField(max_length=255, allow_blank=True, default="", trim_whitespace=False)
+    key = serializers.CharField(max_length=255, trim_whitespace=False, help_text="The source session.")
+    target_key = serializers.CharField(max_length=255, trim_whitespace=False,
+                                       help_text="The new session's key (it must not exist).")
+
+
+class CopiedSerializer(serializers.Serializer):
+    copied = serializers.IntegerField(help_text="Events copied.")
+
+
+class RemoveSerializer(serializers.Serializer):
+    app = serializers.CharField(max_length=200, allow_blank=True, default="", trim_whitespace=False)
+    user_id = serializers.CharField(max_length=255, allow_blank=True, default="", trim_whitespace=False)
+    keys = serializers.ListField(child=serializers.CharField(max_length=255, trim_whitespace=False),
+                                 max_length=500, required=False,
+                                 help_text="Sessions whose events leave (give keys or run_ids).")
+    run_ids = serializers.ListField(child=serializers.CharField(max_length=200, trim_whitespace=False),
+                                    max_length=500, required=False,
+                                    help_text="Runs whose events leave, in every session of the app.")
+    type = serializers.ListField(child=serializers.CharField(max_length=64), max_length=50,
+                                 required=False, help_text="Only events of these types.")
+    keep_latest = serializers.BooleanField(default=False,
+                                           help_text="With keys: keep each thread's newest event.")
+    blob_prefixes = serializers.ListField(
+        child=serializers.CharField(max_length=500, trim_whitespace=False), max_length=10, default=list,
+        help_text="Blobs deleted with each event: key prefixes holding {client_id} once.")
+
+
+class RemovedSerializer(serializers.Serializer):
+    removed = serializers.IntegerField(help_text="Events that left the history (kept for audit).")
+
+
 class ScopePatchSerializer(serializers.Serializer):
     app = serializers.CharField(max_length=200, allow_blank=True, default="", trim_whitespace=False)
     scope = serializers.ChoiceField(choices=ScopedState.Scope.choices)
@@ -323,6 +357,31 @@ class AgentSessionViewSet(viewsets.ViewSet):
         else:
             raise InvalidInput("key or key_prefix is required.", details={"key": "required"})
         return Response({"deleted": removed})
+
+    @extend_schema(request=CopySerializer,
+                   responses={200: CopiedSerializer, 404: OpenApiResponse(description="No source."),
+                              409: OpenApiResponse(description="The target exists.")},
+                   summary="Copy a session, every thread's history, state and blobs, to a new key")
+    @action(detail=False, methods=["post"])
+    def copy(self, request: Request) -> Response:
+        data = parse(CopySerializer, body(request))
+        copied = svc.session_copy(
+            workspace=token_of(request).workspace, actor=actor_of(request),
+            identity=Identity(app=data["app"], user_id=data["user_id"], key=data["key"]),
+            target_key=data["target_key"])
+        return Response({"copied": copied})
+
+    @extend_schema(request=RemoveSerializer, responses=RemovedSerializer,
+                   summary="Take events (and their blobs) out of sessions' history, by session or run")
+    @action(detail=False, methods=["post"])
+    def remove(self, request: Request) -> Response:
+        data = parse(RemoveSerializer, body(request))
+        remove = svc.RemoveIn(keys=data.get("keys"), run_ids=data.get("run_ids"),
+                              types=data.get("type"), keep_latest=data["keep_latest"],
+                              blob_prefixes=data["blob_prefixes"])
+        removed = svc.history_remove(workspace=token_of(request).workspace, app=data["app"],
+                                     user_id=data["user_id"], remove=remove, actor=actor_of(request))
+        return Response({"removed": removed})
 
     @extend_schema(parameters=[IdentitySerializer,
                                OpenApiParameter("blob", str, many=True, description="blob keys"),

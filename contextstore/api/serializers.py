@@ -241,7 +241,12 @@ class AppendResultSerializer(serializers.Serializer):
 
 
 class EventQuerySerializer(serializers.Serializer):
-    type = serializers.CharField(required=False, help_text="Comma-separated event types.")
+    type = serializers.ListField(
+        child=serializers.CharField(allow_blank=True), required=False,
+        help_text="Event types; repeat for several (`?type=Message&type=Error`), each value one "
+                  "whole name, commas included. A single value is read as the older "
+                  "comma-separated list (`?type=Message,Error`): to ask for one name holding a "
+                  "comma alone, repeat it.")
     q = serializers.CharField(required=False, help_text="Case-insensitive text search.")
     regex = serializers.CharField(required=False, help_text="Case-insensitive regular expression.")
     run_id = serializers.CharField(required=False)
@@ -255,6 +260,12 @@ class EventQuerySerializer(serializers.Serializer):
     limit = serializers.IntegerField(required=False, min_value=1, max_value=SEQ_MAX,
                                      help_text="Keep only the most recent matches.")
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=1000)
+
+    def validate_type(self, values: list[str]) -> list[str]:
+        """The type names asked for: each repeated value whole, a single one split at commas."""
+        if len(values) == 1:
+            values = values[0].split(",")
+        return [v.strip() for v in values if v.strip()]
 
 
 class EventPageSerializer(serializers.Serializer):

@@ -166,11 +166,11 @@ class ThreadViewSet(ThreadHistoryActions, ThreadStateActions, ThreadBlockActions
         thread = self.get_object()
         query = parse(s.EventQuerySerializer, request.query_params)
         page_size = query.pop("page_size", EVENTS_PAGE_SIZE)
-        types = [t for t in query.pop("type", "").split(",") if t.strip()]
+        types = query.pop("type", [])
         filters = {k: v for k, v in query.items() if v not in (None, "")}
         if "q" in filters:
             filters["text"] = filters.pop("q")
-        found = event_search(thread=thread, types=[t.strip() for t in types] or None,
+        found = event_search(thread=thread, types=types or None,
                              first=page_size + 1, **filters)
         more = len(found) > page_size
         found = found[:page_size]

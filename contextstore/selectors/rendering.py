@@ -34,6 +34,7 @@ from contextstore.render_format import (
     prefix_hash,
     role_of,
     valid_items,
+    without_emptied,
 )
 from contextstore.selectors.threads import thread_blocks
 from contextstore.tokens import count_tokens
@@ -50,6 +51,7 @@ SKIP_REASONS = {
     "stop": "did not fit and on_oversize=stop: history ends here",
     "orphan_tool_result": "a tool result whose call is not in the context (providers reject it)",
     "unanswered_tool_call": "a tool call whose results are not all in the context",
+    "empty_after_strip": "nothing but thinking, which strip_thinking removes (peteos drops it too)",
 }
 
 
@@ -278,6 +280,8 @@ def render_finish(planned: Planned, *, along: Sequence[tuple[str, list]] = ()) -
     """Load the planned events and build the messages (`along`: see load_planned)."""
     thread, strip = planned.thread, planned.strip
     units, invalid = valid_items(load_planned(thread=thread, plan=planned.plan, along=along))
+    units, emptied = without_emptied(units, strip)
+    invalid += emptied
     stats = render_stats(planned, used=sum(event_tokens(i.event, strip) for unit in units for i in unit),
                          included=sum(len(u) for u in units), invalid=invalid)
     body = build_messages(fmt=planned.fmt, prefix=planned.prefix.text, summary=thread.summary,

@@ -5,7 +5,7 @@ import json
 from typing import Any
 
 from contextstore.models import Event, Thread
-from contextstore.tokens import count_tokens
+from contextstore.tokens import count_tokens, peteos_message_tokens
 
 
 def working_context_tail(
@@ -49,10 +49,18 @@ def working_context_tail(
 
 def special_tokens(thread: Thread) -> int:
     """Tokens of peteos' special slots: the system prompt and the tool definitions."""
-    # A thread imported from peteos keeps its slot messages and their count as peteos made it.
-    counted = (thread.extra or {}).get("peteos", {}).get("special_tokens")
+    # A thread imported from peteos keeps its slot messages and their count as peteos made it;
+    # one the peteos adapter saved keeps the slot messages, counted here as peteos counts them.
+    stored = (thread.extra or {}).get("peteos")
+    if not isinstance(stored, dict):
+        stored = {}
+    counted = stored.get("special_tokens")
     if isinstance(counted, int):
         return counted
+    specials = stored.get("special_messages")
+    if isinstance(specials, list) and specials:
+        return sum(peteos_message_tokens(m[1]) for m in specials
+                   if isinstance(m, list) and len(m) == 2 and isinstance(m[1], dict))
     tools = json.dumps(thread.tool_definitions, ensure_ascii=False) if thread.tool_definitions else ""
     return count_tokens(thread.system_prompt) + count_tokens(tools)
 
@@ -65,9 +73,15 @@ def total_tokens(*, thread: Thread) -> int:
 def window_by_count(*, thread: Thread, count: int) -> dict[str, Any]:
     """peteos rolling_sequence_window: the last `count` non-special messages.
 
-    covers_all is true when nothing would be dropped (peteos returns None then).
+    covers_all is true when nothing would be dropped (peteos returns None then). A count of 0
+    keeps every message, as peteos does: it reads the window's start as ``entries[-0]``, the
+    first entry, and forks the whole context.
     """
-    events = working_context_tail(thread=thread, count=count)
+    if count == 0:
+        events = list(Event.objects.filter(
+            thread=thread, status=Event.Status.ACTIVE, visible=True).order_by("position"))
+    else:
+        events = working_context_tail(thread=thread, count=count)
     return {"events": events, "covers_all": thread.active_event_count <= count}
 
 

@@ -13,10 +13,11 @@ Thread state is only touched through services/state.py functions.
 import base64
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from contextstore import documents
@@ -25,6 +26,7 @@ from contextstore.eventspec import event_specs
 from contextstore.models import (
     CommitRecord,
     Event,
+    Run,
     ScopedState,
     ScopedStateRevision,
     Session,
@@ -39,6 +41,7 @@ from contextstore.selectors.agent_sessions import (
     check_identity,
     history_events,
     scoped_states,
+    session_find,
 )
 from contextstore.services import events as event_service
 from contextstore.services import history
@@ -326,6 +329,131 @@ def sessions_remove_by_prefix(*, workspace: Workspace, app: str, key_prefix: str
     for session in Session.objects.filter(workspace=workspace, app=app, key__startswith=key_prefix):
         session_service.session_delete(session=session, actor=actor)
         removed += 1
+    return removed
+
+
+def session_copy(*, workspace: Workspace, identity: Identity, target_key: str, actor: Actor) -> int:
+    """LangGraph copy_thread: a new session of the same app and user_id under `target_key`
+    holding a copy of every thread of the source: its history (in order, with the events'
+    client ids, times and run ids), its state and its blobs. The source is untouched; a
+    missing source is NotFound and an existing target a Conflict, and then nothing changes.
+    Returns how many events were copied."""
+    check_identity(identity)
+    target = Identity(app=identity.app, user_id=identity.user_id, key=target_key)
+    check_identity(target)
+    with transaction.atomic():
+        source = session_find(workspace=workspace, identity=identity)
+        threads = [lock_thread(t, history_only=True)
+                   for t in Thread.objects.filter(session=source).order_by("pk")]
+        try:
+            with transaction.atomic():
+                session = Session.objects.create(
+                    workspace=workspace, app=identity.app, user_id=identity.user_id, key=target_key,
+                    agent=source.agent, title=source.title, metadata=source.metadata)
+        except IntegrityError as exc:
+            raise Conflict("A session with this app, user_id and key already exists.",
+                           code="session_exists", details={"target_key": target_key}) from exc
+        now, copied = timezone.now(), 0
+        for thread in threads:
+            copy, _ = session_service.thread_ensure(session=session, name=thread.name, actor=actor)
+            events = list(history_events(thread=thread).order_by("seq"))
+            specs = [replace(history.spec_of(e), run_id=e.run.run_id if e.run else "") for e in events]
+            history.events_add(thread=copy, specs=specs, now=now)
+            copied += len(events)
+            if thread.state:
+                state_service.state_write(thread=copy, actor=actor, state=thread.state,
+                                          reason=f"copy of session {source.pk}")
+            for blobs in _chunks(ThreadBlob.objects.filter(thread=thread).order_by("pk").iterator(100)):
+                ThreadBlob.objects.bulk_create([
+                    ThreadBlob(thread=copy, key=b.key, content_type=b.content_type, data=b.data,
+                               meta=b.meta, size=b.size) for b in blobs])
+        if copied:
+            Session.objects.filter(pk=session.pk).update(last_activity_at=source.last_activity_at)
+        audit(actor=actor, action="session.copy", target=session, workspace=workspace,
+              app=identity.app, source=identity.key, key=target_key, events=copied)
+    return copied
+
+
+def _chunks(rows: Any, size: int = 100) -> Any:
+    chunk: list[Any] = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+@dataclass
+class RemoveIn:
+    """Which history events leave an app's sessions (status removed, kept for audit): those
+    of the sessions `keys` (all, or all but each thread's newest with `keep_latest`), or those
+    of the runs `run_ids` in every session of the app and user; only events of `types` when
+    given. `blob_prefixes`: templates naming each removed event's blobs, deleted with it
+    ("cp/{client_id}" deletes the blobs whose key starts with cp/ and the event's client id)."""
+
+    keys: list[str] | None = None
+    run_ids: list[str] | None = None
+    types: list[str] | None = None
+    keep_latest: bool = False
+    blob_prefixes: list[str] = field(default_factory=list)
+
+
+CLIENT_ID = "{client_id}"
+
+
+def _check_remove(remove: RemoveIn) -> None:
+    if (remove.keys is None) == (remove.run_ids is None):
+        raise InvalidInput("Give keys or run_ids (one of them).", details={"keys": "keys or run_ids"})
+    if remove.run_ids is not None and remove.keep_latest:
+        raise InvalidInput("keep_latest goes with keys, not run_ids.", details={"keep_latest": "with keys"})
+    for template in remove.blob_prefixes:
+        if template.count(CLIENT_ID) != 1:
+            raise InvalidInput("Each blob prefix names the event's client id once: {client_id}.",
+                               details={"blob_prefixes": template})
+
+
+def history_remove(*, workspace: Workspace, app: str, user_id: str, remove: RemoveIn,
+                   actor: Actor) -> int:
+    """LangGraph prune(keep_latest) and delete_for_runs: the events `remove` selects leave the
+    history (status removed), with the blobs its templates name. One transaction; returns how
+    many events left."""
+    _check_remove(remove)
+    sessions = Session.objects.filter(workspace=workspace, app=app, user_id=user_id)
+    if remove.keys is not None:
+        sessions = sessions.filter(key__in=remove.keys)
+    threads = Thread.objects.filter(session__in=sessions)
+    if remove.run_ids is not None:  # only the threads that ran them
+        threads = threads.filter(pk__in=Run.objects.filter(
+            thread__session__in=sessions, run_id__in=remove.run_ids).values("thread_id"))
+    removed = 0
+    with transaction.atomic():
+        for thread in threads.order_by("pk"):
+            events = history_events(thread=thread)
+            if remove.types:
+                events = events.filter(type__in=remove.types)
+            if remove.run_ids is not None:
+                events = events.filter(run__run_id__in=remove.run_ids)
+            if not events.exists():
+                continue
+            thread = lock_thread(thread, history_only=True)
+            leaving = list(events.order_by("-seq"))[1 if remove.keep_latest else 0:]
+            if not leaving:
+                continue
+            Event.objects.filter(pk__in=[e.pk for e in leaving]).update(status=Event.Status.REMOVED)
+            history.working_context_changed(thread=thread, now=timezone.now(),
+                                            left=history.Moved.of(leaving))
+            prefixes = [t.replace(CLIENT_ID, e.client_id) for e in leaving if e.client_id
+                        for t in remove.blob_prefixes]
+            for start in range(0, len(prefixes), 100):
+                wanted = Q()
+                for prefix in prefixes[start:start + 100]:
+                    wanted |= Q(key__startswith=prefix)
+                ThreadBlob.objects.filter(wanted, thread=thread).delete()
+            audit(actor=actor, action="events.remove", target=thread, workspace=workspace,
+                  count=len(leaving), seqs=[e.seq for e in leaving][:50])
+            removed += len(leaving)
     return removed
 
 

@@ -17,46 +17,14 @@ Token counts are peteos' own (``Message.count_tokens``: ``"<role>: "`` plus the 
 or the count a message already caches), so totals and windows agree with what peteos computes.
 """
 
-import json
 from typing import Any
 
 from contextstore.errors import InvalidInput
 from contextstore.models import Event, Thread
-from contextstore.tokens import count_tokens, is_thinking
+from contextstore.tokens import peteos_message_tokens, peteos_stripped_content, peteos_thinking_tokens
 
 KEY = "peteos"
 SLOT_ID_KEYS = ("system_prompt_message_id", "tool_definitions_message_id")
-
-
-def message_tokens(message: dict[str, Any]) -> int:
-    """peteos ``Message.count_tokens``: the cached count if the message carries one."""
-    cached = message.get("token_count")
-    if isinstance(cached, int) and not isinstance(cached, bool):
-        return cached
-    return _count(message.get("role", ""), message.get("content", []))
-
-
-def _count(role: str, content: Any) -> int:
-    # Exactly peteos' Message._compute_token_count text, so the numbers are the same.
-    return count_tokens(f"{role}: {json.dumps(content, ensure_ascii=False) if content else ''}")
-
-
-def stripped_content(message: dict[str, Any]) -> list | None:
-    """The content peteos' ``strip_thinking`` keeps; None when it drops the whole message."""
-    content = message.get("content") or []
-    if not isinstance(content, list):
-        return content
-    kept = [p for p in content if not is_thinking(p)]
-    return kept or None
-
-
-def thinking_tokens(message: dict[str, Any]) -> int:
-    """Tokens that disappear from this message when thinking is stripped (peteos counting)."""
-    kept = stripped_content(message)
-    total = message_tokens(message)
-    if kept is None:
-        return total
-    return max(total - _count(message.get("role", ""), kept), 0)
 
 
 def _text(content: Any) -> str:
@@ -137,7 +105,7 @@ def peteos_to_export(data: dict[str, Any]) -> dict[str, Any]:
             "data": {KEY: message}, "anchor": _home_anchor(anchors, index)[:200],
             "client_id": f"peteos:{message['id']}"[:200] if ids_unique else None,
             "visible": True, "status": Event.Status.ACTIVE,
-            "token_count": message_tokens(message), "thinking_tokens": thinking_tokens(message),
+            "token_count": peteos_message_tokens(message), "thinking_tokens": peteos_thinking_tokens(message),
         })
 
     system = next((m for _, m in specials if m.get("id") == data.get(SLOT_ID_KEYS[0])), None)
@@ -153,12 +121,16 @@ def peteos_to_export(data: dict[str, Any]) -> dict[str, Any]:
             "extra": {KEY: {
                 "context": context,
                 "special_messages": specials,
-                "special_tokens": sum(message_tokens(m) for _, m in specials),
+                "special_tokens": sum(peteos_message_tokens(m) for _, m in specials),
                 "order": [m.get("id") for _, m in ordinary] if ids_unique else None,
             }},
         },
         "events": events,
     }
+
+
+def _new_id(event: Event) -> str:
+    return f"contextstore-{event.thread_id}-{event.seq}"
 
 
 def _new_message(event: Event, number: int) -> dict[str, Any]:
@@ -167,7 +139,7 @@ def _new_message(event: Event, number: int) -> dict[str, Any]:
         "role": event.role or "user",
         "content": event.parts if event.parts else [{"type": "text", "text": event.content}],
         "_type": "Message",
-        "id": f"contextstore-{event.thread_id}-{event.seq}",
+        "id": _new_id(event),
         "_hook_ids": [],
         "creation_timestamp": event.occurred_at.isoformat(),
         "_sequence_number": number,
@@ -192,6 +164,9 @@ def thread_to_peteos(*, thread: Thread, strip_thinking: bool = False) -> dict[st
     if isinstance(saved, dict) and not stored.get("sync"):
         stored.update(saved)
     revised = stored.get("revised") or {}
+    held = stored.get("foreign") if stored.get("sync") else None
+    if not isinstance(held, dict):
+        held = {}
     context = dict(stored.get("context") or {})
     if context and (thread.extra or {}).get("forked_from"):
         # A contextstore fork of a peteos thread inherited the parent's top level: give it the
@@ -227,6 +202,8 @@ def thread_to_peteos(*, thread: Thread, strip_thinking: bool = False) -> dict[st
             message = original
         elif not event.visible:  # runtime events (an LLM call logged) are no message of peteos'
             continue
+        elif isinstance(held.get(_new_id(event)), dict):  # numbered in the context last saved
+            message = held[_new_id(event)]
         else:
             message, counter, added = _new_message(event, counter), counter + 1, added + 1
         # A Summary sits just before the first message it replaced; new events go last,
@@ -260,7 +237,7 @@ def thread_to_peteos(*, thread: Thread, strip_thinking: bool = False) -> dict[st
     if strip_thinking:
         stripped = []
         for message in messages:
-            kept = stripped_content(message)
+            kept = peteos_stripped_content(message)
             if kept is not None:
                 stripped.append({**message, "content": kept})
         messages = stripped

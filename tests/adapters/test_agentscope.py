@@ -264,3 +264,49 @@ def test_every_model_call_is_logged_with_the_messages_put_on_the_wire(store):
     assert [m["role"] for m in wire[1]][-3:] == ["user", "assistant", "user"]
     # the logged calls are runtime events: the slot's conversation is unchanged
     assert len(slots.load("ann", "as-calls").context) == 4
+
+
+LOAD_ELSEWHERE = (
+    "import json, sys\n"
+    "from contextstore.client import ContextStore\n"
+    "from contextstore.adapters.agentscope import ContextStoreStateStore\n"
+    "with ContextStore(sys.argv[1], sys.argv[2]) as cs:\n"
+    "    state = ContextStoreStateStore(cs).load(sys.argv[3], sys.argv[4])\n"
+    "    sys.stdout.write(json.dumps(state.model_dump(mode='json')))\n"
+)
+
+
+def adversarial_state() -> AgentState:
+    """What an agent may hold: huge, empty, JSON-looking and every kind of Unicode text, NUL
+    included, and the fields AgentScope leaves None."""
+    from agentscope.message import AssistantMsg, Msg, ThinkingBlock
+
+    huge = ("ünï 😀 " * 20_000)[:100_000]
+    odd = "\x00 NUL, \u200b zero width, \u202e RTL, e\u0301, 𝔘, \ufeff, \\u0000, \r\n\t"
+    state = AgentState()
+    state.context += [
+        UserMsg("alice", huge),
+        UserMsg("alice", ""),
+        UserMsg("alice", '{"type": "text", "text": "not a block", "id": "cs:1"}'),
+        UserMsg("alice", [TextBlock(type="text", text=""), TextBlock(type="text", text=odd)]),
+        AssistantMsg("helper", [ThinkingBlock(type="thinking", thinking=odd),
+                                TextBlock(type="text", text="null")]),
+        Msg(name="", role="system", content=[], metadata={"": None, "k": [None, odd, {}]}),
+    ]
+    state.summary = odd
+    state.middle_context.update({"huge": huge, "none": None, "json": "[1, 2]", "": odd})
+    return state
+
+
+def test_adversarial_content_saves_and_loads_equal_in_another_process(live_server, store, token):
+    state = adversarial_state()
+    ContextStoreStateStore(store).save(state, "alice", "adversarial")
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    done = subprocess.run([sys.executable, "-c", LOAD_ELSEWHERE, live_server.url, token[1], "alice",
+                           "adversarial"], capture_output=True, env=env, timeout=120, check=True)
+    loaded = AgentState.model_validate_json(done.stdout)
+
+    assert loaded.model_dump(mode="json") == state.model_dump(mode="json")
+    assert loaded.context[0].get_text_content() == state.context[0].get_text_content()

@@ -203,12 +203,31 @@ def test_custom_event_type_names_are_kept(live_server, store, token):
     storage.event_backend.register_event_type(ToolCall_v2)
     manager = Counter(llm=FakeLLMClient(), storage=storage).event_manager
     tag = manager.add(ToolCall_v2(content="ran it"))
+    assert thread.events()[-1].type == "tool.call-v2"  # the server takes the name as it is
     with ContextStore(live_server.url, token[1]) as other:
         rebuilt = ContextStoreStorage(other.thread("nooa-types", agent="counter")).event_backend
         rebuilt.register_event_type(ToolCall_v2)
         # A fresh backend deserializes from the data, so the name survives whatever the type.
         rebuilt._load()
         assert rebuilt.get(tag).event_type == "tool.call-v2"
+
+
+class Spaced(EventBase):
+    event_type: str = "a step with spaces"
+    content: str = ""
+
+
+def test_a_type_name_no_server_takes_is_stored_as_a_generic_one(store):
+    thread = store.thread("nooa-spaced", agent="counter")
+    storage = ContextStoreStorage(thread)
+    storage.event_backend.register_event_type(Spaced)
+    tag = Counter(llm=FakeLLMClient(), storage=storage).event_manager.add(Spaced(content="x"))
+
+    assert thread.events()[-1].type == "NooaEvent"
+    rebuilt = ContextStoreStorage(store.thread("nooa-spaced", agent="counter")).event_backend
+    rebuilt.register_event_type(Spaced)
+    rebuilt._load()
+    assert rebuilt.get(tag).event_type == "a step with spaces"
 
 
 def test_events_keep_the_agents_own_time(store):
@@ -275,3 +294,58 @@ def test_every_model_call_is_logged_with_the_exact_messages_sent(store):
     # the logged calls are runtime events: a new process rebuilds the same Nooa events
     again = ContextStoreStorage(store.thread("nooa-calls", agent="counter")).event_backend
     assert again.active_tags() == storage.event_backend.active_tags()
+
+
+def nested_script(storage) -> str:
+    """Two calls, a collapse, a collapse around it, updates and removals (of the newest event,
+    of a summary); returns the snapshot id."""
+    agent = counter(storage)
+    asyncio.run(agent.bump(2))
+    asyncio.run(agent.bump(3))
+    manager = agent.event_manager
+    tags = storage.event_backend.active_tags()
+    inner = manager.collapse(tags[1], tags[3], "Steps two to four.")
+    outer = manager.collapse(tags[0], tags[5], "The first call.")
+    assert storage.event_backend.get(outer).children_tags[1] == inner
+    manager.update(tags[7], metadata={"checked": True})
+    manager.update(inner, summary_text="Steps two to four, again.")
+    manager.remove(tags[8])
+    manager.remove(storage.event_backend.active_tags()[-1])
+    last = manager.collapse(tags[9], tags[10], "A summary removed later.")
+    manager.remove(last)
+    return storage.save_snapshot(agent)
+
+
+def numbering(backend) -> tuple:
+    """Every event's tag, type and status, the active order, the children of each summary and
+    the next tag the backend hands out."""
+    children = {backend.find_tag(e): list(e.children_tags) for e in backend.all_events()
+                if getattr(e, "children_tags", None)}
+    return shape(backend), children, backend.allocate_next_tag()
+
+
+def test_nested_collapses_updates_and_removals_number_as_on_sqlite_in_a_new_process(
+    live_server, store, token, tmp_path
+):
+    path = tmp_path / "nooa.db"
+    mine = SQLiteStorageManager(path)
+    sqlite_snapshot = nested_script(mine)
+    mine.close()
+    snapshot = nested_script(ContextStoreStorage(store.thread("nooa-nested", agent="counter")))
+
+    reopened = SQLiteStorageManager(path)  # Nooa's own backend, as a new process opens it
+    with ContextStore(live_server.url, token[1]) as other:
+        rebuilt = ContextStoreStorage(other.thread("nooa-nested", agent="counter"))
+        assert numbering(rebuilt.event_backend) == numbering(reopened.event_backend)
+
+        # A new process restores the snapshot, keeps running and snapshots again; then another.
+        for storage, snap in ((reopened, sqlite_snapshot), (rebuilt, snapshot)):
+            agent = counter(storage)
+            storage.restore_snapshot(snap, agent)
+            asyncio.run(agent.bump(4))
+            storage.save_snapshot(agent)
+    reopened.close()
+    again = SQLiteStorageManager(path)
+    with ContextStore(live_server.url, token[1]) as third:
+        ours = ContextStoreStorage(third.thread("nooa-nested", agent="counter"))
+        assert numbering(ours.event_backend) == numbering(again.event_backend)

@@ -2,11 +2,13 @@
 
 import json
 
+import pytest
 from peteos.conversation.context import Context
 from peteos.conversation.message import ContentPart, Message, ToolApprovalStatus
 
 from contextstore.adapters.peteos import load_context, save_context
 from contextstore.client import ContextStore
+from contextstore.models import Collapse
 from tests.adapters.test_peteos_service import conversation, plain, text
 
 
@@ -233,3 +235,61 @@ def test_every_model_call_is_logged_with_the_messages_put_on_the_wire(store):
     assert [m["role"] for m in wire[1]["messages"]] == ["system", "user", "assistant", "user"]
     # the logged calls are runtime events: the context loads back as it was saved
     assert seen_by_model(load_context(thread)) == seen_by_model(ctx)
+
+
+def test_a_strip_thinking_render_of_a_saved_context_agrees_with_peteos(store):
+    thread = store.thread("peteos-strip", agent="peteos")
+    ctx = conversation()
+    ctx.append(Message({"role": "assistant", "content": []}))  # left empty: peteos drops it too
+    # A count cached before stripping stays on peteos' stripped copy, thinking included.
+    next(m for m in ctx.messages if m.raw_dict["content"][0].get("type") == "thinking").count_tokens()
+    save_context(ctx, thread)
+    created = {m.id: m.raw_dict["_sequence_number"] for m in ctx.messages}
+    theirs = Context.load_from_dict(plain(ctx.raw_dict)).strip_thinking()
+    special = {theirs.system_prompt_message, theirs.tool_definitions_message}
+    kept = sorted((m for m in theirs.messages if m not in special), key=lambda m: created[m.id])
+
+    rendered = thread.context(max_tokens=100_000, strip_thinking=True)
+
+    ids = {e.seq: e.data["peteos"]["id"] for e in thread.events()}
+    history = [m for m in rendered.messages if m["section"] == "history"]
+    assert [ids[m["seq"]] for m in history] == [m.id for m in kept]
+    assert [m["tokens"] for m in history] == [Message.from_dict(m.raw_dict).count_tokens() for m in kept]
+    assert rendered.stats["sections"]["history"]["tokens"] == sum(m["tokens"] for m in history)
+    assert thread.total_tokens() == ctx.total_token_count()
+
+
+def load_save_load(thread) -> tuple[str, str]:
+    """The agent's turn without new messages: the JSON it loaded, and the JSON it loads next."""
+    ctx = load_context(thread)
+    first = json.dumps(ctx.raw_dict)
+    save_context(ctx, thread)
+    return first, json.dumps(load_context(thread).raw_dict)
+
+
+@pytest.mark.parametrize("action", ["note", "collapse", "note then collapse"])
+def test_after_a_person_acts_load_save_load_gives_the_same_json(store, user, action):
+    from contextstore.models import Thread
+    from contextstore.services.collapses import collapse_create
+    from contextstore.services.common import Actor
+    from contextstore.services.events import event_append
+
+    thread = store.thread(f"peteos-person-{action}", agent="peteos")
+    save_context(conversation(), thread)
+    person, row = Actor.for_user(user), Thread.objects.get(pk=thread.id)
+    if "note" in action:  # as a person's note comes in: one event, through the services
+        event_append(thread=row, actor=person, events=[
+            {"type": "Message", "role": "user", "content": NOTE}])
+    if "collapse" in action:  # as the dashboard's collapse form does
+        collapse_create(thread=row, start_position=2, end_position=3, summary_text=SUMMARY,
+                        actor=person, source=Collapse.Source.PERSON)
+
+    loaded, again = load_save_load(thread)
+
+    assert again == loaded
+    assert load_save_load(thread) == (loaded, loaded)  # and it stays so, turn after turn
+    ctx = load_context(thread)  # a turn that counts tokens (cached in every message) and talks
+    ctx.append(text("assistant", "noted"))
+    ctx.total_token_count()
+    save_context(ctx, thread)
+    assert json.dumps(load_context(thread).raw_dict) == json.dumps(plain(ctx.raw_dict))

@@ -127,8 +127,9 @@ def test_count_windows_pick_the_same_messages_as_peteos(workspace, actor):
     ctx = conversation()
     thread = imported(workspace, actor, ctx)
 
-    # From 1: peteos reads count 0 as entries[-0], i.e. everything, which is no window at all.
-    for count in range(1, 11):
+    # Count 0 included: peteos reads it as entries[-0], the first entry, and so keeps everything
+    # (a fork of the whole context, not None).
+    for count in range(0, 11):
         theirs = Context.load_from_dict(plain(ctx.raw_dict)).rolling_sequence_window(count)
         ours = windows.window_by_count(thread=thread, count=count)
         assert ours["covers_all"] == (theirs is None), count
@@ -137,6 +138,15 @@ def test_count_windows_pick_the_same_messages_as_peteos(workspace, actor):
             assert {e.data["peteos"]["id"] for e in ours["events"]} == {
                 m.id for m in theirs.messages if m not in special
             }, count
+
+
+def test_a_count_window_of_zero_on_an_empty_thread_covers_all_as_peteos_returns_none(
+    workspace, actor
+):
+    thread = imported(workspace, actor, Context.create())
+
+    assert Context.create().rolling_sequence_window(0) is None
+    assert windows.window_by_count(thread=thread, count=0) == {"events": [], "covers_all": True}
 
 
 @pytest.fixture

@@ -167,6 +167,98 @@ def test_other_workspaces_see_nothing(api_client, other_client):
     assert other_client.post(URL + "retract/", WHO, format="json").json() == {"event": None}
 
 
-@pytest.mark.parametrize("path", ["commit/", "retract/", "clear/", "delete/"])
+@pytest.mark.parametrize("path", ["commit/", "retract/", "clear/", "delete/", "copy/", "remove/"])
 def test_a_read_token_cannot_write(read_client, path):
     assert read_client.post(URL + path, WHO, format="json").status_code == 403
+
+
+# ---------------------------------------------------------------- copy and remove (LangGraph)
+
+def checkpoint(cid: str, run: str = "", thread: str = "main") -> dict:
+    blob = base64.b64encode(cid.encode()).decode()
+    return {"thread": thread, "events": [{"type": "Checkpoint", "client_id": cid, "run_id": run,
+                                          "data": {"n": cid}, "visible": False}],
+            "blobs": [{"key": f"cp/{cid}", "data": blob}, {"key": f"w/{cid}/t/0", "data": blob},
+                      {"key": "ch/shared/1", "data": blob}], "create": True}
+
+
+def events_of(client, key: str, thread: str = "main") -> list[str]:
+    answer = client.get(URL + "read/", {**WHO, "key": key, "thread": thread})
+    return [e["client_id"] for e in answer.json()["events"]] if answer.status_code == 200 else []
+
+
+def test_copy_makes_a_new_session_with_every_threads_history_state_and_blobs(api_client):
+    for cid, thread in (("c1", "main"), ("c2", "main"), ("n1", "ns:child")):
+        assert commit(api_client, **checkpoint(cid, run="r1", thread=thread)).status_code == 200
+    commit(api_client, state={"step": 2})
+
+    answer = api_client.post(URL + "copy/", {**WHO, "target_key": "s2"}, format="json")
+
+    assert answer.status_code == 200 and answer.json() == {"copied": 3}
+    assert events_of(api_client, "s2") == events_of(api_client, "s1") == ["c1", "c2"]
+    assert events_of(api_client, "s2", "ns:child") == ["n1"]
+    copy = api_client.get(URL + "read/", {**WHO, "key": "s2", "blob": ["cp/c1", "w/c1/t/0"]}).json()
+    assert copy["state"] == {"step": 2} and [b["key"] for b in copy["blobs"]] == ["cp/c1", "w/c1/t/0"]
+    assert Event.objects.filter(thread__session__key="s2", run__run_id="r1").count() == 3
+    assert AuditLog.objects.filter(action="session.copy").count() == 1
+
+
+def test_copy_refuses_a_missing_source_and_an_existing_target_and_changes_nothing(api_client):
+    assert api_client.post(URL + "copy/", {**WHO, "target_key": "s2"}, format="json").status_code == 404
+    commit(api_client, **checkpoint("c1"))
+    create(api_client, key="s2")
+    before = Event.objects.count(), ThreadBlob.objects.count()
+    answer = api_client.post(URL + "copy/", {**WHO, "target_key": "s2"}, format="json")
+    assert answer.status_code == 409 and answer.json()["error"]["code"] == "session_exists"
+    assert (Event.objects.count(), ThreadBlob.objects.count()) == before
+    bad = api_client.post(URL + "copy/", {**WHO, "target_key": ""}, format="json")
+    assert bad.status_code == 400 and "target_key" in bad.json()["error"]["details"]
+
+
+def test_remove_keeps_each_threads_latest_and_deletes_the_others_own_blobs(api_client):
+    for cid, thread in (("c1", "main"), ("c2", "main"), ("c3", "main"), ("n1", "ns:x"), ("n2", "ns:x")):
+        commit(api_client, **checkpoint(cid, thread=thread))
+    prefixes = ["cp/{client_id}", "w/{client_id}/"]
+
+    answer = api_client.post(URL + "remove/", {**WHO, "keys": ["s1"], "type": ["Checkpoint"],
+                                               "keep_latest": True, "blob_prefixes": prefixes},
+                             format="json")
+
+    assert answer.status_code == 200 and answer.json() == {"removed": 3}
+    assert events_of(api_client, "s1") == ["c3"] and events_of(api_client, "s1", "ns:x") == ["n2"]
+    assert sorted(ThreadBlob.objects.values_list("key", flat=True)) == [
+        "ch/shared/1", "ch/shared/1", "cp/c3", "cp/n2", "w/c3/t/0", "w/n2/t/0"]
+    assert set(Event.objects.filter(status="removed").values_list("client_id", flat=True)) == {
+        "c1", "c2", "n1"}  # kept for audit
+
+
+def test_remove_by_run_reaches_every_session_of_the_app_and_no_other(api_client):
+    commit(api_client, **checkpoint("a1", run="r1"))
+    commit(api_client, **checkpoint("a2", run="r2"))
+    api_client.post(URL + "commit/", {**WHO, "key": "s2", **checkpoint("b1", run="r1")}, format="json")
+    api_client.post(URL + "commit/", {**WHO, "app": "other", **checkpoint("o1", run="r1")}, format="json")
+
+    answer = api_client.post(URL + "remove/", {**WHO, "run_ids": ["r1", "nobody"]}, format="json")
+
+    assert answer.json() == {"removed": 2}
+    assert events_of(api_client, "s1") == ["a2"] and events_of(api_client, "s2") == []
+    assert Event.objects.get(client_id="o1").status == "active"
+
+
+@pytest.mark.parametrize("body", [
+    {}, {"keys": ["s1"], "run_ids": ["r1"]}, {"run_ids": ["r1"], "keep_latest": True},
+    {"keys": ["s1"], "blob_prefixes": ["cp/"]}, {"keys": "s1"}, {"keys": ["s1"] * 501},
+])
+def test_a_bad_remove_is_a_400_and_removes_nothing(api_client, body):
+    commit(api_client, **checkpoint("c1"))
+    answer = api_client.post(URL + "remove/", {**WHO, **body}, format="json")
+    assert answer.status_code == 400, answer.json()
+    assert events_of(api_client, "s1") == ["c1"] and ThreadBlob.objects.count() == 3
+
+
+def test_copy_and_remove_never_reach_another_workspace(api_client, other_client):
+    commit(api_client, **checkpoint("c1", run="r1"))
+    assert other_client.post(URL + "copy/", {**WHO, "target_key": "s2"}, format="json").status_code == 404
+    assert other_client.post(URL + "remove/", {**WHO, "run_ids": ["r1"]}, format="json").json() == {
+        "removed": 0}
+    assert events_of(api_client, "s1") == ["c1"]

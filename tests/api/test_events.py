@@ -108,6 +108,25 @@ def test_it_queries_events_by_every_filter(api_client, thread, thread_url):
     assert seqs("type=Message&limit=1") == [5]
 
 
+def test_type_repeats_and_each_value_is_one_whole_name_commas_included(api_client, thread_url):
+    api_client.post(f"{thread_url}events/", {"events": [
+        {"type": "Message", "content": "a"}, {"type": "tool.call,v2", "content": "b"},
+        {"type": "Error", "content": "c"}, {"type": "v2", "content": "d"},
+    ]}, format="json")
+
+    def seqs(query: str) -> list[int]:
+        response = api_client.get(f"{thread_url}events/?{query}")
+        assert response.status_code == 200, response.json()
+        return [e["seq"] for e in response.json()["results"]]
+
+    assert seqs("type=Message&type=Error") == [1, 3]
+    assert seqs("type=tool.call,v2&type=Error") == [2, 3]
+    assert seqs("type=tool.call%2Cv2&type=tool.call%2Cv2") == [2]  # one name alone: say it twice
+    assert seqs("type=Message,Error") == [1, 3]  # the older comma-separated list, still read
+    assert seqs("type=tool.call,v2") == [4]  # ... as a list: "tool.call" and "v2"
+    assert seqs("type=Message&type=") == [1]
+
+
 def test_collapsed_events_show_only_with_status_all(api_client, thread, thread_url):
     api_client.post(f"{thread_url}events/", {"events": messages(4)}, format="json")
     api_client.post(f"{thread_url}collapse/", {"start_position": 1, "end_position": 2, "summary_text": "s"},

@@ -24,7 +24,7 @@ from tests.provider_types import assert_anthropic_request, assert_openai_request
 
 names = itertools.count()
 FOR_SIZE = {"oversize", "budget", "stop"}
-INVALID = {"orphan_tool_result", "unanswered_tool_call"}
+INVALID = {"orphan_tool_result", "unanswered_tool_call", "empty_after_strip"}
 
 
 def words(n: int) -> str:

@@ -213,6 +213,28 @@ class StoreOps:
         return (yield call("POST", "agent-sessions/delete/", json=body, idempotent=True))["deleted"]
 
     @op
+    def copy_agent_session(self, app: str, user_id: str, key: str, target_key: str) -> Steps[Any]:
+        """Copy a session (every thread's history, state and blobs) to a new key; returns the
+        number of events copied. NotFound without the source, Conflict if the target exists."""
+        return (yield call("POST", "agent-sessions/copy/", idempotent=False, json={
+            "app": app, "user_id": user_id, "key": key, "target_key": target_key}))["copied"]
+
+    @op
+    def remove_agent_events(self, app: str, user_id: str = "", *, keys: list[str] | None = None,
+                            run_ids: list[str] | None = None, types: list[str] | None = None,
+                            keep_latest: bool = False,
+                            blob_prefixes: list[str] | None = None) -> Steps[Any]:
+        """Take events out of the history (kept for audit) of the sessions `keys`, or of the
+        runs `run_ids` in every session of the app, with the blobs `blob_prefixes` name
+        ("w/{client_id}/"); returns how many left."""
+        body: dict[str, Any] = {"app": app, "user_id": user_id, "keep_latest": keep_latest,
+                                "blob_prefixes": blob_prefixes or []}
+        body.update({"keys": keys} if keys is not None else {"run_ids": run_ids})
+        if types:
+            body["type"] = types
+        return (yield call("POST", "agent-sessions/remove/", json=body, idempotent=True))["removed"]
+
+    @op
     def list_agent_sessions(self, app: str, *, user_id: str | None = None, thread: str = "main",
                             cursor: str | None = None, limit: int = 50) -> Steps[Any]:
         """One page {results: [session with state], next_cursor}, newest activity first."""

@@ -61,8 +61,12 @@ class EventFilters(TypedDict, total=False):
 
 
 def event_params(filters: EventFilters) -> dict[str, Any]:
+    """type: a list of whole names (sent as repeated values; a name may hold a comma), or a
+    comma-separated str."""
     kinds = filters.get("type")
-    params: dict[str, Any] = {**filters, "type": ",".join(kinds) if isinstance(kinds, list) else kinds}
+    if isinstance(kinds, list) and len(kinds) == 1 and "," in kinds[0]:
+        kinds = kinds * 2  # a single value is read as a comma-separated list: repeat it
+    params: dict[str, Any] = {**filters, "type": kinds}
     return {k: v for k, v in params.items() if v is not None}
 
 
