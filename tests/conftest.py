@@ -24,7 +24,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.enviro
 # tests/browser, tests/worker and tests/frameworks mark their tests; a test that starts a live
 # server or a worker is `slow` wherever it lives. `make check` runs what is left.
 TESTS = Path(__file__).resolve().parent
-FOLDER_MARKS = {"browser": "browser", "worker": "worker", "frameworks": "framework"}
+FOLDER_MARKS = {"browser": "browser", "worker": "worker", "frameworks": "framework", "mcp": "mcp"}
 FIXTURE_MARKS = {"live_server": "slow", "make_worker": "worker", "make_fs_worker": "worker"}
 # Modules whose every test is slow: schema fuzzing, migrations replayed from the first one,
 # deploy checks that start gunicorn, celery or manage.py as processes, and the adapters' tests

@@ -27,6 +27,7 @@ def test_folders_and_fixtures_mark_the_tiers_without_anyone_remembering_a_mark()
     assert tiers("browser/test_new_page.py", "page", "live_server") == ["browser", "slow"]
     assert tiers("worker/test_celery_worker.py", "make_worker") == ["worker"]
     assert tiers("frameworks/test_framework_suites.py") == ["framework"]
+    assert tiers("mcp/test_mcp_server.py") == ["mcp"]
     assert tiers("api/test_new_endpoint.py", "live_server") == ["slow"]
     assert tiers("views/test_jobs.py", "make_fs_worker") == ["worker"]
     assert tiers("test_migration_new_field.py") == tiers("test_schemathesis.py") == ["slow"]
