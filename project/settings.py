@@ -208,7 +208,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["contextstore.api.parsers.LimitedJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["contextstore.api.renderers.ORJSONRenderer"],
     "DEFAULT_PAGINATION_CLASS": "contextstore.api.pagination.OldestFirstCursorPagination",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "contextstore.api.schema.AutoSchema",
     "EXCEPTION_HANDLER": "contextstore.api.exceptions.api_exception_handler",
     "UNAUTHENTICATED_USER": None,
     "URL_FORMAT_OVERRIDE": None,  # ?format= is the export format, not a renderer switch
@@ -229,6 +229,8 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
     "COMPONENT_SPLIT_REQUEST": True,
+    # Every PATCH validates its body as a whole (api.common.parse), never partially.
+    "COMPONENT_SPLIT_PATCH": False,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from contextstore.api.common import actor_of, body, parse, token_of
+from contextstore.api.schema import ObjectListSchema
 from contextstore.api.serializers import JSON_ANY, AgentText, EventSerializer
 from contextstore.models import Thread
 from contextstore.services import sync
@@ -41,6 +42,8 @@ class SyncSaveInItemSerializer(serializers.Serializer):
 
 
 class SyncSaveInSerializer(serializers.Serializer):
+    schema_rules = {"additionalProperties": False}  # the view refuses unknown fields
+
     namespace = serializers.CharField(max_length=sync.NAMESPACE_MAX)
     base_revision = serializers.IntegerField(
         required=False, allow_null=True,
@@ -83,6 +86,7 @@ class ThreadSyncViewSet(viewsets.GenericViewSet):
 
     serializer_class = SyncLoadSerializer
     pagination_class = None
+    schema = ObjectListSchema()
 
     def get_queryset(self) -> QuerySet[Thread]:
         return Thread.objects.filter(workspace=token_of(self.request).workspace)
