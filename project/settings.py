@@ -219,9 +219,9 @@ SPECTACULAR_SETTINGS = {
                    'Errors are always {"error": {"code", "message", "details"}}; a 400 names the '
                    "offending place in `details`.\n\n"
                    "Input rules: JSON bodies nest at most 64 levels and repeat no key in an "
-                   "object; text holds no lone surrogates and no NUL (U+0000), in bodies, paths "
-                   "and query strings; date-times are ISO 8601 (naive = UTC) within years "
-                   "1-9999 in UTC; If-Match is a revision (\"3\", 3 or W/\"3\") or *. "
+                   "object; text holds no lone surrogates; names, ids, paths and query strings "
+                   "hold no NUL (U+0000), agent text may; date-times are ISO 8601 (naive = "
+                   "UTC) within years 1-9999 in UTC; If-Match is a revision (\"3\", 3 or W/\"3\") or *. "
                    "Event `type` is open: any 1-64 printable characters without whitespace; the "
                    "documented types keep their meaning and any other name is a generic entry.",
     "VERSION": "1",

@@ -11,15 +11,7 @@ import itertools
 import schemathesis
 from django.core.cache import cache
 from hypothesis import HealthCheck, settings
-from schemathesis.checks import not_a_server_error
 from schemathesis.config import SchemathesisConfig
-from schemathesis.specs.openapi.checks import (
-    content_type_conformance,
-    positive_data_acceptance,
-    response_headers_conformance,
-    response_schema_conformance,
-    status_code_conformance,
-)
 
 from contextstore.services.common import Actor
 from contextstore.services.events import event_append
@@ -32,13 +24,21 @@ from tests.fuzzing import (  # noqa: F401 - in_process_app is an autouse fixture
     snapshot,
 )
 
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
-          response_schema_conformance, response_headers_conformance, positive_data_acceptance]
+CHECKS = ["not_a_server_error", "status_code_conformance", "content_type_conformance",
+          "response_schema_conformance", "response_headers_conformance", "positive_data_acceptance"]
 DOCUMENTED_REFUSALS = ["404", "409", "412"]
 
 # Served through the WSGI app (no database needed to build the schema).
+# Not described yet (their refusals depend on other fields or stored data, which JSON Schema
+# cannot compare): the import body, model reserve_output < context_window, a summarizer's
+# summary_max_tokens <= max_tokens / 2, sync part < parts, collapse/fork ranges in the thread.
+UNDESCRIBED = (r"^/api/v1/threads/(import|\{id\}/(collapse|fork|summarizer|model))/$|"
+               r"^/api/v1/sessions/\{id\}/model/$|^/api/v1/threads/\{thread_pk\}/sync/$")
 schema = schemathesis.openapi.from_wsgi("/api/schema/", application, config=SchemathesisConfig.from_dict({
-    "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", *DOCUMENTED_REFUSALS]}},
+    "checks": {"enabled": False, **{name: {"enabled": True} for name in CHECKS},
+               "positive_data_acceptance": {"expected-statuses": ["2xx", *DOCUMENTED_REFUSALS]}},
+    "operations": [{"include-path-regex": UNDESCRIBED,
+                    "checks": {"positive_data_acceptance": {"enabled": False}}}],
 }))
 
 # The fixture session as the agent-sessions endpoints address it (tests/conftest.py's session
@@ -74,10 +74,11 @@ def test_the_api_honours_its_schema(case, db, token, session, thread, client):
     cache.clear()
     if not thread.last_seq:  # a history to collapse, fork, window and read
         event_append(thread=thread, events=messages(3, words=8), actor=Actor.system("tests"))
+        thread.last_seq = 3
     _point_at_fixtures(case, thread, session)
     before = snapshot()
     response = case.call(headers={"Authorization": f"Bearer {token[1]}"})
-    case.validate_response(response, checks=CHECKS)
+    case.validate_response(response)  # the checks the config enables for this operation
     check_answer(response, case, before)
     if case.method != "DELETE":  # deleting the fixture session (and thread) is allowed
         assert_thread_reads(client, token[1], thread.pk, reads=("context/",))

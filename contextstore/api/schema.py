@@ -70,12 +70,11 @@ IF_MATCH_PATTERN = '^(\\*|(W/)?[0-9]{1,18}|(W/)?"[0-9]{1,18}")$'
 # selectors.agent_sessions.data_contains_q: a non-empty object of plain names, nested as deep as
 # wanted; a leaf is any other value.
 DATA_CONTAINS = {
-    "type": "object", "minProperties": 1,
-    "propertyNames": {"pattern": "^(?!.*__)[A-Za-z0-9_-]+$"},
-    "additionalProperties": {"oneOf": [
+    "type": "object", "minProperties": 1, "additionalProperties": False,
+    "patternProperties": {"^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$": {"oneOf": [  # no "__"
         {"$ref": "#/components/schemas/DataContains"},
         {"not": {"type": "object", "minProperties": 1}},
-    ]},
+    ]}},
 }
 # Query parameters whose value is a JSON document (a parameter's `content`, not its `schema`).
 JSON_QUERY = {("/api/v1/agent-sessions/read/", "data_contains"): "DataContains"}
@@ -107,6 +106,20 @@ DESCRIPTIONS = {
 }
 
 
+def _no_nul_text(schema: dict[str, Any]) -> None:
+    if schema.get("type") == "array" and isinstance(schema.get("items"), dict):
+        schema = schema["items"]
+    if schema.get("type") == "string" and not {"pattern", "enum", "format"} & set(schema):
+        schema["pattern"] = NO_NUL
+
+
+def _has_rules(schemas: dict[str, Any], schema: dict[str, Any]) -> bool:
+    """Whether a body schema requires something, so an empty body is refused."""
+    if "$ref" in schema:
+        schema = schemas.get(schema["$ref"].rsplit("/", 1)[-1], {})
+    return bool({"required", "anyOf", "oneOf", "allOf"} & set(schema))
+
+
 def add_error_responses(result: dict[str, Any], generator: Any, request: Any, public: bool,
                         **kwargs: Any) -> dict[str, Any]:
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
@@ -118,11 +131,16 @@ def add_error_responses(result: dict[str, Any], generator: Any, request: Any, pu
             for parameter in operation.get("parameters", []):
                 if parameter["in"] == "header" and parameter["name"] == "If-Match":
                     parameter["schema"]["pattern"] = IF_MATCH_PATTERN
+                if parameter["in"] in ("query", "path"):  # api.guard refuses NUL in them all
+                    _no_nul_text(parameter.get("schema", {}))
                 component = JSON_QUERY.get((path, parameter["name"]))
                 if component:
                     parameter.pop("schema")
                     parameter["content"] = {
                         "application/json": {"schema": {"$ref": f"#/components/schemas/{component}"}}}
+            body = operation.get("requestBody", {}).get("content", {}).get("application/json")
+            if body and (path.endswith("/summarizer/") or _has_rules(schemas, body["schema"])):
+                operation["requestBody"]["required"] = True  # an empty body is {} (or nothing)
             codes = ["400", "401", "404", "429"]
             if method != "get":
                 codes += ["403", "409", "413"]

@@ -11,10 +11,13 @@ from rest_framework.response import Response
 
 from contextstore.api.common import actor_of, body, parse, token_of
 from contextstore.api.schema import ObjectListSchema
-from contextstore.api.serializers import JSON_ANY, AgentText, EventSerializer
+from contextstore.api.serializers import JSON_ANY, AgentText, EventSerializer, JSONObject
 from contextstore.models import Thread
 from contextstore.services import sync
 from contextstore.services.common import UNSET
+
+# services/sync.py's namespace rule (ASCII here; the service takes any Unicode letter or digit).
+NAMESPACE_PATTERN = "^[A-Za-z0-9._-]{1,64}$"
 
 
 class SyncItemSerializer(serializers.Serializer):
@@ -38,11 +41,13 @@ class SyncLoadSerializer(serializers.Serializer):
 
 class SyncSaveInItemSerializer(serializers.Serializer):
     key = serializers.CharField(max_length=sync.KEY_MAX)
-    event = JSON_ANY(help_text="An event as in POST events/ (without client_id).")
+    event = JSONObject(help_text="An event as in POST events/ (without client_id).")
 
 
 class SyncSaveInSerializer(serializers.Serializer):
-    schema_rules = {"additionalProperties": False}  # the view refuses unknown fields
+    # The view refuses unknown fields; the service, a namespace of other characters.
+    schema_rules = {"additionalProperties": False,
+                    "properties": {"namespace": {"pattern": NAMESPACE_PATTERN}}}
 
     namespace = serializers.CharField(max_length=sync.NAMESPACE_MAX)
     base_revision = serializers.IntegerField(
@@ -98,7 +103,8 @@ class ThreadSyncViewSet(viewsets.GenericViewSet):
 
         return get_object_or_404(self.get_queryset(), pk=self.kwargs["thread_pk"])
 
-    @extend_schema(parameters=[OpenApiParameter("namespace", str, required=True),
+    @extend_schema(parameters=[OpenApiParameter("namespace", str, required=True,
+                                               pattern=NAMESPACE_PATTERN),
                                OpenApiParameter("format", str, enum=["peteos"])],
                    responses=SyncLoadSerializer,
                    summary="Load the working context as keyed items of a framework namespace")
