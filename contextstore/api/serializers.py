@@ -584,9 +584,8 @@ class ForkInSerializer(serializers.Serializer):
                        "must not be after end_position, nor either past the thread's last "
                        "position.",
         "properties": {"end_seq": {"minimum": 2}},
-        "allOf": [{"not": {"required": [new, old], "properties": {
-            new: {"type": "integer"}, old: {"type": "integer"}}}}
-            for new, old in (("start_position", "start_seq"), ("end_position", "end_seq"))],
+        "allOf": [{"not": {"required": [new, old], "properties": {new: {"type": "integer"}}}}
+                  for new, old in (("start_position", "start_seq"), ("end_position", "end_seq"))],
     }
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
