@@ -16,12 +16,14 @@ unexport PYTHONDONTWRITEBYTECODE
 .PHONY: run test check lint typecheck bench venv migrate demo clean framework-venvs
 
 # uv installs the pinned dependencies in a fraction of pip's time; it is itself a pinned
-# package from PyPI, installed into the virtualenv with the interpreter's own pip.
-$(STAMP): pyproject.toml
+# package from PyPI, installed into the virtualenv with the interpreter's own pip. The client
+# (clients/python, the contextstore-client distribution agents install) goes in beside the
+# server, editable, with its token-counting extra.
+$(STAMP): pyproject.toml clients/python/pyproject.toml
 	@PY="$$(scripts/find-python)" || exit 1; \
 	if [ ! -x $(BIN)/python ]; then echo "creating $(VENV) with $$PY"; "$$PY" -m venv $(VENV); fi
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
-	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[dev,adapters]'
+	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[dev,adapters]' -e './clients/python[tiktoken]'
 	@touch $(STAMP)
 
 venv: $(STAMP)

@@ -20,6 +20,7 @@ from contextstore.models import (
     Job,
     Membership,
     Memory,
+    OtelSpan,
     ProviderState,
     Run,
     ScopedState,
@@ -384,6 +385,18 @@ class RunAdmin(ReadOnlyAdmin):
     search_fields = ("run_id", "thread__session__key")
     date_hierarchy = "started_at"
     list_select_related = ("thread__session",)
+
+
+@admin.register(OtelSpan)
+class OtelSpanAdmin(ReadOnlyAdmin):
+    """Spans as OpenTelemetry exporters sent them (raw; their events are derived)."""
+
+    list_display = ("name", "trace_id", "span_id", "parent_span_id", "status_code", "workspace",
+                    "received_at")
+    list_filter = ("status_code",)
+    search_fields = ("=trace_id", "=span_id", "name")
+    date_hierarchy = "received_at"
+    list_select_related = ("workspace",)
 
 
 @admin.register(ProviderState)

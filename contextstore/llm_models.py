@@ -1,4 +1,4 @@
-"""Known models' context windows, and the budget a thread's renders default to.
+"""Known models' context windows and input prices, and the budget a thread's renders default to.
 
 The table is the one place to add a model. A name matches its longest listed prefix, so dated
 versions ("gpt-4o-2024-08-06") use their family's window. A thread's settings fall back to its
@@ -7,6 +7,8 @@ nothing set), renders use settings.CONTEXTSTORE["DEFAULT_RENDER_MAX_TOKENS"] (80
 """
 
 from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 
@@ -24,15 +26,40 @@ CONTEXT_WINDOWS = {
     "gemini-2.5-pro": 1_048_576, "gemini-2.5-flash": 1_048_576,
     "llama-3.1-8b": 131_072, "llama-3.1-70b": 131_072, "mistral-large": 131_072,
 }
+# List prices of input tokens (USD per million) and what a token read from the prompt cache costs
+# as a share of that, from the providers' price pages (2025). They value the input a cache break
+# made an agent pay in full (selectors/cache.py); a model missing here is valued at nothing.
+INPUT_PRICES = {
+    "gpt-4o": (2.50, 0.5), "gpt-4o-mini": (0.15, 0.5), "gpt-4.1": (2.00, 0.25),
+    "gpt-4.1-mini": (0.40, 0.25), "gpt-4.1-nano": (0.10, 0.25), "gpt-5": (1.25, 0.1),
+    "gpt-5-mini": (0.25, 0.1), "gpt-5-nano": (0.05, 0.1), "o1": (15.00, 0.5), "o3": (2.00, 0.25),
+    "o3-mini": (1.10, 0.5), "o4-mini": (1.10, 0.25),
+    "claude-3-5-sonnet": (3.00, 0.1), "claude-3-7-sonnet": (3.00, 0.1), "claude-sonnet-4": (3.00, 0.1),
+    "claude-3-opus": (15.00, 0.1), "claude-opus-4": (15.00, 0.1), "claude-opus-4-5": (5.00, 0.1),
+    "claude-3-haiku": (0.25, 0.1), "claude-3-5-haiku": (0.80, 0.1), "claude-haiku-4": (1.00, 0.1),
+}
 # Tokens kept free for the answer when a window is known and no reserve_output is set.
 DEFAULT_RESERVE_OUTPUT = 4096
 
 
-def known_window(model: str) -> int | None:
+def _listed(table: dict[str, Any], model: str) -> Any:
     name = model.strip().lower()
-    best = max((k for k in CONTEXT_WINDOWS if name == k or name.startswith(k + "-")),
-               key=len, default=None)
-    return CONTEXT_WINDOWS[best] if best else None
+    best = max((k for k in table if name == k or name.startswith(k + "-")), key=len, default=None)
+    return table[best] if best else None
+
+
+def known_window(model: str) -> int | None:
+    return _listed(CONTEXT_WINDOWS, model)
+
+
+def cache_saving_per_token(model: str) -> Decimal:
+    """What a token read from the prompt cache saves against paying it in full (USD); 0 for a
+    model without a listed price."""
+    price = _listed(INPUT_PRICES, model)
+    if price is None:
+        return Decimal(0)
+    per_million, cached_share = price
+    return Decimal(str(per_million)) * (1 - Decimal(str(cached_share))) / 1_000_000
 
 
 @dataclass(frozen=True)

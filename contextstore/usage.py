@@ -32,3 +32,34 @@ def event_usage(event: Any) -> tuple[int, int]:
         return 0, 0
     return (int(metric(event.data, "input_tokens", "prompt_tokens")),
             int(metric(event.data, "output_tokens", "completion_tokens")))
+
+
+def event_cache_usage(event: Any) -> tuple[int, int, int] | None:
+    """cache_usage() of an LLMComplete's data; None for any other event."""
+    return cache_usage(event.data) if event.type == "LLMComplete" else None
+
+
+def cache_usage(data: Any) -> tuple[int, int, int] | None:
+    """(cache_read, cache_creation, every input token) a call's usage reports (its own keys, or
+    a provider's `usage` object under "usage"), or None when it reports no cache tokens.
+    Anthropic's `input_tokens` leave out what was read from or written to the cache
+    (cache_read_input_tokens, cache_creation_input_tokens); OpenAI's prompt tokens include the
+    `cached_tokens` read (prompt_tokens_details, flattened or not), as OpenTelemetry GenAI's
+    input tokens include their `cache_read` and `cache_creation`."""
+    if not isinstance(data, dict):
+        return None
+    nested = data.get("usage")
+    usage: dict[str, Any] = nested if isinstance(nested, dict) else data
+    details = usage.get("prompt_tokens_details") or usage.get("input_tokens_details")
+    anthropic = [k for k in ("cache_read_input_tokens", "cache_creation_input_tokens") if k in usage]
+    if anthropic:
+        read = int(metric(usage, "cache_read_input_tokens"))
+        written = int(metric(usage, "cache_creation_input_tokens"))
+        return read, written, int(metric(usage, "input_tokens")) + read + written
+    if isinstance(details, dict) and "cached_tokens" in details or "cached_tokens" in usage:
+        read = int(metric(details if isinstance(details, dict) else usage, "cached_tokens"))
+        return read, 0, int(metric(usage, "prompt_tokens", "input_tokens"))
+    if "cache_read" in usage or "cache_creation" in usage:  # OpenTelemetry GenAI's names
+        read, written = int(metric(usage, "cache_read")), int(metric(usage, "cache_creation"))
+        return read, written, max(int(metric(usage, "input_tokens", "prompt_tokens")), read + written)
+    return None

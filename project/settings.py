@@ -195,6 +195,8 @@ CONTEXTSTORE = {
     # How long a process trusts an API token it has checked; a revoked token is refused by
     # every process at most this many seconds later (at once by the process that revoked it).
     "TOKEN_CACHE_SECONDS": env_int("TOKEN_CACHE_SECONDS", 5),
+    # Largest OTLP export body once decompressed (/otlp/v1/traces, logs); over it: 413.
+    "OTLP_MAX_BYTES": env_int("OTLP_MAX_BYTES", 20 * 1024 * 1024),
 }
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_REQUEST_BYTES", 10 * 1024 * 1024)
 

@@ -4,23 +4,30 @@ import subprocess
 import sys
 import time
 
+import contextstore_client as cs_client
 import httpx
 import pytest
 
-from contextstore import client as cs_client
-from contextstore.client import ContextStore
 from contextstore.models import Event
+from tests.client_flavours import FLAVOURS, client_flavour
 from tests.conftest import messages
 
 
+@pytest.fixture(params=FLAVOURS)
+def flavour(request):
+    """Each test that takes it runs twice: through ContextStore and AsyncContextStore."""
+    with client_flavour(request.param) as made:
+        yield made
+
+
 @pytest.fixture
-def cs(live_server, transactional_db, token):
-    with ContextStore(live_server.url, token[1], retries=1, backoff=0.01) as store:
+def cs(flavour, live_server, transactional_db, token):
+    with flavour.connect(live_server.url, token[1], retries=1, backoff=0.01) as store:
         yield store
 
 
 def test_importing_the_client_does_not_import_django():
-    code = ("import sys, contextstore.client; "
+    code = ("import sys, contextstore_client; "
             "sys.exit(any(m == 'django' or m.startswith('django.') for m in sys.modules))")
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
@@ -157,11 +164,11 @@ def test_summarizer_settings_and_summarize_jobs(cs, thread):
     assert (job.kind, job.thread) == ("range", thread.pk)
 
 
-def test_auth_and_scope_errors_are_typed(live_server, transactional_db, read_token, thread):
-    with ContextStore(live_server.url, "cs_wrong", retries=0) as bad:
+def test_auth_and_scope_errors_are_typed(flavour, live_server, transactional_db, read_token, thread):
+    with flavour.connect(live_server.url, "cs_wrong", retries=0) as bad:
         with pytest.raises(cs_client.Unauthorized):
             bad.get_thread(thread.pk)
-    with ContextStore(live_server.url, read_token[1], retries=0) as reader:
+    with flavour.connect(live_server.url, read_token[1], retries=0) as reader:
         handle = reader.get_thread(thread.pk)
         with pytest.raises(cs_client.Forbidden) as denied:
             handle.append_one("Message", "x")
@@ -188,50 +195,48 @@ def ok_append() -> httpx.Response:
                                                  "client_id": "x"}], "created": 1})
 
 
-def handle_for(transport: httpx.MockTransport, retries: int = 3) -> cs_client.ThreadHandle:
-    store = ContextStore("http://cs.test", "cs_t", transport=transport, retries=retries,
-                         backoff=0.001)
-    return cs_client.ThreadHandle(store, cs_client.Thread(id=7, session=1, session_key="s",
-                                                          name="main"))
+def handle_for(flavour, transport: httpx.MockTransport, retries: int = 3):
+    store = flavour.connect("http://cs.test", "cs_t", transport=transport, retries=retries, backoff=0.001)
+    return flavour.handle(store, cs_client.Thread(id=7, session=1, session_key="s", name="main"))
 
 
-def test_appends_are_retried_with_the_same_client_ids_after_a_lost_answer():
+def test_appends_are_retried_with_the_same_client_ids_after_a_lost_answer(flavour):
     transport, seen = scripted([httpx.ReadTimeout("lost"), httpx.Response(503), ok_append()])
-    handle_for(transport).append([{"type": "Message", "content": "x"}])
+    handle_for(flavour, transport).append([{"type": "Message", "content": "x"}])
     bodies = [r.content for r in seen]
     assert len(bodies) == 3 and bodies[0] == bodies[1] == bodies[2]
     assert b'"client_id"' in bodies[0]
 
 
-def test_non_idempotent_calls_are_not_repeated_after_a_server_error():
+def test_non_idempotent_calls_are_not_repeated_after_a_server_error(flavour):
     transport, seen = scripted([httpx.Response(500, json={"error": {
         "code": "server_error", "message": "boom", "details": {}}})])
     with pytest.raises(cs_client.ServerError):
-        handle_for(transport).increment_iteration()
+        handle_for(flavour, transport).increment_iteration()
     assert len(seen) == 1
 
 
-def test_connection_errors_and_throttling_are_retried_then_reported():
+def test_connection_errors_and_throttling_are_retried_then_reported(flavour):
     transport, seen = scripted([httpx.ConnectError("refused"),
                                 httpx.Response(429, headers={"Retry-After": "0"}, json={"error": {
                                     "code": "throttled", "message": "slow down", "details": {}}}),
                                 httpx.Response(200, json={"iteration": 3})])
-    assert handle_for(transport).increment_iteration() == 3
+    assert handle_for(flavour, transport).increment_iteration() == 3
     assert len(seen) == 3
     transport, seen = scripted([httpx.ConnectError("refused")] * 3)
     with pytest.raises(cs_client.ConnectionFailed):
-        handle_for(transport, retries=2).state()
+        handle_for(flavour, transport, retries=2).state()
     assert len(seen) == 3
 
 
-def test_concurrent_clients_with_replayed_batches_lose_and_duplicate_nothing(cs, live_server,
+def test_concurrent_clients_with_replayed_batches_lose_and_duplicate_nothing(flavour, cs, live_server,
                                                                              token, thread):
     """Four agents append to one thread at once, each sending every batch twice (a retry after
     a lost answer): every event is stored once and seqs stay gap-free."""
     from concurrent.futures import ThreadPoolExecutor
 
     def agent(name: str) -> list[int]:
-        with ContextStore(live_server.url, token[1], retries=3, backoff=0.01) as mine:
+        with flavour.connect(live_server.url, token[1], retries=3, backoff=0.01) as mine:
             handle = mine.get_thread(thread.pk)
             seqs = []
             for b in range(5):
@@ -250,33 +255,34 @@ def test_concurrent_clients_with_replayed_batches_lose_and_duplicate_nothing(cs,
     assert len({e.client_id for e in stored}) == len(stored) == 80
 
 
-def test_a_conditional_state_write_is_not_resent_after_a_lost_answer():
+def test_a_conditional_state_write_is_not_resent_after_a_lost_answer(flavour):
     transport, seen = scripted([httpx.ReadTimeout("lost")])
     with pytest.raises(cs_client.ConnectionFailed):
-        handle_for(transport).put_state({"k": 1}, if_match=3)
+        handle_for(flavour, transport).put_state({"k": 1}, if_match=3)
     assert len(seen) == 1 and seen[0].headers["If-Match"] == '"3"'
     transport, seen = scripted([httpx.ReadTimeout("lost"), httpx.Response(200, json={
         "state": {"k": 1}, "memory": [], "revision": 4})])
-    assert handle_for(transport).put_state({"k": 1}).revision == 4  # unconditional: resent
+    assert handle_for(flavour, transport).put_state({"k": 1}).revision == 4  # unconditional: resent
     assert len(seen) == 2
 
 
-def test_retry_after_is_a_floor_under_the_backoff_and_other_5xx_retry_only_idempotent_calls():
+def test_retry_after_is_a_floor_under_the_backoff_and_other_5xx_retry_only_idempotent_calls(flavour):
     busy = {"error": {"code": "unavailable", "message": "busy", "details": {}}}
     transport, seen = scripted([httpx.Response(503, headers={"Retry-After": "0.4"}, json=busy),
                                 httpx.Response(502, json=busy),
                                 httpx.Response(200, json={"state": {}, "memory": [], "revision": 2})])
     started = time.monotonic()
-    assert handle_for(transport).state().revision == 2  # a GET: 502 is retried too
+    assert handle_for(flavour, transport).state().revision == 2  # a GET: 502 is retried too
     assert time.monotonic() - started >= 0.4  # backoff is 1 ms; the server asked for 400
     assert len(seen) == 3
     transport, seen = scripted([httpx.Response(502, json=busy)] * 5)
     with pytest.raises(cs_client.ServerError) as caught:
-        handle_for(transport, retries=2).state()
+        handle_for(flavour, transport, retries=2).state()
     assert caught.value.status == 502 and len(seen) == 3  # the last error, after 2 retries
 
 
-def test_the_loop_context_call_log_links_the_call_to_its_render(cs, live_server, thread, read_token):
+def test_the_loop_context_call_log_links_the_call_to_its_render(flavour, cs, live_server, thread,
+                                                                 read_token):
     handle = cs.get_thread(thread.pk)
     handle.put_block("persona", value="Be brief.", placement="prefix")
     handle.append(messages(3, words=5))
@@ -299,7 +305,7 @@ def test_the_loop_context_call_log_links_the_call_to_its_render(cs, live_server,
     own = Event.objects.filter(thread=thread, type="LLMCallStart").latest("seq")
     assert "render_id" not in own.data and len(own.data["message_hashes"]) == 1
 
-    with ContextStore(live_server.url, read_token[1], retries=0) as reader:
+    with flavour.connect(live_server.url, read_token[1], retries=0) as reader:
         unrecorded = reader.get_thread(thread.pk).context()
         assert unrecorded.render_id is None and unrecorded.messages
 
@@ -310,27 +316,13 @@ def test_model_settings_from_the_client(cs, thread):
     assert handle.model_settings()["model"] == "gpt-4o"
 
 
-def test_the_async_client_runs_the_same_loop(cs, live_server, token, read_token):
-    from contextstore.client import AsyncContextStore
-    from tests.test_client_agent_sessions import run_in_own_loop
-
-    async def scenario() -> tuple:
-        async with AsyncContextStore(live_server.url, token[1], retries=1, backoff=0.01) as store:
-            handle = await store.thread("async-s", user_id="ann")
-            await handle.append(messages(3, words=5))
-            ctx = await handle.context(format="anthropic")
-            logged = await handle.log_llm_call("claude", input_tokens=ctx.stats["total_tokens"])
-            again = await store.get_thread(handle.id)
-            called = await again.llm_call(logged[0].seq)
-            rebuilt = await store.render(ctx.render_id)
-            async with AsyncContextStore(live_server.url, read_token[1], retries=0) as reader:
-                unrecorded = await (await reader.get_thread(handle.id)).context(format="anthropic")
-            return handle, ctx, called, rebuilt, unrecorded
-
-    handle, ctx, called, rebuilt, unrecorded = run_in_own_loop(scenario())
-    assert ctx.format == "anthropic" and ctx.render_id and ctx.system is not None
-    start, done = Event.objects.filter(
-        thread_id=handle.id, type__in=["LLMCallStart", "LLMComplete"]).order_by("seq")
-    assert start.data["render_id"] == done.data["render_id"] == ctx.render_id
-    assert called["messages"] == ctx.messages == rebuilt.messages
-    assert unrecorded.render_id is None and unrecorded.messages == ctx.messages
+def test_the_old_import_path_still_works_with_a_deprecation_warning():
+    code = ("import warnings; warnings.simplefilter('error', DeprecationWarning)\n"
+            "try:\n    import contextstore.client\nexcept DeprecationWarning as w:\n    print(w)\n")
+    warned = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "import from contextstore_client" in warned.stdout
+    code = ("import warnings; warnings.simplefilter('ignore', DeprecationWarning)\n"
+            "import contextstore.client as old, contextstore_client as new\n"
+            "assert old.ContextStore is new.ContextStore and old.SyncTracker is new.SyncTracker\n"
+            "assert set(old.__all__) == set(new.__all__) and all(hasattr(old, n) for n in new.__all__)\n")
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,25 +1,33 @@
-"""The client's framework-session calls (ContextStore and AsyncContextStore) against a live
-server, and AsyncContextStore's retry rules against a mock transport."""
+"""The client's framework-session calls against a live server, through ContextStore and
+AsyncContextStore alike, and AsyncContextStore's retry rules against a mock transport."""
 
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
 
+import contextstore_client as cs_client
 import httpx
 import pytest
+from contextstore_client import AsyncContextStore
 
-from contextstore import client as cs_client
-from contextstore.client import AsyncContextStore, ContextStore
+from tests.client_flavours import FLAVOURS, client_flavour
 
 WHO = ("shop", "ann", "s1")
 
 
+@pytest.fixture(params=FLAVOURS)
+def flavour(request):
+    """Each test that takes it runs twice: through ContextStore and AsyncContextStore."""
+    with client_flavour(request.param) as made:
+        yield made
+
+
 @pytest.fixture
-def cs(live_server, transactional_db, token):
-    with ContextStore(live_server.url, token[1], retries=1, backoff=0.01) as store:
+def cs(flavour, live_server, transactional_db, token):
+    with flavour.connect(live_server.url, token[1], retries=1, backoff=0.01) as store:
         yield store
 
 
-def test_sessions_round_trip_through_the_sync_client(cs):
+def test_sessions_round_trip_through_the_client(cs):
     assert cs.read_agent_session(*WHO) is None
     made = cs.create_agent_session(*WHO, state={"a": 1}, user_state={"lang": "fi"})
     assert made["state"] == {"a": 1} and made["user_state"] == {"lang": "fi"}
@@ -40,19 +48,6 @@ def test_sessions_round_trip_through_the_sync_client(cs):
     assert cs.scoped_states("shop", "ann")["user_state"] == {"lang": "fi"}
     assert cs.clear_agent_session(*WHO) == 0
     assert cs.delete_agent_session(*WHO) == 1
-
-
-def test_the_async_client_makes_the_same_calls(live_server, transactional_db, token):
-    async def scenario() -> dict:
-        async with AsyncContextStore(live_server.url, token[1], retries=1, backoff=0.01) as store:
-            await store.create_agent_session(*WHO)
-            await store.commit_agent_session(*WHO, events=[{"type": "Message", "content": "hi"}])
-            with pytest.raises(cs_client.Conflict):
-                await store.create_agent_session(*WHO)
-            assert await store.read_agent_session("shop", "ann", "missing") is None
-            return await store.read_agent_session(*WHO)
-
-    assert [e["content"] for e in run_in_own_loop(scenario())["events"]] == ["hi"]
 
 
 def run_in_own_loop(coro):
@@ -119,7 +114,7 @@ def test_async_connection_errors_and_throttling_are_retried_then_reported():
     assert stale.value.code == "stale_history"
 
 
-def test_concurrent_writers_on_one_history_one_wins_and_replays_apply_once(cs, live_server, token):
+def test_concurrent_writers_on_one_history_one_wins_and_replays_apply_once(flavour, cs, live_server, token):
     """Four agents commit at once on the history they all read (one wins, the others are
     told it is stale), then all four replay one batch (applied once, same answer)."""
     from concurrent.futures import ThreadPoolExecutor
@@ -127,7 +122,7 @@ def test_concurrent_writers_on_one_history_one_wins_and_replays_apply_once(cs, l
     cs.create_agent_session(*WHO)
 
     def stale_writer(i: int) -> str:
-        with ContextStore(live_server.url, token[1], retries=3, backoff=0.01) as mine:
+        with flavour.connect(live_server.url, token[1], retries=3, backoff=0.01) as mine:
             try:
                 mine.commit_agent_session(*WHO, events=[{"type": "Message", "content": f"w{i}"}],
                                           user_state={f"w{i}": True}, expected_last_seq=0)
@@ -136,7 +131,7 @@ def test_concurrent_writers_on_one_history_one_wins_and_replays_apply_once(cs, l
                 return "stale"
 
     def replayer(i: int) -> dict:
-        with ContextStore(live_server.url, token[1], retries=3, backoff=0.01) as mine:
+        with flavour.connect(live_server.url, token[1], retries=3, backoff=0.01) as mine:
             return mine.commit_agent_session(*WHO, events=[{"type": "Message", "content": "once",
                                                             "client_id": "once"}],
                                              app_state={"n": 1}, batch_id="same-batch")

@@ -21,7 +21,7 @@ def test_tokens_client_and_summarizers_work_without_django_settings():
     env["PYTHONPATH"] = str(ROOT)
     code = (
         "import sys\n"
-        "import contextstore.client, contextstore.summarizers.openai, contextstore.summarizers.extractive\n"
+        "import contextstore_client, contextstore.summarizers.openai, contextstore.summarizers.extractive\n"
         "from contextstore.tokens import count_tokens\n"
         "assert count_tokens('hello world') == 2, count_tokens('hello world')\n"
         "assert 'django' not in sys.modules, 'django was imported'\n"

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import httpx
 import openai
-
-from contextstore.client import ContextStore
+from contextstore_client import ContextStore
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

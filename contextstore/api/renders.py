@@ -15,6 +15,7 @@ from contextstore.api.common import token_of
 from contextstore.errors import NotFound
 from contextstore.models import Event, RenderRecord, Thread
 from contextstore.selectors import renders
+from contextstore.selectors.cache import records_compare
 
 UUID = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 
@@ -43,7 +44,12 @@ class RenderDiffSerializer(serializers.Serializer):
     blocks_changed = serializers.ListField(child=serializers.DictField())
     summary_changed = serializers.BooleanField()
     prefix_changed = serializers.BooleanField()
-    prompt_cache_lost = serializers.BooleanField()
+    prompt_cache_lost = serializers.BooleanField(
+        help_text="b does not begin with what a provider cached of a (everything before a's history "
+                  "end): tools, system and messages compared in the format's wire order")
+    prompt_cache = serializers.DictField(
+        help_text="reusable and total input tokens (cl100k_base), the provider's minimum cacheable "
+                  "prefix, status (kept, partial, lost, short), cause and the first difference")
     format_changed = serializers.BooleanField()
     tokens = serializers.DictField()
 
@@ -74,7 +80,11 @@ class RenderViewSet(viewsets.GenericViewSet):
     @extend_schema(responses=RenderDiffSerializer, summary="What changed between two renders")
     @action(detail=True, methods=["get"], url_path=rf"diff/(?P<other>{UUID})")
     def diff(self, request: Request, pk: str, other: str) -> Response:
-        return Response(renders.render_diff(a=self._get(pk), b=self._get(other)))
+        a, b = self._get(pk), self._get(other)
+        cache = records_compare(a=a, b=b)
+        lost = cache["cause"] not in ("append", "suffix_moves")
+        return Response({**renders.render_diff(a=a, b=b), "prompt_cache_lost": lost,
+                         "prompt_cache": {**cache, "lost_cost": str(cache["lost_cost"]), "reported": None}})
 
 
 class LLMCallSerializer(serializers.Serializer):

@@ -1,8 +1,7 @@
 """Model calls and tool calls as the thread page shows them: an LLMCallStart paired with its
-LLMComplete (a call card, what the call sent, how two calls differ), a ToolCall paired with its
-results (a tool card)."""
+LLMComplete (a call card, what the call sent), a ToolCall paired with its results (a tool
+card). How two calls differ, and what that does to the prompt cache: selectors/cache.py."""
 
-import json
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -23,7 +22,6 @@ CALL_START = "LLMCallStart"
 CALL_END = "LLMComplete"
 PAIR_WINDOW = 20  # LLM-call rows looked at on either side to find a partner
 SENT_PAGE = 100  # messages per page of an "as sent" view
-DIFF_LIST = 50  # entered/left messages listed by a call diff
 
 
 @dataclass
@@ -170,52 +168,6 @@ def llm_call_sent(*, thread: Thread, call: LLMCall) -> dict[str, Any]:
                 return {"source": "messages", "record": None, "format": None, "system": [],
                         "messages": messages}
     return {"source": None, "record": None, "format": None, "system": [], "messages": []}
-
-
-def _canonical(message: Any) -> str:
-    return json.dumps(message, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-
-
-def _preview(message: Any) -> dict[str, Any]:
-    if isinstance(message, dict):
-        content = message.get("content", message.get("text", ""))
-        role = str(message.get("role") or message.get("type") or "")
-    else:
-        content, role = message, ""
-    text = content if isinstance(content, str) else _canonical(content)
-    return {"role": role, "text": text[:300], "cut": len(text) > 300}
-
-
-def llm_call_diff(*, thread: Thread, a: LLMCall, b: LLMCall) -> dict[str, Any]:
-    """What changed from call `a` to call `b`: messages that entered and left, how long a
-    prefix they share (a provider's prompt cache keeps only an unchanged prefix), and, when both
-    sent a recorded render, the render diff (events by reason, blocks, summary, prefix hash)."""
-    sent_a, sent_b = llm_call_sent(thread=thread, call=a), llm_call_sent(thread=thread, call=b)
-    seq_a = [_canonical(m) for m in sent_a["system"]] + [_canonical(m) for m in sent_a["messages"]]
-    seq_b = [_canonical(m) for m in sent_b["system"]] + [_canonical(m) for m in sent_b["messages"]]
-    shared = 0
-    for x, y in zip(seq_a, seq_b, strict=False):
-        if x != y:
-            break
-        shared += 1
-    all_a = sent_a["system"] + sent_a["messages"]
-    all_b = sent_b["system"] + sent_b["messages"]
-    in_a, in_b = set(seq_a), set(seq_b)
-    entered = [(i, _preview(m)) for i, (m, c) in enumerate(zip(all_b, seq_b, strict=True)) if c not in in_a]
-    left = [(i, _preview(m)) for i, (m, c) in enumerate(zip(all_a, seq_a, strict=True)) if c not in in_b]
-    render = None
-    if sent_a["record"] is not None and sent_b["record"] is not None:
-        render = renders.render_diff(a=sent_a["record"], b=sent_b["record"])
-    known = sent_a["source"] is not None and sent_b["source"] is not None
-    return {
-        "a": a, "b": b, "known": known, "count_a": len(seq_a), "count_b": len(seq_b),
-        "shared_prefix": shared,
-        # a cache keyed on the prompt's start survives when the first message(s) are unchanged
-        "cache_kept": known and shared > 0 and (render is None or not render["prompt_cache_lost"]),
-        "prefix_changed": known and (shared < len(seq_a) or bool(render and render["prefix_changed"])),
-        "entered": entered[:DIFF_LIST], "entered_count": len(entered),
-        "left": left[:DIFF_LIST], "left_count": len(left), "render": render,
-    }
 
 
 # ------------------------------------------------------------------ tool calls

@@ -13,7 +13,7 @@ from typing import Any
 
 from contextstore.errors import NotFound
 from contextstore.models import Collapse, ContextBlockVersion, Event, RenderRecord, StoredText
-from contextstore.render_format import build_messages, join_blocks, valid_items
+from contextstore.render_format import HistoryEvent, build_messages, join_blocks, valid_items
 
 LLM_CALL_TYPES = ("LLMCallStart", "LLMComplete", "LLMCallEnd")
 
@@ -68,10 +68,22 @@ def unpack_events(packed: list[Any]) -> list[tuple[int, int]]:
 
 # ------------------------------------------------------------------ rebuilding
 
-def record_events(record: RenderRecord) -> list[Event]:
-    refs = unpack_events(record.spec["events"])
-    by_id = {e.pk: e for e in Event.objects.filter(thread_id=record.thread_id,
-                                                   pk__in=[i for i, _ in refs])}
+def record_refs(record: RenderRecord) -> list[tuple[int, int]]:
+    """The record's (event id, position) pairs, unpacked once per record instance."""
+    refs = getattr(record, "_refs", None)
+    if refs is None:
+        # a memo on the instance: the stubs know only the model's fields
+        refs = record._refs = unpack_events(record.spec["events"])  # type: ignore[attr-defined]
+    return refs
+
+
+def record_events(record: RenderRecord) -> list[HistoryEvent]:
+    """The record's events, the fields a render reads (a render of 200k tokens holds thousands
+    of events: model instances would cost more than the query)."""
+    refs = record_refs(record)
+    rows = Event.objects.filter(thread_id=record.thread_id, pk__in=[i for i, _ in refs]).values_list(
+        *HistoryEvent.__slots__)
+    by_id = {row[0]: HistoryEvent(*row) for row in rows}
     return [by_id[i] for i, _ in refs if i in by_id]
 
 
@@ -160,9 +172,8 @@ def _blocks(record: RenderRecord, versions: dict[int, ContextBlockVersion]) -> d
 def render_diff(*, a: RenderRecord, b: RenderRecord) -> dict[str, Any]:
     """What changed between two recorded renders (of one thread, or a fork and its parent):
     events added and removed (and why: collapsed, cleared, or no longer fitting), blocks
-    changed, summary and prefix changed (a changed prefix loses the provider's prompt cache),
-    tokens per section before and after."""
-    refs_a, refs_b = dict(unpack_events(a.spec["events"])), dict(unpack_events(b.spec["events"]))
+    changed, summary and prefix blocks changed, tokens per section before and after."""
+    refs_a, refs_b = dict(record_refs(a)), dict(record_refs(b))
     added = sorted(refs_b[i] for i in set(refs_b) - set(refs_a))
     removed_ids = set(refs_a) - set(refs_b)
     now = {pk: (status, collapse) for pk, status, collapse in Event.objects.filter(
@@ -205,8 +216,8 @@ def render_diff(*, a: RenderRecord, b: RenderRecord) -> dict[str, Any]:
         },
         "blocks_changed": blocks,
         "summary_changed": a.spec["summary"] != b.spec["summary"],
+        # the prefix blocks alone; what a provider's cache keeps is selectors/cache.records_compare
         "prefix_changed": a.prefix_hash != b.prefix_hash,
-        "prompt_cache_lost": a.prefix_hash != b.prefix_hash,
         "format_changed": a.format != b.format,
         "tokens": tokens,
     }

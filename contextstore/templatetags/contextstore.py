@@ -224,3 +224,9 @@ def ago(when) -> str:
     if (timezone.now() - when).total_seconds() < 60:
         return "just now"
     return f"{timesince(when)} ago"
+
+
+@register.filter
+def grouped(value: int | None) -> str:
+    """195890 -> 195,890: exact token counts, readable."""
+    return f"{int(value or 0):,}"

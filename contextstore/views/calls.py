@@ -10,11 +10,11 @@ from django.shortcuts import render
 from django.views.decorators.vary import vary_on_headers
 
 from contextstore.models import Thread
+from contextstore.selectors.cache import llm_call_diff
 from contextstore.selectors.calls import (
     SENT_PAGE,
     LLMCall,
     llm_call_at,
-    llm_call_diff,
     llm_call_previous,
     llm_call_sent,
 )

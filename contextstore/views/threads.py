@@ -23,6 +23,7 @@ from contextstore.models import (
 )
 from contextstore.selectors import dashboard, rendering, timeline
 from contextstore.selectors.agent_sessions import scoped_states
+from contextstore.selectors.cache import model_view_cache
 from contextstore.selectors.events import error_seq, event_seq_at, run_first_seq, thread_events
 from contextstore.selectors.threads import block_versions
 from contextstore.selectors.workspaces import actor_names
@@ -263,18 +264,11 @@ def collapse_detail(request: DashboardRequest, pk: int, collapse_id: int) -> Htt
 @login_required
 @vary_on_headers("HX-Request")  # a page and its fragment share a URL
 def model_view(request: DashboardRequest, pk: int) -> HttpResponse:
-    """What the model sees for a budget, and whether the prefix changed since the last look.
-
-    The previous prefix hash is kept per thread in the person's session, so the warning means
-    "your prompt cache would have been invalidated since you last rendered this thread".
-    """
+    """What the model sees for a budget, and what the prompt cache would keep: the render the
+    agent would get now with the options of its latest recorded call, against that call."""
     thread = get_thread(request, pk)
     budget = budget_of(request, thread)
     rendered = rendering.context_render(thread=thread, max_tokens=budget)
-    key = f"contextstore.prefix_hash.{thread.pk}"
-    previous = request.session.get(key)
-    current = rendered["stats"]["prefix_hash"]
-    request.session[key] = current
     skipped = [{**x, "why": rendering.SKIP_REASONS.get(x["reason"], x["reason"])}
                for x in rendered["stats"]["skipped"]]
     # The render is bounded by the budget; its messages are shown a page at a time, while the
@@ -287,9 +281,9 @@ def model_view(request: DashboardRequest, pk: int) -> HttpResponse:
     window = thread_model_settings(thread).context_window
     context = {
         "thread": thread, "session": thread.session, "workspace": thread.workspace,
-        "rendered": rendered, "budget": budget, "previous_hash": previous, "skipped": skipped,
+        "rendered": rendered, "budget": budget, "skipped": skipped,
         "workspaces": visible_workspaces(request.user),
-        "prefix_changed": previous is not None and previous != current,
+        "cache_view": model_view_cache(thread=thread),
         "window": window, "capped_from": asked if asked is not None and asked > budget else None,
         "shown": messages[first:first + MODEL_VIEW_PAGE], "page": page, "pages": pages,
         "first": first + 1, "last": min(first + MODEL_VIEW_PAGE, len(messages)),

@@ -61,3 +61,22 @@ def test_an_llm_call_carries_the_render_it_sent(api_client, thread_url):
         {"type": "LLMComplete", "data": {"render_id": "00000000-0000-0000-0000-000000000000"}}]},
         format="json")
     assert bad.status_code == 400 and "render_id" in bad.json()["error"]["message"]
+
+
+def test_a_render_diff_says_the_cache_is_lost_when_an_anthropic_suffix_block_changed(api_client, thread_url):
+    """The prefix blocks are the same, but format=anthropic sends suffix blocks in `system`,
+    before every message: nothing after them is reusable (issue 31's first contradiction)."""
+    _seed(api_client, thread_url)
+    api_client.put(f"{thread_url}blocks/clock/", {"value": "Now: 10:00", "placement": "suffix"},
+                   format="json")
+    a = api_client.get(f"{thread_url}context/?record=true&format=anthropic").json()["render_id"]
+    api_client.put(f"{thread_url}blocks/clock/", {"value": "Now: 10:05"}, format="json")
+    b = api_client.get(f"{thread_url}context/?record=true&format=anthropic").json()["render_id"]
+    diff = api_client.get(f"/api/v1/renders/{a}/diff/{b}/").json()
+    assert diff["prefix_changed"] is False and diff["prompt_cache_lost"] is True
+    cache = diff["prompt_cache"]
+    assert cache["cause"] == "timestamp" and cache["divergence"]["label"] == "system block 2 (suffix blocks)"
+    assert cache["reusable"] < cache["total"] and cache["provider"] == "anthropic"
+    again = api_client.get(f"{thread_url}context/?record=true&format=anthropic").json()["render_id"]
+    same = api_client.get(f"/api/v1/renders/{b}/diff/{again}/").json()
+    assert same["prompt_cache_lost"] is False and same["prompt_cache"]["cause"] == "append"

@@ -3,6 +3,7 @@
 import pytest
 
 from contextstore.models import Event
+from tests.client_flavours import FLAVOURS, client_flavour
 
 
 def items(n: int, start: int = 0) -> list[dict]:
@@ -47,11 +48,16 @@ def test_the_endpoint_is_in_the_schema(api_client):
     assert {"get", "post"} <= set(schema["paths"]["/api/v1/threads/{thread_pk}/sync/"])
 
 
-@pytest.fixture
-def live_thread(live_server, token):
-    from contextstore.client import ContextStore
+@pytest.fixture(params=FLAVOURS)
+def flavour(request):
+    """The client's tests run twice: through ContextStore and AsyncContextStore."""
+    with client_flavour(request.param) as made:
+        yield made
 
-    with ContextStore(live_server.url, token[1]) as client:
+
+@pytest.fixture
+def live_thread(flavour, live_server, token):
+    with flavour.connect(live_server.url, token[1]) as client:
         yield client.thread("sync-live", user_id="ann")
 
 
@@ -65,7 +71,7 @@ def test_the_client_saves_5000_items_in_parts_atomically(live_thread, settings):
 
 
 def test_a_refused_large_save_leaves_the_thread_as_it_was(live_thread):
-    from contextstore.client import InvalidInput
+    from contextstore_client import InvalidInput
 
     live_thread.sync_save("fw", items=items(3))
     batch = items(3000, 3)
@@ -76,12 +82,12 @@ def test_a_refused_large_save_leaves_the_thread_as_it_was(live_thread):
     assert live_thread.state().state == {}
 
 
-def test_two_trackers_take_turns_and_a_stale_one_reloads(live_thread, live_server, token):
-    from contextstore.client import ContextStore, StaleRevision, SyncTracker
+def test_two_trackers_take_turns_and_a_stale_one_reloads(flavour, live_thread, live_server, token):
+    from contextstore_client import StaleRevision
 
-    with ContextStore(live_server.url, token[1]) as other_client:
-        a = SyncTracker(live_thread, "fw")
-        b = SyncTracker(other_client.get_thread(live_thread.id), "fw")
+    with flavour.connect(live_server.url, token[1]) as other_client:
+        a = flavour.tracker(live_thread, "fw")
+        b = flavour.tracker(other_client.get_thread(live_thread.id), "fw")
         a.load()
         a.save([(i["key"], i["event"]) for i in items(2)], document={"by": "a"})
         b.load()

@@ -13,6 +13,7 @@ from contextstore.models import ContextBlockVersion, Event, RenderRecord, Stored
 from contextstore.render_format import FORMATS
 from contextstore.selectors import rendering
 from contextstore.selectors import renders as render_reads
+from contextstore.selectors.cache import records_compare
 from contextstore.services import renders
 from contextstore.services.blocks import block_delete, block_restore, block_upsert
 from contextstore.services.collapses import collapse_create
@@ -121,7 +122,8 @@ def test_a_diff_says_what_changed(busy, actor):
     assert diff["events_added"]["count"] == 3  # the summary and two new messages
     assert diff["blocks_changed"] == [{"name": "persona", "change": "changed",
                                        "version_before": 1, "version_after": 2}]
-    assert diff["prefix_changed"] is True and diff["prompt_cache_lost"] is True
+    assert diff["prefix_changed"] is True
+    assert records_compare(a=a, b=b)["cause"] == "block_edit"  # the prefix comes first
     assert diff["summary_changed"] is False
     assert diff["tokens"]["history"]["before"] != diff["tokens"]["history"]["after"]
 

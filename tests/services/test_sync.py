@@ -1,8 +1,8 @@
 """The framework sync protocol (services/sync.py)."""
 
 import pytest
+from contextstore_client import item_digest as client_digest
 
-from contextstore.client import item_digest as client_digest
 from contextstore.errors import InvalidInput, StaleRevision
 from contextstore.models import Event, Thread
 from contextstore.services.collapses import collapse_create

@@ -102,7 +102,8 @@ def test_as_sent_says_when_nothing_was_attached(editor_client, thread, actor):
     assert "no render record or messages attached" in page
 
 
-def test_diff_with_the_previous_call_lists_what_entered_and_left_and_the_cache(editor_client, thread, actor):
+def test_diff_with_the_previous_call_lists_what_changed_entered_and_left_and_the_cache(editor_client, thread,
+                                                                                      actor):
     system = {"role": "system", "content": "be brief"}
     q1, a1, q2 = ({"role": "user", "content": "first question"},
                   {"role": "assistant", "content": "first answer"},
@@ -113,14 +114,18 @@ def test_diff_with_the_previous_call_lists_what_entered_and_left_and_the_cache(e
     first = editor_client.get(f"/threads/{thread.pk}/calls/1/diff/", **HTMX).content.decode()
     assert "first LLM call of the thread" in first
     grown = editor_client.get(f"/threads/{thread.pk}/calls/3/diff/", **HTMX).content.decode()
-    assert 'data-cache="kept"' in grown and "2 → 4 messages, the first 2 unchanged" in grown
+    # a few dozen tokens: under OpenAI's 1024-token minimum, nothing is cached at all
+    assert 'data-cache="short"' in grown and 'data-cause="append"' in grown and "2 → 4 tools" in grown
     entered = grown[grown.index("<h2>Entered</h2>"):grown.index("<h2>Left</h2>")]
     assert "first answer" in entered and "second question" in entered and "first question" not in entered
     assert "nothing" in grown[grown.index("<h2>Left</h2>"):]
     rewritten = editor_client.get(f"/threads/{thread.pk}/calls/5/diff/", **HTMX).content.decode()
-    assert 'data-cache="lost"' in rewritten and "earlier messages changed" in rewritten
+    assert 'data-cause="system_edit"' in rewritten and "First difference: <b>message 1 (system" in rewritten
+    changed = rewritten[rewritten.index("<h2>Changed</h2>"):rewritten.index("<h2>Entered</h2>")]
+    # the system prompt's words, not its two whole texts
+    assert '<del class="d-del">brief</del><ins class="d-add">long</ins>' in changed
     left = rewritten[rewritten.index("<h2>Left</h2>"):]
-    assert "be brief" in left and "first answer" in left and "second question" not in left
+    assert "first answer" in left and "second question" not in left and "be brief" not in left
 
 
 def _call_with_render(thread, actor) -> None:
@@ -138,8 +143,9 @@ def test_diff_of_two_recorded_renders_shows_blocks_and_events(editor_client, thr
     event_append(thread=thread, actor=actor, events=messages(1, start=2))
     _call_with_render(thread, actor)
     html = editor_client.get(f"/threads/{thread.pk}/calls/5/diff/", **HTMX).content.decode()
-    assert "persona changed v1→v2" in html and "changed (prompt cache lost)" in html
-    assert 'data-cache="lost"' in html and "events added</dt><dd>1 #4" in html
+    assert "persona changed v1→v2" in html and "prefix hash" not in html
+    assert 'data-cause="block_edit"' in html and "events added</dt><dd>1 #4" in html
+    assert "block “persona” edited v1→v2" in html
 
 
 def test_call_views_are_404_for_other_workspaces_and_non_calls(editor_client, outsider_client, thread,

@@ -7,6 +7,7 @@ from contextstore.services.blocks import block_upsert
 from contextstore.services.collapses import collapse_create
 from contextstore.services.events import event_append
 from contextstore.services.memories import memory_remember, provider_state_put
+from contextstore.services.renders import context_render_recorded
 from contextstore.services.runs import run_start
 from contextstore.services.sessions import session_ensure, thread_ensure
 from contextstore.services.state import state_write
@@ -178,18 +179,20 @@ def test_the_thread_page_queries_do_not_grow_with_history(
     assert counts[0] == counts[1]
 
 
-def test_what_the_model_sees_warns_when_the_prefix_changed_since_the_previous_render(
-    editor_client, thread, actor
-):
+def test_what_the_model_sees_compares_with_the_latest_recorded_call(editor_client, thread, actor):
     event_append(thread=thread, events=messages(3), actor=actor)
     block_upsert(thread=thread, name="rules", value="Be brief.", placement="prefix", actor=actor)
     url = f"/threads/{thread.pk}/context/"
     first = editor_client.get(url, {"budget": 5000}).content.decode()
-    assert 'data-prefix="first"' in first and "Be brief." in first and "turn 2" in first
-    assert 'data-prefix="same"' in editor_client.get(url, **HTMX).content.decode()
+    assert 'data-prefix="none"' in first and "Be brief." in first and "turn 2" in first
+    _, record = context_render_recorded(thread=thread, max_tokens=5000, actor=actor, fmt="openai")
+    event_append(thread=thread, actor=actor,
+                 events=[{"type": "LLMCallStart", "data": {"model": "gpt-4o", "render_id": str(record.pk)}}])
+    same = editor_client.get(url, **HTMX).content.decode()
+    assert 'data-cause="append"' in same and "<html" not in same
     block_upsert(thread=thread, name="rules", value="Be thorough.", placement="prefix", actor=actor)
     changed = editor_client.get(url, **HTMX).content.decode()
-    assert 'data-prefix="changed"' in changed and "<html" not in changed
+    assert 'data-cause="block_edit"' in changed and "block “rules” edited v1→v2" in changed
 
 
 def test_a_small_budget_leaves_older_events_out_of_what_the_model_sees(editor_client, thread, actor):

@@ -40,8 +40,9 @@ class Command(BaseCommand):
 
         prepare_environment()  # before any framework is imported
         logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request is noise here
+        from contextstore_client import ContextStore, ContextStoreError
+
         from contextstore.adapters.demo import DEMOS
-        from contextstore.client import ContextStore, ContextStoreError
 
         unknown = set(only) - set(DEMOS) - set(VENV_DEMOS)
         if unknown:

@@ -1,0 +1,422 @@
+"""A trace's kept spans become a session's thread: its messages as events, once each, in
+conversation order; each LLM span an LLMCallStart/LLMComplete pair whose logged messages are
+exactly the span's input; tool spans, errors and exceptions as their events. Derivation reads
+the whole trace every time, so the order spans arrive in does not matter, and appends only
+what the thread does not hold yet (by client id), so running it again changes nothing.
+
+A message's client id is its place in the conversation and its content (`otel:m:<index>:<digest>`):
+every LLM span repeats the history, and each message is stored the first time it is seen.
+A tool call and its result are named by the call's id (`otel:toolcall:<id>`,
+`otel:toolresult:<id>`), whichever span (LLM or execute_tool) carried them first.
+
+Session resolution (mapping.SESSION_KEYS): the best id any span of the trace names, else the
+trace id. When a better id arrives later (ids often sit on the root span, which ends and is
+exported last), the trace's events move: the session they went to, used by no other trace,
+is deleted and the trace is derived again into the session its id names.
+"""
+
+import hashlib
+import logging
+from collections import defaultdict
+from datetime import UTC, datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import InterfaceError, OperationalError, transaction
+from django.db.models import Min
+from django.utils import timezone
+
+from contextstore.models import Event, OtelLog, OtelSpan, OtelTrace, Session, Thread, Workspace
+from contextstore.otel import mapping
+from contextstore.services.common import Actor, lock_thread
+from contextstore.services.events import event_append
+from contextstore.services.sessions import session_delete, session_ensure, session_update, thread_ensure
+
+logger = logging.getLogger(__name__)
+APPEND_BATCH = 500
+STATUS_ERROR = 2
+
+
+def _when(ns: int) -> str | None:
+    if ns <= 0:
+        return None
+    return datetime.fromtimestamp(ns / 1e9, UTC).isoformat()
+
+
+def _cid(*parts: str) -> str:
+    text = ":".join(("otel", *parts))
+    if len(text) <= 200:
+        return text
+    return "otel:h:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+class _Trace:
+    """A trace's spans (and the log records naming them) with the answers derivation needs."""
+
+    def __init__(self, spans: list[OtelSpan], logs: list[OtelLog]):
+        self.trace_id = spans[0].trace_id
+        self.spans = sorted(spans, key=lambda s: (s.start_ns, s.span_id))
+        self.by_id = {s.span_id: s for s in spans}
+        self.logs: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for log in sorted(logs, key=lambda r: (r.time_ns, r.pk)):
+            self.logs[log.span_id].append({"name": log.event_name, "attributes": log.attributes,
+                                           "body": log.body, "time_ns": log.time_ns})
+
+    def depth(self, span: OtelSpan) -> int:
+        depth, seen = 0, set()
+        while span.parent_span_id in self.by_id and span.span_id not in seen:
+            seen.add(span.span_id)
+            span = self.by_id[span.parent_span_id]
+            depth += 1
+        return depth
+
+    def session_key(self) -> str | None:
+        """The best session id any span (or its resource) names: the best level wins, then the
+        span nearest the root, then the earliest."""
+        found = []
+        for span in self.spans:
+            for attrs in (span.attributes, span.resource):
+                hint = mapping.session_hint(attrs)
+                if hint:
+                    found.append((hint[0], self.depth(span), span.start_ns, hint[1]))
+        return min(found)[3][:255] if found else None
+
+    def first(self, keys: tuple[str, ...], *, resource: bool = True) -> str:
+        for span in sorted(self.spans, key=self.depth):
+            value = mapping.first_of(span.attributes, keys) or (
+                mapping.first_of(span.resource, keys) if resource else "")
+            if value:
+                return value
+        return ""
+
+    def agent(self) -> str:
+        name = self.first(mapping.AGENT_KEYS)
+        if name:
+            return name
+        service = self.first(("service.name",))
+        return "" if service.startswith("unknown_service") else service
+
+    def provenance(self) -> dict[str, Any]:
+        scopes = sorted({s.scope.get("name", "") for s in self.spans} - {""})
+        return {"source": "opentelemetry", "service_name": self.first(("service.name",)),
+                "scopes": scopes}
+
+    def run_id(self, span: OtelSpan) -> str:
+        """The nearest agent span at or above `span` (agent spans are runs), else the trace."""
+        node: OtelSpan | None = span
+        seen = set()
+        while node is not None and node.span_id not in seen:
+            seen.add(node.span_id)
+            if mapping.is_agent_span(node.attributes, node.name):
+                return node.span_id
+            node = self.by_id.get(node.parent_span_id)
+        return span.trace_id
+
+
+def _text(parts: list[dict[str, Any]], kind: str = "text") -> str:
+    return "\n".join(str(p.get("content", "")) for p in parts if p.get("type") == kind)
+
+
+def message_events(message: mapping.Message, index: int, *, when: str | None, run_id: str,
+                   span_id: str) -> list[dict[str, Any]]:
+    """The events one normalised message becomes, each with its client id."""
+    digest = mapping.message_digest(message)[:32]
+    role, parts = message["role"], message.get("parts") or []
+    base: dict[str, Any] = {"run_id": run_id, "occurred_at": when,
+                            "data": {"otel": {"span_id": span_id}}}
+    out: list[dict[str, Any]] = []
+    reasoning = [p for p in parts if p.get("type") == "reasoning"]
+    if reasoning:
+        out.append({**base, "type": "Reasoning", "role": "assistant", "content": "",
+                    "parts": [{"type": "thinking", "thinking": p["content"]} for p in reasoning],
+                    "client_id": _cid("m", str(index), digest, "r")})
+    plain = [p for p in parts if p.get("type") not in ("reasoning", "tool_call", "tool_call_response")]
+    if plain:
+        media = [p for p in plain if p.get("type") != "text"]
+        event = {**base, "type": "Message", "content": _text(plain),
+                 "role": role if role in ("system", "user", "assistant") else "user",
+                 "client_id": _cid("m", str(index), digest)}
+        if media:
+            event["parts"] = plain
+        out.append(event)
+    for k, part in enumerate(p for p in parts if p.get("type") == "tool_call"):
+        call_id = part.get("id") or ""
+        out.append({**base, "type": "ToolCall", "role": "assistant", "call_id": call_id[:200],
+                    "content": f"Calling {part.get('name', '')}",
+                    "parts": [{"type": "tool_call", "id": call_id, "name": part.get("name", ""),
+                               "arguments": part.get("arguments", {})}],
+                    "client_id": (_cid("toolcall", call_id) if call_id
+                                  else _cid("m", str(index), digest, f"c{k}"))})
+    for k, part in enumerate(p for p in parts if p.get("type") == "tool_call_response"):
+        call_id = part.get("id") or ""
+        out.append({**base, "type": "ToolResult", "role": "tool", "call_id": call_id[:200],
+                    "content": str(part.get("response", "")),
+                    "data": {"tool_call_id": call_id, "otel": {"span_id": span_id}},
+                    "client_id": (_cid("toolresult", call_id) if call_id
+                                  else _cid("m", str(index), digest, f"t{k}"))})
+    return out
+
+
+def _call_events(span: OtelSpan, call: mapping.LLMCall, run_id: str) -> list[dict[str, Any]]:
+    start, end = _when(span.start_ns), _when(span.end_ns)
+    otel = {"trace_id": span.trace_id, "span_id": span.span_id, "name": span.name,
+            "scope": span.scope.get("name", "")}
+    events: list[dict[str, Any]] = []
+    for index, message in enumerate(call.inputs):
+        events += message_events(message, index, when=start, run_id=run_id, span_id=span.span_id)
+    start_data: dict[str, Any] = {"model": call.model or call.response_model, "provider": call.provider,
+                                  "messages": call.inputs, "otel": otel}
+    if call.tools is not None:
+        start_data["tools"] = call.tools
+    if call.unmapped:
+        start_data["attributes"] = call.unmapped
+    events.append({"type": "LLMCallStart", "run_id": run_id, "call_id": span.span_id,
+                   "occurred_at": start, "data": start_data,
+                   "client_id": _cid("call", span.span_id, "start")})
+    for k, message in enumerate(call.outputs):
+        events += message_events(message, len(call.inputs) + k, when=end, run_id=run_id,
+                                 span_id=span.span_id)
+    done: dict[str, Any] = {"model": call.response_model or call.model, "provider": call.provider,
+                            **call.usage, "render_id": None, "otel": otel}
+    if call.finish_reasons:
+        done["finish_reasons"] = call.finish_reasons
+        done["finish_reason"] = call.finish_reasons[0]
+    if call.response_id:
+        done["response_id"] = call.response_id
+    if call.cost is not None:
+        done["cost"] = call.cost
+    if span.status_code == STATUS_ERROR:
+        done["error"] = span.status_message or "error"
+    events.append({"type": "LLMComplete", "run_id": run_id, "call_id": span.span_id,
+                   "occurred_at": end, "data": done, "client_id": _cid("call", span.span_id, "end")})
+    return events
+
+
+def _tool_events(span: OtelSpan, found: tuple[str, str, Any, Any], run_id: str) -> list[dict[str, Any]]:
+    call_id, name, arguments, result = found
+    if not call_id:
+        call_id = span.span_id
+    message = {"role": "assistant", "parts": [mapping.tool_call(call_id, name, arguments)]}
+    events = message_events(message, 0, when=_when(span.start_ns), run_id=run_id, span_id=span.span_id)
+    if result is not None:
+        reply = {"role": "tool", "parts": [{"type": "tool_call_response", "id": call_id,
+                                            "response": result if isinstance(result, str) else str(result)}]}
+        events += message_events(reply, 0, when=_when(span.end_ns), run_id=run_id, span_id=span.span_id)
+    return events
+
+
+def _error_events(span: OtelSpan, run_id: str) -> list[dict[str, Any]]:
+    events = []
+    for k, event in enumerate(span.events or ()):
+        if event.get("name") != "exception":
+            continue
+        attrs = event.get("attributes") or {}
+        text = ": ".join(str(attrs[key]) for key in ("exception.type", "exception.message") if attrs.get(key))
+        events.append({"type": "Error", "role": "system", "run_id": run_id, "content": text or "exception",
+                       "occurred_at": _when(event.get("time_ns") or span.end_ns),
+                       "data": {"otel": {"span_id": span.span_id, "name": span.name}, "attributes": attrs},
+                       "client_id": _cid("exception", span.span_id, str(k))})
+    if span.status_code == STATUS_ERROR and not events:
+        events.append({"type": "Error", "role": "system", "run_id": run_id,
+                       "content": span.status_message or f"{span.name} failed",
+                       "occurred_at": _when(span.end_ns),
+                       "data": {"otel": {"span_id": span.span_id, "name": span.name}},
+                       "client_id": _cid("error", span.span_id)})
+    return events
+
+
+def trace_events(trace: _Trace) -> list[dict[str, Any]]:
+    """Every event the trace makes, in order, each with its client id (repeats included)."""
+    events: list[dict[str, Any]] = []
+    for span in trace.spans:
+        run_id = trace.run_id(span)
+        if mapping.is_llm_span(span.attributes, span.name):
+            content = list(span.events or ()) + trace.logs.get(span.span_id, [])
+            events += _call_events(span, mapping.llm_call(span.attributes, content), run_id)
+        elif found := mapping.tool_span(span.attributes):
+            events += _tool_events(span, found, run_id)
+        events += _error_events(span, run_id)
+    return events
+
+
+def _move_from(ot: OtelTrace, group: list[int], actor: Actor) -> None:
+    """A trace's events leave the session they went to: that session is deleted when no trace
+    outside `group` (OtelTrace ids) went there (it was the trace's own, named by its trace id or
+    by an id now outranked)."""
+    old = Session.objects.filter(threads=ot.thread_id).first()
+    if old is None:
+        return
+    if OtelTrace.objects.filter(thread__session=old).exclude(pk__in=group).exists():
+        logger.warning("otel trace %s moved; its events stay in session %s too", ot.trace_id, old.pk)
+    else:
+        session_delete(session=old, actor=actor)
+
+
+def _session_derive(*, workspace: Workspace, key: str, user: str, traces: list[_Trace],
+                    rows: list[OtelTrace], actor: Actor) -> Thread:
+    """Derive (again) the traces that name one session, in the order they began (their
+    OtelTrace `rows` locked by the caller): one append of what the thread lacks."""
+    with transaction.atomic():
+        group = [ot.pk for ot in rows]
+        for ot in rows:
+            if ot.thread is not None and (ot.thread.session.key, ot.thread.session.user_id) != (key, user):
+                _move_from(ot, group, actor)
+                ot.thread = None
+        first = traces[0]
+        agent = next((a for t in traces if (a := t.agent())), "")[:200]
+        session, _ = session_ensure(workspace=workspace, key=key, user_id=user, agent=agent, actor=actor)
+        if "otel" not in session.metadata:
+            session = session_update(session=session, actor=actor,
+                                     metadata={**session.metadata, "otel": first.provenance()})
+        thread = lock_thread(thread_ensure(session=session, actor=actor)[0], history_only=True)
+        events = [e for t in traces for e in trace_events(t)]
+        held = _held(thread, events)
+        if _out_of_order(events, held) and _owned(group, thread, len(held)):
+            # Spans came late that belong before events already stored (a parent or an
+            # earlier call): the session, these traces' own, is written again in order.
+            session_delete(session=session, actor=actor)
+            session, _ = session_ensure(workspace=workspace, key=key, user_id=user, agent=agent,
+                                        metadata={"otel": first.provenance()}, actor=actor)
+            thread = lock_thread(thread_ensure(session=session, actor=actor)[0], history_only=True)
+            held = set()
+        _append_new(thread, events, held, actor)
+        now = timezone.now()
+        for ot in rows:
+            ot.thread, ot.session_key, ot.mapped_at = thread, key, now
+        OtelTrace.objects.bulk_update(rows, ["thread", "session_key", "mapped_at"])
+    return thread
+
+
+def _held(thread: Thread, events: list[dict[str, Any]]) -> set[str]:
+    """The client ids among `events` the thread holds already."""
+    wanted = list(dict.fromkeys(e["client_id"] for e in events))
+    held: set[str] = set()
+    for i in range(0, len(wanted), 900):
+        held.update(c for c in Event.objects.filter(thread=thread, client_id__in=wanted[i:i + 900])
+                    .values_list("client_id", flat=True) if c)
+    return held
+
+
+def _out_of_order(events: list[dict[str, Any]], held: set[str]) -> bool:
+    """Whether an event not held yet comes before one that is (appending would misplace it)."""
+    missing = False
+    for event in events:
+        if event["client_id"] not in held:
+            missing = True
+        elif missing:
+            return True
+    return False
+
+
+def _owned(group: list[int], thread: Thread, held: int) -> bool:
+    """Whether the thread's session is these traces' alone: one thread, holding only their events."""
+    return (thread.event_count == held and thread.session.thread_count == 1
+            and not OtelTrace.objects.filter(thread__session=thread.session_id)
+            .exclude(pk__in=group).exists())
+
+
+def _fitted(event: dict[str, Any]) -> dict[str, Any]:
+    """An event whose content is over the event limit keeps its first part (the whole text stays
+    in the raw span, and in a call's logged messages); one huge message must not keep the rest
+    of its session from being derived."""
+    limit = settings.CONTEXTSTORE["MAX_EVENT_CONTENT_BYTES"]
+    content = event.get("content") or ""
+    if len(content) * 4 <= limit or len(encoded := content.encode()) <= limit:
+        return event
+    data = dict(event.get("data") or {})
+    data["truncated_from_bytes"] = len(encoded)
+    return {**event, "content": encoded[:limit - 64].decode(errors="ignore") + " … [truncated]",
+            "data": data}
+
+
+def _append_new(thread: Thread, events: list[dict[str, Any]], held: set[str], actor: Actor) -> None:
+    """Append the events the thread does not hold yet (the first of each client id)."""
+    held = set(held)
+    fresh = []
+    for event in events:
+        if event["client_id"] not in held:
+            held.add(event["client_id"])
+            fresh.append(_fitted({k: v for k, v in event.items() if v is not None}))
+    for i in range(0, len(fresh), APPEND_BATCH):
+        event_append(thread=thread, events=fresh[i:i + APPEND_BATCH], actor=actor)
+
+
+def traces_derive(*, workspace: Workspace, trace_ids: list[str], actor: Actor, safely: bool = False) -> int:
+    """Derive the traces (those with a span yet: log records wait for theirs), grouped by the
+    session each resolves to; returns how many were. `safely`: a bug in one session's mapping
+    is logged and the rest go on (the spans are kept; `otel_remap` derives them again); a
+    database outage still propagates, so the exporter is told to retry."""
+    trace_ids = sorted(set(trace_ids))  # every transaction takes the rows in one order
+    done = 0
+    with transaction.atomic():
+        OtelTrace.objects.bulk_create([OtelTrace(workspace=workspace, trace_id=t) for t in trace_ids],
+                                      ignore_conflicts=True)
+        rows: dict[str, OtelTrace] = {}
+        spans: dict[str, list[OtelSpan]] = defaultdict(list)
+        logs: dict[str, list[OtelLog]] = defaultdict(list)
+        for i in range(0, len(trace_ids), 500):
+            chunk = trace_ids[i:i + 500]
+            rows.update((ot.trace_id, ot) for ot in OtelTrace.objects.select_for_update(of=("self",))
+                        .select_related("thread__session").filter(workspace=workspace, trace_id__in=chunk)
+                        .order_by("trace_id"))
+            # Read under the traces' locks: a derivation that waited for another sees every
+            # span stored before it began, so the last one to run derives from them all.
+            for span in OtelSpan.objects.filter(workspace=workspace, trace_id__in=chunk):
+                spans[span.trace_id].append(span)
+            for log in OtelLog.objects.filter(workspace=workspace, trace_id__in=chunk):
+                logs[log.trace_id].append(log)
+        groups: dict[tuple[str, str], list[_Trace]] = defaultdict(list)
+        for trace_id in trace_ids:
+            if spans[trace_id]:
+                trace = _Trace(spans[trace_id], logs[trace_id])
+                key = trace.session_key() or trace_id
+                groups[(key, trace.first(mapping.USER_KEYS)[:255])].append(trace)
+        for (key, user), traces in sorted(groups.items()):
+            traces.sort(key=lambda t: (t.spans[0].start_ns, t.trace_id))
+            try:
+                _session_derive(workspace=workspace, key=key, user=user, traces=traces,
+                                rows=[rows[t.trace_id] for t in traces], actor=actor)
+                done += len(traces)
+            except (OperationalError, InterfaceError):
+                raise
+            except Exception:
+                if not safely:
+                    raise
+                logger.exception("otel traces %s could not be derived; their spans are kept",
+                                 [t.trace_id for t in traces])
+    return done
+
+
+def sessions_remap(*, workspace: Workspace, actor: Actor,
+                   trace_ids: list[str] | None = None) -> dict[str, int]:
+    """Derive traces again from their kept spans, after the mapping changed (`otel_remap`).
+
+    A session that holds only derived events (every event's client id is ours) is deleted and
+    all its traces derived again in the order they began, so changed events are written anew;
+    a session people or agents also wrote to keeps its events and gets only what is missing.
+    """
+    traces = OtelTrace.objects.filter(workspace=workspace)
+    if trace_ids is not None:
+        traces = traces.filter(trace_id__in=trace_ids)
+    mapped = set(traces.values_list("trace_id", flat=True))
+    if trace_ids is None:  # traces whose spans were kept but never derived (a mapping bug)
+        mapped |= set(OtelSpan.objects.filter(workspace=workspace).values_list("trace_id", flat=True))
+    sessions = set(OtelTrace.objects.filter(workspace=workspace, trace_id__in=mapped, thread__isnull=False)
+                   .values_list("thread__session", flat=True))
+    rebuilt = 0
+    for session_id in sorted(sessions):
+        session = Session.objects.filter(pk=session_id).first()
+        if session is None:
+            continue
+        ours = Event.objects.filter(thread__session=session, client_id__startswith="otel:").count()
+        if ours == session.event_count:
+            # every trace of this session goes again, not only those asked for
+            mapped |= set(OtelTrace.objects.filter(thread__session=session)
+                          .values_list("trace_id", flat=True))
+            session_delete(session=session, actor=actor)
+            rebuilt += 1
+    first_start = {row["trace_id"]: row["start"] for row in OtelSpan.objects.filter(
+        workspace=workspace, trace_id__in=mapped).values("trace_id").annotate(start=Min("start_ns"))}
+    ordered = sorted(mapped, key=lambda t: (first_start.get(t, 0), t))
+    derived = traces_derive(workspace=workspace, trace_ids=ordered, actor=actor)
+    return {"traces": derived, "sessions_rebuilt": rebuilt}

@@ -1,0 +1,33 @@
+"""Prompt-cache analysis pages: a session's (a panel on its page, loaded after it) and the
+workspace's. Reads live in contextstore.selectors.cache."""
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.vary import vary_on_headers
+
+from contextstore.selectors.cache import session_cache, workspace_cache
+from contextstore.views.access import DashboardRequest, current_workspace, get_session, visible_workspaces
+
+
+@login_required
+@vary_on_headers("HX-Request")  # a page and its fragment share a URL
+def session_cache_view(request: DashboardRequest, pk: int) -> HttpResponse:
+    """The session's cache summary: its own page, or (htmx) the panel on the session page."""
+    session = get_session(request, pk)
+    context = {"session": session, "workspace": session.workspace,
+               "workspaces": visible_workspaces(request.user), "summary": session_cache(session=session)}
+    template_name = "contextstore/cache.html"
+    if request.htmx:
+        template_name += "#cache-panel"
+    return render(request, template_name, context)
+
+
+@login_required
+def workspace_cache_view(request: DashboardRequest) -> HttpResponse:
+    workspace = current_workspace(request)
+    if workspace is None:
+        raise Http404("No workspace.")
+    context = {"workspace": workspace, "workspaces": visible_workspaces(request.user),
+               "summary": workspace_cache(workspace=workspace)}
+    return render(request, "contextstore/cache.html", context)

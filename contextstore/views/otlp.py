@@ -1,0 +1,95 @@
+"""OTLP/HTTP receivers: `POST /otlp/v1/traces` and `/otlp/v1/logs`, as the OpenTelemetry
+protocol specifies them, so `OTEL_EXPORTER_OTLP_ENDPOINT=https://host/otlp` and
+`OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer <token>` point any instrumented agent here.
+
+The view checks the token, reads the body (decompressed within OTLP_MAX_BYTES), decodes it
+(contextstore/otel/wire.py) and hands the spans to one service. Answers: 200 with an empty
+export response (or its partial_success) in the request's encoding; 400 for a body that does
+not decode, 401/403 for a bad or read-only token, 413 over the limit, 415 for another
+encoding, 503 with Retry-After while the database is unavailable (the exporters retry it).
+"""
+
+import logging
+from collections.abc import Callable
+
+from django.conf import settings
+from django.db import InterfaceError, OperationalError
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
+
+from contextstore.models import ApiToken
+from contextstore.otel import wire
+from contextstore.services.common import Actor
+from contextstore.services.otlp.ingest import export_ingest
+from contextstore.services.workspaces import api_token_authenticate
+
+logger = logging.getLogger(__name__)
+RETRY_AFTER_SECONDS = 5
+
+
+def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JsonResponse:
+    return JsonResponse({"error": {"code": code, "message": message, "details": {}}}, status=status,
+                        headers=headers)
+
+
+def _token(request: HttpRequest) -> ApiToken | JsonResponse:
+    parts = request.headers.get("Authorization", "").split()
+    if len(parts) != 2 or parts[0].lower() != "bearer":
+        return _error(401, "not_authenticated", "Send 'Authorization: Bearer <API token>'.",
+                      {"WWW-Authenticate": 'Bearer realm="otlp"'})
+    token = api_token_authenticate(parts[1])
+    if token is None:
+        return _error(401, "not_authenticated", "Invalid or revoked API token.",
+                      {"WWW-Authenticate": 'Bearer realm="otlp"'})
+    if not token.can_write:
+        return _error(403, "permission_denied", "This token has read scope; exports need write scope.")
+    return token
+
+
+def _export(request: HttpRequest, handle: Callable[[ApiToken, bytes, str], bytes]) -> HttpResponse:
+    try:
+        token = _token(request)
+        if isinstance(token, JsonResponse):
+            return token
+        encoding = wire.encoding_of(request.content_type or "")
+        if encoding is None:
+            return _error(415, "unsupported_media_type",
+                          "Send application/x-protobuf or application/json.")
+        limit = settings.CONTEXTSTORE["OTLP_MAX_BYTES"]
+        try:
+            body = wire.read_limited(request.read, request.headers.get("Content-Encoding", ""), limit)
+            answer = handle(token, body, encoding)
+        except wire.TooLarge as exc:
+            return _error(413, "payload_too_large", str(exc))
+        except wire.BadBody as exc:
+            return _error(400, "invalid", str(exc))
+    except (OperationalError, InterfaceError):
+        logger.exception("OTLP export refused: the database is unavailable")
+        return _error(503, "unavailable", "The database is unavailable; retry later.",
+                      {"Retry-After": str(RETRY_AFTER_SECONDS)})
+    return HttpResponse(answer, content_type=encoding)
+
+
+def _traces(token: ApiToken, body: bytes, encoding: str) -> bytes:
+    decoded = wire.spans_of(wire.parse(body, encoding, wire.TraceRequest))
+    export_ingest(workspace=token.workspace, spans=decoded.items, actor=Actor.for_token(token))
+    return wire.traces_answer(decoded.rejected, decoded.errors, encoding)
+
+
+def _logs(token: ApiToken, body: bytes, encoding: str) -> bytes:
+    decoded = wire.logs_of(wire.parse(body, encoding, wire.LogsRequest))
+    export_ingest(workspace=token.workspace, records=decoded.items, actor=Actor.for_token(token))
+    return wire.logs_answer(decoded.rejected, decoded.errors, encoding)
+
+
+@csrf_exempt  # token-authenticated, no cookies
+@require_POST
+def traces(request: HttpRequest) -> HttpResponse:
+    return _export(request, _traces)
+
+
+@csrf_exempt
+@require_POST
+def logs(request: HttpRequest) -> HttpResponse:
+    return _export(request, _logs)

@@ -1,0 +1,100 @@
+"""The prompt-cache verdict as the dashboard shows it: the call diff, what the model sees, the
+session's cache panel and the workspace's page; the three contradictions of issue 31 as pages."""
+
+from contextstore.services.blocks import block_upsert
+from contextstore.services.events import event_append
+from contextstore.services.threads import thread_clear_context
+from tests.conftest import messages
+from tests.services.test_cache_verdicts import own_call, recorded_call
+from tests.views.conftest import HTMX
+
+XSS = "<img src=x onerror=alert(1)><script>alert(2)</script>"
+
+
+def verdicts(html: str) -> list[str]:
+    """Every cache verdict a page states, in words."""
+    words = ("prompt cache kept", "prompt cache partly kept", "prompt cache lost", "too short to cache",
+             "prompt cache still applies", "(prompt cache kept)", "(prompt cache lost)")
+    return [w for w in words if w in html]
+
+
+def test_the_call_diff_never_says_kept_beside_lost_when_an_anthropic_suffix_block_changed(
+        editor_client, thread, actor):
+    block_upsert(thread=thread, name="persona", value="Be brief.", placement="prefix", actor=actor)
+    block_upsert(thread=thread, name="clock", value="Now: 2026-01-05 10:00 UTC", placement="suffix",
+                 actor=actor)
+    event_append(thread=thread, actor=actor, events=messages(40))
+    recorded_call(thread, actor)
+    block_upsert(thread=thread, name="clock", value="Now: 2026-01-05 10:05 UTC", actor=actor)
+    second = recorded_call(thread, actor, cache_read_input_tokens=0, cache_creation_input_tokens=2600)
+    html = editor_client.get(f"/threads/{thread.pk}/calls/{second}/diff/").content.decode()
+    assert verdicts(html) == ["prompt cache lost"] and "prefix hash" not in html
+    assert 'data-cause="timestamp"' in html and "First difference: <b>system block 2 (suffix blocks)" in html
+    assert "Under Anthropic's minimum cacheable prefix of 1,024 tokens" in html
+    assert 'cache-reported" data-read="0" data-creation="2600"' in html
+    assert 'cache-disagreement"' not in html  # lost, and the provider read nothing: they agree
+
+
+def test_the_call_diff_says_lost_when_one_short_message_of_a_long_request_is_shared(editor_client, thread,
+                                                                                  actor):
+    system = {"role": "system", "content": "You are a helpful agent."}
+    first = own_call(thread, actor, [system, *({"role": "user", "content": f"old {i} " + "x " * 80}
+                                               for i in range(30))])
+    second = own_call(thread, actor, [system, *({"role": "user", "content": f"new {i} " + "x " * 80}
+                                                for i in range(30))],
+                      prompt_tokens=5000, prompt_tokens_details={"cached_tokens": 4096})
+    html = editor_client.get(f"/threads/{thread.pk}/calls/{second}/diff/", **HTMX).content.decode()
+    assert verdicts(html) == ["prompt cache lost"] and first < second
+    reuse = html[html.index('class="cache-reuse"'):]
+    reusable, total = (int(reuse.split(f'data-{k}="')[1].split('"')[0]) for k in ("reusable", "total"))
+    assert reusable < 100 < 2000 < total and f"{reusable:,} of {total:,} input tokens reusable" in html
+    # the provider read 4,096 tokens: an earlier request was cached, not this pair's; flagged
+    assert 'cache-disagreement"' in html and "earlier request" in html
+
+
+def test_what_the_model_sees_says_lost_after_the_whole_history_was_cleared(editor_client, thread, actor):
+    block_upsert(thread=thread, name="persona", value="Be brief.", placement="prefix", actor=actor)
+    event_append(thread=thread, actor=actor, events=messages(40))
+    recorded_call(thread, actor, fmt="openai", model="gpt-4o")
+    url = f"/threads/{thread.pk}/context/"
+    assert 'data-prefix="kept"' in editor_client.get(url).content.decode()
+    thread_clear_context(thread=thread, actor=actor)
+    event_append(thread=thread, actor=actor, events=messages(40, start=100))
+    html = editor_client.get(url).content.decode()
+    assert verdicts(html) == ["prompt cache lost"] and 'data-prefix="lost"' in html
+    assert 'data-cause="clear"' in html and "the context was cleared: 40 events" in html
+
+
+def test_a_word_diff_of_agent_text_is_escaped(editor_client, thread, actor):
+    own_call(thread, actor, [{"role": "system", "content": "be brief"}])
+    second = own_call(thread, actor, [{"role": "system", "content": f"be {XSS}"}])
+    html = editor_client.get(f"/threads/{thread.pk}/calls/{second}/diff/").content.decode()
+    assert "<script>alert" not in html and "&lt;script&gt;alert(2)" in html and '<ins class="d-add">' in html
+
+
+def test_the_session_panel_and_the_workspace_page_show_hit_rate_lost_cost_and_causes(
+        editor_client, thread, session, actor):
+    block_upsert(thread=thread, name="persona", value="Be brief.", placement="prefix", actor=actor)
+    event_append(thread=thread, actor=actor, events=messages(40))
+    recorded_call(thread, actor, cache_read_input_tokens=0, cache_creation_input_tokens=2500)
+    event_append(thread=thread, actor=actor, events=messages(2, start=40))
+    recorded_call(thread, actor, cache_read_input_tokens=2500, cache_creation_input_tokens=100)
+    block_upsert(thread=thread, name="persona", value="Be thorough.", actor=actor)
+    broken = recorded_call(thread, actor, cache_read_input_tokens=0, cache_creation_input_tokens=2700)
+    page = editor_client.get(f"/sessions/{session.pk}/").content.decode()
+    assert f'hx-get="/sessions/{session.pk}/cache/"' in page  # the panel loads after the page
+    panel = editor_client.get(f"/sessions/{session.pk}/cache/", **HTMX).content.decode()
+    assert "<html" not in panel and 'id="cache-panel"' in panel
+    assert 'data-hit-rate="32"' in panel and "2,500" in panel  # 2,500 read of 7,830 input tokens
+    assert '<tr data-cause="block_edit"><td>block edited</td><td class="num">1</td>' in panel
+    assert f"/threads/{thread.pk}/calls/{broken}/diff/" in panel and "v1→v2" in panel
+    whole = editor_client.get("/cache/").content.decode()
+    assert 'id="cache-sessions"' in whole and f"/sessions/{session.pk}/cache/" in whole
+    assert 'data-hit-rate="32"' in whole
+
+
+def test_cache_pages_hide_other_workspaces(outsider_client, editor_client, session, thread, actor):
+    recorded_call(thread, actor)
+    assert editor_client.get(f"/sessions/{session.pk}/cache/").status_code == 200
+    assert outsider_client.get(f"/sessions/{session.pk}/cache/").status_code == 404
+    assert f"/sessions/{session.pk}/" not in outsider_client.get("/cache/").content.decode()
