@@ -210,7 +210,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["contextstore.api.parsers.LimitedJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["contextstore.api.renderers.ORJSONRenderer"],
     "DEFAULT_PAGINATION_CLASS": "contextstore.api.pagination.OldestFirstCursorPagination",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "contextstore.api.schema.AutoSchema",
     "EXCEPTION_HANDLER": "contextstore.api.exceptions.api_exception_handler",
     "UNAUTHENTICATED_USER": None,
     "URL_FORMAT_OVERRIDE": None,  # ?format= is the export format, not a renderer switch
@@ -221,9 +221,9 @@ SPECTACULAR_SETTINGS = {
                    'Errors are always {"error": {"code", "message", "details"}}; a 400 names the '
                    "offending place in `details`.\n\n"
                    "Input rules: JSON bodies nest at most 64 levels and repeat no key in an "
-                   "object; text holds no lone surrogates and no NUL (U+0000), in bodies, paths "
-                   "and query strings; date-times are ISO 8601 (naive = UTC) within years "
-                   "1-9999 in UTC; If-Match is a revision (\"3\", 3 or W/\"3\") or *. "
+                   "object; text holds no lone surrogates; names, ids, paths and query strings "
+                   "hold no NUL (U+0000), agent text may; date-times are ISO 8601 (naive = "
+                   "UTC) within years 1-9999 in UTC; If-Match is a revision (\"3\", 3 or W/\"3\") or *. "
                    "Event `type` is open: any 1-64 printable characters without whitespace; the "
                    "documented types keep their meaning and any other name is a generic entry.",
     "VERSION": "1",
@@ -231,6 +231,8 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
     "COMPONENT_SPLIT_REQUEST": True,
+    # Every PATCH validates its body as a whole (api.common.parse), never partially.
+    "COMPONENT_SPLIT_PATCH": False,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

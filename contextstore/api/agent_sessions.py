@@ -10,7 +10,6 @@ import binascii
 import json
 from typing import Any
 
-from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status, viewsets
@@ -19,7 +18,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from contextstore.api.common import actor_of, body, if_match_revision, parse, token_of
-from contextstore.api.serializers import JSON_ANY, EventInSerializer, EventSerializer, _iso
+from contextstore.api.schema import ObjectListSchema
+from contextstore.api.serializers import JSON_ANY, EventInSerializer, EventSerializer, JSONObject, _iso
 from contextstore.errors import InvalidInput
 from contextstore.models import ScopedState, Session, Thread, ThreadBlob
 from contextstore.selectors import agent_sessions as reads
@@ -54,6 +54,7 @@ class ReadQuerySerializer(IdentitySerializer):
 class BlobInSerializer(serializers.Serializer):
     key = serializers.CharField(max_length=500, trim_whitespace=False)
     data = serializers.CharField(help_text="Base64 bytes.", trim_whitespace=False, allow_blank=True)  # type: ignore[assignment]  # a field (the metaclass takes it off the class)
+    schema_rules = {"properties": {"data": {"format": "byte"}}}
     content_type = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
     meta = JSON_ANY(required=False, allow_null=True, default=None)
 
@@ -71,19 +72,19 @@ class BlobSerializer(serializers.Serializer):
 
 
 class CreateSerializer(IdentitySerializer):
-    state = JSON_ANY(required=False, allow_null=True, default=None)
-    app_state = JSON_ANY(required=False, allow_null=True, default=None)
-    user_state = JSON_ANY(required=False, allow_null=True, default=None)
+    state = JSONObject(required=False, allow_null=True, default=None)
+    app_state = JSONObject(required=False, allow_null=True, default=None)
+    user_state = JSONObject(required=False, allow_null=True, default=None)
     agent = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     title = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
-    metadata = JSON_ANY(required=False, allow_null=True, default=None)
+    metadata = JSONObject(required=False, allow_null=True, default=None)
 
 
 class CommitSerializer(IdentitySerializer):
     events = EventInSerializer(many=True, required=False)
-    state = JSON_ANY(required=False, allow_null=True, default=None, help_text="Merge patch (RFC 7386).")
-    app_state = JSON_ANY(required=False, allow_null=True, default=None)
-    user_state = JSON_ANY(required=False, allow_null=True, default=None)
+    state = JSONObject(required=False, allow_null=True, default=None, help_text="Merge patch (RFC 7386).")
+    app_state = JSONObject(required=False, allow_null=True, default=None)
+    user_state = JSONObject(required=False, allow_null=True, default=None)
     blobs = BlobInSerializer(many=True, required=False)
     expected_last_seq = serializers.IntegerField(required=False, allow_null=True, default=None)
     batch_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
@@ -179,6 +180,10 @@ class DeleteSerializer(serializers.Serializer):
     key_prefix = serializers.CharField(max_length=255, required=False, trim_whitespace=False,
                                        help_text="Delete every session of the app whose key starts so.")
 
+    schema_rules = {"description": "key (one session) or key_prefix (every session of the app "
+                                   "whose key starts so; it wins when both are given).",
+                    "anyOf": [{"required": ["key"]}, {"required": ["key_prefix"]}]}
+
 
 class CopySerializer(serializers.Serializer):
     app = serializers.CharField(max_length=200, allow_blank=True, default="", trim_whitespace=False)
@@ -218,7 +223,7 @@ class ScopePatchSerializer(serializers.Serializer):
     app = serializers.CharField(max_length=200, allow_blank=True, default="", trim_whitespace=False)
     scope = serializers.ChoiceField(choices=ScopedState.Scope.choices)
     user_id = serializers.CharField(max_length=255, allow_blank=True, default="", trim_whitespace=False)
-    patch = JSON_ANY()
+    patch = JSONObject()
 
 
 class ScopesSerializer(serializers.Serializer):
@@ -250,18 +255,11 @@ IF_MATCH = OpenApiParameter("If-Match", str, OpenApiParameter.HEADER,
 
 # ------------------------------------------------------------------------------ views
 
-class PageSchema(AutoSchema):
-    """The list answers one page object ({results, next_cursor, …}), not a bare array."""
-
-    def _is_list_view(self, serializer: Any = None) -> bool:
-        return False
-
-
 @extend_schema(tags=["agent sessions"])
 class AgentSessionViewSet(viewsets.ViewSet):
     """Framework sessions (ADK, LangGraph, OpenAI Agents SDK) addressed by identity."""
 
-    schema = PageSchema()
+    schema = ObjectListSchema()
 
     @extend_schema(parameters=[ListQuerySerializer], responses=SessionPageSerializer,
                    summary="List sessions of an app (and user) with state, newest activity first")
@@ -344,8 +342,10 @@ class AgentSessionViewSet(viewsets.ViewSet):
 
     @extend_schema(request=DeleteSerializer, responses=OpenApiTypes.OBJECT,
                    summary="Delete a session by identity, or all of an app's sessions with a key prefix")
-    @action(detail=False, methods=["post"])
-    def delete(self, request: Request) -> Response:
+    # Not named `delete`: APIView.dispatch would answer an HTTP DELETE on every route of this
+    # ViewSet (read/, clear/, ...) with it.
+    @action(detail=False, methods=["post"], url_path="delete", url_name="delete")
+    def delete_sessions(self, request: Request) -> Response:
         data = parse(DeleteSerializer, body(request))
         workspace, actor = token_of(request).workspace, actor_of(request)
         if "key_prefix" in data:

@@ -3,7 +3,7 @@
 
 from django.http import HttpResponseBase, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.request import Request
@@ -52,7 +52,11 @@ class ThreadHistoryActions(ThreadResponses):
             source=Collapse.Source.AGENT)
         return Response(s.CollapseSerializer(collapse).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(parameters=[s.WindowQuerySerializer], responses=s.WindowSerializer)
+    @extend_schema(parameters=[OpenApiParameter(
+        "window", s.WindowQuerySerializer, OpenApiParameter.QUERY, required=True, style="form",
+        explode=True, description="count (newest N) or max_tokens (newest within the budget): "
+                                  "one of them, as plain query parameters.")],
+                   responses=s.WindowSerializer)
     @action(detail=True, methods=["get"])
     def window(self, request: Request, pk: str) -> Response:
         query = parse(s.WindowQuerySerializer, request.query_params)

@@ -14,17 +14,20 @@ from rest_framework.response import Response
 from contextstore.api.common import actor_of, body, parse, token_of
 from contextstore.llm_models import thread_model_settings
 from contextstore.models import Session, Thread
-from contextstore.services.model_settings import model_settings_update
+from contextstore.services.model_settings import MAX_WINDOW, model_settings_update
 
 
 class ModelSettingsInSerializer(serializers.Serializer):
     model = serializers.CharField(required=False, allow_blank=True, max_length=200,
                                   help_text="Blank inherits.")
     context_window = serializers.IntegerField(required=False, allow_null=True, min_value=1,
+                                              max_value=MAX_WINDOW,
                                               help_text="Tokens; null inherits (or the known "
                                                         "model table fills it in).")
     reserve_output = serializers.IntegerField(required=False, allow_null=True, min_value=0,
-                                              help_text="Tokens kept free for the answer.")
+                                              max_value=MAX_WINDOW,
+                                              help_text="Tokens kept free for the answer; smaller "
+                                                        "than the context window in effect.")
 
 
 class EffectiveSerializer(serializers.Serializer):

@@ -1,7 +1,7 @@
 """ThreadViewSet's per-thread settings and side records: the summarizer, runs, provider states."""
 
+from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -16,13 +16,33 @@ from contextstore.services import (
     memories,
     summaries,
 )
+from contextstore.summarizers import BACKENDS
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    return {**schema, "nullable": True}
+
+
+# What services/summaries/config.summarizer_config_clean takes.
+SUMMARIZER_SETTING = _nullable({"type": "object", "additionalProperties": False, "properties": {
+    "token_budget": _nullable({"type": "object", "additionalProperties": False, "properties": {
+        "max_tokens": _nullable({"type": "integer", "minimum": 256, "maximum": 10_000_000}),
+        "preserve_recent": {"type": "integer", "minimum": 0, "maximum": 10_000},
+        "summary_max_tokens": {"type": "integer", "minimum": 64, "maximum": 5_000_000,
+                               "description": "At most half of max_tokens."},
+    }}),
+    "per_run": _nullable({"type": "object", "additionalProperties": False, "properties": {
+        "min_events": {"type": "integer", "minimum": 1, "maximum": 1_000_000}}}),
+    "backend": _nullable({"type": "string", "enum": list(BACKENDS)}),
+    "model": _nullable({"type": "string", "minLength": 1, "maxLength": 200}),
+}})
 
 
 class ThreadProviderActions(ThreadResponses):
     # /threads/{id}/summarizer|runs|providers/{name}/.
     # (no docstring: drf-spectacular would copy it into every operation description)
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=s.ThreadSerializer,
+    @extend_schema(request={"application/json": SUMMARIZER_SETTING}, responses=s.ThreadSerializer,
                    summary="Set the thread's automatic summarizer",
                    description='Body: {"token_budget": {...}, "per_run": {...}}; `{}` turns '
                                "summarization off for this thread even under a workspace "

@@ -7,8 +7,8 @@ thousands and DRF's per-field machinery would cost more than the database work.
 
 from typing import Any
 
-from django.core.validators import ProhibitNullCharactersValidator
-from drf_spectacular.utils import extend_schema_serializer
+from django.core.validators import ProhibitNullCharactersValidator, RegexValidator
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from contextstore.eventspec import EVENT_TYPES, STRING_FIELDS, TYPE_MAX_LENGTH
@@ -28,6 +28,17 @@ from contextstore.models import (
 from contextstore.ranges import POSITION_MAX
 
 JSON_ANY = serializers.JSONField  # any JSON value (the models keep it as ordered text)
+
+
+@extend_schema_field({"type": "object", "additionalProperties": {}})
+class JSONObject(serializers.JSONField):
+    """A JSON object: what the services take as a state, a merge patch or metadata (they refuse
+    anything else, naming the field). Parsed as JSON_ANY; only the schema says more."""
+
+
+# Event types the schema promises: printable ASCII and Latin-1 without whitespace (eventspec
+# accepts any printable Unicode; "printable" has no portable regular expression).
+EVENT_TYPE_PATTERN = "^[!-~\\u00a1-\\u00ac\\u00ae-\\u00ff]+$"
 
 
 class AgentText(serializers.CharField):
@@ -197,8 +208,10 @@ class EventInSerializer(serializers.Serializer):
     eventspec.py's (its lengths are these), which every endpoint that takes events checks with,
     so a bad event is refused in one shape, its place in `details`."""
 
+    schema_rules = {"additionalProperties": False}  # eventspec refuses unknown fields
+
     type = serializers.CharField(
-        max_length=TYPE_MAX_LENGTH,
+        max_length=TYPE_MAX_LENGTH, validators=[RegexValidator(EVENT_TYPE_PATTERN)],
         help_text=f"Any name of 1-{TYPE_MAX_LENGTH} printable characters without whitespace or "
                   f"control characters. The documented types ({', '.join(EVENT_TYPES)}) keep their "
                   "meaning; any other name (a framework's own vocabulary) is stored and shown "
@@ -225,6 +238,8 @@ class EventInSerializer(serializers.Serializer):
 
 
 class EventBatchSerializer(serializers.Serializer):
+    schema_rules = {"additionalProperties": False, "properties": {"events": {"minItems": 1}}}
+
     events = EventInSerializer(many=True, allow_empty=False)
 
 
@@ -327,6 +342,21 @@ class CollapseInSerializer(serializers.Serializer):
     summary_text = AgentText(required=False, trim_whitespace=False)
     summarize = serializers.BooleanField(required=False, default=False)
 
+    schema_rules = {
+        "description": "Each end by its name or its deprecated one (not both); a summary_text, "
+                       "or summarize: true. start_position must not be after end_position.",
+        "allOf": [
+            {"oneOf": [{"required": ["start_position"]}, {"required": ["start_seq"]}]},
+            {"oneOf": [{"required": ["end_position"]}, {"required": ["end_seq"]}]},
+            {"oneOf": [
+                {"required": ["summary_text"], "properties": {
+                    "summary_text": {"minLength": 1}, "summarize": {"enum": [False]}}},
+                {"required": ["summarize"], "properties": {
+                    "summarize": {"enum": [True]}, "summary_text": {"maxLength": 0}}},
+            ]},
+        ],
+    }
+
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         attrs = _positions(attrs)
         if attrs.get("summarize") == bool(attrs.get("summary_text")):
@@ -353,6 +383,10 @@ class BlockListSerializer(serializers.Serializer):
 
 
 class BlockInSerializer(serializers.Serializer):
+    schema_rules = {"description": "A fixed value or an expr, not both.",
+                    "not": {"required": ["value", "expr"],
+                            "properties": {"value": {"type": "string"}, "expr": {"type": "string"}}}}
+
     value = AgentText(required=False, allow_null=True, allow_blank=True, trim_whitespace=False,
                       help_text="Fixed text; null suppresses.")
     expr = AgentText(required=False, allow_null=True, trim_whitespace=False,
@@ -404,7 +438,7 @@ class StateSerializer(serializers.ModelSerializer):
 
 
 class StateWriteSerializer(serializers.Serializer):
-    state = JSON_ANY(required=False, help_text="PUT: the new object; PATCH: a JSON merge patch.")
+    state = JSONObject(required=False, help_text="PUT: the new object; PATCH: a JSON merge patch.")
     memory = serializers.ListField(child=serializers.DictField(), required=False)
     summary = AgentText(required=False, allow_blank=True, trim_whitespace=False,
                         help_text="The compacted summary (AgentScope setSummary).")
@@ -457,6 +491,8 @@ class RevisionDetailSerializer(serializers.Serializer):
 
 class InputSerializer(serializers.Serializer):
     input = JSON_ANY(allow_null=True)
+    schema_rules = {"properties": {"timestamp": {"format": "date-time"}}}
+
     timestamp = serializers.CharField(
         required=False, allow_null=True, trim_whitespace=False,
         help_text="The agent's time for the history entry (ISO 8601 with offset); "
@@ -523,6 +559,9 @@ class WindowQuerySerializer(serializers.Serializer):
     count = serializers.IntegerField(required=False, min_value=0, max_value=1_000_000)
     max_tokens = serializers.IntegerField(required=False, min_value=0, max_value=10_000_000)
 
+    schema_rules = {"oneOf": [{"required": ["count"]}, {"required": ["max_tokens"]}],
+                    "additionalProperties": False}
+
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if ("count" in attrs) == ("max_tokens" in attrs):
             raise serializers.ValidationError({"count": "give count or max_tokens (one of them)"})
@@ -550,6 +589,15 @@ class ForkInSerializer(serializers.Serializer):
         help_text="Deprecated: use end_position. Exclusive, as before: end_position = end_seq - 1.")
     system_prompt = AgentText(required=False, allow_null=True, default=None, allow_blank=True,
                               trim_whitespace=False)
+
+    schema_rules = {
+        "description": "Each end by its name or its deprecated one, not both. start_position "
+                       "must not be after end_position, nor either past the thread's last "
+                       "position.",
+        "properties": {"end_seq": {"minimum": 2}},
+        "allOf": [{"not": {"required": [new, old], "properties": {new: {"type": "integer"}}}}
+                  for new, old in (("start_position", "start_seq"), ("end_position", "end_seq"))],
+    }
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         attrs = _positions(attrs, end_exclusive_seq=True, required=False)

@@ -10,10 +10,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from contextstore.api.common import actor_of, body, parse, token_of
-from contextstore.api.serializers import JSON_ANY, AgentText, EventSerializer
+from contextstore.api.schema import ObjectListSchema
+from contextstore.api.serializers import JSON_ANY, AgentText, EventSerializer, JSONObject
 from contextstore.models import Thread
 from contextstore.services import sync
 from contextstore.services.common import UNSET
+
+# services/sync.py's namespace rule (ASCII here; the service takes any Unicode letter or digit).
+NAMESPACE_PATTERN = "^[A-Za-z0-9._-]{1,64}$"
 
 
 class SyncItemSerializer(serializers.Serializer):
@@ -37,10 +41,14 @@ class SyncLoadSerializer(serializers.Serializer):
 
 class SyncSaveInItemSerializer(serializers.Serializer):
     key = serializers.CharField(max_length=sync.KEY_MAX)
-    event = JSON_ANY(help_text="An event as in POST events/ (without client_id).")
+    event = JSONObject(help_text="An event as in POST events/ (without client_id).")
 
 
 class SyncSaveInSerializer(serializers.Serializer):
+    # The view refuses unknown fields; the service, a namespace of other characters.
+    schema_rules = {"additionalProperties": False,
+                    "properties": {"namespace": {"pattern": NAMESPACE_PATTERN}}}
+
     namespace = serializers.CharField(max_length=sync.NAMESPACE_MAX)
     base_revision = serializers.IntegerField(
         required=False, allow_null=True,
@@ -83,6 +91,7 @@ class ThreadSyncViewSet(viewsets.GenericViewSet):
 
     serializer_class = SyncLoadSerializer
     pagination_class = None
+    schema = ObjectListSchema()
 
     def get_queryset(self) -> QuerySet[Thread]:
         return Thread.objects.filter(workspace=token_of(self.request).workspace)
@@ -94,7 +103,8 @@ class ThreadSyncViewSet(viewsets.GenericViewSet):
 
         return get_object_or_404(self.get_queryset(), pk=self.kwargs["thread_pk"])
 
-    @extend_schema(parameters=[OpenApiParameter("namespace", str, required=True),
+    @extend_schema(parameters=[OpenApiParameter("namespace", str, required=True,
+                                               pattern=NAMESPACE_PATTERN),
                                OpenApiParameter("format", str, enum=["peteos"])],
                    responses=SyncLoadSerializer,
                    summary="Load the working context as keyed items of a framework namespace")

@@ -10,6 +10,7 @@ from django.db.models.functions import Cast
 
 from contextstore.errors import InvalidInput, NotFound
 from contextstore.models import Event, ScopedState, Session, Thread, ThreadBlob, Workspace
+from contextstore.selectors.threads import BIGINT_MAX
 
 MAX_BLOBS_PER_COMMIT = 500
 
@@ -162,12 +163,16 @@ def sessions_list(
     if user_id is not None:
         qs = qs.filter(user_id=user_id)
     if cursor:
+        # A cursor this API did not give out names no page: 404, as DRF's CursorPagination
+        # answers on every other list.
         try:
             stamp, _, pk = cursor.rpartition("|")
             at = datetime.fromisoformat(stamp)
             last_pk = int(pk)
-        except ValueError as exc:
-            raise InvalidInput("cursor is not one this API gave out.", details={"cursor": cursor}) from exc
+        except ValueError:
+            last_pk = 0
+        if not 0 < last_pk <= BIGINT_MAX:
+            raise NotFound("cursor is not one this API gave out.", details={"cursor": cursor})
         qs = qs.filter(Q(last_activity_at__lt=at) | Q(last_activity_at=at, id__lt=last_pk))
     page = list(qs.order_by("-last_activity_at", "-id")[: limit + 1])
     more = len(page) > limit

@@ -211,7 +211,10 @@ def session_commit(*, workspace: Workspace, identity: Identity, commit: CommitIn
         session, thread, _ = _ensure(workspace, identity, actor, create=commit.create)
         # Under the thread's lock, so a replay sent while the first is still running waits
         # for it and then finds its answer.
-        thread = lock_thread(thread, history_only=True)
+        try:
+            thread = lock_thread(thread, history_only=True)
+        except Thread.DoesNotExist:  # deleted since it was found: as a missing one answers
+            raise NotFound("No such session.", details={"key": identity.key}) from None
         if commit.batch_id:
             record = CommitRecord.objects.filter(thread=thread, batch_id=commit.batch_id).first()
             if record is not None:
@@ -285,7 +288,10 @@ def retract_newest(*, workspace: Workspace, identity: Identity, actor: Actor) ->
         thread = Thread.objects.filter(session=session, name=identity.thread).first()
         if thread is None:
             return None
-        thread = lock_thread(thread, history_only=True)
+        try:
+            thread = lock_thread(thread, history_only=True)
+        except Thread.DoesNotExist:  # deleted since it was found: as if there had been none
+            return None
         event = history_events(thread=thread).order_by("-seq").first()
         if event is None:
             return None
@@ -306,7 +312,10 @@ def history_clear(*, workspace: Workspace, identity: Identity, actor: Actor) -> 
     thread = Thread.objects.filter(session=session, name=identity.thread).first() if session else None
     if thread is None:
         return 0
-    return thread_service.thread_clear_context(thread=thread, actor=actor).event_count
+    try:
+        return thread_service.thread_clear_context(thread=thread, actor=actor).event_count
+    except Thread.DoesNotExist:  # deleted since it was found: as if there had been none
+        return 0
 
 
 def session_remove(*, workspace: Workspace, identity: Identity, actor: Actor) -> bool:

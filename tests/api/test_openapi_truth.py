@@ -1,0 +1,79 @@
+"""What the schema fuzzer found (issue 27) that a schema could not fix: the server's own
+answers. The schema's side is tests/test_schemathesis.py."""
+
+import json
+
+import pytest
+
+from contextstore.models import Session
+from contextstore.services import agent_sessions, sessions
+from contextstore.services import threads as thread_service
+from contextstore.services.common import Actor
+
+URL = "/api/v1/agent-sessions/"
+WHO = {"app": "shop", "user_id": "ann", "key": "s1"}
+
+
+@pytest.fixture
+def agent_session(api_client):
+    answer = api_client.post(URL + "commit/", {**WHO, "create": True, "events": [
+        {"type": "Message", "role": "user", "content": "hi"}]}, format="json")
+    assert answer.status_code == 200, answer.json()
+    return Session.objects.get(key="s1")
+
+
+@pytest.mark.parametrize("route", ["", "read/", "clear/", "commit/", "scopes/", "blobs/", "delete/"])
+def test_an_http_delete_on_an_agent_sessions_route_deletes_nothing(api_client, agent_session, route):
+    answer = api_client.delete(URL + route, WHO, format="json")
+    assert answer.status_code == 405 and answer.json()["error"]["code"] == "method_not_allowed"
+    assert Session.objects.filter(pk=agent_session.pk).exists()
+
+
+def _deleted_before_the_lock(monkeypatch, module, name, session):
+    """The session goes (another request's delete) after the service found its thread and
+    before it takes the thread's lock."""
+    original = getattr(module, name)
+
+    def meanwhile(*args, **kwargs):
+        sessions.session_delete(session=Session.objects.get(pk=session.pk), actor=Actor.system("other"))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, meanwhile)
+
+
+def test_clearing_a_session_deleted_meanwhile_answers_as_a_missing_one(api_client, agent_session,
+                                                                       monkeypatch):
+    _deleted_before_the_lock(monkeypatch, thread_service, "thread_clear_context", agent_session)
+    answer = api_client.post(URL + "clear/", WHO, format="json")
+    assert answer.status_code == 200 and answer.json() == {"cleared": 0}
+
+
+def test_retracting_from_a_session_deleted_meanwhile_answers_as_a_missing_one(
+        api_client, agent_session, monkeypatch):
+    _deleted_before_the_lock(monkeypatch, agent_sessions, "lock_thread", agent_session)
+    answer = api_client.post(URL + "retract/", WHO, format="json")
+    assert answer.status_code == 200 and answer.json() == {"event": None}
+
+
+def test_committing_to_a_session_deleted_meanwhile_answers_as_a_missing_one(
+        api_client, agent_session, monkeypatch):
+    _deleted_before_the_lock(monkeypatch, agent_sessions, "lock_thread", agent_session)
+    answer = api_client.post(URL + "commit/", {**WHO, "events": [{"type": "Message"}]}, format="json")
+    assert answer.status_code == 404 and answer.json()["error"]["code"] == "not_found"
+
+
+def test_a_cursor_the_api_did_not_give_out_names_no_page(api_client, agent_session):
+    for cursor in ("0", "cheight", f"2026-01-01T00:00:00+00:00|{2**63}"):
+        answer = api_client.get(URL, {"app": "shop", "cursor": cursor})
+        assert answer.status_code == 404, (cursor, answer.json())
+        assert answer.json()["error"]["details"] == {"cursor": cursor}
+
+
+def test_blobs_answer_the_list_the_schema_describes(api_client, agent_session):
+    blob = {"key": "k", "data": "aGk=", "content_type": "text/plain"}
+    assert api_client.post(URL + "commit/", {**WHO, "blobs": [blob]}, format="json").status_code == 200
+    answer = api_client.get(URL + "blobs/", {**WHO, "blob": "k"}).json()
+    assert [b["key"] for b in answer] == ["k"]
+    schema = json.loads(api_client.get("/api/schema/", HTTP_ACCEPT="application/json").content)
+    ok = schema["paths"][URL + "blobs/"]["get"]["responses"]["200"]["content"]["application/json"]
+    assert ok["schema"]["type"] == "array"
