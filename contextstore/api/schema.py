@@ -69,12 +69,14 @@ class ObjectListSchema(AutoSchema):
 IF_MATCH_PATTERN = '^(\\*|(W/)?[0-9]{1,18}|(W/)?"[0-9]{1,18}")$'
 # selectors.agent_sessions.data_contains_q: a non-empty object of plain names, nested as deep as
 # wanted; a leaf is any other value.
+# OpenAPI 3.0 has no patternProperties or propertyNames: the key rule is in the description.
 DATA_CONTAINS = {
-    "type": "object", "minProperties": 1, "additionalProperties": False,
-    "patternProperties": {"^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$": {"oneOf": [  # no "__"
+    "type": "object", "minProperties": 1,
+    "description": "Keys are plain names: letters, digits, '-' and single '_' (no '__').",
+    "additionalProperties": {"oneOf": [
         {"$ref": "#/components/schemas/DataContains"},
         {"not": {"type": "object", "minProperties": 1}},
-    ]}},
+    ]},
 }
 # Query parameters whose value is a JSON document (a parameter's `content`, not its `schema`).
 JSON_QUERY = {("/api/v1/agent-sessions/read/", "data_contains"): "DataContains"}
