@@ -13,8 +13,7 @@ import sys
 from typing import Any
 
 import pytest
-
-from contextstore.adapters.adk import make_test_service
+from contextstore_client.adapters.adk import make_test_service
 
 STALE_WRITER_TESTS = {
     "test_append_event_to_stale_session",

@@ -4,8 +4,7 @@ import os
 import uuid
 
 import httpx
-
-from contextstore.client import ContextStore
+from contextstore_client import ContextStore
 
 
 class CountingTransport(httpx.HTTPTransport):

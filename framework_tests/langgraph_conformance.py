@@ -9,11 +9,10 @@ import asyncio
 import sys
 from collections.abc import AsyncGenerator
 
+from contextstore_client.adapters.langgraph import ContextStoreSaver, make_test_saver
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 from langgraph.checkpoint.conformance.report import ProgressCallbacks
-
-from contextstore.adapters.langgraph import ContextStoreSaver, make_test_saver
 
 
 @checkpointer_test(name="ContextStoreSaver")

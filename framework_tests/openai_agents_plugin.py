@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 from agents import SQLiteSession as RealSQLiteSession
-
-from contextstore.adapters.openai_agents import ContextStoreSession, make_test_session
+from contextstore_client.adapters.openai_agents import ContextStoreSession, make_test_session
 
 
 class FactorySession(ContextStoreSession):

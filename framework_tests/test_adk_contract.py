@@ -6,13 +6,13 @@ import asyncio
 import time
 
 import pytest
+from contextstore_client.adapters.adk import ContextStoreSessionService
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
 from google.adk.sessions.base_session_service import GetSessionConfig
 from google.genai import types
 
-from contextstore.adapters.adk import ContextStoreSessionService
 from framework_tests.counting import counting_client, fresh_namespace
 
 

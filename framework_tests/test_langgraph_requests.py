@@ -1,10 +1,10 @@
 """Requests per LangGraph checkpointer call, at 10 and at 10,000 events of history."""
 
 import pytest
+from contextstore_client.adapters.langgraph import ContextStoreSaver
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.base.id import uuid6
 
-from contextstore.adapters.langgraph import ContextStoreSaver
 from framework_tests.counting import counting_client, filler, fresh_namespace
 
 

@@ -1,8 +1,8 @@
 """Requests per OpenAI Agents SDK session call, at 10 and at 10,000 items of history."""
 
 import pytest
+from contextstore_client.adapters.openai_agents import ContextStoreSession
 
-from contextstore.adapters.openai_agents import ContextStoreSession
 from framework_tests.counting import counting_client, fresh_namespace
 
 

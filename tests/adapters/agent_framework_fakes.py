@@ -4,14 +4,13 @@ import json
 import re
 
 from agent_framework import Agent, BaseChatClient, ChatResponse, Message
-
-from contextstore.adapters.agent_framework import (
+from contextstore_client import ContextStore
+from contextstore_client.adapters.agent_framework import (
     ContextStoreContextProvider,
     ContextStoreHistoryProvider,
     ContextStoreSessionStore,
     UserInfoMemory,
 )
-from contextstore.client import ContextStore
 
 
 class ScriptedChatClient(BaseChatClient):

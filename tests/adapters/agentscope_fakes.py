@@ -7,9 +7,8 @@ from agentscope.formatter import OpenAIChatFormatter
 from agentscope.message import TextBlock, UserMsg
 from agentscope.model import ChatModelBase
 from agentscope.model._model_response import ChatResponse
+from contextstore_client.adapters.agentscope import ContextStoreStateStore
 from pydantic import BaseModel
-
-from contextstore.adapters.agentscope import ContextStoreStateStore
 
 
 class EchoModel(ChatModelBase):

@@ -6,8 +6,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
-from contextstore.adapters.offline import use_offline_cl100k
+from contextstore_client.adapters.offline import use_offline_cl100k
 
 # Set before any framework is imported (test modules import them at collection time).
 _config_dir = Path(tempfile.gettempdir()) / "contextstore-adapter-tests"
@@ -22,7 +21,7 @@ use_offline_cl100k(_config_dir / "tiktoken")
 @pytest.fixture
 def store(live_server, token):
     """A contextstore client talking HTTP to the live test server."""
-    from contextstore.client import ContextStore
+    from contextstore_client import ContextStore
 
     client = ContextStore(live_server.url, token[1])
     yield client

@@ -1,9 +1,8 @@
 """An offline Nooa agent: FakeLLMClient scripted to run code through execute_python."""
 
+from contextstore_client.adapters.demo import nooa_run_code as run_code
 from nooa import Agent, DynamicContext
 from nooa.unifiedllm.fake import FakeLLMClient
-
-from contextstore.adapters.demo import nooa_run_code as run_code
 
 
 class Counter(Agent):

@@ -6,7 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from contextstore.adapters.agent_framework import ContextStoreSessionStore
+from contextstore_client.adapters.agent_framework import ContextStoreSessionStore
+
 from tests.adapters.agent_framework_fakes import turn
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -16,7 +17,7 @@ SEED_TURNS = ("Hello, what is the square root of 9?", "My name is Ruaidhri", "I 
 def turn_elsewhere(url: str, token: str, text: str) -> str:
     script = (
         "import asyncio, sys\n"
-        "from contextstore.client import ContextStore\n"
+        "from contextstore_client import ContextStore\n"
         "from tests.adapters.agent_framework_fakes import turn\n"
         "with ContextStore(sys.argv[1], sys.argv[2]) as cs:\n"
         "    print(asyncio.run(turn(cs, 'ruaidhri', 'chat-1', sys.argv[3])))\n"
@@ -101,13 +102,13 @@ from agent_framework import (  # noqa: E402
     InMemoryHistoryProvider,
     Message,
 )
-
-from contextstore.adapters.agent_framework import (  # noqa: E402
+from contextstore_client import ContextStore  # noqa: E402
+from contextstore_client.adapters.agent_framework import (  # noqa: E402
     ContextStoreHistoryProvider,
     UserInfo,
     UserInfoMemory,
 )
-from contextstore.client import ContextStore  # noqa: E402
+
 from tests.adapters.agent_framework_fakes import ScriptedChatClient  # noqa: E402
 
 
@@ -224,7 +225,7 @@ def test_5000_messages_in_one_save_messages(store):
 
 
 def test_a_refused_save_messages_stores_none_of_them(store):
-    from contextstore.client import PayloadTooLarge
+    from contextstore_client import PayloadTooLarge
 
     history = ContextStoreHistoryProvider(store, user_id="refused")
     batch = [Message(role="user", contents=[f"m{i}"]) for i in range(1500)]
@@ -253,7 +254,7 @@ class ExactChatClient(ChatMiddlewareLayer, ScriptedChatClient):
 
 
 def test_every_model_call_is_logged_with_the_exact_messages_sent(store):
-    from contextstore.adapters.agent_framework import ContextStoreCallLog, ContextStoreContextProvider
+    from contextstore_client.adapters.agent_framework import ContextStoreCallLog, ContextStoreContextProvider
 
     sent: list = []
     agent = Agent(client=ExactChatClient(sent), instructions=INSTRUCTIONS, context_providers=[

@@ -11,9 +11,9 @@ from agentscope.agent import Agent
 from agentscope.message import TextBlock, UserMsg
 from agentscope.permission import PermissionContext
 from agentscope.state import AgentState, Task
+from contextstore_client import ContextStore, PayloadTooLarge
+from contextstore_client.adapters.agentscope import ContextStoreStateStore, StaleRevision
 
-from contextstore.adapters.agentscope import ContextStoreStateStore, StaleRevision
-from contextstore.client import ContextStore, PayloadTooLarge
 from tests.adapters.agentscope_fakes import EchoModel, turn
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,8 +27,8 @@ def turn_elsewhere(url: str, token: str, text: str) -> str:
     """The same call made by another process."""
     script = (
         "import sys\n"
-        "from contextstore.client import ContextStore\n"
-        "from contextstore.adapters.agentscope import ContextStoreStateStore\n"
+        "from contextstore_client import ContextStore\n"
+        "from contextstore_client.adapters.agentscope import ContextStoreStateStore\n"
         "from tests.adapters.agentscope_fakes import turn\n"
         "with ContextStore(sys.argv[1], sys.argv[2]) as cs:\n"
         "    print(turn(ContextStoreStateStore(cs), 'alice', 'session-001', sys.argv[3]))\n"
@@ -268,8 +268,8 @@ def test_every_model_call_is_logged_with_the_messages_put_on_the_wire(store):
 
 LOAD_ELSEWHERE = (
     "import json, sys\n"
-    "from contextstore.client import ContextStore\n"
-    "from contextstore.adapters.agentscope import ContextStoreStateStore\n"
+    "from contextstore_client import ContextStore\n"
+    "from contextstore_client.adapters.agentscope import ContextStoreStateStore\n"
     "with ContextStore(sys.argv[1], sys.argv[2]) as cs:\n"
     "    state = ContextStoreStateStore(cs).load(sys.argv[3], sys.argv[4])\n"
     "    sys.stdout.write(json.dumps(state.model_dump(mode='json')))\n"

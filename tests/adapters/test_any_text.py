@@ -4,9 +4,9 @@ output) and an AgentScope Msg's text."""
 
 from agentscope.message import TextBlock, UserMsg
 from clientai.agent.core.context import AgentContext
+from contextstore_client.adapters.agentscope import ContextStoreStateStore
+from contextstore_client.adapters.clientai import FIELDS, ContextStoreAgentContext
 
-from contextstore.adapters.agentscope import ContextStoreStateStore
-from contextstore.adapters.clientai import FIELDS, ContextStoreAgentContext
 from tests.adapters.test_clientai import frozen_clock  # noqa: F401 - a fixture both sides stamp with
 
 OUTPUT = "total 8\x00drwxr-xr-x ␀ ␛ \x00\x00end"

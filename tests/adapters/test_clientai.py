@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 from clientai.agent import Agent, act, think
 from clientai.agent.core.context import AgentContext
-
-from contextstore.adapters.clientai import FIELDS, ContextStoreAgentContext, log_llm_calls, persist
+from contextstore_client.adapters.clientai import FIELDS, ContextStoreAgentContext, log_llm_calls, persist
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,7 +28,7 @@ class FrozenClock(datetime):
 def frozen_clock(monkeypatch):
     monkeypatch.setattr("clientai.agent.core.context.datetime", FrozenClock)
     monkeypatch.setattr("contextstore.services.clientai.datetime", FrozenClock)
-    monkeypatch.setattr("contextstore.adapters.clientai.datetime", FrozenClock)
+    monkeypatch.setattr("contextstore_client.adapters.clientai.datetime", FrozenClock)
 
 
 class FakeLLM:
@@ -160,8 +159,8 @@ def run_elsewhere(url: str, token: str, thread_id: int) -> str:
     """Load the thread's context in a fresh interpreter and print its fields as JSON."""
     script = (
         "import json, sys\n"
-        "from contextstore.client import ContextStore\n"
-        "from contextstore.adapters.clientai import FIELDS, ContextStoreAgentContext\n"
+        "from contextstore_client import ContextStore\n"
+        "from contextstore_client.adapters.clientai import FIELDS, ContextStoreAgentContext\n"
         "with ContextStore(sys.argv[1], sys.argv[2]) as cs:\n"
         "    c = ContextStoreAgentContext.load(cs.get_thread(int(sys.argv[3])))\n"
         "    print(json.dumps({n: getattr(c, n) for n in FIELDS}))\n"
@@ -201,7 +200,7 @@ class AgentClock(datetime):
 def test_history_shows_the_agents_time_not_the_servers(store, monkeypatch):
     monkeypatch.setattr("clientai.agent.core.context.datetime", FrozenClock)
     monkeypatch.setattr("contextstore.services.clientai.datetime", ServerClock)
-    monkeypatch.setattr("contextstore.adapters.clientai.datetime", AgentClock)
+    monkeypatch.setattr("contextstore_client.adapters.clientai.datetime", AgentClock)
     thread = store.thread("clientai-time", user_id="ann")
     persistent = ContextStoreAgentContext.load(thread)
     plain = AgentContext()
@@ -267,7 +266,7 @@ def test_the_prompts_equal_clientais_own_with_two_processes_and_a_person(live_se
                                                                          token, frozen_clock):
     """clientai builds prompts from its history, never from the thread's events: a person's
     note, collapse and clear change nothing it sees (docs/frameworks/clientai.md)."""
-    from contextstore.client import ContextStore
+    from contextstore_client import ContextStore
 
     questions = ["What is Python?", "And Rust?", "Which is older?", "Thanks", "Bye", "Again?"]
     plain_llm, plain_agent = FakeLLM(), None

@@ -2,10 +2,10 @@
 
 import asyncio
 
+from contextstore_client import ContextStore
+from contextstore_client.adapters.nooa import ContextStoreStorage
 from nooa.storage import SQLiteStorageManager
 
-from contextstore.adapters.nooa import ContextStoreStorage
-from contextstore.client import ContextStore
 from tests.adapters.nooa_fakes import counter
 
 
@@ -259,7 +259,7 @@ def test_big_blocks_and_odd_block_names_do_not_break_snapshots(store):
 
 
 def test_5000_events_in_one_save(store):
-    from contextstore.client import item_digest  # noqa: F401 - the protocol the backend uses
+    from contextstore_client import item_digest  # noqa: F401 - the protocol the backend uses
 
     thread = store.thread("nooa-big", agent="counter")
     items = [{"key": f"k{i}", "event": {"type": "Message", "content": f"m{i}", "data": {"nooa": {
@@ -272,7 +272,7 @@ def test_5000_events_in_one_save(store):
 
 
 def test_every_model_call_is_logged_with_the_exact_messages_sent(store):
-    from contextstore.adapters.nooa import log_llm_calls
+    from contextstore_client.adapters.nooa import log_llm_calls
 
     seen: list = []
     thread = store.thread("nooa-calls", agent="counter")

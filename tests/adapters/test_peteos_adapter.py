@@ -3,11 +3,11 @@
 import json
 
 import pytest
+from contextstore_client import ContextStore
+from contextstore_client.adapters.peteos import load_context, save_context
 from peteos.conversation.context import Context
 from peteos.conversation.message import ContentPart, Message, ToolApprovalStatus
 
-from contextstore.adapters.peteos import load_context, save_context
-from contextstore.client import ContextStore
 from contextstore.models import Collapse
 from tests.adapters.test_peteos_service import conversation, plain, text
 
@@ -167,7 +167,7 @@ def test_two_long_lived_clients_take_turns_without_conflicts(live_server, store,
 
 
 def test_a_save_on_a_stale_load_is_refused_and_writes_nothing(live_server, store, token):
-    from contextstore.client import StaleRevision
+    from contextstore_client import StaleRevision
 
     mine = store.thread("peteos-stale", agent="peteos")
     save_context(fresh_context(), mine)
@@ -202,10 +202,9 @@ def test_5000_messages_in_one_save(store):
 def test_every_model_call_is_logged_with_the_messages_put_on_the_wire(store):
     import asyncio
 
+    from contextstore_client.adapters.peteos import log_llm_calls
     from peteos.chatbot.chatbotconfig import ChatBotConfig
     from peteos.chatbot.openaichatbot import OpenAIChatBot
-
-    from contextstore.adapters.peteos import log_llm_calls
 
     wire: list = []
 

@@ -6,7 +6,7 @@ Without --token a write token is created for --workspace (default: demo). Each f
 agent gets its own session (demo-<framework>-<time>), so they show side by side in the dashboard.
 
 LangGraph, ADK and the OpenAI Agents SDK live in their own virtualenvs (``make
-framework-venvs``); their demos (contextstore/adapters/framework_demos.py) run there, one
+framework-venvs``); their demos (contextstore_client/adapters/framework_demos.py) run there, one
 process each, for every such venv that exists.
 """
 
@@ -36,13 +36,12 @@ class Command(BaseCommand):
                             help="run only this framework (repeatable)")
 
     def handle(self, *args, url: str, token: str, workspace: str, only: list[str], **options):
-        from contextstore.adapters.demo import prepare_environment
+        from contextstore_client.adapters.demo import prepare_environment
 
         prepare_environment()  # before any framework is imported
         logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request is noise here
         from contextstore_client import ContextStore, ContextStoreError
-
-        from contextstore.adapters.demo import DEMOS
+        from contextstore_client.adapters.demo import DEMOS
 
         unknown = set(only) - set(DEMOS) - set(VENV_DEMOS)
         if unknown:
@@ -72,7 +71,7 @@ class Command(BaseCommand):
             if (only and name not in only) or not python.exists():
                 continue
             ran = subprocess.run(
-                [str(python), "-m", "contextstore.adapters.framework_demos", name, "--url", url,
+                [str(python), "-m", "contextstore_client.adapters.framework_demos", name, "--url", url,
                  "--token", token, "--key", f"demo-{name}-{stamp}"],
                 cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
                 text=True, timeout=300, check=False)

@@ -1,0 +1,222 @@
+"""Google ADK: a ``SessionService`` kept in contextstore (google-adk 2.13.0).
+
+    from contextstore_client.adapters.adk import ContextStoreSessionService
+
+    runner = Runner(agent=agent, app_name="shop", session_service=ContextStoreSessionService(
+        AsyncContextStore(url, token)))
+
+An ADK session is a contextstore session (app = app_name, user_id, key = session id). Each
+event is one contextstore event, readable in the dashboard: user text a Message, model text
+an LLMOutput, function calls / responses ToolCall / ToolResult with the call id, thoughts
+Reasoning; invocation_id is the run, the event id the client_id, its timestamp occurred_at,
+and the event itself stays whole in ``data["adk"]``. Session state is the thread's state;
+``app:`` and ``user:`` keys live in contextstore's app and user scopes (shared across
+sessions, revisioned); ``temp:`` keys are never stored.
+
+append_event is one conditional commit (event, state patch, scope patches) based on the
+history the session was loaded with: if another writer appended since, it raises ADK's
+StaleSessionError ("modified in storage"), like ADK's DatabaseSessionService, and nothing is
+written. create, get_session, delete and get_user_state are one request each; list_sessions
+one per page of 500.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from google.adk.errors._stale_session_error import StaleSessionError
+from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.events.event import Event
+from google.adk.sessions.base_session_service import (
+    BaseSessionService,
+    GetSessionConfig,
+    ListSessionsResponse,
+)
+from google.adk.sessions.session import Session
+from google.adk.sessions.state import State
+
+from contextstore_client import AsyncContextStore, Conflict, ContextStore, StaleRevision
+
+__all__ = ["ContextStoreSessionService", "event_record", "make_test_service"]
+
+STALE_MESSAGE = ("The session has been modified in storage since it was loaded. "
+                 "Please reload the session before appending more events.")
+
+
+def split_state(state: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """ADK state keys into (session, app, user) parts, prefixes stripped; temp: dropped."""
+    session: dict[str, Any] = {}
+    app: dict[str, Any] = {}
+    user: dict[str, Any] = {}
+    for key, value in (state or {}).items():
+        if key.startswith(State.APP_PREFIX):
+            app[key.removeprefix(State.APP_PREFIX)] = value
+        elif key.startswith(State.USER_PREFIX):
+            user[key.removeprefix(State.USER_PREFIX)] = value
+        elif not key.startswith(State.TEMP_PREFIX):
+            session[key] = value
+    return session, app, user
+
+
+def merge_state(session: dict[str, Any], app: dict[str, Any], user: dict[str, Any]) -> dict[str, Any]:
+    return {**session, **{State.APP_PREFIX + k: v for k, v in app.items()},
+            **{State.USER_PREFIX + k: v for k, v in user.items()}}
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).isoformat()
+
+
+def _timestamp(iso: str) -> float:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+def event_record(event: Event) -> dict[str, Any]:
+    """The contextstore event for one ADK event (the event kept whole in data["adk"])."""
+    parts = list(event.content.parts or []) if event.content else []
+    texts = [p.text for p in parts if p.text and not p.thought]
+    thoughts = [p.text for p in parts if p.text and p.thought]
+    calls = [p.function_call for p in parts if p.function_call]
+    responses = [p.function_response for p in parts if p.function_response]
+    record: dict[str, Any] = {"role": "user" if event.author == "user" else "assistant", "call_id": ""}
+    if calls:
+        record.update(type="ToolCall", call_id=calls[0].id or "",
+                      content="\n".join(f"{c.name}({c.args})" for c in calls))
+    elif responses:
+        record.update(type="ToolResult", role="tool", call_id=responses[0].id or "",
+                      content="\n".join(f"{r.name}: {r.response}" for r in responses))
+    elif texts:
+        record.update(type="Message" if event.author == "user" else "LLMOutput", content="\n".join(texts))
+    elif thoughts:
+        record.update(type="Reasoning", content="\n".join(thoughts))
+    else:
+        # State changes, transfers, escalations: runtime entries the model does not read.
+        record.update(type="AgentEvent", content=f"{event.author}", visible=False)
+    record.update(
+        client_id=event.id, run_id=(event.invocation_id or "")[:200], step=(event.author or "")[:200],
+        occurred_at=_iso(event.timestamp), call_id=record["call_id"][:200],
+        data={"adk": event.model_dump(mode="json", exclude_none=True)},
+    )
+    return record
+
+
+class ContextStoreSessionService(BaseSessionService):
+    """ADK's BaseSessionService over contextstore."""
+
+    def __init__(self, client: ContextStore | AsyncContextStore, *, namespace: str = ""):
+        if "/" in namespace:
+            raise ValueError("namespace must not contain '/'")
+        self.client = client
+        self.namespace = namespace
+        self._owned = False
+
+    def _app(self, app_name: str) -> str:
+        return f"{self.namespace}/{app_name}" if self.namespace else app_name
+
+    async def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        method = getattr(self.client, name)
+        if isinstance(self.client, AsyncContextStore):
+            return await method(*args, **kwargs)
+        return await asyncio.to_thread(method, *args, **kwargs)
+
+    def _session(self, app_name: str, read: dict[str, Any], events: list[Event]) -> Session:
+        session = Session(
+            id=read["key"], app_name=app_name, user_id=read["user_id"],
+            state=merge_state(read["state"], read.get("app_state") or {}, read.get("user_state") or {}),
+            events=events, last_update_time=_timestamp(read["last_activity_at"]),
+        )
+        session._storage_update_marker = str(read["last_seq"])
+        return session
+
+    async def create_session(self, *, app_name: str, user_id: str, state: dict[str, Any] | None = None,
+                             session_id: str | None = None) -> Session:
+        session_id = (session_id or "").strip() or str(uuid.uuid4())
+        session_state, app_state, user_state = split_state(state)
+        try:
+            read = await self._call("create_agent_session", self._app(app_name), user_id, session_id,
+                                    state=session_state, app_state=app_state, user_state=user_state,
+                                    agent=app_name)
+        except Conflict as exc:
+            raise AlreadyExistsError(f"Session with id {session_id} already exists.") from exc
+        return self._session(app_name, read, [])
+
+    async def get_session(self, *, app_name: str, user_id: str, session_id: str,
+                          config: GetSessionConfig | None = None) -> Session | None:
+        config = config or GetSessionConfig()
+        after = _iso(config.after_timestamp) if config.after_timestamp is not None else None
+        read = await self._call("read_agent_session", self._app(app_name), user_id, session_id,
+                                limit=config.num_recent_events, after=after)
+        if read is None:
+            return None
+        events = [Event.model_validate(e["data"]["adk"]) for e in read["events"]
+                  if isinstance(e.get("data"), dict) and "adk" in e["data"]]
+        return self._session(app_name, read, events)
+
+    async def list_sessions(self, *, app_name: str, user_id: str | None = None) -> ListSessionsResponse:
+        sessions: list[Session] = []
+        cursor = None
+        while True:
+            page = await self._call("list_agent_sessions", self._app(app_name), user_id=user_id,
+                                    cursor=cursor, limit=500)
+            for row in page["results"]:
+                user_state = page["user_states"].get(row["user_id"]) or {}
+                sessions.append(self._session(app_name, {**row, "app_state": page["app_state"],
+                                                         "user_state": user_state}, []))
+            cursor = page["next_cursor"]
+            if not cursor:
+                break
+        sessions.reverse()  # ADK lists oldest activity first
+        return ListSessionsResponse(sessions=sessions)
+
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        await self._call("delete_agent_session", self._app(app_name), user_id, session_id)
+
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        scopes = await self._call("scoped_states", self._app(app_name), user_id)
+        return dict(scopes["user_state"])
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        if event.partial:
+            return event
+        self._apply_temp_state(session, event)
+        event = self._trim_temp_delta_state(event)
+        delta = event.actions.state_delta if event.actions and event.actions.state_delta else {}
+        session_delta, app_delta, user_delta = split_state(delta)
+        marker = session._storage_update_marker
+        try:
+            result = await self._call(
+                "commit_agent_session", self._app(session.app_name), session.user_id, session.id,
+                events=[event_record(event)], state=session_delta or None, app_state=app_delta or None,
+                user_state=user_delta or None, expected_last_seq=int(marker) if marker is not None else None)
+        except StaleRevision as exc:
+            raise StaleSessionError(STALE_MESSAGE) from exc
+        session._storage_update_marker = str(result["last_seq"])
+        session.last_update_time = event.timestamp
+        return self._commit_event_to_session(session, event)
+
+    async def __aenter__(self) -> ContextStoreSessionService:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the client when this service made it (the test factory)."""
+        if self._owned:
+            if isinstance(self.client, AsyncContextStore):
+                await self.client.aclose()
+            else:
+                self.client.close()
+
+
+def make_test_service(*, namespace: str | None = None) -> ContextStoreSessionService:
+    """A service on the server named by CONTEXTSTORE_URL / CONTEXTSTORE_TOKEN over a fresh
+    random namespace (unless given); close() closes the client it made."""
+    client = ContextStore(os.environ["CONTEXTSTORE_URL"], os.environ["CONTEXTSTORE_TOKEN"])
+    service = ContextStoreSessionService(client, namespace=namespace or uuid.uuid4().hex)
+    service._owned = True
+    return service

@@ -1,0 +1,171 @@
+"""AgentScope: an ``AgentState`` store addressed by (user_id, session_id, thread).
+
+    from contextstore_client.adapters.agentscope import ContextStoreStateStore
+
+    store = ContextStoreStateStore(ContextStore(url, token))
+    state = store.load("alice", "session-001")            # before the call
+    agent = Agent(name="helper", system_prompt=..., model=model, state=state)
+    await agent.reply(UserMsg("alice", "hi"))
+    store.save(agent.state, "alice", "session-001")       # after; StaleRevision if someone saved first
+    store.clear_context("alice", "session-001")           # AgentScope clearContext
+
+Built on the sync protocol (``/threads/{id}/sync/``): the conversation (``AgentState.context``)
+is kept as events, one per message (key: the message id; the message's JSON in
+``data["agentscope"]``; its reply id as the run), so it reads as a conversation in the dashboard.
+``summary`` is the thread's summary (so a clear made in the dashboard clears it, as AgentScope's
+clearContext does); every other sub-state (reply, permission, tool, task, middleware) is the
+thread's state. One save is one transaction on the revision the state was loaded at: a stale
+save raises ``StaleRevision`` and writes nothing, neither state nor messages; any number of
+messages is sent in parts applied together.
+
+- A message AgentScope rewrites in place (its image limit, a metadata edit) is rewritten in
+  place in contextstore: same position, the old version kept as history.
+- Messages AgentScope drops (its compression keeps a suffix and a new summary) are retired
+  (status ``removed``, kept in history); the new summary is the thread's summary.
+- What people and workers add comes back as messages at their place in the context: a note as a
+  message of its role, the summary of a collapse made in contextstore as a user message holding
+  the summary (the form AgentScope gives its own summary) in place of the collapsed range. Their
+  ids are ``cs:<seq>``, so they are never sent back as new.
+
+``store.log_llm_calls(model, user_id, session_id)`` logs every call of a chat model to the
+slot's thread: LLMCallStart with the messages as the model's own formatter puts them on the wire
+(OpenAI or Anthropic shape), and LLMComplete with the usage. AgentScope formats its prompt
+itself from ``AgentState.context``, not from a contextstore render, so the calls carry
+messages, not a render_id.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from agentscope.state import AgentState
+
+from contextstore_client import ContextStore, Event, StaleRevision, SyncTracker, ThreadHandle
+
+KEY = "agentscope"
+ROLE_TYPES = {"user": "Message", "assistant": "LLMOutput", "system": "Notification"}
+
+if TYPE_CHECKING:
+    from agentscope.message import Msg
+
+__all__ = ["ContextStoreStateStore", "StaleRevision"]
+
+
+def _text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    return "\n".join(b.get("text", "") for b in content or () if isinstance(b, dict)
+                     and b.get("type") in ("text", "thinking") and isinstance(b.get("text"), str))
+
+
+def _event(message: dict[str, Any], run_id: str = "") -> dict[str, Any]:
+    return {"type": ROLE_TYPES.get(message.get("role", ""), "Message"),
+            "role": message.get("role", ""), "content": _text(message),
+            "data": {KEY: message}, "run_id": run_id}
+
+
+def _message(key: str, event: Event) -> dict[str, Any] | None:
+    """A loaded event as an AgentScope message dict (None: not part of the conversation)."""
+    stored = event.data.get(KEY) if isinstance(event.data, dict) else None
+    if isinstance(stored, dict):
+        return {**stored, "id": key}
+    if not event.visible or not event.content:
+        return None
+    role = event.role if event.role in ("user", "assistant") else "user"
+    return {"id": key, "name": role, "role": role,
+            "content": [{"type": "text", "text": event.content}],
+            "metadata": {"contextstore": {"type": event.type, "seq": event.seq}},
+            "created_at": event.occurred_at or ""}
+
+
+class ContextStoreStateStore:
+    """Loads an AgentState before a call and saves it after, with compare-and-swap."""
+
+    def __init__(self, client: ContextStore, *, agent: str = "agentscope") -> None:
+        self.client = client
+        self.agent = agent
+        self._slots: dict[tuple[str, str, str], SyncTracker] = {}
+
+    def thread(self, user_id: str, session_id: str, thread: str = "main") -> ThreadHandle:
+        return self.client.thread(session_id, user_id=user_id, agent=self.agent, name=thread)
+
+    def load(self, user_id: str, session_id: str, thread: str = "main") -> AgentState:
+        """The slot's AgentState (a fresh one for a new slot, with session_id set)."""
+        tracker = SyncTracker(self.thread(user_id, session_id, thread), KEY)
+        loaded = tracker.load()
+        tracker.digests = {}
+        messages = [m for m in (_message(i.key, i.event) for i in loaded.items) if m is not None]
+        data = dict(loaded.state)
+        data.setdefault("session_id", session_id)
+        data["summary"] = self._summary(loaded.summary, loaded.document)
+        data["context"] = messages
+        state = AgentState.model_validate(data)
+        # What an unchanged message looks like when saved: not a change.
+        for message in state.model_dump(mode="json")["context"]:
+            tracker.seen(message["id"], _event(message))
+        self._slots[(user_id, session_id, thread)] = tracker
+        return state
+
+    def save(self, state: AgentState, user_id: str, session_id: str, thread: str = "main") -> int:
+        """Write `state` based on the revision it was loaded at; return the new revision.
+
+        Raises StaleRevision (and writes nothing) when another process saved the slot since.
+        """
+        tracker = self._tracker(user_id, session_id, thread)
+        dump = state.model_dump(mode="json")
+        messages: list[dict[str, Any]] = dump.pop("context")
+        summary = dump.pop("summary")
+        text = summary if isinstance(summary, str) else "\n".join(
+            b.get("text", "") for b in summary if isinstance(b, dict))
+        result = tracker.save(
+            [(m["id"], _event(m, state.reply_id or "")) for m in messages],
+            state=dump, summary=text,
+            document={"summary": summary} if not isinstance(summary, str) else None)
+        return result["revision"] if result else tracker.revision or 0
+
+    def log_llm_calls(self, model: Any, user_id: str, session_id: str, thread: str = "main") -> Any:
+        """Log every call of the chat `model` (an AgentScope ChatModelBase) to the slot's thread;
+        returns the model."""
+        handle = self.thread(user_id, session_id, thread)
+        call_api = model._call_api
+
+        async def logged(model_name: str, messages: list[Msg], **kwargs: Any) -> Any:
+            result = await call_api(model_name, messages=messages, **kwargs)
+            formatter = getattr(model, "formatter", None)
+            sent = (await formatter.format(messages) if formatter is not None
+                    else [m.model_dump(mode="json") for m in messages])
+            usage = getattr(result, "usage", None)
+            handle.log_llm_call(str(model_name), messages=json.loads(json.dumps(sent, default=str)),
+                                input_tokens=getattr(usage, "input_tokens", None),
+                                output_tokens=getattr(usage, "output_tokens", None))
+            return result
+
+        model._call_api = logged
+        return model
+
+    def clear_context(self, user_id: str, session_id: str, thread: str = "main") -> AgentState:
+        """AgentScope clearContext: context and summary go, every other sub-state stays.
+
+        The cleared messages remain in contextstore (status cleared), as AgentScope keeps full
+        history; the returned state is what the next call should use.
+        """
+        self.thread(user_id, session_id, thread).clear_context()
+        return self.load(user_id, session_id, thread)
+
+    @staticmethod
+    def _summary(text: str, document: Any) -> Any:
+        """The summary as AgentScope had it: blocks are kept in the namespace document, and
+        only while the thread still has a summary (a clear empties it)."""
+        blocks = document.get("summary") if isinstance(document, dict) else None
+        return blocks if text and isinstance(blocks, list) else text
+
+    def _tracker(self, user_id: str, session_id: str, thread: str) -> SyncTracker:
+        key = (user_id, session_id, thread)
+        if key not in self._slots:
+            # Saving a state this process never loaded: it may only create the slot's first state.
+            tracker = SyncTracker(self.thread(user_id, session_id, thread), KEY)
+            tracker.revision = 0
+            self._slots[key] = tracker
+        return self._slots[key]

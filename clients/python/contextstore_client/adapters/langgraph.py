@@ -1,0 +1,351 @@
+"""LangGraph: a checkpointer kept in contextstore (langgraph 1.2.22, langgraph-checkpoint 4.3.2).
+
+    from contextstore_client.adapters.langgraph import ContextStoreSaver
+
+    graph = builder.compile(checkpointer=ContextStoreSaver(ContextStore(url, token)))
+    graph.invoke(inputs, {"configurable": {"thread_id": "conversation-42"}})
+
+Each LangGraph thread is a contextstore session (app ``langgraph``, key = thread_id), each
+checkpoint namespace one of its threads (``main`` for the root, ``ns:<checkpoint_ns>`` for a
+subgraph). A checkpoint is a ``Checkpoint`` event (client_id = checkpoint id, occurred_at =
+its ts) whose data is readable: parent id, namespace, metadata, channel versions. The
+serialized checkpoint, its metadata and channel values are typed binary blobs
+(``cp/<id>``, ``md/<id>``, ``ch/<channel>/<version>``) and pending writes are last-write-wins
+blobs ``w/<checkpoint id>/<task id>/<idx>`` with readable meta (task, channel, path).
+
+Requests: put 1 (one commit), put_writes 1, get_tuple 2 (the checkpoint event, then its
+blobs in one batch), list 2 per page, delete_thread 1, copy_thread 1 (into a thread id not used
+yet: an existing target is a Conflict), prune 1 (``keep_latest``; ``delete`` deletes each
+thread, 1 each), delete_for_runs 1. A config without checkpoint_ns lists the root namespace only.
+Pruned and run-deleted checkpoints leave the history (kept for audit, as ``removed``) with their
+own blobs and pending writes; channel values stay, as later checkpoints may share them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+    get_checkpoint_metadata,
+    writes_sort_key,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from contextstore_client import AsyncContextStore, ContextStore, NotFound
+
+APP = "langgraph"
+# commit_agent_session's (app, user_id, key), as the sync and async methods pass it on
+type SessionArgs = tuple[str, str, str]
+TYPE = "Checkpoint"
+# A checkpoint's own blobs, deleted with it (its channel values may be shared with later ones).
+CHECKPOINT_BLOBS = ["cp/{client_id}", "md/{client_id}", "w/{client_id}/"]
+PRUNE_STRATEGIES = ("keep_latest", "delete")
+
+__all__ = ["ContextStoreSaver", "make_test_saver"]
+
+
+def _thread_name(checkpoint_ns: str) -> str:
+    return f"ns:{checkpoint_ns}" if checkpoint_ns else "main"
+
+
+def _readable(value: Any) -> Any:
+    """A JSON copy of metadata for display and filtering (the exact value is a blob)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def _blob_keys(data: dict[str, Any]) -> list[str]:
+    cid = data["checkpoint_id"]
+    return [f"cp/{cid}", f"md/{cid}",
+            *(f"ch/{k}/{v}" for k, v in (data.get("channel_versions") or {}).items())]
+
+
+class ContextStoreSaver(BaseCheckpointSaver[str]):
+    """BaseCheckpointSaver over contextstore, sync and async."""
+
+    def __init__(self, client: ContextStore | AsyncContextStore, *, namespace: str = "",
+                 serde: SerializerProtocol | None = None):
+        super().__init__(serde=serde)
+        if "/" in namespace:
+            raise ValueError("namespace must not contain '/'")
+        self.client = client
+        self.app = f"{namespace}/{APP}" if namespace else APP
+        self._owned = False
+
+    # -- building requests and answers (shared by the sync and async methods)
+
+    def _put_commit(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+                    new_versions: ChannelVersions) -> tuple[SessionArgs, dict[str, Any], RunnableConfig]:
+        conf = config["configurable"]
+        thread_id, ns = conf["thread_id"], conf.get("checkpoint_ns", "")
+        cid, parent = checkpoint["id"], conf.get("checkpoint_id")
+        c = checkpoint.copy()
+        values: dict[str, Any] = c.pop("channel_values")
+        blobs = []
+        for channel, version in new_versions.items():
+            kind, data = self.serde.dumps_typed(values[channel]) if channel in values else ("empty", b"")
+            blobs.append({"key": f"ch/{channel}/{version}", "data": data, "content_type": kind,
+                          "meta": {"channel": channel, "version": version}})
+        full_metadata = get_checkpoint_metadata(config, metadata)
+        kind, data = self.serde.dumps_typed(c)
+        blobs.append({"key": f"cp/{cid}", "data": data, "content_type": kind, "meta": {"checkpoint_id": cid}})
+        kind, data = self.serde.dumps_typed(full_metadata)
+        blobs.append({"key": f"md/{cid}", "data": data, "content_type": kind, "meta": {"checkpoint_id": cid}})
+        step, source = full_metadata.get("step"), full_metadata.get("source")
+        event = {
+            "type": TYPE, "client_id": cid, "visible": False, "occurred_at": checkpoint["ts"],
+            "run_id": str(full_metadata.get("run_id") or "")[:200],
+            "content": f"checkpoint step {step} ({source})" + (f" in {ns}" if ns else ""),
+            "data": {"checkpoint_id": cid, "parent_checkpoint_id": parent, "checkpoint_ns": ns,
+                     "metadata": _readable(full_metadata),
+                     "channel_versions": _readable(c.get("channel_versions") or {}),
+                     "new_channels": sorted(new_versions)},
+        }
+        args = (self.app, "", thread_id)
+        kwargs = {"thread": _thread_name(ns), "events": [event], "blobs": blobs, "create": True}
+        saved = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cid}}
+        return args, kwargs, saved
+
+    def _writes_commit(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                       task_path: str) -> tuple[SessionArgs, dict[str, Any]]:
+        conf = config["configurable"]
+        thread_id, ns, cid = conf["thread_id"], conf.get("checkpoint_ns", ""), conf["checkpoint_id"]
+        blobs = []
+        for i, (channel, value) in enumerate(writes):
+            idx = WRITES_IDX_MAP.get(channel, i)
+            kind, data = self.serde.dumps_typed(value)
+            blobs.append({"key": f"w/{cid}/{task_id}/{idx}", "data": data, "content_type": kind,
+                          "meta": {"task_id": task_id, "channel": channel, "idx": idx,
+                                   "task_path": task_path}})
+        return (self.app, "", thread_id), {"thread": _thread_name(ns), "blobs": blobs, "create": True}
+
+    def _tuple(self, thread_id: str, data: dict[str, Any], blobs: dict[str, Any]) -> CheckpointTuple:
+        cid, ns = data["checkpoint_id"], data["checkpoint_ns"]
+
+        def load(key: str) -> Any:
+            blob = blobs[key]
+            return self.serde.loads_typed((blob["content_type"], blob["data"]))
+
+        checkpoint = load(f"cp/{cid}")
+        values = {}
+        for channel, version in (checkpoint.get("channel_versions") or {}).items():
+            blob = blobs.get(f"ch/{channel}/{version}")
+            if blob is not None and blob["content_type"] != "empty":
+                values[channel] = load(f"ch/{channel}/{version}")
+        prefix = f"w/{cid}/"
+        writes = [b for k, b in blobs.items() if k.startswith(prefix)]
+        writes.sort(key=lambda b: writes_sort_key(b["meta"]["task_path"], b["meta"]["task_id"],
+                                                  b["meta"]["idx"]))
+        parent = data.get("parent_checkpoint_id")
+        return CheckpointTuple(
+            config={"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cid}},
+            checkpoint={**checkpoint, "channel_values": values},
+            metadata=load(f"md/{cid}"),
+            parent_config=({"configurable": {"thread_id": thread_id, "checkpoint_ns": ns,
+                                             "checkpoint_id": parent}} if parent else None),
+            pending_writes=[(b["meta"]["task_id"], b["meta"]["channel"],
+                             self.serde.loads_typed((b["content_type"], b["data"]))) for b in writes],
+        )
+
+    def _list_read(self, config: RunnableConfig, filter: dict[str, Any] | None,
+                   before: RunnableConfig | None, limit: int | None) -> tuple[SessionArgs, dict[str, Any]]:
+        conf = config["configurable"]
+        kwargs: dict[str, Any] = {
+            "thread": _thread_name(conf.get("checkpoint_ns") or ""), "types": [TYPE], "limit": limit,
+            "client_id": get_checkpoint_id(config),
+            "before_client_id": get_checkpoint_id(before) if before else None,
+            "data_contains": {"metadata": _readable(filter)} if filter else None,
+        }
+        return (self.app, "", conf["thread_id"]), kwargs
+
+    @staticmethod
+    def _blob_request(events: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+        keys = [k for e in events for k in _blob_keys(e["data"])]
+        return keys, [f"w/{e['data']['checkpoint_id']}/" for e in events]
+
+    # -- sync
+
+    def _sync(self) -> ContextStore:
+        if not isinstance(self.client, ContextStore):
+            raise TypeError("The synchronous methods need a ContextStore client.")
+        return self.client
+
+    def _fetch(self, thread_id: str, thread: str, events: list[dict[str, Any]]) -> Iterator[CheckpointTuple]:
+        for start in range(0, len(events), 100):  # at most 100 checkpoints' blobs per request
+            chunk = events[start:start + 100]
+            keys, prefixes = self._blob_request(chunk)
+            blobs = self._sync().agent_blobs(self.app, "", thread_id, keys, prefixes=prefixes, thread=thread)
+            for event in chunk:
+                yield self._tuple(thread_id, event["data"], blobs)
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return next(self.list(config, limit=1), None)
+
+    def list(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
+             before: RunnableConfig | None = None, limit: int | None = None) -> Iterator[CheckpointTuple]:
+        for thread_config in self._thread_configs(config):
+            args, kwargs = self._list_read(thread_config, filter, before, limit)
+            read = self._sync().read_agent_session(*args, **kwargs)
+            if read is None:
+                continue
+            events = list(reversed(read["events"]))  # newest first
+            yield from self._fetch(args[2], kwargs["thread"], events)
+
+    def _thread_configs(self, config: RunnableConfig | None) -> Iterator[RunnableConfig]:
+        """The configs to list: the given one, or (config None) the root of every thread."""
+        if config is not None:
+            yield config
+            return
+        cursor = None
+        while True:
+            page = self._sync().list_agent_sessions(self.app, user_id="", cursor=cursor, limit=100)
+            for session in page["results"]:
+                yield {"configurable": {"thread_id": session["key"], "checkpoint_ns": ""}}
+            cursor = page["next_cursor"]
+            if not cursor:
+                return
+
+    def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+            new_versions: ChannelVersions) -> RunnableConfig:
+        args, kwargs, saved = self._put_commit(config, checkpoint, metadata, new_versions)
+        self._sync().commit_agent_session(*args, **kwargs)
+        return saved
+
+    def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                   task_path: str = "") -> None:
+        if not writes:
+            return
+        args, kwargs = self._writes_commit(config, writes, task_id, task_path)
+        self._sync().commit_agent_session(*args, **kwargs)
+
+    def delete_thread(self, thread_id: str) -> None:
+        self._sync().delete_agent_session(self.app, "", thread_id)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Every namespace's checkpoints, in order, with their writes and channel values."""
+        try:
+            self._sync().copy_agent_session(self.app, "", source_thread_id, target_thread_id)
+        except NotFound:
+            pass  # a thread never written has nothing to copy
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """keep_latest: each namespace keeps its newest checkpoint; delete: delete_thread."""
+        if strategy not in PRUNE_STRATEGIES:
+            raise ValueError(f"Unknown prune strategy {strategy!r}: keep_latest or delete.")
+        if strategy == "delete":
+            for thread_id in thread_ids:
+                self.delete_thread(thread_id)
+        elif thread_ids:
+            self._sync().remove_agent_events(self.app, "", keys=list(thread_ids), types=[TYPE],
+                                             keep_latest=True, blob_prefixes=CHECKPOINT_BLOBS)
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """The checkpoints of these runs (metadata run_id), in every thread and namespace."""
+        if run_ids:
+            self._sync().remove_agent_events(self.app, "", run_ids=list(run_ids), types=[TYPE],
+                                             blob_prefixes=CHECKPOINT_BLOBS)
+
+    # -- async: awaited on an AsyncContextStore, in a worker thread on a ContextStore
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        async for found in self.alist(config, limit=1):
+            return found
+        return None
+
+    async def alist(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
+                    before: RunnableConfig | None = None,
+                    limit: int | None = None) -> AsyncIterator[CheckpointTuple]:
+        if not isinstance(self.client, AsyncContextStore) or config is None:
+            found = await asyncio.to_thread(lambda: list(self.list(config, filter=filter, before=before,
+                                                                   limit=limit)))
+            for item in found:
+                yield item
+            return
+        args, kwargs = self._list_read(config, filter, before, limit)
+        read = await self.client.read_agent_session(*args, **kwargs)
+        if read is None:
+            return
+        events = list(reversed(read["events"]))
+        for start in range(0, len(events), 100):
+            chunk = events[start:start + 100]
+            keys, prefixes = self._blob_request(chunk)
+            blobs = await self.client.agent_blobs(self.app, "", args[2], keys, prefixes=prefixes,
+                                                  thread=kwargs["thread"])
+            for event in chunk:
+                yield self._tuple(args[2], event["data"], blobs)
+
+    async def _acommit(self, args: SessionArgs, kwargs: dict[str, Any]) -> None:
+        if isinstance(self.client, AsyncContextStore):
+            await self.client.commit_agent_session(*args, **kwargs)
+        else:
+            await asyncio.to_thread(self.client.commit_agent_session, *args, **kwargs)
+
+    async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+                   new_versions: ChannelVersions) -> RunnableConfig:
+        args, kwargs, saved = self._put_commit(config, checkpoint, metadata, new_versions)
+        await self._acommit(args, kwargs)
+        return saved
+
+    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                          task_path: str = "") -> None:
+        if writes:
+            await self._acommit(*self._writes_commit(config, writes, task_id, task_path))
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        if isinstance(self.client, AsyncContextStore):
+            await self.client.delete_agent_session(self.app, "", thread_id)
+        else:
+            await asyncio.to_thread(self.client.delete_agent_session, self.app, "", thread_id)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        if not isinstance(self.client, AsyncContextStore):
+            return await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+        try:
+            await self.client.copy_agent_session(self.app, "", source_thread_id, target_thread_id)
+        except NotFound:
+            pass
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        if not isinstance(self.client, AsyncContextStore):
+            return await asyncio.to_thread(lambda: self.prune(thread_ids, strategy=strategy))
+        if strategy not in PRUNE_STRATEGIES:
+            raise ValueError(f"Unknown prune strategy {strategy!r}: keep_latest or delete.")
+        if strategy == "delete":
+            for thread_id in thread_ids:
+                await self.adelete_thread(thread_id)
+        elif thread_ids:
+            await self.client.remove_agent_events(self.app, "", keys=list(thread_ids), types=[TYPE],
+                                                  keep_latest=True, blob_prefixes=CHECKPOINT_BLOBS)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        if not isinstance(self.client, AsyncContextStore):
+            return await asyncio.to_thread(self.delete_for_runs, run_ids)
+        if run_ids:
+            await self.client.remove_agent_events(self.app, "", run_ids=list(run_ids), types=[TYPE],
+                                                  blob_prefixes=CHECKPOINT_BLOBS)
+
+    def close(self) -> None:
+        """Close the client when this saver made it (the test factory)."""
+        if self._owned and isinstance(self.client, ContextStore):
+            self.client.close()
+
+
+def make_test_saver(*, namespace: str | None = None) -> ContextStoreSaver:
+    """A saver on the server named by CONTEXTSTORE_URL / CONTEXTSTORE_TOKEN over a fresh random
+    namespace (unless given); close() closes the client it made."""
+    client = ContextStore(os.environ["CONTEXTSTORE_URL"], os.environ["CONTEXTSTORE_TOKEN"])
+    saver = ContextStoreSaver(client, namespace=namespace or uuid.uuid4().hex)
+    saver._owned = True
+    return saver
