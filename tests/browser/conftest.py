@@ -21,7 +21,10 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-@pytest.fixture(scope="session")
+# One browser for the browser tests, closed after the last of them: Playwright's sync API keeps
+# an event loop running in the main thread while it lives, and the async tests that follow
+# (tests/mcp) could not start theirs ("Cannot run the event loop while another loop is running").
+@pytest.fixture(scope="package")
 def browser():
     if CHROMIUM is None:
         pytest.skip("chromium is not installed (.ci/run installs Debian's chromium)")
