@@ -356,9 +356,12 @@ def traces_derive(*, workspace: Workspace, trace_ids: list[str], actor: Actor, s
         logs: dict[str, list[OtelLog]] = defaultdict(list)
         for i in range(0, len(trace_ids), 500):
             chunk = trace_ids[i:i + 500]
+            # No select_related: a row locked after waiting is its newest version, but rows
+            # joined to it come from the statement's snapshot, so a thread another derivation
+            # just made would read as NULL and its session be left behind; `ot.thread` is
+            # read afresh, after the lock.
             rows.update((ot.trace_id, ot) for ot in OtelTrace.objects.select_for_update(of=("self",))
-                        .select_related("thread__session").filter(workspace=workspace, trace_id__in=chunk)
-                        .order_by("trace_id"))
+                        .filter(workspace=workspace, trace_id__in=chunk).order_by("trace_id"))
             # Read under the traces' locks: a derivation that waited for another sees every
             # span stored before it began, so the last one to run derives from them all.
             for span in OtelSpan.objects.filter(workspace=workspace, trace_id__in=chunk):
