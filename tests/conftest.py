@@ -1,5 +1,7 @@
+import itertools
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,11 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.enviro
 TESTS = Path(__file__).resolve().parent
 FOLDER_MARKS = {"browser": "browser", "worker": "worker", "frameworks": "framework", "mcp": "mcp"}
 FIXTURE_MARKS = {"live_server": "slow", "make_worker": "worker", "make_fs_worker": "worker"}
+# A test that asks for none of these cannot reach the database (pytest-django blocks it), so it
+# behaves the same on either one: it is `nodb`, and CI's SQLite pass leaves it to the PostgreSQL
+# pass (deploy files, packaging, documentation, the pure modules).
+DATABASE_FIXTURES = {"db", "transactional_db", "live_server", "django_db_reset_sequences",
+                     "django_db_serialized_rollback"}
 # Modules whose every test is slow: schema fuzzing, migrations replayed from the first one,
 # deploy checks that start gunicorn, celery or manage.py as processes, and the adapters' tests
 # that drive a framework against a live server (a fast test belongs in another module).
@@ -45,19 +52,29 @@ def path_tiers(path: Path) -> set[str]:
 
 def pytest_ignore_collect(collection_path, config):
     """Don't even import what the -m expression leaves out whole: collecting the schema fuzzers
-    builds their cases and the Nooa tests import litellm, 40 s of CPU that `make check` skips."""
+    builds their cases and the Nooa tests import litellm, 40 s of CPU that `make check` skips.
+    Left out whole means false whatever marks its tests get besides the folder's and module's
+    (a `slow` module still holds `nodb` tests and tests that are not)."""
     markexpr = config.getoption("markexpr")
     if not markexpr or not collection_path.is_relative_to(TESTS):
         return None
     marks = path_tiers(collection_path)
-    if marks and not Expression.compile(markexpr).evaluate(lambda name, **_: name in marks):
-        return True
-    return None
+    if not marks:
+        return None
+    expression = Expression.compile(markexpr)
+    free = sorted(set(re.findall(r"[\w.\-\[\]]+", markexpr)) - {"and", "or", "not"} - marks)
+    for chosen in itertools.product((False, True), repeat=len(free)):
+        extra = {name for name, on in zip(free, chosen, strict=True) if on}
+        if expression.evaluate(lambda name, **_: name in marks | extra):
+            return None
+    return True
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
         marks = path_tiers(item.path) | {FIXTURE_MARKS.get(name) for name in item.fixturenames}
+        if not DATABASE_FIXTURES & set(item.fixturenames) and not item.get_closest_marker("django_db"):
+            marks.add("nodb")
         for mark in sorted(filter(None, marks)):
             item.add_marker(mark)
 

@@ -10,9 +10,13 @@ class Item(SimpleNamespace):
     def add_marker(self, mark: str) -> None:
         self.marks.append(mark)
 
+    def get_closest_marker(self, name: str) -> str | None:
+        return name if name in self.marked else None
 
-def tiers(path: str, *fixtures: str) -> list[str]:
-    item = Item(path=TESTS / path, fixturenames=["db", *fixtures], marks=[])
+
+def tiers(path: str, *fixtures: str, database: str | None = "db", marked: tuple[str, ...] = ()) -> list[str]:
+    item = Item(path=TESTS / path, fixturenames=[*filter(None, [database]), *fixtures], marks=[],
+                marked=marked)
     pytest_collection_modifyitems(None, [item])
     return item.marks
 
@@ -33,6 +37,14 @@ def test_folders_and_fixtures_mark_the_tiers_without_anyone_remembering_a_mark()
     assert tiers("test_migration_new_field.py") == tiers("test_schemathesis.py") == ["slow"]
 
 
+def test_a_test_that_cannot_reach_the_database_is_nodb():
+    assert tiers("test_prompt_cache.py", database=None) == ["nodb"]
+    assert tiers("test_deploy.py", "tmp_path", database=None) == ["nodb", "slow"]
+    assert tiers("test_deploy.py", database="transactional_db") == ["slow"]
+    assert tiers("api/test_x.py", database="live_server") == ["slow"]
+    assert tiers("services/test_x.py", database=None, marked=("django_db",)) == []
+
+
 def test_what_the_mark_expression_leaves_out_whole_is_not_collected():
     fast = "not (browser or worker or framework or slow)"
     assert ignored("browser", fast) and ignored("test_fuzz.py", fast)
@@ -41,3 +53,7 @@ def test_what_the_mark_expression_leaves_out_whole_is_not_collected():
     assert not ignored("services", fast) and not ignored("browser", "browser")
     assert not ignored("test_fuzz.py", "") and not ignored("test_fuzz.py", "slow or postgres")
     assert ignored("frameworks", "not (browser or framework)")
+    # a module's tests may get marks besides its path's: it is kept when one could match
+    assert not ignored("test_deploy.py", "nodb") and not ignored("browser", "slow")
+    assert ignored("browser", "not (browser or framework or mcp or nodb)")
+    assert not ignored("test_deploy.py", "not (browser or framework or mcp or nodb)")
