@@ -208,7 +208,7 @@ def text_kind(event: Any) -> str:
 def _json_container(text: str) -> dict | list | None:
     """The non-empty JSON object or array a text is, if it is one."""
     stripped = text.strip()
-    if not stripped[:1] in ("{", "[") or len(stripped) > JSON_TEXT_CHARS:
+    if stripped[:1] not in ("{", "[") or len(stripped) > JSON_TEXT_CHARS:
         return None
     try:
         value = json.loads(stripped)
@@ -233,6 +233,7 @@ def reader_text(text: str, thread_pk: int | None = None, seq: int | None = None,
     shown = text[:CUT_CHARS] if cut else text
     clamp = " clamp" if is_long(shown) else ""
     tree = _json_container(text) if kind == "output" else None
+    controls: str
     if tree is not None:
         body = format_html('<div class="content tree">{}</div><pre class="content raw" hidden>{}</pre>',
                            json_tree(tree, full), nul_marked(shown))

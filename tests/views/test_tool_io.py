@@ -95,7 +95,8 @@ def test_tool_call_arguments_are_inline(editor_client, thread, actor):
 def failing(call_id: str = "t1") -> list[dict]:
     return [
         {"type": "ToolCall", "role": "assistant", "content": "Calling run_tests",
-         "parts": [{"type": "tool_call", "id": call_id, "name": "run_tests", "arguments": {"path": "tests/"}}]},
+         "parts": [{"type": "tool_call", "id": call_id, "name": "run_tests",
+                    "arguments": {"path": "tests/"}}]},
         {"type": "ToolResult", "role": "tool", "content": "Traceback (most recent call last):\n  boom",
          "data": {"tool_call_id": call_id}},
     ]
