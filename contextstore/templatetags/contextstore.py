@@ -16,7 +16,7 @@ from django.utils.timesince import timesince
 from contextstore.eventspec import EVENT_TYPES
 from contextstore.markdown import looks_like_markdown, render_markdown
 from contextstore.tokens import is_thinking, part_text
-from contextstore.toolcalls import ToolCall, event_calls
+from contextstore.toolcalls import RESULT_PART_TYPES, ToolCall, event_calls
 
 register = template.Library()
 
@@ -124,9 +124,20 @@ def money(value: Decimal | float | None) -> str:
     return f"${n:.4f}" if 0 < n < 0.01 else f"${n:.2f}"
 
 
+def _result_text(part: dict) -> str | None:
+    """The text a tool_result / function_call_output part carries (a string, or text blocks)."""
+    value = part.get("content", part.get("output"))
+    if isinstance(value, list):
+        texts = [b["text"] for b in value
+                 if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)]
+        value = "\n".join(texts) if texts else None
+    return value if isinstance(value, str) and value else None
+
+
 @register.filter
 def split_parts(parts: Any) -> dict[str, list]:
-    """An event's parts sorted for display: thinking (behind a toggle), text, and the rest as JSON."""
+    """An event's parts sorted for display: thinking (behind a toggle), text, and the rest as JSON.
+    A tool result part's text is shown as text too (a log read as written, not a JSON string)."""
     out: dict[str, list] = {"thinking": [], "text": [], "other": []}
     if not isinstance(parts, list):
         return out
@@ -136,6 +147,9 @@ def split_parts(parts: Any) -> dict[str, list]:
         elif isinstance(part, str) or (isinstance(part, dict) and part.get("type") == "text"):
             out["text"].append(part_text(part))
         else:
+            if isinstance(part, dict) and part.get("type") in RESULT_PART_TYPES \
+                    and (text := _result_text(part)) is not None:
+                out["text"].append(text)
             out["other"].append(part)
     return out
 

@@ -81,6 +81,17 @@ def test_tool_output_is_preformatted_and_prose_is_markdown(editor_client, thread
     assert '<pre class="content output">a_b [c](d)\nline two</pre>' in output
 
 
+def test_a_tool_result_part_is_read_as_its_text(editor_client, thread, actor):
+    """Anthropic-style results keep their text in a part: shown as written, not as a JSON string."""
+    event_append(thread=thread, actor=actor, events=[
+        {"type": "ToolResult", "role": "user", "content": "", "parts": [
+            {"type": "tool_result", "tool_use_id": "t1", "is_error": True,
+             "content": [{"type": "text", "text": "line_1 [x]\nline_2"}]}]}])
+    html = page(editor_client, thread)
+    assert '<pre class="content output">line_1 [x]\nline_2</pre>' in html
+    assert re.search(r'<article class="event t-toolresult is-error', html)
+
+
 def test_tool_call_arguments_are_inline(editor_client, thread, actor):
     event_append(thread=thread, actor=actor, events=[
         {"type": "ToolCall", "role": "assistant", "content": "Calling run_tests",
