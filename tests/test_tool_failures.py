@@ -34,6 +34,31 @@ def test_an_anthropic_tool_result_part_with_is_error_fails():
     assert not failed("", parts=[{**parts[0], "is_error": False}])
 
 
+def test_a_framework_copy_of_the_message_is_read_for_its_results():
+    """The adapters keep the framework's own message in data: Agent Framework's function_result
+    with an exception, ADK's function_response with an error status, peteos' tool_result."""
+    agent_framework = {"agent_framework": {"type": "message", "role": "tool", "contents": [
+        {"type": "function_result", "call_id": "c1", "exception": "FunctionInvocationError",
+         "result": "boom"}]}}
+    assert failed("", data=agent_framework)
+    adk = {"adk": {"content": {"parts": [{"function_response": {
+        "id": "c1", "name": "weather", "response": {"status": "error", "error_message": "no city"}}}]}}}
+    assert failed("weather: {'status': 'error'}", data=adk)
+    peteos = {"peteos": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "t1", "content": "Traceback (most recent call last):"}]}}
+    assert failed("", data=peteos)
+    fine = {"agent_framework": {"contents": [{"type": "function_result", "result": "ok"}]},
+            "adk": {"content": {"parts": [{"function_response": {"response": {"status": "success"}}}]}}}
+    assert not failed("", data=fine)
+
+
+def test_the_walk_into_data_is_bounded():
+    deep: dict = {"type": "function_result", "exception": "x"}
+    for _ in range(10):
+        deep = {"wrap": deep}
+    assert not failed("", data=deep)
+
+
 def test_a_result_part_whose_text_is_an_error_fails():
     assert failed("", parts=[{"type": "tool_result", "tool_use_id": "t1", "content": "Error: denied"}])
 
