@@ -240,13 +240,14 @@ def reader_text(text: str, thread_pk: int | None = None, seq: int | None = None,
                 full: bool = False, kind: str = "prose") -> SafeString:
     """An event's text for reading; cut after CUT_CHARS unless `full`, with "load the rest".
     Prose: Markdown rendered (sanitized) with a raw toggle, or plain text, folded when long.
-    Output: a JSON object or array as a foldable tree with a raw toggle, anything else
-    preformatted as written (a log's underscores and brackets are not Markdown)."""
+    Output: a JSON object or array as a foldable tree with a raw toggle (once not cut),
+    anything else preformatted as written (a log's underscores and brackets are not Markdown)."""
     text = text or ""
     cut = not full and len(text) > CUT_CHARS and seq is not None
     shown = text[:CUT_CHARS] if cut else text
     clamp = " clamp" if is_long(shown) else ""
-    tree = _json_container(text) if kind == "output" else None
+    # A cut text stays text (its page keeps the cut's size); "load the rest" brings the tree.
+    tree = _json_container(text) if kind == "output" and not cut else None
     controls: str
     if tree is not None:
         body = format_html('<div class="content tree">{}</div><pre class="content raw" hidden>{}</pre>',

@@ -1,6 +1,7 @@
 """Readable tool I/O on the thread page (Markdown only for prose, output preformatted, JSON as a
 tree, tool arguments inline) and failed tool results as errors on every page."""
 
+import json
 import re
 
 from contextstore.models import Event, Session, Thread
@@ -50,6 +51,15 @@ def test_json_output_is_a_foldable_tree_with_the_text_behind_raw():
     # Not JSON, or a bare JSON scalar: preformatted text.
     assert 'class="content output"' in str(reader_text("[1, 2", kind="output"))
     assert 'class="content output"' in str(reader_text('"just a string"', kind="output"))
+
+
+def test_a_long_json_output_is_cut_text_until_the_rest_is_loaded(editor_client, thread, actor):
+    big = json.dumps({"rows": [{"id": i, "name": f"row {i}"} for i in range(400)]})
+    event_append(thread=thread, actor=actor, events=[{"type": "ToolResult", "role": "tool", "content": big}])
+    html = page(editor_client, thread)
+    assert '<pre class="content output clamp">{&quot;rows&quot;' in html and "Load the rest (" in html
+    rest = editor_client.get(f"/threads/{thread.pk}/events/1/", **HTMX).content.decode()
+    assert 'data-copy-path="$.rows[199].name"' in rest and "… 200 more" in rest
 
 
 def test_a_call_signature_shows_arguments_inline_and_cuts_long_ones():
