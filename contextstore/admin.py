@@ -245,7 +245,7 @@ class SessionAdmin(admin.ModelAdmin):
 @admin.register(Thread)
 class ThreadAdmin(ReadOnlyAdmin):
     list_display = ("__str__", "workspace", "event_count", "active_event_count", "active_tokens",
-                    "revision", "parent", "last_event_at")
+                    "error_count", "revision", "parent", "last_event_at")
     list_filter = ("workspace", "name")
     search_fields = ("session__key", "name", "session__user_id")
     date_hierarchy = "created_at"
@@ -271,8 +271,9 @@ class ThreadAdmin(ReadOnlyAdmin):
 
 @admin.register(Event)
 class EventAdmin(ReadOnlyAdmin):
-    list_display = ("seq", "type", "role", "thread", "status", "token_count", "visible", "occurred_at")
-    list_filter = ("status", "type", "visible")
+    list_display = ("seq", "type", "role", "thread", "status", "token_count", "visible", "is_error",
+                    "occurred_at")
+    list_filter = ("status", "type", "visible", "is_error")
     search_fields = ("content", "call_id", "client_id", "run__run_id")
     date_hierarchy = "occurred_at"
     list_select_related = ("thread__session",)

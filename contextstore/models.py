@@ -190,6 +190,7 @@ class Thread(ModelSettings):
     token_total = models.PositiveBigIntegerField(default=0)
     active_event_count = models.PositiveBigIntegerField(default=0)
     active_tokens = models.PositiveBigIntegerField(default=0)
+    error_count = models.PositiveBigIntegerField(default=0)  # rows with is_error, any status
     last_event_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -330,6 +331,8 @@ class Event(models.Model):
     token_count = models.PositiveIntegerField(default=0)
     thinking_tokens = models.PositiveIntegerField(default=0)
     visible = models.BooleanField(default=True)
+    # An Error event or a failed tool result: toolcalls.event_failed, decided once at write time.
+    is_error = models.BooleanField(default=False)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
     collapse = models.ForeignKey(
         Collapse, null=True, blank=True, on_delete=models.SET_NULL, related_name="members",
@@ -365,6 +368,8 @@ class Event(models.Model):
                 fields=["thread", "position"], condition=Q(status="active", visible=True),
                 name="event_working_context",
             ),
+            # Previous/next error: the few error rows of a thread, by seq.
+            models.Index(fields=["thread", "seq"], name="event_error", condition=Q(is_error=True)),
             models.Index(fields=["collapse"], name="event_collapse",
                          condition=Q(collapse__isnull=False)),
             models.Index(fields=["cleared_by"], name="event_cleared_by",
@@ -377,10 +382,6 @@ class Event(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.seq} {self.type}"
-
-    @property
-    def is_error(self) -> bool:
-        return self.type == "Error"
 
 
 class ContextBlock(models.Model):

@@ -160,8 +160,9 @@ def run_first_seq(*, thread: Thread, run_id: str) -> int | None:
 
 
 def error_seq(*, thread: Thread, after: int | None = None, before: int | None = None) -> int | None:
-    """The next Error after seq `after`, or the previous one before seq `before`."""
-    qs = Event.objects.filter(thread=thread, type="Error", status=Event.Status.ACTIVE)
+    """The next error (an Error event or a failed tool result: Event.is_error) after seq
+    `after`, or the previous one before seq `before`."""
+    qs = Event.objects.filter(thread=thread, is_error=True, status=Event.Status.ACTIVE)
     if after is not None:
         return qs.filter(seq__gt=after).order_by("seq").values_list("seq", flat=True).first()
     return qs.filter(seq__lt=before).order_by("-seq").values_list("seq", flat=True).first()

@@ -9,12 +9,13 @@ and removals) tells `working_context_changed`, inside its own transaction, holdi
 row lock, so the counters always equal a recount from the rows (see `counters_recount`, used by
 the property test):
 
-- Thread: last_seq (newest seq), event_count / token_total (every row), active_event_count /
-  active_tokens (visible rows with status active: the working context), last_event_at (when the
-  newest row was written);
+- Thread: last_seq (newest seq), event_count / token_total / error_count (every row),
+  active_event_count / active_tokens (visible rows with status active: the working context),
+  last_event_at (when the newest row was written);
 - Session: thread_count, event_count, error_count, token_total, cost_total (of its threads'
-  rows, any status; cost from LLMComplete events; error_count counts Error rows, so an error
-  stays counted after it is retracted, cleared or collapsed: the session had it); and the
+  rows, any status; cost from LLMComplete events; error_count counts rows with is_error, Error
+  events and failed tool results (toolcalls.event_failed), so an error stays counted after it
+  is retracted, cleared or collapsed: the thread and session had it); and the
   set of model names its LLM calls reported (SessionModel rows, see `_models_seen`);
 - Run: event_count, input_tokens, output_tokens, cost (of the rows that name the run), and
   clientai's step results (the latest StepResult per step).
@@ -33,6 +34,7 @@ from django.db.models import Count, F, QuerySet, Sum
 from contextstore.db import bulk_insert_events, insert_sql, one_statement, row_update_sql
 from contextstore.eventspec import EventSpec
 from contextstore.models import Event, Run, Session, SessionModel, Thread
+from contextstore.toolcalls import event_failed
 from contextstore.usage import event_cost, event_usage, metric  # noqa: F401 - re-exported
 
 # (position, status) of a new row that does not stand at its seq in the working context.
@@ -132,7 +134,9 @@ def event_build(
         "run_id": None if run is None else run.pk, "call_id": spec.call_id, "step": spec.step,
         "anchor": spec.anchor, "client_id": spec.client_id, "payload_hash": spec.payload_hash,
         "token_count": spec.token_count, "thinking_tokens": spec.thinking_tokens,
-        "visible": spec.visible, "status": status, "occurred_at": spec.occurred_at or now,
+        "visible": spec.visible,
+        "is_error": event_failed(spec.type, spec.role, spec.content, spec.parts, spec.data),
+        "status": status, "occurred_at": spec.occurred_at or now,
         "item_key": spec.item_key,
     }.values())
     event._state.db = thread._state.db or DEFAULT_DB_ALIAS  # as assigning `thread` does
@@ -184,9 +188,11 @@ def _added_updates(
     values to set, amounts to add) for events_add to run (or fold into one statement); the
     thread's in-memory counters move now."""
     count, tokens = _working(events)
+    errors = sum(1 for e in events if e.is_error)
     thread.last_seq = max(thread.last_seq, max(e.seq for e in events))
     thread.event_count += len(events)
     thread.token_total += sum(e.token_count for e in events)
+    thread.error_count += errors
     thread.active_event_count += count
     thread.active_tokens += tokens
     newest = max(e.created_at or now for e in events)
@@ -196,11 +202,11 @@ def _added_updates(
         (Thread, thread.pk, dict(
             last_seq=thread.last_seq, event_count=thread.event_count,
             token_total=thread.token_total, active_event_count=thread.active_event_count,
-            active_tokens=thread.active_tokens, last_event_at=thread.last_event_at,
-            updated_at=now), {}),
+            active_tokens=thread.active_tokens, error_count=thread.error_count,
+            last_event_at=thread.last_event_at, updated_at=now), {}),
         (Session, thread.session_id, dict(last_activity_at=now), dict(
             event_count=len(events),
-            error_count=sum(1 for e in events if e.type == "Error"),
+            error_count=errors,
             token_total=sum(e.token_count for e in events),
             cost_total=sum((event_cost(e) for e in events), Decimal(0)))),
     ]
@@ -308,7 +314,7 @@ def thread_removed(*, thread: Thread, now: datetime) -> None:
     (Runs go with the thread.)"""
     events = Event.objects.filter(thread=thread)
     totals = events.aggregate(count=Count("pk"), tokens=Sum("token_count"))
-    errors = events.filter(type="Error").count()
+    errors = events.filter(is_error=True).count()
     cost = sum((event_cost(e) for e in events.filter(type="LLMComplete").only("type", "data")),
                Decimal(0))
     Session.objects.filter(pk=thread.session_id).update(
@@ -327,7 +333,7 @@ def thread_removed(*, thread: Thread, now: datetime) -> None:
 # --- recount (tests, repair) -------------------------------------------------------------------
 
 THREAD_COUNTERS = ("last_seq", "event_count", "token_total", "active_event_count",
-                   "active_tokens", "last_event_at")
+                   "active_tokens", "error_count", "last_event_at")
 SESSION_COUNTERS = ("thread_count", "event_count", "error_count", "token_total", "cost_total")
 RUN_COUNTERS = ("event_count", "input_tokens", "output_tokens", "cost")
 
@@ -342,11 +348,14 @@ def counters_recount(*, session: Session) -> dict[str, Any]:
     for thread in Thread.objects.filter(session=session).order_by("pk"):
         session_totals["thread_count"] += 1
         counts: dict[str, Any] = {"last_seq": 0, "event_count": 0, "token_total": 0, "active_event_count": 0,
-                  "active_tokens": 0, "last_event_at": None}
+                  "active_tokens": 0, "error_count": 0, "last_event_at": None}
         for e in Event.objects.filter(thread=thread).iterator(chunk_size=2000):
             counts["last_seq"] = max(counts["last_seq"], e.seq)
             counts["event_count"] += 1
             counts["token_total"] += e.token_count
+            # Recomputed from the row's own fields, not its stored flag: the flag must follow them.
+            failed = event_failed(e.type, e.role, e.content, e.parts, e.data)
+            counts["error_count"] += failed
             if e.visible and e.status == Event.Status.ACTIVE:
                 counts["active_event_count"] += 1
                 counts["active_tokens"] += e.token_count
@@ -354,7 +363,7 @@ def counters_recount(*, session: Session) -> dict[str, Any]:
                 counts["last_event_at"] = e.created_at
             session_totals["event_count"] += 1
             session_totals["token_total"] += e.token_count
-            session_totals["error_count"] += e.type == "Error"
+            session_totals["error_count"] += failed
             session_totals["cost_total"] += event_cost(e)
             if (name := model_of(e)) is not None:
                 result["models"].add(name)

@@ -16,6 +16,7 @@ from django.utils.timesince import timesince
 from contextstore.eventspec import EVENT_TYPES
 from contextstore.markdown import looks_like_markdown, render_markdown
 from contextstore.tokens import is_thinking, part_text
+from contextstore.toolcalls import RESULT_PART_TYPES, ToolCall, event_calls
 
 register = template.Library()
 
@@ -24,6 +25,12 @@ TREE_DEPTH = 12
 TREE_ITEMS = 200
 CUT_CHARS = 4096  # text beyond this stays on the server until "load the rest" asks for it
 TREE_STR_CHARS = 1024  # a string in a JSON tree beyond this is cut the same way
+JSON_TEXT_CHARS = 1_000_000  # output text longer than this is not parsed to show it as a tree
+# What a person or a model wrote: the only text read as Markdown. Everything else (tool results,
+# logs, Error text, a framework's own entries) is output, shown as it is.
+PROSE_TYPES = frozenset({"Message", "LLMOutput", "Reasoning", "Task", "Feedback", "Input", "Summary"})
+ARG_CHARS = 40  # an argument value in a call's inline signature beyond this is cut
+SIGNATURE_CHARS = 160  # arguments beyond this are left out of the signature ("…")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # A NUL (U+0000) in agent text is shown as a marker: a browser drops the character itself.
 NUL_MARKER = format_html('<span class="nul" title="NUL character (U+0000)">{}</span>', "\u2400")
@@ -80,6 +87,11 @@ def actor_name(label: str, names: dict[str, str] | None) -> str:
 
 
 @register.filter
+def any_error(events: Any) -> bool:
+    return any(e.is_error for e in events or ())
+
+
+@register.filter
 def is_text(value: Any) -> bool:
     return isinstance(value, str)
 
@@ -112,9 +124,20 @@ def money(value: Decimal | float | None) -> str:
     return f"${n:.4f}" if 0 < n < 0.01 else f"${n:.2f}"
 
 
+def _result_text(part: dict) -> str | None:
+    """The text a tool_result / function_call_output part carries (a string, or text blocks)."""
+    value = part.get("content", part.get("output"))
+    if isinstance(value, list):
+        texts = [b["text"] for b in value
+                 if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)]
+        value = "\n".join(texts) if texts else None
+    return value if isinstance(value, str) and value else None
+
+
 @register.filter
 def split_parts(parts: Any) -> dict[str, list]:
-    """An event's parts sorted for display: thinking (behind a toggle), text, and the rest as JSON."""
+    """An event's parts sorted for display: thinking (behind a toggle), text, and the rest as JSON.
+    A tool result part's text is shown as text too (a log read as written, not a JSON string)."""
     out: dict[str, list] = {"thinking": [], "text": [], "other": []}
     if not isinstance(parts, list):
         return out
@@ -124,6 +147,9 @@ def split_parts(parts: Any) -> dict[str, list]:
         elif isinstance(part, str) or (isinstance(part, dict) and part.get("type") == "text"):
             out["text"].append(part_text(part))
         else:
+            if isinstance(part, dict) and part.get("type") in RESULT_PART_TYPES \
+                    and (text := _result_text(part)) is not None:
+                out["text"].append(text)
             out["other"].append(part)
     return out
 
@@ -186,21 +212,55 @@ def json_tree(value: Any, full: bool = False) -> SafeString:
     return format_html('<div class="json-tree">{}</div>', _tree(value, 0, "$", full))
 
 
+@register.filter
+def text_kind(event: Any) -> str:
+    """How an event's text is read: "prose" (user and assistant writing, Markdown allowed) or
+    "output" (tool results, logs and the rest: monospace as written, or a tree when JSON)."""
+    return "prose" if event.type in PROSE_TYPES and event.role != "tool" else "output"
+
+
+def _json_container(text: str) -> dict | list | None:
+    """The non-empty JSON object or array a text is, if it is one."""
+    stripped = text.strip()
+    if stripped[:1] not in ("{", "[") or len(stripped) > JSON_TEXT_CHARS:
+        return None
+    try:
+        value = json.loads(stripped)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict | list) and value else None
+
+
+_RAW_TOGGLE = mark_safe('<button type="button" class="linkish small" data-raw-toggle '  # noqa: S308
+                        'aria-pressed="false">raw</button>')
+
+
 @register.simple_tag
 def reader_text(text: str, thread_pk: int | None = None, seq: int | None = None,
-                full: bool = False) -> SafeString:
-    """An event's text for reading: Markdown rendered (sanitized) with a raw toggle, or plain
-    text; folded when long; cut after CUT_CHARS unless `full`, with "load the rest"."""
+                full: bool = False, kind: str = "prose") -> SafeString:
+    """An event's text for reading; cut after CUT_CHARS unless `full`, with "load the rest".
+    Prose: Markdown rendered (sanitized) with a raw toggle, or plain text, folded when long.
+    Output: a JSON object or array as a foldable tree with a raw toggle (once not cut),
+    anything else preformatted as written (a log's underscores and brackets are not Markdown)."""
     text = text or ""
     cut = not full and len(text) > CUT_CHARS and seq is not None
     shown = text[:CUT_CHARS] if cut else text
     clamp = " clamp" if is_long(shown) else ""
-    if looks_like_markdown(shown):
+    # A cut text stays text (its page keeps the cut's size); "load the rest" brings the tree.
+    tree = _json_container(text) if kind == "output" and not cut else None
+    controls: str
+    if tree is not None:
+        body = format_html('<div class="content tree">{}</div><pre class="content raw" hidden>{}</pre>',
+                           json_tree(tree, full), nul_marked(shown))
+        clamp, controls = "", _RAW_TOGGLE  # the tree folds by itself
+    elif kind == "output":
+        body = format_html('<pre class="content output{}">{}</pre>', clamp, nul_marked(shown))
+        controls = ""
+    elif looks_like_markdown(shown):
         body = format_html(
             '<div class="content md{}">{}</div><pre class="content raw" hidden>{}</pre>',
             clamp, mark_safe(_markdown_nul_marked(shown)), nul_marked(shown))  # noqa: S308 - nh3-sanitized
-        controls: str = mark_safe('<button type="button" class="linkish small" data-raw-toggle '  # noqa: S308
-                             'aria-pressed="false">raw</button>')
+        controls = _RAW_TOGGLE
     else:
         body = format_html('<div class="content{}">{}</div>', clamp, nul_marked(shown))
         controls = ""
@@ -214,6 +274,49 @@ def reader_text(text: str, thread_pk: int | None = None, seq: int | None = None,
             'hx-target="closest article" hx-swap="outerHTML">Load the rest ({} KB more)</button>',
             controls, url, round((len(text) - CUT_CHARS) / 1024, 1))
     return format_html('<div class="reader">{}<div class="reader-controls">{}</div></div>', body, controls)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _arg_text(value: Any) -> str:
+    if isinstance(value, str) and len(value) > ARG_CHARS:
+        return json.dumps(value[:ARG_CHARS - 1] + "…", ensure_ascii=False)
+    return _cut(json.dumps(value, ensure_ascii=False, default=str), ARG_CHARS)
+
+
+def call_signature(call: ToolCall) -> str:
+    """A tool call as one line, `run_tests(path="tests/", verbose=true, …)`: values as JSON,
+    each cut after ARG_CHARS, arguments after SIGNATURE_CHARS left out with "…". Arguments
+    that are JSON text are read as the object they hold; other text is shown cut."""
+    arguments = call.arguments
+    if isinstance(arguments, str):
+        parsed = _json_container(arguments)
+        arguments = parsed if isinstance(parsed, dict) else arguments
+    if not isinstance(arguments, dict):
+        inner = "" if arguments in (None, "") else _cut(
+            arguments if isinstance(arguments, str) else json.dumps(arguments, default=str), SIGNATURE_CHARS)
+        return f"{call.name}({inner})"
+    shown: list[str] = []
+    for key, value in arguments.items():
+        arg = f"{key}={_arg_text(value)}"
+        if len(", ".join([*shown, arg])) > SIGNATURE_CHARS:
+            shown.append("…")
+            break
+        shown.append(arg)
+    return f"{call.name}({', '.join(shown)})"
+
+
+@register.simple_tag
+def tool_signatures(event: Any) -> SafeString:
+    """The calls a ToolCall event makes, inline and escaped, each titled with its whole
+    arguments (cut at CUT_CHARS)."""
+    calls = event_calls(event.type, event.parts, event.data)
+    return format_html_join(
+        "", '<code class="call-sig" title="{}">{}</code>',
+        ((_cut(json.dumps(c.arguments, ensure_ascii=False, default=str), CUT_CHARS), call_signature(c))
+         for c in calls))
 
 
 @register.filter

@@ -119,7 +119,8 @@
     var btn = evt.target.closest("[data-raw-toggle]");
     if (!btn) return;
     var reader = btn.closest(".reader");
-    var md = reader.querySelector(".content.md"), raw = reader.querySelector(".content.raw");
+    // The rendered view: Markdown, or a JSON tree.
+    var md = reader.querySelector(".content:not(.raw)"), raw = reader.querySelector(".content.raw");
     var showRaw = raw.hidden;
     raw.hidden = !showRaw;
     md.hidden = showRaw;

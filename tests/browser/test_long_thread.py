@@ -35,7 +35,8 @@ def bulk_load(thread: Thread, n: int, errors: dict[int, str]) -> Thread:
         model = Event(thread=locked, seq=0, position=0, type="Message", occurred_at=now, token_count=9,
                       created_at=now)
         base = [f.get_db_prep_save(f.pre_save(model, add=True), connection) for f in fields]
-        at = {name: columns.index(name) for name in ("seq", "position", "type", "role", "content")}
+        at = {name: columns.index(name)
+              for name in ("seq", "position", "type", "role", "content", "is_error")}
         rows, counted = [], []
         for seq in range(locked.last_seq + 1, locked.last_seq + n + 1):
             row = list(base)
@@ -43,11 +44,11 @@ def bulk_load(thread: Thread, n: int, errors: dict[int, str]) -> Thread:
                                    ("Message", "user" if seq % 2 else "assistant",
                                     f"turn {seq}: the agent reads and answers"))
             for name, value in (("seq", seq), ("position", seq), ("type", kind), ("role", role),
-                                ("content", content)):
+                                ("content", content), ("is_error", kind == "Error")):
                 row[at[name]] = value
             rows.append(row)
             counted.append(Event(thread=locked, seq=seq, position=seq, type=kind, token_count=9,
-                                 created_at=now))
+                                 is_error=kind == "Error", created_at=now))
         with connection.cursor() as cursor:
             if connection.vendor == "postgresql":
                 sql = f"COPY contextstore_event ({', '.join(columns)}) FROM STDIN"

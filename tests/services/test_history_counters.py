@@ -33,6 +33,10 @@ keys = itertools.count()
 EVENT = st.one_of(
     st.builds(lambda n: {"type": "Message", "role": "user", "content": "word " * n}, st.integers(0, 30)),
     st.builds(lambda n: {"type": "Error", "content": f"failed {n}"}, st.integers(0, 9)),
+    # Tool results, failed (by a flag, a status or their text) or not: errors too when failed.
+    st.builds(lambda content, data: {"type": "ToolResult", "role": "tool", "content": content, "data": data},
+              st.sampled_from(["ok", "Error: no such file", "Traceback (most recent call last):\n  x"]),
+              st.sampled_from([None, {"is_error": True}, {"status": "error"}, {"status": "success"}])),
     # The model names go to the session's SessionModel rows (the session list's model filter).
     st.builds(lambda m: {"type": "LLMCallStart", "content": "calling", "data": {"model": m}},
               st.sampled_from(["m-start", "", None])),

@@ -146,9 +146,8 @@ def event_item(event: Event) -> Item:
     data = event.data if isinstance(event.data, dict) else {}
     name = event.step or next((str(data[k])[:100] for k in ("name", "tool", "tool_name")
                                if isinstance(data.get(k), str)), "")
-    failed = bool(data.get("is_error") or data.get("error")) or data.get("status") in ("error", "failed")
     return Item(seq=event.seq, type=event.type, text="\n".join(texts), role=event.role,
-                name=name, is_error=event.type == "Error" or (event.type != "Summary" and failed))
+                name=name, is_error=event.is_error)
 
 
 def endpoint(config: dict) -> openai_backend.Endpoint:
