@@ -44,6 +44,8 @@ USER_KEYS = ("user.id", "enduser.id", "langfuse.user.id", "gcp.vertex.agent.user
 AGENT_KEYS = ("gen_ai.agent.name", "agent.name", "gcp.vertex.agent.agent_name")
 
 OPERATION_DETAILS = "gen_ai.client.inference.operation.details"
+# What ADK's content events say in place of the content when capturing it is off.
+ELIDED = "<elided>"
 # ADK's call_llm span names itself as `gen_ai.system`: no provider (its generate_content says it).
 _ADK_SCOPE = "gcp.vertex.agent"
 _ROLES = {"model": "assistant", "ai": "assistant", "human": "user", "developer": "system",
@@ -312,6 +314,10 @@ def _legacy_event_message(name: str, body: Any) -> Message | None:
     body = json_value(body)
     if not isinstance(body, dict):
         body = {"content": body} if body not in (None, "") else {}
+    if body.get("content") == ELIDED:  # content capture off: the message is not known
+        if name == "gen_ai.choice":
+            return {"role": "assistant", "parts": [], "finish_reason": body.get("finish_reason")}
+        return None
     if name == "gen_ai.choice":
         message = _dict(json_value(body.get("message"))) or body
         return {"role": "assistant", "parts": _openai_parts({**message, "role": "assistant"}),

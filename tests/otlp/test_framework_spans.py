@@ -86,6 +86,28 @@ def test_a_user_id_only_on_log_records_names_the_sessions_user(otlp):
                                               ("LLMComplete", "", "")]
 
 
+def test_adk_content_events_with_their_content_elided_are_no_messages(otlp):
+    """ADK's legacy schema with content capture off: a generate_content span whose log records
+    say `<elided>`; the call keeps its usage and finish reason, no message is made up."""
+    call = span("00f067aa0ba902b7", "generate_content gemini-2.5-flash", {
+        "gen_ai.operation.name": "generate_content", "gen_ai.system": "gemini",
+        "gen_ai.request.model": "gemini-2.5-flash", "gen_ai.usage.input_tokens": 42})
+
+    def record(name: str, **body: str) -> dict:
+        return {"timeUnixNano": "1760000001000000000", "traceId": TRACE, "spanId": "00f067aa0ba902b7",
+                "eventName": name, "body": {"kvlistValue": {"values": [attr(k, v) for k, v in body.items()]}}}
+
+    records = [record("gen_ai.system.message", content="<elided>"),
+               record("gen_ai.user.message", content="<elided>"),
+               record("gen_ai.choice", content="<elided>", finish_reason="STOP")]
+    logs = {"resourceLogs": [{"scopeLogs": [{"logRecords": records}]}]}
+    assert otlp(logs, signal="logs").status_code == 200
+    assert otlp(export(call)).status_code == 200
+    assert shape() == [("LLMCallStart", "", ""), ("LLMComplete", "", "")]
+    done = Event.objects.get(type="LLMComplete")
+    assert (done.data["input_tokens"], done.data["finish_reason"]) == (42, "STOP")
+
+
 def oi_llm(span_id: str, inputs: list[dict], outputs: list[dict], start: int) -> dict:
     attrs = {"openinference.span.kind": "LLM", "llm.model_name": "gpt-4o-mini", "session.id": "oi-1"}
     for prefix, messages in (("llm.input_messages", inputs), ("llm.output_messages", outputs)):
