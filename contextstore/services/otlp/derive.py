@@ -269,11 +269,12 @@ def trace_events(trace: _Trace) -> list[dict[str, Any]]:
     # Calls the LLM spans carried, by what they ask: a tool span naming no call id is the
     # first of them not yet claimed by another.
     carried: dict[str, list[str]] = defaultdict(list)
+    claimed: set[str] = set()
     for call in (calls[s.span_id] for s in trace.spans if s.span_id in calls):
-        for message in call.inputs + call.outputs:
-            for part in message.get("parts") or ():
+        for part in (p for m in call.inputs + call.outputs for p in m.get("parts") or ()):
+            if part.get("type") == "tool_call" and part.get("id"):
                 key = mapping.call_key(part.get("name"), part.get("arguments"))
-                if part.get("type") == "tool_call" and part.get("id") and part["id"] not in carried[key]:
+                if part["id"] not in carried[key]:
                     carried[key].append(part["id"])
     for span in trace.spans:
         run_id = trace.run_id(span)
@@ -282,8 +283,10 @@ def trace_events(trace: _Trace) -> list[dict[str, Any]]:
         elif mapping.is_llm_span(span.attributes, span.name):
             pass  # a span of a call another span stands for
         elif found := mapping.tool_span(span.attributes):
-            if not found[0] and carried[key := mapping.call_key(found[1], found[2])]:
-                found = (carried[key].pop(0), *found[1:])
+            key = mapping.call_key(found[1], found[2])
+            if not found[0] and (free := [i for i in carried[key] if i not in claimed]):
+                claimed.add(free[0])
+                found = (free[0], *found[1:])
             events += _tool_events(span, found, run_id)
         events += _error_events(span, run_id)
     return events
