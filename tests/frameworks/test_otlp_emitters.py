@@ -81,11 +81,13 @@ def assert_weather_thread(events: list[Event], *, result: str, model: str, provi
 ADK_RESULT = '{"city": "Paris", "weather": "sunny, 21 degrees"}'
 
 
-def test_adk_semconv_telemetry_becomes_one_thread(live_server, token):
-    """ADK's default schema (GenAI semconv: generate_content spans, content on the span and in
-    operation-details log records); the session is ADK's, as gen_ai.conversation.id."""
+@pytest.mark.parametrize("capture", ["true", "SPAN_AND_EVENT"])
+def test_adk_semconv_telemetry_becomes_one_thread(live_server, token, capture):
+    """ADK's default schema (GenAI semconv: generate_content spans; the content in
+    operation-details log records alone for `true`, on the span too for SPAN_AND_EVENT); the
+    session is ADK's, as gen_ai.conversation.id."""
     emit("adk", live_server, token, "adk-semconv-1",
-         env={"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_AND_EVENT"})
+         env={"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": capture})
     events = derived("adk-semconv-1")
     assert_weather_thread(events, result=ADK_RESULT, model="gemini-2.5-flash", provider="gcp.gemini")
     session = Session.objects.get(key="adk-semconv-1")
