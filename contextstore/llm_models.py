@@ -26,17 +26,24 @@ CONTEXT_WINDOWS = {
     "gemini-2.5-pro": 1_048_576, "gemini-2.5-flash": 1_048_576,
     "llama-3.1-8b": 131_072, "llama-3.1-70b": 131_072, "mistral-large": 131_072,
 }
-# List prices of input tokens (USD per million) and what a token read from the prompt cache costs
-# as a share of that, from the providers' price pages (2025). They value the input a cache break
-# made an agent pay in full (selectors/cache.py); a model missing here is valued at nothing.
-INPUT_PRICES = {
-    "gpt-4o": (2.50, 0.5), "gpt-4o-mini": (0.15, 0.5), "gpt-4.1": (2.00, 0.25),
-    "gpt-4.1-mini": (0.40, 0.25), "gpt-4.1-nano": (0.10, 0.25), "gpt-5": (1.25, 0.1),
-    "gpt-5-mini": (0.25, 0.1), "gpt-5-nano": (0.05, 0.1), "o1": (15.00, 0.5), "o3": (2.00, 0.25),
-    "o3-mini": (1.10, 0.5), "o4-mini": (1.10, 0.25),
-    "claude-3-5-sonnet": (3.00, 0.1), "claude-3-7-sonnet": (3.00, 0.1), "claude-sonnet-4": (3.00, 0.1),
-    "claude-3-opus": (15.00, 0.1), "claude-opus-4": (15.00, 0.1), "claude-opus-4-5": (5.00, 0.1),
-    "claude-3-haiku": (0.25, 0.1), "claude-3-5-haiku": (0.80, 0.1), "claude-haiku-4": (1.00, 0.1),
+# Approximate list prices, USD per million tokens, as the providers' price pages gave them in
+# mid-2025 (written down from memory, not a billing source): (input, what a token read from the
+# prompt cache costs as a share of input, output). Gemini's are the prices of prompts up to
+# 200k tokens. They value the input a cache break made an agent pay in full (selectors/cache.py)
+# and price the LLM calls that arrive without a cost (OpenTelemetry ingest); a model missing here
+# is valued at nothing and its calls get no cost.
+PRICES = {
+    "gpt-4o": (2.50, 0.5, 10.00), "gpt-4o-mini": (0.15, 0.5, 0.60), "gpt-4.1": (2.00, 0.25, 8.00),
+    "gpt-4.1-mini": (0.40, 0.25, 1.60), "gpt-4.1-nano": (0.10, 0.25, 0.40), "gpt-5": (1.25, 0.1, 10.00),
+    "gpt-5-mini": (0.25, 0.1, 2.00), "gpt-5-nano": (0.05, 0.1, 0.40), "o1": (15.00, 0.5, 60.00),
+    "o3": (2.00, 0.25, 8.00), "o3-mini": (1.10, 0.5, 4.40), "o4-mini": (1.10, 0.25, 4.40),
+    "claude-3-5-sonnet": (3.00, 0.1, 15.00), "claude-3-7-sonnet": (3.00, 0.1, 15.00),
+    "claude-sonnet-4": (3.00, 0.1, 15.00), "claude-3-opus": (15.00, 0.1, 75.00),
+    "claude-opus-4": (15.00, 0.1, 75.00), "claude-opus-4-5": (5.00, 0.1, 25.00),
+    "claude-3-haiku": (0.25, 0.1, 1.25), "claude-3-5-haiku": (0.80, 0.1, 4.00),
+    "claude-haiku-4": (1.00, 0.1, 5.00),
+    "gemini-2.5-pro": (1.25, 0.25, 10.00), "gemini-2.5-flash": (0.30, 0.25, 2.50),
+    "gemini-2.5-flash-lite": (0.10, 0.25, 0.40), "gemini-2.0-flash": (0.10, 0.25, 0.40),
 }
 # Tokens kept free for the answer when a window is known and no reserve_output is set.
 DEFAULT_RESERVE_OUTPUT = 4096
@@ -55,11 +62,26 @@ def known_window(model: str) -> int | None:
 def cache_saving_per_token(model: str) -> Decimal:
     """What a token read from the prompt cache saves against paying it in full (USD); 0 for a
     model without a listed price."""
-    price = _listed(INPUT_PRICES, model)
+    price = _listed(PRICES, model)
     if price is None:
         return Decimal(0)
-    per_million, cached_share = price
+    per_million, cached_share, _ = price
     return Decimal(str(per_million)) * (1 - Decimal(str(cached_share))) / 1_000_000
+
+
+def call_cost(model: str, usage: dict[str, int]) -> Decimal | None:
+    """What an LLM call cost at list price (USD), from its usage: the input tokens (of which
+    `cache_read_tokens` at the cached share, counted inside `input_tokens` as OpenAI and the
+    GenAI conventions count them) and the output tokens. None for a model not listed or a call
+    without token counts: unknown, not free."""
+    price = _listed(PRICES, model) if model else None
+    if price is None or ("input_tokens" not in usage and "output_tokens" not in usage):
+        return None
+    per_million, cached_share, output = (Decimal(str(p)) for p in price)
+    cached = min(usage.get("cache_read_tokens", 0), usage.get("input_tokens", 0))
+    fresh = usage.get("input_tokens", 0) - cached
+    total = (fresh + cached * cached_share) * per_million + usage.get("output_tokens", 0) * output
+    return total / 1_000_000
 
 
 @dataclass(frozen=True)

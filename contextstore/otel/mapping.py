@@ -44,6 +44,10 @@ USER_KEYS = ("user.id", "enduser.id", "langfuse.user.id", "gcp.vertex.agent.user
 AGENT_KEYS = ("gen_ai.agent.name", "agent.name", "gcp.vertex.agent.agent_name")
 
 OPERATION_DETAILS = "gen_ai.client.inference.operation.details"
+# What ADK's content events say in place of the content when capturing it is off.
+ELIDED = "<elided>"
+# ADK's call_llm span names itself as `gen_ai.system`: no provider (its generate_content says it).
+_ADK_SCOPE = "gcp.vertex.agent"
 _ROLES = {"model": "assistant", "ai": "assistant", "human": "user", "developer": "system",
           "function": "tool", "ipython": "tool"}
 _LEGACY_EVENTS = {"gen_ai.system.message": "system", "gen_ai.user.message": "user",
@@ -310,6 +314,10 @@ def _legacy_event_message(name: str, body: Any) -> Message | None:
     body = json_value(body)
     if not isinstance(body, dict):
         body = {"content": body} if body not in (None, "") else {}
+    if body.get("content") == ELIDED:  # content capture off: the message is not known
+        if name == "gen_ai.choice":
+            return {"role": "assistant", "parts": [], "finish_reason": body.get("finish_reason")}
+        return None
     if name == "gen_ai.choice":
         message = _dict(json_value(body.get("message"))) or body
         return {"role": "assistant", "parts": _openai_parts({**message, "role": "assistant"}),
@@ -406,8 +414,8 @@ def is_llm_span(attrs: Attrs, name: str) -> bool:
         return True
     if attrs.get("openinference.span.kind") == "LLM":
         return True
-    if "gcp.vertex.agent.llm_request" in attrs:
-        return True
+    if operation != "execute_tool" and json_value(attrs.get("gcp.vertex.agent.llm_request")):
+        return True  # ADK's call_llm (its tool spans carry an empty "{}" request too)
     if attrs.get("llm.request.type") in ("chat", "completion"):
         return True
     return (operation is None and name.startswith(("chat ", "generate_content "))
@@ -451,12 +459,12 @@ def llm_call(attrs: Attrs, events: Iterable[dict[str, Any]]) -> LLMCall:
         if isinstance(oi_tools, list):
             tools = [json_value((t.get("tool") or {}).get("json_schema"))
                      for t in oi_tools if isinstance(t, dict)]
+    provider = str(_first(attrs, "gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system") or "")
     return LLMCall(
         inputs=inputs, outputs=outputs,
         model=str(_first(attrs, "gen_ai.request.model", "llm.model_name") or extra.get("model") or ""),
         response_model=str(_first(attrs, "gen_ai.response.model", "llm.model_name") or ""),
-        provider=str(_first(attrs, "gen_ai.provider.name", "gen_ai.system", "llm.provider",
-                            "llm.system") or ""),
+        provider="" if provider == _ADK_SCOPE else provider,
         usage=usage,
         cost=float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None,
         finish_reasons=[str(f) for f in finish] if isinstance(finish, list | tuple) else [str(finish)],
@@ -510,6 +518,13 @@ def tool_span(attrs: Attrs) -> tuple[str, str, Any, Any] | None:
         return None
     call_id = first_of(attrs, ("gen_ai.tool.call.id", "tool_call.id"))
     name = first_of(attrs, ("gen_ai.tool.name", "tool.name"))
-    arguments = _first(attrs, "gen_ai.tool.call.arguments", "tool.parameters", "input.value")
-    result = _first(attrs, "gen_ai.tool.call.result", "output.value")
+    # OpenInference's `tool.parameters` is the tool's schema, not the call's arguments.
+    arguments = _first(attrs, "gen_ai.tool.call.arguments", "gcp.vertex.agent.tool_call_args", "input.value")
+    result = _first(attrs, "gen_ai.tool.call.result", "gcp.vertex.agent.tool_response", "output.value")
     return call_id, name, arguments, result
+
+
+def call_key(name: Any, arguments: Any) -> str:
+    """A tool call by what it asks (name and arguments): how a tool span that names no call id
+    (OpenInference's) is matched to the call an LLM span carried."""
+    return json.dumps([str(name or ""), _arguments(arguments)], sort_keys=True, default=str)

@@ -58,6 +58,7 @@ def assert_one_clean_thread(thread, scope: str) -> None:
     assert (first.data["input_tokens"], first.data["output_tokens"]) == (42, 7)
     assert (second.data["input_tokens"], second.data["output_tokens"]) == (57, 9)
     assert first.data["model"] == second.data["model"] == "gpt-4o-mini-2024-07-18"
+    assert 0 < first.data["cost"] < second.data["cost"]  # gpt-4o-mini's list price
     assert events[2].data["otel"]["scope"] == scope
     assert len(events[2].data["message_hashes"]) == 2 and len(events[6].data["message_hashes"]) == 4
     assert events[2].occurred_at <= first.occurred_at <= events[6].occurred_at <= second.occurred_at

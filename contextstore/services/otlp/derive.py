@@ -26,6 +26,7 @@ from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import Min
 from django.utils import timezone
 
+from contextstore.llm_models import call_cost
 from contextstore.models import Event, OtelLog, OtelSpan, OtelTrace, Session, Thread, Workspace
 from contextstore.otel import mapping
 from contextstore.services.common import Actor, lock_thread
@@ -81,12 +82,17 @@ class _Trace:
                     found.append((hint[0], self.depth(span), span.start_ns, hint[1]))
         return min(found)[3][:255] if found else None
 
-    def first(self, keys: tuple[str, ...], *, resource: bool = True) -> str:
+    def first(self, keys: tuple[str, ...]) -> str:
+        """The first of `keys` the spans name (nearest the root first, each span's attributes
+        then its resource), else the log records (ADK puts `user.id` on those alone)."""
         for span in sorted(self.spans, key=self.depth):
-            value = mapping.first_of(span.attributes, keys) or (
-                mapping.first_of(span.resource, keys) if resource else "")
+            value = mapping.first_of(span.attributes, keys) or mapping.first_of(span.resource, keys)
             if value:
                 return value
+        for records in self.logs.values():
+            for record in records:
+                if value := mapping.first_of(record["attributes"] or {}, keys):
+                    return value
         return ""
 
     def agent(self) -> str:
@@ -185,6 +191,8 @@ def _call_events(span: OtelSpan, call: mapping.LLMCall, run_id: str) -> list[dic
         done["response_id"] = call.response_id
     if call.cost is not None:
         done["cost"] = call.cost
+    elif (priced := call_cost(done["model"], call.usage)) is not None:
+        done["cost"], done["cost_source"] = float(priced), "list price"
     if span.status_code == STATUS_ERROR:
         done["error"] = span.status_message or "error"
     events.append({"type": "LLMComplete", "run_id": run_id, "call_id": span.span_id,
@@ -225,15 +233,60 @@ def _error_events(span: OtelSpan, run_id: str) -> list[dict[str, Any]]:
     return events
 
 
+def _llm_calls(trace: _Trace) -> dict[str, mapping.LLMCall]:
+    """The call each LLM span stands for, by span id. LLM spans nested in one another are one
+    call (ADK's `call_llm` holds its `generate_content`): the outermost that carries messages
+    stands for it, and what it lacks (model, provider, usage, cost) comes from the others."""
+    nested: dict[str, list[tuple[OtelSpan, mapping.LLMCall]]] = defaultdict(list)
+    for span in sorted(trace.spans, key=trace.depth):
+        if not mapping.is_llm_span(span.attributes, span.name):
+            continue
+        outer, node, seen = span, trace.by_id.get(span.parent_span_id), {span.span_id}
+        while node is not None and node.span_id not in seen:
+            seen.add(node.span_id)
+            if mapping.is_llm_span(node.attributes, node.name):
+                outer = node
+            node = trace.by_id.get(node.parent_span_id)
+        content = list(span.events or ()) + trace.logs.get(span.span_id, [])
+        nested[outer.span_id].append((span, mapping.llm_call(span.attributes, content)))
+    calls = {}
+    for group in nested.values():
+        span, call = next(((s, c) for s, c in group if c.inputs or c.outputs), group[0])
+        for _, other in group:
+            call.model = call.model or other.model
+            call.response_model = call.response_model or other.response_model
+            call.provider = call.provider or other.provider
+            call.usage = {**other.usage, **call.usage}
+            call.cost = other.cost if call.cost is None else call.cost
+        calls[span.span_id] = call
+    return calls
+
+
 def trace_events(trace: _Trace) -> list[dict[str, Any]]:
     """Every event the trace makes, in order, each with its client id (repeats included)."""
     events: list[dict[str, Any]] = []
+    calls = _llm_calls(trace)
+    # Calls the LLM spans carried, by what they ask: a tool span naming no call id is the
+    # first of them not yet claimed by another.
+    carried: dict[str, list[str]] = defaultdict(list)
+    claimed: set[str] = set()
+    for call in (calls[s.span_id] for s in trace.spans if s.span_id in calls):
+        for part in (p for m in call.inputs + call.outputs for p in m.get("parts") or ()):
+            if part.get("type") == "tool_call" and part.get("id"):
+                key = mapping.call_key(part.get("name"), part.get("arguments"))
+                if part["id"] not in carried[key]:
+                    carried[key].append(part["id"])
     for span in trace.spans:
         run_id = trace.run_id(span)
-        if mapping.is_llm_span(span.attributes, span.name):
-            content = list(span.events or ()) + trace.logs.get(span.span_id, [])
-            events += _call_events(span, mapping.llm_call(span.attributes, content), run_id)
+        if span.span_id in calls:
+            events += _call_events(span, calls[span.span_id], run_id)
+        elif mapping.is_llm_span(span.attributes, span.name):
+            pass  # a span of a call another span stands for
         elif found := mapping.tool_span(span.attributes):
+            key = mapping.call_key(found[1], found[2])
+            if not found[0] and (free := [i for i in carried[key] if i not in claimed]):
+                claimed.add(free[0])
+                found = (free[0], *found[1:])
             events += _tool_events(span, found, run_id)
         events += _error_events(span, run_id)
     return events
