@@ -34,7 +34,8 @@ def agent_turn(t: int, result_words: int) -> list[dict]:
         {"type": "ToolCall", "content": f"calling {t}", "data": {"tool_calls": calls}},
         *({"type": "ToolResult", "content": words(f"result-{t}.{i}", result_words),
            "data": {"tool_call_id": c["id"]}} for i, c in enumerate(calls)),
-        {"type": "LLMOutput", "parts": [thinking(f"{t}c"), {"type": "text", "text": words(f"answer-{t}", 15)}]},
+        {"type": "LLMOutput", "parts": [thinking(f"{t}c"),
+                                        {"type": "text", "text": words(f"answer-{t}", 15)}]},
     ]
 
 
@@ -160,7 +161,8 @@ def plan_thread(greeting: bool, drawn: list, waiting: bool, strip: bool) -> Plan
                            "data": {"tool_call_id": i}}, ["r" + i[1:]], t, True)
             else:
                 parts = [thinking(f"{t}.{s}s") | {"thinking": f"k{t}.{s}s"}] if op[2] else []
-                p.add({"type": "LLMOutput", "parts": parts + [{"type": "text", "text": words(f"s{t}.{s}", op[1])}]},
+                text = {"type": "text", "text": words(f"s{t}.{s}", op[1])}
+                p.add({"type": "LLMOutput", "parts": [*parts, text]},
                       ([f"k{t}.{s}s"] if op[2] and not strip else []) + [f"s{t}.{s}"], t, True)
     if waiting:  # the newest turn's reasoning and a call whose result has not come yet
         last = len(drawn) - 1
@@ -187,7 +189,8 @@ def shown_tags(render: dict, fmt: str) -> list[str]:
 
 
 @given(drawn=turns, greeting=st.booleans(), waiting=st.booleans(),
-       budget=st.sampled_from([1, 200, 800, 3000, 8000, 200_000]), fmt=st.sampled_from(["openai", "anthropic"]),
+       budget=st.sampled_from([1, 200, 800, 3000, 8000, 200_000]),
+       fmt=st.sampled_from(["openai", "anthropic"]),
        on_oversize=st.sampled_from(rendering.ON_OVERSIZE), strip=st.booleans())
 def test_random_threads_render_whole_turns_a_provider_accepts(
         session, actor, drawn, greeting, waiting, budget, fmt, on_oversize, strip):

@@ -145,7 +145,8 @@ def check(thread, render, budget: int, fmt: str) -> None:
         starts, turn_of = set(), {}
         for seq, type_, role in Event.objects.filter(thread=thread, status="active", visible=True) \
                 .order_by("position").values_list("seq", "type", "role"):
-            if type_ == "Summary" or (type_ != "ToolResult" and (role or {"Message": "user"}.get(type_)) == "user"):
+            user = (role or {"Message": "user"}.get(type_)) == "user"
+            if type_ == "Summary" or (type_ != "ToolResult" and user):
                 starts.add(seq)
             turn_of[seq] = max(starts, default=None)
         assert not included or included[0] in starts
