@@ -326,7 +326,7 @@ def _raw(units: list[list[Item]], strip_thinking: bool) -> list[dict[str, Any]]:
     return out
 
 
-def _openai(units: list[list[Item]]) -> list[dict[str, Any]]:
+def _openai(units: list[list[Item]], summary_as_user: bool) -> list[dict[str, Any]]:
     """Chat Completions messages: the calls of a unit on one assistant message, then one
     `tool` message per result. Thinking has no place in these messages and is left out."""
     out: list[dict[str, Any]] = []
@@ -347,7 +347,7 @@ def _openai(units: list[list[Item]]) -> list[dict[str, Any]]:
                     for i, n, a in item.calls)
             elif text:
                 role = item.role if item.role in ("system", "user", "assistant", "developer") else "user"
-                if item.event.type == "Summary":  # a collapse's summary opens a turn (opens_turn)
+                if summary_as_user and item.event.type == "Summary":  # it opens a turn (opens_turn)
                     role = "user"
                 out.append({"role": role, "content": text})
     return out
@@ -392,16 +392,18 @@ def _anthropic(units: list[list[Item]], strip_thinking: bool) -> list[dict[str, 
 
 def build_messages(
     *, fmt: str, prefix: str, summary: str, suffix: str, units: list[list[Item]],
-    strip_thinking: bool,
+    strip_thinking: bool, summary_as_user: bool = True,
 ) -> dict[str, Any]:
-    """The messages (and for anthropic, `system`) from the chosen texts and events. Pure."""
+    """The messages (and for anthropic, `system`) from the chosen texts and events. Pure.
+    `summary_as_user`: openai shows a collapse's summary as a user message, as anthropic does
+    (false only to rebuild a render recorded before it did: selectors/renders.py)."""
     if fmt == "anthropic":
         system = [{"type": "text", "text": t} for t in (prefix, summary, suffix) if t]
         return {"system": system, "messages": _anthropic(units, strip_thinking)}
     if fmt == "openai":
         head = [{"role": "system", "content": t} for t in (prefix, summary) if t]
         tail = [{"role": "system", "content": suffix}] if suffix else []
-        return {"messages": head + _openai(units) + tail}
+        return {"messages": head + _openai(units, summary_as_user) + tail}
     messages: list[dict[str, Any]] = []
     if prefix:
         messages.append({"role": "system", "section": "prefix", "content": prefix,

@@ -11,6 +11,9 @@ from hypothesis import strategies as st
 
 from contextstore.models import Event
 from contextstore.selectors import rendering
+from contextstore.selectors import renders as render_reads
+from contextstore.services import renders
+from contextstore.services.collapses import collapse_create
 from contextstore.services.events import event_append
 from contextstore.services.sessions import thread_ensure
 from tests.provider_types import assert_anthropic_request, assert_openai_request
@@ -221,3 +224,22 @@ def test_random_threads_render_whole_turns_a_provider_accepts(
     assert stats["fits"] == (present == list(range(len(drawn))))
     if budget == 200_000:
         assert stats["fits"]
+
+
+def test_a_collapse_summary_opens_history_as_a_user_message_and_old_records_rebuild_as_sent(
+        thread, actor):
+    event_append(thread=thread, actor=actor, events=agent_turn(0, 20) + agent_turn(1, 20))
+    # the summarizer collapses the oldest events, turn 1's user message and tool call among them
+    collapse_create(thread=thread, start_position=1, end_position=11, summary_text="s earlier work",
+                    actor=actor)
+    thread.refresh_from_db()
+    rendered, record = renders.context_render_recorded(thread=thread, max_tokens=100_000, fmt="openai",
+                                                       actor=actor)
+    assert_coherent(rendered.body, "openai")
+    assert [m["role"] for m in rendered.body["messages"]] == ["user", "assistant"]  # results orphaned
+    assert rendered.body["messages"][0] == {"role": "user", "content": "s earlier work"}
+    assert render_reads.render_rebuild(record=record)["messages"] == rendered.body["messages"]
+    # a record written before version 2 showed it as a system message, and rebuilds so
+    record.spec["v"] = 1
+    assert render_reads.render_rebuild(record=record)["messages"][0] == {
+        "role": "system", "content": "s earlier work"}
