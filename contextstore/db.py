@@ -1,4 +1,4 @@
-"""Database plumbing in one place: PostgreSQL COPY for event batches, the ORM's INSERT and UPDATE
+"""Database plumbing in one place: PostgreSQL COPY for event batches (and other new rows), the ORM's INSERT and UPDATE
 compiled once per shape and several writes joined into one statement (the append's hot path),
 queries compiled once per process (PreparedGet, PreparedRows, read_together), and the bounded
 REGEXP (SQLite's in-process function and PostgreSQL's statement timeout) behind regex_guard."""
@@ -66,6 +66,22 @@ def bulk_insert_events(objs: list[Event], now: datetime) -> None:
         with cursor.copy(f"COPY contextstore_event ({columns}) FROM STDIN") as copy:
             for obj in objs:
                 copy.write_row(row_values(obj, plan))
+
+
+def copy_rows(objs: Sequence[models.Model]) -> None:
+    """Insert new rows of one model with PostgreSQL's COPY, their ids not read back. A row that
+    breaks a unique constraint fails them all (IntegrityError), as one INSERT would."""
+    if not objs:
+        return
+    model = type(objs[0])
+    fields = tuple(f for f in model._meta.concrete_fields if not f.primary_key)
+    columns = ", ".join(connection.ops.quote_name(f.column)  # type: ignore[arg-type]
+                        for f in fields)
+    plan = row_plan(fields)
+    with connection.cursor() as cursor, connection.wrap_database_errors:
+        with cursor.copy(f"COPY {connection.ops.quote_name(model._meta.db_table)} ({columns}) FROM STDIN") as copy:
+            for obj in objs:
+                copy.write_row(row_values(obj, plan, add=True))
 
 
 # The field classes whose value psycopg takes as is when it has this exact type (a str for a
