@@ -1,7 +1,8 @@
-"""Database plumbing in one place: PostgreSQL COPY for event batches (and other new rows), the ORM's INSERT and UPDATE
-compiled once per shape and several writes joined into one statement (the append's hot path),
-queries compiled once per process (PreparedGet, PreparedRows, read_together), and the bounded
-REGEXP (SQLite's in-process function and PostgreSQL's statement timeout) behind regex_guard."""
+"""Database plumbing in one place: PostgreSQL COPY for event batches (and an export's spans),
+the ORM's INSERT and UPDATE compiled once per shape and several writes joined into one
+statement (the append's hot path), queries compiled once per process (PreparedGet,
+PreparedRows, read_together), and the bounded REGEXP (SQLite's in-process function and
+PostgreSQL's statement timeout) behind regex_guard."""
 
 import contextvars
 import functools
@@ -78,8 +79,9 @@ def copy_rows(objs: Sequence[models.Model]) -> None:
     columns = ", ".join(connection.ops.quote_name(f.column)  # type: ignore[arg-type]
                         for f in fields)
     plan = row_plan(fields)
+    table = connection.ops.quote_name(model._meta.db_table)
     with connection.cursor() as cursor, connection.wrap_database_errors:
-        with cursor.copy(f"COPY {connection.ops.quote_name(model._meta.db_table)} ({columns}) FROM STDIN") as copy:
+        with cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
             for obj in objs:
                 copy.write_row(row_values(obj, plan, add=True))
 

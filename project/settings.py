@@ -298,7 +298,8 @@ CELERY_BEAT_SCHEDULE = {
     "derive-otlp": {"task": "contextstore.tasks.derive_otlp",
                     "schedule": env_int("OTLP_DERIVE_RECOVER_EVERY", 30)},
 }
-OTLP_DERIVE_BACKOFF = env_int("OTLP_DERIVE_BACKOFF", 30)  # seconds before a failed trace is tried again (doubling)
+# Seconds before a trace whose derivation failed is tried again (doubling, at most an hour).
+OTLP_DERIVE_BACKOFF = env_int("OTLP_DERIVE_BACKOFF", 30)
 
 
 def env_json(name: str, default: Any = None) -> Any:

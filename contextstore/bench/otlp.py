@@ -194,7 +194,8 @@ class OtlpBench:
         if not drained(600):
             raise CommandError("the exports were not derived within 600 s")
         derived = spans / (time.perf_counter() - began)
-        self.stdout.write(f"{'OTLP export derived (until the outbox is empty)':<56} {derived:>10,.0f} spans/s")
+        self.stdout.write(f"{'OTLP export derived (until the outbox is empty)':<56} "
+                          f"{derived:>10,.0f} spans/s")
         made = Event.objects.count() - events_before
         self.stdout.write(f"{'  thread events derived from those spans':<56} {made:>10,} events")
         for what, rate in (("accepted", accepted), ("derived", derived)):

@@ -9,13 +9,14 @@ from django.db import OperationalError, connection
 from django.utils import timezone
 
 from contextstore import tasks
-from contextstore.models import Event, OtelPending, OtelSpan, OtelTrace, Session
+from contextstore.models import Event, OtelPending, OtelSpan, OtelTrace, Session, Workspace
 from contextstore.services.otlp import derive, ingest
 from contextstore.services.otlp.pending import pending_traces_derive
 from project.celery import app
 
-from .conftest import export, fixture
+from .conftest import TRACE, export, fixture, span
 from .test_dialects import CASES
+from .test_endpoint import CHAT
 
 
 @pytest.fixture
@@ -147,3 +148,45 @@ def test_log_records_alone_wait_for_their_span_and_leave_no_mark(otlp, queued):
     assert OtelPending.objects.count() == 0  # the span's export marks the trace again
     assert otlp(export()).status_code == 200  # an export without spans marks nothing
     assert OtelPending.objects.count() == 0
+
+
+def many(n: int, *, first: int = 0) -> dict:
+    """An export of n chat spans of one trace (enough for the COPY path on PostgreSQL)."""
+    return export(*[span(f"{k + 1:016x}", "chat", {**CHAT, "gen_ai.conversation.id": "conv-many"},
+                         start=k, end=k + 1) for k in range(first, first + n)])
+
+
+def test_a_large_export_sent_again_and_overlapping_keeps_each_span_once(otlp):
+    assert otlp(many(40)).status_code == 200
+    first = list(OtelSpan.objects.order_by("span_id").values_list("pk", "span_id", "received_at"))
+    events = shape()
+    assert otlp(many(40)).status_code == 200
+    assert otlp(many(40, first=20)).status_code == 200  # half known, half new
+    spans = list(OtelSpan.objects.order_by("span_id").values_list("pk", "span_id", "received_at"))
+    assert spans[:40] == first
+    assert len(spans) == len({s[1] for s in spans}) == 60
+    assert shape()[:len(events)] == events
+
+
+@pytest.mark.postgres
+def test_spans_kept_by_another_export_meanwhile_are_left_as_they_are(otlp):
+    """A span kept by another export between this one's look and its COPY (PostgreSQL): the
+    write falls back to skipping what is kept, row by row."""
+    if connection.vendor != "postgresql":
+        pytest.skip("COPY is PostgreSQL's")
+    body = many(30)
+    done = []
+
+    def meanwhile(execute, sql, params, many, context):
+        result = execute(sql, params, many, context)
+        if not done and sql.startswith('SELECT "contextstore_otelspan"."trace_id"'):
+            done.append(1)
+            OtelSpan.objects.create(workspace=Workspace.objects.get(), trace_id=TRACE,
+                                    span_id=f"{1:016x}", name="the other export's")
+        return result
+
+    with connection.execute_wrapper(meanwhile):
+        assert otlp(body).status_code == 200
+    assert OtelSpan.objects.count() == 30
+    assert OtelSpan.objects.get(span_id=f"{1:016x}").name == "the other export's"
+    assert Event.objects.filter(type="LLMComplete").count() == 29  # that one is no chat span

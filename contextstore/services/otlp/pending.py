@@ -72,8 +72,9 @@ def pending_traces_derive(*, rows: int = PASS_ROWS) -> dict[str, int]:
 def _pass(limit: int) -> tuple[int, int, int]:
     now = timezone.now()
     with transaction.atomic():
-        claimed = list(OtelPending.objects.select_for_update(skip_locked=True, of=("self",)).filter(due_at__lte=now)
-                       .select_related("workspace", "token").order_by("pk")[:limit])
+        claimed = list(OtelPending.objects.select_for_update(skip_locked=True, of=("self",))
+                       .filter(due_at__lte=now).select_related("workspace", "token")
+                       .order_by("pk")[:limit])
         by_workspace: dict[int, list[OtelPending]] = defaultdict(list)
         for row in claimed:
             by_workspace[row.workspace_id].append(row)
@@ -91,7 +92,8 @@ def _pass(limit: int) -> tuple[int, int, int]:
             OtelPending.objects.filter(pk__in=gone[i:i + 500]).delete()
         for row in retry:  # due again later, a little later each time
             row.attempts += 1
-            row.due_at = now + timedelta(seconds=min(MAX_BACKOFF, settings.OTLP_DERIVE_BACKOFF * 2 ** row.attempts))
+            wait = min(MAX_BACKOFF, settings.OTLP_DERIVE_BACKOFF * 2 ** row.attempts)
+            row.due_at = now + timedelta(seconds=wait)
         OtelPending.objects.bulk_update(retry, ["attempts", "due_at"], batch_size=500)
     return len(claimed), done, len(failed)
 
