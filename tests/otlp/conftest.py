@@ -56,8 +56,8 @@ def derive_eagerly(settings):
     """Tasks run eagerly (CELERY_TASK_ALWAYS_EAGER): the derivation pass an export queues runs
     in the exporting process right after its commit, so its events are there when the answer
     is. tests/otlp/test_pending.py and tests/worker test the pass queued to a real worker."""
+    saved = app.conf.task_always_eager, app.conf.task_eager_propagates  # before settings change
     settings.CELERY_TASK_ALWAYS_EAGER = True
-    saved = app.conf.task_always_eager, app.conf.task_eager_propagates
     app.conf.task_always_eager = app.conf.task_eager_propagates = True
     yield
     app.conf.task_always_eager, app.conf.task_eager_propagates = saved
