@@ -190,3 +190,14 @@ def test_spans_kept_by_another_export_meanwhile_are_left_as_they_are(otlp):
     assert OtelSpan.objects.count() == 30
     assert OtelSpan.objects.get(span_id=f"{1:016x}").name == "the other export's"
     assert Event.objects.filter(type="LLMComplete").count() == 29  # that one is no chat span
+
+
+def test_a_backlog_is_derived_in_passes_of_a_bounded_size(otlp, queued):
+    for n in (1, 2, 3):
+        body = fixture("semconv_current.json")
+        for s in body["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+            s["traceId"] = f"{n:032x}"
+        assert otlp(body).status_code == 200
+    assert pending_traces_derive(rows=2) == {"rows": 3, "traces": 3, "failed": 0}
+    assert OtelTrace.objects.filter(mapped_at__isnull=False).count() == 3
+    assert OtelPending.objects.count() == 0

@@ -30,7 +30,10 @@ from contextstore.services.otlp.derive import traces_derive
 
 logger = logging.getLogger(__name__)
 DERIVE_TASK = "contextstore.tasks.derive_otlp"  # registered by apps.ready
-PASS_ROWS = 1000  # outbox rows one pass claims (one transaction); a pass repeats while full
+# Outbox rows one pass claims, in one transaction that holds its traces' locks (and, on SQLite,
+# the database's one write lock, which exports wait for) until it commits; the task repeats
+# passes while they come back full.
+PASS_ROWS = 100
 MAX_BACKOFF = 3600
 
 
