@@ -70,7 +70,8 @@ def bulk_insert_events(objs: list[Event], now: datetime) -> None:
 
 
 def copy_rows(objs: Sequence[models.Model]) -> None:
-    """Insert new rows of one model with PostgreSQL's COPY, their ids not read back. A row that
+    """Insert new rows of one model with PostgreSQL's COPY, their ids not read back, their values
+    as they are (no pre_save: the caller stamps auto_now_add fields, once for all). A row that
     breaks a unique constraint fails them all (IntegrityError), as one INSERT would."""
     if not objs:
         return
@@ -83,14 +84,15 @@ def copy_rows(objs: Sequence[models.Model]) -> None:
     with connection.cursor() as cursor, connection.wrap_database_errors:
         with cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
             for obj in objs:
-                copy.write_row(row_values(obj, plan, add=True))
+                copy.write_row(row_values(obj, plan))
 
 
 # The field classes whose value psycopg takes as is when it has this exact type (a str for a
 # CharField, an aware datetime for a DateTimeField): Django's preparation returns it unchanged.
 _COPY_AS_IS: dict[type, type] = {
     models.BigAutoField: int, models.AutoField: int, models.BigIntegerField: int,
-    models.IntegerField: int, models.PositiveIntegerField: int, models.BooleanField: bool,
+    models.IntegerField: int, models.PositiveIntegerField: int, models.SmallIntegerField: int,
+    models.PositiveSmallIntegerField: int, models.BooleanField: bool,
     models.CharField: str, models.TextField: str, models.DateTimeField: datetime,
 }
 RowPlan = list[tuple[str, type[Any] | None, Callable[[Any, Any], Any], Callable[[Any, bool], Any] | None]]

@@ -8,6 +8,7 @@ import json
 import logging
 
 from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
 
 from contextstore.db import COPY_THRESHOLD, copy_rows
 from contextstore.models import OtelLog, OtelSpan, Workspace
@@ -23,6 +24,7 @@ def spans_store(*, workspace: Workspace, spans: list[Span]) -> list[str]:
     """Keep the spans (a span already kept is left as it was), in the caller's transaction;
     returns the trace ids named."""
     rows: dict[tuple[str, str], OtelSpan] = {}
+    now = timezone.now()
     for s in spans:
         if (s.trace_id, s.span_id) not in rows:  # the first of a span sent twice at once
             rows[(s.trace_id, s.span_id)] = OtelSpan(
@@ -31,7 +33,7 @@ def spans_store(*, workspace: Workspace, spans: list[Span]) -> list[str]:
                 start_ns=min(s.start_ns, 2**63 - 1), end_ns=min(s.end_ns, 2**63 - 1),
                 status_code=s.status_code, status_message=s.status_message,
                 attributes=s.attributes, events=s.events, links=s.links, resource=s.resource,
-                scope=s.scope)
+                scope=s.scope, received_at=now)
     trace_ids = list(dict.fromkeys(s.trace_id for s in spans))
     if connection.vendor == "postgresql" and len(rows) >= COPY_THRESHOLD:
         # COPY costs a fifth of INSERT … ON CONFLICT for an export's spans, but cannot skip a
