@@ -108,8 +108,13 @@ def test_a_failed_derivation_keeps_the_spans_and_the_mark_and_is_tried_again(otl
     assert (OtelSpan.objects.count(), Event.objects.count()) == (5, 0)
     mark = OtelPending.objects.get()
     assert mark.attempts == 1
-    assert mark.due_at > timezone.now() + timedelta(seconds=50)  # 30 s doubled
+    assert timezone.now() + timedelta(seconds=25) < mark.due_at < timezone.now() + timedelta(seconds=31)
     assert pending_traces_derive()["rows"] == 0  # not due yet
+    OtelPending.objects.update(due_at=timezone.now())
+    assert pending_traces_derive() == {"rows": 1, "traces": 0, "failed": 1}
+    mark = OtelPending.objects.get()
+    assert mark.attempts == 2
+    assert mark.due_at > timezone.now() + timedelta(seconds=55)  # twice as late
 
     monkeypatch.setattr(derive, "trace_events", real)  # the bug is fixed
     OtelPending.objects.update(due_at=timezone.now())

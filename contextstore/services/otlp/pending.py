@@ -15,6 +15,7 @@ committed before it began.
 """
 
 import logging
+import time
 from collections import defaultdict
 from datetime import timedelta
 
@@ -32,8 +33,10 @@ logger = logging.getLogger(__name__)
 DERIVE_TASK = "contextstore.tasks.derive_otlp"  # registered by apps.ready
 # Outbox rows one pass claims, in one transaction that holds its traces' locks (and, on SQLite,
 # the database's one write lock, which exports wait for) until it commits; the task repeats
-# passes while they come back full.
+# passes while they come back full, for TASK_SECONDS at most (a sustained load's backlog is
+# continued by the next export's message, or beat's, and the worker serves summaries between).
 PASS_ROWS = 100
+TASK_SECONDS = 60
 MAX_BACKOFF = 3600
 
 
@@ -63,12 +66,13 @@ def pending_traces_derive(*, rows: int = PASS_ROWS) -> dict[str, int]:
     """Derive every trace the outbox names and is due, `rows` outbox rows a transaction; returns
     how many rows were taken, traces derived and traces that failed."""
     total = {"rows": 0, "traces": 0, "failed": 0}
+    deadline = time.monotonic() + TASK_SECONDS
     while True:
         taken, done, failed = _pass(rows)
         total["rows"] += taken
         total["traces"] += done
         total["failed"] += failed
-        if taken < rows:
+        if taken < rows or time.monotonic() > deadline:
             return total
 
 
@@ -93,9 +97,9 @@ def _pass(limit: int) -> tuple[int, int, int]:
         gone = [r.pk for r in claimed if r.pk not in kept]
         for i in range(0, len(gone), 500):
             OtelPending.objects.filter(pk__in=gone[i:i + 500]).delete()
-        for row in retry:  # due again later, a little later each time
-            row.attempts += 1
+        for row in retry:  # due again later, twice as late each time
             wait = min(MAX_BACKOFF, settings.OTLP_DERIVE_BACKOFF * 2 ** row.attempts)
+            row.attempts += 1
             row.due_at = now + timedelta(seconds=wait)
         OtelPending.objects.bulk_update(retry, ["attempts", "due_at"], batch_size=500)
     return len(claimed), done, len(failed)
