@@ -10,7 +10,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from contextstore.services import summaries
+from contextstore.services import retention, summaries
 
 logger = logging.getLogger(__name__)
 
@@ -32,3 +32,8 @@ def recover_summaries() -> dict[str, int]:
 @shared_task
 def expire_jobs() -> int:
     return summaries.summary_jobs_expire(older_than_days=settings.SUMMARIZER_JOB_RETENTION_DAYS)
+
+
+@shared_task
+def apply_retention() -> dict[str, int]:
+    return retention.retention_run()

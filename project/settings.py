@@ -290,7 +290,14 @@ CELERY_BEAT_SCHEDULE = {
     "recover-summaries": {"task": "contextstore.tasks.recover_summaries",
                           "schedule": env_int("SUMMARIZER_RECOVER_EVERY", 120)},
     "expire-jobs": {"task": "contextstore.tasks.expire_jobs", "schedule": 3600},
+    "apply-retention": {"task": "contextstore.tasks.apply_retention",
+                        "schedule": env_int("RETENTION_EVERY", 3600)},
 }
+# Retention (services/retention.py): each beat run deletes at most RETENTION_MAX_BATCHES batches
+# of at most RETENTION_BATCH_SIZE events, each batch its own short transaction; the next run
+# goes on where this one stopped.
+RETENTION_BATCH_SIZE = env_int("RETENTION_BATCH_SIZE", 1000)
+RETENTION_MAX_BATCHES = env_int("RETENTION_MAX_BATCHES", 200)
 
 
 def env_json(name: str, default: Any = None) -> Any:
