@@ -120,42 +120,47 @@ def _candidates() -> Any:
 
 def retention_run(
     *, now: datetime | None = None, batch_size: int | None = None, max_batches: int | None = None,
-    after_session: int = 0,
 ) -> dict[str, int]:
     """Beat: apply every policy, at most max_batches batches of at most batch_size events.
-    Sessions are visited by id from after_session (keyset); what a run leaves is found again by
-    the next one, since every deleted row is gone for good. Returns what it did."""
+    Sessions are visited by id (keyset pages); what a run leaves is found again by the next
+    one, since every deleted row is gone for good. Returns what it did."""
     now = now or timezone.now()
     batch_size = batch_size or settings.RETENTION_BATCH_SIZE
     budget = max_batches if max_batches is not None else settings.RETENTION_MAX_BATCHES
     done = {"batches": 0, "events": 0, "sessions": 0}
-    last = after_session
+    last = 0
     while budget > done["batches"]:
         page = list(_candidates().filter(pk__gt=last)[:200])
         if not page:
             break
         for session in page:
             last = session.pk
-            policy = policy_of(session)
-            if not policy.applies:
-                continue
-            expires = session_expires_at(session, policy)
-            if expires is not None and expires <= now:
-                _session_expire(session=session, now=now, batch_size=batch_size, done=done,
-                                budget=budget)
-            elif policy.event_days is not None:
-                cutoff = now - timedelta(days=policy.event_days)
-                for thread_pk in Thread.objects.filter(session=session).order_by("pk").values_list("pk", flat=True):
-                    while done["batches"] < budget:
-                        n = _expire_batch(thread_pk=thread_pk, workspace_id=session.workspace_id,
-                                          cutoff=cutoff, batch_size=batch_size, now=now)
-                        if n is None:
-                            break
-                        done["batches"] += 1
-                        done["events"] += n
+            session_retention_apply(session=session, now=now, batch_size=batch_size, done=done,
+                                    budget=budget)
             if done["batches"] >= budget:
                 break
     return done
+
+
+def session_retention_apply(*, session: Session, now: datetime, batch_size: int,
+                            done: dict[str, int], budget: int) -> None:
+    """Apply one session's policy, adding to `done` and stopping when it reaches the budget."""
+    policy = policy_of(session)
+    if not policy.applies:
+        return
+    expires = session_expires_at(session, policy)
+    if expires is not None and expires <= now:
+        _session_expire(session=session, now=now, batch_size=batch_size, done=done, budget=budget)
+    elif policy.event_days is not None:
+        cutoff = now - timedelta(days=policy.event_days)
+        for thread_pk in Thread.objects.filter(session=session).order_by("pk").values_list("pk", flat=True):
+            while done["batches"] < budget:
+                n = _expire_batch(thread_pk=thread_pk, workspace_id=session.workspace_id,
+                                  cutoff=cutoff, batch_size=batch_size, now=now)
+                if n is None:
+                    break
+                done["batches"] += 1
+                done["events"] += n
 
 
 def _session_expire(*, session: Session, now: datetime, batch_size: int, done: dict[str, int],
@@ -250,7 +255,9 @@ def _expire_batch(*, thread_pk: int, workspace_id: int, cutoff: datetime | None,
         memories = Memory.objects.filter(source_event_id__in=pks).update(source_event=None,
                                                                          source_expired=True)
         Event.objects.filter(replaced_by_id__in=pks).update(replaced_by=None)
-        Event.objects.filter(pk__in=pks)._raw_delete(Event.objects.db)  # type: ignore[attr-defined]
+        # Everything that points at the rows was settled above: one DELETE, without Django's
+        # collector reading the rows back to look for it again.
+        Event.objects.filter(pk__in=pks)._raw_delete(Event.objects.db)
         audit(actor=ACTOR, action="retention.events_delete", target=thread,
               workspace=thread.workspace, reason="session" if cutoff is None else "age",
               cutoff=cutoff.isoformat() if cutoff else None, events=len(batch),

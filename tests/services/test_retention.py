@@ -10,7 +10,7 @@ from django.db.models import Subquery
 from django.utils import timezone
 
 from contextstore.errors import Conflict, InvalidInput
-from contextstore.models import AuditLog, Collapse, Event, Memory, Session, SessionModel, Thread
+from contextstore.models import AuditLog, Collapse, Event, Session, SessionModel, Thread
 from contextstore.selectors import rendering, renders
 from contextstore.services import renders as render_service
 from contextstore.services import retention
@@ -157,10 +157,13 @@ def test_counters_runs_models_and_errors_equal_a_recount_after_retention(workspa
 def test_collapses_memories_and_renders_say_their_history_expired(workspace, session, thread, actor):
     retention.retention_policy_set(target=workspace, actor=actor, event_days=30)
     _append(thread, 6, actor)
-    kept = collapse_create(thread=thread, start_position=2, end_position=3, summary_text="s1", actor=actor)
-    gone = collapse_create(thread=thread, start_position=1, end_position=1, summary_text="s0", actor=actor)
+    kept = collapse_create(thread=thread, start_position=2, end_position=3, summary_text="s1",
+                           actor=actor)
+    gone = collapse_create(thread=thread, start_position=1, end_position=1, summary_text="s0",
+                           actor=actor)
     first = Event.objects.get(thread=thread, seq=1)
-    memory = memory_remember(workspace=workspace, user_id="alice", content="likes tea", source_event=first, actor=actor)[0]
+    memory = memory_remember(workspace=workspace, user_id="alice", content="likes tea",
+                             source_event=first, actor=actor)[0]
     record = renders_record(thread, actor)
     # Everything up to seq 6 is old (the originals, not the summaries made at seq 7 and 8) but
     # the second summary (seq 8) also goes: its collapse with it.
