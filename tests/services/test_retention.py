@@ -219,3 +219,13 @@ def test_a_writer_appending_while_retention_runs_loses_nothing(workspace, sessio
     seqs = list(Event.objects.filter(thread=thread).order_by("seq").values_list("seq", flat=True))
     assert seqs == list(range(301, 361))
     assert_counters_match(Session.objects.get(pk=session.pk))
+
+
+def test_beat_runs_retention_through_its_task(workspace, session, thread, actor, settings):
+    from contextstore import tasks
+
+    assert settings.CELERY_BEAT_SCHEDULE["apply-retention"]["task"] == "contextstore.tasks.apply_retention"
+    retention.retention_policy_set(target=workspace, actor=actor, event_days=30)
+    _append(thread, 3, actor)
+    _age(thread, upto_seq=2, days=31)
+    assert tasks.apply_retention() == {"batches": 1, "events": 2, "sessions": 0}
