@@ -1,7 +1,8 @@
-"""Database plumbing in one place: PostgreSQL COPY for event batches, the ORM's INSERT and UPDATE
-compiled once per shape and several writes joined into one statement (the append's hot path),
-queries compiled once per process (PreparedGet, PreparedRows, read_together), and the bounded
-REGEXP (SQLite's in-process function and PostgreSQL's statement timeout) behind regex_guard."""
+"""Database plumbing in one place: PostgreSQL COPY for event batches (and an export's spans),
+the ORM's INSERT and UPDATE compiled once per shape and several writes joined into one
+statement (the append's hot path), queries compiled once per process (PreparedGet,
+PreparedRows, read_together), and the bounded REGEXP (SQLite's in-process function and
+PostgreSQL's statement timeout) behind regex_guard."""
 
 import contextvars
 import functools
@@ -68,11 +69,30 @@ def bulk_insert_events(objs: list[Event], now: datetime) -> None:
                 copy.write_row(row_values(obj, plan))
 
 
+def copy_rows(objs: Sequence[models.Model]) -> None:
+    """Insert new rows of one model with PostgreSQL's COPY, their ids not read back, their values
+    as they are (no pre_save: the caller stamps auto_now_add fields, once for all). A row that
+    breaks a unique constraint fails them all (IntegrityError), as one INSERT would."""
+    if not objs:
+        return
+    model = type(objs[0])
+    fields = tuple(f for f in model._meta.concrete_fields if not f.primary_key)
+    columns = ", ".join(connection.ops.quote_name(f.column)  # type: ignore[arg-type]
+                        for f in fields)
+    plan = row_plan(fields)
+    table = connection.ops.quote_name(model._meta.db_table)
+    with connection.cursor() as cursor, connection.wrap_database_errors:
+        with cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+            for obj in objs:
+                copy.write_row(row_values(obj, plan))
+
+
 # The field classes whose value psycopg takes as is when it has this exact type (a str for a
 # CharField, an aware datetime for a DateTimeField): Django's preparation returns it unchanged.
 _COPY_AS_IS: dict[type, type] = {
     models.BigAutoField: int, models.AutoField: int, models.BigIntegerField: int,
-    models.IntegerField: int, models.PositiveIntegerField: int, models.BooleanField: bool,
+    models.IntegerField: int, models.PositiveIntegerField: int, models.SmallIntegerField: int,
+    models.PositiveSmallIntegerField: int, models.BooleanField: bool,
     models.CharField: str, models.TextField: str, models.DateTimeField: datetime,
 }
 RowPlan = list[tuple[str, type[Any] | None, Callable[[Any, Any], Any], Callable[[Any, bool], Any] | None]]

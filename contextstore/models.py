@@ -821,6 +821,24 @@ class OtelLog(models.Model):
         return f"{self.event_name} {self.trace_id}/{self.span_id}"
 
 
+class OtelPending(models.Model):
+    """The derivation outbox: a trace an export brought spans or log records to that are not
+    derived yet. Written in the export's own transaction, one row per export and trace (never
+    updated by an export, so no export waits on a derivation's locks), and deleted by the pass
+    that derived them; a pass that fails leaves it, due again later."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    trace_id = models.CharField(max_length=32)
+    token = models.ForeignKey(ApiToken, on_delete=models.SET_NULL, null=True, blank=True,
+                              related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    due_at = models.DateTimeField()
+    attempts = models.PositiveSmallIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return self.trace_id
+
+
 class OtelTrace(models.Model):
     """Where a trace's events went: the session its resolved id names (the trace id until a
     span naming a session arrives; then its events move) and the thread holding them."""

@@ -1,4 +1,5 @@
-"""The summary-job outbox publisher, below the services (they queue jobs; tasks.py only runs them).
+"""The outbox publisher, below the services (they queue jobs; tasks.py only runs them): summary
+jobs, and OTLP derivation passes (contextstore.services.otlp.pending) the same way.
 
 The job row is the outbox: it is written in the transaction that needed the summary, and
 beat's recover_summaries sends again whatever was not sent. So a request never waits for the
@@ -29,7 +30,7 @@ def _drain() -> None:
         try:
             send(job_id)
         except Exception:  # noqa: BLE001 - never let the sender thread die; beat recovers
-            logger.exception("could not send summary job %s", job_id)
+            logger.exception("could not send job %s", job_id)
 
 
 def publish_after_commit(send: Callable[[Any], None], job_id: Any) -> None:
@@ -41,6 +42,6 @@ def publish_after_commit(send: Callable[[Any], None], job_id: Any) -> None:
         return
     with _sender_lock:
         if _sender_pid != os.getpid():  # first use in this process (or a forked child)
-            threading.Thread(target=_drain, name="summary-publisher", daemon=True).start()
+            threading.Thread(target=_drain, name="outbox-publisher", daemon=True).start()
             _sender_pid = os.getpid()
     _outbox.put((send, job_id))

@@ -3,8 +3,10 @@
 History is kept in *units*: a tool call and all its results are included together or left out
 together, in order, so a render never starts with a tool result nor leaves a call unanswered
 (providers reject both). `group_units` groups rows into units for the history walk
-(selectors/rendering.py) and for `valid_items`, which pairs calls with results and drops what a
-provider would refuse.
+(selectors/rendering.py), which keeps whole turns of them (`opens_turn`), and for
+`valid_items`, which pairs calls with results and drops what a provider would refuse;
+`coherent` then drops thinking left without its message and anything before the first turn's
+start, so history opens with a user message.
 
 The same events and texts give the same messages byte for byte in every format (raw, openai,
 anthropic): `build_messages` is a pure function, which render records rely on to rebuild a
@@ -95,6 +97,12 @@ def kind_of(type_: str, role: str) -> str:
     return "call" if type_ == "ToolCall" else "other"
 
 
+def opens_turn(type_: str, role: str) -> bool:
+    """Whether an event starts a turn: a user message (not a tool result kept as user), or a
+    collapse's summary, which stands for the history it replaced, turn starts included."""
+    return type_ == "Summary" or (role_of(type_, role) == "user" and kind_of(type_, role) != "result")
+
+
 def event_parts(event: EventFields, *, strip_thinking: bool) -> list[Any] | None:
     if not event.parts or not strip_thinking:
         return event.parts
@@ -115,6 +123,7 @@ class Row:
     kind: str
     role: str
     pk: int = 0
+    opens: bool = False  # starts a turn (opens_turn)
 
 
 def group_units(rows: Iterator[Row]) -> Iterator[list[Row]]:
@@ -231,6 +240,42 @@ def without_emptied(units: list[list[Item]], strip_thinking: bool
     return kept, dropped
 
 
+def _thinking_only(item: Item) -> bool:
+    """An assistant event that shows nothing but thinking (a Reasoning event, mostly)."""
+    e = item.event
+    return (item.role == "assistant" and item.kind != "result" and not item.calls
+            and any(is_thinking(p) for p in e.parts or ()) and not _text_of(e, keep_thinking=False)[0])
+
+
+def coherent(events: Sequence[EventFields], units: list[list[Item]]
+             ) -> tuple[list[list[Item]], list[dict[str, Any]]]:
+    """`units` (chosen from `events`, oldest first) as a provider takes them, and the events
+    dropped: an event with nothing but thinking is kept only right before the assistant message
+    it belongs to (orphan thinking: its message was left out, or is still to come), and history
+    starts with a turn's start that shows text (events before it: no_turn_start)."""
+    items = [i for unit in units for i in unit]
+    by_position = {i.event.position: i for i in items}
+    after = {e.position: n.position for e, n in zip(events, events[1:], strict=False)}
+    drop: dict[int, str] = {}
+    for item in reversed(items):
+        if not _thinking_only(item):
+            continue
+        owner = by_position.get(after.get(item.event.position, -1))
+        if owner is None or owner.event.position in drop or owner.role != "assistant" \
+                or owner.kind == "result":
+            drop[item.event.position] = "orphan_thinking"
+    for item in items:
+        e = item.event
+        if opens_turn(e.type, e.role) and e.position not in drop and _text_of(e, keep_thinking=False)[0]:
+            break
+        drop.setdefault(e.position, "no_turn_start")
+    if not drop:
+        return units, []
+    kept = [[i for i in unit if i.event.position not in drop] for unit in units]
+    return [u for u in kept if u], [_dropped(i.event, drop[i.event.position])
+                                    for i in items if i.event.position in drop]
+
+
 def _dropped(event: EventFields, reason: str) -> dict[str, Any]:
     return {"seq": event.seq, "position": event.position, "tokens": event.token_count,
             "reason": reason}
@@ -281,7 +326,7 @@ def _raw(units: list[list[Item]], strip_thinking: bool) -> list[dict[str, Any]]:
     return out
 
 
-def _openai(units: list[list[Item]]) -> list[dict[str, Any]]:
+def _openai(units: list[list[Item]], summary_as_user: bool) -> list[dict[str, Any]]:
     """Chat Completions messages: the calls of a unit on one assistant message, then one
     `tool` message per result. Thinking has no place in these messages and is left out."""
     out: list[dict[str, Any]] = []
@@ -302,6 +347,8 @@ def _openai(units: list[list[Item]]) -> list[dict[str, Any]]:
                     for i, n, a in item.calls)
             elif text:
                 role = item.role if item.role in ("system", "user", "assistant", "developer") else "user"
+                if summary_as_user and item.event.type == "Summary":  # it opens a turn (opens_turn)
+                    role = "user"
                 out.append({"role": role, "content": text})
     return out
 
@@ -345,16 +392,18 @@ def _anthropic(units: list[list[Item]], strip_thinking: bool) -> list[dict[str, 
 
 def build_messages(
     *, fmt: str, prefix: str, summary: str, suffix: str, units: list[list[Item]],
-    strip_thinking: bool,
+    strip_thinking: bool, summary_as_user: bool = True,
 ) -> dict[str, Any]:
-    """The messages (and for anthropic, `system`) from the chosen texts and events. Pure."""
+    """The messages (and for anthropic, `system`) from the chosen texts and events. Pure.
+    `summary_as_user`: openai shows a collapse's summary as a user message, as anthropic does
+    (false only to rebuild a render recorded before it did: selectors/renders.py)."""
     if fmt == "anthropic":
         system = [{"type": "text", "text": t} for t in (prefix, summary, suffix) if t]
         return {"system": system, "messages": _anthropic(units, strip_thinking)}
     if fmt == "openai":
         head = [{"role": "system", "content": t} for t in (prefix, summary) if t]
         tail = [{"role": "system", "content": suffix}] if suffix else []
-        return {"messages": head + _openai(units) + tail}
+        return {"messages": head + _openai(units, summary_as_user) + tail}
     messages: list[dict[str, Any]] = []
     if prefix:
         messages.append({"role": "system", "section": "prefix", "content": prefix,

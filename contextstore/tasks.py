@@ -11,6 +11,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from contextstore.services import retention, summaries
+from contextstore.services.otlp import pending
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +33,15 @@ def recover_summaries() -> dict[str, int]:
 @shared_task
 def expire_jobs() -> int:
     return summaries.summary_jobs_expire(older_than_days=settings.SUMMARIZER_JOB_RETENTION_DAYS)
+
+
+@shared_task(
+    autoretry_for=(OperationalError, InterfaceError), retry_backoff=True, retry_backoff_max=60,
+    max_retries=8,
+)
+def derive_otlp() -> dict[str, int]:
+    """Queued after each OTLP export and run by beat: derives whatever the outbox names."""
+    return pending.pending_traces_derive()
 
 
 @shared_task

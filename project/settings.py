@@ -284,15 +284,24 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
     CELERY_BROKER_TRANSPORT_OPTIONS.update(
         {"data_folder_in": str(_queue_dir / "queue"), "data_folder_out": str(_queue_dir / "queue"),
          "control_folder": str(_queue_dir / "control"),
-         "processed_folder": str(_queue_dir / "processed"), "store_processed": False}
+         "processed_folder": str(_queue_dir / "processed"), "store_processed": False,
+         # how often the worker lists the queue folder (kombu's default, 1 s, is most of the
+         # time an OTLP export waits for its events under `make run`)
+         "polling_interval": float(env_str("CELERY_POLLING_INTERVAL", "0.2"))}
     )
 CELERY_BEAT_SCHEDULE = {
     "recover-summaries": {"task": "contextstore.tasks.recover_summaries",
                           "schedule": env_int("SUMMARIZER_RECOVER_EVERY", 120)},
     "expire-jobs": {"task": "contextstore.tasks.expire_jobs", "schedule": 3600},
+    # OTLP exports are derived by a worker pass queued after each export; this one derives what
+    # a lost message, a crash before publish or a failed pass left (contextstore.services.otlp.pending).
+    "derive-otlp": {"task": "contextstore.tasks.derive_otlp",
+                    "schedule": env_int("OTLP_DERIVE_RECOVER_EVERY", 30)},
     "apply-retention": {"task": "contextstore.tasks.apply_retention",
                         "schedule": env_int("RETENTION_EVERY", 3600)},
 }
+# Seconds before a trace whose derivation failed is tried again (doubling, at most an hour).
+OTLP_DERIVE_BACKOFF = env_int("OTLP_DERIVE_BACKOFF", 30)
 # Retention (services/retention.py): each beat run deletes at most RETENTION_MAX_BATCHES batches
 # of at most RETENTION_BATCH_SIZE events, each batch its own short transaction; the next run
 # goes on where this one stopped.

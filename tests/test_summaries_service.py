@@ -441,7 +441,8 @@ def test_a_trickling_llm_fails_the_job_at_the_timeout_and_leaves_the_thread_as_i
     elapsed = time.monotonic() - started
     assert job.status == "failed" and "timed out after 2.0s" in job.error
     (call,) = calls
-    assert 1.0 <= call <= 3.0, call  # SUMMARIZER_TIMEOUT ± 1 s, though bytes kept coming
+    # SUMMARIZER_TIMEOUT, though bytes kept coming for 250 s: the margin is for a loaded machine
+    assert 1.0 <= call <= 5.0, call
     assert elapsed < call + 5  # and the job around it did not wait on anything else
     after = fresh(budgeted)
     assert not Collapse.objects.exists()

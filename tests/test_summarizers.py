@@ -398,4 +398,4 @@ def test_a_trickling_endpoint_times_out_at_the_deadline_of_each_call(trickle_ser
                                                        backoff=0.01))
     elapsed = time.monotonic() - started
     assert len(trickle_server.requests) == 2  # each attempt got its own 2 s
-    assert 3.0 <= elapsed <= 5.0, elapsed
+    assert 3.0 <= elapsed <= 8.0, elapsed  # not the 250 s the trickle lasts; margin for load

@@ -536,7 +536,8 @@ class ContextQuerySerializer(serializers.Serializer):
                   "anthropic: `system` blocks plus Messages API turns.")
     on_oversize = serializers.ChoiceField(
         choices=["skip", "stop"], required=False, default="skip",
-        help_text="A unit larger than the remaining budget is skipped (older events still "
+        help_text="History is kept in whole turns (a user message through everything before the "
+                  "next): a turn larger than the remaining budget is skipped (older turns still "
                   "come) or ends the history there.")
     record = serializers.BooleanField(
         required=False, default=False,

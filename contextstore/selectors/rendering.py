@@ -4,11 +4,15 @@ A render is prefix blocks, the summary, the newest history that fits the budget,
 It reads only what it returns: the history walk reads (position, tokens, type, role) newest
 first and stops when the budget is spent, then loads just the events it keeps.
 
-History is planned in units (render_format.group_units): a tool call and all its results are
-included together or left out together. A unit larger than the remaining budget is skipped and
-the walk goes on with older units (`on_oversize="skip"`), or the walk stops there (`"stop"`);
-every event left out is reported with its reason, and `fits` is false whenever one was left out
-for size. The messages themselves are built by render_format.py, which reads no database.
+History is planned in whole turns (render_format.opens_turn): a user message (or a collapse's
+summary, which stands for what it replaced) and everything after it up to the next one, so its
+tool calls with all their results and its thinking with the message it belongs to. A turn larger
+than the budget left is skipped and the walk goes on with older turns (`on_oversize="skip"`), or
+the walk stops there (`"stop"`); events before the first turn's start are left out, as are
+results with no call before them. Every event left out is reported with its reason, and `fits`
+is false whenever one was left out for size. The messages themselves are built by
+render_format.py, which reads no database; it also drops what the loaded events still hold that
+a provider refuses (render_format.valid_items, coherent).
 """
 
 from collections.abc import Iterable, Iterator, Sequence
@@ -25,12 +29,14 @@ from contextstore.render_format import (
     Item,
     Row,
     build_messages,
+    coherent,
     effective_strip,
     event_cost,
     event_tokens,
     group_units,
     join_blocks,
     kind_of,
+    opens_turn,
     prefix_hash,
     role_of,
     valid_items,
@@ -40,16 +46,23 @@ from contextstore.selectors.threads import thread_blocks
 from contextstore.tokens import count_tokens
 
 ON_OVERSIZE = ("skip", "stop")
-# After this many units in a row that do not fit, the rest of history is taken as not fitting:
+# After this many turns in a row that do not fit, the rest of history is taken as not fitting:
 # keeps the walk's cost following the budget rather than the length of history.
 MAX_CONSECUTIVE_SKIPS = 8
+# A turn already too big for the budget left is read on (to find its start, so older turns can
+# come) for at most this many events; past them the rest of history is taken as not fitting.
+MAX_SKIPPED_ROWS = 4096
 
+# The reasons that make a render not fit: the rest say a provider would refuse the event.
+FOR_SIZE = ("oversize", "budget", "stop")
 # Why an event was left out of a render (stats.skipped[].reason), in words for people.
 SKIP_REASONS = {
     "oversize": "larger than the budget left; older events still came",
     "budget": "the budget was spent; this and older events were left out",
     "stop": "did not fit and on_oversize=stop: history ends here",
     "orphan_tool_result": "a tool result whose call is not in the context (providers reject it)",
+    "no_turn_start": "before the first user message: a history a provider takes starts with one",
+    "orphan_thinking": "thinking whose assistant message is not in the context (providers reject it)",
     "unanswered_tool_call": "a tool call whose results are not all in the context",
     "empty_after_strip": "nothing but thinking, which strip_thinking removes (peteos drops it too)",
 }
@@ -89,7 +102,7 @@ def first_page_size(thread: Thread, budget: int) -> int:
 
 def plan_history(*, thread: Thread, budget: int, strip_thinking: bool, first_page: list[tuple],
                  page_size: int, on_oversize: str = "skip") -> HistoryPlan:
-    """Choose the units that fit, newest first, reading only (position, seq, tokens, type, role).
+    """Choose the turns that fit, newest first, reading only (position, seq, tokens, type, role).
     `first_page`: the newest `page_size` rows (_NEWEST), read by the caller; the walk reads
     older pages, each four times bigger, only while it needs them."""
 
@@ -98,41 +111,59 @@ def plan_history(*, thread: Thread, budget: int, strip_thinking: bool, first_pag
         while True:
             for position, seq, tokens, think, type_, role, pk in got:
                 yield Row(position, seq, event_cost(tokens, think, strip_thinking),
-                          kind_of(type_, role), role_of(type_, role), pk)
+                          kind_of(type_, role), role_of(type_, role), pk, opens_turn(type_, role))
             if len(got) < size:
                 return
             size = min(size * 4, 4096)
             got = _NEWEST_BEFORE.rows(thread.pk, got[-1][0], limit=size)
 
     plan = HistoryPlan()
+
+    def leave(units: list[list[Row]], reason: str) -> None:
+        plan.left_out.extend({"seq": r.seq, "position": r.position, "tokens": r.cost,
+                              "reason": reason} for unit in units for r in reversed(unit))
+
     used, skips_in_a_row = 0, 0
+    turn: list[list[Row]] = []  # the turn being read, newest unit first
+    cost = rows_read = 0
     for unit in group_units(rows()):
-        cost = sum(r.cost for r in unit)
-        if used + cost <= budget:
-            plan.units.append(unit)
+        if unit[-1].kind == "result":  # results with no call before them: no provider takes them
+            leave([unit], "orphan_tool_result")
+            continue
+        turn.append(unit)
+        cost += sum(r.cost for r in unit)
+        rows_read += len(unit)
+        over = used + cost > budget
+        if over and (on_oversize == "stop" or used >= budget or rows_read > MAX_SKIPPED_ROWS):
+            leave(turn, "stop" if on_oversize == "stop" else "budget")
+            plan.stopped = True
+            return plan
+        if not unit[-1].opens:
+            continue
+        if not over:
+            plan.units.extend(turn)
             used += cost
             skips_in_a_row = 0
-            continue
-        give_up = on_oversize == "stop" or skips_in_a_row >= MAX_CONSECUTIVE_SKIPS or used >= budget
-        reason = ("stop" if on_oversize == "stop" else "budget") if give_up else "oversize"
-        plan.left_out.extend({"seq": r.seq, "position": r.position, "tokens": r.cost,
-                              "reason": reason} for r in reversed(unit))
-        if give_up:
+        elif skips_in_a_row >= MAX_CONSECUTIVE_SKIPS:
+            leave(turn, "budget")
             plan.stopped = True
-            break
-        skips_in_a_row += 1
+            return plan
+        else:
+            leave(turn, "oversize")
+            skips_in_a_row += 1
+        turn, cost, rows_read = [], 0, 0
+    leave(turn, "no_turn_start")  # the oldest events, before any turn's start
     return plan
 
 
 def skipped_inside(plan: HistoryPlan) -> list[int]:
-    """Positions of units skipped for size inside the planned window (those past its oldest
-    end are outside it anyway)."""
+    """Positions of events left out inside the planned window: turns skipped for size, orphan
+    results (those past its oldest end are outside it anyway)."""
     positions = [r.position for unit in plan.units for r in unit]
     if not positions:
         return []
     first, last = min(positions), max(positions)
-    return [x["position"] for x in plan.left_out
-            if x["reason"] == "oversize" and first <= x["position"] <= last]
+    return [x["position"] for x in plan.left_out if first <= x["position"] <= last]
 
 
 def load_planned(*, thread: Thread, plan: HistoryPlan, along: Sequence[tuple[str, list]] = ()
@@ -256,7 +287,7 @@ def render_stats(planned: Planned, *, used: int, included: int,
         "max_tokens": planned.max_tokens,
         "total_tokens": total,
         # Honest: false when anything visible was left out for size, not only when over budget.
-        "fits": total <= planned.max_tokens and not plan.left_out,
+        "fits": total <= planned.max_tokens and not any(x["reason"] in FOR_SIZE for x in plan.left_out),
         "prefix_hash": prefix_hash(prefix.text),
         "on_oversize": planned.options["on_oversize"],
         "strip_thinking": planned.strip,
@@ -279,9 +310,11 @@ def render_stats(planned: Planned, *, used: int, included: int,
 def render_finish(planned: Planned, *, along: Sequence[tuple[str, list]] = ()) -> Rendered:
     """Load the planned events and build the messages (`along`: see load_planned)."""
     thread, strip = planned.thread, planned.strip
-    units, invalid = valid_items(load_planned(thread=thread, plan=planned.plan, along=along))
+    events = load_planned(thread=thread, plan=planned.plan, along=along)
+    units, invalid = valid_items(events)
     units, emptied = without_emptied(units, strip)
-    invalid += emptied
+    units, incoherent = coherent(events, units)
+    invalid += emptied + incoherent
     stats = render_stats(planned, used=sum(event_tokens(i.event, strip) for unit in units for i in unit),
                          included=sum(len(u) for u in units), invalid=invalid)
     body = build_messages(fmt=planned.fmt, prefix=planned.prefix.text, summary=thread.summary,

@@ -118,7 +118,7 @@ def render_rebuild(*, record: RenderRecord) -> dict[str, Any]:
         fmt=record.format, prefix=_section_text(spec["prefix"], versions, texts),
         summary=texts[spec["summary"]] if spec["summary"] else "",
         suffix=_section_text(spec["suffix"], versions, texts), units=units,
-        strip_thinking=spec["strip"])
+        strip_thinking=spec["strip"], summary_as_user=spec["v"] >= 2)  # as its render showed it
     return {"format": record.format, **body}
 
 

@@ -22,7 +22,8 @@ from contextstore.selectors import rendering
 from contextstore.selectors.renders import LLM_CALL_TYPES, is_uuid, pack_events, sha256
 from contextstore.services.common import Actor
 
-SPEC_VERSION = 1
+# 2: openai renders show a collapse's summary as a user message (render_format.build_messages)
+SPEC_VERSION = 2
 MAX_LOGGED_MESSAGES = 2000
 
 

@@ -31,13 +31,14 @@ def test_blocks_are_put_listed_rendered_and_deleted(api_client, thread, thread_u
 
 def test_context_budget_and_strip_thinking(api_client, thread, thread_url):
     api_client.post(f"{thread_url}events/", {"events": [
+        {"type": "Message", "content": "why?"},  # a render's history opens with a user message
         {"type": "LLMOutput", "content": "answer",
          "parts": [{"type": "thinking", "thinking": "long private reasoning " * 10},
                    {"type": "text", "text": "answer"}]}] + messages(5, words=20)}, format="json")
     small = api_client.get(f"{thread_url}context/?max_tokens=60").json()
-    assert small["stats"]["sections"]["history"]["events_included"] < 6
-    stripped = api_client.get(f"{thread_url}context/?strip_thinking=true").json()["messages"][0]
-    full = api_client.get(f"{thread_url}context/").json()["messages"][0]
+    assert small["stats"]["sections"]["history"]["events_included"] < 7
+    stripped = api_client.get(f"{thread_url}context/?strip_thinking=true").json()["messages"][1]
+    full = api_client.get(f"{thread_url}context/").json()["messages"][1]
     assert [p["type"] for p in stripped["parts"]] == ["text"]
     assert stripped["tokens"] < full["tokens"]
     assert api_client.get(f"{thread_url}context/?max_tokens=0").status_code == 400

@@ -6,7 +6,8 @@ chat-completions model against a local fake server. Each runs in its framework's
 holds each message once, the tool call with its id and arguments, its result, and both LLM
 calls with model, usage and cost, in order.
 
-Derivation may run after the export's answer (a task): the tests wait for it."""
+Derivation is a task run after the export's answer; here it runs eagerly in the live server
+(tests/worker runs it on a real worker), and the tests wait for it."""
 
 import os
 import subprocess
@@ -16,10 +17,12 @@ from pathlib import Path
 import pytest
 
 from contextstore.models import Event, OtelSpan, Session
+from tests.otlp.conftest import derive_eagerly
 from tests.otlp.emitters import ANSWER, fake_model
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(1800),
+              pytest.mark.usefixtures(derive_eagerly.__name__)]
 
 
 def emit(name: str, live_server, token, session: str, *, env: dict[str, str] | None = None,

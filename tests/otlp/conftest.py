@@ -6,6 +6,7 @@ import pytest
 from django.test import Client
 
 from contextstore.services.workspaces import api_token_create
+from project.celery import app
 from tests.api.conftest import client_for
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -50,16 +51,31 @@ def fixture(name: str) -> dict[str, Any]:
     return json.loads((FIXTURES / name).read_text())
 
 
+@pytest.fixture(autouse=True)
+def derive_eagerly(settings):
+    """Tasks run eagerly (CELERY_TASK_ALWAYS_EAGER): the derivation pass an export queues runs
+    in the exporting process right after its commit, so its events are there when the answer
+    is. tests/otlp/test_pending.py and tests/worker test the pass queued to a real worker."""
+    saved = app.conf.task_always_eager, app.conf.task_eager_propagates  # before settings change
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    app.conf.task_always_eager = app.conf.task_eager_propagates = True
+    yield
+    app.conf.task_always_eager, app.conf.task_eager_propagates = saved
+
+
 @pytest.fixture
-def otlp(token):
-    """POST an OTLP/JSON export (a dict) or raw bytes to /otlp/v1/<signal> with the write token."""
+def otlp(token, django_capture_on_commit_callbacks):
+    """POST an OTLP/JSON export (a dict) or raw bytes to /otlp/v1/<signal> with the write token.
+    What the request left to run after commit runs when it returns (the test's own transaction
+    never commits)."""
     client = Client()
 
     def post(body: dict | bytes, *, signal: str = "traces", content_type: str = "application/json",
              auth: str | None = None, **headers: str):
         data = json.dumps(body).encode() if isinstance(body, dict) else body
-        return client.post(f"/otlp/v1/{signal}", data=data, content_type=content_type,
-                           headers={"Authorization": auth or f"Bearer {token[1]}", **headers})
+        with django_capture_on_commit_callbacks(execute=True):
+            return client.post(f"/otlp/v1/{signal}", data=data, content_type=content_type,
+                               headers={"Authorization": auth or f"Bearer {token[1]}", **headers})
     return post
 
 

@@ -106,6 +106,7 @@ def test_render_keeps_the_newest_events_that_fit_the_budget(thread, actor):
 
 def test_render_skips_runtime_events_and_can_strip_thinking(thread, actor):
     event_append(thread=thread, actor=actor, events=[
+        {"type": "Message", "content": "and?"},
         {"type": "LLMCallStart"},
         {"type": "LLMOutput", "content": "", "parts": [
             {"type": "thinking", "thinking": "secret chain of thought " * 5},
@@ -114,8 +115,8 @@ def test_render_skips_runtime_events_and_can_strip_thinking(thread, actor):
     thread.refresh_from_db()
     full = rendering.context_render(thread=thread, max_tokens=1000)
     stripped = rendering.context_render(thread=thread, max_tokens=1000, strip_thinking=True)
-    assert [m["type"] for m in section(full, "history")] == ["LLMOutput"]
-    assert section(stripped, "history")[0]["parts"] == [{"type": "text", "text": "the answer"}]
+    assert [m["type"] for m in section(full, "history")] == ["Message", "LLMOutput"]
+    assert section(stripped, "history")[1]["parts"] == [{"type": "text", "text": "the answer"}]
     assert stripped["stats"]["total_tokens"] < full["stats"]["total_tokens"]
 
 

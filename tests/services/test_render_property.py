@@ -1,7 +1,8 @@
 """Random threads (messages, tool calls with 1–3 results, reasoning, huge events, collapses,
 clears) rendered at random budgets in every format: providers accept the output, no tool call
-or result is orphaned, tokens stay within budget, every event left out is reported and `fits`
-says whether anything was left out for size."""
+or result is orphaned, history opens with a user message and keeps whole turns, tokens stay
+within budget, every event left out is reported and `fits` says whether anything was left out
+for size (tests/services/test_render_coherence.py draws threads of turns to check more)."""
 
 import itertools
 import json
@@ -24,7 +25,8 @@ from tests.provider_types import assert_anthropic_request, assert_openai_request
 
 names = itertools.count()
 FOR_SIZE = {"oversize", "budget", "stop"}
-INVALID = {"orphan_tool_result", "unanswered_tool_call", "empty_after_strip"}
+INVALID = {"orphan_tool_result", "unanswered_tool_call", "empty_after_strip", "no_turn_start",
+           "orphan_thinking"}
 
 
 def words(n: int) -> str:
@@ -139,6 +141,17 @@ def check(thread, render, budget: int, fmt: str) -> None:
     assert unaccounted >= len(reported) and len(reported) >= len(skipped)
     if cut is None:
         assert unaccounted == len(active)
+    if fmt == "raw":  # whole turns: a user message (or a collapse's summary) up to the next
+        starts, turn_of = set(), {}
+        for seq, type_, role in Event.objects.filter(thread=thread, status="active", visible=True) \
+                .order_by("position").values_list("seq", "type", "role"):
+            user = (role or {"Message": "user"}.get(type_)) == "user"
+            if type_ == "Summary" or (type_ != "ToolResult" and user):
+                starts.add(seq)
+            turn_of[seq] = max(starts, default=None)
+        assert not included or included[0] in starts
+        shown = {turn_of[seq] for seq in included}
+        assert not [seq for seq, r in skipped.items() if r in FOR_SIZE and turn_of.get(seq) in shown]
     left_for_size = any(r in FOR_SIZE for r in skipped.values())
     assert stats["fits"] == (not left_for_size and stats["total_tokens"] <= budget)
     assert set(skipped.values()) <= FOR_SIZE | INVALID

@@ -25,19 +25,19 @@ def append(thread, actor, events):
 
 
 def test_a_tool_call_keeps_name_and_arguments_in_its_message_and_tokens(thread, actor):
-    append(thread, actor, [call(1, q="weather in Paris")])
-    [event] = thread.events.all()
+    append(thread, actor, [{"type": "Message", "content": "weather?"}, call(1, q="weather in Paris")])
+    event = thread.events.get(seq=2)
     assert event.token_count == count_tokens('search({"q":"weather in Paris"})')
     append(thread, actor, [result(1)])
     render = rendering.context_render(thread=thread, max_tokens=1000)
-    first = history(render)[0]
+    first = history(render)[1]
     assert first["tool_calls"] == [{"id": "c1", "name": "search",
                                     "arguments": {"q": "weather in Paris"}}]
     assert first["tokens"] == event.token_count > 0
-    assert history(render)[1]["tool_call_id"] == "c1"
+    assert history(render)[2]["tool_call_id"] == "c1"
 
 
-def test_a_call_and_all_its_results_are_left_out_together(thread, actor):
+def test_a_call_and_all_its_results_are_left_out_together_with_their_turn(thread, actor):
     append(thread, actor, messages(2, words=10) + [
         {"type": "ToolCall", "data": {"tool_calls": [
             {"id": "a", "name": "f", "arguments": {}}, {"id": "b", "name": "g", "arguments": {}}]}},
@@ -45,14 +45,18 @@ def test_a_call_and_all_its_results_are_left_out_together(thread, actor):
         result("x", "two " * 40) | {"data": {"tool_call_id": "b"}},
         {"type": "Message", "content": "thanks"}])
     tokens = {e.seq: e.token_count for e in thread.events.all()}
-    # room for the newest message and the second result, not for the whole unit
+    # room for the newest message and the second result, not for the whole unit: the turn it
+    # belongs to (the user message 1 through its last result) goes whole
     budget = tokens[6] + tokens[5] + 1
     render = rendering.context_render(thread=thread, max_tokens=budget)
-    # the unit goes whole; the older, smaller messages still come
-    assert [m["seq"] for m in history(render)] == [1, 2, 6]
+    assert [m["seq"] for m in history(render)] == [6]
     assert render["stats"]["fits"] is False
     assert [(s["seq"], s["tokens"], s["reason"]) for s in render["stats"]["skipped"]] == [
-        (5, tokens[5], "oversize"), (4, tokens[4], "oversize"), (3, tokens[3], "oversize")]
+        (n, tokens[n], "oversize") for n in (5, 4, 3, 2, 1)]
+    # with room for both turns, all of it comes
+    render = rendering.context_render(thread=thread, max_tokens=sum(tokens.values()))
+    assert [m["seq"] for m in history(render)] == [1, 2, 3, 4, 5, 6]
+    assert render["stats"]["fits"] is True
 
 
 def test_a_render_never_starts_with_an_orphan_result(thread, actor):
@@ -84,7 +88,8 @@ def test_a_huge_newest_event_is_skipped_and_older_history_still_comes(thread, ac
     assert seqs == [1, 2, 3, 4, 5, 8]
     stats = render["stats"]
     assert stats["fits"] is False and stats["total_tokens"] <= 8000
-    assert {s["seq"]: s["reason"] for s in stats["skipped"]} == {7: "oversize", 6: "oversize"}
+    # the huge result answers no call: left out as a provider would refuse it, not for size
+    assert {s["seq"]: s["reason"] for s in stats["skipped"]} == {7: "oversize", 6: "orphan_tool_result"}
     assert next(s for s in stats["skipped"] if s["seq"] == 7)["tokens"] > 8000
 
 
@@ -107,13 +112,14 @@ def test_fits_is_true_only_when_nothing_was_left_out(thread, actor):
 
 
 def test_thinking_follows_strip_thinking(thread, actor):
-    append(thread, actor, [{"type": "LLMOutput", "parts": [
+    append(thread, actor, [{"type": "Message", "content": "why?"}, {"type": "LLMOutput", "parts": [
         {"type": "thinking", "thinking": "hmm " * 20, "signature": "sig"},
         {"type": "text", "text": "answer"}]}])
     kept = rendering.context_render(thread=thread, max_tokens=1000, fmt="anthropic")
     gone = rendering.context_render(thread=thread, max_tokens=1000, fmt="anthropic", strip_thinking=True)
-    assert [b["type"] for b in kept["messages"][0]["content"]] == ["thinking", "text"]
-    assert [b["type"] for b in gone["messages"][0]["content"]] == ["text"]
+    assert [b["type"] for b in kept["messages"][1]["content"]] == ["thinking", "text"]
+    assert [b["type"] for b in gone["messages"][1]["content"]] == ["text"]
     assert gone["stats"]["total_tokens"] < kept["stats"]["total_tokens"]
     openai = rendering.context_render(thread=thread, max_tokens=1000, fmt="openai")
-    assert openai["messages"] == [{"role": "assistant", "content": "answer"}]
+    assert openai["messages"] == [{"role": "user", "content": "why?"},
+                                  {"role": "assistant", "content": "answer"}]

@@ -205,6 +205,7 @@ def test_what_the_model_sees_says_why_each_event_was_left_out(editor_client, thr
     event_append(thread=thread, actor=actor, events=messages(3, words=10) + [
         {"type": "ToolResult", "content": "<b>orphan</b>", "data": {"tool_call_id": "gone"}},
         {"type": "Message", "content": "huge " * 3000},
+        {"type": "Message", "content": "look it up"},  # a turn of its own: the huge one is skipped
         {"type": "ToolCall", "data": {"id": "c1", "name": "lookup", "arguments": {"q": "<i>"}}},
         {"type": "ToolResult", "content": "found", "data": {"tool_call_id": "c1"}}])
     html = editor_client.get(f"/threads/{thread.pk}/context/", {"budget": 500}).content.decode()

@@ -16,7 +16,10 @@ class Command(BaseCommand):
         parser.add_argument("--workers", type=int, default=None,
                             help="gunicorn workers when starting one (default: its config).")
         parser.add_argument("--seconds", type=float, default=10.0, help="Duration of each run.")
+        parser.add_argument("--derive-workers", type=int, default=1,
+                            help="Processes of the worker started beside gunicorn (default 1).")
 
     def handle(self, *args: Any, url: str | None, token: str | None, workers: int | None,
-               seconds: float, **options: Any) -> None:
-        OtlpBench(self.stdout).run(url=url, token=token, workers=workers, seconds=seconds)
+               seconds: float, derive_workers: int, **options: Any) -> None:
+        OtlpBench(self.stdout).run(url=url, token=token, workers=workers, seconds=seconds,
+                                   derive_workers=derive_workers)

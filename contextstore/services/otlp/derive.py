@@ -19,7 +19,7 @@ import hashlib
 import logging
 from collections import defaultdict
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
@@ -394,13 +394,19 @@ def _append_new(thread: Thread, events: list[dict[str, Any]], held: set[str], ac
         event_append(thread=thread, events=fresh[i:i + APPEND_BATCH], actor=actor)
 
 
-def traces_derive(*, workspace: Workspace, trace_ids: list[str], actor: Actor, safely: bool = False) -> int:
+class Derived(NamedTuple):
+    done: int  # traces derived
+    failed: list[str]  # trace ids whose session's derivation raised (with `safely`)
+
+
+def traces_derive(*, workspace: Workspace, trace_ids: list[str], actor: Actor,
+                  safely: bool = False) -> Derived:
     """Derive the traces (those with a span yet: log records wait for theirs), grouped by the
-    session each resolves to; returns how many were. `safely`: a bug in one session's mapping
-    is logged and the rest go on (the spans are kept; `otel_remap` derives them again); a
-    database outage still propagates, so the exporter is told to retry."""
+    session each resolves to. `safely`: a bug in one session's mapping is logged, its traces
+    are named in `failed`, and the rest go on (the spans are kept and derived again later); a
+    database outage still propagates, so the caller retries."""
     trace_ids = sorted(set(trace_ids))  # every transaction takes the rows in one order
-    done = 0
+    done, failed = 0, []
     with transaction.atomic():
         OtelTrace.objects.bulk_create([OtelTrace(workspace=workspace, trace_id=t) for t in trace_ids],
                                       ignore_conflicts=True)
@@ -440,7 +446,8 @@ def traces_derive(*, workspace: Workspace, trace_ids: list[str], actor: Actor, s
                     raise
                 logger.exception("otel traces %s could not be derived; their spans are kept",
                                  [t.trace_id for t in traces])
-    return done
+                failed += [t.trace_id for t in traces]
+    return Derived(done, failed)
 
 
 def sessions_remap(*, workspace: Workspace, actor: Actor,
@@ -474,5 +481,5 @@ def sessions_remap(*, workspace: Workspace, actor: Actor,
     first_start = {row["trace_id"]: row["start"] for row in OtelSpan.objects.filter(
         workspace=workspace, trace_id__in=mapped).values("trace_id").annotate(start=Min("start_ns"))}
     ordered = sorted(mapped, key=lambda t: (first_start.get(t, 0), t))
-    derived = traces_derive(workspace=workspace, trace_ids=ordered, actor=actor)
+    derived = traces_derive(workspace=workspace, trace_ids=ordered, actor=actor).done
     return {"traces": derived, "sessions_rebuilt": rebuilt}

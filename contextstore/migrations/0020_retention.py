@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('contextstore', '0018_event_is_error'),
+        ('contextstore', '0019_otel_pending'),
     ]
 
     operations = [
