@@ -87,7 +87,9 @@ def test_pages_and_api_naming_expired_history_say_expired(editor_client, workspa
     assert page.status_code == 200 and "2 originals expired" in page.content.decode()
     sent = editor_client.get(f"/threads/{thread.pk}/calls/6/sent/")
     assert sent.status_code == 200 and "expired (deleted by retention)" in sent.content.decode()
-    assert editor_client.get(f"/threads/{thread.pk}/").status_code == 200
+    timeline = editor_client.get(f"/threads/{thread.pk}/")
+    assert timeline.status_code == 200 and "Events #1–#4 expired" in timeline.content.decode()
+    assert editor_client.get(f"/threads/{thread.pk}/", {"around": 1}).status_code == 200
 
     api = APIClient()
     raw = api_token_create(workspace=workspace, name="t", actor=actor)[1]
