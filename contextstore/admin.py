@@ -29,7 +29,16 @@ from contextstore.models import (
     Thread,
     Workspace,
 )
-from contextstore.services import blocks, clientai, collapses, sessions, state, threads, workspaces
+from contextstore.services import (
+    blocks,
+    clientai,
+    collapses,
+    retention,
+    sessions,
+    state,
+    threads,
+    workspaces,
+)
 from contextstore.services.common import Actor
 
 
@@ -93,10 +102,11 @@ class MembershipInline(admin.TabularInline):
 
 @admin.register(Workspace)
 class WorkspaceAdmin(admin.ModelAdmin):
-    list_display = ("slug", "name", "created_at")
+    list_display = ("slug", "name", "retention_event_days", "retention_session_days", "created_at")
     search_fields = ("slug", "name")
     date_hierarchy = "created_at"
     inlines = [MembershipInline]
+    fields = ("slug", "name", "retention_event_days", "retention_session_days")
 
     def get_readonly_fields(self, request, obj=None):
         return ("slug",) if obj is not None else ()
@@ -104,9 +114,13 @@ class WorkspaceAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         if change:
             workspaces.workspace_update(workspace=obj, name=obj.name, actor=actor_of(request))
-            return
-        saved, _ = workspaces.workspace_ensure(slug=obj.slug, name=obj.name)
-        obj.pk = saved.pk
+            saved = Workspace.objects.get(pk=obj.pk)
+        else:
+            saved, _ = workspaces.workspace_ensure(slug=obj.slug, name=obj.name)
+            obj.pk = saved.pk
+        retention.retention_policy_set(
+            target=saved, actor=actor_of(request), event_days=obj.retention_event_days,
+            session_days=obj.retention_session_days)
 
     def get_deleted_objects(self, objs, request):
         return counts_only(self, objs, request)
@@ -187,7 +201,10 @@ class ApiTokenAdmin(admin.ModelAdmin):
 class SessionForm(forms.ModelForm):
     class Meta:
         model = Session
-        fields = ("title", "agent", "metadata", "archived")
+        fields = ("title", "agent", "metadata", "archived", "legal_hold", "retention_event_days",
+                  "retention_session_days")
+        help_texts = {"retention_event_days": "Empty: the workspace's policy.",
+                      "retention_session_days": "Empty: the workspace's policy."}
 
     def clean_metadata(self):
         metadata = self.cleaned_data["metadata"]
@@ -200,16 +217,19 @@ class SessionForm(forms.ModelForm):
 class SessionAdmin(admin.ModelAdmin):
     form = SessionForm
     list_display = ("key", "title", "app", "user_id", "agent", "workspace", "thread_count", "event_count",
-                    "token_total", "cost_total", "error_count", "archived", "last_activity_at")
-    list_filter = ("archived", "workspace", "app", "agent")
+                    "token_total", "cost_total", "error_count", "archived", "legal_hold", "expires",
+                    "last_activity_at")
+    list_filter = ("archived", "legal_hold", "workspace", "app", "agent")
     search_fields = ("key", "title", "app", "user_id", "agent")
     date_hierarchy = "last_activity_at"
     list_select_related = ("workspace",)
     fields = ("workspace", "app", "key", "user_id", "agent", "title", "metadata", "archived", "created_at",
               "last_activity_at", "thread_count", "event_count", "token_total", "cost_total",
-              "error_count")
+              "error_count", "legal_hold", "retention_event_days", "retention_session_days",
+              "retention_policy", "expires")
     readonly_fields = ("workspace", "app", "key", "user_id", "created_at", "last_activity_at",
-                       "thread_count", "event_count", "token_total", "cost_total", "error_count")
+                       "thread_count", "event_count", "token_total", "cost_total", "error_count",
+                       "retention_policy", "expires")
     actions = ["archive", "unarchive"]
 
     def has_add_permission(self, request) -> bool:
@@ -218,8 +238,26 @@ class SessionAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         changes = {f: form.cleaned_data[f] for f in form.changed_data
                    if f in ("title", "agent", "metadata", "archived")}
-        fresh = Session.objects.get(pk=obj.pk)
+        fresh = Session.objects.select_related("workspace").get(pk=obj.pk)
         sessions.session_update(session=fresh, actor=actor_of(request), **changes)
+        retention.retention_policy_set(
+            target=fresh, actor=actor_of(request), legal_hold=form.cleaned_data["legal_hold"],
+            event_days=form.cleaned_data["retention_event_days"],
+            session_days=form.cleaned_data["retention_session_days"])
+
+    @admin.display(description="Retention in effect")
+    def retention_policy(self, obj: Session) -> str:
+        policy = retention.policy_of(obj)
+        if policy.legal_hold:
+            return "legal hold: exempt"
+        rules = [f"events after {policy.event_days} days" if policy.event_days else "",
+                 f"session after {policy.session_days} days inactive" if policy.session_days else ""]
+        return "; ".join(r for r in rules if r) or "none: kept forever"
+
+    @admin.display(description="Expires")
+    def expires(self, obj: Session) -> str:
+        when = retention.session_expires_at(obj)
+        return "never" if when is None else when.strftime("%Y-%m-%d %H:%M %Z")
 
     def get_deleted_objects(self, objs, request):
         return counts_only(self, objs, request)

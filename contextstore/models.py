@@ -21,7 +21,20 @@ class ModelSettings(models.Model):
         abstract = True
 
 
-class Workspace(ModelSettings):
+class Retention(models.Model):
+    """How long history is kept (services/retention.py); NULL means "no rule here": a session's
+    own setting overrides its workspace's, and neither means keep forever."""
+
+    # Delete events written more than this many days ago.
+    retention_event_days = models.PositiveIntegerField(null=True, blank=True)
+    # Delete whole sessions without activity for this many days.
+    retention_session_days = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+
+class Workspace(ModelSettings, Retention):
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -80,7 +93,7 @@ class ApiToken(models.Model):
         return self.scope == self.Scope.WRITE
 
 
-class Session(ModelSettings):
+class Session(ModelSettings, Retention):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="sessions")
     key = models.CharField(max_length=255)
     user_id = models.CharField(max_length=255, blank=True, default="")
@@ -90,6 +103,8 @@ class Session(ModelSettings):
     title = models.CharField(max_length=500, blank=True, default="")
     metadata = OrderedJSONField(default=dict)
     archived = models.BooleanField(default=False)
+    # A legal hold exempts the session from every retention rule.
+    legal_hold = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     last_activity_at = models.DateTimeField(auto_now_add=True)
@@ -192,6 +207,8 @@ class Thread(ModelSettings):
     active_tokens = models.PositiveBigIntegerField(default=0)
     error_count = models.PositiveBigIntegerField(default=0)  # rows with is_error, any status
     last_event_at = models.DateTimeField(null=True, blank=True)
+    # Retention deleted every event up to this seq (0: none); seq is never reused after it.
+    expired_seq = models.BigIntegerField(default=0)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["session", "name"], name="thread_unique_name")]
@@ -260,6 +277,8 @@ class Collapse(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     undone_at = models.DateTimeField(null=True, blank=True)
+    # Originals deleted by retention: the summary stands for them; undo can no longer restore them.
+    expired_count = models.PositiveIntegerField(default=0)
 
     class Meta:
         indexes = [models.Index(fields=["thread", "start_position"], name="collapse_range")]
@@ -524,6 +543,8 @@ class Memory(models.Model):
     source_event = models.ForeignKey(
         Event, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # Its source event was deleted by retention (the memory itself is kept).
+    source_expired = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

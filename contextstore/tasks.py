@@ -10,7 +10,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from contextstore.services import summaries
+from contextstore.services import retention, summaries
 from contextstore.services.otlp import pending
 
 logger = logging.getLogger(__name__)
@@ -42,3 +42,8 @@ def expire_jobs() -> int:
 def derive_otlp() -> dict[str, int]:
     """Queued after each OTLP export and run by beat: derives whatever the outbox names."""
     return pending.pending_traces_derive()
+
+
+@shared_task
+def apply_retention() -> dict[str, int]:
+    return retention.retention_run()

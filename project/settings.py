@@ -297,9 +297,16 @@ CELERY_BEAT_SCHEDULE = {
     # a lost message, a crash before publish or a failed pass left (contextstore.services.otlp.pending).
     "derive-otlp": {"task": "contextstore.tasks.derive_otlp",
                     "schedule": env_int("OTLP_DERIVE_RECOVER_EVERY", 30)},
+    "apply-retention": {"task": "contextstore.tasks.apply_retention",
+                        "schedule": env_int("RETENTION_EVERY", 3600)},
 }
 # Seconds before a trace whose derivation failed is tried again (doubling, at most an hour).
 OTLP_DERIVE_BACKOFF = env_int("OTLP_DERIVE_BACKOFF", 30)
+# Retention (services/retention.py): each beat run deletes at most RETENTION_MAX_BATCHES batches
+# of at most RETENTION_BATCH_SIZE events, each batch its own short transaction; the next run
+# goes on where this one stopped.
+RETENTION_BATCH_SIZE = env_int("RETENTION_BATCH_SIZE", 1000)
+RETENTION_MAX_BATCHES = env_int("RETENTION_MAX_BATCHES", 200)
 
 
 def env_json(name: str, default: Any = None) -> Any:

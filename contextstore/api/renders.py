@@ -34,6 +34,9 @@ class RenderSerializer(serializers.Serializer):
     fits = serializers.BooleanField()
     system = serializers.ListField(child=serializers.DictField(), required=False)
     messages = serializers.ListField(child=serializers.DictField())
+    expired_events = serializers.IntegerField(
+        help_text="events the render named that retention has deleted since: the rebuild leaves "
+                  "them out, so it is no longer what the agent received when this is above 0")
 
 
 class RenderDiffSerializer(serializers.Serializer):
@@ -61,6 +64,7 @@ def render_out(record: RenderRecord) -> dict[str, Any]:
         "total_tokens": record.total_tokens, "prefix_hash": record.prefix_hash,
         "thread_revision": record.thread_revision, "options": record.spec["options"],
         "fits": record.spec["fits"], **renders.render_rebuild(record=record),
+        "expired_events": renders.render_expired(record),
     }
 
 

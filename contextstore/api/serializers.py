@@ -682,8 +682,8 @@ class MemorySerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Memory
-        fields = ["id", "user_id", "key", "content", "data", "source_event", "created_at",
-                  "updated_at"]
+        fields = ["id", "user_id", "key", "content", "data", "source_event", "source_expired",
+                  "created_at", "updated_at"]
         read_only_fields = fields
 
 

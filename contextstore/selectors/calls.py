@@ -160,7 +160,8 @@ def llm_call_sent(*, thread: Thread, call: LLMCall) -> dict[str, Any]:
         if record is not None:
             body = renders.render_rebuild(record=record)
             return {"source": "render", "record": record, "format": body["format"],
-                    "system": body.get("system") or [], "messages": body["messages"]}
+                    "system": body.get("system") or [], "messages": body["messages"],
+                    "expired": renders.render_expired(record)}
     for event in (call.start, call.end):
         if event is not None:
             messages = renders.llm_call_messages(event=event)

@@ -87,6 +87,13 @@ def record_events(record: RenderRecord) -> list[HistoryEvent]:
     return [by_id[i] for i, _ in refs if i in by_id]
 
 
+def render_expired(record: RenderRecord) -> int:
+    """How many of the events a record names are gone (deleted by retention): its rebuild
+    leaves them out, and the pages and the API say so."""
+    ids = [i for i, _ in record_refs(record)]
+    return len(ids) - Event.objects.filter(thread_id=record.thread_id, pk__in=ids).count() if ids else 0
+
+
 def _section_text(entries: list[list[Any]], versions: dict[int, ContextBlockVersion],
                   texts: dict[str, str]) -> str:
     named = []

@@ -90,6 +90,9 @@ def collapse_undo(*, collapse: Collapse, actor: Actor) -> Collapse:
         if summary.status != Event.Status.ACTIVE:
             raise Conflict("This summary is no longer in the working context (cleared); "
                            "un-clear first.", code="not_in_context")
+        if collapse.expired_count:
+            raise Conflict("Retention deleted this collapse's originals; the summary stays.",
+                           code="originals_expired", details={"expired": collapse.expired_count})
         members = Event.objects.filter(collapse=collapse)
         entered = history.Moved.of(members.only("visible", "token_count"))
         members.update(status=Event.Status.ACTIVE, collapse=None)

@@ -347,8 +347,10 @@ def counters_recount(*, session: Session) -> dict[str, Any]:
     runs: dict[int, dict[str, Any]] = {}
     for thread in Thread.objects.filter(session=session).order_by("pk"):
         session_totals["thread_count"] += 1
-        counts: dict[str, Any] = {"last_seq": 0, "event_count": 0, "token_total": 0, "active_event_count": 0,
-                  "active_tokens": 0, "error_count": 0, "last_event_at": None}
+        # seq is never reused: retention's deleted rows leave their newest seq behind.
+        counts: dict[str, Any] = {"last_seq": thread.expired_seq, "event_count": 0, "token_total": 0,
+                                  "active_event_count": 0, "active_tokens": 0, "error_count": 0,
+                                  "last_event_at": None}
         for e in Event.objects.filter(thread=thread).iterator(chunk_size=2000):
             counts["last_seq"] = max(counts["last_seq"], e.seq)
             counts["event_count"] += 1

@@ -79,7 +79,7 @@ def thread_export_parts(*, thread: Thread) -> tuple[dict[str, Any], Iterator[dic
              "summary_seq": c.summary_event.seq, "source": c.source, "actor": c.actor,
              "event_count": c.event_count, "tokens_before": c.tokens_before,
              "tokens_after": c.tokens_after, "provenance": c.provenance,
-             "undone_at": _iso(c.undone_at)}
+             "undone_at": _iso(c.undone_at), "expired_count": c.expired_count}
             for c in thread.collapses.select_related("summary_event").order_by("pk")
         ],
         "clears": [
@@ -215,11 +215,16 @@ def thread_import(
             )
             history.session_thread_added(session_id=session.pk)
             checked = [_event_from(item, i, counted=counted) for i, item in enumerate(raw_events)]
-            if [seq for _, seq, _ in checked] != list(range(1, len(checked) + 1)):
-                raise InvalidInput("Event seqs must run 1, 2, 3… without gaps.")
+            # A thread whose oldest events expired (services/retention) starts after 1.
+            first = checked[0][1] if checked else 1
+            if [seq for _, seq, _ in checked] != list(range(first, first + len(checked))):
+                raise InvalidInput("Event seqs must run n, n+1, n+2… without gaps.")
             places = [place for _, _, place in checked]
             _working_positions_unique(places)
-            # The new thread's seqs run 1, 2, 3…: each event keeps the seq it was exported with.
+            if first > 1:
+                thread.last_seq = thread.expired_seq = first - 1
+                thread.save(update_fields=["last_seq", "expired_seq"])
+            # The new thread's seqs run on from there: each event keeps the seq it was exported with.
             events = history.events_add(thread=thread, specs=[spec for spec, _, _ in checked],
                                         now=now, places=places)
             by_seq: dict[Any, Event] = {e.seq: e for e in events}  # looked up by what an import says
@@ -236,6 +241,7 @@ def thread_import(
                     actor=c.get("actor", ""), event_count=c.get("event_count", 0),
                     tokens_before=c.get("tokens_before", 0),
                     tokens_after=c.get("tokens_after", 0), provenance=c.get("provenance") or {},
+                    expired_count=c.get("expired_count", 0),
                     undone_at=_stored_datetime(c["undone_at"], "collapses[].undone_at")
                     if c.get("undone_at") else None,
                 )

@@ -23,6 +23,7 @@ from contextstore.selectors.sessions import (
     workspace_models,
     workspace_sessions,
 )
+from contextstore.services import retention
 from contextstore.services.sessions import session_archive
 from contextstore.views.access import (
     DashboardRequest,
@@ -132,6 +133,8 @@ def session_detail(request: DashboardRequest, pk: int) -> HttpResponse:
         "threads": _lineage(threads),
         "stats": session_stats(session=session),
         "can_edit": can_edit(request.user, session.workspace),
+        "retention": (policy := retention.policy_of(session)),
+        "expires_at": retention.session_expires_at(session, policy),
     })
     if request.htmx:
         template_name += "#runs"

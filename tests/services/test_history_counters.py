@@ -1,8 +1,10 @@
 """Every stored counter equals a recount from the rows, after every step of random sequences of
-every operation that adds events or moves them in or out of the working context: each goes
-through history's one door (events_add) or tells it what moved (working_context_changed)."""
+every operation that adds events or moves them in or out of the working context, and retention
+deleting them: each goes through history's one door (events_add), tells it what moved
+(working_context_changed), or takes the rows out of every counter (retention)."""
 
 import itertools
+from datetime import timedelta
 from decimal import Decimal
 
 import pytest
@@ -12,7 +14,7 @@ from hypothesis import strategies as st
 from contextstore.errors import DomainError
 from contextstore.models import Clear, Collapse, Event, StateRevision, Thread
 from contextstore.selectors.agent_sessions import Identity
-from contextstore.services import history, summaries
+from contextstore.services import history, retention, summaries
 from contextstore.services.agent_sessions import CommitIn, retract_newest, session_commit
 from contextstore.services.collapses import collapse_create, collapse_undo
 from contextstore.services.events import event_append
@@ -49,7 +51,7 @@ EVENT = st.one_of(
               st.sampled_from(["r1", "r2"]), st.sampled_from(["plan", "act"])),
 )
 KINDS = ("append", "collapse", "summary_job", "fork", "undo", "clear", "unclear", "restore",
-         "import", "delete_fork", "switch", "retract", "commit", "sync")
+         "import", "delete_fork", "switch", "retract", "commit", "sync", "retention")
 SYNC_KEYS = 8  # a sync names keys from a small pool, so saves rewrite and remove earlier items
 # (kind, events to append, two numbers that pick a range or an object among the candidates)
 OPS = st.tuples(st.sampled_from(KINDS), st.lists(EVENT, min_size=1, max_size=6),
@@ -138,6 +140,15 @@ def apply(op: tuple, thread: Thread, session, actor) -> Thread:
         items = [{"key": f"k{(a + i) % SYNC_KEYS}", "event": event} for i, event in enumerate(op[1])]
         sync_apply(thread=thread, namespace="prop", actor=actor, items=items,
                    removed=[f"k{b % SYNC_KEYS}"])
+    elif kind == "retention":
+        # Expire the rows written before a picked one (a day-long policy run a day after it),
+        # in small batches: rows, collapses, summaries and memories' sources go.
+        rows = list(Event.objects.filter(thread=thread).order_by("seq").values_list("created_at", flat=True))
+        if rows:
+            session = retention.retention_policy_set(target=session, actor=actor, event_days=1)
+            retention.session_retention_apply(
+                session=session, now=rows[pick % len(rows)] + timedelta(days=1), batch_size=3,
+                done={"batches": 0, "events": 0, "sessions": 0}, budget=1000)
     return thread
 
 
