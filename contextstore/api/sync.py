@@ -11,7 +11,12 @@ from rest_framework.response import Response
 
 from contextstore.api.common import actor_of, body, parse, token_of
 from contextstore.api.schema import ObjectListSchema
-from contextstore.api.serializers import JSON_ANY, AgentText, EventSerializer, JSONObject
+from contextstore.api.serializers import (
+    JSON_ANY,
+    AgentText,
+    EventInSerializer,
+    EventSerializer,
+)
 from contextstore.models import Thread
 from contextstore.services import sync
 from contextstore.services.common import UNSET
@@ -39,23 +44,40 @@ class SyncLoadSerializer(serializers.Serializer):
                                                   "peteos context JSON.")
 
 
+class SyncEventInSerializer(EventInSerializer):
+    """An event as in POST events/, without client_id: the item's key identifies it."""
+
+    client_id = None  # type: ignore[assignment]  # DRF: None removes the inherited field
+
+
 class SyncSaveInItemSerializer(serializers.Serializer):
+    schema_rules = {"additionalProperties": False}  # services.sync refuses other fields
+
     key = serializers.CharField(max_length=sync.KEY_MAX)
-    event = JSONObject(help_text="An event as in POST events/ (without client_id).")
+    event = SyncEventInSerializer()
 
 
 class SyncSaveInSerializer(serializers.Serializer):
-    # The view refuses unknown fields; the service, a namespace of other characters.
-    schema_rules = {"additionalProperties": False,
-                    "properties": {"namespace": {"pattern": NAMESPACE_PATTERN}}}
+    # The view refuses unknown fields; the service, a namespace of other characters. The rules
+    # between fields: x-at-most and x-unique-by (contextstore.api.schema.AT_MOST).
+    schema_rules = {
+        "description": "part < parts; a save in several parts names an upload_id; each item's "
+                       "key once. The last part of an upload whose earlier parts never arrived "
+                       "is a conflict (409).",
+        "additionalProperties": False,
+        "properties": {"namespace": {"pattern": NAMESPACE_PATTERN}},
+        "anyOf": [{"properties": {"parts": {"maximum": 1}}}, {"required": ["upload_id"]}],
+        "x-at-most": {"part": "parts - 1"},
+        "x-unique-by": {"items": "key"},
+    }
 
     namespace = serializers.CharField(max_length=sync.NAMESPACE_MAX)
     base_revision = serializers.IntegerField(
-        required=False, allow_null=True,
+        required=False, allow_null=True, min_value=0,
         help_text="The revision loaded; a stale one is refused (412). null: unconditional.")
     items = SyncSaveInItemSerializer(many=True, required=False,
                                      help_text="New or changed items, in transcript order.")
-    removed = serializers.ListField(child=serializers.CharField(), required=False,
+    removed = serializers.ListField(child=serializers.CharField(max_length=sync.KEY_MAX), required=False,
                                     help_text="Keys the framework dropped.")
     state = serializers.DictField(required=False)
     memory = serializers.ListField(child=serializers.DictField(), required=False)

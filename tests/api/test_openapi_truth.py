@@ -86,3 +86,26 @@ def test_the_document_is_valid_openapi_3_0(tmp_path):
     once slipped in)."""
     call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(tmp_path / "schema.yaml"))
     assert "openapi: 3.0" in (tmp_path / "schema.yaml").read_text()
+
+
+@pytest.mark.parametrize("document", [
+    {"messages": [{"id": {}, "role": "user", "content": "hi"}]},
+    {"messages": [{"id": "m1", "content": "hi"}], "system_prompt_message_id": ["m1"]},
+])
+def test_a_peteos_id_that_is_no_name_is_refused_not_a_server_error(api_client, document):
+    answer = api_client.post("/api/v1/threads/import/", document, format="json")
+    assert answer.status_code == 400, answer.content
+
+
+@pytest.mark.parametrize("record", ["clears", "collapses"])
+def test_an_event_of_an_import_naming_no_record_belongs_to_none(api_client, record):
+    """A clear (or collapse) without an id is no record an event without one refers to."""
+    events = [{"seq": 1, "type": "Summary", "content": "s"}]
+    item = {"actor": "a"} if record == "clears" else {
+        "start_position": 1, "end_position": 1, "summary_seq": 1}
+    answer = api_client.post("/api/v1/threads/import/", {
+        "format": "contextstore", "events": events, record: [item]}, format="json")
+    assert answer.status_code == 201, answer.content
+    thread = answer.json()["id"]
+    event = api_client.get(f"/api/v1/threads/{thread}/events/?status=all").json()["results"][0]
+    assert event["collapse"] is None
