@@ -234,3 +234,14 @@ def test_the_api_honours_its_schema(case, db, token, session, thread, client):
     check_answer(response, case, before)
     if case.method != "DELETE":  # deleting the fixture session (and thread) is allowed
         assert_thread_reads(client, token[1], thread.pk, reads=("context/",))
+
+
+def test_every_operation_runs_the_acceptance_and_conformance_checks():
+    """An operation's or a check's own config entry can replace the one that enables a check
+    (positive_data_acceptance once never ran for that reason)."""
+    for result in schema.get_all_operations():
+        operation = result.ok()
+        for phase in ("coverage", "fuzzing"):
+            config = schema.config.checks_config_for(operation=operation, phase=phase)
+            assert config.positive_data_acceptance.enabled, operation.label
+            assert config.response_schema_conformance.enabled, operation.label
