@@ -21,8 +21,9 @@ from contextstore.models import Thread
 from contextstore.services import sync
 from contextstore.services.common import UNSET
 
-# services/sync.py's namespace rule (ASCII here; the service takes any Unicode letter or digit).
-NAMESPACE_PATTERN = "^[A-Za-z0-9._-]{1,64}$"
+# services/sync.py's namespace rule: letters and digits of any script (str.isalnum), ".", "_"
+# and "-". ECMA 262 in Unicode mode, as JSON Schema validators read it.
+NAMESPACE_PATTERN = "^[\\p{L}\\p{N}._-]{1,64}$"
 
 
 class SyncItemSerializer(serializers.Serializer):

@@ -109,3 +109,39 @@ def test_an_event_of_an_import_naming_no_record_belongs_to_none(api_client, reco
     thread = answer.json()["id"]
     event = api_client.get(f"/api/v1/threads/{thread}/events/?status=all").json()["results"][0]
     assert event["collapse"] is None
+
+
+@pytest.mark.parametrize("namespace", ["fw", "Überfluß.1", "框架_2", "a-b.c_d", "x" * 64,
+                                       "", "a b", "a/b", "x" * 65, "ns\u00ad", "١٢٣"])
+def test_the_namespace_pattern_is_the_services_rule(namespace):
+    """The schema's namespace pattern (ECMA 262, Unicode) holds exactly what services.sync takes."""
+    import jsonschema_rs
+
+    from contextstore.api.sync import NAMESPACE_PATTERN
+    from contextstore.errors import InvalidInput
+    from contextstore.services.sync import _check_namespace
+
+    try:
+        _check_namespace(namespace)
+        taken = True
+    except InvalidInput:
+        taken = False
+    schema = {"type": "string", "pattern": NAMESPACE_PATTERN}
+    assert jsonschema_rs.validator_for(schema).is_valid(namespace) == taken
+
+
+@pytest.mark.parametrize("key", ["a", "Größe", "键_1", "a-b_c", "", "a__b", "a b", "a.b", "__"])
+def test_the_data_contains_key_pattern_is_the_selectors_rule(key):
+    import jsonschema_rs
+
+    from contextstore.api.schema import DATA_CONTAINS
+    from contextstore.errors import InvalidInput
+    from contextstore.selectors.agent_sessions import data_contains_q
+
+    try:
+        data_contains_q({key: 1})
+        taken = True
+    except InvalidInput:
+        taken = False
+    schema = {"type": "string", "pattern": DATA_CONTAINS["x-key-pattern"]}
+    assert jsonschema_rs.validator_for(schema).is_valid(key) == taken
