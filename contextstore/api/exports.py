@@ -49,7 +49,7 @@ class ExportCollapseSerializer(serializers.Serializer):
     end_position = serializers.IntegerField(min_value=1, max_value=SEQ_MAX)
     summary_seq = serializers.IntegerField(min_value=1, max_value=SEQ_MAX,
                                            help_text="The seq of its Summary event in `events`.")
-    source = serializers.ChoiceField(choices=Collapse.Source.values, required=False)
+    source = serializers.ChoiceField(choices=Collapse.Source.values, required=False)  # type: ignore[assignment]  # a field (the metaclass takes it off the class)
     actor = serializers.CharField(required=False, allow_blank=True, max_length=200)
     event_count = _count(INT32_MAX)
     tokens_before = _count()

@@ -10,8 +10,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from contextstore.api import serializers as s
-from contextstore.api.exports import IMPORT_DOCUMENT
 from contextstore.api.common import ThreadResponses, actor_of, body, parse, token_of
+from contextstore.api.exports import IMPORT_DOCUMENT
 from contextstore.api.renderers import ORJSONRenderer
 from contextstore.errors import InvalidInput
 from contextstore.jsonstream import json_object_chunks

@@ -210,7 +210,7 @@ class EventInSerializer(serializers.Serializer):
     eventspec.py's (its lengths are these), which every endpoint that takes events checks with,
     so a bad event is refused in one shape, its place in `details`."""
 
-    schema_rules = {"additionalProperties": False}  # eventspec refuses unknown fields
+    schema_rules: dict[str, Any] = {"additionalProperties": False}  # eventspec refuses unknown fields
 
     type = serializers.CharField(
         max_length=TYPE_MAX_LENGTH, validators=[RegexValidator(EVENT_TYPE_PATTERN)],
