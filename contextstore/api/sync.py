@@ -78,7 +78,10 @@ class SyncSaveInSerializer(serializers.Serializer):
         help_text="The revision loaded; a stale one is refused (412). null: unconditional.")
     items = SyncSaveInItemSerializer(many=True, required=False,
                                      help_text="New or changed items, in transcript order.")
-    removed = serializers.ListField(child=serializers.CharField(max_length=sync.KEY_MAX), required=False,
+    # Keys and upload ids are the framework's, kept verbatim (not trimmed) as the service takes them.
+    removed = serializers.ListField(child=serializers.CharField(max_length=sync.KEY_MAX,
+                                                                trim_whitespace=False),
+                                    required=False,
                                     help_text="Keys the framework dropped.")
     state = serializers.DictField(required=False)
     memory = serializers.ListField(child=serializers.DictField(), required=False)
@@ -86,7 +89,7 @@ class SyncSaveInSerializer(serializers.Serializer):
     last_results = serializers.DictField(required=False, help_text="clientai's step results.")
     document = JSON_ANY(required=False, allow_null=True,
                         help_text="The namespace's part of the thread document (null removes).")
-    upload_id = serializers.CharField(required=False, max_length=64,
+    upload_id = serializers.CharField(required=False, max_length=64, trim_whitespace=False,
                                       help_text="Names one save; parts share it; a replay of "
                                                 "an applied save returns its answer.")
     part = serializers.IntegerField(required=False, default=0, min_value=0)

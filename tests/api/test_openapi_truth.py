@@ -145,3 +145,11 @@ def test_the_data_contains_key_pattern_is_the_selectors_rule(key):
         taken = False
     schema = {"type": "string", "pattern": DATA_CONTAINS["x-key-pattern"]}
     assert jsonschema_rs.validator_for(schema).is_valid(key) == taken
+
+
+def test_a_sync_save_takes_keys_and_upload_ids_verbatim(api_client, thread):
+    """Whitespace is a key's own (the service keeps it): the view's shape check must not trim
+    a key of whitespace alone to a blank one and refuse it."""
+    answer = api_client.post(f"/api/v1/threads/{thread.pk}/sync/", {
+        "namespace": "fw", "removed": ["\x1d", " k "], "upload_id": " "}, format="json")
+    assert answer.status_code == 200, answer.json()
