@@ -18,7 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from contextstore.api.common import actor_of, body, if_match_revision, parse, token_of
-from contextstore.api.schema import ObjectListSchema
+from contextstore.api.schema import NO_NUL, ObjectListSchema
 from contextstore.api.serializers import JSON_ANY, EventInSerializer, EventSerializer, JSONObject, _iso
 from contextstore.errors import InvalidInput
 from contextstore.models import ScopedState, Session, Thread, ThreadBlob
@@ -198,6 +198,20 @@ class CopiedSerializer(serializers.Serializer):
 
 
 class RemoveSerializer(serializers.Serializer):
+    schema_rules = {
+        "description": "keys or run_ids (one of them); keep_latest only with keys. Each blob "
+                       "prefix names {client_id} once.",
+        "oneOf": [{"required": ["keys"]}, {"required": ["run_ids"]}],
+        "not": {"required": ["run_ids", "keep_latest"],
+                "properties": {"keep_latest": {"allOf": [{"enum": [True]}]}}},
+        # Unanchored patterns: schemathesis 4.32 cannot generate from an anchored one holding
+        # "{client_id}" beside a maxLength (it folds the length into the pattern).
+        "properties": {"blob_prefixes": {"items": {
+            "type": "string", "maxLength": 500, "pattern": NO_NUL,
+            "allOf": [{"pattern": "[{]client_id[}]"},
+                      {"not": {"pattern": "[{]client_id[}][\\s\\S]*[{]client_id[}]"}}]}}},
+    }
+
     app = serializers.CharField(max_length=200, allow_blank=True, default="", trim_whitespace=False)
     user_id = serializers.CharField(max_length=255, allow_blank=True, default="", trim_whitespace=False)
     keys = serializers.ListField(child=serializers.CharField(max_length=255, trim_whitespace=False),

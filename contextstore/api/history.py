@@ -11,6 +11,7 @@ from rest_framework.response import Response
 
 from contextstore.api import serializers as s
 from contextstore.api.common import ThreadResponses, actor_of, body, parse, token_of
+from contextstore.api.exports import IMPORT_DOCUMENT
 from contextstore.api.renderers import ORJSONRenderer
 from contextstore.errors import InvalidInput
 from contextstore.jsonstream import json_object_chunks
@@ -105,9 +106,10 @@ class ThreadHistoryActions(ThreadResponses):
         response["X-Event-Count"] = str(thread.event_count)
         return response
 
-    @extend_schema(request=OpenApiTypes.OBJECT, parameters=[s.ImportQuerySerializer],
+    @extend_schema(request=IMPORT_DOCUMENT, parameters=[s.ImportQuerySerializer],
                    responses={201: s.ThreadSerializer},
-                   description="Body: a contextstore export or a peteos context JSON.")
+                   description="Body: a contextstore export (what export/ answers) or a peteos "
+                               "context JSON.")
     @action(detail=False, methods=["post"], url_path="import")
     def import_(self, request: Request) -> Response:
         query = parse(s.ImportQuerySerializer, request.query_params)

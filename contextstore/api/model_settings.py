@@ -18,6 +18,11 @@ from contextstore.services.model_settings import MAX_WINDOW, model_settings_upda
 
 
 class ModelSettingsInSerializer(serializers.Serializer):
+    # x-at-most (contextstore.api.schema.AT_MOST): a rule between fields JSON Schema cannot state.
+    schema_rules = {"description": "reserve_output is smaller than context_window: when both "
+                                   "are sent, or 409 when it is not below the one already set.",
+                    "x-at-most": {"reserve_output": "context_window - 1"}}
+
     model = serializers.CharField(required=False, allow_blank=True, max_length=200,
                                   help_text="Blank inherits.")
     context_window = serializers.IntegerField(required=False, allow_null=True, min_value=1,

@@ -25,7 +25,8 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
 
 # What services/summaries/config.summarizer_config_clean takes.
 SUMMARIZER_SETTING = _nullable({"type": "object", "additionalProperties": False, "properties": {
-    "token_budget": _nullable({"type": "object", "additionalProperties": False, "properties": {
+    "token_budget": _nullable({"type": "object", "additionalProperties": False,
+                               "x-at-most": {"summary_max_tokens": "max_tokens / 2"}, "properties": {
         "max_tokens": _nullable({"type": "integer", "minimum": 256, "maximum": 10_000_000}),
         "preserve_recent": {"type": "integer", "minimum": 0, "maximum": 10_000},
         "summary_max_tokens": {"type": "integer", "minimum": 64, "maximum": 5_000_000,

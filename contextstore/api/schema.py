@@ -72,7 +72,11 @@ IF_MATCH_PATTERN = '^(\\*|(W/)?[0-9]{1,18}|(W/)?"[0-9]{1,18}")$'
 # OpenAPI 3.0 has no patternProperties or propertyNames: the key rule is in the description.
 DATA_CONTAINS = {
     "type": "object", "minProperties": 1,
-    "description": "Keys are plain names: letters, digits, '-' and single '_' (no '__').",
+    "description": "Keys are plain names: letters and digits (any script), '-' and single "
+                   "'_' (no '__').",
+    # The key rule, machine-readable (OpenAPI 3.0 has no propertyNames): an ECMA 262 pattern
+    # in Unicode mode; tests/test_schemathesis.py steers generated keys by it.
+    "x-key-pattern": "^(?!.*__)[\\p{L}\\p{N}_-]+$",
     "additionalProperties": {"oneOf": [
         {"$ref": "#/components/schemas/DataContains"},
         {"not": {"type": "object", "minProperties": 1}},

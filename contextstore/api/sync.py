@@ -11,13 +11,19 @@ from rest_framework.response import Response
 
 from contextstore.api.common import actor_of, body, parse, token_of
 from contextstore.api.schema import ObjectListSchema
-from contextstore.api.serializers import JSON_ANY, AgentText, EventSerializer, JSONObject
+from contextstore.api.serializers import (
+    JSON_ANY,
+    AgentText,
+    EventInSerializer,
+    EventSerializer,
+)
 from contextstore.models import Thread
 from contextstore.services import sync
 from contextstore.services.common import UNSET
 
-# services/sync.py's namespace rule (ASCII here; the service takes any Unicode letter or digit).
-NAMESPACE_PATTERN = "^[A-Za-z0-9._-]{1,64}$"
+# services/sync.py's namespace rule: letters and digits of any script (str.isalnum), ".", "_"
+# and "-". ECMA 262 in Unicode mode, as JSON Schema validators read it.
+NAMESPACE_PATTERN = "^[\\p{L}\\p{N}._-]{1,64}$"
 
 
 class SyncItemSerializer(serializers.Serializer):
@@ -39,23 +45,43 @@ class SyncLoadSerializer(serializers.Serializer):
                                                   "peteos context JSON.")
 
 
+class SyncEventInSerializer(EventInSerializer):
+    """An event as in POST events/, without client_id: the item's key identifies it."""
+
+    client_id = None  # type: ignore[assignment]  # DRF: None removes the inherited field
+
+
 class SyncSaveInItemSerializer(serializers.Serializer):
+    schema_rules = {"additionalProperties": False}  # services.sync refuses other fields
+
     key = serializers.CharField(max_length=sync.KEY_MAX)
-    event = JSONObject(help_text="An event as in POST events/ (without client_id).")
+    event = SyncEventInSerializer()
 
 
 class SyncSaveInSerializer(serializers.Serializer):
-    # The view refuses unknown fields; the service, a namespace of other characters.
-    schema_rules = {"additionalProperties": False,
-                    "properties": {"namespace": {"pattern": NAMESPACE_PATTERN}}}
+    # The view refuses unknown fields; the service, a namespace of other characters. The rules
+    # between fields: x-at-most and x-unique-by (contextstore.api.schema.AT_MOST).
+    schema_rules = {
+        "description": "part < parts; a save in several parts names an upload_id; each item's "
+                       "key once. The last part of an upload whose earlier parts never arrived "
+                       "is a conflict (409).",
+        "additionalProperties": False,
+        "properties": {"namespace": {"pattern": NAMESPACE_PATTERN}},
+        "anyOf": [{"properties": {"parts": {"maximum": 1}}}, {"required": ["upload_id"]}],
+        "x-at-most": {"part": "parts - 1"},
+        "x-unique-by": {"items": "key"},
+    }
 
     namespace = serializers.CharField(max_length=sync.NAMESPACE_MAX)
     base_revision = serializers.IntegerField(
-        required=False, allow_null=True,
+        required=False, allow_null=True, min_value=0,
         help_text="The revision loaded; a stale one is refused (412). null: unconditional.")
     items = SyncSaveInItemSerializer(many=True, required=False,
                                      help_text="New or changed items, in transcript order.")
-    removed = serializers.ListField(child=serializers.CharField(), required=False,
+    # Keys and upload ids are the framework's, kept verbatim (not trimmed) as the service takes them.
+    removed = serializers.ListField(child=serializers.CharField(max_length=sync.KEY_MAX,
+                                                                trim_whitespace=False),
+                                    required=False,
                                     help_text="Keys the framework dropped.")
     state = serializers.DictField(required=False)
     memory = serializers.ListField(child=serializers.DictField(), required=False)
@@ -63,7 +89,7 @@ class SyncSaveInSerializer(serializers.Serializer):
     last_results = serializers.DictField(required=False, help_text="clientai's step results.")
     document = JSON_ANY(required=False, allow_null=True,
                         help_text="The namespace's part of the thread document (null removes).")
-    upload_id = serializers.CharField(required=False, max_length=64,
+    upload_id = serializers.CharField(required=False, max_length=64, trim_whitespace=False,
                                       help_text="Names one save; parts share it; a replay of "
                                                 "an applied save returns its answer.")
     part = serializers.IntegerField(required=False, default=0, min_value=0)

@@ -5,7 +5,7 @@ from typing import Any
 
 from django.db import transaction
 
-from contextstore.errors import InvalidInput
+from contextstore.errors import Conflict, InvalidInput
 from contextstore.models import Session, Thread, Workspace
 from contextstore.services.common import UNSET, Actor, audit
 
@@ -37,8 +37,11 @@ def model_settings_update(
     window = changes.get("context_window", target.context_window)
     reserve = changes.get("reserve_output", target.reserve_output)
     if window is not None and reserve is not None and reserve >= window:
-        raise InvalidInput("reserve_output must be smaller than context_window.",
-                           details={"reserve_output": "not below context_window"})
+        # Both sent: the request contradicts itself. One of them stored: the request is sound
+        # but conflicts with what is set (change the other one too).
+        error = InvalidInput if {"context_window", "reserve_output"} <= set(changes) else Conflict
+        raise error("reserve_output must be smaller than context_window.",
+                    details={"reserve_output": "not below context_window"})
     with transaction.atomic():
         target = type(target).objects.select_for_update().get(pk=target.pk)
         before = {f: getattr(target, f) for f in FIELDS}

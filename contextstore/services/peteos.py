@@ -25,6 +25,7 @@ from contextstore.tokens import peteos_message_tokens, peteos_stripped_content, 
 
 KEY = "peteos"
 SLOT_ID_KEYS = ("system_prompt_message_id", "tool_definitions_message_id")
+_ID = str | int | float | None  # a message id as peteos writes it (looked up, so hashable)
 
 
 def _text(content: Any) -> str:
@@ -39,7 +40,8 @@ def _text(content: Any) -> str:
 
 
 def _event_type(content: Any) -> str:
-    types = {p.get("type") for p in content if isinstance(p, dict)} if isinstance(content, list) else set()
+    types = ({p.get("type") for p in content if isinstance(p, dict) and isinstance(p.get("type"), str)}
+             if isinstance(content, list) else set())
     if "tool_result" in types:
         return "ToolResult"
     if "tool_use" in types:
@@ -64,6 +66,12 @@ def _check(data: dict[str, Any]) -> tuple[list[dict[str, Any]], list]:
             raise InvalidInput(f"messages[{i}] must be an object.", details={"index": i})
         if "content" in message and not isinstance(message["content"], list | str):
             raise InvalidInput(f"messages[{i}].content must be a list of parts.", details={"index": i})
+        if not isinstance(message.get("id"), _ID):
+            raise InvalidInput(f"messages[{i}].id must be a string or a number.",
+                               details={"index": i})
+    for key in SLOT_ID_KEYS:
+        if not isinstance(data.get(key), _ID):
+            raise InvalidInput(f"{key} must be a message id.", details={key: "a message id"})
     anchors = data.get("anchor_points") or []
     if not isinstance(anchors, list) or not all(
         isinstance(a, list | tuple) and len(a) == 2 and isinstance(a[1], int) for a in anchors

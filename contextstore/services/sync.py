@@ -43,7 +43,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from contextstore import documents
-from contextstore.errors import InvalidInput, PayloadTooLarge, StaleRevision
+from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge, StaleRevision
 from contextstore.eventspec import EventSpec, event_spec
 from contextstore.fields import NUL_IN_NAME
 from contextstore.models import Event, Session, SyncUpload, Thread
@@ -251,7 +251,7 @@ def sync_apply(
             staged = (upload.parts if upload is not None else {})
             missing = [n for n in range(parts - 1) if str(n) not in staged]
             if missing:
-                raise InvalidInput(f"Parts {missing} of upload {upload_id} never arrived.",
+                raise Conflict(f"Parts {missing} of upload {upload_id} never arrived.",
                                    code="incomplete_upload", details={"missing_parts": missing})
             earlier_items, earlier_removed, offset = [], [], 0
             for n in range(parts - 1):

@@ -257,9 +257,10 @@ def thread_import(
                     if c.get("undone_at") else None,
                 )
             for item, event in zip(raw_events, events, strict=True):
-                if item.get("collapse") in old_collapse_ids:
+                # An event without a collapse (or clear) is in none, even beside one without an id.
+                if item.get("collapse") is not None and item["collapse"] in old_collapse_ids:
                     event.collapse = old_collapse_ids[item["collapse"]]
-                if item.get("cleared_by") in old_clear_ids:
+                if item.get("cleared_by") is not None and item["cleared_by"] in old_clear_ids:
                     event.cleared_by = old_clear_ids[item["cleared_by"]]
             Event.objects.bulk_update([e for e in events if e.collapse_id or e.cleared_by_id],
                                       ["collapse", "cleared_by"], batch_size=1000)

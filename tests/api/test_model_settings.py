@@ -31,6 +31,17 @@ def test_bad_model_settings_are_a_400_and_other_workspaces_a_404(api_client, oth
     assert other_client.patch(f"{thread_url}model/", {"model": "x"}, format="json").status_code == 404
 
 
+def test_a_reserve_not_below_the_stored_window_is_a_conflict(api_client, thread_url):
+    """The request alone is sound; it conflicts with the window already set (issue 27: a
+    schema-valid request is refused only as a documented conflict)."""
+    assert api_client.patch(f"{thread_url}model/", {"context_window": 100},
+                            format="json").status_code == 200
+    refused = api_client.patch(f"{thread_url}model/", {"reserve_output": 100}, format="json")
+    assert refused.status_code == 409, refused.json()
+    assert refused.json()["error"]["details"] == {"reserve_output": "not below context_window"}
+    assert api_client.get(f"{thread_url}model/").json()["reserve_output"] is None
+
+
 def test_a_render_without_max_tokens_uses_the_thread_budget(api_client, thread, thread_url, actor):
     model_settings_update(target=thread, model="gpt-4", reserve_output=1192, actor=actor)
     event_append(thread=thread, events=messages(300, words=60), actor=actor)

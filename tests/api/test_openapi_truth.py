@@ -86,3 +86,70 @@ def test_the_document_is_valid_openapi_3_0(tmp_path):
     once slipped in)."""
     call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(tmp_path / "schema.yaml"))
     assert "openapi: 3.0" in (tmp_path / "schema.yaml").read_text()
+
+
+@pytest.mark.parametrize("document", [
+    {"messages": [{"id": {}, "role": "user", "content": "hi"}]},
+    {"messages": [{"id": "m1", "content": "hi"}], "system_prompt_message_id": ["m1"]},
+])
+def test_a_peteos_id_that_is_no_name_is_refused_not_a_server_error(api_client, document):
+    answer = api_client.post("/api/v1/threads/import/", document, format="json")
+    assert answer.status_code == 400, answer.content
+
+
+@pytest.mark.parametrize("record", ["clears", "collapses"])
+def test_an_event_of_an_import_naming_no_record_belongs_to_none(api_client, record):
+    """A clear (or collapse) without an id is no record an event without one refers to."""
+    events = [{"seq": 1, "type": "Summary", "content": "s"}]
+    item = {"actor": "a"} if record == "clears" else {
+        "start_position": 1, "end_position": 1, "summary_seq": 1}
+    answer = api_client.post("/api/v1/threads/import/", {
+        "format": "contextstore", "events": events, record: [item]}, format="json")
+    assert answer.status_code == 201, answer.content
+    thread = answer.json()["id"]
+    event = api_client.get(f"/api/v1/threads/{thread}/events/?status=all").json()["results"][0]
+    assert event["collapse"] is None
+
+
+@pytest.mark.parametrize("namespace", ["fw", "Überfluß.1", "框架_2", "a-b.c_d", "x" * 64,
+                                       "", "a b", "a/b", "x" * 65, "ns\u00ad", "١٢٣"])
+def test_the_namespace_pattern_is_the_services_rule(namespace):
+    """The schema's namespace pattern (ECMA 262, Unicode) holds exactly what services.sync takes."""
+    import jsonschema_rs
+
+    from contextstore.api.sync import NAMESPACE_PATTERN
+    from contextstore.errors import InvalidInput
+    from contextstore.services.sync import _check_namespace
+
+    try:
+        _check_namespace(namespace)
+        taken = True
+    except InvalidInput:
+        taken = False
+    schema = {"type": "string", "pattern": NAMESPACE_PATTERN}
+    assert jsonschema_rs.validator_for(schema).is_valid(namespace) == taken
+
+
+@pytest.mark.parametrize("key", ["a", "Größe", "键_1", "a-b_c", "", "a__b", "a b", "a.b", "__"])
+def test_the_data_contains_key_pattern_is_the_selectors_rule(key):
+    import jsonschema_rs
+
+    from contextstore.api.schema import DATA_CONTAINS
+    from contextstore.errors import InvalidInput
+    from contextstore.selectors.agent_sessions import data_contains_q
+
+    try:
+        data_contains_q({key: 1})
+        taken = True
+    except InvalidInput:
+        taken = False
+    schema = {"type": "string", "pattern": DATA_CONTAINS["x-key-pattern"]}
+    assert jsonschema_rs.validator_for(schema).is_valid(key) == taken
+
+
+def test_a_sync_save_takes_keys_and_upload_ids_verbatim(api_client, thread):
+    """Whitespace is a key's own (the service keeps it): the view's shape check must not trim
+    a key of whitespace alone to a blank one and refuse it."""
+    answer = api_client.post(f"/api/v1/threads/{thread.pk}/sync/", {
+        "namespace": "fw", "removed": ["\x1d", " k "], "upload_id": " "}, format="json")
+    assert answer.status_code == 200, answer.json()

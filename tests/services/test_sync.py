@@ -3,7 +3,7 @@
 import pytest
 from contextstore_client import item_digest as client_digest
 
-from contextstore.errors import InvalidInput, StaleRevision
+from contextstore.errors import Conflict, InvalidInput, StaleRevision
 from contextstore.models import Event, Thread
 from contextstore.services.collapses import collapse_create
 from contextstore.services.events import event_append
@@ -161,7 +161,8 @@ def test_a_save_in_parts_applies_only_with_the_last_part(thread, actor):
 
 
 def test_a_save_with_a_missing_part_is_refused(thread, actor):
-    with pytest.raises(InvalidInput, match="never arrived"):
+    # A conflict with what is stored (the earlier parts), not a malformed request: 409.
+    with pytest.raises(Conflict, match="never arrived"):
         sync_apply(thread=thread, namespace="fw", actor=actor, items=[item("a", "one")],
                    upload_id="gap", part=1, parts=2)
     assert Event.objects.filter(thread=thread).count() == 0
