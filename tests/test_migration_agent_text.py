@@ -36,8 +36,9 @@ def test_old_rows_read_back_as_before_and_go_back_unchanged():
     apps.get_model("contextstore", "Memory").objects.create(workspace=workspace, content="plain")
     apps.get_model("contextstore", "StoredText").objects.create(sha256="0" * 64, text=OLD_TEXT)
 
-    apps = migrate(AFTER)
-    from contextstore.models import ContextBlock, Event, Memory, StoredText
+    apps = migrate(AFTER)  # the models as they stood then: later migrations add columns
+    Event, ContextBlock, Memory, StoredText = (
+        apps.get_model("contextstore", name) for name in ("Event", "ContextBlock", "Memory", "StoredText"))
 
     assert Event.objects.get().content == OLD_TEXT
     assert ContextBlock.objects.get().value == OLD_TEXT
