@@ -168,6 +168,26 @@ def regex_guard() -> Iterator[None]:
         _regex_deadline.reset(token)
 
 
+@contextmanager
+def time_limit(ms: int) -> Iterator[None]:
+    """Run the queries inside under a time limit, for a search over many events: PostgreSQL's
+    statement timeout (SET LOCAL, in a transaction of its own), or on SQLite a progress handler
+    that interrupts the statement past the deadline. Past it the query raises DatabaseError."""
+    deadline = time.monotonic() + ms / 1000
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute(f"SET LOCAL statement_timeout = {max(int(ms), 1)}")  # 0: none
+            yield
+            return
+        raw = connection.connection  # sqlite3.Connection, open inside atomic()
+        raw.set_progress_handler(lambda: time.monotonic() > deadline, 10_000)
+        try:
+            yield
+        finally:
+            raw.set_progress_handler(None, 10_000)
+
+
 class _Prepared:
     """A fixed-shape ORM query compiled once per process: `build(*values)` is compiled with
     stand-in values; each call runs that SQL with the real ones. `build` must use each value as

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db import DatabaseError, connection
-from django.db.models import QuerySet, Subquery
+from django.db.models import Q, QuerySet, Subquery
 
 from contextstore.db import regex_guard, statements_share_a_message
 from contextstore.errors import InvalidInput
@@ -35,6 +35,14 @@ _TEXT_MATCHES_SQL = (
     'SELECT "id" FROM "contextstore_event" '
     'WHERE UPPER("content") LIKE UPPER(%s) AND "thread_id" + 0 = %s LIMIT %s'
 )
+
+
+def text_match(text: str) -> Q:
+    """Events whose content, data or parts contain `text`, case-insensitively (data and parts
+    are JSON text: a key or a value matches alike). On PostgreSQL each arm is UPPER(col) LIKE
+    UPPER(%s), which the trigram indexes event_content_trgm, event_data_trgm and
+    event_parts_trgm answer, combined in one BitmapOr."""
+    return Q(content__icontains=text) | Q(data__icontains=text) | Q(parts__icontains=text)
 
 
 def _text_matches(thread: Thread, text: str) -> list[int] | None:

@@ -2,19 +2,71 @@
 and call-latency figures."""
 
 import math
+from collections.abc import Collection
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.conf import settings
+from django.db import DatabaseError
+from django.db.models import Count, F, Q, QuerySet
 
+from contextstore.db import time_limit
 from contextstore.models import Event, Run, Session, SessionModel, Thread, Workspace
 from contextstore.selectors.calls import CALL_END, CALL_START, call_key
+from contextstore.selectors.events import text_match
 
 SESSION_SORTS = {"activity": "last_activity_at", "events": "event_count", "tokens": "token_total",
                  "cost": "cost_total", "errors": "error_count", "threads": "thread_count"}
 LATENCY_THREADS = 20  # the session's most recent threads looked at for call latency
 LATENCY_CALLS = 1000  # LLM-call events read per thread, newest first
+TEXT_THREADS_CAP = 1000  # threads the search through events finds at most
+
+
+@dataclass
+class TextHit:
+    """How a session matched the search through events: how many of its events hold the
+    text, and one thread (the lowest id) holding some, for a link to that thread's search."""
+
+    events: int
+    thread_id: int
+
+
+@dataclass
+class TextHits:
+    sessions: dict[int, TextHit]  # by session id
+    complete: bool  # False: the search hit its time limit or found more than the cap
+
+
+def sessions_with_text(*, sessions: QuerySet[Session], text: str) -> TextHits:
+    """Which of `sessions` (already filtered, so every filter combines) have events whose
+    content, data or parts contain `text`, case-insensitively, under the search time limit
+    (statement timeout, or SQLite's progress handler). Events of any status count: a cleared
+    or replaced event still holds what the agent saw.
+
+    One grouped query over the events, by thread: `thread_id + 0` keeps the planner off the
+    (thread, seq) index, which it otherwise walks thread by thread (every event of every
+    session read and filtered), so on PostgreSQL the trigram indexes find the matches; then
+    the found threads' sessions, at most TEXT_THREADS_CAP threads."""
+    threads = Thread.objects.filter(session__in=sessions.order_by().values("pk")).values("pk")
+    rows = (Event.objects.filter(text_match(text)).annotate(tid=F("thread_id") + 0)
+            .filter(tid__in=threads).values("tid").annotate(n=Count("id")).order_by()
+            [: TEXT_THREADS_CAP + 1])
+    try:
+        with time_limit(int(settings.CONTEXTSTORE["REGEX_TIMEOUT_MS"])):
+            found = {row["tid"]: row["n"] for row in rows}
+    except DatabaseError:  # the time limit: a text too common to look for everywhere
+        return TextHits({}, complete=False)
+    complete = len(found) <= TEXT_THREADS_CAP
+    hits: dict[int, TextHit] = {}
+    for tid, session_id in (Thread.objects.filter(pk__in=sorted(found)[:TEXT_THREADS_CAP])
+                            .order_by("pk").values_list("pk", "session_id")):
+        if session_id in hits:
+            hits[session_id].events += found[tid]
+        else:
+            hits[session_id] = TextHit(found[tid], tid)
+    return TextHits(hits, complete)
 
 
 def workspace_sessions(
@@ -23,16 +75,19 @@ def workspace_sessions(
     errors: bool = False, cost: tuple[Decimal | None, Decimal | None] = (None, None),
     tokens: tuple[int | None, int | None] = (None, None),
     active: tuple[datetime | None, datetime | None] = (None, None),
+    text_hits: Collection[int] = (),
 ) -> QuerySet[Session]:
     """The workspace's sessions, filtered on their columns and counters only (cost, tokens,
     errors, last activity; the model through SessionModel's (model, session) index), so a
     filter costs the same however long the sessions' histories are. Ranges include both
-    ends; the activity range is [from, to)."""
+    ends; the activity range is [from, to). `q` matches the key, user, agent or title, or
+    a session among `text_hits` (ids sessions_with_text found by their events)."""
     qs = Session.objects.filter(workspace=workspace)
     if q:
-        qs = qs.filter(
-            Q(key__icontains=q) | Q(user_id__icontains=q) | Q(agent__icontains=q) | Q(title__icontains=q)
-        )
+        match = Q(key__icontains=q) | Q(user_id__icontains=q) | Q(agent__icontains=q) | Q(title__icontains=q)
+        if text_hits:
+            match |= Q(pk__in=list(text_hits))
+        qs = qs.filter(match)
     if user_id is not None:
         qs = qs.filter(user_id=user_id)
     if agent:

@@ -7,10 +7,11 @@ cost of a page does not grow with the length of the thread's history (no OFFSET,
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Q, QuerySet, Subquery
+from django.db.models import QuerySet, Subquery
 
 from contextstore.models import Collapse, Event, Thread
 from contextstore.selectors.calls import LLMCall, calls_of_page, tool_name, tool_pairs
+from contextstore.selectors.events import text_match
 
 PAGE_SIZE = 50
 TAIL_LIMIT = 200
@@ -63,8 +64,7 @@ def _events(thread: Thread, filters: dict[str, Any]) -> QuerySet[Event]:
     elif not filters.get("runtime"):
         qs = qs.exclude(type__in=FOLDED_TYPES)
     if filters.get("q"):
-        q = filters["q"]  # data and parts are JSON text: a key or a value matches alike
-        qs = qs.filter(Q(content__icontains=q) | Q(data__icontains=q) | Q(parts__icontains=q))
+        qs = qs.filter(text_match(filters["q"]))
     if filters.get("run"):
         qs = qs.filter(run__run_id=filters["run"])
     if filters.get("call"):

@@ -20,6 +20,7 @@ from contextstore.selectors.sessions import (
     session_runs,
     session_stats,
     session_threads,
+    sessions_with_text,
     workspace_models,
     workspace_sessions,
 )
@@ -46,6 +47,8 @@ def session_list(request: DashboardRequest) -> HttpResponse:
     if sort.lstrip("-") not in SESSION_SORTS:
         sort = "-activity"
     cursor = None
+    hits = None
+    data: dict[str, Any] = {}
     sessions: list[Session] = []
     next_cursor = None
     agents: list[str] = []
@@ -60,14 +63,20 @@ def session_list(request: DashboardRequest) -> HttpResponse:
     if workspace is not None and valid:
         data = form.cleaned_data if form.is_bound else {}
         archived = {"": False, "yes": True, "all": None}.get(data.get("archived") or "", False)
-        qs = workspace_sessions(
-            workspace=workspace, q=data.get("q") or None, agent=data.get("agent") or None,
-            user_id=data.get("user") or None, archived=archived, model=data.get("model") or None,
-            errors=bool(data.get("errors")),
-            cost=(data.get("cost_min"), data.get("cost_max")),
-            tokens=(data.get("tokens_min"), data.get("tokens_max")),
-            active=form.active_range() if data else (None, None),
-        )
+        filters: dict[str, Any] = {
+            "agent": data.get("agent") or None, "user_id": data.get("user") or None,
+            "archived": archived, "model": data.get("model") or None,
+            "errors": bool(data.get("errors")),
+            "cost": (data.get("cost_min"), data.get("cost_max")),
+            "tokens": (data.get("tokens_min"), data.get("tokens_max")),
+            "active": form.active_range() if data else (None, None),
+        }
+        q = data.get("q") or None
+        # The search also looks through the events of the sessions the other filters keep.
+        hits = sessions_with_text(sessions=workspace_sessions(workspace=workspace, **filters),
+                                  text=q) if q else None
+        qs = workspace_sessions(workspace=workspace, q=q, text_hits=hits.sessions if hits else (),
+                                **filters)
         field, descending = _sort(sort)
         qs = qs.order_by(f"-{field}" if descending else field, "-id" if descending else "id")
         cursor = _parse_sort_cursor(field, request.GET.get("before"))
@@ -81,6 +90,8 @@ def session_list(request: DashboardRequest) -> HttpResponse:
             sessions = sessions[:PAGE_SIZE]
             last = sessions[-1]
             next_cursor = _format_sort_cursor(getattr(last, field), last.pk)
+        for session in sessions:
+            session.text_hit = hits.sessions.get(session.pk) if hits else None  # type: ignore[attr-defined]
     params = request.GET.copy()
     params.pop("before", None)
     params.pop("ws", None)
@@ -98,6 +109,8 @@ def session_list(request: DashboardRequest) -> HttpResponse:
         "next_cursor": next_cursor,
         "query": params.urlencode(),
         "paged": cursor is not None,
+        "search": data.get("q") or "",
+        "text_incomplete": hits is not None and not hits.complete,
     }
     template_name = "contextstore/session_list.html"
     if request.htmx:

@@ -98,6 +98,26 @@ def test_filter_sessions_by_model_errors_cost_tokens_and_days(page, workspace, a
     assert page.problems == []
 
 
+def test_the_search_finds_the_sessions_whose_events_hold_the_text(page, workspace, actor):
+    make(workspace, actor, "crashed", [{"type": "Message", "role": "tool",
+                                        "content": "FileNotFoundError: <no such file>"}], days_ago=1)
+    make(workspace, actor, "in-data", [{"type": "Error", "content": "failed",
+                                        "data": {"exception": "FileNotFoundError"}}], days_ago=2)
+    make(workspace, actor, "fine", [{"type": "Message", "role": "user", "content": "all good"}])
+    page.goto("/")
+    shows(page, ["fine", "crashed", "in-data"])
+
+    page.fill("input[name=q]", "filenotfounderror")
+    shows(page, ["crashed", "in-data"])
+    expect(page).to_have_url(re.compile(r"q=filenotfounderror"))
+    expect(page.locator(".text-hit a")).to_have_text(["1 event matches", "1 event matches"])
+    assert axe_violations(page) == []
+    page.locator(".text-hit a").first.click()
+    expect(page).to_have_url(re.compile(r"/threads/\d+/\?q=filenotfounderror"))
+    expect(page.get_by_text("FileNotFoundError: <no such file>")).to_be_visible()
+    assert page.problems == []
+
+
 def test_load_more_keeps_the_filters(page, workspace, actor):
     for i in range(56):
         make(workspace, actor, f"s-{i:02d}", call("gpt-4o" if i % 8 else "other", f"{i}.5"))

@@ -91,7 +91,8 @@ def test_the_activity_range_takes_whole_days_to_included(editor_client, fleet):
 
 def test_filters_combine_with_each_other_search_and_sort(editor_client, fleet):
     assert keys(editor_client, model="gpt-4o", cost_min="0.1") == ["a"]
-    assert keys(editor_client, model="gpt-4o", q="c") == ["c"]
+    # The search reads the events too ("c" is in every session's "calling"): c's cost alone.
+    assert keys(editor_client, model="gpt-4o", q='"cost": "0.04"') == ["c"]
     assert keys(editor_client, model="gpt-4o", sort="cost") == ["c", "a"]
     assert keys(editor_client, model="gpt-4o", sort="-cost") == ["a", "c"]
     assert keys(editor_client, errors="on", model="gpt-4o") == []
