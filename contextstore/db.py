@@ -153,16 +153,24 @@ def install_sqlite_regexp(sender: Any, connection: Any, **kwargs: Any) -> None:
 
 
 @contextmanager
+def _statement_timeout(ms: int) -> Iterator[None]:
+    """A transaction of its own whose statements PostgreSQL stops after `ms` (SET LOCAL ends
+    with it; 0 is none). Nothing on SQLite: its callers bound it their own way."""
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute(f"SET LOCAL statement_timeout = {int(ms)}")
+        yield
+
+
+@contextmanager
 def regex_guard() -> Iterator[None]:
     """Run a regex query under a time limit so a pathological pattern cannot hog the database:
     PostgreSQL's statement timeout, or the deadline of the SQLite REGEXP function."""
-    seconds = int(settings.CONTEXTSTORE["REGEX_TIMEOUT_MS"]) / 1000
-    token = _regex_deadline.set(time.monotonic() + seconds)
+    ms = int(settings.CONTEXTSTORE["REGEX_TIMEOUT_MS"])
+    token = _regex_deadline.set(time.monotonic() + ms / 1000)
     try:
-        with transaction.atomic():
-            if connection.vendor == "postgresql":
-                with connection.cursor() as cursor:
-                    cursor.execute(f"SET LOCAL statement_timeout = {int(seconds * 1000)}")
+        with _statement_timeout(ms):
             yield
     finally:
         _regex_deadline.reset(token)
@@ -174,10 +182,8 @@ def time_limit(ms: int) -> Iterator[None]:
     statement timeout (SET LOCAL, in a transaction of its own), or on SQLite a progress handler
     that interrupts the statement past the deadline. Past it the query raises DatabaseError."""
     deadline = time.monotonic() + ms / 1000
-    with transaction.atomic():
+    with _statement_timeout(max(int(ms), 1)):  # 0 would be none
         if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute(f"SET LOCAL statement_timeout = {max(int(ms), 1)}")  # 0: none
             yield
             return
         raw = connection.connection  # sqlite3.Connection, open inside atomic()
