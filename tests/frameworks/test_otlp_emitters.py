@@ -18,7 +18,7 @@ import pytest
 
 from contextstore.models import Event, OtelSpan, Session
 from tests.otlp.conftest import derive_eagerly
-from tests.otlp.emitters import ANSWER, fake_model
+from tests.otlp.emitters import ANSWER, WEATHER_THREAD, fake_model
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(1800),
@@ -54,11 +54,7 @@ def derived(key: str, *, calls: int = 2, wait: float = 15.0) -> list[Event]:
 
 def assert_weather_thread(events: list[Event], *, result: str, model: str, provider: str) -> None:
     shape = [(e.type, e.role) for e in events]
-    assert shape == [
-        ("Message", "system"), ("Message", "user"), ("LLMCallStart", ""),
-        ("ToolCall", "assistant"), ("LLMComplete", ""),
-        ("ToolResult", "tool"), ("LLMCallStart", ""), ("Message", "assistant"), ("LLMComplete", ""),
-    ], shape
+    assert shape == WEATHER_THREAD, shape
     system, user, tool_call, tool_result, answer = (events[i] for i in (0, 1, 3, 5, 7))
     # The system prompt is stored once, as the thread's first event.
     assert system.content.startswith("You answer weather questions briefly.")

@@ -19,6 +19,12 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 TOOL_CALL = {"id": "call_weather_1", "type": "function",
              "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
 ANSWER = "It is sunny in Paris, 21 degrees."
+# The thread a weather agent's traces become, as (type, role): each message once, both calls.
+WEATHER_THREAD = [
+    ("Message", "system"), ("Message", "user"), ("LLMCallStart", ""),
+    ("ToolCall", "assistant"), ("LLMComplete", ""),
+    ("ToolResult", "tool"), ("LLMCallStart", ""), ("Message", "assistant"), ("LLMComplete", ""),
+]
 
 
 class FakeChatCompletions(BaseHTTPRequestHandler):
