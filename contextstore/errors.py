@@ -3,6 +3,15 @@
 from typing import Any
 
 
+def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
+    """The one error shape of every JSON answer: {"error": {"code", "message", "details"}}."""
+    if details is None:
+        details = {}
+    elif not isinstance(details, dict):
+        details = {"errors": details}
+    return {"error": {"code": code, "message": message, "details": details}}
+
+
 class DomainError(Exception):
     code = "error"
     status = 400

@@ -64,6 +64,8 @@ MIDDLEWARE = [
     "contextstore.middleware.RequestIdMiddleware",  # first: every response and log line gets an id
     # Dashboard pages compress (HTML only; see the class).
     "contextstore.middleware.HtmlGZipMiddleware",
+    # A database that cannot be reached answers 503 + Retry-After, not a 500 (contextstore/outage.py).
+    "contextstore.outage.DatabaseOutageMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "contextstore.api.guard.ApiInputGuardMiddleware",  # NUL in API paths and query strings: 400
     "whitenoise.middleware.WhiteNoiseMiddleware",

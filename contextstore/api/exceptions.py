@@ -13,19 +13,12 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
-from contextstore.errors import DomainError
+from contextstore import outage
+from contextstore.errors import DomainError, error_body
 
 logger = logging.getLogger(__name__)
 
 CODES = {400: "invalid", 401: "not_authenticated", 403: "permission_denied", 404: "not_found"}
-
-
-def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
-    if details is None:
-        details = {}
-    elif not isinstance(details, dict):
-        details = {"errors": details}
-    return {"error": {"code": code, "message": message, "details": details}}
 
 
 def _flatten(detail: Any) -> Any:
@@ -81,6 +74,11 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         exc = exceptions.PermissionDenied()
     elif isinstance(exc, RequestDataTooBig):
         exc = PayloadTooLargeError()
+    if outage.database_unavailable(exc):
+        outage.log_outage(context["request"], exc)
+        set_rollback()
+        return Response(error_body(outage.CODE, outage.MESSAGE), status=503,
+                        headers={"Retry-After": str(outage.RETRY_AFTER_SECONDS)})
     if not isinstance(exc, exceptions.APIException):
         # Unexpected: log it with its traceback and still answer in the error shape.
         logger.exception("Unhandled error in %s", context.get("view").__class__.__name__)

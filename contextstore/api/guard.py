@@ -11,15 +11,14 @@ from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from contextstore.errors import error_body
+
 NUL = "\x00"
 
 
 def _refuse(place: str) -> JsonResponse:
     message = "NUL characters (U+0000) are not accepted"
-    # The shape of contextstore.api.exceptions.error_body (not imported: DRF is not loaded yet
-    # when middleware is).
-    return JsonResponse({"error": {"code": "invalid", "message": f"{place}: {message}",
-                                   "details": {place: message}}}, status=400)
+    return JsonResponse(error_body("invalid", f"{place}: {message}", {place: message}), status=400)
 
 
 class ApiInputGuardMiddleware:

@@ -109,6 +109,7 @@ DESCRIPTIONS = {
     "412": "Stale revision: the If-Match revision is not the current one.",
     "413": "Payload too large (body size, events per batch, content size).",
     "429": "Throttled; see Retry-After.",
+    "503": "The database is unavailable for a moment (`database_unavailable`); retry after Retry-After.",
 }
 
 
@@ -147,7 +148,7 @@ def add_error_responses(result: dict[str, Any], generator: Any, request: Any, pu
             body = operation.get("requestBody", {}).get("content", {}).get("application/json")
             if body and (path.endswith("/summarizer/") or _has_rules(schemas, body["schema"])):
                 operation["requestBody"]["required"] = True  # an empty body is {} (or nothing)
-            codes = ["400", "401", "404", "429"]
+            codes = ["400", "401", "404", "429", "503"]
             if method != "get":
                 codes += ["403", "409", "413"]
             conditional = any(p["name"] == "If-Match" for p in operation.get("parameters", []))

@@ -2,7 +2,7 @@
 
 /healthz answers "should this process be restarted?" (it runs and reaches its database);
 /readyz answers "should traffic come here?" (also the broker is reachable and the schema is
-migrated). Both return JSON with one entry per check and 200 or 503.
+migrated). Both return JSON with one entry per check and 200, or 503 with Retry-After.
 """
 
 import logging
@@ -15,6 +15,8 @@ from django.db.migrations.executor import MigrationExecutor
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
+
+from contextstore import outage
 
 logger = logging.getLogger(__name__)
 
@@ -79,8 +81,10 @@ def _run(checks: dict[str, Callable[[], str]]) -> JsonResponse:
                              else f"error: {type(exc).__name__}")
             logger.warning("health check %s failed: %s", name, exc,
                            extra={"check": name, "seconds": time.perf_counter() - started})
-    return JsonResponse({"status": "ok" if healthy else "error", "checks": results},
-                        status=200 if healthy else 503)
+    if healthy:
+        return JsonResponse({"status": "ok", "checks": results})
+    return JsonResponse({"status": "error", "checks": results}, status=503,
+                        headers={"Retry-After": str(outage.RETRY_AFTER_SECONDS)})
 
 
 @never_cache

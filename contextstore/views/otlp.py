@@ -6,31 +6,27 @@ The view checks the token, reads the body (decompressed within OTLP_MAX_BYTES), 
 (contextstore/otel/wire.py) and hands the spans to one service. Answers: 200 with an empty
 export response (or its partial_success) in the request's encoding; 400 for a body that does
 not decode, 401/403 for a bad or read-only token, 413 over the limit, 415 for another
-encoding, 503 with Retry-After while the database is unavailable (the exporters retry it).
+encoding, 503 with Retry-After while the database is unavailable (contextstore.outage; the
+exporters retry it).
 """
 
-import logging
 from collections.abc import Callable
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
+from contextstore.errors import error_body
 from contextstore.models import ApiToken
 from contextstore.otel import wire
 from contextstore.services.common import Actor
 from contextstore.services.otlp.ingest import export_ingest
 from contextstore.services.workspaces import api_token_authenticate
 
-logger = logging.getLogger(__name__)
-RETRY_AFTER_SECONDS = 5
-
 
 def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JsonResponse:
-    return JsonResponse({"error": {"code": code, "message": message, "details": {}}}, status=status,
-                        headers=headers)
+    return JsonResponse(error_body(code, message), status=status, headers=headers)
 
 
 def _token(request: HttpRequest) -> ApiToken | JsonResponse:
@@ -48,26 +44,22 @@ def _token(request: HttpRequest) -> ApiToken | JsonResponse:
 
 
 def _export(request: HttpRequest, handle: Callable[[ApiToken, bytes, str], bytes]) -> HttpResponse:
+    # A database outage raised here answers 503 + Retry-After (contextstore.outage's middleware).
+    token = _token(request)
+    if isinstance(token, JsonResponse):
+        return token
+    encoding = wire.encoding_of(request.content_type or "")
+    if encoding is None:
+        return _error(415, "unsupported_media_type",
+                      "Send application/x-protobuf or application/json.")
+    limit = settings.CONTEXTSTORE["OTLP_MAX_BYTES"]
     try:
-        token = _token(request)
-        if isinstance(token, JsonResponse):
-            return token
-        encoding = wire.encoding_of(request.content_type or "")
-        if encoding is None:
-            return _error(415, "unsupported_media_type",
-                          "Send application/x-protobuf or application/json.")
-        limit = settings.CONTEXTSTORE["OTLP_MAX_BYTES"]
-        try:
-            body = wire.read_limited(request.read, request.headers.get("Content-Encoding", ""), limit)
-            answer = handle(token, body, encoding)
-        except wire.TooLarge as exc:
-            return _error(413, "payload_too_large", str(exc))
-        except wire.BadBody as exc:
-            return _error(400, "invalid", str(exc))
-    except (OperationalError, InterfaceError):
-        logger.exception("OTLP export refused: the database is unavailable")
-        return _error(503, "unavailable", "The database is unavailable; retry later.",
-                      {"Retry-After": str(RETRY_AFTER_SECONDS)})
+        body = wire.read_limited(request.read, request.headers.get("Content-Encoding", ""), limit)
+        answer = handle(token, body, encoding)
+    except wire.TooLarge as exc:
+        return _error(413, "payload_too_large", str(exc))
+    except wire.BadBody as exc:
+        return _error(400, "invalid", str(exc))
     return HttpResponse(answer, content_type=encoding)
 
 

@@ -29,6 +29,7 @@
     box.setAttribute("role", "alert");
     box.textContent = xhr.status === 404 ? "That is gone or not yours to see (404)."
       : xhr.status === 403 ? "Your role does not allow this (403)."
+      : xhr.status === 503 ? "The database is unavailable for a moment (503). Try again shortly."
       : "Something went wrong (" + xhr.status + "). Try again.";
     flash.replaceChildren(box);
   });

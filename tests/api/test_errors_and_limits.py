@@ -109,7 +109,7 @@ def test_the_schema_and_docs_are_served_without_a_token(client):
     paths = json.loads(schema.content)["paths"]
     assert "/api/v1/threads/{id}/events/" in paths
     post = paths["/api/v1/threads/{id}/events/"]["post"]
-    assert {"201", "400", "401", "403", "404", "409", "413", "429"} <= set(post["responses"])
+    assert {"201", "400", "401", "403", "404", "409", "413", "429", "503"} <= set(post["responses"])
     assert "412" in paths["/api/v1/threads/{id}/state/"]["put"]["responses"]
     docs = client.get("/api/docs/")
     assert docs.status_code == 200 and b"swagger" in docs.content.lower()

@@ -8,7 +8,7 @@ import tracemalloc
 import zlib
 
 import pytest
-from django.db import OperationalError, connection
+from django.db import connection
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
@@ -17,6 +17,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from contextstore.models import Event, OtelLog, OtelSpan, Session
+from tests.outage import losing_connection_on
 
 from .conftest import TRACE, attr, export, span
 
@@ -155,12 +156,7 @@ def test_a_replayed_export_changes_nothing(otlp):
 def test_a_database_outage_is_503_with_retry_after_and_the_retry_stores_once(otlp):
     body = export(span("00f067aa0ba902b7", "chat", CHAT))
 
-    def down(execute, sql, params, many, context):
-        if "otel" in sql.lower():
-            raise OperationalError("server closed the connection unexpectedly")
-        return execute(sql, params, many, context)
-
-    with connection.execute_wrapper(down):
+    with connection.execute_wrapper(losing_connection_on("otel")):
         response = otlp(body)
     assert response.status_code == 503
     assert int(response["Retry-After"]) > 0

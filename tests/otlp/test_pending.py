@@ -5,7 +5,7 @@ and run by beat) derives each marked trace once, however many exports named it."
 from datetime import timedelta
 
 import pytest
-from django.db import OperationalError, connection
+from django.db import connection
 from django.utils import timezone
 
 from contextstore import tasks
@@ -13,6 +13,7 @@ from contextstore.models import Event, OtelPending, OtelSpan, OtelTrace, Session
 from contextstore.services.otlp import derive, ingest
 from contextstore.services.otlp.pending import pending_traces_derive
 from project.celery import app
+from tests.outage import losing_connection_on
 
 from .conftest import TRACE, export, fixture, span
 from .test_dialects import CASES
@@ -52,12 +53,7 @@ def test_an_export_keeps_its_spans_and_marks_its_trace_and_a_worker_is_asked_aft
 
 
 def test_the_mark_is_written_in_the_spans_transaction(otlp, queued):
-    def down(execute, sql, params, many, context):
-        if "otelpending" in sql.lower():
-            raise OperationalError("server closed the connection unexpectedly")
-        return execute(sql, params, many, context)
-
-    with connection.execute_wrapper(down):
+    with connection.execute_wrapper(losing_connection_on("otelpending")):
         response = otlp(fixture("semconv_current.json"))
     assert response.status_code == 503
     assert int(response["Retry-After"]) > 0
