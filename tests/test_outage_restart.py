@@ -1,7 +1,8 @@
 """PostgreSQL stopped under a running server, as an operator's restart does it: every path of
 the same gunicorn answers 503 with Retry-After while it is down (the API and OTLP in the JSON
 error shape with `database_unavailable`, the dashboard a page that says so, the probes their
-JSON), and the first requests after it is back are served.
+JSON), and the first requests after it is back are served. Then killed under a load of
+appends: every answer is a 201 or a 503, and every acknowledged append is kept, once.
 
 The cluster is this test's own (initdb and pg_ctl on a free port in a temporary directory,
 run as the `postgres` user when the tests run as root, since initdb refuses root), so stopping
@@ -13,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,9 +57,10 @@ class Cluster:
         self.pg("pg_ctl", "-D", str(self.data), "-l", str(self.root / "log"), "-w", "-o",
                 f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off", "start")
 
-    def stop(self) -> None:
-        # fast: sessions are terminated (57P01), new connections refused, as a service restart
-        self.pg("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+    def stop(self, mode: str = "fast") -> None:
+        """fast: sessions are terminated (57P01), new connections refused, as a service restart;
+        immediate: every server process quits at once, as a crash (recovery runs at the start)."""
+        self.pg("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop")
 
 
 @pytest.fixture
@@ -144,6 +147,49 @@ def test_a_stopped_database_is_503_everywhere_and_the_same_server_serves_once_it
         assert [dashboard().status_code, otlp().status_code, web.get("/readyz").status_code] == [
             200, 200, 200]
         print(f"first request after the restart answered 200 in {waited * 1000:.0f} ms")
+
+        # Killed under load: appends in flight and arriving meet the crash; each answer is a 201
+        # or a 503, and every append acknowledged is kept, counted once.
+        thread_id = web.post("/api/v1/threads/ensure/", json={"session_key": "load"}).json()["id"]
+        answers: list[tuple[int, str]] = []
+        stop_load = threading.Event()
+
+        def load() -> None:
+            n = 0
+            while not stop_load.is_set():
+                n += 1
+                client_id = f"{threading.get_ident()}-{n}"
+                response = web.post(f"/api/v1/threads/{thread_id}/events/", json={"events": [
+                    {"type": "Message", "role": "user", "content": f"turn {n}", "client_id": client_id}]})
+                answers.append((response.status_code, client_id))
+
+        loaders = [threading.Thread(target=load) for _ in range(2)]
+        for loader in loaders:
+            loader.start()
+        try:
+            wait_for("appends", lambda: len(answers) >= 10, 30, processes)
+            cluster.stop("immediate")
+            wait_for("503s", lambda: any(code == 503 for code, _ in answers), 30, processes)
+            cluster.start()
+            restarted = len(answers)
+            wait_for("201s after the restart",
+                     lambda: any(code == 201 for code, _ in answers[restarted:]), 30, processes)
+        finally:
+            stop_load.set()
+            for loader in loaders:
+                loader.join(30)
+        assert {code for code, _ in answers} == {201, 503}, sorted({c for c, _ in answers})
+        acknowledged = {client_id for code, client_id in answers if code == 201}
+        stored, url = [], f"/api/v1/threads/{thread_id}/events/?limit=500"
+        while url:
+            page = web.get(url).json()
+            stored += [event["client_id"] for event in page["results"]]
+            url = page["next"]
+        assert acknowledged <= set(stored) and len(stored) == len(set(stored))
+        thread = web.get(f"/api/v1/threads/{thread_id}/").json()
+        assert thread["event_count"] == thread["last_seq"] == len(stored)
+        print(f"under load: {len(acknowledged)} appends acknowledged, "
+              f"{sum(code == 503 for code, _ in answers)} answered 503, {len(stored)} stored")
         assert "Internal Server Error" not in processes.log("web")  # no 500 at any point
     finally:
         processes.kill_all()
