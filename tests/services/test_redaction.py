@@ -20,6 +20,7 @@ from contextstore.redaction import (
     setting_problems,
 )
 from contextstore.services.blocks import block_upsert
+from contextstore.services.collapses import collapse_create
 from contextstore.services.events import event_append
 from contextstore.services.memories import memory_remember, provider_state_put
 from contextstore.services.state import state_write
@@ -218,3 +219,12 @@ def test_a_timed_out_pattern_stores_nothing(workspace, thread, actor, settings):
         event_append(thread=thread, actor=actor,
                      events=[{"type": "Message", "content": "x" + "a" * 5000}])
     assert not Event.objects.exists()
+
+
+def test_a_collapse_summary_written_by_an_agent_is_redacted(thread, actor):
+    event_append(thread=thread, actor=actor, events=[{"type": "Message", "content": "a"}] * 2)
+    collapse_create(thread=thread, start_position=1, end_position=2, actor=actor,
+                    summary_text=f"the user gave {OPENAI}")
+    summary = Event.objects.get(type="Summary")
+    assert summary.content == "the user gave [REDACTED:openai_key]"
+    assert summary.data["redacted"] == {"openai_key": 1} and rows_holding(OPENAI) == []
