@@ -4,6 +4,7 @@ holds a secret a span or log record carried, and the events derived from them ho
 import json
 
 from contextstore.models import Event, OtelLog, OtelSpan
+from contextstore.services.workspaces import workspace_redaction_set
 from tests.redaction_corpus import rows_holding
 
 from .conftest import TRACE, attr, export, span
@@ -51,3 +52,15 @@ def test_log_records_are_kept_redacted_and_a_replay_is_still_recognised(otlp):
     assert OtelLog.objects.count() == 1
     for secret in (OPENAI, JWT):
         assert rows_holding(secret) == [], secret
+
+
+def test_a_workspace_pattern_that_runs_too_long_refuses_the_export_and_keeps_nothing(
+        otlp, workspace, actor, settings):
+    settings.CONTEXTSTORE = {**settings.CONTEXTSTORE, "REGEX_TIMEOUT_MS": 100}
+    workspace_redaction_set(workspace=workspace, actor=actor, redaction={
+        "extra_patterns": [{"name": "slow", "pattern": r"x\w*\w*\w*\w*\w*\d"}]})
+    body = export(span("00f067aa0ba902b7", "chat", {
+        "gen_ai.operation.name": "chat", "gen_ai.input.messages": messages("user", "x" + "a" * 5000)}))
+    answer = otlp(body)
+    assert answer.status_code == 422 and answer.json()["error"]["code"] == "redaction_timeout"
+    assert not OtelSpan.objects.exists()
