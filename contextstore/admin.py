@@ -28,7 +28,9 @@ from contextstore.models import (
     StateRevision,
     Thread,
     Workspace,
+    redaction_default,
 )
+from contextstore.redaction import setting_problems
 from contextstore.services import (
     blocks,
     clientai,
@@ -100,13 +102,32 @@ class MembershipInline(admin.TabularInline):
         return False
 
 
+class WorkspaceForm(forms.ModelForm):
+    class Meta:
+        model = Workspace
+        fields = ("slug", "name", "retention_event_days", "retention_session_days", "redaction")
+        help_texts = {"redaction": 'Secrets redacted before they are stored: {"enabled": true, '
+                                   '"extra_patterns": [{"name": "ticket_token", "pattern": '
+                                   '"TKT-[0-9]{12}"}]}. See docs/security.md.'}
+
+    def clean_redaction(self):
+        value = self.cleaned_data["redaction"]
+        if value in (None, ""):  # left out: kept as it is
+            return self.instance.redaction if self.instance.pk else redaction_default()
+        problems = setting_problems(value)
+        if problems:
+            raise forms.ValidationError([f"{place}: {problem}" for place, problem in problems.items()])
+        return value
+
+
 @admin.register(Workspace)
 class WorkspaceAdmin(admin.ModelAdmin):
+    form = WorkspaceForm
     list_display = ("slug", "name", "retention_event_days", "retention_session_days", "created_at")
     search_fields = ("slug", "name")
     date_hierarchy = "created_at"
     inlines = [MembershipInline]
-    fields = ("slug", "name", "retention_event_days", "retention_session_days")
+    fields = ("slug", "name", "retention_event_days", "retention_session_days", "redaction")
 
     def get_readonly_fields(self, request, obj=None):
         return ("slug",) if obj is not None else ()
@@ -121,6 +142,9 @@ class WorkspaceAdmin(admin.ModelAdmin):
         retention.retention_policy_set(
             target=saved, actor=actor_of(request), event_days=obj.retention_event_days,
             session_days=obj.retention_session_days)
+        if obj.redaction != saved.redaction:
+            workspaces.workspace_redaction_set(workspace=saved, redaction=obj.redaction,
+                                               actor=actor_of(request))
 
     def get_deleted_objects(self, objs, request):
         return counts_only(self, objs, request)

@@ -34,10 +34,17 @@ class Retention(models.Model):
         abstract = True
 
 
+def redaction_default() -> dict:
+    return {"enabled": True, "extra_patterns": []}
+
+
 class Workspace(ModelSettings, Retention):
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Secrets redacted from agent text before it is stored (contextstore/redaction.py):
+    # {"enabled": bool, "extra_patterns": [{"name": ..., "pattern": ...}]}, checked on save.
+    redaction = models.JSONField(default=redaction_default, blank=True)
 
     class Meta:
         ordering = ["slug"]

@@ -192,6 +192,10 @@ CONTEXTSTORE = {
     "MAX_EVENTS_PER_BATCH": env_int("MAX_EVENTS_PER_BATCH", 1000),
     "MAX_EVENT_CONTENT_BYTES": env_int("MAX_EVENT_CONTENT_BYTES", 256 * 1024),
     "REGEX_TIMEOUT_MS": env_int("REGEX_TIMEOUT_MS", 2000),
+    # Secrets (API keys, tokens, private keys, passwords in URLs) replaced by a typed marker in
+    # agent text before it is stored (contextstore/redaction.py); a workspace can add patterns
+    # or switch it off for itself; off here, it is off everywhere.
+    "REDACT_SECRETS": env_bool("REDACT_SECRETS", True),
     "DEFAULT_RENDER_MAX_TOKENS": env_int("DEFAULT_RENDER_MAX_TOKENS", 8000),
     "BLOCK_MAX_CHARS": env_int("BLOCK_MAX_CHARS", 20_000),
     # How long a process trusts an API token it has checked; a revoked token is refused by

@@ -190,7 +190,7 @@ class ThreadViewSet(ThreadHistoryActions, ThreadStateActions, ThreadBlockActions
             if unknown:
                 raise ValidationError({sorted(unknown)[0]: "unknown field"})
             result = events.event_append(
-                thread=Thread(pk=thread_id, workspace_id=token_of(request).workspace_id),
+                thread=Thread(pk=thread_id, workspace=token_of(request).workspace),
                 events=data.get("events"), actor=actor_of(request))
         except Thread.DoesNotExist:
             raise Http404 from None

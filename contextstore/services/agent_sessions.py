@@ -34,6 +34,7 @@ from contextstore.models import (
     ThreadBlob,
     Workspace,
 )
+from contextstore.redaction import redact, redact_events, workspace_rules
 from contextstore.selectors.agent_sessions import (
     MAX_BLOBS_PER_COMMIT,
     Identity,
@@ -93,6 +94,7 @@ def _patch_scope(
         pass
     row = ScopedState.objects.select_for_update().get(
         workspace=workspace, app=app, scope=scope, user_id=user_id)
+    patch, _ = redact(workspace_rules(workspace), patch)
     row.state = documents.merge_patch(row.state, patch)
     row.revision += 1
     row.save(update_fields=["state", "revision", "updated_at"])
@@ -200,6 +202,7 @@ def session_commit(*, workspace: Workspace, identity: Identity, commit: CommitIn
     for name, patch in (("state", commit.state), ("app_state", commit.app_state),
                         ("user_state", commit.user_state)):
         _check_patch(name, patch)
+    commit = replace(commit, events=redact_events(workspace_rules(workspace), commit.events))
     specs = event_specs(commit.events, allow_empty=True)  # refused before any lock, as an append's
     if len(commit.blobs) > MAX_BLOBS_PER_COMMIT:
         raise InvalidInput(f"At most {MAX_BLOBS_PER_COMMIT} blobs per commit.", details={"blobs": "too many"})

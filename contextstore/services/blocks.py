@@ -9,6 +9,7 @@ from contextstore.errors import InvalidInput, NotFound
 from contextstore.expressions import compile_expr
 from contextstore.fields import NUL_IN_NAME
 from contextstore.models import ContextBlock, ContextBlockVersion, Thread
+from contextstore.redaction import redact, workspace_rules
 from contextstore.services.common import UNSET, Actor, audit, lock_thread
 from contextstore.tokens import count_tokens
 
@@ -42,6 +43,8 @@ def block_upsert(
 
     with transaction.atomic():
         thread = lock_thread(thread)  # two writers creating one name queue here, not on the index
+        if isinstance(value, str):
+            value, _ = redact(workspace_rules(thread.workspace), value)
         return _apply(thread=thread, name=name, actor=actor, value=value, expr=expr,
                       placement=placement, order=order, action=None)
 

@@ -10,6 +10,7 @@ from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge
 from contextstore.eventspec import event_spec
 from contextstore.models import Collapse, Event, Job, Thread
 from contextstore.ranges import check_range
+from contextstore.redaction import redact_events, workspace_rules
 from contextstore.services import history
 from contextstore.services.common import Actor, audit, lock_thread
 
@@ -54,9 +55,10 @@ def collapse_create(
         left = history.Moved.of(members)
         now = timezone.now()
         first, last = members[0].position, members[-1].position
-        spec = event_spec({"type": "Summary", "role": "system", "content": summary_text,
-                           "data": {"start_position": first, "end_position": last,
-                                    "events": len(members)}}, "summary")
+        [raw] = redact_events(workspace_rules(thread.workspace), [{
+            "type": "Summary", "role": "system", "content": summary_text,
+            "data": {"start_position": first, "end_position": last, "events": len(members)}}])
+        spec = event_spec(raw, "summary")
         [summary] = history.events_add(thread=thread, specs=[spec], now=now,
                                        places=[(first, Event.Status.ACTIVE)])
         collapse = Collapse.objects.create(

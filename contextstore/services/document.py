@@ -17,6 +17,7 @@ from contextstore import documents
 from contextstore.errors import InvalidInput, StaleRevision
 from contextstore.fields import JSONText
 from contextstore.models import StateRevision, Thread
+from contextstore.redaction import redact, workspace_rules
 from contextstore.selectors.document import (  # noqa: F401 - the reads, re-exported for old callers
     revision_diff,
     revision_document,
@@ -89,8 +90,13 @@ def document_write(
 
     values: document fields set to new values. merge: document fields (objects) changed by an
     RFC 7386 merge patch, whose revision is built from the patch alone. thread_fields: other
-    Thread columns the caller changed, saved in the same UPDATE.
+    Thread columns the caller changed, saved in the same UPDATE. Secrets in the new values
+    and patches are redacted first (contextstore/redaction.py): every document write is here.
     """
+    if values or merge:
+        rules = workspace_rules(thread.workspace)
+        values, _ = redact(rules, values)
+        merge, _ = redact(rules, merge)
     document = thread.document
     tail = _tail(thread)
     ops: list[dict[str, Any]] = []

@@ -12,6 +12,7 @@ from contextstore.db import insert_sql
 from contextstore.errors import Conflict
 from contextstore.eventspec import EventSpec, event_specs
 from contextstore.models import AuditLog, Event, Thread
+from contextstore.redaction import redact_events, workspace_rules
 from contextstore.services import history
 from contextstore.services.common import Actor, audit, audit_row, lock_thread
 from contextstore.services.renders import llm_call_prepare, texts_keep
@@ -31,13 +32,15 @@ def event_append(*, thread: Thread, events: list[Any], actor: Actor) -> AppendRe
     with a different payload the whole batch is refused with a conflict. Sequence numbers are
     gap-free under concurrent writers (the thread row is locked), and counters are updated in
     the same transaction. The cost depends on the batch, not on the thread's history.
+    Secrets in the events' text are redacted before anything else (contextstore/redaction.py).
     """
+    events = redact_events(workspace_rules(thread.workspace), events)
     return event_append_specs(thread=thread, specs=event_specs(events), actor=actor)
 
 
 def event_append_specs(*, thread: Thread, specs: list[EventSpec], actor: Actor) -> AppendResult:
     """event_append of a batch its caller validated already (eventspec.event_specs), as a
-    commit does before it takes any lock."""
+    commit does before it takes any lock; the caller redacted it (redaction.redact_events)."""
     specs, call_texts = llm_call_prepare(thread=thread, specs=specs)  # render_id, data.messages
     now = timezone.now()
 

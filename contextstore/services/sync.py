@@ -47,6 +47,7 @@ from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge, StaleRe
 from contextstore.eventspec import EventSpec, event_spec
 from contextstore.fields import NUL_IN_NAME
 from contextstore.models import Event, Session, SyncUpload, Thread
+from contextstore.redaction import redact_events, workspace_rules
 from contextstore.services import history
 from contextstore.services.common import UNSET, Actor, audit, lock_thread
 from contextstore.services.document import document_write
@@ -140,6 +141,17 @@ def _parse_items(items: Any, offset: int = 0) -> list[_Item]:
     return parsed
 
 
+def _redacted(thread: Thread, items: Any) -> Any:
+    """The items with their events' secrets redacted (contextstore/redaction.py), before they
+    are staged or digested: a replayed save digests the same redacted item."""
+    if not isinstance(items, list):
+        return items
+    rules = workspace_rules(thread.workspace)
+    events = redact_events(rules, [i.get("event") if isinstance(i, dict) else None for i in items])
+    return [{**i, "event": e} if isinstance(i, dict) and e is not i.get("event") else i
+            for i, e in zip(items, events, strict=True)]
+
+
 def _parse_removed(removed: Any) -> list[str]:
     if removed is None:
         return []
@@ -219,6 +231,7 @@ def sync_apply(
                            details={"upload_id": "required"})
     items = [] if items is None else items
     removed = [] if removed is None else removed
+    items = _redacted(thread, items)
     _check_part_size(items if isinstance(items, list) else [], removed if isinstance(removed, list) else [])
     parsed = _parse_items(items)
     gone = _parse_removed(removed)

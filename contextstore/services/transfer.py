@@ -14,6 +14,7 @@ from contextstore.eventspec import EventSpec, event_spec, parse_stored_datetime
 from contextstore.fields import NUL_IN_NAME
 from contextstore.models import Clear, Collapse, Event, Thread
 from contextstore.ranges import check_position
+from contextstore.redaction import redact, redact_events, workspace_rules
 from contextstore.services import history
 from contextstore.services.blocks import block_upsert
 from contextstore.services.common import Actor, audit
@@ -196,6 +197,11 @@ def thread_import(
     raw_clears = data.get("clears") or []
     if not all(isinstance(x, list) for x in (raw_events, raw_blocks, raw_collapses, raw_clears)):
         raise InvalidInput("events, blocks, collapses and clears must be lists.")
+    # Secrets out of the events and the document before anything is stored (the blocks'
+    # values are redacted by block_upsert).
+    rules = workspace_rules(workspace)
+    raw_events = redact_events(rules, raw_events)
+    document_fields, _ = redact(rules, {f: v for f, v in fields.items() if f in DOCUMENT_FIELDS})
     key = session_key or source_session.get("key") or f"import-{timezone.now():%Y%m%d%H%M%S}"
     now = timezone.now()
     try:
@@ -211,7 +217,7 @@ def thread_import(
             summarizer = fields.pop("summarizer", None)
             thread = Thread.objects.create(
                 workspace=workspace, session=session, name=thread_name, summarizer=summarizer,
-                document=new_document(**{f: v for f, v in fields.items() if f in DOCUMENT_FIELDS}),
+                document=new_document(**document_fields),
             )
             history.session_thread_added(session_id=session.pk)
             checked = [_event_from(item, i, counted=counted) for i, item in enumerate(raw_events)]

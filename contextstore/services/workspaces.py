@@ -2,6 +2,7 @@ import hashlib
 import secrets
 import time
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -11,6 +12,7 @@ from django.utils.text import slugify
 
 from contextstore.errors import InvalidInput
 from contextstore.models import ApiToken, Membership, Workspace
+from contextstore.redaction import setting_problems
 from contextstore.services.common import Actor, audit
 from contextstore.services.sessions import session_delete
 
@@ -135,6 +137,27 @@ def workspace_update(*, workspace: Workspace, name: str, actor: Actor) -> Worksp
         workspace.name = name
         workspace.save(update_fields=["name"])
         audit(actor=actor, action="workspace.update", target=workspace, workspace=workspace, name=name)
+    return workspace
+
+
+def workspace_redaction_set(*, workspace: Workspace, redaction: Any, actor: Actor) -> Workspace:
+    """Set a workspace's secret redaction: {"enabled": bool, "extra_patterns": [{"name",
+    "pattern"}]}. Every pattern is compiled and checked (no nested repetition, no
+    backreference, no empty match) before anything is saved. API tokens cached by this process
+    carry their workspace, so they are forgotten: its next append uses the new rules (other
+    processes within TOKEN_CACHE_SECONDS)."""
+    problems = setting_problems(redaction)
+    if problems:
+        place, problem = next(iter(problems.items()))
+        raise InvalidInput(f"{place}: {problem}", details=problems)
+    value = {"enabled": redaction.get("enabled", True),
+             "extra_patterns": list(redaction.get("extra_patterns", []))}
+    with transaction.atomic():
+        workspace.redaction = value
+        workspace.save(update_fields=["redaction"])
+        audit(actor=actor, action="workspace.redaction", target=workspace, workspace=workspace,
+              enabled=value["enabled"], patterns=[p["name"] for p in value["extra_patterns"]])
+    token_cache_clear()
     return workspace
 
 

@@ -17,7 +17,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from contextstore.errors import error_body
+from contextstore.errors import DomainError, error_body
 from contextstore.models import ApiToken
 from contextstore.otel import wire
 from contextstore.services.common import Actor
@@ -60,6 +60,8 @@ def _export(request: HttpRequest, handle: Callable[[ApiToken, bytes, str], bytes
         return _error(413, "payload_too_large", str(exc))
     except wire.BadBody as exc:
         return _error(400, "invalid", str(exc))
+    except DomainError as exc:  # a workspace's redaction pattern ran too long: nothing kept
+        return _error(exc.status, exc.code, exc.message)
     return HttpResponse(answer, content_type=encoding)
 
 

@@ -13,6 +13,7 @@ from django.utils import timezone
 from contextstore.db import COPY_THRESHOLD, copy_rows
 from contextstore.models import OtelLog, OtelSpan, Workspace
 from contextstore.otel.wire import LogRecord, Span
+from contextstore.redaction import redact_each, workspace_rules
 from contextstore.services.common import Actor
 from contextstore.services.otlp.pending import pending_mark, pending_publish
 
@@ -25,14 +26,17 @@ def spans_store(*, workspace: Workspace, spans: list[Span]) -> list[str]:
     returns the trace ids named."""
     rows: dict[tuple[str, str], OtelSpan] = {}
     now = timezone.now()
+    rules = workspace_rules(workspace)  # secrets out of the text a span carries, ids kept
     for s in spans:
         if (s.trace_id, s.span_id) not in rows:  # the first of a span sent twice at once
+            name, status_message, attributes, events, links, resource = redact_each(
+                rules, (s.name, s.status_message, s.attributes, s.events, s.links, s.resource))
             rows[(s.trace_id, s.span_id)] = OtelSpan(
                 workspace=workspace, trace_id=s.trace_id, span_id=s.span_id,
-                parent_span_id=s.parent_span_id, name=s.name, kind=s.kind,
+                parent_span_id=s.parent_span_id, name=name, kind=s.kind,
                 start_ns=min(s.start_ns, 2**63 - 1), end_ns=min(s.end_ns, 2**63 - 1),
-                status_code=s.status_code, status_message=s.status_message,
-                attributes=s.attributes, events=s.events, links=s.links, resource=s.resource,
+                status_code=s.status_code, status_message=status_message,
+                attributes=attributes, events=events, links=links, resource=resource,
                 scope=s.scope, received_at=now)
     trace_ids = list(dict.fromkeys(s.trace_id for s in spans))
     if connection.vendor == "postgresql" and len(rows) >= COPY_THRESHOLD:
@@ -59,10 +63,15 @@ def _digest(record: LogRecord) -> str:
 
 def logs_store(*, workspace: Workspace, records: list[LogRecord]) -> list[str]:
     """Keep the log records (one already kept is left), in the caller's transaction; returns
-    the trace ids named."""
-    rows = [OtelLog(workspace=workspace, trace_id=r.trace_id, span_id=r.span_id, digest=_digest(r),
-                    time_ns=min(r.time_ns, 2**63 - 1), event_name=r.event_name, body=r.body,
-                    attributes=r.attributes) for r in records]
+    the trace ids named. The digest is of the record as sent; its body and attributes are
+    kept redacted."""
+    rules = workspace_rules(workspace)
+    rows = []
+    for r in records:
+        body, attributes = redact_each(rules, (r.body, r.attributes))
+        rows.append(OtelLog(workspace=workspace, trace_id=r.trace_id, span_id=r.span_id,
+                            digest=_digest(r), time_ns=min(r.time_ns, 2**63 - 1),
+                            event_name=r.event_name, body=body, attributes=attributes))
     OtelLog.objects.bulk_create(rows, batch_size=BATCH, ignore_conflicts=True)
     return list(dict.fromkeys(r.trace_id for r in records))
 

@@ -1,0 +1,356 @@
+"""Secrets redacted from agent text before it is stored: pure, no database.
+
+`redact(rules, value)` walks a JSON value (strings, lists, objects: event content, parts, data,
+tool arguments, state) and replaces every well-known secret (provider API keys, AWS access key
+ids, GitHub tokens, JWTs, PEM private keys, passwords in URLs, ...) and every match of a
+workspace's extra patterns with a typed marker, `[REDACTED:openai_key]`; it returns the new value
+and the count of each kind. Object keys are kept, and so are the values of the keys the system
+itself reads as ids or hashes (`SKIP_KEYS`).
+
+The built-in patterns are anchored on a literal (`sk-`, `AKIA`, `eyJ`, `-----BEGIN`, `://`) that
+is looked for first as a plain substring, so text without one costs a few substring searches;
+none has a nested quantifier, so each runs in linear time. A workspace's own patterns are checked
+when they are saved (`pattern_problem`) and run with the `regex` package's timeout: all of one
+ingest call's user patterns share one deadline (REGEX_TIMEOUT_MS), and passing it refuses the
+write (`RedactionTimeout`) rather than store text that was not checked.
+"""
+
+import re
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import regex
+
+from contextstore.errors import DomainError
+
+MARKER = "[REDACTED:{}]"
+# Values of these keys are ids and hashes the system and the providers read back (tool-call
+# ids, thinking signatures, message hashes): never rewritten.
+SKIP_KEYS = frozenset({"id", "call_id", "tool_call_id", "tool_use_id", "signature",
+                       "render_id", "message_hashes", "payload_hash", "item_key"})
+MAX_EXTRA_PATTERNS = 20
+MAX_PATTERN_LENGTH = 500
+NAME_RE = re.compile(r"[a-z][a-z0-9_]{0,39}")
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One kind of secret: its marker name, the literals one of which every match contains
+    (empty: always run), and the pattern. A group named `secret` is the only part replaced (the
+    password of a URL, the value after `Authorization: Bearer`)."""
+
+    name: str
+    triggers: tuple[str, ...]
+    pattern: Any  # re.Pattern or regex.Pattern
+    user: bool = False
+
+
+# Hand-written, each anchored on a literal and linear: one character class per run, no
+# quantified group holding a quantifier.
+_ID = r"[A-Za-z0-9_\-]"
+BUILTIN: tuple[Rule, ...] = (
+    Rule("anthropic_key", ("sk-ant-",), re.compile(rf"\bsk-ant-{_ID}{{20,}}")),
+    # sk-..., sk-proj-..., sk-svcacct-...: at least 20 characters, one a digit (prose such as
+    # "sk-learn-style-configuration" has none).
+    Rule("openai_key", ("sk-",),
+         re.compile(rf"\bsk-(?!ant-)(?=[A-Za-z_\-]{{0,200}}[0-9]){_ID}{{20,}}")),
+    Rule("stripe_key", ("_live_", "_test_"),
+         re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}")),
+    Rule("aws_access_key_id", ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
+         re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b")),
+    Rule("aws_secret_access_key", ("ecret", "ECRET"),
+         re.compile(r"(?i:aws_?secret_?(?:access_?)?key)[\"']?\s{0,5}[:=]\s{0,5}[\"']?"
+                    r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])")),
+    Rule("github_token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+         re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b")),
+    Rule("gitlab_token", ("glpat-",), re.compile(r"\bglpat-[A-Za-z0-9_\-]{20,}")),
+    Rule("slack_token", ("xox",), re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}")),
+    Rule("google_api_key", ("AIza",), re.compile(r"\bAIza[A-Za-z0-9_\-]{35}(?![A-Za-z0-9_\-])")),
+    Rule("private_key", ("PRIVATE KEY",),
+         re.compile(r"-----BEGIN (?:[A-Z0-9]{1,20} ){0,3}PRIVATE KEY-----[\s\S]*?"
+                    r"(?:-----END (?:[A-Z0-9]{1,20} ){0,3}PRIVATE KEY-----|\Z)")),
+    # header.payload.signature, both JSON objects ("eyJ" is base64url of '{"').
+    Rule("jwt", ("eyJ",),
+         re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{10,}")),
+    Rule("bearer_token", ("Bearer", "bearer", "BEARER"),
+         re.compile(r"(?i:authorization)[\"']?\s{0,5}[:=]\s{0,5}[\"']?(?i:bearer)\s{1,5}"
+                    r"(?P<secret>[A-Za-z0-9._~+/\-]{20,}=*)")),
+    # scheme://user:password@host: only the password goes.
+    Rule("url_password", ("://",),
+         re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]{0,20}://[^\s:/?#@\"'<>]{0,256}:"
+                    r"(?P<secret>[^\s/?#@\"'<>]{1,256})@")),
+)
+
+
+class RedactionTimeout(DomainError):
+    """A workspace's own pattern took longer than REGEX_TIMEOUT_MS: nothing is stored."""
+
+    code = "redaction_timeout"
+    status = 422
+
+
+class Rules:
+    """The compiled rules of one setting. The built-in rules' literals are one alternation: a
+    text is scanned once for all of them, and only the rules whose literal it holds run."""
+
+    __slots__ = ("rules", "timeout_ms", "triggers", "by_trigger", "always")
+
+    def __init__(self, rules: tuple[Rule, ...], timeout_ms: int) -> None:
+        self.rules = rules
+        self.timeout_ms = timeout_ms
+        literals = sorted({t for r in rules for t in r.triggers}, key=len, reverse=True)
+        self.triggers = re.compile("|".join(map(re.escape, literals)))
+        self.by_trigger = {t: [r for r in rules if t in r.triggers] for t in literals}
+        self.always = [r for r in rules if not r.triggers]  # a workspace's own patterns
+
+    def candidates(self, text: str) -> list[Rule]:
+        """The rules that may match `text`, in their order."""
+        hits = {m.group() for m in self.triggers.finditer(text)}
+        if not hits:
+            return self.always
+        chosen = {id(r) for t in hits for r in self.by_trigger[t]}
+        return [r for r in self.rules if id(r) in chosen] + self.always
+
+
+def pattern_problem(pattern: Any) -> str | None:
+    """Why a workspace's pattern is refused, or None: it must compile (with the `regex`
+    package), match no empty string, hold no backreference and no quantified group that holds a
+    quantifier itself (`(a+)+`, the shapes that backtrack exponentially)."""
+    if not isinstance(pattern, str) or not pattern:
+        return "a non-empty string"
+    if len(pattern) > MAX_PATTERN_LENGTH:
+        return f"at most {MAX_PATTERN_LENGTH} characters"
+    try:
+        compiled = regex.compile(pattern)
+    except regex.error as exc:
+        return f"not a valid regular expression ({exc})"
+    if re.search(r"\\[1-9]|\(\?P=|\\g<|\\k<", pattern):
+        return "backreferences are not allowed"
+    if _nested_quantifier(pattern):
+        return ("a repeated group holding a repetition or an alternative (such as (a+)+ or "
+                "(a|ab)*) is not allowed; a character class ([ab]+) does the same in linear time")
+    try:
+        if compiled.fullmatch("", timeout=0.1) is not None:
+            return "it matches empty text"
+    except TimeoutError:
+        return "it takes too long"
+    return None
+
+
+def _nested_quantifier(pattern: str) -> bool:
+    """A group followed by a quantifier (*, +, {n,}, {n,m} with m > 1) that itself holds a
+    quantifier or an alternation, found by scanning the pattern with a stack of groups."""
+    stack: list[bool] = []  # per open group: holds a quantifier or "|"
+    i = 0
+    in_class = False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            if pattern[i + 1:i + 2] == "]":
+                i += 1
+        elif c == "(":
+            stack.append(False)
+        elif c == ")" and stack:
+            inner = stack.pop()
+            repeated = _repeats(pattern, i + 1)
+            if inner and repeated:
+                return True
+            if stack and (inner or repeated):
+                stack[-1] = True
+        elif c in "*+?{|" and stack:
+            if c != "?" or i == 0 or pattern[i - 1] not in "(*+?}":
+                stack[-1] = True
+        i += 1
+    return False
+
+
+def _repeats(pattern: str, at: int) -> bool:
+    if pattern[at:at + 1] in ("*", "+"):
+        return True
+    m = re.match(r"\{(\d*)(,?)(\d*)\}", pattern[at:])
+    return bool(m and (m.group(2) and (not m.group(3) or int(m.group(3)) > 1)
+                       or (m.group(1) and int(m.group(1)) > 1)))
+
+
+def setting_problems(value: Any) -> dict[str, str]:
+    """A workspace's redaction setting checked: {"enabled": bool, "extra_patterns": [{"name",
+    "pattern"}]}; returns {place: problem} (empty when it is valid)."""
+    if not isinstance(value, dict):
+        return {"redaction": "must be an object with enabled and extra_patterns"}
+    problems: dict[str, str] = {}
+    unknown = set(value) - {"enabled", "extra_patterns"}
+    if unknown:
+        problems[f"redaction.{sorted(unknown)[0]}"] = "unknown field"
+    if not isinstance(value.get("enabled", True), bool):
+        problems["redaction.enabled"] = "true or false"
+    extra = value.get("extra_patterns", [])
+    if not isinstance(extra, list):
+        return {**problems, "redaction.extra_patterns": "must be a list"}
+    if len(extra) > MAX_EXTRA_PATTERNS:
+        problems["redaction.extra_patterns"] = f"at most {MAX_EXTRA_PATTERNS}"
+    for i, item in enumerate(extra):
+        place = f"redaction.extra_patterns[{i}]"
+        if not isinstance(item, dict) or set(item) != {"name", "pattern"}:
+            problems[place] = 'an object {"name": ..., "pattern": ...}'
+            continue
+        if not isinstance(item["name"], str) or not NAME_RE.fullmatch(item["name"]):
+            problems[f"{place}.name"] = "lower-case letters, digits and _, at most 40, a letter first"
+        problem = pattern_problem(item["pattern"])
+        if problem:
+            problems[f"{place}.pattern"] = problem
+    return problems
+
+
+@lru_cache(maxsize=256)
+def _compiled(enabled: bool, extra: tuple[tuple[str, str], ...], timeout_ms: int) -> Rules | None:
+    if not enabled:
+        return None
+    user = tuple(Rule(name, (), regex.compile(pattern), user=True) for name, pattern in extra)
+    return Rules(BUILTIN + user, timeout_ms)
+
+
+def rules_of(setting: Any, *, default_on: bool, timeout_ms: int) -> Rules | None:
+    """The compiled rules of a workspace's setting (None: redaction off). The server's default
+    (REDACT_SECRETS) switches it off everywhere; a workspace can switch it off for itself. A
+    setting that is not valid (edited outside the admin) keeps the built-in rules."""
+    if not default_on:
+        return None
+    setting = setting if isinstance(setting, dict) else {}
+    enabled = setting.get("enabled", True) is not False
+    extra = setting.get("extra_patterns") or []
+    pairs = tuple((p["name"], p["pattern"]) for p in extra if isinstance(p, dict)
+                  and isinstance(p.get("name"), str) and not pattern_problem(p.get("pattern")))
+    return _compiled(enabled, pairs, timeout_ms)
+
+
+class _Run:
+    """One ingest call's redaction: the counts so far and the user patterns' shared deadline."""
+
+    __slots__ = ("rules", "counts", "deadline")
+
+    def __init__(self, rules: Rules) -> None:
+        self.rules = rules
+        self.counts: dict[str, int] = {}
+        self.deadline = time.monotonic() + rules.timeout_ms / 1000
+
+    def text(self, s: str) -> str:
+        for rule in self.rules.candidates(s):
+            if rule.user:
+                left = self.deadline - time.monotonic()
+                if left <= 0:
+                    raise _timeout(rule)
+                try:
+                    s, n = rule.pattern.subn(self._replace(rule), s, timeout=left)
+                except TimeoutError:
+                    raise _timeout(rule) from None
+            else:
+                s, n = rule.pattern.subn(self._replace(rule), s)
+            if n:
+                self.counts[rule.name] = self.counts.get(rule.name, 0) + n
+        return s
+
+    @staticmethod
+    def _replace(rule: Rule) -> Callable[[Any], str]:
+        marker = MARKER.format(rule.name)
+        if "secret" not in rule.pattern.groupindex:
+            return lambda m: marker
+        def keep_around(m: Any) -> str:
+            start, end = m.span("secret")
+            whole = m.group(0)
+            base = m.start()
+            return whole[:start - base] + marker + whole[end - base:]
+        return keep_around
+
+    def value(self, v: Any) -> Any:
+        if isinstance(v, str):
+            return self.text(v) if v else v
+        if isinstance(v, list):
+            new = [self.value(x) for x in v]
+            return v if all(a is b for a, b in zip(new, v, strict=True)) else new
+        if isinstance(v, dict):
+            changed = False
+            out = {}
+            for k, x in v.items():
+                y = x if k in SKIP_KEYS else self.value(x)
+                changed |= y is not x
+                out[k] = y
+            return out if changed else v
+        return v
+
+
+def _timeout(rule: Rule) -> RedactionTimeout:
+    return RedactionTimeout(
+        f"The workspace's redaction pattern {rule.name!r} took too long; nothing was stored. "
+        "Simplify the pattern in the workspace settings.",
+        details={"redaction": rule.name})
+
+
+def redact(rules: Rules | None, value: Any) -> tuple[Any, dict[str, int]]:
+    """`value` with every secret replaced by its marker, and the count of each kind; the same
+    object when nothing was found (and always when rules is None)."""
+    if rules is None:
+        return value, {}
+    run = _Run(rules)
+    return run.value(value), run.counts
+
+
+EVENT_TEXT_FIELDS = ("content", "parts", "data")
+
+
+def redact_events(rules: Rules | None, events: Any) -> Any:
+    """A batch of incoming events (raw JSON objects, before eventspec validates them) with their
+    content, parts and data redacted; an event where something was found counts it in its data
+    under "redacted" ({"openai_key": 2}) when its data is an object or absent. Anything that is
+    not a list of objects is returned as it is, for the validation to refuse."""
+    if rules is None or not isinstance(events, list):
+        return events
+    run = _Run(rules)
+    return [_event(run, e) for e in events]
+
+
+def _event(run: "_Run", event: Any) -> Any:
+    if not isinstance(event, dict):
+        return event
+    run.counts = {}
+    out = None
+    for field in EVENT_TEXT_FIELDS:
+        if field in event:
+            old = event[field]
+            new = run.value(old)
+            if new is not old:
+                out = out if out is not None else dict(event)
+                out[field] = new
+    if out is None:
+        return event
+    data = out.get("data")
+    if data is None or isinstance(data, dict):
+        out["data"] = {**(data or {}), "redacted": dict(run.counts)}
+    return out
+
+
+def redact_each(rules: Rules | None, values: Iterable[Any]) -> list[Any]:
+    """Several values redacted under one deadline (their counts are not kept)."""
+    values = list(values)
+    if rules is None:
+        return values
+    run = _Run(rules)
+    return [run.value(v) for v in values]
+
+
+def workspace_rules(workspace: Any) -> Rules | None:
+    """The rules of a workspace (its `redaction` setting) under the server's REDACT_SECRETS and
+    REGEX_TIMEOUT_MS; None when redaction is off."""
+    from django.conf import settings  # read per call: tests and deployments override it
+
+    config = settings.CONTEXTSTORE
+    return rules_of(workspace.redaction, default_on=bool(config["REDACT_SECRETS"]),
+                    timeout_ms=int(config["REGEX_TIMEOUT_MS"]))
