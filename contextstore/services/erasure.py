@@ -25,6 +25,8 @@ make while the erasure runs, or after it, are new data (erase again).
 """
 
 import hashlib
+import json
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -90,8 +92,8 @@ BULKY: tuple[type[models.Model], ...] = (
 # Objects of a person audit rows and the admin's log name as their target.
 TARGETS: tuple[type[models.Model], ...] = (
     Session, Thread, Run, Collapse, Clear, ContextBlock, Job, ProviderState, Memory, ScopedState)
-_DETAILS = AuditLog._meta.get_field("details")
 CHUNK = 500  # ids per IN (...) list: well under SQLite's bound on parameters
+NOT_BLANK = r"\S"  # a user id to erase holds something besides whitespace
 
 
 def subject_digest(user_id: str) -> str:
@@ -101,7 +103,7 @@ def subject_digest(user_id: str) -> str:
 
 
 def _check_user_id(user_id: Any) -> str:
-    if not isinstance(user_id, str) or not user_id.strip():
+    if not isinstance(user_id, str) or not re.search(NOT_BLANK, user_id):
         raise InvalidInput("user_id is required: the id of the person to erase.",
                            details={"user_id": "required"})
     if len(user_id) > 255:
@@ -189,14 +191,41 @@ def _audit_redact(*, workspace: Workspace, user_id: str, threads: Any, sessions:
                 .exclude(details=REDACTED).update(details=REDACTED))
             _add(counts, LogEntry.objects.filter(content_type=content_type, object_id__in=ids)
                  .delete()[1])
-    # Rows that outlived their object (a session deleted before) but still name the person:
-    # found by the text of their details (JSON as text), then read to be sure.
-    named = AuditLog.objects.filter(workspace=workspace,
-                                    details__contains=_DETAILS.get_prep_value(user_id))
-    ids = [pk for pk, details in named.values_list("pk", "details").iterator()
-           if isinstance(details, dict) and details.get("user_id") == user_id]
-    for chunk in _chunks(ids):
+    # Rows that outlived their object (a session deleted before) but still name the person,
+    # and the rows naming those sessions' keys (a thread's creation, an import, a copy).
+    named = _rows_naming(workspace, "user_id", user_id)
+    keys = set(sessions.values_list("key", flat=True))
+    keys.update(d["key"] for _, _, _, d in named if isinstance(d.get("key"), str))
+    ids = {pk for pk, _, _, _ in named}
+    for key in keys:
+        for pk, kind, target, _ in _rows_naming(workspace, ("session", "key", "source"), key):
+            if kind in ("session", "thread") and not _someone_elses(kind, target, user_id):
+                ids.add(pk)
+    for chunk in _chunks(sorted(ids)):
         counts[AUDIT_REDACTED] += AuditLog.objects.filter(pk__in=chunk).update(details=REDACTED)
+
+
+def _rows_naming(workspace: Workspace, fields: str | tuple[str, ...],
+                 value: str) -> list[tuple[int, str, str, dict[str, Any]]]:
+    """Audit rows whose details give `value` as one of `fields`: found by the text of their
+    details (JSON kept as text; strings written as json.dumps writes them, without ASCII
+    escapes), then read to be sure."""
+    fields = (fields,) if isinstance(fields, str) else fields
+    rows = (AuditLog.objects.filter(workspace=workspace,
+                                    details__contains=json.dumps(value, ensure_ascii=False))
+            .exclude(details=REDACTED).values_list("pk", "target_type", "target_id", "details"))
+    return [row for row in rows.iterator()
+            if isinstance(row[3], dict) and any(row[3].get(f) == value for f in fields)]
+
+
+def _someone_elses(target_type: str, target_id: str, user_id: str) -> bool:
+    """Whether an audit row's session or thread still stands and is not the person's (another
+    person's session may have the same key)."""
+    if not target_id.isdigit():
+        return False
+    if target_type == "session":
+        return Session.objects.filter(pk=target_id).exclude(user_id=user_id).exists()
+    return Thread.objects.filter(pk=target_id).exclude(session__user_id=user_id).exists()
 
 
 # --- OpenTelemetry -----------------------------------------------------------------------------

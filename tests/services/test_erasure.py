@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
+from contextstore_client import ContextStore
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
@@ -31,13 +32,11 @@ from contextstore.models import (
     Memory,
     OtelPending,
     OtelSpan,
-    RenderRecord,
     ScopedState,
     Session,
     StoredText,
     SyncUpload,
     Thread,
-    ThreadBlob,
 )
 from contextstore.selectors.renders import sha256
 from contextstore.services import summaries
@@ -45,13 +44,12 @@ from contextstore.services.common import Actor
 from contextstore.services.erasure import subject_digest, user_erase
 from contextstore.services.memories import memory_remember, provider_state_put
 from contextstore.services.runs import run_start
-from contextstore.services.sessions import session_ensure, thread_ensure
+from contextstore.services.sessions import session_delete, session_ensure, thread_ensure
 from contextstore.services.threads import thread_clear_context, thread_fork
 from contextstore.services.workspaces import api_token_create
-from contextstore_client import ContextStore
 from project.celery import app
 from tests.conftest import response_json
-from tests.otlp.conftest import attr, export, span
+from tests.otlp.conftest import export, span
 
 MARK_A = "Qx7ANNAmark"  # only the erased person's data holds this
 MARK_B = "Wv3BENmark"
@@ -66,7 +64,8 @@ class DjangoTransport(httpx.BaseTransport):
         answer = Client().generic(
             request.method, request.url.raw_path.decode(), data=request.read(),
             content_type=request.headers.get("content-type", ""),
-            headers={k: v for k, v in request.headers.items() if k.lower() not in ("content-type", "content-length", "host")})
+            headers={k: v for k, v in request.headers.items()
+                     if k.lower() not in ("content-type", "content-length", "host")})
         content = b"".join(answer.streaming_content) if answer.streaming else answer.content
         return httpx.Response(answer.status_code, headers=dict(answer.headers), content=content)
 
@@ -311,6 +310,26 @@ def test_the_other_workspace_is_untouched_even_for_the_same_user_id(
     for model, rows in theirs_before.items():
         assert list(model.objects.filter(workspace=other_workspace).order_by("pk").values()) == rows
     assert Session.objects.filter(workspace=other_workspace, user_id="ann").count() == 5
+
+
+def test_audit_rows_of_a_session_deleted_before_lose_their_details_but_not_anothers(
+        workspace, actor):
+    gone, _ = session_ensure(workspace=workspace, key="support-chat", user_id="ann", actor=actor)
+    thread_ensure(session=gone, name="main", actor=actor)
+    session_delete(session=gone, actor=actor)
+    kept, _ = session_ensure(workspace=workspace, key="support-chat", user_id="ben", actor=actor)
+    thread_ensure(session=kept, name="main", actor=actor)
+    bens = list(AuditLog.objects.filter(target_type__in=("session", "thread"),
+                                        target_id__in=[str(kept.pk), str(kept.threads.get().pk)])
+                .order_by("pk").values())
+    assert len(bens) == 2
+    receipt = user_erase(workspace=workspace, user_id="ann", actor=actor)
+    assert receipt["counts"]["sessions"] == 0
+    assert receipt["counts"]["audit_rows_redacted"] == 3  # ann's session: created, its thread, deleted
+    assert not AuditLog.objects.filter(details__contains="ann").exists()
+    assert not AuditLog.objects.filter(details__contains="support-chat").exclude(
+        pk__in=[row["id"] for row in bens]).exists()
+    assert list(AuditLog.objects.filter(pk__in=[row["id"] for row in bens]).order_by("pk").values()) == bens
 
 
 def test_a_blank_or_missing_user_id_is_refused_and_erases_nothing(workspace, session, actor):
