@@ -332,6 +332,20 @@ def test_audit_rows_of_a_session_deleted_before_lose_their_details_but_not_anoth
     assert list(AuditLog.objects.filter(pk__in=[row["id"] for row in bens]).order_by("pk").values()) == bens
 
 
+def test_the_admin_change_log_of_their_objects_goes(workspace, session, user, actor):
+    from django.contrib.admin.models import CHANGE, LogEntry
+    from django.contrib.contenttypes.models import ContentType
+
+    session_ensure(workspace=workspace, key=session.key, user_id="alice", title="Alice's divorce",
+                   actor=actor)
+    for obj in (session, Session.objects.create(workspace=workspace, key="x", user_id="bob")):
+        LogEntry.objects.create(user=user, content_type=ContentType.objects.get_for_model(Session),
+                                object_id=str(obj.pk), object_repr=str(obj), action_flag=CHANGE)
+    receipt = user_erase(workspace=workspace, user_id="alice", actor=actor)
+    assert receipt["counts"]["admin_log_entries"] == 1
+    assert list(LogEntry.objects.values_list("object_repr", flat=True)) == ["x"]
+
+
 def test_a_blank_or_missing_user_id_is_refused_and_erases_nothing(workspace, session, actor):
     for user_id in ("", "   ", None, 7, "a\x00b", "x" * 256):
         with pytest.raises(InvalidInput):
