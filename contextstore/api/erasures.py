@@ -3,7 +3,7 @@ token of admin scope; answers the receipt (services/erasure.py). Synchronous: th
 bounded batches, each its own transaction, and a request cut short is finished by the next."""
 
 from django.core.validators import RegexValidator
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -38,7 +38,9 @@ class ErasureReceiptSerializer(serializers.Serializer):
 class ErasureViewSet(viewsets.ViewSet):
     permission_classes = [TokenScope, AdminScope]
 
-    @extend_schema(request=ErasureInSerializer, responses={200: ErasureReceiptSerializer},
+    @extend_schema(request=ErasureInSerializer,
+                   responses={200: ErasureReceiptSerializer, 409: OpenApiResponse(
+                       description="Some of the person's sessions are under a legal hold.")},
                    summary="Erase a person: every session, memory, state, span and text of "
                            "theirs (admin scope)")
     def create(self, request: Request) -> Response:

@@ -37,7 +37,7 @@ from django.db import models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from contextstore.errors import InvalidInput
+from contextstore.errors import Conflict, InvalidInput
 from contextstore.fields import NUL_IN_NAME
 from contextstore.models import (
     AuditLog,
@@ -138,6 +138,13 @@ def user_erase(*, workspace: Workspace, user_id: Any, actor: Actor,
     batch_size = batch_size or settings.RETENTION_BATCH_SIZE
     counts = dict.fromkeys([*KINDS.values(), AUDIT_REDACTED], 0)
     sessions = Session.objects.filter(workspace=workspace, user_id=user_id)
+    held = list(sessions.filter(legal_hold=True).order_by("pk").values_list("pk", flat=True))
+    if held:
+        # A hold keeps data for a legal claim (Article 17(3)(e)): lifting it is a decision of
+        # its own, so nothing is erased until it is made.
+        raise Conflict(f"{len(held)} of this person's sessions are under a legal hold; lift the "
+                       "hold to erase them.", details={"legal_hold_sessions": held[:100]},
+                       code="legal_hold")
     threads = Thread.objects.filter(session__in=sessions)
     _audit_redact(workspace=workspace, user_id=user_id, threads=threads, sessions=sessions,
                   counts=counts)
@@ -196,12 +203,12 @@ def _audit_redact(*, workspace: Workspace, user_id: str, threads: Any, sessions:
     named = _rows_naming(workspace, "user_id", user_id)
     keys = set(sessions.values_list("key", flat=True))
     keys.update(d["key"] for _, _, _, d in named if isinstance(d.get("key"), str))
-    ids = {pk for pk, _, _, _ in named}
+    stale = {pk for pk, _, _, _ in named}
     for key in keys:
         for pk, kind, target, _ in _rows_naming(workspace, ("session", "key", "source"), key):
             if kind in ("session", "thread") and not _someone_elses(kind, target, user_id):
-                ids.add(pk)
-    for chunk in _chunks(sorted(ids)):
+                stale.add(pk)
+    for chunk in _chunks(sorted(stale)):
         counts[AUDIT_REDACTED] += AuditLog.objects.filter(pk__in=chunk).update(details=REDACTED)
 
 

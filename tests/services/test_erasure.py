@@ -346,6 +346,23 @@ def test_the_admin_change_log_of_their_objects_goes(workspace, session, user, ac
     assert list(LogEntry.objects.values_list("object_repr", flat=True)) == ["x"]
 
 
+def test_a_legal_hold_on_one_of_their_sessions_stops_the_erasure_before_anything_goes(
+        workspace, session, thread, admin_token, actor):
+    from contextstore.services.retention import retention_policy_set
+
+    memory_remember(workspace=workspace, user_id="alice", content="likes tea", actor=actor)
+    retention_policy_set(target=session, legal_hold=True, actor=actor)
+    api = client_for(admin_token[1])
+    api.get("/api/v1/sessions/")  # the token's last use is written now, not by the refusal
+    before = dump()
+    answer = api.post("/api/v1/erasures/", {"user_id": "alice"}, format="json")
+    assert answer.status_code == 409 and answer.json()["error"]["code"] == "legal_hold"
+    assert answer.json()["error"]["details"] == {"legal_hold_sessions": [session.pk]}
+    assert dump() == before
+    retention_policy_set(target=session, legal_hold=False, actor=actor)
+    assert user_erase(workspace=workspace, user_id="alice", actor=actor)["counts"]["memories"] == 1
+
+
 def test_a_blank_or_missing_user_id_is_refused_and_erases_nothing(workspace, session, actor):
     for user_id in ("", "   ", None, 7, "a\x00b", "x" * 256):
         with pytest.raises(InvalidInput):
