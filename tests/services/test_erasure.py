@@ -381,6 +381,35 @@ def test_the_events_go_in_batches_with_counters_right_between_them(workspace, se
     assert not Event.objects.exists() and not Thread.objects.exists()
 
 
+def test_an_erasure_cut_short_leaves_consistent_counters_and_the_next_run_finishes_it(
+        workspace, session, thread, actor, monkeypatch):
+    from contextstore.services import erasure
+    from contextstore.services.events import event_append
+    from tests.conftest import messages
+
+    event_append(thread=thread, events=messages(25), actor=actor)
+    memory_remember(workspace=workspace, user_id="alice", content="likes tea", actor=actor)
+    real, calls = erasure.events_delete_locked, []
+
+    def failing_third(**kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("the process died")
+        return real(**kwargs)
+
+    monkeypatch.setattr(erasure, "events_delete_locked", failing_third)
+    with pytest.raises(RuntimeError):
+        user_erase(workspace=workspace, user_id="alice", actor=actor, batch_size=10)
+    thread.refresh_from_db()
+    assert thread.event_count == Event.objects.filter(thread=thread).count() == 5
+    assert Session.objects.get(pk=session.pk).event_count == 5
+    assert not Memory.objects.exists() and not AuditLog.objects.filter(action="person.erase").exists()
+    monkeypatch.setattr(erasure, "events_delete_locked", real)
+    receipt = user_erase(workspace=workspace, user_id="alice", actor=actor, batch_size=10)
+    assert receipt["counts"]["events"] == 5 and receipt["counts"]["sessions"] == 1
+    assert not Event.objects.exists() and not Session.objects.exists()
+
+
 # --- the API and the command ---------------------------------------------------------------------
 
 def test_the_api_erases_with_an_admin_token_and_answers_the_receipt(workspace, session, thread,
