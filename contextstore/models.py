@@ -79,6 +79,8 @@ class ApiToken(models.Model):
     class Scope(models.TextChoices):
         READ = "read"
         WRITE = "write"
+        # write, and the workspace-wide operations on people (erasure, services/erasure.py)
+        ADMIN = "admin"
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="api_tokens")
     name = models.CharField(max_length=100, blank=True)
@@ -97,7 +99,11 @@ class ApiToken(models.Model):
 
     @property
     def can_write(self) -> bool:
-        return self.scope == self.Scope.WRITE
+        return self.scope in (self.Scope.WRITE, self.Scope.ADMIN)
+
+    @property
+    def can_admin(self) -> bool:
+        return self.scope == self.Scope.ADMIN
 
 
 class Session(ModelSettings, Retention):

@@ -20,3 +20,14 @@ class TokenScope(BasePermission):
         if not isinstance(token, ApiToken):
             return False
         return request.method in SAFE_METHODS or token.can_write
+
+
+class AdminScope(BasePermission):
+    """Operations on a workspace's people (erasure) need a token of admin scope."""
+
+    message = "Erasing a person needs a token with admin scope."
+    code = "scope"
+
+    def has_permission(self, request: "Request", view: "APIView") -> bool:
+        token = request.auth
+        return isinstance(token, ApiToken) and token.can_admin

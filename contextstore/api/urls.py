@@ -2,7 +2,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import SimpleRouter
 
-from contextstore.api import blocks, clears, model_settings, renders, revisions, sync, views
+from contextstore.api import blocks, clears, erasures, model_settings, renders, revisions, sync, views
 from contextstore.api.agent_sessions import AgentSessionViewSet
 from contextstore.api.exceptions import api_not_found
 
@@ -23,6 +23,7 @@ router.register("jobs", views.JobViewSet, basename="job")
 router.register("renders", renders.RenderViewSet, basename="render")
 router.register("threads", renders.LLMCallViewSet, basename="thread-llm-call")
 router.register("agent-sessions", AgentSessionViewSet, basename="agent-session")
+router.register("erasures", erasures.ErasureViewSet, basename="erasure")
 
 app_name = "api"
 urlpatterns = [

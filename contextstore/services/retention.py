@@ -213,7 +213,7 @@ def _still_expiring(session_id: int, cutoff: datetime | None, now: datetime) -> 
     return policy.event_days is not None
 
 
-_COUNTED = ("pk", "seq", "token_count", "visible", "status", "is_error", "run_id", "collapse_id",
+COUNTED = ("pk", "seq", "token_count", "visible", "status", "is_error", "run_id", "collapse_id",
             "type", "created_at")
 
 
@@ -231,39 +231,49 @@ def _expire_batch(*, thread_pk: int, workspace_id: int, cutoff: datetime | None,
         rows = Event.objects.filter(thread=thread)
         if cutoff is not None:
             rows = rows.filter(created_at__lt=cutoff)
-        batch = list(rows.order_by("seq").only(*_COUNTED)[:batch_size])
+        batch = list(rows.order_by("seq").only(*COUNTED)[:batch_size])
         if not batch:
             return None
-        pks = [e.pk for e in batch]
-        llm = {e.pk: e for e in Event.objects.filter(pk__in=pks, type__in=history.CALL_TYPES)
-               .only("pk", "type", "data", "run_id")}
-        for e in batch:  # the rows that report usage, cost or a model name, with their data
-            if e.pk in llm:
-                e.data = llm[e.pk].data
-        _count_out(thread=thread, events=batch, now=now)
-        # What points at the rows: collapses they summarise go, collapses they belong to count
-        # them, memories keep their text, newer versions stop naming them.
-        summaries = list(Collapse.objects.filter(summary_event_id__in=pks).values_list("pk", flat=True))
-        members: dict[int, int] = {}
-        for e in batch:
-            if e.collapse_id is not None and e.collapse_id not in summaries:
-                members[e.collapse_id] = members.get(e.collapse_id, 0) + 1
-        for collapse_pk, n in members.items():
-            Collapse.objects.filter(pk=collapse_pk).update(expired_count=F("expired_count") + n)
-        Event.objects.filter(collapse_id__in=summaries).update(collapse=None)
-        Collapse.objects.filter(pk__in=summaries).delete()
-        memories = Memory.objects.filter(source_event_id__in=pks).update(source_event=None,
-                                                                         source_expired=True)
-        Event.objects.filter(replaced_by_id__in=pks).update(replaced_by=None)
-        # Everything that points at the rows was settled above: one DELETE, without Django's
-        # collector reading the rows back to look for it again.
-        Event.objects.filter(pk__in=pks)._raw_delete(Event.objects.db)
+        settled = events_delete_locked(thread=thread, events=batch, now=now)
         audit(actor=ACTOR, action="retention.events_delete", target=thread,
               workspace=thread.workspace, reason="session" if cutoff is None else "age",
               cutoff=cutoff.isoformat() if cutoff else None, events=len(batch),
-              first_seq=batch[0].seq, last_seq=batch[-1].seq, collapses_deleted=len(summaries),
-              collapses_expired=len(members), memories=memories)
+              first_seq=batch[0].seq, last_seq=batch[-1].seq, **settled)
         return len(batch)
+
+
+def events_delete_locked(*, thread: Thread, events: list[Event], now: datetime) -> dict[str, int]:
+    """Delete `events` (rows of the locked, fresh thread read with `COUNTED`'s fields) and
+    settle everything they fed or that points at them: history's counters, the collapses they
+    summarise (deleted) or belong to (counting them expired), memories they sourced (kept, with
+    `source_expired`), newer versions naming them. Shared by retention and erasure
+    (services/erasure.py); returns what it settled, for the audit row."""
+    pks = [e.pk for e in events]
+    llm = {e.pk: e for e in Event.objects.filter(pk__in=pks, type__in=history.CALL_TYPES)
+           .only("pk", "type", "data", "run_id")}
+    for e in events:  # the rows that report usage, cost or a model name, with their data
+        if e.pk in llm:
+            e.data = llm[e.pk].data
+    _count_out(thread=thread, events=events, now=now)
+    # What points at the rows: collapses they summarise go, collapses they belong to count
+    # them, memories keep their text, newer versions stop naming them.
+    summaries = list(Collapse.objects.filter(summary_event_id__in=pks).values_list("pk", flat=True))
+    members: dict[int, int] = {}
+    for e in events:
+        if e.collapse_id is not None and e.collapse_id not in summaries:
+            members[e.collapse_id] = members.get(e.collapse_id, 0) + 1
+    for collapse_pk, n in members.items():
+        Collapse.objects.filter(pk=collapse_pk).update(expired_count=F("expired_count") + n)
+    Event.objects.filter(collapse_id__in=summaries).update(collapse=None)
+    Collapse.objects.filter(pk__in=summaries).delete()
+    memories = Memory.objects.filter(source_event_id__in=pks).update(source_event=None,
+                                                                     source_expired=True)
+    Event.objects.filter(replaced_by_id__in=pks).update(replaced_by=None)
+    # Everything that points at the rows was settled above: one DELETE, without Django's
+    # collector reading the rows back to look for it again.
+    Event.objects.filter(pk__in=pks)._raw_delete(Event.objects.db)
+    return {"collapses_deleted": len(summaries), "collapses_expired": len(members),
+            "memories": memories}
 
 
 def _count_out(*, thread: Thread, events: list[Event], now: datetime) -> None:

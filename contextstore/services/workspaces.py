@@ -68,7 +68,7 @@ def api_token_create(
 ) -> tuple[ApiToken, str]:
     """Create a token; the raw value is returned once and only its hash is stored."""
     if scope not in ApiToken.Scope.values:
-        raise InvalidInput(f"Unknown scope {scope!r}; use read or write.", details={"scope": scope})
+        raise InvalidInput(f"Unknown scope {scope!r}; use read, write or admin.", details={"scope": scope})
     raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
     with transaction.atomic():
         token = ApiToken.objects.create(
