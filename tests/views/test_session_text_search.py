@@ -99,3 +99,12 @@ def test_the_time_limit_interrupts_a_long_query(db):
         cursor.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000000) "
                        "SELECT count(*) FROM n")
         cursor.fetchall()
+
+
+def test_a_search_through_events_is_not_repeated_by_the_auto_refresh(editor_client, fleet):
+    """The list polls every 15 s; with a text search it does not, since the search through
+    events can take up to REGEX_TIMEOUT_MS each time."""
+    plain = editor_client.get("/").content.decode()
+    searched = editor_client.get("/", {"q": TERM}).content.decode()
+    assert 'hx-trigger="every 15s"' in plain
+    assert 'hx-trigger="every 15s"' not in searched and 'id="results"' in searched
