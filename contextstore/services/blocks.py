@@ -10,6 +10,7 @@ from contextstore.expressions import compile_expr
 from contextstore.fields import NUL_IN_NAME
 from contextstore.models import ContextBlock, ContextBlockVersion, Thread
 from contextstore.services.common import UNSET, Actor, audit, lock_thread
+from contextstore.services.history import context_inputs_changed
 from contextstore.tokens import count_tokens
 
 
@@ -91,6 +92,7 @@ def _apply(
     block.version = _next_version(thread, name)
     block.token_count = count_tokens(block.value or "")
     block.save()
+    context_inputs_changed(thread=thread)
     action = action or ("block.create" if created else "block.update")
     _keep_version(block, actor=actor, reason=action.removeprefix("block."))
     audit(actor=actor, action=action, target=block, workspace=thread.workspace, thread=thread.pk,
@@ -111,6 +113,7 @@ def block_delete(*, thread: Thread, name: str, actor: Actor) -> None:
         audit(actor=actor, action="block.delete", target=block, workspace=thread.workspace,
               thread=thread.pk, name=name, version=block.version)
         block.delete()
+        context_inputs_changed(thread=thread)
 
 
 def block_restore(*, thread: Thread, name: str, version: int, actor: Actor) -> ContextBlock:
