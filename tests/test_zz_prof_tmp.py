@@ -28,4 +28,4 @@ def test_prof():
         print(f"healthz {h:.2f} thread {th:.2f} ({th/h:.2f}) context {cx:.2f} ({cx/h:.2f}) record {rec:.2f} ({rec/cx:.2f})")
     pr = cProfile.Profile(); pr.enable()
     for _ in range(200): c.get(f"/api/v1/threads/{tid}/context/?max_tokens=8000")
-    pr.disable(); s = io.StringIO(); pstats.Stats(pr, stream=s).sort_stats("cumulative").print_stats(45); print(s.getvalue())
+    pr.disable(); s = io.StringIO(); pstats.Stats(pr, stream=s).sort_stats("cumulative").print_stats(40); print(s.getvalue())

@@ -18,9 +18,10 @@ a provider refuses (render_format.valid_items, coherent).
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from django.conf import settings
 from django.db import connection
 from django.db.models import OuterRef, QuerySet, Subquery
 
@@ -199,10 +200,7 @@ def load_planned(*, thread: Thread, plan: HistoryPlan, along: Sequence[tuple[str
     if not planned:
         return []
     if known is not None and all(r.pk in known for r in planned):
-        if along:  # nothing to read: the statements go alone, still one round trip
-            ctes = ", ".join(f"_along{i} AS ({sql})" for i, (sql, _) in enumerate(along))
-            with connection.cursor() as cursor:
-                cursor.execute(f"WITH {ctes} SELECT 1", [p for _, ps in along for p in ps])
+        _along_alone(along)  # nothing to read
         return sorted((known[r.pk] for r in planned), key=lambda e: e.position)
     positions = [r.position for r in planned]
     # Bounded above too, so events appended meanwhile cannot push the window over budget.
@@ -215,6 +213,15 @@ def load_planned(*, thread: Thread, plan: HistoryPlan, along: Sequence[tuple[str
         rows = _WINDOW.rows(thread.pk, first, last, along=along)
     wanted = set(positions)
     return [HistoryEvent(*row) for row in rows if row[1] in wanted]
+
+
+def _along_alone(along: Sequence[tuple[str, list]]) -> None:
+    """Statements meant to go with a read (load_planned's `along`) when there is none: still
+    one round trip."""
+    if along:
+        ctes = ", ".join(f"_along{i} AS ({sql})" for i, (sql, _) in enumerate(along))
+        with connection.cursor() as cursor:
+            cursor.execute(f"WITH {ctes} SELECT 1", [p for _, ps in along for p in ps])
 
 
 def _window(thread_id: int, first: int, last: int) -> QuerySet:
@@ -286,6 +293,7 @@ class Planned:
     newest: Newest | None = None
     known: dict[int, HistoryEvent] | None = None
     keep: bool = True  # keep what was read for the thread's next render
+    done: "Rendered | None" = None  # the same render as the last: its answer (see Kept)
 
 
 # ------------------------------------------------------------------ the incremental render
@@ -315,10 +323,13 @@ class Kept:
     complete: bool  # rows reach the oldest event
     events: dict[int, HistoryEvent]  # the last render's events, by id
     tokens: int  # of those events: what the process-wide bound counts
+    # The last render itself, when it showed the thread as of `seq`: (what it depends on
+    # besides the history, see _answer_key; its plan; its answer), for the same render again.
+    answer: tuple[tuple, Planned, Rendered] | None = None
 
 
-# Threads kept per process, and their events' tokens, at most (least recently rendered go).
-KEPT_THREADS = 256
+# Threads kept per process (settings.CONTEXTSTORE["RENDER_KEEP_THREADS"]) and their events'
+# tokens, at most: the least recently rendered go first.
 KEPT_TOKENS = 4_000_000
 _KEPT: OrderedDict[tuple, Kept] = OrderedDict()
 _KEPT_LOCK = threading.Lock()
@@ -338,10 +349,19 @@ def _appended(thread_id: int, after: int, upto: int) -> QuerySet:
 _APPENDED = PreparedRows(_appended)
 
 
+def _answer_key(thread: Thread, max_tokens: int, fmt: str, options: dict[str, Any]) -> tuple:
+    """What a render's answer depends on besides the working context and the blocks: its
+    options, and the thread's document (the summary, what expressions read: its revision),
+    name and event count (expressions read them too)."""
+    return (max_tokens, fmt, options["strip_thinking"], options["on_oversize"], thread.revision,
+            thread.name, thread.event_count)
+
+
 def _reuse(thread: Thread, page_size: int
-           ) -> tuple[list[ContextBlock], Newest, dict[int, HistoryEvent]] | None:
-    """The blocks, rows and events of the thread's kept render with what was appended since,
-    or None when nothing is kept or something other than appends happened since."""
+           ) -> tuple[list[ContextBlock], Newest, dict[int, HistoryEvent]] | Kept | None:
+    """The blocks, rows and events of the thread's kept render with what was appended since;
+    the Kept itself when nothing was; None when nothing is kept or something other than
+    appends happened since."""
     with _KEPT_LOCK:
         kept = _KEPT.get(_kept_key(thread))
         if kept is not None:
@@ -349,6 +369,8 @@ def _reuse(thread: Thread, page_size: int
     if (kept is None or kept.generation != thread.context_generation
             or kept.expired_seq != thread.expired_seq or kept.seq > thread.last_seq):
         return None
+    if kept.seq == thread.last_seq and (thread.active_event_count, thread.active_tokens) == kept.active:
+        return kept
     new = ([HistoryEvent(*row) for row in _APPENDED.rows(thread.pk, kept.seq, thread.last_seq)]
            if kept.seq < thread.last_seq else [])
     if new and kept.rows and new[-1].position <= kept.rows[0][0]:
@@ -361,7 +383,7 @@ def _reuse(thread: Thread, page_size: int
             {**kept.events, **{e.pk: e for e in new}})
 
 
-def _keep(planned: Planned, events: list[HistoryEvent]) -> None:
+def _keep(planned: Planned, events: list[HistoryEvent], rendered: Rendered) -> None:
     """Keep what this render read for the next render of its thread: the rows its walk took
     and the events it shows, as of the thread's last_seq when it was read (rows appended since
     are read again next time)."""
@@ -371,16 +393,21 @@ def _keep(planned: Planned, events: list[HistoryEvent]) -> None:
     last = thread.last_seq
     rows = [r for r in newest.rows[:newest.used] if r[1] <= last]
     shown = {e.pk: e for e in events if e.seq <= last}
+    # An answer that shows events appended after the thread was read is not the thread's as of
+    # `last`: not kept (its rows and events are, as of `last`).
+    key = _answer_key(thread, planned.max_tokens, planned.fmt, planned.options)
+    answer = ((key, planned, rendered) if len(rows) == newest.used
+              and len(shown) == len(events) else None)
     kept = Kept(thread.context_generation, thread.expired_seq, last,
                 (thread.active_event_count, thread.active_tokens), planned.blocks, rows,
                 newest.complete and newest.used == len(newest.rows), shown,
-                sum(e.token_count for e in shown.values()))
-    key = _kept_key(thread)
+                sum(e.token_count for e in shown.values()), answer)
+    at, most = _kept_key(thread), settings.CONTEXTSTORE["RENDER_KEEP_THREADS"]
     with _KEPT_LOCK:
-        _KEPT.pop(key, None)
-        _KEPT[key] = kept
+        _KEPT.pop(at, None)
+        _KEPT[at] = kept
         total = sum(k.tokens for k in _KEPT.values())
-        while len(_KEPT) > KEPT_THREADS or (total > KEPT_TOKENS and len(_KEPT) > 1):
+        while _KEPT and (len(_KEPT) > most or total > KEPT_TOKENS):
             _, gone = _KEPT.popitem(last=False)
             total -= gone.tokens
 
@@ -401,6 +428,14 @@ def render_plan(
     summary_tokens = count_tokens(thread.summary)
     page_size = first_page_size(thread, max(max_tokens - summary_tokens, 0))
     reused = _reuse(thread, page_size) if reuse else None
+    options = {"strip_thinking": strip_thinking, "on_oversize": on_oversize}
+    if isinstance(reused, Kept):  # nothing new since the kept render
+        if reused.answer is not None:
+            key, before, rendered = reused.answer
+            if _answer_key(thread, max_tokens, fmt, options) == key:
+                return replace(before, thread=thread, keep=False, done=rendered)
+        reused = (reused.blocks, Newest(thread.pk, list(reused.rows), reused.complete, page_size),
+                  reused.events)
     if reused is not None:
         blocks, newest, known = reused
     else:
@@ -415,7 +450,6 @@ def render_plan(
     fixed = prefix.tokens + summary_tokens + suffix.tokens
     plan = plan_history(budget=max(max_tokens - fixed, 0), strip_thinking=strip, newest=newest,
                         on_oversize=on_oversize)
-    options = {"strip_thinking": strip_thinking, "on_oversize": on_oversize}
     return Planned(thread, max_tokens, fmt, strip, options, prefix, suffix, summary_tokens, fixed,
                    plan, blocks, newest, known, keep=reuse)
 
@@ -455,8 +489,10 @@ def render_stats(planned: Planned, *, used: int, included: int,
 def render_finish(planned: Planned, *, along: Sequence[tuple[str, list]] = ()) -> Rendered:
     """Load the planned events and build the messages (`along`: see load_planned)."""
     thread, strip = planned.thread, planned.strip
+    if planned.done is not None:  # the same render as the last (render_plan)
+        _along_alone(along)
+        return planned.done
     events = load_planned(thread=thread, plan=planned.plan, along=along, known=planned.known)
-    _keep(planned, events)
     units, invalid = valid_items(events)
     units, emptied = without_emptied(units, strip)
     units, incoherent = coherent(events, units)
@@ -465,8 +501,10 @@ def render_finish(planned: Planned, *, along: Sequence[tuple[str, list]] = ()) -
                          included=sum(len(u) for u in units), invalid=invalid)
     body = build_messages(fmt=planned.fmt, prefix=planned.prefix.text, summary=thread.summary,
                           suffix=planned.suffix.text, units=units, strip_thinking=strip)
-    return Rendered({"format": planned.fmt, **body, "stats": stats}, planned.prefix, planned.suffix,
-                    thread.summary, units, planned.options)
+    rendered = Rendered({"format": planned.fmt, **body, "stats": stats}, planned.prefix,
+                        planned.suffix, thread.summary, units, planned.options)
+    _keep(planned, events, rendered)
+    return rendered
 
 
 def render(

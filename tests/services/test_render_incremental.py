@@ -125,8 +125,11 @@ def same_render(thread_pk: int, actor, budget: int, fmt: str, on_oversize: str, 
         assert (stored.total_tokens, stored.prefix_hash) == (after.total_tokens, after.prefix_hash)
     else:
         got = rendering.render(thread=Thread.objects.get(pk=thread_pk), **options)
+    # asked again with nothing new: the kept answer itself
+    again = rendering.render(thread=Thread.objects.get(pk=thread_pk), **options)
     full = rendering.render(thread=Thread.objects.get(pk=thread_pk), reuse=False, **options)
     assert json.dumps(got.body, sort_keys=True) == json.dumps(full.body, sort_keys=True)
+    assert json.dumps(again.body, sort_keys=True) == json.dumps(full.body, sort_keys=True)
 
 
 @given(steps=st.lists(st.one_of(operation, render_step, render_step), min_size=4, max_size=30))
@@ -152,7 +155,9 @@ def test_only_appends_since_reuse_the_kept_render(thread, actor):
     assert rendering._reuse(fresh, 32) is not None  # appends: reused
     collapse_create(thread=fresh, start_position=2, end_position=4, summary_text="s", actor=actor)
     assert rendering._reuse(Thread.objects.get(pk=thread.pk), 32) is None  # a collapse: not
-    rendering.render(thread=Thread.objects.get(pk=thread.pk), max_tokens=800)
+    first = rendering.render(thread=Thread.objects.get(pk=thread.pk), max_tokens=800)
+    assert rendering.render(thread=Thread.objects.get(pk=thread.pk), max_tokens=800) is first
+    assert rendering.render(thread=Thread.objects.get(pk=thread.pk), max_tokens=801) is not first
     block_upsert(thread=thread, name="persona", actor=actor, value="Be brief.")
     assert rendering._reuse(Thread.objects.get(pk=thread.pk), 32) is None  # a block: not
 
@@ -190,3 +195,10 @@ def test_a_change_on_another_connection_between_renders_is_seen(session, actor):
         elsewhere(change)
         same_render(thread.pk, actor, 900, "raw", "skip", False, False)
         assert rendering.render(thread=Thread.objects.get(pk=thread.pk), max_tokens=900).body != before
+
+
+def test_render_keep_threads_0_keeps_none(thread, actor, settings):
+    settings.CONTEXTSTORE = {**settings.CONTEXTSTORE, "RENDER_KEEP_THREADS": 0}
+    build(thread, actor, [("message", "user", 30)])
+    rendering.render(thread=Thread.objects.get(pk=thread.pk), max_tokens=800)
+    assert rendering._reuse(Thread.objects.get(pk=thread.pk), 32) is None
