@@ -391,7 +391,9 @@ def _keep(planned: Planned, events: list[HistoryEvent], rendered: Rendered) -> N
     if newest is None or not planned.keep:
         return
     last = thread.last_seq
-    rows = [r for r in newest.rows[:newest.used] if r[1] <= last]
+    rows = newest.rows[:newest.used]
+    if rows and rows[0][1] > last:  # read after the thread was: appended since (at the front)
+        rows = [r for r in rows if r[1] <= last]
     shown = {e.pk: e for e in events if e.seq <= last}
     # An answer that shows events appended after the thread was read is not the thread's as of
     # `last`: not kept (its rows and events are, as of `last`).

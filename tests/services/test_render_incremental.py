@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from contextstore.errors import DomainError
-from contextstore.models import Clear, Collapse, ContextBlockVersion, Event, RenderRecord, Thread
+from contextstore.models import Clear, Collapse, ContextBlockVersion, RenderRecord, Thread
 from contextstore.render_format import FORMATS
 from contextstore.selectors import rendering
 from contextstore.services import renders, retention
