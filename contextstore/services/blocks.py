@@ -42,9 +42,11 @@ def block_upsert(
             raise InvalidInput(f"{field} is longer than {limit} characters.", details={field: "too long"})
 
     with transaction.atomic():
-        thread = lock_thread(thread)  # two writers creating one name queue here, not on the index
-        return _apply(thread=thread, name=name, actor=actor, value=value, expr=expr,
-                      placement=placement, order=order, action=None)
+        locked = lock_thread(thread)  # two writers creating one name queue here, not on the index
+        result = _apply(thread=locked, name=name, actor=actor, value=value, expr=expr,
+                        placement=placement, order=order, action=None)
+    thread.context_generation = locked.context_generation  # the caller's thread renders anew
+    return result
 
 
 def _next_version(thread: Thread, name: str) -> int:
@@ -101,6 +103,7 @@ def _apply(
 
 
 def block_delete(*, thread: Thread, name: str, actor: Actor) -> None:
+    caller = thread
     with transaction.atomic():
         thread = lock_thread(thread)
         block = ContextBlock.objects.filter(thread=thread, name=name).first()
@@ -114,6 +117,7 @@ def block_delete(*, thread: Thread, name: str, actor: Actor) -> None:
               thread=thread.pk, name=name, version=block.version)
         block.delete()
         context_inputs_changed(thread=thread)
+    caller.context_generation = thread.context_generation
 
 
 def block_restore(*, thread: Thread, name: str, version: int, actor: Actor) -> ContextBlock:
@@ -122,11 +126,12 @@ def block_restore(*, thread: Thread, name: str, version: int, actor: Actor) -> C
     Restoring a deletion's version restores the content the deletion removed.
     """
     with transaction.atomic():
-        thread = lock_thread(thread)
-        kept = ContextBlockVersion.objects.filter(thread=thread, name=name, version=version).first()
+        locked = lock_thread(thread)
+        kept = ContextBlockVersion.objects.filter(thread=locked, name=name, version=version).first()
         if kept is None:
             raise NotFound(f"Block {name!r} has no version {version}.")
-        block, _ = _apply(thread=thread, name=name, actor=actor, value=kept.value, expr=kept.expr,
+        block, _ = _apply(thread=locked, name=name, actor=actor, value=kept.value, expr=kept.expr,
                           placement=kept.placement, order=kept.order, action="block.restore",
                           restored_version=version)
-        return block
+    thread.context_generation = locked.context_generation
+    return block
