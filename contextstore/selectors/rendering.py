@@ -13,6 +13,10 @@ results with no call before them. Every event left out is reported with its reas
 is false whenever one was left out for size. The messages themselves are built by
 render_format.py, which reads no database; it also drops what the loaded events still hold that
 a provider refuses (render_format.valid_items, coherent).
+
+A process keeps what its last render of a thread read (Kept): when only appends came since,
+the next render reads just the new rows and plans again over the same rows a full read would
+give, so it answers the same, byte for byte (docs/architecture.md, "Incremental renders").
 """
 
 import threading
