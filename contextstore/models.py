@@ -222,6 +222,11 @@ class Thread(ModelSettings):
     last_event_at = models.DateTimeField(null=True, blank=True)
     # Retention deleted every event up to this seq (0: none); seq is never reused after it.
     expired_seq = models.BigIntegerField(default=0)
+    # Moves on every change to what a context render reads other than new events at the end of
+    # the working context: events leaving or entering it (history.working_context_changed), a
+    # block written or deleted. A render kept in a process is reused only while it is the same
+    # (selectors/rendering.py).
+    context_generation = models.PositiveBigIntegerField(default=0)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["session", "name"], name="thread_unique_name")]

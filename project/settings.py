@@ -198,6 +198,9 @@ CONTEXTSTORE = {
     "REDACT_SECRETS": env_bool("REDACT_SECRETS", True),
     "DEFAULT_RENDER_MAX_TOKENS": env_int("DEFAULT_RENDER_MAX_TOKENS", 8000),
     "BLOCK_MAX_CHARS": env_int("BLOCK_MAX_CHARS", 20_000),
+    # Threads whose last render a process keeps, to render them again reading only what was
+    # appended since (selectors/rendering.Kept); 0 keeps none.
+    "RENDER_KEEP_THREADS": env_int("RENDER_KEEP_THREADS", 256),
     # How long a process trusts an API token it has checked; a revoked token is refused by
     # every process at most this many seconds later (at once by the process that revoked it).
     "TOKEN_CACHE_SECONDS": env_int("TOKEN_CACHE_SECONDS", 5),

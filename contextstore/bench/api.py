@@ -6,12 +6,13 @@
 Prints every figure of the hot-path targets next to its target and the /healthz floor measured
 in the same run: batch-append throughput (100 events per request, 1 and 4 clients), single-event
 appends/s with 8 clients, the in-process append, p50 of a single append, GET thread, GET state and
-GET context (8k budget, with and without a render record) on threads of 1k and 100k events and
-their ratios, a rare-word search over the big thread right after its bulk load (no ANALYZE), and
-the event table's storage per content byte; under load, the CPU time per request of the
-server, the database and the benchmark's clients (where they run here). Without --url it starts
-gunicorn with the production config (project/gunicorn.py) against the configured database, with
-throttling off, and stops it after.
+GET context (8k budget, with and without a render record, and right after an append: an agent's
+turn, which a render kept from the last one serves by reading only the new event) on threads of
+1k and 100k events and their ratios, context to the /healthz floor, a rare-word search over the
+big thread right after its bulk load (no ANALYZE), and the event table's storage per content
+byte; under load, the CPU time per request of the server, the database and the benchmark's
+clients (where they run here). Without --url it starts gunicorn with the production config
+(project/gunicorn.py) against the configured database, with throttling off, and stops it after.
 """
 
 import os
@@ -170,12 +171,16 @@ class ApiBench:
                 "context": lambda base: http.get(f"{base}context/?max_tokens=8000"),
                 "context_record": lambda base: http.get(
                     f"{base}context/?max_tokens=8000&record=true"),
+                # the agent's turn: an event appended, then the context asked for again
+                "append_again": append_one,
+                "context_appended": lambda base: http.get(f"{base}context/?max_tokens=8000"),
             }
             per_size: dict[int, dict[str, float]] = {size: {} for size in sizes}
             with Http(url, timeout=30) as plain:
                 floors = []
                 # a render and a recorded one in the same turns: their ratio is the record's cost
-                for keys in (["append"], ["thread"], ["state"], ["context", "context_record"]):
+                for keys in (["append"], ["thread"], ["state"], ["context", "context_record"],
+                             ["append_again", "context_appended"]):
                     pairs = [(key, size) for key in keys for size in sizes]
                     got = p50_each([lambda: plain.get("/healthz")]
                                    + [lambda b=bases[size], c=calls[key]: c(b) for key, size in pairs],
@@ -183,7 +188,8 @@ class ApiBench:
                     floors.append(got[0])
                     for (key, size), value in zip(pairs, got[1:], strict=True):
                         per_size[size][key] = value
-            figure("GET /healthz p50 during the reads", percentile(floors, 0.5), "ms", None)
+            floor = percentile(floors, 0.5)
+            figure("GET /healthz p50 during the reads", floor, "ms", None)
             for size in sizes:
                 label = f"{size:,}-event"
                 figure(f"single-event append p50, {label} thread", per_size[size]["append"], "ms", 4)
@@ -194,10 +200,16 @@ class ApiBench:
                        per_size[size]["context_record"], "ms", 5)
                 figure(f"  record=true / without, {label} thread",
                        per_size[size]["context_record"] / per_size[size]["context"], "x", 1.3)
+                figure(f"GET /context/ 8k after an append p50, {label} thread",
+                       per_size[size]["context_appended"], "ms", None)
+                figure(f"  /context/ / /healthz, {label} thread", per_size[size]["context"] / floor,
+                       "x", 2.0)
+                figure(f"  /context/ after an append / /healthz, {label} thread",
+                       per_size[size]["context_appended"] / floor, "x", 2.0)
             self.split(token, bases[sizes[0]], samples)
             self.search(http, bases[large], samples, figure)
             small, big = per_size[1000], per_size[large]
-            for key in ("append", "thread", "state", "context"):
+            for key in ("append", "thread", "state", "context", "context_appended"):
                 figure(f"ratio {large:,} / 1,000 events: {key}", big[key] / small[key], "x", 1.2)
             figure("storage per event / content bytes", self.storage(), "x", 3)
         self.stdout.write(f"load average after the run {load()}")

@@ -13,12 +13,20 @@ results with no call before them. Every event left out is reported with its reas
 is false whenever one was left out for size. The messages themselves are built by
 render_format.py, which reads no database; it also drops what the loaded events still hold that
 a provider refuses (render_format.valid_items, coherent).
+
+A process keeps what its last render of a thread read (Kept): when only appends came since,
+the next render reads just the new rows and plans again over the same rows a full read would
+give, so it answers the same, byte for byte (docs/architecture.md, "Incremental renders").
 """
 
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from django.conf import settings
+from django.db import connection
 from django.db.models import OuterRef, QuerySet, Subquery
 
 from contextstore.db import PreparedGet, PreparedRows, read_together
@@ -100,22 +108,40 @@ def first_page_size(thread: Thread, budget: int) -> int:
     return min(max(budget // average + 16, 32), 4096)
 
 
-def plan_history(*, thread: Thread, budget: int, strip_thinking: bool, first_page: list[tuple],
-                 page_size: int, on_oversize: str = "skip") -> HistoryPlan:
-    """Choose the turns that fit, newest first, reading only (position, seq, tokens, type, role).
-    `first_page`: the newest `page_size` rows (_NEWEST), read by the caller; the walk reads
-    older pages, each four times bigger, only while it needs them."""
+class Newest:
+    """The thread's working context newest first, as (position, seq, tokens, thinking tokens,
+    type, role, pk) rows: those already read (`rows`, from the newest on), then the older ones
+    from the database, in pages each four times bigger, only while the walk asks for them.
+    `used`: how many the walk took."""
 
-    def rows() -> Iterator[Row]:
-        got, size = first_page, page_size
+    def __init__(self, thread_id: int, rows: list[tuple], complete: bool, page_size: int) -> None:
+        self.thread_id, self.rows, self.complete, self.page_size = thread_id, rows, complete, page_size
+        self.used = 0
+
+    def __iter__(self) -> Iterator[tuple]:
+        size = self.page_size
         while True:
-            for position, seq, tokens, think, type_, role, pk in got:
-                yield Row(position, seq, event_cost(tokens, think, strip_thinking),
-                          kind_of(type_, role), role_of(type_, role), pk, opens_turn(type_, role))
-            if len(got) < size:
+            while self.used < len(self.rows):
+                self.used += 1
+                yield self.rows[self.used - 1]
+            if self.complete:
                 return
             size = min(size * 4, 4096)
-            got = _NEWEST_BEFORE.rows(thread.pk, got[-1][0], limit=size)
+            got = (_NEWEST_BEFORE.rows(self.thread_id, self.rows[-1][0], limit=size) if self.rows
+                   else _NEWEST.rows(self.thread_id, limit=size))
+            self.rows.extend(got)
+            self.complete = len(got) < size
+
+
+def plan_history(*, budget: int, strip_thinking: bool, newest: Iterable[tuple],
+                 on_oversize: str = "skip") -> HistoryPlan:
+    """Choose the turns that fit, newest first, reading only (position, seq, tokens, type, role):
+    `newest`, the working context newest first (a Newest, which reads on only while asked)."""
+
+    def rows() -> Iterator[Row]:
+        for position, seq, tokens, think, type_, role, pk in newest:
+            yield Row(position, seq, event_cost(tokens, think, strip_thinking),
+                      kind_of(type_, role), role_of(type_, role), pk, opens_turn(type_, role))
 
     plan = HistoryPlan()
 
@@ -166,16 +192,21 @@ def skipped_inside(plan: HistoryPlan) -> list[int]:
     return [x["position"] for x in plan.left_out if first <= x["position"] <= last]
 
 
-def load_planned(*, thread: Thread, plan: HistoryPlan, along: Sequence[tuple[str, list]] = ()
-                 ) -> list[HistoryEvent]:
-    """The planned events, oldest first, in one query bounded by what was chosen.
+def load_planned(*, thread: Thread, plan: HistoryPlan, along: Sequence[tuple[str, list]] = (),
+                 known: dict[int, HistoryEvent] | None = None) -> list[HistoryEvent]:
+    """The planned events, oldest first, in one query bounded by what was chosen; none at all
+    when `known` (events read before, by id) holds them all.
 
     `along`: statements the caller's service writes in the same statement as this read
     (PostgreSQL, `WITH … AS (INSERT …)`), saving their round trip; only for a plan without
     units skipped inside its window, and only when there is something to read."""
-    positions = [r.position for unit in plan.units for r in unit]
-    if not positions:
+    planned = [r for unit in plan.units for r in unit]
+    if not planned:
         return []
+    if known is not None and all(r.pk in known for r in planned):
+        _along_alone(along)  # nothing to read
+        return sorted((known[r.pk] for r in planned), key=lambda e: e.position)
+    positions = [r.position for r in planned]
     # Bounded above too, so events appended meanwhile cannot push the window over budget.
     first, last = min(positions), max(positions)
     skipped = skipped_inside(plan)
@@ -186,6 +217,15 @@ def load_planned(*, thread: Thread, plan: HistoryPlan, along: Sequence[tuple[str
         rows = _WINDOW.rows(thread.pk, first, last, along=along)
     wanted = set(positions)
     return [HistoryEvent(*row) for row in rows if row[1] in wanted]
+
+
+def _along_alone(along: Sequence[tuple[str, list]]) -> None:
+    """Statements meant to go with a read (load_planned's `along`) when there is none: still
+    one round trip."""
+    if along:
+        ctes = ", ".join(f"_along{i} AS ({sql})" for i, (sql, _) in enumerate(along))
+        with connection.cursor() as cursor:
+            cursor.execute(f"WITH {ctes} SELECT 1", [p for _, ps in along for p in ps])
 
 
 def _window(thread_id: int, first: int, last: int) -> QuerySet:
@@ -252,27 +292,172 @@ class Planned:
     summary_tokens: int
     fixed: int  # tokens of prefix, summary and suffix: what history's budget is left after
     plan: HistoryPlan
+    # what the render read, to keep for the next one (see Kept)
+    blocks: list[ContextBlock] = field(default_factory=list)
+    newest: Newest | None = None
+    known: dict[int, HistoryEvent] | None = None
+    keep: bool = True  # keep what was read for the thread's next render
+    done: "Rendered | None" = None  # the same render as the last: its answer (see Kept)
+
+
+# ------------------------------------------------------------------ the incremental render
+
+@dataclass(frozen=True)
+class Kept:
+    """What the last render of a thread in this process read, so that the next one reads only
+    what was appended since. Agents render before every model call, and between two calls the
+    working context usually only grows at its end.
+
+    It holds while the thread's context_generation (moved by every change to the working
+    context but new events at its end, and by block writes: services/history.py) and
+    expired_seq (retention) are what they were. The next render then reads the visible active
+    events with a seq above `seq`, up to the thread's last_seq, in one query: kept only if
+    every one stands after the newest kept and the thread's working-context counters moved by
+    exactly them, else the render reads everything as if nothing were kept. Planning runs
+    again over the same rows a full read gives (plan_history is a function of them), so the
+    answer is the same byte for byte; older rows than kept are read from the database as ever.
+    """
+
+    generation: int
+    expired_seq: int
+    seq: int  # the thread's last_seq the rows and counters are of
+    active: tuple[int, int]  # the thread's (active_event_count, active_tokens) then
+    blocks: list[ContextBlock]
+    rows: list[tuple]  # the newest of the working context, newest first (Newest's rows)
+    complete: bool  # rows reach the oldest event
+    events: dict[int, HistoryEvent]  # the last render's events, by id
+    tokens: int  # of those events: what the process-wide bound counts
+    # The last render itself, when it showed the thread as of `seq`: (what it depends on
+    # besides the history, see _answer_key; its plan; its answer), for the same render again.
+    answer: tuple[tuple, Planned, Rendered] | None = None
+
+
+# Threads kept per process (settings.CONTEXTSTORE["RENDER_KEEP_THREADS"]) and their events'
+# tokens, at most: the least recently rendered go first.
+KEPT_TOKENS = 4_000_000
+_KEPT: OrderedDict[tuple, Kept] = OrderedDict()
+_KEPT_LOCK = threading.Lock()
+
+
+def _kept_key(thread: Thread) -> tuple:
+    # created_at too: a database rolled back or restored may give a new thread an old id
+    return connection.alias, thread.pk, thread.created_at
+
+
+def _appended(thread_id: int, after: int, upto: int) -> QuerySet:
+    return Event.objects.filter(
+        thread_id=thread_id, status=Event.Status.ACTIVE, visible=True, seq__gt=after, seq__lte=upto,
+    ).order_by("-position").values_list(*HistoryEvent.__slots__)
+
+
+_APPENDED = PreparedRows(_appended)
+
+
+def _answer_key(thread: Thread, max_tokens: int, fmt: str, options: dict[str, Any]) -> tuple:
+    """What a render's answer depends on besides the working context and the blocks: its
+    options, and the thread's document (the summary, what expressions read: its revision),
+    name and event count (expressions read them too)."""
+    return (max_tokens, fmt, options["strip_thinking"], options["on_oversize"], thread.revision,
+            thread.name, thread.event_count)
+
+
+def _reuse(thread: Thread, page_size: int
+           ) -> tuple[list[ContextBlock], Newest, dict[int, HistoryEvent]] | Kept | None:
+    """The blocks, rows and events of the thread's kept render with what was appended since;
+    the Kept itself when nothing was; None when nothing is kept or something other than
+    appends happened since."""
+    with _KEPT_LOCK:
+        kept = _KEPT.get(_kept_key(thread))
+        if kept is not None:
+            _KEPT.move_to_end(_kept_key(thread))
+    if (kept is None or kept.generation != thread.context_generation
+            or kept.expired_seq != thread.expired_seq or kept.seq > thread.last_seq):
+        return None
+    if kept.seq == thread.last_seq and (thread.active_event_count, thread.active_tokens) == kept.active:
+        return kept
+    new = ([HistoryEvent(*row) for row in _APPENDED.rows(thread.pk, kept.seq, thread.last_seq)]
+           if kept.seq < thread.last_seq else [])
+    if new and kept.rows and new[-1].position <= kept.rows[0][0]:
+        return None  # not at the end: not an append
+    moved = (kept.active[0] + len(new), kept.active[1] + sum(e.token_count for e in new))
+    if moved != (thread.active_event_count, thread.active_tokens):
+        return None  # the working context changed otherwise too
+    rows = [(e.position, e.seq, e.token_count, e.thinking_tokens, e.type, e.role, e.pk) for e in new]
+    return (kept.blocks, Newest(thread.pk, rows + kept.rows, kept.complete, page_size),
+            {**kept.events, **{e.pk: e for e in new}})
+
+
+def _keep(planned: Planned, events: list[HistoryEvent], rendered: Rendered) -> None:
+    """Keep what this render read for the next render of its thread: the rows its walk took
+    and the events it shows, as of the thread's last_seq when it was read (rows appended since
+    are read again next time)."""
+    thread, newest = planned.thread, planned.newest
+    if newest is None or not planned.keep:
+        return
+    last = thread.last_seq
+    rows = newest.rows[:newest.used]
+    if rows and rows[0][1] > last:  # read after the thread was: appended since (at the front)
+        rows = [r for r in rows if r[1] <= last]
+    shown = {e.pk: e for e in events if e.seq <= last}
+    # An answer that shows events appended after the thread was read is not the thread's as of
+    # `last`: not kept (its rows and events are, as of `last`).
+    key = _answer_key(thread, planned.max_tokens, planned.fmt, planned.options)
+    answer = ((key, planned, rendered) if len(rows) == newest.used
+              and len(shown) == len(events) else None)
+    kept = Kept(thread.context_generation, thread.expired_seq, last,
+                (thread.active_event_count, thread.active_tokens), planned.blocks, rows,
+                newest.complete and newest.used == len(newest.rows), shown,
+                sum(e.token_count for e in shown.values()), answer)
+    at, most = _kept_key(thread), settings.CONTEXTSTORE["RENDER_KEEP_THREADS"]
+    with _KEPT_LOCK:
+        _KEPT.pop(at, None)
+        _KEPT[at] = kept
+        total = sum(k.tokens for k in _KEPT.values())
+        while _KEPT and (len(_KEPT) > most or total > KEPT_TOKENS):
+            _, gone = _KEPT.popitem(last=False)
+            total -= gone.tokens
+
+
+def forget_kept() -> None:
+    """Drop every kept render of this process (tests compare with a render that reads all)."""
+    with _KEPT_LOCK:
+        _KEPT.clear()
 
 
 def render_plan(
     *, thread: Thread, max_tokens: int, strip_thinking: bool = False, fmt: str = "raw",
-    on_oversize: str = "skip",
+    on_oversize: str = "skip", reuse: bool = True,
 ) -> Planned:
+    """Plan a render of `thread`, read fresh by the caller (its counters say what to reuse).
+    reuse=False reads everything and keeps nothing (the answer is the same)."""
     strip = effective_strip(fmt, strip_thinking)
     summary_tokens = count_tokens(thread.summary)
-    # Each block with the id of its kept version, in the same query: a render record names
-    # versions, and need not read the blocks again for them (services/renders.py). The newest
-    # events come in the same round trip, sized before the blocks' tokens are known (a few
-    # rows more than the walk needs when blocks take part of the budget).
     page_size = first_page_size(thread, max(max_tokens - summary_tokens, 0))
-    blocks, newest = read_together((_BLOCKS, (thread.pk,), None), (_NEWEST, (thread.pk,), page_size))
+    reused = _reuse(thread, page_size) if reuse else None
+    options = {"strip_thinking": strip_thinking, "on_oversize": on_oversize}
+    if isinstance(reused, Kept):  # nothing new since the kept render
+        if reused.answer is not None:
+            key, before, rendered = reused.answer
+            if _answer_key(thread, max_tokens, fmt, options) == key:
+                return replace(before, thread=thread, keep=False, done=rendered)
+        reused = (reused.blocks, Newest(thread.pk, list(reused.rows), reused.complete, page_size),
+                  reused.events)
+    if reused is not None:
+        blocks, newest, known = reused
+    else:
+        # Each block with the id of its kept version, in the same query: a render record names
+        # versions, and need not read the blocks again for them (services/renders.py). The
+        # newest events come in the same round trip, sized before the blocks' tokens are known
+        # (a few rows more than the walk needs when blocks take part of the budget).
+        blocks, first = read_together((_BLOCKS, (thread.pk,), None), (_NEWEST, (thread.pk,), page_size))
+        newest, known = Newest(thread.pk, first, len(first) < page_size, page_size), None
     prefix = block_section("prefix", [b for b in blocks if b.placement == "prefix"], thread)
     suffix = block_section("suffix", [b for b in blocks if b.placement == "suffix"], thread)
     fixed = prefix.tokens + summary_tokens + suffix.tokens
-    plan = plan_history(thread=thread, budget=max(max_tokens - fixed, 0), strip_thinking=strip,
-                        first_page=newest, page_size=page_size, on_oversize=on_oversize)
-    options = {"strip_thinking": strip_thinking, "on_oversize": on_oversize}
-    return Planned(thread, max_tokens, fmt, strip, options, prefix, suffix, summary_tokens, fixed, plan)
+    plan = plan_history(budget=max(max_tokens - fixed, 0), strip_thinking=strip, newest=newest,
+                        on_oversize=on_oversize)
+    return Planned(thread, max_tokens, fmt, strip, options, prefix, suffix, summary_tokens, fixed,
+                   plan, blocks, newest, known, keep=reuse)
 
 
 def render_stats(planned: Planned, *, used: int, included: int,
@@ -310,7 +495,10 @@ def render_stats(planned: Planned, *, used: int, included: int,
 def render_finish(planned: Planned, *, along: Sequence[tuple[str, list]] = ()) -> Rendered:
     """Load the planned events and build the messages (`along`: see load_planned)."""
     thread, strip = planned.thread, planned.strip
-    events = load_planned(thread=thread, plan=planned.plan, along=along)
+    if planned.done is not None:  # the same render as the last (render_plan)
+        _along_alone(along)
+        return planned.done
+    events = load_planned(thread=thread, plan=planned.plan, along=along, known=planned.known)
     units, invalid = valid_items(events)
     units, emptied = without_emptied(units, strip)
     units, incoherent = coherent(events, units)
@@ -319,16 +507,19 @@ def render_finish(planned: Planned, *, along: Sequence[tuple[str, list]] = ()) -
                          included=sum(len(u) for u in units), invalid=invalid)
     body = build_messages(fmt=planned.fmt, prefix=planned.prefix.text, summary=thread.summary,
                           suffix=planned.suffix.text, units=units, strip_thinking=strip)
-    return Rendered({"format": planned.fmt, **body, "stats": stats}, planned.prefix, planned.suffix,
-                    thread.summary, units, planned.options)
+    rendered = Rendered({"format": planned.fmt, **body, "stats": stats}, planned.prefix,
+                        planned.suffix, thread.summary, units, planned.options)
+    _keep(planned, events, rendered)
+    return rendered
 
 
 def render(
     *, thread: Thread, max_tokens: int, strip_thinking: bool = False, fmt: str = "raw",
-    on_oversize: str = "skip",
+    on_oversize: str = "skip", reuse: bool = True,
 ) -> Rendered:
     return render_finish(render_plan(thread=thread, max_tokens=max_tokens,
-                                     strip_thinking=strip_thinking, fmt=fmt, on_oversize=on_oversize))
+                                     strip_thinking=strip_thinking, fmt=fmt, on_oversize=on_oversize,
+                                     reuse=reuse))
 
 
 def context_render(
@@ -343,4 +534,3 @@ def context_render(
     """
     return render(thread=thread, max_tokens=max_tokens, strip_thinking=strip_thinking, fmt=fmt,
                   on_oversize=on_oversize).body
-

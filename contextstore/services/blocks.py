@@ -11,6 +11,7 @@ from contextstore.fields import NUL_IN_NAME
 from contextstore.models import ContextBlock, ContextBlockVersion, Thread
 from contextstore.redaction import redact, workspace_rules
 from contextstore.services.common import UNSET, Actor, audit, lock_thread
+from contextstore.services.history import context_inputs_changed
 from contextstore.tokens import count_tokens
 
 
@@ -42,11 +43,13 @@ def block_upsert(
             raise InvalidInput(f"{field} is longer than {limit} characters.", details={field: "too long"})
 
     with transaction.atomic():
-        thread = lock_thread(thread)  # two writers creating one name queue here, not on the index
+        locked = lock_thread(thread)  # two writers creating one name queue here, not on the index
         if isinstance(value, str):
-            value, _ = redact(workspace_rules(thread.workspace), value)
-        return _apply(thread=thread, name=name, actor=actor, value=value, expr=expr,
-                      placement=placement, order=order, action=None)
+            value, _ = redact(workspace_rules(locked.workspace), value)
+        result = _apply(thread=locked, name=name, actor=actor, value=value, expr=expr,
+                        placement=placement, order=order, action=None)
+    thread.context_generation = locked.context_generation  # the caller's thread renders anew
+    return result
 
 
 def _next_version(thread: Thread, name: str) -> int:
@@ -94,6 +97,7 @@ def _apply(
     block.version = _next_version(thread, name)
     block.token_count = count_tokens(block.value or "")
     block.save()
+    context_inputs_changed(thread=thread)
     action = action or ("block.create" if created else "block.update")
     _keep_version(block, actor=actor, reason=action.removeprefix("block."))
     audit(actor=actor, action=action, target=block, workspace=thread.workspace, thread=thread.pk,
@@ -102,6 +106,7 @@ def _apply(
 
 
 def block_delete(*, thread: Thread, name: str, actor: Actor) -> None:
+    caller = thread
     with transaction.atomic():
         thread = lock_thread(thread)
         block = ContextBlock.objects.filter(thread=thread, name=name).first()
@@ -114,6 +119,8 @@ def block_delete(*, thread: Thread, name: str, actor: Actor) -> None:
         audit(actor=actor, action="block.delete", target=block, workspace=thread.workspace,
               thread=thread.pk, name=name, version=block.version)
         block.delete()
+        context_inputs_changed(thread=thread)
+    caller.context_generation = thread.context_generation
 
 
 def block_restore(*, thread: Thread, name: str, version: int, actor: Actor) -> ContextBlock:
@@ -122,11 +129,12 @@ def block_restore(*, thread: Thread, name: str, version: int, actor: Actor) -> C
     Restoring a deletion's version restores the content the deletion removed.
     """
     with transaction.atomic():
-        thread = lock_thread(thread)
-        kept = ContextBlockVersion.objects.filter(thread=thread, name=name, version=version).first()
+        locked = lock_thread(thread)
+        kept = ContextBlockVersion.objects.filter(thread=locked, name=name, version=version).first()
         if kept is None:
             raise NotFound(f"Block {name!r} has no version {version}.")
-        block, _ = _apply(thread=thread, name=name, actor=actor, value=kept.value, expr=kept.expr,
+        block, _ = _apply(thread=locked, name=name, actor=actor, value=kept.value, expr=kept.expr,
                           placement=kept.placement, order=kept.order, action="block.restore",
                           restored_version=version)
-        return block
+    thread.context_generation = locked.context_generation
+    return block

@@ -298,11 +298,19 @@ def working_context_changed(
     entered, left = entered or Moved(), left or Moved()
     thread.active_event_count += entered.count - left.count
     thread.active_tokens += entered.tokens - left.tokens
+    thread.context_generation += 1  # a render kept from before no longer holds
     thread.updated_at = now
     Thread.objects.filter(pk=thread.pk).update(
         active_event_count=thread.active_event_count, active_tokens=thread.active_tokens,
-        updated_at=now,
+        context_generation=thread.context_generation, updated_at=now,
     )
+
+
+def context_inputs_changed(*, thread: Thread) -> None:
+    """Something else a context render reads changed (a block): a render kept from before no
+    longer holds. The caller holds the thread's row lock."""
+    thread.context_generation += 1
+    Thread.objects.filter(pk=thread.pk).update(context_generation=F("context_generation") + 1)
 
 
 def session_thread_added(*, session_id: int) -> None:

@@ -103,9 +103,19 @@ def test_reads_statements_do_not_grow_with_history(api_client, thread, thread_ur
         response = api_client.get(f"{thread_url}context/?max_tokens=8000")
     assert response.status_code == 200
     # with its record: PostgreSQL writes it in the last read's statement
+    rendering.forget_kept()
     with django_assert_num_queries(3 if postgresql else 5):
         response = api_client.get(f"{thread_url}context/?max_tokens=8000&record=true")
     assert response.status_code == 200 and response.json()["render_id"]
+    # Rendered again, a thread reads only what was appended since (selectors/rendering.Kept):
+    # nothing, or the new rows; a record is then its INSERT alone.
+    with django_assert_num_queries(1):
+        assert api_client.get(f"{thread_url}context/?max_tokens=8000").status_code == 200
+    with django_assert_num_queries(2):
+        assert api_client.get(f"{thread_url}context/?max_tokens=8000&record=true").status_code == 200
+    event_append(thread=thread, events=messages(3, start=history, words=8), actor=actor)
+    with django_assert_num_queries(2):
+        assert api_client.get(f"{thread_url}context/?max_tokens=8000").status_code == 200
 
 
 def test_a_replayed_client_id_returns_the_stored_event_on_the_fast_path(api_client, thread_url):

@@ -128,11 +128,13 @@ def test_the_prefix_hash_changes_only_when_the_prefix_does(thread, actor):
     thread.refresh_from_db()
     assert rendering.context_render(thread=thread, max_tokens=1000)["stats"]["prefix_hash"] == first
     block_upsert(thread=thread, name="persona", value="Be thorough.", actor=actor)
+    thread.refresh_from_db()  # a render is given the thread as it is (what it kept depends on it)
     assert rendering.context_render(thread=thread, max_tokens=1000)["stats"]["prefix_hash"] != first
 
 
 def _render_cost(thread, budget):
     thread.refresh_from_db()
+    rendering.forget_kept()  # the full render's reads
     with CaptureQueriesContext(connection) as queries:
         render = rendering.context_render(thread=thread, max_tokens=budget)
     return len(queries), render

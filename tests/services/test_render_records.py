@@ -130,10 +130,10 @@ def test_a_diff_says_what_changed(busy, actor):
 
 @pytest.mark.slow
 def test_recording_costs_the_same_queries_whatever_the_history_length(thread, actor):
-    def cost():
+    def cost(reuse=False):
         thread.refresh_from_db()
         with CaptureQueriesContext(connection) as queries:
-            rendered = rendering.render(thread=thread, max_tokens=2000)
+            rendered = rendering.render(thread=thread, max_tokens=2000, reuse=reuse)
             renders.render_record(thread=thread, rendered=rendered, actor=actor)
         return len(queries)
 
@@ -142,6 +142,12 @@ def test_recording_costs_the_same_queries_whatever_the_history_length(thread, ac
     for _ in range(4):
         event_append(thread=thread, events=messages(1000, words=30), actor=actor)
     assert cost() == small <= 8
+    # Rendered again after an append, it reads what was appended and nothing else; after
+    # nothing at all, nothing (the record's INSERT is the one query left).
+    cost(reuse=True)
+    event_append(thread=thread, events=messages(2, words=30), actor=actor)
+    assert cost(reuse=True) == 2
+    assert cost(reuse=True) == 1
 
 
 def test_event_references_pack_and_unpack_exactly():
@@ -248,12 +254,22 @@ def test_a_record_written_with_the_render_is_the_one_written_after_it(busy, acto
 
 
 def test_on_postgresql_a_record_costs_no_statement_of_its_own(busy, actor):
-    with CaptureQueriesContext(connection) as plain:
-        rendering.render(thread=busy, max_tokens=5000)
-    with CaptureQueriesContext(connection) as recorded:
-        renders.context_render_recorded(thread=busy, max_tokens=5000, actor=actor)
+    def statements(run, *, forget: bool) -> int:
+        if forget:
+            rendering.forget_kept()
+        with CaptureQueriesContext(connection) as queries:
+            run()
+        return len(queries)
+
+    plain = lambda: rendering.render(thread=busy, max_tokens=5000)  # noqa: E731
+    recorded = lambda: renders.context_render_recorded(thread=busy, max_tokens=5000, actor=actor)  # noqa: E731
     # elsewhere: the texts kept, then the INSERT
-    assert len(recorded) == len(plain) + (0 if connection.vendor == "postgresql" else 2)
+    extra = 0 if connection.vendor == "postgresql" else 2
+    assert statements(recorded, forget=True) == statements(plain, forget=True) + extra
+    # Rendered again with nothing new, the render reads nothing (selectors/rendering.Kept), and
+    # a record is one statement on PostgreSQL, its texts and INSERT together.
+    assert statements(plain, forget=False) == 0
+    assert statements(recorded, forget=False) == (1 if connection.vendor == "postgresql" else 2)
 
 
 def test_a_record_is_corrected_when_the_render_shows_less_than_its_plan(thread, actor):
