@@ -11,7 +11,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--workspace", required=True, help="workspace slug")
         parser.add_argument("--name", default="")
-        parser.add_argument("--scope", choices=["read", "write"], default="write")
+        parser.add_argument("--scope", choices=["read", "write", "admin"], default="write")
 
     def handle(self, *args, workspace: str, name: str, scope: str, **options):
         try:
