@@ -709,7 +709,8 @@ class ReadAudit(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.actor_label} {self.action} {self.target_type}:{self.target_id} {self.hour:%Y-%m-%d %H}h"
+        return (f"{self.actor_label} {self.action} {self.target_type}:{self.target_id} "
+                f"{self.hour:%Y-%m-%d %H}h")
 
 
 class StoredText(models.Model):

@@ -22,7 +22,6 @@ from django.utils import timezone
 from contextstore.models import ReadAudit
 from contextstore.services.common import Actor
 
-
 Action = ReadAudit.Action
 
 SEEN_MAX = 10_000

@@ -12,18 +12,11 @@ from django.db import connection, connections, transaction
 from contextstore.models import ReadAudit, Thread
 from contextstore.selectors.sessions import session_viewers
 from contextstore.services import access_log
-from contextstore.services.access_log import Action, forget_seen, record_read
+from contextstore.services.access_log import Action, record_read
 from contextstore.services.common import Actor
 from contextstore.services.sessions import session_ensure, thread_ensure
 
 NOON = datetime(2026, 12, 3, 12, 5, tzinfo=UTC)
-
-
-@pytest.fixture(autouse=True)
-def fresh_memory():
-    forget_seen()
-    yield
-    forget_seen()
 
 
 def _read(actor, thread, now=NOON, action=Action.CONTEXT_READ):
