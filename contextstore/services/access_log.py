@@ -16,9 +16,10 @@ import threading
 from collections import OrderedDict
 from datetime import datetime
 
-from django.db import models, transaction
+from django.db import connection, models, transaction
 from django.utils import timezone
 
+from contextstore.db import insert_sql
 from contextstore.models import ReadAudit
 from contextstore.services.common import Actor
 
@@ -67,12 +68,17 @@ def record_read(
         if key in _seen:
             _seen.move_to_end(key)
             return False
-    ReadAudit.objects.bulk_create([ReadAudit(
+    # The ORM's INSERT ... ON CONFLICT DO NOTHING, compiled once per process (db.insert_sql):
+    # bulk_create would build it again on every call.
+    text, params = insert_sql(ReadAudit, [ReadAudit(
         workspace_id=workspace_id, session_id=session_id, actor_key=who, actor_type=actor.type,
-        actor_user=actor.user, actor_token=actor.token, actor_label=actor.label[:200],
+        actor_user_id=actor.user.pk if actor.user else None,
+        actor_token_id=actor.token.pk if actor.token else None, actor_label=actor.label[:200],
         action=action, target_type=target_type, target_id=str(target.pk), hour=hour,
         first_at=now, ip=actor.ip,
     )], ignore_conflicts=True)
+    with connection.cursor() as cursor:
+        cursor.execute(text, params)
     # Remembered once committed: a rolled-back read leaves no row, and no memory of one.
     transaction.on_commit(lambda: _remember(key))
     return True
