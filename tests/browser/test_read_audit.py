@@ -6,7 +6,7 @@ from playwright.sync_api import expect
 from contextstore.services.events import event_append
 from contextstore.services.sessions import session_ensure, thread_ensure
 from contextstore.services.workspaces import api_token_create
-from tests.browser.conftest import axe_violations
+from tests.browser.conftest import axe_violations, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -29,5 +29,7 @@ def test_the_session_page_lists_who_viewed_it(page, live_server, workspace, acto
     expect(rows).to_have_count(2)
     expect(panel.locator("tr", has_text="bea")).to_contain_text("session page")
     expect(panel.locator("tr", has_text=f"token:{token.prefix}")).to_contain_text("context (API)")
+    panel.scroll_into_view_if_needed()
+    screenshot(page, "session-viewed-by")
     assert axe_violations(page) == []
     assert page.problems == [], page.problems
