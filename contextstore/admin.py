@@ -8,7 +8,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from contextstore.errors import DomainError
+from contextstore.errors import DomainError, InvalidInput
 from contextstore.expressions import evaluate_expr
 from contextstore.models import (
     ApiToken,
@@ -22,6 +22,7 @@ from contextstore.models import (
     Memory,
     OtelSpan,
     ProviderState,
+    ReadAudit,
     Run,
     ScopedState,
     Session,
@@ -102,7 +103,23 @@ class MembershipInline(admin.TabularInline):
         return False
 
 
-class WorkspaceForm(forms.ModelForm):
+class RetentionFields(forms.ModelForm):
+    """The retention rules checked as services.retention checks them (API and admin alike)."""
+
+    def _days(self, name: str) -> int | None:
+        try:
+            return retention.check_days(name, self.cleaned_data[name])
+        except InvalidInput as exc:
+            raise forms.ValidationError(exc.message) from None
+
+    def clean_retention_event_days(self) -> int | None:
+        return self._days("retention_event_days")
+
+    def clean_retention_session_days(self) -> int | None:
+        return self._days("retention_session_days")
+
+
+class WorkspaceForm(RetentionFields):
     class Meta:
         model = Workspace
         fields = ("slug", "name", "retention_event_days", "retention_session_days", "redaction")
@@ -222,7 +239,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
                  lambda t: workspaces.api_token_revoke(token=t, actor=actor_of(request)))
 
 
-class SessionForm(forms.ModelForm):
+class SessionForm(RetentionFields):
     class Meta:
         model = Session
         fields = ("title", "agent", "metadata", "archived", "legal_hold", "retention_event_days",
@@ -505,5 +522,18 @@ class AuditLogAdmin(ReadOnlyAdmin):
     list_filter = ("action", "actor_type", "workspace")
     search_fields = ("actor_label", "action", "target_id")
     date_hierarchy = "created_at"
+    list_select_related = ("workspace",)
+    show_full_result_count = False
+
+
+@admin.register(ReadAudit)
+class ReadAuditAdmin(ReadOnlyAdmin):
+    """Who read what (services/access_log): one row per actor, action, object and hour."""
+
+    list_display = ("hour", "first_at", "actor_type", "actor_label", "action", "target_type",
+                    "target_id", "session_id", "workspace", "ip")
+    list_filter = ("action", "actor_type", "target_type", "workspace")
+    search_fields = ("actor_label", "target_id")
+    date_hierarchy = "hour"
     list_select_related = ("workspace",)
     show_full_result_count = False

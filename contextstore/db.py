@@ -121,7 +121,11 @@ def row_values(obj: models.Model, plan: RowPlan, *, add: bool = False) -> list[A
     row = []
     for attname, kind, prepare, pre_save in plan:
         value = pre_save(obj, True) if add and pre_save is not None else values[attname]
-        if value is not None and (type(value) is not kind or kind is datetime and value.tzinfo is None):
+        # A datetime goes as is to PostgreSQL only when aware: SQLite's driver would write an
+        # aware one with its offset ("...+00:00"), not as the ORM does, so the same instant
+        # would be two different texts (two rows under one unique key).
+        if value is not None and (type(value) is not kind or kind is datetime and (
+                value.tzinfo is None or connection.vendor != "postgresql")):
             if hasattr(value, "resolve_expression"):
                 raise TypeError(f"{attname}: an expression, which a prepared row cannot hold")
             value = prepare(value, connection)

@@ -79,7 +79,8 @@ class ApiToken(models.Model):
     class Scope(models.TextChoices):
         READ = "read"
         WRITE = "write"
-        # write, and the workspace-wide operations on people (erasure, services/erasure.py)
+        # write, and workspace-wide operations: erasure of a person (services/erasure.py),
+        # the workspace's own settings (its retention policy) and legal holds
         ADMIN = "admin"
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="api_tokens")
@@ -665,6 +666,64 @@ class AuditLog(models.Model):
 
     def __str__(self) -> str:
         return f"{self.actor_label} {self.action} {self.target_type}:{self.target_id}"
+
+
+class ReadAudit(models.Model):
+    """Who read what (services/access_log.py): at most one row per actor, action, object and
+    hour, whatever the number of reads. Apart from AuditLog, which records changes one row
+    each: reads are far more frequent, and the hour's unique key lets a read insert its row
+    with ON CONFLICT DO NOTHING, one statement and no read first.
+
+    `session_id` names the session the object belongs to (the session page's "Viewed by"); it
+    is no foreign key, so the record of who looked outlives the session, as the audit log does.
+    """
+
+    class Action(models.TextChoices):
+        SESSION_VIEW = "session.view", "session page"
+        THREAD_VIEW = "thread.view", "thread page"
+        CONTEXT_VIEW = "context.view", "what the model sees"
+        CALL_SENT = "call.sent", "an LLM call as sent"
+        RENDER_READ = "render.read", "a render record"
+        EXPORT = "export", "export"
+        EVENTS_READ = "events.read", "events (API)"
+        CONTEXT_READ = "context.read", "context (API)"
+
+    workspace = models.ForeignKey(
+        Workspace, null=True, blank=True, on_delete=models.SET_NULL, related_name="read_audits"
+    )
+    session_id = models.BigIntegerField(null=True, blank=True)
+    # Who, as one non-null value the unique key can hold: user:<id>, token:<id>, <type>:<label>.
+    actor_key = models.CharField(max_length=220)
+    actor_type = models.CharField(max_length=8, choices=AuditLog.ActorType.choices)
+    actor_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor_token = models.ForeignKey(
+        ApiToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor_label = models.CharField(max_length=200, blank=True, default="")
+    action = models.CharField(max_length=32, choices=Action.choices)
+    target_type = models.CharField(max_length=64)
+    target_id = models.CharField(max_length=64)
+    hour = models.DateTimeField(help_text="The hour of the reads (UTC, truncated).")
+    first_at = models.DateTimeField(help_text="The first read in that hour.")
+    ip = models.GenericIPAddressField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-hour", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["actor_key", "action", "target_type", "target_id", "hour"],
+                                    name="read_audit_once_an_hour"),
+        ]
+        indexes = [
+            models.Index(fields=["session_id", "-hour"], name="read_audit_session"),
+            models.Index(fields=["workspace", "-hour"], name="read_audit_workspace"),
+            models.Index(fields=["target_type", "target_id"], name="read_audit_target"),
+        ]
+
+    def __str__(self) -> str:
+        return (f"{self.actor_label} {self.action} {self.target_type}:{self.target_id} "
+                f"{self.hour:%Y-%m-%d %H}h")
 
 
 class StoredText(models.Model):

@@ -10,6 +10,7 @@ from _pytest.mark.expression import Expression  # what -m parses (pytest has no 
 from django.contrib.auth import get_user_model
 from hypothesis import HealthCheck, settings
 
+from contextstore.services.access_log import forget_seen
 from contextstore.services.common import Actor
 from contextstore.services.sessions import session_ensure, thread_ensure
 from contextstore.services.workspaces import api_token_create, workspace_ensure
@@ -83,6 +84,15 @@ def pytest_collection_modifyitems(config, items):
 def fast_password_hashing(settings):
     """PBKDF2 costs about a second per user; no test here is about hashing strength."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def fresh_read_audit_memory():
+    """The read audit's per-process memory of rows written (services/access_log) is emptied
+    for every test: a rolled-back test's ids come back in the next one (SQLite)."""
+    forget_seen()
+    yield
+    forget_seen()
 
 
 @pytest.fixture

@@ -18,7 +18,8 @@ from rest_framework.viewsets import GenericViewSet
 
 from contextstore.api import serializers as s
 from contextstore.errors import InvalidInput
-from contextstore.models import ApiToken, Thread
+from contextstore.models import ApiToken, ReadAudit, Thread
+from contextstore.services.access_log import record_read
 from contextstore.services.common import Actor
 
 
@@ -29,6 +30,14 @@ def token_of(request: Request) -> ApiToken:
 
 def actor_of(request: Request) -> Actor:
     return Actor.for_token(token_of(request), ip=request.META.get("REMOTE_ADDR"))
+
+
+def note_read(request: Request, action: ReadAudit.Action, thread: Thread,
+              target: Any = None) -> None:
+    """Audit a token's read of a thread (or of `target` in it), once it succeeded: at most one
+    statement an hour per token and object (services/access_log)."""
+    record_read(actor=actor_of(request), action=action, target=thread if target is None else target,
+                workspace_id=thread.workspace_id, session_id=thread.session_id)
 
 
 @functools.cache

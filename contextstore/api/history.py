@@ -10,12 +10,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from contextstore.api import serializers as s
-from contextstore.api.common import ThreadResponses, actor_of, body, parse, token_of
+from contextstore.api.common import ThreadResponses, actor_of, body, note_read, parse, token_of
 from contextstore.api.exports import IMPORT_DOCUMENT
 from contextstore.api.renderers import ORJSONRenderer
 from contextstore.errors import InvalidInput
 from contextstore.jsonstream import json_object_chunks
-from contextstore.models import Collapse
+from contextstore.models import Collapse, ReadAudit
 from contextstore.selectors.windows import total_tokens, window_by_count, window_by_tokens
 from contextstore.services import (
     collapses,
@@ -96,7 +96,9 @@ class ThreadHistoryActions(ThreadResponses):
         query = parse(s.ExportQuerySerializer, request.query_params)
         thread = self.get_object()
         if query["format"] == "peteos":
-            return Response(peteos.thread_to_peteos(thread=thread))
+            document = peteos.thread_to_peteos(thread=thread)
+            note_read(request, ReadAudit.Action.EXPORT, thread)
+            return Response(document)
         # Streamed a few hundred events at a time; the bytes are those the renderer wrote for
         # the whole dict (ORJSONRenderer renders each part as it would inside the whole).
         head, events = transfer.thread_export_parts(thread=thread)
@@ -104,6 +106,7 @@ class ThreadHistoryActions(ThreadResponses):
         response = StreamingHttpResponse(json_object_chunks(head, "events", events, dumps=render),
                                          content_type="application/json")
         response["X-Event-Count"] = str(thread.event_count)
+        note_read(request, ReadAudit.Action.EXPORT, thread)
         return response
 
     @extend_schema(request=IMPORT_DOCUMENT, parameters=[s.ImportQuerySerializer],

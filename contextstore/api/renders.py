@@ -11,9 +11,9 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from contextstore.api.common import token_of
+from contextstore.api.common import note_read, token_of
 from contextstore.errors import NotFound
-from contextstore.models import Event, RenderRecord, Thread
+from contextstore.models import Event, ReadAudit, RenderRecord, Thread
 from contextstore.selectors import renders
 from contextstore.selectors.cache import records_compare
 
@@ -79,7 +79,10 @@ class RenderViewSet(viewsets.GenericViewSet):
     @extend_schema(responses=RenderSerializer,
                    summary="Rebuild the messages a recorded render gave, byte for byte")
     def retrieve(self, request: Request, pk: str) -> Response:
-        return Response(render_out(self._get(pk)))
+        record = self._get(pk)
+        out = render_out(record)
+        note_read(request, ReadAudit.Action.RENDER_READ, record.thread, target=record)
+        return Response(out)
 
     @extend_schema(responses=RenderDiffSerializer, summary="What changed between two renders")
     @action(detail=True, methods=["get"], url_path=rf"diff/(?P<other>{UUID})")
@@ -126,4 +129,5 @@ class LLMCallViewSet(viewsets.GenericViewSet):
         if out["render_id"]:
             record = renders.render_get(workspace_id=thread.workspace_id, render_id=out["render_id"])
             out.update(renders.render_rebuild(record=record))
+        note_read(request, ReadAudit.Action.CALL_SENT, thread)
         return Response(out)

@@ -2,7 +2,17 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import SimpleRouter
 
-from contextstore.api import blocks, clears, erasures, model_settings, renders, revisions, sync, views
+from contextstore.api import (
+    blocks,
+    clears,
+    erasures,
+    model_settings,
+    renders,
+    retention,
+    revisions,
+    sync,
+    views,
+)
 from contextstore.api.agent_sessions import AgentSessionViewSet
 from contextstore.api.exceptions import api_not_found
 
@@ -15,6 +25,7 @@ router.register(r"threads/(?P<thread_pk>[0-9]+)/clears", clears.ClearViewSet, ba
 router.register("threads", blocks.BlockVersionViewSet, basename="thread-block-version")
 router.register("threads", model_settings.ThreadModelViewSet, basename="thread-model")
 router.register("sessions", model_settings.SessionModelViewSet, basename="session-model")
+router.register("sessions", retention.SessionRetentionViewSet, basename="session-retention")
 router.register(r"threads/(?P<thread_pk>[0-9]+)/sync", sync.ThreadSyncViewSet, basename="thread-sync")
 router.register("collapses", views.CollapseViewSet, basename="collapse")
 router.register("runs", views.RunViewSet, basename="run")
@@ -27,6 +38,8 @@ router.register("erasures", erasures.ErasureViewSet, basename="erasure")
 
 app_name = "api"
 urlpatterns = [
+    path("v1/workspace/retention/", retention.WorkspaceRetentionView.as_view(),
+         name="workspace-retention"),
     path("v1/", include(router.urls)),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api:schema"), name="docs"),

@@ -22,6 +22,7 @@ from contextstore.api.common import (
     actor_of,
     body,
     if_match_revision,
+    note_read,
     page_url,
     parse,
     token_of,
@@ -33,7 +34,7 @@ from contextstore.api.providers import ThreadProviderActions
 from contextstore.api.state import ThreadStateActions
 from contextstore.errors import DomainError
 from contextstore.llm_models import thread_model_settings
-from contextstore.models import Collapse, Job, Run, Session, Thread
+from contextstore.models import Collapse, Job, ReadAudit, Run, Session, Thread
 from contextstore.selectors import rendering
 from contextstore.selectors.events import event_search
 from contextstore.selectors.sessions import session_threads, workspace_sessions
@@ -175,6 +176,7 @@ class ThreadViewSet(ThreadHistoryActions, ThreadStateActions, ThreadBlockActions
         more = len(found) > page_size
         found = found[:page_size]
         next_url = page_url(request, after_seq=found[-1].seq) if more else None
+        note_read(request, ReadAudit.Action.EVENTS_READ, thread)
         return Response({"results": s.EventSerializer(found, many=True).data, "next": next_url})
 
     def _append(self, request: Request, pk: str) -> Response:
@@ -240,9 +242,12 @@ class ThreadViewSet(ThreadHistoryActions, ThreadStateActions, ThreadBlockActions
         options = {"thread": thread, "max_tokens": max_tokens, "strip_thinking": query["strip_thinking"],
                    "fmt": query["format"], "on_oversize": query["on_oversize"]}
         if not query["record"]:
-            return Response(rendering.render(**options).body)
-        rendered, record = renders.context_render_recorded(**options, actor=actor_of(request))
-        return Response({**rendered.body, "render_id": str(record.pk)})
+            response = Response(rendering.render(**options).body)
+        else:
+            rendered, record = renders.context_render_recorded(**options, actor=actor_of(request))
+            response = Response({**rendered.body, "render_id": str(record.pk)})
+        note_read(request, ReadAudit.Action.CONTEXT_READ, thread)
+        return response
 
 # ---------------------------------------------------------------------------- the rest
 

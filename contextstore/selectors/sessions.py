@@ -10,10 +10,10 @@ from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError
-from django.db.models import Count, F, Q, QuerySet
+from django.db.models import Count, F, Max, Q, QuerySet
 
 from contextstore.db import time_limit
-from contextstore.models import Event, Run, Session, SessionModel, Thread, Workspace
+from contextstore.models import Event, ReadAudit, Run, Session, SessionModel, Thread, Workspace
 from contextstore.selectors.calls import CALL_END, CALL_START, call_key
 from contextstore.selectors.events import text_match
 
@@ -157,3 +157,17 @@ def session_stats(*, session: Session) -> dict[str, Any]:
                 latencies.append(int((e.occurred_at - start.occurred_at).total_seconds() * 1000))
     return {"runs": Run.objects.filter(thread__session=session).count(), "calls": len(latencies),
             "p50": _percentile(latencies, 0.50), "p95": _percentile(latencies, 0.95)}
+
+
+VIEWERS_SHOWN = 50
+
+
+def session_viewers(*, session: Session, limit: int = VIEWERS_SHOWN) -> list[dict[str, Any]]:
+    """Who read the session or its threads (services/access_log), by actor and action: the
+    latest hour's first read and the number of hours with reads, most recent first."""
+    rows = (ReadAudit.objects.filter(workspace_id=session.workspace_id, session_id=session.pk)
+            .values("actor_key", "actor_type", "actor_label", "action")
+            .annotate(last_at=Max("first_at"), hours=Count("hour", distinct=True))
+            .order_by("-last_at", "actor_key", "action")[:limit])
+    labels = dict(ReadAudit.Action.choices)
+    return [{**row, "what": labels.get(row["action"], row["action"])} for row in rows]

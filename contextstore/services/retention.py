@@ -34,6 +34,7 @@ from contextstore.services import history
 from contextstore.services.common import Actor, audit, lock_thread
 
 ACTOR = Actor.system("retention")
+DAYS_MAX = 36500  # a rule's largest number of days (a hundred years)
 UNSET: Any = object()
 
 
@@ -71,11 +72,13 @@ def session_expires_at(session: Session, policy: Policy | None = None) -> dateti
     return session.last_activity_at + timedelta(days=policy.session_days)
 
 
-def _days(name: str, value: Any) -> int | None:
+def check_days(name: str, value: Any) -> int | None:
+    """A rule's value as every entry point takes it (API, admin): None, or whole days from 1 to
+    36500; InvalidInput otherwise."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 36500:
-        raise InvalidInput(f"{name} is a number of days from 1 to 36500, or empty.",
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= DAYS_MAX:
+        raise InvalidInput(f"{name} is a number of days from 1 to {DAYS_MAX}, or empty.",
                            details={name: value})
     return value
 
@@ -87,9 +90,9 @@ def retention_policy_set(
     """Set a workspace's policy or a session's override (None: inherit) and its legal hold."""
     changes: dict[str, Any] = {}
     if event_days is not UNSET:
-        changes["retention_event_days"] = _days("retention_event_days", event_days)
+        changes["retention_event_days"] = check_days("retention_event_days", event_days)
     if session_days is not UNSET:
-        changes["retention_session_days"] = _days("retention_session_days", session_days)
+        changes["retention_session_days"] = check_days("retention_session_days", session_days)
     if legal_hold is not UNSET:
         if not isinstance(target, Session) or not isinstance(legal_hold, bool):
             raise InvalidInput("A legal hold is true or false, on a session.",

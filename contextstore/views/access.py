@@ -18,7 +18,8 @@ from django.views.decorators.http import require_POST
 from django_htmx.middleware import HtmxDetails
 
 from contextstore.errors import DomainError
-from contextstore.models import Membership, Session, Thread, Workspace
+from contextstore.models import Membership, ReadAudit, Session, Thread, Workspace
+from contextstore.services.access_log import record_read
 from contextstore.services.common import Actor
 
 SESSION_KEY = "contextstore.workspace"
@@ -87,6 +88,12 @@ def get_thread(request: DashboardRequest, pk: int) -> Thread:
 
 def actor_for(request: DashboardRequest) -> Actor:
     return Actor.for_user(request.user, request.META.get("REMOTE_ADDR"))
+
+
+def note_read(request: DashboardRequest, action: ReadAudit.Action, thread: Thread) -> None:
+    """Audit a person's read of a thread (at most once an hour: services/access_log)."""
+    record_read(actor=actor_for(request), action=action, target=thread,
+                workspace_id=thread.workspace_id, session_id=thread.session_id)
 
 
 def error_response(request: DashboardRequest, message: str, status: int) -> HttpResponse:

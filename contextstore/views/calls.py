@@ -9,7 +9,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.vary import vary_on_headers
 
-from contextstore.models import Thread
+from contextstore.models import ReadAudit, Thread
 from contextstore.selectors.cache import llm_call_diff
 from contextstore.selectors.calls import (
     SENT_PAGE,
@@ -18,7 +18,7 @@ from contextstore.selectors.calls import (
     llm_call_previous,
     llm_call_sent,
 )
-from contextstore.views.access import DashboardRequest, get_thread, visible_workspaces
+from contextstore.views.access import DashboardRequest, get_thread, note_read, visible_workspaces
 
 
 def _call(thread: Thread, seq: int) -> LLMCall:
@@ -50,6 +50,7 @@ def call_sent(request: DashboardRequest, pk: int, seq: int) -> HttpResponse:
     template_name = "contextstore/call_sent.html"
     if request.htmx:
         template_name += "#sent"
+    note_read(request, ReadAudit.Action.CALL_SENT, thread)
     return render(request, template_name, context)
 
 

@@ -14,17 +14,19 @@ from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from contextstore.forms import SessionFilterForm, format_cursor, parse_cursor
-from contextstore.models import Session
+from contextstore.models import ReadAudit, Session
 from contextstore.selectors.sessions import (
     SESSION_SORTS,
     session_runs,
     session_stats,
     session_threads,
+    session_viewers,
     sessions_with_text,
     workspace_models,
     workspace_sessions,
 )
 from contextstore.services import retention
+from contextstore.services.access_log import record_read
 from contextstore.services.sessions import session_archive
 from contextstore.views.access import (
     DashboardRequest,
@@ -140,6 +142,8 @@ def session_detail(request: DashboardRequest, pk: int) -> HttpResponse:
     template_name = "contextstore/session_detail.html"
     if request.htmx and before is not None:
         return render(request, template_name + "#run-rows", context)  # "more runs"
+    record_read(actor=actor_for(request), action=ReadAudit.Action.SESSION_VIEW, target=session,
+                workspace_id=session.workspace_id, session_id=session.pk)
     threads = list(session_threads(session=session)[:200])
     context.update({
         "workspaces": visible_workspaces(request.user),
@@ -148,6 +152,7 @@ def session_detail(request: DashboardRequest, pk: int) -> HttpResponse:
         "can_edit": can_edit(request.user, session.workspace),
         "retention": (policy := retention.policy_of(session)),
         "expires_at": retention.session_expires_at(session, policy),
+        "viewers": session_viewers(session=session),
     })
     if request.htmx:
         template_name += "#runs"

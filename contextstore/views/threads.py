@@ -19,6 +19,7 @@ from contextstore.jsonstream import json_object_chunks
 from contextstore.llm_models import thread_model_settings
 from contextstore.models import (
     ContextBlock,
+    ReadAudit,
     Thread,
 )
 from contextstore.selectors import dashboard, rendering, timeline
@@ -28,7 +29,13 @@ from contextstore.selectors.events import error_seq, event_seq_at, run_first_seq
 from contextstore.selectors.threads import block_versions
 from contextstore.selectors.workspaces import actor_names
 from contextstore.services.transfer import EVENT_FIELDS, thread_export_parts
-from contextstore.views.access import DashboardRequest, can_edit, get_thread, visible_workspaces
+from contextstore.views.access import (
+    DashboardRequest,
+    can_edit,
+    get_thread,
+    note_read,
+    visible_workspaces,
+)
 from contextstore.views.undo import offer_undo, take_undo
 
 MAX_BUDGET = 2_000_000
@@ -182,6 +189,7 @@ def thread_detail(request: DashboardRequest, pk: int) -> HttpResponse:
         return render(request, template_name + "#older", context)
     if request.htmx and request.htmx.target == "timeline":
         return render(request, template_name + "#timeline", context)
+    note_read(request, ReadAudit.Action.THREAD_VIEW, thread)  # the page, not its fragments
     context.update(panel_context(request, thread))
     context["workspaces"] = visible_workspaces(request.user)
     context["undo"] = take_undo(request, thread)  # only a full page shows (and uses up) the offer
@@ -292,6 +300,7 @@ def model_view(request: DashboardRequest, pk: int) -> HttpResponse:
     template_name = "contextstore/model_view.html"
     if request.htmx:
         template_name += "#model"
+    note_read(request, ReadAudit.Action.CONTEXT_VIEW, thread)
     return render(request, template_name, context)
 
 
@@ -329,6 +338,7 @@ def thread_export_view(request: DashboardRequest, pk: int) -> HttpResponseBase:
         name = f"thread-{thread.pk}-{start}-{end}.json"
         response = JsonResponse(data, json_dumps_params={"ensure_ascii": False, "indent": 2})
     response["Content-Disposition"] = f'attachment; filename="{name}"'
+    note_read(request, ReadAudit.Action.EXPORT, thread)
     return response
 
 

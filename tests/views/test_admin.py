@@ -13,6 +13,7 @@ from contextstore.models import (
     Membership,
     Memory,
     ProviderState,
+    ReadAudit,
     Run,
     Session,
     StateRevision,
@@ -24,7 +25,7 @@ from contextstore.services.events import event_append
 from tests.conftest import messages
 
 MODELS = [ApiToken, AuditLog, Collapse, ContextBlock, Event, Job, Membership, Memory, ProviderState,
-          Run, Session, StateRevision, Thread, Workspace]
+          ReadAudit, Run, Session, StateRevision, Thread, Workspace]
 
 
 @pytest.fixture
