@@ -19,7 +19,7 @@ from rest_framework.response import Response
 
 from contextstore.api.common import actor_of, body, if_match_revision, parse, token_of
 from contextstore.api.schema import NO_NUL, ObjectListSchema
-from contextstore.api.serializers import JSON_ANY, EventInSerializer, EventSerializer, JSONObject, _iso
+from contextstore.api.serializers import JSON_ANY, EventInSerializer, EventSerializer, JSONObject, _iso, event_row
 from contextstore.errors import InvalidInput
 from contextstore.models import ScopedState, Session, Thread, ThreadBlob
 from contextstore.selectors import agent_sessions as reads
@@ -149,7 +149,7 @@ def _read(read: reads.SessionRead) -> dict[str, Any]:
         **_session(read.session, read.thread),
         "app_state": app.state if app else {}, "app_revision": app.revision if app else 0,
         "user_state": user.state if user else {}, "user_revision": user.revision if user else 0,
-        "events": EventSerializer(read.events, many=True).data,
+        "events": [event_row(row) for row in read.events],
         "blobs": BlobSerializer(read.blobs, many=True).data,
     }
 

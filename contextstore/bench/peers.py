@@ -54,13 +54,14 @@ class PeersBench:
             raise CommandError(f"Unknown framework(s) {sorted(unknown)}: {', '.join(FRAMEWORKS)}.")
         if not 0 < small < large or samples < 1 or reads < 1:
             raise CommandError("Need 0 < --small < --large, --samples >= 1 and --reads >= 1.")
+        dsn = database_dsn()
         root = Path(settings.BASE_DIR)
         venvs = Path(venv_dir) if venv_dir else root
         pythons = {name: venvs / f".venv-{name}" / "bin" / "python" for name in frameworks}
         for name, python in pythons.items():
             if not python.exists():
                 raise CommandError(f"{python} is missing: build it with scripts/framework-venv {name}.")
-        env = {**os.environ, "PEERS_DSN": database_dsn(), "PEERS_SMALL": str(small),
+        env = {**os.environ, "PEERS_DSN": dsn, "PEERS_SMALL": str(small),
                "PEERS_LARGE": str(large), "PEERS_SAMPLES": str(min(samples, small)),
                "PEERS_READS": str(reads), "CONTEXTSTORE_TOKEN": token or bench_token("bench_peers"),
                # this checkout's client and drivers, not the one the virtualenv was built from
