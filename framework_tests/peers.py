@@ -106,13 +106,12 @@ def result(framework: str, timings: Timings, unit: str, grown: dict[str, int],
 
 async def adk() -> dict[str, Any]:
     import asyncpg
+    from contextstore_client import AsyncContextStore
+    from contextstore_client.adapters.adk import ContextStoreSessionService
     from google.adk.events.event import Event
     from google.adk.sessions.base_session_service import GetSessionConfig
     from google.adk.sessions.database_session_service import DatabaseSessionService
     from google.genai import types
-
-    from contextstore_client import AsyncContextStore
-    from contextstore_client.adapters.adk import ContextStoreSessionService
 
     peer_where = tables_where(("sessions", "events", "app_states", "user_states"))
     db = await asyncpg.connect(DSN)
@@ -174,12 +173,11 @@ class Step(TypedDict):
 
 def langgraph() -> dict[str, Any]:
     import psycopg
+    from contextstore_client import ContextStore
+    from contextstore_client.adapters.langgraph import ContextStoreSaver
     from langgraph.checkpoint.postgres import PostgresSaver
     from langgraph.graph import END, START, StateGraph
     from psycopg.rows import dict_row
-
-    from contextstore_client import ContextStore
-    from contextstore_client.adapters.langgraph import ContextStoreSaver
 
     peer_where = tables_where(("checkpoints", "checkpoint_blobs", "checkpoint_writes"))
     db = psycopg.connect(DSN, autocommit=True)
@@ -271,7 +269,6 @@ def agent_items(n: int) -> list[dict[str, Any]]:
 async def openai_agents() -> dict[str, Any]:
     import asyncpg
     from agents.extensions.memory.sqlalchemy_session import SQLAlchemySession
-
     from contextstore_client import AsyncContextStore
     from contextstore_client.adapters.openai_agents import ContextStoreSession
 

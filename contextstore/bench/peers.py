@@ -32,7 +32,8 @@ FRAMEWORKS = ("adk", "langgraph", "openai-agents")
 def database_dsn() -> str:
     """This database as a libpq URL (what the peers' drivers connect to)."""
     if connection.vendor != "postgresql":
-        raise CommandError("bench_peers compares PostgreSQL stores: set DATABASE_URL to a PostgreSQL database.")
+        raise CommandError("bench_peers compares PostgreSQL stores: "
+                           "set DATABASE_URL to a PostgreSQL database.")
     db = connection.settings_dict
     auth = quote(db["USER"] or "", safe="")
     if db.get("PASSWORD"):

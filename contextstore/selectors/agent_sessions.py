@@ -115,13 +115,16 @@ EVENT_ROW_FIELDS = ("id", "seq", "position", "type", "role", "content", "parts",
                     "collapse_id", "occurred_at", "created_at")
 
 
+BLOB_ROW_FIELDS = ("key", "data", "content_type", "meta", "size")
+
+
 @dataclass
 class SessionRead:
     session: Session
     thread: Thread
     scopes: dict[str, ScopedState | None]
     events: list[dict[str, Any]]  # EVENT_ROW_FIELDS and run__run_id, oldest first
-    blobs: list[ThreadBlob]
+    blobs: list[dict[str, Any]]  # BLOB_ROW_FIELDS
 
 
 def session_read(
@@ -153,7 +156,8 @@ def session_read(
     newest = qs.order_by("-seq").values(*EVENT_ROW_FIELDS, "run__run_id")
     rows = list(newest[:limit] if limit is not None else newest)
     rows.reverse()
-    blobs = list(ThreadBlob.objects.filter(thread=thread, key__in=blob_keys)) if blob_keys else []
+    blobs = (list(ThreadBlob.objects.filter(thread=thread, key__in=blob_keys).values(*BLOB_ROW_FIELDS))
+             if blob_keys else [])
     return SessionRead(
         session=session, thread=thread,
         scopes=scoped_states(workspace=workspace, app=identity.app, user_id=identity.user_id),
@@ -191,8 +195,9 @@ def sessions_list(
 
 
 def blobs_get(*, workspace: Workspace, identity: Identity, keys: list[str],
-              prefixes: list[str] | None = None) -> list[ThreadBlob]:
-    """The blobs with the given keys or starting with one of the prefixes, by key."""
+              prefixes: list[str] | None = None) -> list[dict[str, Any]]:
+    """The blobs with the given keys or starting with one of the prefixes, by key, as rows of
+    BLOB_ROW_FIELDS (a list of a thread's every checkpoint reads thousands)."""
     if len(keys) + len(prefixes or []) > MAX_BLOBS_PER_COMMIT:
         raise InvalidInput(f"At most {MAX_BLOBS_PER_COMMIT} keys and prefixes.", details={"blob": "too many"})
     session = session_find(workspace=workspace, identity=identity)
@@ -201,4 +206,4 @@ def blobs_get(*, workspace: Workspace, identity: Identity, keys: list[str],
     for prefix in prefixes or []:
         if prefix:
             wanted |= Q(key__startswith=prefix)
-    return list(ThreadBlob.objects.filter(wanted, thread=thread).order_by("key"))
+    return list(ThreadBlob.objects.filter(wanted, thread=thread).order_by("key").values(*BLOB_ROW_FIELDS))

@@ -278,8 +278,10 @@ def test_a_read_gives_each_event_as_the_events_endpoint_does(api_client):
     assert [e["run_id"] for e in got["events"]] == ["run-1", None]
 
 
-def test_one_commit_writes_its_blobs_in_one_statement_last_key_wins(api_client, django_assert_max_num_queries):
-    assert commit(api_client, create=True, events=[{"type": "Message", "content": "first"}]).status_code == 200
+def test_one_commit_writes_its_blobs_in_one_statement_last_key_wins(api_client,
+                                                                    django_assert_max_num_queries):
+    first = commit(api_client, create=True, events=[{"type": "Message", "content": "first"}])
+    assert first.status_code == 200
     blobs = [{"key": f"ch/{i}", "data": base64.b64encode(bytes([i])).decode()} for i in range(5)]
     # a LangGraph put: one event and five blobs, sent twice (the second overwrites by key)
     for round_ in range(2):

@@ -13,9 +13,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--frameworks", nargs="+", default=list(FRAMEWORKS), choices=FRAMEWORKS)
-        parser.add_argument("--url", help="A running server on this database (default: start gunicorn).")
+        parser.add_argument("--url", help="A running server on this database (default: start one).")
         parser.add_argument("--token", help="A write token for --url (default: create one).")
-        parser.add_argument("--venv-dir", help="The folder holding .venv-<framework> (default: this checkout).")
+        parser.add_argument("--venv-dir", help="Folder of the .venv-<framework> (default: this checkout).")
         parser.add_argument("--small", type=int, default=100, help="The small history size.")
         parser.add_argument("--large", type=int, default=2000, help="The large history size.")
         parser.add_argument("--samples", type=int, default=30, help="Writes timed at each size.")

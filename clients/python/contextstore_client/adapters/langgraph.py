@@ -200,7 +200,8 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
             mine = _blob_keys(event["data"])
             prefix = f"w/{event['data']['checkpoint_id']}/"
             cost = sum(len(quote(k)) + 6 for k in mine) + len(quote(prefix)) + 8
-            if chunk and (used + cost > BLOB_QUERY_BUDGET or len(keys) + len(mine) + len(chunk) >= MAX_KEYS_PER_READ):
+            full = used + cost > BLOB_QUERY_BUDGET or len(keys) + len(mine) + len(chunk) >= MAX_KEYS_PER_READ
+            if chunk and full:
                 yield chunk, keys, prefixes
                 chunk, keys, prefixes, used = [], [], [], 0
             chunk.append(event)
