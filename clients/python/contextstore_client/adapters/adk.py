@@ -133,7 +133,7 @@ def _slim(whole: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
 def _whole(stored: dict[str, Any]) -> dict[str, Any]:
     """The ADK event _slim kept in a stored event's data, with what it left to the row."""
     data = stored["data"]
-    whole = data["adk"]
+    whole: dict[str, Any] = data["adk"]
     for item in data.get("adk_row") or ():
         if item == "id":
             whole["id"] = stored["client_id"]
