@@ -129,3 +129,25 @@ async def test_requests_per_call(counted, history):
     transport.count = 0
     await service.delete_session(app_name="app", user_id="u", session_id="s0")
     assert transport.count <= 2
+
+
+async def test_each_event_stores_its_id_invocation_and_text_once(service):
+    """The row holds the event id (client_id), invocation id (run_id) and a single text part
+    (content); data["adk"] keeps the rest and get_session puts them back, exactly."""
+    session = await service.create_session(app_name="app", user_id="u", session_id="slim")
+    sent = [user_event("hello\nthere", at=time.time()),
+            Event(invocation_id="inv", author="bot", timestamp=time.time(),
+                  content=types.Content(role="model", parts=[types.Part(text="a"), types.Part(text="b")])),
+            Event(invocation_id="x" * 250, author="bot", timestamp=time.time(),
+                  actions=EventActions(state_delta={"k": 1}))]
+    for event in sent:
+        await service.append_event(session, event)
+    raw = service.client.read_agent_session(service._app("app"), "u", "slim")["events"]
+    first = raw[0]["data"]
+    assert first["adk_row"] == ["id", "invocation_id", "text:0"]
+    assert "id" not in first["adk"] and "text" not in first["adk"]["content"]["parts"][0]
+    assert "state_delta" not in first["adk"]["actions"]
+    assert raw[1]["data"]["adk_row"] == ["id", "invocation_id"]  # two text parts stay in data
+    assert raw[2]["data"]["adk"]["invocation_id"] == "x" * 250  # longer than a run id: kept
+    got = await service.get_session(app_name="app", user_id="u", session_id="slim")
+    assert got.events == sent

@@ -79,3 +79,22 @@ def test_copy_prune_and_delete_for_runs_cost_one_request_each(saver):
     assert [t.metadata["step"] for t in kept] == [2]
     assert [t.metadata["step"] for t in saver.list(
         {"configurable": {"thread_id": "t2", "checkpoint_ns": ""}})] == [2, 1]
+
+
+def test_a_long_list_fits_its_request_lines(saver):
+    """Blob keys go in a GET's query: a list of every checkpoint reads the namespace's blobs in
+    one request, a long list with a limit in batches that fit gunicorn's 4,094-byte line."""
+    saver, transport = saver
+    config = {"configurable": {"thread_id": "long", "checkpoint_ns": ""}}
+    for step in range(40):
+        config = saver.put(config, checkpoint({"messages": [f"m{step}"]}, step + 1),
+                           {"source": "loop", "step": step}, {"messages": step + 1})
+    transport.count = 0
+    every = list(saver.list({"configurable": {"thread_id": "long", "checkpoint_ns": ""}}))
+    assert transport.count == 2
+    assert [t.checkpoint["channel_values"] for t in every] == [
+        {"messages": [f"m{s}"]} for s in range(39, -1, -1)]
+    transport.count = 0
+    some = list(saver.list({"configurable": {"thread_id": "long", "checkpoint_ns": ""}}, limit=35))
+    assert [t.metadata["step"] for t in some] == list(range(39, 4, -1))
+    assert 2 < transport.count <= 8

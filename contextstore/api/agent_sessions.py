@@ -19,9 +19,16 @@ from rest_framework.response import Response
 
 from contextstore.api.common import actor_of, body, if_match_revision, parse, token_of
 from contextstore.api.schema import NO_NUL, ObjectListSchema
-from contextstore.api.serializers import JSON_ANY, EventInSerializer, EventSerializer, JSONObject, _iso
+from contextstore.api.serializers import (
+    JSON_ANY,
+    EventInSerializer,
+    EventSerializer,
+    JSONObject,
+    _iso,
+    event_row,
+)
 from contextstore.errors import InvalidInput
-from contextstore.models import ScopedState, Session, Thread, ThreadBlob
+from contextstore.models import ScopedState, Session, Thread
 from contextstore.selectors import agent_sessions as reads
 from contextstore.selectors.agent_sessions import Identity
 from contextstore.services import agent_sessions as svc
@@ -66,9 +73,10 @@ class BlobSerializer(serializers.Serializer):
     meta = JSON_ANY(allow_null=True)
     size = serializers.IntegerField()
 
-    def to_representation(self, blob: ThreadBlob) -> dict[str, Any]:
-        return {"key": blob.key, "data": svc.b64(blob.data), "content_type": blob.content_type,
-                "meta": blob.meta, "size": blob.size}
+    def to_representation(self, blob: dict[str, Any]) -> dict[str, Any]:
+        """A row of selectors.agent_sessions.BLOB_ROW_FIELDS."""
+        return {"key": blob["key"], "data": svc.b64(blob["data"]), "content_type": blob["content_type"],
+                "meta": blob["meta"], "size": blob["size"]}
 
 
 class CreateSerializer(IdentitySerializer):
@@ -149,8 +157,8 @@ def _read(read: reads.SessionRead) -> dict[str, Any]:
         **_session(read.session, read.thread),
         "app_state": app.state if app else {}, "app_revision": app.revision if app else 0,
         "user_state": user.state if user else {}, "user_revision": user.revision if user else 0,
-        "events": EventSerializer(read.events, many=True).data,
-        "blobs": BlobSerializer(read.blobs, many=True).data,
+        "events": [event_row(row) for row in read.events],
+        "blobs": [BlobSerializer().to_representation(blob) for blob in read.blobs],
     }
 
 
@@ -408,7 +416,7 @@ class AgentSessionViewSet(viewsets.ViewSet):
                                           if k in query})
         blobs = reads.blobs_get(workspace=token_of(request).workspace, identity=_identity(data),
                               keys=query.getlist("blob"), prefixes=query.getlist("prefix"))
-        return Response(BlobSerializer(blobs, many=True).data)
+        return Response([BlobSerializer().to_representation(blob) for blob in blobs])
 
     @extend_schema(methods=["get"], parameters=[
         OpenApiParameter("app", str), OpenApiParameter("user_id", str)], responses=ScopesSerializer,

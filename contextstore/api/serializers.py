@@ -198,6 +198,19 @@ class EventSerializer(serializers.Serializer):
         }
 
 
+def event_row(row: dict[str, Any]) -> dict[str, Any]:
+    """EventSerializer's representation of an event read as a row of values
+    (selectors.agent_sessions.EVENT_ROW_FIELDS and run__run_id)."""
+    return {
+        "id": row["id"], "seq": row["seq"], "position": row["position"], "type": row["type"],
+        "role": row["role"], "content": row["content"], "parts": row["parts"], "data": row["data"],
+        "run_id": row["run__run_id"], "call_id": row["call_id"], "step": row["step"],
+        "anchor": row["anchor"], "client_id": row["client_id"], "token_count": row["token_count"],
+        "visible": row["visible"], "status": row["status"], "collapse": row["collapse_id"],
+        "occurred_at": _iso(row["occurred_at"]), "created_at": _iso(row["created_at"]),
+    }
+
+
 def _iso(value: Any) -> str | None:
     if value is None:
         return None

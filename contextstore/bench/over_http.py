@@ -112,18 +112,19 @@ def start_server(stdout: OutputWrapper, workers: int | None,
         cwd=root, env=env, stdout=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
+    # The first schema request builds the schema: seconds on a loaded machine.
+    deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         if server.poll() is not None:
             raise CommandError("gunicorn exited during start-up.")
         try:
-            if urllib3.request("GET", f"{url}/api/schema/", timeout=2, retries=False).status == 200:
+            if urllib3.request("GET", f"{url}/api/schema/", timeout=15, retries=False).status == 200:
                 break
         except urllib3.exceptions.HTTPError:
             time.sleep(0.2)
     else:
         server.terminate()
-        raise CommandError("gunicorn did not answer within 30 s.")
+        raise CommandError("gunicorn did not answer within 90 s.")
     stdout.write(f"started gunicorn on {url} (pid {server.pid})")
     return server, url
 

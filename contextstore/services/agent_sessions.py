@@ -211,7 +211,15 @@ def session_commit(*, workspace: Workspace, identity: Identity, commit: CommitIn
                            details={"batch_id": "at most 200 characters"})
     request_hash = _request_hash(identity, commit)
     with transaction.atomic():
-        session, thread, _ = _ensure(workspace, identity, actor, create=commit.create)
+        # The session and its thread in one read; made (or refused) by _ensure when missing.
+        thread = (Thread.objects.select_related("session")
+                  .filter(session__workspace=workspace, session__app=identity.app,
+                          session__user_id=identity.user_id, session__key=identity.key,
+                          name=identity.thread).first())
+        if thread is not None:
+            session = thread.session
+        else:
+            session, thread, _ = _ensure(workspace, identity, actor, create=commit.create)
         # Under the thread's lock, so a replay sent while the first is still running waits
         # for it and then finds its answer.
         try:
@@ -235,9 +243,11 @@ def session_commit(*, workspace: Workspace, identity: Identity, commit: CommitIn
                 code="stale_history",
                 details={"current_last_seq": thread.last_seq, "expected_last_seq": commit.expected_last_seq})
         appended: list[Event] = []
+        last_seq = thread.last_seq
         if specs:
-            result = event_service.event_append_specs(thread=thread, specs=specs, actor=actor)
-            appended = result.events
+            result = event_service.event_append_specs(thread=thread, specs=specs, actor=actor,
+                                                      locked=True)
+            appended, last_seq = result.events, result.last_seq
             newest = max(e.occurred_at for e in appended)
             # Last activity follows the framework's own clock (ADK's last_update_time).
             Session.objects.filter(pk=session.pk).update(last_activity_at=newest)
@@ -246,12 +256,10 @@ def session_commit(*, workspace: Workspace, identity: Identity, commit: CommitIn
             revision = state_service.state_write(thread=thread, actor=actor, state=commit.state,
                                                  merge=True, reason="commit").revision
         _patch_scopes(workspace, identity, commit.app_state, commit.user_state, actor)
-        for blob in commit.blobs:
-            _blob_put(thread, blob)
         if commit.blobs:
+            _blobs_put(thread, commit.blobs)
             audit(actor=actor, action="blobs.put", target=thread, workspace=workspace,
                   keys=[b.key for b in commit.blobs][:50], count=len(commit.blobs))
-        last_seq = Thread.objects.filter(pk=thread.pk).values_list("last_seq", flat=True).get()
         scopes = scoped_states(workspace=workspace, app=identity.app, user_id=identity.user_id)
         response = {
             "session": session.pk, "thread": thread.pk, "revision": revision, "last_seq": last_seq,
@@ -266,15 +274,20 @@ def session_commit(*, workspace: Workspace, identity: Identity, commit: CommitIn
     return response
 
 
-def _blob_put(thread: Thread, blob: BlobIn) -> None:
-    if not isinstance(blob.key, str) or not blob.key or len(blob.key) > 500:
-        raise InvalidInput("Each blob needs a key of at most 500 characters.", details={"blobs": "key"})
-    if len(blob.data) > MAX_BLOB_BYTES:
-        raise InvalidInput(f"A blob is at most {MAX_BLOB_BYTES} bytes.", details={"blobs": blob.key})
-    ThreadBlob.objects.update_or_create(
-        thread=thread, key=blob.key,
-        defaults={"data": blob.data, "content_type": blob.content_type[:100], "meta": blob.meta,
-                  "size": len(blob.data)})
+def _blobs_put(thread: Thread, blobs: list[BlobIn]) -> None:
+    """Insert or overwrite the blobs by key, in one statement (INSERT … ON CONFLICT DO UPDATE);
+    of a key given twice the last one wins."""
+    rows: dict[str, ThreadBlob] = {}
+    for blob in blobs:
+        if not isinstance(blob.key, str) or not blob.key or len(blob.key) > 500:
+            raise InvalidInput("Each blob needs a key of at most 500 characters.", details={"blobs": "key"})
+        if len(blob.data) > MAX_BLOB_BYTES:
+            raise InvalidInput(f"A blob is at most {MAX_BLOB_BYTES} bytes.", details={"blobs": blob.key})
+        rows[blob.key] = ThreadBlob(thread=thread, key=blob.key, data=blob.data, meta=blob.meta,
+                                    content_type=blob.content_type[:100], size=len(blob.data))
+    ThreadBlob.objects.bulk_create(
+        list(rows.values()), update_conflicts=True, unique_fields=["thread", "key"],
+        update_fields=["data", "content_type", "meta", "size", "updated_at"])
 
 
 def retract_newest(*, workspace: Workspace, identity: Identity, actor: Actor) -> Event | None:

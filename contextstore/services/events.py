@@ -1,6 +1,7 @@
 """Appending events to a thread: a batch validated (eventspec), made idempotent per client_id,
 and stored through history's one door (history.events_add), which owns seq and the counters."""
 
+import copy
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -23,6 +24,7 @@ from contextstore.services.summaries import summarization_check
 class AppendResult:
     events: list[Event]
     created: int
+    last_seq: int = 0  # the thread's newest seq after the append
 
 
 def event_append(*, thread: Thread, events: list[Any], actor: Actor) -> AppendResult:
@@ -38,28 +40,32 @@ def event_append(*, thread: Thread, events: list[Any], actor: Actor) -> AppendRe
     return event_append_specs(thread=thread, specs=event_specs(events), actor=actor)
 
 
-def event_append_specs(*, thread: Thread, specs: list[EventSpec], actor: Actor) -> AppendResult:
+def event_append_specs(*, thread: Thread, specs: list[EventSpec], actor: Actor,
+                       locked: bool = False) -> AppendResult:
     """event_append of a batch its caller validated already (eventspec.event_specs), as a
-    commit does before it takes any lock; the caller redacted it (redaction.redact_events)."""
+    commit does before it takes any lock; the caller redacted it (redaction.redact_events).
+    `locked`: the caller holds the thread's row lock and `thread` is the row it read under it
+    (history_only), so it is not read again."""
     specs, call_texts = llm_call_prepare(thread=thread, specs=specs)  # render_id, data.messages
     now = timezone.now()
 
     outcome = None
     if connection.vendor == "postgresql":
         try:
-            outcome = _append_folded(thread, specs, call_texts, actor, now)
+            outcome = _append_folded(thread, specs, call_texts, actor, now, locked)
         except history.Skipped:
             outcome = None  # rolled back; the path below reads the stored events
     if outcome is None:
-        outcome = _append_checked(thread, specs, call_texts, actor, now)
+        outcome = _append_checked(thread, specs, call_texts, actor, now, locked)
     thread, final, created = outcome
     if created:
         summarization_check(thread=thread)
-    return AppendResult(events=final, created=created)
+    return AppendResult(events=final, created=created, last_seq=thread.last_seq)
 
 
 def _append_folded(
-    thread: Thread, specs: list[EventSpec], call_texts: list[str], actor: Actor, now: datetime
+    thread: Thread, specs: list[EventSpec], call_texts: list[str], actor: Actor, now: datetime,
+    locked: bool = False,
 ) -> tuple[Thread, list[Event], int] | None:
     """The common append on PostgreSQL, any batch size, in four round trips: BEGIN, the
     thread's row lock, one statement (the rows, the thread's and session's counters, the audit
@@ -71,25 +77,28 @@ def _append_folded(
     if len(set(client_ids)) != len(client_ids):
         return None
     with transaction.atomic():
-        locked = lock_thread(thread, history_only=True)
+        # A copy when the caller locked it: the rolled-back skip must not leave counters moved.
+        locked_row = copy.copy(thread) if locked else lock_thread(thread, history_only=True)
         texts_keep(call_texts)
 
         def audited(objs: list[Event]) -> list[tuple[str, tuple]]:  # the audit row naming the range
             return [insert_sql(AuditLog, [audit_row(
-                actor=actor, action="events.append", target=locked, workspace=locked.workspace,
-                count=len(objs), first_seq=objs[0].seq, last_seq=objs[-1].seq)])]
+                actor=actor, action="events.append", target=locked_row,
+                workspace=locked_row.workspace, count=len(objs), first_seq=objs[0].seq,
+                last_seq=objs[-1].seq)])]
 
-        objs = history.events_add(thread=locked, specs=specs, now=now, fold_with=audited)
-    return locked, objs, len(objs)
+        objs = history.events_add(thread=locked_row, specs=specs, now=now, fold_with=audited)
+    return locked_row, objs, len(objs)
 
 
 def _append_checked(
-    thread: Thread, specs: list[EventSpec], call_texts: list[str], actor: Actor, now: datetime
+    thread: Thread, specs: list[EventSpec], call_texts: list[str], actor: Actor, now: datetime,
+    locked: bool = False,
 ) -> tuple[Thread, list[Event], int]:
     """Any append (SQLite's, and a replay on PostgreSQL): stored client_ids are read first
     (replays, conflicts); big batches COPY."""
     with transaction.atomic():
-        thread = lock_thread(thread, history_only=True)
+        thread = thread if locked else lock_thread(thread, history_only=True)
         texts_keep(call_texts)
         client_ids = {s.client_id for s in specs if s.client_id}
         stored = (

@@ -262,3 +262,34 @@ def test_copy_and_remove_never_reach_another_workspace(api_client, other_client)
     assert other_client.post(URL + "remove/", {**WHO, "run_ids": ["r1"]}, format="json").json() == {
         "removed": 0}
     assert events_of(api_client, "s1") == ["c1"]
+
+
+def test_a_read_gives_each_event_as_the_events_endpoint_does(api_client):
+    """The read builds its events from rows of values, not model instances: the same fields,
+    values and formats as every other endpoint's events."""
+    events = [{"type": "Message", "role": "user", "content": "hi", "client_id": "e1", "run_id": "run-1",
+               "data": {"adk": {"n": 1}}, "occurred_at": "2026-01-02T03:04:05.123456Z"},
+              {"type": "ToolCall", "role": "assistant", "content": "f()", "call_id": "c1",
+               "step": "agent", "visible": False, "parts": [{"type": "text", "text": "f()"}]}]
+    assert commit(api_client, create=True, events=events).status_code == 200
+    got = read(api_client).json()
+    listed = api_client.get(f"/api/v1/threads/{got['thread']}/events/").json()["results"]
+    assert got["events"] == listed
+    assert [e["run_id"] for e in got["events"]] == ["run-1", None]
+
+
+def test_one_commit_writes_its_blobs_in_one_statement_last_key_wins(api_client,
+                                                                    django_assert_max_num_queries):
+    first = commit(api_client, create=True, events=[{"type": "Message", "content": "first"}])
+    assert first.status_code == 200
+    blobs = [{"key": f"ch/{i}", "data": base64.b64encode(bytes([i])).decode()} for i in range(5)]
+    # a LangGraph put: one event and five blobs, sent twice (the second overwrites by key)
+    for round_ in range(2):
+        blobs[-1] = {"key": "ch/0", "data": base64.b64encode(b"last").decode(), "meta": {"r": round_}}
+        with django_assert_max_num_queries(15):
+            answer = commit(api_client, events=[{"type": "Checkpoint", "content": f"step {round_}"}],
+                            blobs=blobs)
+        assert answer.status_code == 200, answer.json()
+    kept = {b.key: b for b in ThreadBlob.objects.all()}
+    assert sorted(kept) == ["ch/0", "ch/1", "ch/2", "ch/3"]
+    assert bytes(kept["ch/0"].data) == b"last" and kept["ch/0"].meta == {"r": 1} and kept["ch/0"].size == 4

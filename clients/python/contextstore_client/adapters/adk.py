@@ -9,7 +9,9 @@ An ADK session is a contextstore session (app = app_name, user_id, key = session
 event is one contextstore event, readable in the dashboard: user text a Message, model text
 an LLMOutput, function calls / responses ToolCall / ToolResult with the call id, thoughts
 Reasoning; invocation_id is the run, the event id the client_id, its timestamp occurred_at,
-and the event itself stays whole in ``data["adk"]``. Session state is the thread's state;
+and the rest of the event is kept in ``data["adk"]``: its id, invocation id and (of a single
+text part) text are not copied there but read back from the row (``data["adk_row"]`` lists
+them), so each is stored once. Session state is the thread's state;
 ``app:`` and ``user:`` keys live in contextstore's app and user scopes (shared across
 sessions, revisioned); ``temp:`` keys are never stored.
 
@@ -43,6 +45,9 @@ from contextstore_client import AsyncContextStore, Conflict, ContextStore, Stale
 
 __all__ = ["ContextStoreSessionService", "event_record", "make_test_service"]
 
+# EventActions' maps that default to empty: left out of the stored copy when empty.
+EMPTY_ACTION_MAPS = ("state_delta", "artifact_delta", "requested_auth_configs",
+                     "requested_tool_confirmations")
 STALE_MESSAGE = ("The session has been modified in storage since it was loaded. "
                  "Please reload the session before appending more events.")
 
@@ -76,7 +81,7 @@ def _timestamp(iso: str) -> float:
 
 
 def event_record(event: Event) -> dict[str, Any]:
-    """The contextstore event for one ADK event (the event kept whole in data["adk"])."""
+    """The contextstore event for one ADK event (the rest of it in data["adk"], see _slim)."""
     parts = list(event.content.parts or []) if event.content else []
     texts = [p.text for p in parts if p.text and not p.thought]
     thoughts = [p.text for p in parts if p.text and p.thought]
@@ -99,9 +104,44 @@ def event_record(event: Event) -> dict[str, Any]:
     record.update(
         client_id=event.id, run_id=(event.invocation_id or "")[:200], step=(event.author or "")[:200],
         occurred_at=_iso(event.timestamp), call_id=record["call_id"][:200],
-        data={"adk": event.model_dump(mode="json", exclude_none=True)},
     )
+    record["data"] = _slim(event.model_dump(mode="json", exclude_none=True), record)
     return record
+
+
+def _slim(whole: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    """data for an ADK event dumped whole: without what the event row holds already (listed in
+    data["adk_row"], put back by _whole on read) and the empty action maps that are ADK's
+    defaults. A chat turn's copy shrinks from ~800 to ~250 bytes."""
+    row: list[str] = []
+    for key, field in (("id", "client_id"), ("invocation_id", "run_id")):
+        if whole.get(key) and whole[key] == record[field]:
+            del whole[key]
+            row.append(key)
+    parts = (whole.get("content") or {}).get("parts") or []
+    texts = [i for i, part in enumerate(parts) if "text" in part]
+    if len(texts) == 1 and parts[texts[0]]["text"] == record["content"]:
+        del parts[texts[0]]["text"]
+        row.append(f"text:{texts[0]}")
+    actions = whole.get("actions") or {}
+    for key in EMPTY_ACTION_MAPS:
+        if actions.get(key) == {}:
+            del actions[key]
+    return {"adk": whole, "adk_row": row} if row else {"adk": whole}
+
+
+def _whole(stored: dict[str, Any]) -> dict[str, Any]:
+    """The ADK event _slim kept in a stored event's data, with what it left to the row."""
+    data = stored["data"]
+    whole: dict[str, Any] = data["adk"]
+    for item in data.get("adk_row") or ():
+        if item == "id":
+            whole["id"] = stored["client_id"]
+        elif item == "invocation_id":
+            whole["invocation_id"] = stored["run_id"]
+        elif item.startswith("text:"):
+            whole["content"]["parts"][int(item[5:])]["text"] = stored["content"]
+    return whole
 
 
 class ContextStoreSessionService(BaseSessionService):
@@ -152,7 +192,7 @@ class ContextStoreSessionService(BaseSessionService):
                                 limit=config.num_recent_events, after=after)
         if read is None:
             return None
-        events = [Event.model_validate(e["data"]["adk"]) for e in read["events"]
+        events = [Event.model_validate(_whole(e)) for e in read["events"]
                   if isinstance(e.get("data"), dict) and "adk" in e["data"]]
         return self._session(app_name, read, events)
 

@@ -14,9 +14,11 @@ serialized checkpoint, its metadata and channel values are typed binary blobs
 blobs ``w/<checkpoint id>/<task id>/<idx>`` with readable meta (task, channel, path).
 
 Requests: put 1 (one commit), put_writes 1, get_tuple 2 (the checkpoint event, then its
-blobs in one batch), list 2 per page, delete_thread 1, copy_thread 1 (into a thread id not used
-yet: an existing target is a Conflict), prune 1 (``keep_latest``; ``delete`` deletes each
-thread, 1 each), delete_for_runs 1. A config without checkpoint_ns lists the root namespace only.
+blobs in one batch), list of every checkpoint 2 (the events, then all the namespace's blobs),
+list with a limit, before or filter 2 and one more per ~10 checkpoints past the first (their
+blob keys fill a request line), delete_thread 1, copy_thread 1 (into a thread id not used yet:
+an existing target is a Conflict), prune 1 (``keep_latest``; ``delete`` deletes each thread,
+1 each), delete_for_runs 1. A config without checkpoint_ns lists the root namespace only.
 Pruned and run-deleted checkpoints leave the history (kept for audit, as ``removed``) with their
 own blobs and pending writes; channel values stay, as later checkpoints may share them.
 """
@@ -29,6 +31,7 @@ import os
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
+from urllib.parse import quote
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -53,6 +56,10 @@ TYPE = "Checkpoint"
 # A checkpoint's own blobs, deleted with it (its channel values may be shared with later ones).
 CHECKPOINT_BLOBS = ["cp/{client_id}", "md/{client_id}", "w/{client_id}/"]
 PRUNE_STRATEGIES = ("keep_latest", "delete")
+# Every blob of a thread: what a list of all its checkpoints reads, in one request.
+THREAD_BLOB_PREFIXES = ("cp/", "md/", "ch/", "w/")
+BLOB_QUERY_BUDGET = 3000  # characters of blob keys in one GET (gunicorn takes a 4,094-byte line)
+MAX_KEYS_PER_READ = 500  # the server's limit of keys and prefixes per read
 
 __all__ = ["ContextStoreSaver", "make_test_saver"]
 
@@ -64,6 +71,11 @@ def _thread_name(checkpoint_ns: str) -> str:
 def _readable(value: Any) -> Any:
     """A JSON copy of metadata for display and filtering (the exact value is a blob)."""
     return json.loads(json.dumps(value, default=str))
+
+
+def _whole(filter: dict[str, Any] | None, before: RunnableConfig | None, limit: int | None) -> bool:
+    """Whether a list reads every checkpoint of its namespace (and so wants all its blobs)."""
+    return not filter and before is None and limit is None
 
 
 def _blob_keys(data: dict[str, Any]) -> list[str]:
@@ -171,9 +183,33 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
         return (self.app, "", conf["thread_id"]), kwargs
 
     @staticmethod
-    def _blob_request(events: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
-        keys = [k for e in events for k in _blob_keys(e["data"])]
-        return keys, [f"w/{e['data']['checkpoint_id']}/" for e in events]
+    def _blob_requests(events: list[dict[str, Any]],
+                       whole: bool) -> Iterator[tuple[list[dict[str, Any]], list[str], list[str]]]:
+        """The blob reads for these checkpoints, each (checkpoints, keys, prefixes): with `whole`
+        (the thread's every checkpoint) all its blobs in one read, else as many checkpoints per
+        read as fit a request line of BLOB_QUERY_BUDGET characters (proxies and gunicorn refuse
+        longer ones) and MAX_KEYS_PER_READ keys."""
+        if whole and len(events) > 1:
+            yield events, [], list(THREAD_BLOB_PREFIXES)
+            return
+        chunk: list[dict[str, Any]] = []
+        keys: list[str] = []
+        prefixes: list[str] = []
+        used = 0
+        for event in events:
+            mine = _blob_keys(event["data"])
+            prefix = f"w/{event['data']['checkpoint_id']}/"
+            cost = sum(len(quote(k)) + 6 for k in mine) + len(quote(prefix)) + 8
+            full = used + cost > BLOB_QUERY_BUDGET or len(keys) + len(mine) + len(chunk) >= MAX_KEYS_PER_READ
+            if chunk and full:
+                yield chunk, keys, prefixes
+                chunk, keys, prefixes, used = [], [], [], 0
+            chunk.append(event)
+            keys.extend(mine)
+            prefixes.append(prefix)
+            used += cost
+        if chunk:
+            yield chunk, keys, prefixes
 
     # -- sync
 
@@ -182,10 +218,9 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
             raise TypeError("The synchronous methods need a ContextStore client.")
         return self.client
 
-    def _fetch(self, thread_id: str, thread: str, events: list[dict[str, Any]]) -> Iterator[CheckpointTuple]:
-        for start in range(0, len(events), 100):  # at most 100 checkpoints' blobs per request
-            chunk = events[start:start + 100]
-            keys, prefixes = self._blob_request(chunk)
+    def _fetch(self, thread_id: str, thread: str, events: list[dict[str, Any]],
+               whole: bool) -> Iterator[CheckpointTuple]:
+        for chunk, keys, prefixes in self._blob_requests(events, whole):
             blobs = self._sync().agent_blobs(self.app, "", thread_id, keys, prefixes=prefixes, thread=thread)
             for event in chunk:
                 yield self._tuple(thread_id, event["data"], blobs)
@@ -201,7 +236,7 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
             if read is None:
                 continue
             events = list(reversed(read["events"]))  # newest first
-            yield from self._fetch(args[2], kwargs["thread"], events)
+            yield from self._fetch(args[2], kwargs["thread"], events, _whole(filter, before, limit))
 
     def _thread_configs(self, config: RunnableConfig | None) -> Iterator[RunnableConfig]:
         """The configs to list: the given one, or (config None) the root of every thread."""
@@ -278,9 +313,7 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
         if read is None:
             return
         events = list(reversed(read["events"]))
-        for start in range(0, len(events), 100):
-            chunk = events[start:start + 100]
-            keys, prefixes = self._blob_request(chunk)
+        for chunk, keys, prefixes in self._blob_requests(events, _whole(filter, before, limit)):
             blobs = await self.client.agent_blobs(self.app, "", args[2], keys, prefixes=prefixes,
                                                   thread=kwargs["thread"])
             for event in chunk:

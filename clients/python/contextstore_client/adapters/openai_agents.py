@@ -8,7 +8,9 @@
 
 Each input item is one event, readable in the dashboard: user text is a Message, assistant
 text an LLMOutput, function calls and their outputs ToolCall / ToolResult with the call id,
-reasoning a Reasoning; the item itself is kept in ``data["item"]`` so it comes back exactly.
+reasoning a Reasoning; the item itself is kept in ``data["item"]`` so it comes back exactly,
+but for a text the event's content holds already (a message's string content, a tool's string
+output), which is stored once and put back on read.
 Each SDK call is one request: add_items a commit, get_items a read of the newest N,
 pop_item a retract (the row stays, retracted, for audit), clear_session a clear.
 
@@ -30,8 +32,9 @@ from agents.memory.session_settings import SessionSettings, coerce_session_setti
 from contextstore_client import AsyncContextStore, ContextStore
 
 APP = "openai-agents"
+TEXT_FIELDS = ("content", "output")  # an item's text fields (a message's, a tool output's)
 
-__all__ = ["ContextStoreSession", "item_event", "make_test_session"]
+__all__ = ["ContextStoreSession", "item_event", "make_test_session", "stored_item"]
 
 
 def _text(content: Any) -> str:
@@ -68,7 +71,23 @@ def item_event(item: dict[str, Any]) -> dict[str, Any]:
         event.update(type="ResponseItem", content=json.dumps(item, default=str)[:2000])
     if event["role"] not in ("", "user", "assistant", "system", "developer", "tool"):
         event["role"] = ""
+    # A text the row's content holds already is not copied into data: "item_text" names the
+    # item's field that get_items fills back from content.
+    for field in TEXT_FIELDS:
+        if isinstance(item.get(field), str) and item[field] == event["content"]:
+            # null keeps the field's place: the item comes back with its keys in order
+            event["data"] = {"item": {**item, field: None}, "item_text": field}
+            break
     return event
+
+
+def stored_item(event: dict[str, Any]) -> Any:
+    """The SDK item a stored event holds, its text put back from content (item_event)."""
+    data = event["data"]
+    field = data.get("item_text")
+    if field not in TEXT_FIELDS:
+        return data["item"]
+    return {**data["item"], field: event["content"]}
 
 
 class ContextStoreSession(SessionABC):
@@ -97,7 +116,7 @@ class ContextStoreSession(SessionABC):
                                 limit=limit if limit is not None and limit > 0 else None)
         if read is None:
             return []
-        return [e["data"]["item"] for e in read["events"]
+        return [stored_item(e) for e in read["events"]
                 if isinstance(e.get("data"), dict) and "item" in e["data"]]
 
     async def add_items(self, items: list[dict[str, Any]]) -> None:
@@ -112,7 +131,7 @@ class ContextStoreSession(SessionABC):
         event = await self._call("retract_agent_event", self.app, "", self.session_id)
         if event is None:
             return None
-        return (event.get("data") or {}).get("item")
+        return stored_item(event) if "item" in (event.get("data") or {}) else None
 
     async def clear_session(self) -> None:
         await self._call("clear_agent_session", self.app, "", self.session_id)

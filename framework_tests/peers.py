@@ -1,0 +1,329 @@
+"""bench_peers' driver: one framework's own PostgreSQL store (the peer) against our adapter
+over HTTP, the same calls in turns, on the same database. Run inside the framework's
+virtualenv by `manage.py bench_peers` (contextstore/bench/peers.py), which reads the JSON it
+prints last:
+
+    python -m framework_tests.peers adk|langgraph|openai-agents
+
+Environment: CONTEXTSTORE_URL and CONTEXTSTORE_TOKEN (ours), PEERS_DSN (the database, as
+postgresql://user:password@host:port/name), PEERS_SMALL and PEERS_LARGE (history sizes at which
+writes are timed), PEERS_SAMPLES (writes timed at each size), PEERS_READS (reads timed).
+
+Each write call is timed on both stores in turns (which store goes first alternates), as the
+history grows from 0 to PEERS_LARGE; a write "at N" is one of the PEERS_SAMPLES writes just
+before the history reaches N. Reads are timed at PEERS_LARGE, also in turns. Bytes per event
+are the growth of each store's tables (pg_total_relation_size: heap, TOAST and indexes) over
+the fill, divided by the events it wrote: the peer's tables by name, ours those named
+contextstore_*.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import operator
+import os
+import sys
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, TypedDict
+
+URL, TOKEN = os.environ["CONTEXTSTORE_URL"], os.environ["CONTEXTSTORE_TOKEN"]
+DSN = os.environ["PEERS_DSN"]
+SMALL, LARGE = int(os.environ.get("PEERS_SMALL", "100")), int(os.environ.get("PEERS_LARGE", "2000"))
+SAMPLES, READS = int(os.environ.get("PEERS_SAMPLES", "30")), int(os.environ.get("PEERS_READS", "10"))
+TAG = uuid.uuid4().hex[:8]
+BODY = " ".join(["context"] * 56)  # about 60 words, like a chat turn (as bench_api's)
+SIDES = ("peer", "ours")
+
+SIZE_SQL = """SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
+    JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE c.relkind = 'r' AND n.nspname = current_schema() AND {where}"""
+OURS_WHERE = r"c.relname LIKE 'contextstore\_%'"
+
+
+def tables_where(names: tuple[str, ...]) -> str:
+    return "c.relname IN ({})".format(", ".join(f"'{n}'" for n in names))
+
+
+def p50(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def async_url(driver: str) -> str:
+    return DSN.replace("postgresql://", f"postgresql+{driver}://", 1)
+
+
+class Timings:
+    """Latencies (ms) per (call, side), and the table rows bench_peers prints."""
+
+    def __init__(self) -> None:
+        self.ms: dict[tuple[str, str], list[float]] = defaultdict(list)
+        self.rows: list[dict[str, Any]] = []
+
+    def add(self, call: str, side: str, began: float) -> None:
+        self.ms[call, side].append((time.perf_counter() - began) * 1000)
+
+    def row(self, call: str, *, target: bool) -> None:
+        """A row from the latencies of `call` on both sides; `target`: ours must be at most the
+        peer's."""
+        self.rows.append({"call": call, "peer": p50(self.ms[call, "peer"]),
+                          "ours": p50(self.ms[call, "ours"]), "target": target,
+                          "samples": len(self.ms[call, "ours"])})
+
+
+def window(n: int) -> str | None:
+    """The size a write made when the history held `n` events belongs to, if timed."""
+    for size in (SMALL, LARGE):
+        if size - SAMPLES <= n < size:
+            return f"{size:,}"
+    return None
+
+
+def order(i: int) -> tuple[str, str]:
+    return SIDES if i % 2 == 0 else SIDES[::-1]
+
+
+async def in_turns(timings: Timings, call: str, calls: dict[str, Callable[[], Awaitable[Any]]],
+                   count: int) -> None:
+    for i in range(count):
+        for side in order(i):
+            began = time.perf_counter()
+            await calls[side]()
+            timings.add(call, side, began)
+
+
+def result(framework: str, timings: Timings, unit: str, grown: dict[str, int],
+           counts: dict[str, int]) -> dict[str, Any]:
+    return {"framework": framework, "rows": timings.rows, "unit": unit,
+            "bytes": {side: grown[side] / max(counts[side], 1) for side in SIDES}, "counts": counts}
+
+
+# ----------------------------------------------------------------------------- Google ADK
+
+async def adk() -> dict[str, Any]:
+    import asyncpg
+    from contextstore_client import AsyncContextStore
+    from contextstore_client.adapters.adk import ContextStoreSessionService
+    from google.adk.events.event import Event
+    from google.adk.sessions.base_session_service import GetSessionConfig
+    from google.adk.sessions.database_session_service import DatabaseSessionService
+    from google.genai import types
+
+    peer_where = tables_where(("sessions", "events", "app_states", "user_states"))
+    db = await asyncpg.connect(DSN)
+    client = AsyncContextStore(URL, TOKEN)
+    stores = {"peer": DatabaseSessionService(db_url=async_url("asyncpg")),
+              "ours": ContextStoreSessionService(client, namespace=TAG)}
+    app, user, timings = "bench", "user-1", Timings()
+
+    def create(side: str) -> Callable[[], Awaitable[Any]]:
+        return lambda: stores[side].create_session(app_name=app, user_id=user)
+
+    await in_turns(timings, "warm-up", {side: create(side) for side in SIDES}, 3)
+    await in_turns(timings, "create_session", {side: create(side) for side in SIDES}, SAMPLES)
+    timings.row("create_session", target=True)
+    sessions = {side: await stores[side].create_session(app_name=app, user_id=user, session_id=f"main-{TAG}")
+                for side in SIDES}
+    before = {"peer": await db.fetchval(SIZE_SQL.format(where=peer_where)),
+              "ours": await db.fetchval(SIZE_SQL.format(where=OURS_WHERE))}
+    for n in range(LARGE):
+        for side in order(n):
+            event = Event(invocation_id=f"run-{n // 2}", author="user" if n % 2 == 0 else "helper",
+                          content=types.Content(role="user" if n % 2 == 0 else "model",
+                                                parts=[types.Part(text=f"turn {n}: {BODY}")]))
+            began = time.perf_counter()
+            await stores[side].append_event(sessions[side], event)
+            if (size := window(n)) is not None:
+                timings.add(f"append_event @{size}", side, began)
+    grown = {"peer": await db.fetchval(SIZE_SQL.format(where=peer_where)) - before["peer"],
+             "ours": await db.fetchval(SIZE_SQL.format(where=OURS_WHERE)) - before["ours"]}
+    for size in (SMALL, LARGE):
+        timings.row(f"append_event @{size:,}", target=True)
+
+    def read(side: str, config: GetSessionConfig | None) -> Callable[[], Awaitable[Any]]:
+        async def call() -> None:
+            found = await stores[side].get_session(app_name=app, user_id=user, session_id=f"main-{TAG}",
+                                                   config=config)
+            assert found is not None and len(found.events) == (config.num_recent_events if config
+                                                                 else LARGE)
+        return call
+
+    full, recent = f"get_session @{LARGE:,}", f"get_session(num_recent_events=50) @{LARGE:,}"
+    await in_turns(timings, full, {side: read(side, None) for side in SIDES}, READS)
+    timings.row(full, target=True)
+    config = GetSessionConfig(num_recent_events=min(50, LARGE))
+    await in_turns(timings, recent, {side: read(side, config) for side in SIDES}, READS)
+    timings.row(recent, target=False)
+    await client.aclose()
+    await db.close()
+    return result("adk", timings, "event", grown, {side: LARGE for side in SIDES})
+
+
+# ----------------------------------------------------------------------------- LangGraph
+
+class Step(TypedDict):
+    question: str
+    answer: str
+    turns: Annotated[int, operator.add]
+
+
+def langgraph() -> dict[str, Any]:
+    import psycopg
+    from contextstore_client import ContextStore
+    from contextstore_client.adapters.langgraph import ContextStoreSaver
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from langgraph.graph import END, START, StateGraph
+    from psycopg.rows import dict_row
+
+    peer_where = tables_where(("checkpoints", "checkpoint_blobs", "checkpoint_writes"))
+    db = psycopg.connect(DSN, autocommit=True)
+    conn = psycopg.connect(DSN, autocommit=True, prepare_threshold=0, row_factory=dict_row)
+    client = ContextStore(URL, TOKEN)
+    savers = {"peer": PostgresSaver(conn), "ours": ContextStoreSaver(client, namespace=TAG)}
+    savers["peer"].setup()
+    timings = Timings()
+    puts = {side: 0 for side in SIDES}  # checkpoints written so far
+
+    def timed(side: str, method: str) -> None:
+        original = getattr(savers[side], method)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            n, began = puts[side], time.perf_counter()
+            answer = original(*args, **kwargs)
+            if (size := window(n)) is not None:
+                timings.add(f"{method} @{size}", side, began)
+            if method == "put":
+                puts[side] += 1
+            return answer
+
+        setattr(savers[side], method, call)
+
+    for side in SIDES:
+        timed(side, "put")
+        timed(side, "put_writes")
+
+    def respond(state: Step) -> dict[str, Any]:
+        return {"answer": f"turn {state['turns']}: {BODY}", "turns": 1}
+
+    builder = StateGraph(Step)
+    builder.add_node("respond", respond)
+    builder.add_edge(START, "respond")
+    builder.add_edge("respond", END)
+    graphs = {side: builder.compile(checkpointer=savers[side]) for side in SIDES}
+    config: Any = {"configurable": {"thread_id": f"thread-{TAG}"}}
+
+    def sizes() -> dict[str, int]:
+        with db.cursor() as cursor:
+            return {side: cursor.execute(SIZE_SQL.format(where=where)).fetchone()[0]  # type: ignore[index]
+                    for side, where in (("peer", peer_where), ("ours", OURS_WHERE))}
+
+    before = sizes()
+    step = 0
+    while min(puts.values()) < LARGE:
+        for side in order(step):
+            n, began = puts[side], time.perf_counter()
+            graphs[side].invoke({"question": f"question {step}: {BODY}"}, config, durability="sync")
+            if (size := window(n)) is not None:
+                timings.add(f"graph step @{size}", side, began)
+        step += 1
+    grown = {side: after - before[side] for side, after in sizes().items()}
+    for size in (SMALL, LARGE):
+        for call in ("put", "put_writes", "graph step"):
+            timings.row(f"{call} @{size:,}", target=True)
+
+    def read(side: str, limit: int | None) -> Callable[[], Awaitable[Any]]:
+        async def call() -> None:
+            if limit == 1:
+                assert savers[side].get_tuple(config) is not None
+            else:
+                assert len(list(savers[side].list(config, limit=limit))) == (limit or puts[side])
+        return call
+
+    for call, limit in ((f"get_tuple @{LARGE:,}", 1), (f"list (all) @{LARGE:,}", None),
+                        (f"list(limit=20) @{LARGE:,}", 20)):
+        asyncio.run(in_turns(timings, call, {side: read(side, limit) for side in SIDES}, READS))
+        timings.row(call, target=limit is None or limit == 1)
+    client.close()
+    conn.close()
+    db.close()
+    return result("langgraph", timings, "checkpoint", grown, puts)
+
+
+# ----------------------------------------------------------------------------- OpenAI Agents SDK
+
+def agent_items(n: int) -> list[dict[str, Any]]:
+    """One turn's items: the user's message, the model's tool call and the tool's output."""
+    call_id = f"call-{TAG}-{n}"
+    return [
+        {"role": "user", "content": f"question {n}: {BODY}"},
+        {"type": "function_call", "call_id": call_id, "name": "lookup",
+         "arguments": json.dumps({"query": f"turn {n}"}), "id": f"fc-{n}"},
+        {"type": "function_call_output", "call_id": call_id, "output": f"answer {n}: {BODY}"},
+    ]
+
+
+async def openai_agents() -> dict[str, Any]:
+    import asyncpg
+    from agents.extensions.memory.sqlalchemy_session import SQLAlchemySession
+    from contextstore_client import AsyncContextStore
+    from contextstore_client.adapters.openai_agents import ContextStoreSession
+
+    peer_where = tables_where(("agent_sessions", "agent_messages"))
+    db = await asyncpg.connect(DSN)
+    client = AsyncContextStore(URL, TOKEN)
+    session_id = f"conversation-{TAG}"
+    sessions = {"peer": SQLAlchemySession.from_url(session_id, url=async_url("asyncpg"), create_tables=True),
+                "ours": ContextStoreSession(session_id, client, namespace=TAG)}
+    for side in SIDES:  # the peer makes its tables on its first call
+        assert await sessions[side].get_items() == []
+    timings = Timings()
+    before = {"peer": await db.fetchval(SIZE_SQL.format(where=peer_where)),
+              "ours": await db.fetchval(SIZE_SQL.format(where=OURS_WHERE))}
+    items = {side: 0 for side in SIDES}
+    turn = 0
+    while min(items.values()) < LARGE:
+        for side in order(turn):
+            n, began = items[side], time.perf_counter()
+            await sessions[side].add_items(agent_items(turn))  # type: ignore[arg-type]
+            if (size := window(n)) is not None:
+                timings.add(f"add_items(3) @{size}", side, began)
+            items[side] += 3
+        turn += 1
+    grown = {"peer": await db.fetchval(SIZE_SQL.format(where=peer_where)) - before["peer"],
+             "ours": await db.fetchval(SIZE_SQL.format(where=OURS_WHERE)) - before["ours"]}
+    for size in (SMALL, LARGE):
+        timings.row(f"add_items(3) @{size:,}", target=True)
+
+    def read(side: str, limit: int | None) -> Callable[[], Awaitable[Any]]:
+        async def call() -> None:
+            got = await sessions[side].get_items(limit)
+            assert len(got) == (limit or items[side])
+        return call
+
+    for call, limit in ((f"get_items @{LARGE:,}", None), (f"get_items(limit=20) @{LARGE:,}", 20)):
+        await in_turns(timings, call, {side: read(side, limit) for side in SIDES}, READS)
+        timings.row(call, target=limit is None)
+    await client.aclose()
+    await db.close()
+    return result("openai-agents", timings, "item", grown, items)
+
+
+def main() -> None:
+    name = sys.argv[1] if len(sys.argv) > 1 else ""
+    if name == "adk":
+        answer = asyncio.run(adk())
+    elif name == "langgraph":
+        answer = langgraph()
+    elif name == "openai-agents":
+        answer = asyncio.run(openai_agents())
+    else:
+        sys.exit("usage: python -m framework_tests.peers adk|langgraph|openai-agents")
+    print(json.dumps(answer))
+
+
+if __name__ == "__main__":
+    main()

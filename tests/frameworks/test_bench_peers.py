@@ -1,0 +1,57 @@
+"""bench_peers end to end on tiny sizes: each framework's driver runs in its virtualenv against
+its own PostgreSQL store and this run's live server, and the table comes out whole."""
+
+import re
+import subprocess
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parents[2]
+NUMBER = r"[\d,]+\.\d\d"
+
+
+@pytest.mark.timeout(1200)
+def test_bench_peers_prints_every_call_of_every_framework(live_server, transactional_db, token,
+                                                          settings):
+    if connection.vendor != "postgresql":
+        pytest.skip("bench_peers compares PostgreSQL stores")
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {"token": "off"}}
+    for name in ("adk", "langgraph", "openai-agents"):
+        build = subprocess.run([str(ROOT / "scripts/framework-venv"), name], cwd=ROOT,
+                               capture_output=True, text=True, timeout=1800, check=False)
+        assert build.returncode == 0, f"building .venv-{name} failed:\n{build.stderr[-3000:]}"
+    out = StringIO()
+    # 30 writes: past the small size, and a LangGraph list of more checkpoints than one
+    # request line of blob keys holds.
+    call_command("bench_peers", url=live_server.url, token=token[1], small=6, large=30, samples=3,
+                 reads=2, stdout=out)
+    text = out.getvalue()
+    rows = {
+        "adk": ["create_session", "append_event @6", "append_event @30", "get_session @30",
+                "get_session(num_recent_events=50) @30", "bytes/event stored"],
+        "langgraph": ["put @6", "put_writes @6", "graph step @6", "put @30", "put_writes @30",
+                      "graph step @30", "get_tuple @30", "list (all) @30", "list(limit=20) @30",
+                      "bytes/checkpoint stored"],
+        "openai-agents": ["add_items(3) @6", "add_items(3) @30", "get_items @30",
+                          "get_items(limit=20) @30", "bytes/item stored"],
+    }
+    for framework, calls in rows.items():
+        table = text.split(f"\n{framework} (p50 ms")[1].split("\n\n")[0]
+        for call in calls:
+            assert re.search(rf"\n[* ] {re.escape(call)} +[\d,.]+ +[\d,.]+ +{NUMBER}\n", table + "\n"), \
+                (framework, call, table)
+    assert "targets missed: " in text
+
+
+def test_bench_peers_refuses_sqlite_and_unknown_sizes(db):
+    if connection.vendor == "sqlite":
+        with pytest.raises(CommandError, match="PostgreSQL"):
+            call_command("bench_peers", url="http://127.0.0.1:9", token="x", stdout=StringIO())
+    with pytest.raises(CommandError, match="--small"):
+        call_command("bench_peers", url="http://127.0.0.1:9", token="x", small=10, large=10,
+                     stdout=StringIO())
