@@ -417,6 +417,9 @@ class EventSearch(models.Model):
     thread_id = models.BigIntegerField()  # a thread's search narrows the index's matches
     text = models.TextField()
 
+    def __str__(self) -> str:
+        return f"text of event {self.pk}"
+
 
 class EventSearchPending(models.Model):
     """Ids of events inserted (or whose text changed) and not indexed yet: one row per INSERT
@@ -425,6 +428,9 @@ class EventSearchPending(models.Model):
 
     low = models.BigIntegerField()
     high = models.BigIntegerField()
+
+    def __str__(self) -> str:
+        return f"events {self.low}-{self.high}"
 
 
 class ContextBlock(models.Model):

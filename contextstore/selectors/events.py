@@ -33,10 +33,13 @@ TEXT_INDEX_CAP = 1_000
 TEXT_INDEX_TIMEOUT_MS = 50
 # The candidates: indexed texts that hold the term, and queued events whose text does (the
 # same text, contextstore_search_text; `+ 0` keeps the (thread, seq) index out).
+# The queued ones range by range on the primary key (OFFSET 0 keeps the planner from joining
+# them otherwise: with no statistics on the queue it read the whole event table instead).
 _CANDIDATES = (
     "SELECT event_id FROM contextstore_eventsearch WHERE ({indexed}){thread} UNION ALL "
-    "SELECT e.id FROM contextstore_eventsearchpending p "
-    "JOIN contextstore_event e ON e.id BETWEEN p.low AND p.high WHERE ({queued}){e_thread}"
+    "SELECT q.id FROM contextstore_eventsearchpending p, LATERAL (SELECT e.id "
+    "FROM contextstore_event e WHERE e.id BETWEEN p.low AND p.high AND ({queued}){e_thread} "
+    "OFFSET 0) AS q"
 )
 # One round trip: the timeout and the query go as one simple-protocol message (the client-side
 # binding Django's psycopg backend uses by default), which PostgreSQL runs as one implicit

@@ -55,8 +55,8 @@ def test_the_search_finds_content_data_and_parts_before_and_after_indexing(
     for text, expected in EXPECTED.items():  # queued, not indexed yet (PostgreSQL)
         assert found(thread, text) == expected, text
     if big and connection.vendor == "postgresql":
-        assert event_reads.text_candidates(thread, TERM) == list(
-            Event.objects.filter(thread=thread, seq__in=[1, 2, 3]).order_by("pk").values_list("pk", flat=True))
+        holding = Event.objects.filter(thread=thread, seq__in=[1, 2, 3]).order_by("pk")
+        assert event_reads.text_candidates(thread, TERM) == list(holding.values_list("pk", flat=True))
     search_index_pending()
     assert not EventSearchPending.objects.exists()
     for text, expected in EXPECTED.items():
