@@ -9,7 +9,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError
+from django.db import DatabaseError, connection
 from django.db.models import Count, F, Q, QuerySet
 
 from contextstore.db import time_limit
@@ -55,6 +55,9 @@ def sessions_with_text(*, sessions: QuerySet[Session], text: str) -> TextHits:
             [: TEXT_THREADS_CAP + 1])
     try:
         with time_limit(int(settings.CONTEXTSTORE["REGEX_TIMEOUT_MS"])):
+            if connection.vendor == "postgresql":  # as for a thread's search (selectors.events)
+                with connection.cursor() as cursor:
+                    cursor.execute("SET LOCAL jit = off")
             found = {row["tid"]: row["n"] for row in rows}
     except DatabaseError:  # the time limit: a text too common to look for everywhere
         return TextHits({}, complete=False)
