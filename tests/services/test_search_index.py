@@ -144,3 +144,13 @@ def test_on_sqlite_nothing_is_queued_and_the_worker_has_nothing_to_do(thread, ac
     assert not EventSearchPending.objects.exists()
     assert search_index_pending() == {"batches": 0, "ids": 0}
     assert found(thread, TERM) == EXPECTED[TERM]
+
+
+def test_beat_runs_the_indexing_through_its_task(thread, actor, settings):
+    from contextstore import tasks
+
+    assert settings.CELERY_BEAT_SCHEDULE["index-search"]["task"] == "contextstore.tasks.index_search"
+    event_append(thread=thread, events=EVENTS, actor=actor)
+    postgresql = connection.vendor == "postgresql"
+    assert tasks.index_search() == {"batches": int(postgresql), "ids": 5 * int(postgresql)}
+    assert EventSearch.objects.count() == 5 * int(postgresql)
