@@ -422,6 +422,36 @@ class Event(models.Model):
         return f"#{self.seq} {self.type}"
 
 
+class EventSearch(models.Model):
+    """An event's searchable text (content, parts and data, upper-cased) under a trigram index,
+    on PostgreSQL; filled off the insert path from EventSearchPending by services/search.py, so
+    an insert maintains no trigram index (docs/architecture.md, "Text search"). Empty on
+    SQLite, which searches the event columns themselves."""
+
+    # Deleting events deletes these in the database: on PostgreSQL the constraint is ON DELETE
+    # CASCADE (migration 0021; Django's DB_CASCADE cannot follow Event's Python CASCADE), so no
+    # delete of events, the ORM's or raw SQL, pays a query for them or leaves text behind.
+    event = models.OneToOneField(Event, primary_key=True, on_delete=models.DO_NOTHING,
+                                 db_constraint=False, related_name="+")
+    thread_id = models.BigIntegerField()  # a thread's search narrows the index's matches
+    text = models.TextField()
+
+    def __str__(self) -> str:
+        return f"text of event {self.pk}"
+
+
+class EventSearchPending(models.Model):
+    """Ids of events inserted (or whose text changed) and not indexed yet: one row per INSERT
+    statement, written by a PostgreSQL trigger in the same transaction as the events, so no
+    committed event is ever left out. Searches read these events directly."""
+
+    low = models.BigIntegerField()
+    high = models.BigIntegerField()
+
+    def __str__(self) -> str:
+        return f"events {self.low}-{self.high}"
+
+
 class ContextBlock(models.Model):
     class Placement(models.TextChoices):
         PREFIX = "prefix"

@@ -10,10 +10,11 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from contextstore.services import retention, summaries
+from contextstore.services import retention, search, summaries
 from contextstore.services.otlp import pending
 
 logger = logging.getLogger(__name__)
+SEARCH_INDEX_SECONDS = 60  # one run's share of a worker; beat queues the next meanwhile
 
 
 @shared_task(
@@ -47,3 +48,9 @@ def derive_otlp() -> dict[str, int]:
 @shared_task
 def apply_retention() -> dict[str, int]:
     return retention.retention_run()
+
+
+@shared_task(expires=60)
+def index_search() -> dict[str, int]:
+    """Run by beat: indexes the queued events for a while; the next run goes on."""
+    return search.search_index_pending(seconds=SEARCH_INDEX_SECONDS)

@@ -206,6 +206,8 @@ CONTEXTSTORE = {
     "TOKEN_CACHE_SECONDS": env_int("TOKEN_CACHE_SECONDS", 5),
     # Largest OTLP export body once decompressed (/otlp/v1/traces, logs); over it: 413.
     "OTLP_MAX_BYTES": env_int("OTLP_MAX_BYTES", 20 * 1024 * 1024),
+    # Most event ids one search-index batch (one short transaction) covers (services/search.py).
+    "SEARCH_INDEX_BATCH": env_int("SEARCH_INDEX_BATCH", 5000),
 }
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_REQUEST_BYTES", 10 * 1024 * 1024)
 
@@ -308,6 +310,10 @@ CELERY_BEAT_SCHEDULE = {
                     "schedule": env_int("OTLP_DERIVE_RECOVER_EVERY", 30)},
     "apply-retention": {"task": "contextstore.tasks.apply_retention",
                         "schedule": env_int("RETENTION_EVERY", 3600)},
+    # PostgreSQL's search index (services/search.py): events wait at most about this long, plus
+    # the time to index what came before them, to be indexed; searches find them meanwhile.
+    "index-search": {"task": "contextstore.tasks.index_search",
+                     "schedule": env_int("SEARCH_INDEX_EVERY", 5)},
 }
 # Seconds before a trace whose derivation failed is tried again (doubling, at most an hour).
 OTLP_DERIVE_BACKOFF = env_int("OTLP_DERIVE_BACKOFF", 30)

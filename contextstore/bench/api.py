@@ -9,13 +9,17 @@ appends/s with 8 clients, the in-process append, p50 of a single append, GET thr
 GET context (8k budget, with and without a render record, and right after an append: an agent's
 turn, which a render kept from the last one serves by reading only the new event) on threads of
 1k and 100k events and their ratios, context to the /healthz floor, a rare-word search over the
-big thread right after its bulk load (no ANALYZE), and the event table's storage per content
-byte; under load, the CPU time per request of the server, the database and the benchmark's
-clients (where they run here). Without --url it starts gunicorn with the production config
-(project/gunicorn.py) against the configured database, with throttling off, and stops it after.
+big thread right after its bulk load (no ANALYZE) and the search index's catching up before it,
+the event table's storage per content byte (search index included), and the COPY floor: COPY
+into the event table's schema (its indexes and triggers) against a bare table with only the
+(thread, seq) key, and batch ingest against that COPY; under load, the CPU time per request of
+the server, the database and the benchmark's clients (where they run here). Without --url it
+starts gunicorn with the production config (project/gunicorn.py) against the configured
+database, with throttling off, and stops it after.
 """
 
 import os
+import random
 import threading
 import time
 import uuid
@@ -46,6 +50,7 @@ from contextstore.bench.over_http import (
 from contextstore.models import Thread
 from contextstore.services.common import Actor
 from contextstore.services.events import event_append
+from contextstore.services.search import search_index_pending
 from contextstore.services.sessions import thread_ensure_by_key
 from contextstore.services.workspaces import workspace_ensure
 
@@ -76,6 +81,34 @@ def cpu_snapshot() -> Counter[str]:
             user, system = stat[stat.rindex(")") + 2:].split()[11:13]  # utime, stime
             used[kind] += (int(user) + int(system)) / tick  # type: ignore[assignment]  # as above
     return used
+
+
+COPY_ROWS = 20_000
+COPY_COLUMNS = ("thread_id", "seq", "position", "type", "role", "content", "parts", "data",
+                "call_id", "step", "anchor", "payload_hash", "token_count", "thinking_tokens",
+                "visible", "is_error", "status", "occurred_at", "created_at")
+
+
+def copy_rows(rows: int) -> bytes:
+    """COPY text of `rows` events of about 60 words each, drawn from 3,000 made-up words (a
+    text index pays per distinct trigram: a repeated word would flatter it), in one thread."""
+    pick = random.Random(7)
+    syllables = ["ka", "lo", "mer", "in", "tra", "de", "sun", "ob", "qui", "re", "vel", "ash",
+                 "pon", "ti", "gru", "el", "zo", "mac", "nu", "fer"]
+    vocabulary = ["".join(pick.choices(syllables, k=pick.randint(1, 4))) for _ in range(3000)]
+
+    def words(n: int) -> str:
+        return " ".join(pick.choices(vocabulary, k=n))
+
+    lines = []
+    for i in range(1, rows + 1):
+        data = (f'{{"name": "search", "arguments": {{"query": "{words(5)}"}}, '
+                f'"result": "{words(20)}"}}' if i % 3 == 0 else "\\N")
+        parts = f'[{{"type": "text", "text": "{words(15)}"}}]' if i % 10 == 0 else "\\N"
+        lines.append("\t".join([
+            "1", str(i), str(i), "Message", "user", words(60), parts, data, "", "", "", "", "80",
+            "0", "t", "f", "active", "2026-01-01 00:00:00+00", "2026-01-01 00:00:00+00"]))
+    return ("\n".join(lines) + "\n").encode()
 
 
 class ApiBench:
@@ -114,7 +147,7 @@ class ApiBench:
 
         def figure(name: str, value: float, unit: str, target: float | None, le: bool = True) -> None:
             met = target is None or (value <= target if le else value >= target)
-            goal = "" if target is None else f"{'<=' if le else '>='} {target:,.1f}"
+            goal = "" if target is None else f"{'<=' if le else '>='} {target:,.{2 if target < 1 else 1}f}"
             figures.append((name, value, f"{unit:<9} target {goal}" if goal else unit, met))
             mark = "" if target is None else ("  ok" if met else "  MISSED")
             self.stdout.write(f"{name:<52} {value:>10,.2f} {unit:<9} {goal}{mark}")
@@ -132,6 +165,12 @@ class ApiBench:
                    "ms", 2.5)
             figure("durable empty commit p50 (the WAL flush floor)", self.commit_floor(samples),
                    "ms", None)
+            copy_rates = self.copy_floor(COPY_ROWS)
+            if copy_rates:
+                figure("COPY into a bare table (the floor)", copy_rates[0], "rows/s", None)
+                figure("COPY into the event table's schema", copy_rates[1], "rows/s", None)
+                figure("  event schema / bare table", copy_rates[1] / copy_rates[0], "x", 0.25,
+                       le=False)
             rate = self.batch_appends(client, new_thread, http, 1, seconds, run_tag)
             figure("batch appends (100/request), 1 client", rate, "events/s", None)
             # Where the CPU goes under load: on a machine that runs server, database and clients,
@@ -139,6 +178,9 @@ class ApiBench:
             before = time.perf_counter(), cpu_snapshot()
             rate = self.batch_appends(client, new_thread, http, 4, seconds, run_tag)
             figure("batch appends (100/request), 4 clients", rate, "events/s", 15_000, le=False)
+            if copy_rates:
+                figure("  batch appends, 4 clients / COPY into the schema", rate / copy_rates[1],
+                       "x", 0.5, le=False)
             self.cpu_used(before, rate / 100, "batch", events=100)
             before = time.perf_counter(), cpu_snapshot()
             rate = self.single_appends(client, new_thread, http, 8, seconds, run_tag, False)
@@ -157,6 +199,7 @@ class ApiBench:
                 thread_id = new_thread(http, f"context-{index}-{size}")
                 fill(self.stdout, http, thread_id, size, run_tag)
                 bases[size] = f"threads/{thread_id}/"
+            self.index_search()
             self.settle()
             n = [0]
 
@@ -336,12 +379,55 @@ class ApiBench:
             figure("rare-word search p50, big thread, analyzed", p50(find, samples // 3),
                    "ms", 20)
 
+    def index_search(self) -> None:
+        """What the search index's worker does after the fill (beat runs it every few seconds
+        beside the server): index every queued event, here, timed."""
+        if connection.vendor != "postgresql":
+            return
+        began = time.perf_counter()
+        done = search_index_pending()
+        spent = time.perf_counter() - began
+        self.stdout.write(f"  (search index: {done['ids']:,} queued event ids indexed in {spent:.1f} s, "
+                          f"{done['ids'] / max(spent, 1e-9):,.0f}/s, {done['batches']} batches)")
+
+    def copy_floor(self, rows: int, rounds: int = 3) -> tuple[float, float] | None:
+        """COPY of `rows` events (varied text, a third with data, a tenth with parts) into a
+        bare table with only the (thread, seq) key and into a copy of the event table with its
+        indexes and triggers, in turns; the median rows/s of each. All in one transaction rolled
+        back at the end (the queue rows the trigger writes too). PostgreSQL only."""
+        if connection.vendor != "postgresql":
+            return None
+        data = copy_rows(rows)
+        columns = ", ".join(COPY_COLUMNS)
+        rates: dict[str, list[float]] = {"bench_copy_bare": [], "bench_copy_schema": []}
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("CREATE TABLE bench_copy_schema (LIKE contextstore_event INCLUDING ALL)")
+            cursor.execute("SELECT pg_get_triggerdef(oid) FROM pg_trigger "
+                           "WHERE tgrelid = 'contextstore_event'::regclass AND NOT tgisinternal")
+            for (definition,) in cursor.fetchall():
+                cursor.execute(definition.replace(" ON public.contextstore_event ",
+                                                  " ON bench_copy_schema "))
+            cursor.execute("CREATE TABLE bench_copy_bare (LIKE contextstore_event INCLUDING DEFAULTS "
+                           "INCLUDING IDENTITY, UNIQUE (thread_id, seq))")
+            raw = connection.connection.cursor()
+            for _ in range(rounds):
+                for table, got in rates.items():
+                    cursor.execute(f"TRUNCATE {table}")
+                    began = time.perf_counter()
+                    with raw.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                        copy.write(data)
+                    got.append(rows / (time.perf_counter() - began))
+            transaction.set_rollback(True)
+        return percentile(rates["bench_copy_bare"], 0.5), percentile(rates["bench_copy_schema"], 0.5)
+
     def storage(self) -> float:
-        """(table + TOAST + indexes) of the event table over the bytes of its content."""
+        """(table + TOAST + indexes) of the event table and of its search index's table over
+        the bytes of its content."""
         if connection.vendor != "postgresql":
             return 0.0
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_total_relation_size('contextstore_event'), "
+            cursor.execute("SELECT pg_total_relation_size('contextstore_event') "
+                           "+ pg_total_relation_size('contextstore_eventsearch'), "
                            "(SELECT sum(octet_length(content)) FROM contextstore_event)")
             total, content = cursor.fetchone()
         return total / max(int(content or 0), 1)

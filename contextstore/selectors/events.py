@@ -7,60 +7,98 @@ from typing import Any
 
 from django.db import DatabaseError, connection
 from django.db.models import Q, QuerySet, Subquery
+from django.db.models.expressions import RawSQL
 
 from contextstore.db import regex_guard, statements_share_a_message
 from contextstore.errors import InvalidInput
 from contextstore.fields import text_to_stored
 from contextstore.models import Event, Thread
 
-# Text search on a big thread asks the trigram index (event_content_trgm) first. Left to itself,
-# the planner walks the thread's (thread, seq) index whenever its statistics predate the thread's
-# rows (autovacuum off, a bulk load not yet analyzed): 100k rows filtered one by one for a rare
-# word. The thread's own event_count says how big it is, so: on a thread of at least
-# TEXT_INDEX_FIRST events, fetch the ids of all its matches through the index (the `+ 0` keeps
-# the (thread, seq) index out of that query), under a short timeout; a rare word answers in
-# milliseconds and the page is read by those ids. More than TEXT_INDEX_CAP matches (a common
-# word) or the timeout: the ordinary query, whose walk ends after one page of common matches.
-# Both read committed rows only (the GIN index, pending list included, is always current), so
-# no committed event is ever missed.
-TEXT_INDEX_FIRST = 10_000
+# Text search. On PostgreSQL the searchable text of each event (content, parts and data,
+# upper-cased) sits in EventSearch under one trigram index, filled off the insert path by
+# services/search.py from the queue a trigger fills (migration 0021); events still queued are
+# read directly, so a search never misses a committed event. Both give candidates, each checked
+# against the event itself (text_match or content alone), so the results are exactly those of
+# the plain query. SQLite has no index: its searches are the plain query.
+#
+# A thread's search walks the thread's (thread, seq) index unless told otherwise: every row
+# filtered by UPPER(col) LIKE, about 20 µs a row of 400 characters (1,000 events: 20 ms). The
+# thread's own event_count says how big it is, so: on a thread of at least TEXT_INDEX_FIRST
+# events, fetch the ids of all candidates first, under a short timeout (a few ms, the queued
+# events' share included); the page is read by those ids. More than TEXT_INDEX_CAP candidates
+# (a common word) or the timeout: the plain query, whose walk ends after one page of common
+# matches.
+TEXT_INDEX_FIRST = 100
 TEXT_INDEX_CAP = 1_000
 TEXT_INDEX_TIMEOUT_MS = 50
+# The candidates: indexed texts that hold the term, and queued events whose text does (the
+# same text, contextstore_search_text; `+ 0` keeps the (thread, seq) index out).
+# The queued ones range by range on the primary key (OFFSET 0 keeps the planner from joining
+# them otherwise: with no statistics on the queue it read the whole event table instead).
+_CANDIDATES = (
+    "SELECT event_id FROM contextstore_eventsearch WHERE ({indexed}){thread} UNION ALL "
+    "SELECT q.id FROM contextstore_eventsearchpending p, LATERAL (SELECT e.id "
+    "FROM contextstore_event e WHERE e.id BETWEEN p.low AND p.high AND ({queued}){e_thread} "
+    "OFFSET 0) AS q"
+)
 # One round trip: the timeout and the query go as one simple-protocol message (the client-side
 # binding Django's psycopg backend uses by default), which PostgreSQL runs as one implicit
 # transaction, so SET LOCAL ends with it. A BEGIN, SET LOCAL, query, COMMIT took four round
-# trips, half the search's time on a busy machine. Like Django's icontains (same index).
-_TEXT_MATCHES_SQL = (
-    f"SET LOCAL statement_timeout = {TEXT_INDEX_TIMEOUT_MS}; "
-    'SELECT "id" FROM "contextstore_event" '
-    'WHERE UPPER("content") LIKE UPPER(%s) AND "thread_id" + 0 = %s LIMIT %s'
-)
+# trips, half the search's time on a busy machine. JIT off: the queued part's estimate (no
+# statistics on the queue) passes jit_above_cost, and compiling took 40 ms of a 1 ms query.
+_TIMEOUT = f"SET LOCAL statement_timeout = {TEXT_INDEX_TIMEOUT_MS}; SET LOCAL jit = off; "
 
 
 def text_match(text: str) -> Q:
     """Events whose content, data or parts contain `text`, case-insensitively (data and parts
-    are JSON text: a key or a value matches alike). On PostgreSQL each arm is UPPER(col) LIKE
-    UPPER(%s), which the trigram indexes event_content_trgm, event_data_trgm and
-    event_parts_trgm answer, combined in one BitmapOr."""
+    are JSON text: a key or a value matches alike). Each arm is UPPER(col) LIKE UPPER(%s) on
+    PostgreSQL; no index serves it: pair it with text_candidates or text_search."""
     return Q(content__icontains=text) | Q(data__icontains=text) | Q(parts__icontains=text)
 
 
-def _text_matches(thread: Thread, text: str) -> list[int] | None:
-    """Ids of all the thread's events whose content contains `text`, or None: ask the ordinary
-    query (SQLite, server-side binding, a small thread, inside another transaction, a common
-    word)."""
+def _candidates_sql(text: str, thread_id: int | None) -> tuple[str, list[Any]]:
+    """SQL (and its parameters) of the ids of the events that may hold `text`: a superset of
+    text_match's (and of content's alone), on PostgreSQL. The term in both its forms: as agent
+    text is stored (content: fields.text_to_stored) and as JSON text holds it (parts, data; a
+    NUL there is written \\u0000, so a term with one cannot match JSON)."""
+    forms = [f"%{connection.ops.prep_for_like_query(form)}%"
+             for form in dict.fromkeys([text_to_stored(text), text]) if "\x00" not in form]
+    like = " OR ".join(["{} LIKE UPPER(%s)"] * len(forms))
+    sql = _CANDIDATES.format(
+        indexed=like.format(*["text"] * len(forms)),
+        queued=like.format(*["contextstore_search_text(e.content, e.parts, e.data)"] * len(forms)),
+        thread="" if thread_id is None else " AND thread_id + 0 = %s",
+        e_thread="" if thread_id is None else " AND e.thread_id + 0 = %s")
+    thread = [] if thread_id is None else [thread_id]
+    return sql, [*forms, *thread, *forms, *thread]
+
+
+def text_candidates(thread: Thread, text: str) -> list[int] | None:
+    """Ids of the thread's events that may hold `text` (check each against the event), or
+    None: ask the plain query (SQLite, server-side binding, a small thread, inside another
+    transaction, a common word, the timeout)."""
     if (not statements_share_a_message() or thread.event_count < TEXT_INDEX_FIRST
             or not connection.get_autocommit()):  # in a transaction SET LOCAL would outlive this query
         return None
-    pattern = f"%{connection.ops.prep_for_like_query(text_to_stored(text))}%"
+    sql, params = _candidates_sql(text, thread.pk)
     try:
         with connection.cursor() as cursor:
-            cursor.execute(_TEXT_MATCHES_SQL, [pattern, thread.pk, TEXT_INDEX_CAP + 1])
-            cursor.nextset()  # past the SET
-            found = [pk for (pk,) in cursor.fetchall()]
+            cursor.execute(f"{_TIMEOUT}{sql} LIMIT %s", [*params, TEXT_INDEX_CAP + 1])
+            cursor.nextset()  # past the two SETs
+            cursor.nextset()
+            found = {pk for (pk,) in cursor.fetchall()}
     except DatabaseError:  # the timeout: a word too common for the index to pay
         return None
-    return found if len(found) <= TEXT_INDEX_CAP else None
+    return sorted(found) if len(found) <= TEXT_INDEX_CAP else None
+
+
+def text_search(text: str) -> Q:
+    """text_match, through the search index on PostgreSQL: for a search across threads, where
+    the candidates drive the query (a semi-join on the event's primary key)."""
+    if connection.vendor != "postgresql":
+        return text_match(text)
+    sql, params = _candidates_sql(text, None)
+    return Q(pk__in=RawSQL(sql, params)) & text_match(text)
 
 
 def thread_events(
@@ -75,13 +113,13 @@ def thread_events(
     `limit` keeps the most recent matches (Nooa's events.query); `status` is one status,
     "all", or None for all; `current_call` narrows to the call id of the newest event that has one.
     """
-    found = _text_matches(thread, text) if text else None
-    if found is not None:  # all the thread's matches, by id: no plan can walk the thread now
+    found = text_candidates(thread, text) if text else None
+    if found is not None:  # all the thread's candidates, by id: no plan can walk the thread now
         qs = Event.objects.filter(pk__in=found).select_related("run")
     else:
         qs = Event.objects.filter(thread=thread).select_related("run")
-        if text:
-            qs = qs.filter(content__icontains=text)
+    if text:
+        qs = qs.filter(content__icontains=text)
     if status and status != "all":
         qs = qs.filter(status=status)
     if types:

@@ -9,13 +9,13 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError
+from django.db import DatabaseError, connection
 from django.db.models import Count, F, Max, Q, QuerySet
 
 from contextstore.db import time_limit
 from contextstore.models import Event, ReadAudit, Run, Session, SessionModel, Thread, Workspace
 from contextstore.selectors.calls import CALL_END, CALL_START, call_key
-from contextstore.selectors.events import text_match
+from contextstore.selectors.events import text_search
 
 SESSION_SORTS = {"activity": "last_activity_at", "events": "event_count", "tokens": "token_total",
                  "cost": "cost_total", "errors": "error_count", "threads": "thread_count"}
@@ -47,14 +47,17 @@ def sessions_with_text(*, sessions: QuerySet[Session], text: str) -> TextHits:
 
     One grouped query over the events, by thread: `thread_id + 0` keeps the planner off the
     (thread, seq) index, which it otherwise walks thread by thread (every event of every
-    session read and filtered), so on PostgreSQL the trigram indexes find the matches; then
+    session read and filtered), so on PostgreSQL the search index's candidates drive it; then
     the found threads' sessions, at most TEXT_THREADS_CAP threads."""
     threads = Thread.objects.filter(session__in=sessions.order_by().values("pk")).values("pk")
-    rows = (Event.objects.filter(text_match(text)).annotate(tid=F("thread_id") + 0)
+    rows = (Event.objects.filter(text_search(text)).annotate(tid=F("thread_id") + 0)
             .filter(tid__in=threads).values("tid").annotate(n=Count("id")).order_by()
             [: TEXT_THREADS_CAP + 1])
     try:
         with time_limit(int(settings.CONTEXTSTORE["REGEX_TIMEOUT_MS"])):
+            if connection.vendor == "postgresql":  # as for a thread's search (selectors.events)
+                with connection.cursor() as cursor:
+                    cursor.execute("SET LOCAL jit = off")
             found = {row["tid"]: row["n"] for row in rows}
     except DatabaseError:  # the time limit: a text too common to look for everywhere
         return TextHits({}, complete=False)

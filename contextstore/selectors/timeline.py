@@ -11,7 +11,7 @@ from django.db.models import QuerySet, Subquery
 
 from contextstore.models import Collapse, Event, Thread
 from contextstore.selectors.calls import LLMCall, calls_of_page, tool_name, tool_pairs
-from contextstore.selectors.events import text_match
+from contextstore.selectors.events import text_candidates, text_match
 
 PAGE_SIZE = 50
 TAIL_LIMIT = 200
@@ -64,6 +64,9 @@ def _events(thread: Thread, filters: dict[str, Any]) -> QuerySet[Event]:
     elif not filters.get("runtime"):
         qs = qs.exclude(type__in=FOLDED_TYPES)
     if filters.get("q"):
+        found = text_candidates(thread, filters["q"])
+        if found is not None:  # a big thread: read the candidates by id, not by walking it
+            qs = qs.filter(pk__in=found)
         qs = qs.filter(text_match(filters["q"]))
     if filters.get("run"):
         qs = qs.filter(run__run_id=filters["run"])

@@ -234,31 +234,11 @@ def test_text_search_on_a_big_thread_finds_what_the_plain_query_finds(
     assert [e.seq for e in event_search(thread=thread, text="context", first=501,
                                         after_seq=10)] == [11, 12]
     if connection.vendor == "postgresql":  # the index answers a rare word, by id
-        assert event_reads._text_matches(thread, "quokka") is not None
-        assert (event_reads._text_matches(thread, "context") is None) == (cap < 12)
+        assert event_reads.text_candidates(thread, "quokka") is not None
+        assert (event_reads.text_candidates(thread, "context") is None) == (cap < 12)
         with connection.cursor() as cursor:  # its short timeout ended with its query
             cursor.execute("SHOW statement_timeout")
             assert cursor.fetchone()[0] != f"{event_reads.TEXT_INDEX_TIMEOUT_MS}ms"
-
-
-def test_the_trigram_index_keeps_a_short_pending_list(db):
-    if connection.vendor != "postgresql":
-        pytest.skip("the trigram index is PostgreSQL's")
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT reloptions FROM pg_class WHERE relname = 'event_content_trgm'")
-        assert cursor.fetchone()[0] == ["gin_pending_list_limit=256"]
-
-
-def test_the_json_trigram_indexes_cover_only_rows_that_have_json(db):
-    if connection.vendor != "postgresql":
-        pytest.skip("the trigram indexes are PostgreSQL's")
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT indexname, indexdef FROM pg_indexes "
-                       "WHERE indexname IN ('event_data_trgm', 'event_parts_trgm') ORDER BY 1")
-        rows = cursor.fetchall()
-    assert [name for name, _ in rows] == ["event_data_trgm", "event_parts_trgm"]
-    assert rows[0][1].endswith("WHERE (data IS NOT NULL)")
-    assert rows[1][1].endswith("WHERE (parts IS NOT NULL)")
 
 
 @pytest.mark.parametrize("server_side_binding", [False, True])
