@@ -1,4 +1,4 @@
-"""0021 indexes the events written before it (PostgreSQL), drops the event table's trigram
+"""0025 indexes the events written before it (PostgreSQL), drops the event table's trigram
 indexes, and puts them back on the way down; on SQLite it only adds the two empty tables."""
 
 import importlib
