@@ -44,6 +44,7 @@ from contextstore.services.common import Actor
 from contextstore.services.erasure import subject_digest, user_erase
 from contextstore.services.memories import memory_remember, provider_state_put
 from contextstore.services.runs import run_start
+from contextstore.services.search import search_index_pending
 from contextstore.services.sessions import session_delete, session_ensure, thread_ensure
 from contextstore.services.threads import thread_clear_context, thread_fork
 from contextstore.services.workspaces import api_token_create
@@ -194,8 +195,10 @@ def holding(tables: dict[str, dict[Any, tuple]], text: str) -> dict[str, list[An
     for table, rows in tables.items():
         for key, row in rows.items():
             for value in row:
-                hit = (raw in value if isinstance(value, bytes)
-                       else text in (value if isinstance(value, str) else json.dumps(value, default=str)))
+                # Case-insensitively: the search index keeps an upper-cased copy of the text.
+                hit = (raw.upper() in value.upper() if isinstance(value, bytes)
+                       else text.upper() in (value if isinstance(value, str)
+                                             else json.dumps(value, default=str)).upper())
                 if hit:
                     found.setdefault(table, []).append(key)
                     break
@@ -203,16 +206,17 @@ def holding(tables: dict[str, dict[Any, tuple]], text: str) -> dict[str, list[An
 
 
 def sql_holding(text: str) -> dict[str, int]:
-    """The same search in SQL: each column of each table cast to text, LIKE the marker (bytes
-    columns: PostgreSQL casts them to hex, so the marker's hex is looked for too)."""
+    """The same search in SQL: each column of each table cast to text, LIKE the marker in any
+    case (bytes columns: PostgreSQL casts them to hex, so the marker's hex is looked for too)."""
     found = {}
     with connection.cursor() as cursor:
         for table in connection.introspection.table_names():
             columns = [c.name for c in connection.introspection.get_table_description(cursor, table)]
-            cond = " OR ".join(f"CAST({connection.ops.quote_name(c)} AS TEXT) LIKE %s OR "
-                               f"CAST({connection.ops.quote_name(c)} AS TEXT) LIKE %s" for c in columns)
+            quoted = [connection.ops.quote_name(c) for c in columns]
+            cond = " OR ".join(f"UPPER(CAST({c} AS TEXT)) LIKE %s OR UPPER(CAST({c} AS TEXT)) LIKE %s"
+                               for c in quoted)
             cursor.execute(f"SELECT COUNT(*) FROM {connection.ops.quote_name(table)} WHERE {cond}",
-                           [f"%{text}%", f"%{text.encode().hex()}%"] * len(columns))
+                           [f"%{text.upper()}%", f"%{text.encode().hex().upper()}%"] * len(columns))
             if n := cursor.fetchone()[0]:
                 found[table] = n
     return found
@@ -229,6 +233,7 @@ def two_people(workspace, token, actor, eager, django_capture_on_commit_callback
         otel_export(token=token[1], user_id=user_id, mark=mark,
                     capture=django_capture_on_commit_callbacks, derive=False)
     assert OtelPending.objects.count() == 2
+    search_index_pending()  # the search index's copy of their texts (PostgreSQL) is there too
     return a, b
 
 
@@ -243,6 +248,8 @@ def test_erasure_leaves_no_text_of_the_person_and_every_other_row_as_it_was(two_
                   "contextstore_clear", "contextstore_session", "contextstore_run",
                   "contextstore_thread", "contextstore_scopedstaterevision"):
         assert table in a_rows and table in b_rows, table
+    if connection.vendor == "postgresql":
+        assert "contextstore_eventsearch" in a_rows and "contextstore_eventsearch" in b_rows
     assert sql_holding(MARK_A) and sql_holding(MARK_B)
     a = Session.objects.filter(user_id=f"ann-{MARK_A}")
     assert a.count() == 5  # chat, side, agent session, import, otel
