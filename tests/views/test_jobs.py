@@ -111,7 +111,7 @@ def test_a_running_job_past_the_timeout_can_be_cancelled_and_retry_needs_an_edit
     assert Job.objects.count() == 2
 
 
-def test_a_revisit_shows_queued_and_timed_out_jobs_and_not_finished_ones(editor_client, thread, job, settings):
+def test_a_revisit_shows_queued_and_timed_out_jobs_not_finished_ones(editor_client, thread, job, settings):
     html = editor_client.get(f"/threads/{thread.pk}/").content.decode()
     assert f'id="job-{job.pk}"' in html and "Summary queued for the worker" in html
     assert 'hx-trigger="every 1s"' in html  # it polls on, as when it was queued
