@@ -72,6 +72,11 @@
     feedbackHeight();
   });
   document.addEventListener("DOMContentLoaded", feedbackHeight);
+  document.addEventListener("htmx:afterSwap", function () {
+    // A newer offer (a block action swaps the side panel with its own) replaces the older one.
+    var bars = document.querySelectorAll(".undo-bar");
+    for (var i = 0; i < bars.length - 1; i++) bars[i].remove();
+  });
   document.addEventListener("htmx:afterSettle", feedbackHeight);
   window.addEventListener("resize", feedbackHeight);
 

@@ -182,3 +182,25 @@ def test_on_a_phone_the_panel_is_a_tap_away_and_two_taps_choose_a_range(page, th
     page.click("#e2970 .pick")
     expect(label).to_have_text("Start: #2970 — tap another number to end the range")
     assert page.problems == [], page.problems
+
+
+def test_a_newer_offer_from_the_side_panel_replaces_the_one_showing(page, thread, actor):
+    from contextstore.services.blocks import block_upsert
+
+    block_upsert(thread=thread, name="persona", value="Be brief.", actor=actor)
+    page.set_viewport_size(DESKTOP)
+    page.goto(f"/threads/{thread.pk}/")
+    page.click("summary:has-text('Clear context…')")
+    page.click("button:text-is('Clear context')")
+    expect(page.locator("#undo-bar")).to_contain_text("Cleared")
+    page.click("button.side-tab:has-text('Blocks')")
+    page.click("#context-panel summary:text-is('Edit')")
+    page.click("#context-panel summary:has-text('Delete…')")
+    page.click("#context-panel button:text-is('Delete block')")
+    expect(page.locator(".undo-bar").last).to_contain_text("Deleted the block persona")
+    expect(page.locator(".undo-bar")).to_have_count(1)
+    b = box(page, "#undo-bar button:has-text('Undo')")
+    assert 0 <= b["top"] and b["bottom"] <= b["vh"], b
+    page.click("#undo-bar [data-dismiss]")
+    expect(page.locator(".undo-bar")).to_have_count(0)
+    assert page.problems == [], page.problems
