@@ -4,17 +4,15 @@ with a redirect (a full reload for htmx) or, for blocks, the refreshed side pane
 import difflib
 import json
 
-from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils import timezone
 from django.views.decorators.vary import vary_on_headers
 
 from contextstore import documents
 from contextstore.forms import BlockForm, CollapseForm, DiffForm, ForkForm, RangeForm, first_error
-from contextstore.models import Clear, Collapse, ContextBlock, Job, StateRevision, Thread
+from contextstore.models import Clear, Collapse, ContextBlock, Event, Job, StateRevision, Thread
 from contextstore.selectors.workspaces import actor_names
 from contextstore.services import blocks, clientai, collapses, document, state, summaries, threads
 from contextstore.views.access import (
@@ -27,7 +25,7 @@ from contextstore.views.access import (
     thread_action,
     visible_workspaces,
 )
-from contextstore.views.threads import panel_context, thread_url
+from contextstore.views.threads import job_context, panel_context, thread_url
 from contextstore.views.undo import offer_undo, take_undo
 
 
@@ -53,15 +51,25 @@ def collapse_range(request: DashboardRequest, thread: Thread) -> HttpResponse:
     return after_action(request, thread_url(thread))
 
 
+def _first_original(collapse: Collapse) -> int | None:
+    """The seq of a collapse's first original: a page opened around it shows the card."""
+    return (Event.objects.filter(collapse=collapse).order_by("position")
+            .values_list("seq", flat=True).first())
+
+
 @thread_action
 def collapse_undo(request: DashboardRequest, thread: Thread, collapse_id: int) -> HttpResponse:
     collapse = Collapse.objects.filter(thread=thread, pk=collapse_id).first()
     if collapse is None:
         raise Http404("No such collapse.")
+    first = _first_original(collapse)
     collapses.collapse_undo(collapse=collapse, actor=actor_for(request))
     offer_undo(request, thread=thread, text=f"Collapse undone: its {collapse.event_count} "
                "events are back in the working context.")
-    return after_action(request, thread_url(thread))
+    # The page reopens at the originals, not at the newest event: app.js puts the first of
+    # them where the card was on the screen.
+    url = thread_url(thread) + (f"?around={first}" if first else "")
+    return after_action(request, url)
 
 
 @thread_action
@@ -77,24 +85,7 @@ def summarize_range(request: DashboardRequest, thread: Thread) -> HttpResponse:
     template_name = "contextstore/job_status.html"
     if request.htmx:
         template_name += "#job"
-    return render(request, template_name, _job_context(job, thread, request))
-
-
-NO_WORKER_AFTER = 15  # seconds a job may wait queued before the page says no worker took it
-
-
-def _job_context(job: Job, thread: Thread, request: DashboardRequest) -> dict:
-    now = timezone.now()
-    waited = int((now - job.created_at).total_seconds())
-    running = int((now - job.started_at).total_seconds()) if job.started_at else 0
-    return {"job": job, "thread": thread, "workspace": thread.workspace, "waited": waited,
-            "running_for": running, "timed_out": job.is_timed_out(now),
-            # jobs queued before positions were named carry start_seq/end_seq
-            "job_range": (job.params.get("start_position", job.params.get("start_seq")),
-                          job.params.get("end_position", job.params.get("end_seq"))),
-            "timeout": settings.SUMMARIZER_JOB_TIMEOUT,
-            "no_worker": job.status == Job.Status.QUEUED and waited >= NO_WORKER_AFTER,
-            "can_edit": can_edit(request.user, thread.workspace)}
+    return render(request, template_name, job_context(job, thread, request))
 
 
 def _job_of(thread: Thread, job_id) -> Job:
@@ -110,7 +101,7 @@ def job_cancel(request: DashboardRequest, thread: Thread, job_id) -> HttpRespons
     job = _job_of(thread, job_id)
     job = summaries.summary_job_cancel(job=job, actor=actor_for(request))
     if request.htmx:
-        return render(request, "contextstore/job_status.html#job", _job_context(job, thread, request))
+        return render(request, "contextstore/job_status.html#job", job_context(job, thread, request))
     offer_undo(request, thread=thread, text="Summary job cancelled; nothing was changed.")
     return redirect(thread_url(thread))
 
@@ -121,7 +112,7 @@ def job_retry(request: DashboardRequest, thread: Thread, job_id) -> HttpResponse
     job = _job_of(thread, job_id)
     job = summaries.summary_job_retry(job=job, actor=actor_for(request))
     if request.htmx:
-        return render(request, "contextstore/job_status.html#job", _job_context(job, thread, request))
+        return render(request, "contextstore/job_status.html#job", job_context(job, thread, request))
     return redirect(job_url(job))
 
 
@@ -137,8 +128,19 @@ def job_status(request: DashboardRequest, job_id) -> HttpResponse:
     if request.htmx:
         template_name += "#job"
     response = render(request, template_name, {
-        **_job_context(job, thread, request), "workspaces": visible_workspaces(request.user)})
+        **job_context(job, thread, request), "workspaces": visible_workspaces(request.user)})
     if request.htmx and job.status == Job.Status.DONE:
+        # The page reloads with the new summary; the message says so where the reader looks.
+        collapse = Collapse.objects.filter(job=job).first()
+        if collapse is not None:
+            offer_undo(request, thread=thread,
+                       text=f"Summary ready: #{collapse.start_position}–#{collapse.end_position} "
+                            f"({collapse.event_count} events) are summarized.",
+                       url=reverse("contextstore:collapse-undo", args=[thread.pk, collapse.pk]),
+                       link=f"{thread_url(thread)}?around={_first_original(collapse)}#c{collapse.pk}",
+                       link_text="Show it")
+        else:
+            offer_undo(request, thread=thread, text="Summary ready.")
         response["HX-Refresh"] = "true"
     return response
 

@@ -5,6 +5,7 @@ import json
 from datetime import datetime, time
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import Http404, HttpResponse, HttpResponseBase, JsonResponse, StreamingHttpResponse
@@ -19,6 +20,7 @@ from contextstore.jsonstream import json_object_chunks
 from contextstore.llm_models import thread_model_settings
 from contextstore.models import (
     ContextBlock,
+    Job,
     ReadAudit,
     Thread,
 )
@@ -149,6 +151,34 @@ def panel_context(request: DashboardRequest, thread: Thread) -> dict[str, Any]:
     }
 
 
+NO_WORKER_AFTER = 15  # seconds a job may wait queued before the page says no worker took it
+
+
+def job_context(job: Job, thread: Thread, request: DashboardRequest) -> dict:
+    now = timezone.now()
+    waited = int((now - job.created_at).total_seconds())
+    running = int((now - job.started_at).total_seconds()) if job.started_at else 0
+    return {"job": job, "thread": thread, "workspace": thread.workspace, "waited": waited,
+            "running_for": running, "timed_out": job.is_timed_out(now),
+            # jobs queued before positions were named carry start_seq/end_seq
+            "job_range": (job.params.get("start_position", job.params.get("start_seq")),
+                          job.params.get("end_position", job.params.get("end_seq"))),
+            "timeout": settings.SUMMARIZER_JOB_TIMEOUT,
+            "no_worker": job.status == Job.Status.QUEUED and waited >= NO_WORKER_AFTER,
+            "can_edit": can_edit(request.user, thread.workspace)}
+
+
+PENDING_JOBS_SHOWN = 5
+
+
+def pending_jobs(request: DashboardRequest, thread: Thread) -> list[dict]:
+    """The thread's queued and running jobs (timed-out ones included), newest first: a page
+    opened again shows them in the dock, polling until they finish, as when first queued."""
+    jobs = (Job.objects.filter(thread=thread, status__in=[Job.Status.QUEUED, Job.Status.RUNNING])
+            .order_by("-created_at")[:PENDING_JOBS_SHOWN])
+    return [job_context(job, thread, request) for job in jobs]
+
+
 @login_required
 @vary_on_headers("HX-Request")  # a page and its fragment share a URL
 def thread_detail(request: DashboardRequest, pk: int) -> HttpResponse:
@@ -193,6 +223,7 @@ def thread_detail(request: DashboardRequest, pk: int) -> HttpResponse:
     context.update(panel_context(request, thread))
     context["workspaces"] = visible_workspaces(request.user)
     context["undo"] = take_undo(request, thread)  # only a full page shows (and uses up) the offer
+    context["pending_jobs"] = pending_jobs(request, thread)
     return render(request, template_name, context)
 
 

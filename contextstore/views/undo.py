@@ -16,13 +16,15 @@ KEY = "contextstore.undo"
 
 def offer_undo(
     request: HttpRequest, *, thread: Thread, text: str, url: str | None = None,
-    fields: dict[str, Any] | None = None, label: str = "Undo",
+    fields: dict[str, Any] | None = None, label: str = "Undo", link: str | None = None,
+    link_text: str = "",
 ) -> None:
     """Show `text` on `thread`'s page after the redirect; with `url`, an Undo button posting
-    `fields` there. Without a url the message says what happened and that it is final."""
+    `fields` there. Without a url the message says what happened and that it is final. `link`
+    (with `link_text`) points at what the action made (a finished summary)."""
     request.session[KEY] = {"thread": thread.pk, "text": text, "url": url,
                             "fields": {k: str(v) for k, v in (fields or {}).items()},
-                            "label": label}
+                            "label": label, "link": link, "link_text": link_text}
 
 
 def take_undo(request: HttpRequest, thread: Thread) -> dict[str, Any] | None:

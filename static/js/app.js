@@ -32,6 +32,7 @@
       : xhr.status === 503 ? "The database is unavailable for a moment (503). Try again shortly."
       : "Something went wrong (" + xhr.status + "). Try again.";
     flash.replaceChildren(box);
+    dismissable(box);
   });
   document.addEventListener("htmx:sendError", function () {
     var flash = document.getElementById("flash");
@@ -40,7 +41,44 @@
     box.className = "flash";
     box.textContent = "The server cannot be reached; retrying when it is back.";
     flash.replaceChildren(box);
+    dismissable(box);
   });
+
+  // The confirmation bar (fixed to the window's bottom) closes with its ×; the dock moves up
+  // above it while it shows, so neither hides the other.
+  function dismissable(box) {
+    var btn = document.createElement("button");
+    btn.type = "button";
+    btn.className = "linkish";
+    btn.setAttribute("data-dismiss", "");
+    btn.setAttribute("aria-label", "Dismiss this message");
+    btn.textContent = "×";
+    box.appendChild(btn);
+    feedbackHeight();
+  }
+  function feedbackHeight() {
+    var h = 0;
+    document.querySelectorAll("#flash:not(:empty), .undo-bar").forEach(function (el) {
+      var r = el.getBoundingClientRect();
+      if (r.height) h = Math.max(h, window.innerHeight - r.top);
+    });
+    document.documentElement.style.setProperty("--feedback-h", h + "px");
+  }
+  document.addEventListener("click", function (evt) {
+    var btn = evt.target.closest("[data-dismiss]");
+    if (!btn) return;
+    var bar = btn.closest(".undo-bar, .flash");
+    if (bar) bar.remove();
+    feedbackHeight();
+  });
+  document.addEventListener("DOMContentLoaded", feedbackHeight);
+  document.addEventListener("htmx:afterSwap", function () {
+    // A newer offer (a block action swaps the side panel with its own) replaces the older one.
+    var bars = document.querySelectorAll(".undo-bar");
+    for (var i = 0; i < bars.length - 1; i++) bars[i].remove();
+  });
+  document.addEventListener("htmx:afterSettle", feedbackHeight);
+  window.addEventListener("resize", feedbackHeight);
 
   // "Load more" on the sessions list stops the auto-refresh from dropping loaded rows.
   document.addEventListener("click", function (evt) {
@@ -173,8 +211,12 @@
     copied(btn, text);
   });
 
-  // Range selection: click an event's number for the first, shift-click for the last.
+  // Range selection: click an event's number for the first, shift-click for the last. On a
+  // touch or narrow screen (no shift key) two taps do it: the first sets the start, the second
+  // the end.
   var selection = { start: null, end: null };
+  var picking = false;  // a start was tapped; the next tap ends the range
+  function tapMode() { return window.matchMedia("(pointer: coarse), (max-width: 640px)").matches; }
   function paintSelection() {
     var bar = document.getElementById("selection");
     document.querySelectorAll(".event.selected").forEach(function (e) { e.classList.remove("selected"); });
@@ -191,7 +233,11 @@
     bar.hidden = false;
     bar.querySelectorAll("[data-range=start]").forEach(function (i) { i.value = lo; });
     bar.querySelectorAll("[data-range=end]").forEach(function (i) { i.value = hi; });
-    bar.querySelector("[data-range-label]").textContent = lo === hi ? "#" + lo : "#" + lo + " – #" + hi;
+    bar.querySelector("[data-range-prefix]").textContent = picking ? "Start:" : "Selected";
+    bar.querySelector("[data-range-label]").textContent = picking
+      ? "#" + lo + " — tap another number to end the range"
+      : lo === hi ? "#" + lo : "#" + lo + " – #" + hi;
+    bar.querySelector(".sel-label").classList.toggle("picking", picking);
     var exp = bar.querySelector("[data-export]");
     if (exp) exp.href = exp.getAttribute("data-export") + "?start_position=" + lo + "&end_position=" + hi;
   }
@@ -223,16 +269,19 @@
     if (pick) {
       // Ranges are working-context positions (an ordinary event's position is its seq).
       var position = Number(pick.getAttribute("data-pick"));
-      if (evt.shiftKey && selection.start !== null) {
+      if ((evt.shiftKey || picking) && selection.start !== null) {
         selection.end = position;
+        picking = false;
       } else {
         selection.start = position;
         selection.end = position;
+        picking = tapMode();
       }
       paintSelection();
       return;
     }
     if (evt.target.closest("[data-clear-selection]")) {
+      picking = false;
       selection.start = selection.end = null;
       paintSelection();
     }
@@ -252,9 +301,39 @@
   }
   function toBottom() { window.scrollBy(0, timelineEnd() + 8); }
   var stick = true;
+  // Undo on a collapse card reloads the page at the card's originals (?around=); the first of
+  // them is put where the card was on the screen, so the reader stays in place.
+  var PLACE = "contextstore.keepPlace";
+  document.addEventListener("submit", function (evt) {
+    var form = evt.target.closest("[data-keep-place]");
+    var card = form && form.closest("[data-start]");
+    if (!card) return;
+    try {
+      window.sessionStorage.setItem(PLACE, JSON.stringify({
+        path: window.location.pathname, position: card.getAttribute("data-start"),
+        top: card.getBoundingClientRect().top }));
+    } catch (e) { /* private mode: the page opens at the originals a third down */ }
+  }, true);
+  function keptPlace(box) {
+    var place = null;
+    try {
+      place = JSON.parse(window.sessionStorage.getItem(PLACE));
+      window.sessionStorage.removeItem(PLACE);
+    } catch (e) { return false; }
+    if (!place || place.path !== window.location.pathname) return false;
+    var first = box.querySelector('.event[data-position="' + Number(place.position) + '"]');
+    if (!first) return false;
+    window.scrollTo(0, first.getBoundingClientRect().top + window.scrollY - place.top);
+    return true;
+  }
   document.addEventListener("DOMContentLoaded", function () {
     var box = timelineBox();
     if (!box) return;
+    if (keptPlace(box)) {
+      stick = false;
+      highlight(box);
+      return;
+    }
     // A permalink (?around=) opens with its event a third down the window; otherwise at the
     // newest event.
     var target = box.querySelector(".event.target");

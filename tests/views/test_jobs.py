@@ -109,3 +109,36 @@ def test_a_running_job_past_the_timeout_can_be_cancelled_and_retry_needs_an_edit
     done.update(status="done", finished_at=timezone.now())
     assert editor_client.post(f"/threads/{thread.pk}/jobs/{fresh.pk}/retry/", **HTMX).status_code == 409
     assert Job.objects.count() == 2
+
+
+def test_a_revisit_shows_queued_and_timed_out_jobs_not_finished_ones(editor_client, thread, job, settings):
+    html = editor_client.get(f"/threads/{thread.pk}/").content.decode()
+    assert f'id="job-{job.pk}"' in html and "Summary queued for the worker" in html
+    assert 'hx-trigger="every 1s"' in html  # it polls on, as when it was queued
+    settings.SUMMARIZER_JOB_TIMEOUT = 30
+    Job.objects.filter(pk=job.pk).update(created_at=timezone.now() - timedelta(seconds=60))
+    html = editor_client.get(f"/threads/{thread.pk}/").content.decode()
+    assert "Timed out:" in html and ">Retry</button>" in html and ">Cancel</button>" in html
+    summary_job_run(job_id=job.pk)
+    html = editor_client.get(f"/threads/{thread.pk}/").content.decode()
+    assert f'id="job-{job.pk}"' not in html
+
+
+def test_a_finished_job_polled_by_the_page_says_summary_ready_once(editor_client, thread, job):
+    summary_job_run(job_id=job.pk)
+    response = editor_client.get(f"/jobs/{job.pk}/", **HTMX)
+    assert response["HX-Refresh"] == "true"
+    collapse = Collapse.objects.get()
+    html = editor_client.get(f"/threads/{thread.pk}/").content.decode()
+    assert "Summary ready: #2–#5 (4 events) are summarized." in html
+    assert f'href="/threads/{thread.pk}/?around=2#c{collapse.pk}">Show it</a>' in html
+    assert f'action="/threads/{thread.pk}/collapses/{collapse.pk}/undo/"' in html
+    assert "Summary ready" not in editor_client.get(f"/threads/{thread.pk}/").content.decode()
+
+
+def test_undo_collapse_reopens_the_page_at_the_originals(editor_client, thread, job):
+    summary_job_run(job_id=job.pk)
+    collapse = Collapse.objects.get()
+    response = editor_client.post(f"/threads/{thread.pk}/collapses/{collapse.pk}/undo/", **HTMX)
+    assert response.status_code == 204
+    assert response["HX-Redirect"] == f"/threads/{thread.pk}/?around=2"
