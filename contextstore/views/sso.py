@@ -13,6 +13,7 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
@@ -59,6 +60,14 @@ class SsoStart(OIDCAuthenticationRequestView):
 
 
 class SsoCallback(OIDCAuthenticationCallbackView):
+    """Signed in: on to the page asked for, or to "no workspace" when the groups granted none."""
+
+    @property
+    def success_url(self):
+        if not visible_workspaces(self.user).exists():
+            return reverse("contextstore:no-workspace")
+        return super().success_url
+
     def get(self, request):
         if not settings.OIDC_ENABLED:
             raise Http404("Single sign-on is not configured.")
