@@ -34,6 +34,10 @@ class SsoBackend(OIDCAuthenticationBackend):
             claims = {**claims, name: payload[name]}
         return claims
 
+    def verify_claims(self, claims):
+        # An address the provider says it has not verified names nobody here.
+        return super().verify_claims(claims) and claims.get("email_verified") is not False
+
     def create_user(self, claims):
         user = super().create_user(claims)
         self._sync(user, claims)

@@ -28,3 +28,13 @@ def test_the_no_workspace_page(client, user, workspace):
     assert "Your account has no workspace" in client.get("/no-workspace/").content.decode()
     Membership.objects.create(workspace=workspace, user=user, role="viewer")
     assert client.get("/no-workspace/")["Location"] == "/"
+
+
+def test_an_unverified_address_is_refused():
+    from contextstore.views.sso import SsoBackend
+
+    backend = SsoBackend.__new__(SsoBackend)  # verify_claims reads only settings
+    assert backend.verify_claims({"email": "a@example.test", "email_verified": True})
+    assert backend.verify_claims({"email": "a@example.test"})
+    assert not backend.verify_claims({"email": "a@example.test", "email_verified": False})
+    assert not backend.verify_claims({"sub": "1"})
