@@ -6,8 +6,10 @@ names are made to match (services/workspaces.memberships_sync). Someone whose gr
 nothing still signs in, and lands on the "no workspace" page.
 """
 
+import logging
 from typing import Any
 
+import requests
 from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
@@ -22,10 +24,19 @@ from contextstore.services.sso import grants_for_groups, managed_workspaces, rol
 from contextstore.services.workspaces import memberships_sync
 from contextstore.views.access import DashboardRequest, visible_workspaces
 
+logger = logging.getLogger(__name__)
+
 
 class SsoBackend(OIDCAuthenticationBackend):
     """mozilla-django-oidc's backend (users found by their verified e-mail address, created on
     first sign-on without a usable password) that also keeps workspace roles in step."""
+
+    def authenticate(self, request, **kwargs):
+        try:
+            return super().authenticate(request, **kwargs)
+        except requests.RequestException as exc:  # provider down, or refusing the code or client
+            logger.warning("single sign-on failed: %s", exc)
+            return None  # back to the login page, with a message
 
     def get_userinfo(self, access_token, id_token, payload):
         claims = super().get_userinfo(access_token, id_token, payload)

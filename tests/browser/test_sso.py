@@ -147,3 +147,12 @@ def test_with_local_passwords_off_only_sso_signs_in(sso, browser, live_server):
     assert page.url == f"{live_server.url}/"
     assert page.locator("#ws-switch option:checked").inner_text() == "Research"
     context.close()
+
+
+def test_a_client_the_provider_refuses_lands_on_the_login_page_with_a_message(sso, browser, live_server):
+    sso.OIDC_RP_CLIENT_SECRET = "not-the-secret"
+    context, page = sign_in(browser, live_server, "ada", "ada-pw-123")
+    assert page.url == f"{live_server.url}/accounts/login/?sso=failed"
+    assert page.get_by_text("Single sign-on did not sign you in").is_visible()
+    assert not get_user_model().objects.filter(email="ada@example.test").exists()
+    context.close()
