@@ -10,6 +10,7 @@ class ContextstoreConfig(AppConfig):
         from django.db.backends.signals import connection_created
 
         from contextstore import (
+            checks,  # noqa: F401 - registers the system checks
             tasks,  # noqa: F401 - registers the tasks services send by name
             tokens,
         )

@@ -1,11 +1,12 @@
 from django.urls import path
 
-from contextstore.views import actions, cache, calls, otlp, sessions, spans, threads
+from contextstore.views import actions, cache, calls, otlp, sessions, spans, sso, threads
 
 app_name = "contextstore"
 
 urlpatterns = [
     path("", sessions.session_list, name="sessions"),
+    path("no-workspace/", sso.no_workspace, name="no-workspace"),
     path("sessions/<int:pk>/", sessions.session_detail, name="session"),
     path("sessions/<int:pk>/cache/", cache.session_cache_view, name="session-cache"),
     path("cache/", cache.workspace_cache_view, name="cache"),

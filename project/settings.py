@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
+    "mozilla_django_oidc",
     "contextstore",
 ]
 
@@ -149,6 +150,32 @@ MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+# Single sign-on (OpenID Connect, mozilla-django-oidc): on when OIDC_RP_CLIENT_ID is set. The
+# provider's endpoints are given one by one (its /.well-known/openid-configuration lists them).
+# OIDC_ROLE_MAP (JSON) maps the groups claim to workspace roles; contextstore/checks.py refuses
+# a bad one at start. LOCAL_PASSWORDS=false leaves single sign-on as the only way in, admin too.
+OIDC_RP_CLIENT_ID = env_str("OIDC_RP_CLIENT_ID")
+OIDC_ENABLED = bool(OIDC_RP_CLIENT_ID)
+OIDC_RP_CLIENT_SECRET = env_str("OIDC_RP_CLIENT_SECRET")
+OIDC_OP_AUTHORIZATION_ENDPOINT = env_str("OIDC_OP_AUTHORIZATION_ENDPOINT")
+OIDC_OP_TOKEN_ENDPOINT = env_str("OIDC_OP_TOKEN_ENDPOINT")
+OIDC_OP_USER_ENDPOINT = env_str("OIDC_OP_USER_ENDPOINT")
+OIDC_OP_JWKS_ENDPOINT = env_str("OIDC_OP_JWKS_ENDPOINT")
+OIDC_RP_SIGN_ALGO = env_str("OIDC_RP_SIGN_ALGO", "RS256")
+OIDC_RP_SCOPES = env_str("OIDC_RP_SCOPES", "openid email profile")
+OIDC_GROUPS_CLAIM = env_str("OIDC_GROUPS_CLAIM", "groups")
+OIDC_ROLE_MAP = env_str("OIDC_ROLE_MAP")
+OIDC_TIMEOUT = env_int("OIDC_TIMEOUT", 10)
+OIDC_USE_PKCE = True
+LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/?sso=failed"
+OIDC_AUTHENTICATE_CLASS = "contextstore.views.sso.SsoStart"
+OIDC_CALLBACK_CLASS = "contextstore.views.sso.SsoCallback"
+LOCAL_PASSWORDS = env_bool("LOCAL_PASSWORDS", default=True)
+AUTHENTICATION_BACKENDS = (
+    (["django.contrib.auth.backends.ModelBackend"] if LOCAL_PASSWORDS else [])
+    + (["contextstore.views.sso.SsoBackend"] if OIDC_ENABLED else [])
+)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

@@ -170,3 +170,33 @@ def workspace_delete(*, workspace: Workspace, actor: Actor) -> None:
               slug=workspace.slug)
         workspace.delete()
         token_cache_clear()  # its tokens are gone with it
+
+
+def memberships_sync(*, user: User, grants: dict[str, str], managed: set[str],
+                     actor: Actor) -> list[Membership]:
+    """Make `user`'s memberships of the `managed` workspaces exactly `grants` (slug -> role).
+
+    Single sign-on calls this at every login: a role the identity provider's groups grant is
+    set, one they no longer grant is taken away. Workspaces outside `managed` (not named by the
+    role map) are left alone, so memberships granted by hand there stay; a workspace the map
+    names that does not exist is skipped (sign-on makes none). Each change is audited
+    (membership.set / membership.remove); an unchanged membership writes nothing.
+    """
+    changed = []
+    with transaction.atomic():
+        current = {m.workspace.slug: m for m in
+                   Membership.objects.filter(user=user, workspace__slug__in=managed)
+                   .select_related("workspace", "user")}
+        for slug, membership in current.items():
+            if slug not in grants:
+                membership_remove(membership=membership, actor=actor)
+        for slug, role in sorted(grants.items()):
+            if slug not in managed:
+                continue
+            if slug in current and current[slug].role == role:
+                continue
+            workspace = Workspace.objects.filter(slug=slug).first()
+            if workspace is None:  # named by the map, not made yet: nothing to join
+                continue
+            changed.append(membership_set(workspace=workspace, user=user, role=role, actor=actor))
+    return changed
