@@ -142,13 +142,14 @@ def check(thread, render, budget: int, fmt: str) -> None:
     if cut is None:
         assert unaccounted == len(active)
     if fmt == "raw":  # whole turns: a user message (or a collapse's summary) up to the next
-        starts, turn_of = set(), {}
+        starts, turn_of, start = set(), {}, None
         for seq, type_, role in Event.objects.filter(thread=thread, status="active", visible=True) \
                 .order_by("position").values_list("seq", "type", "role"):
             user = (role or {"Message": "user"}.get(type_)) == "user"
             if type_ == "Summary" or (type_ != "ToolResult" and user):
                 starts.add(seq)
-            turn_of[seq] = max(starts, default=None)
+                start = seq  # the turn is the latest start by position: a collapse's summary has a newer seq
+            turn_of[seq] = start
         assert not included or included[0] in starts
         shown = {turn_of[seq] for seq in included}
         assert not [seq for seq, r in skipped.items() if r in FOR_SIZE and turn_of.get(seq) in shown]
