@@ -115,6 +115,9 @@ else:
     DATABASE_URL = DATABASE_URL or f"sqlite:///{VAR_DIR / 'contextstore.sqlite3'}"
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL,
                                                   conn_max_age=env_int("CONN_MAX_AGE", 60))}
+DATABASE_POOLER = env_str("DATABASE_POOLER").strip().lower()  # "" or "pgbouncer": see below
+if DATABASE_POOLER not in ("", "pgbouncer"):
+    raise ImproperlyConfigured(f"DATABASE_POOLER must be empty or 'pgbouncer', not {DATABASE_POOLER!r}.")
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES["default"]["OPTIONS"] = {
@@ -132,9 +135,6 @@ else:
     # declares a WITH HOLD cursor in autocommit: off, it fetches in chunks client-side instead.
     # PgBouncer refuses the `options` startup parameter: the statement timeout is then the
     # role's (ALTER ROLE ... SET statement_timeout; docs/operations.md, Behind PgBouncer).
-    DATABASE_POOLER = env_str("DATABASE_POOLER").strip().lower()
-    if DATABASE_POOLER not in ("", "pgbouncer"):
-        raise ImproperlyConfigured(f"DATABASE_POOLER must be empty or 'pgbouncer', not {DATABASE_POOLER!r}.")
     if DATABASE_POOLER:
         DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
     else:
