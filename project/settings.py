@@ -116,6 +116,9 @@ else:
     DATABASE_URL = DATABASE_URL or f"sqlite:///{VAR_DIR / 'contextstore.sqlite3'}"
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL,
                                                   conn_max_age=env_int("CONN_MAX_AGE", 60))}
+DATABASE_POOLER = env_str("DATABASE_POOLER").strip().lower()  # "" or "pgbouncer": see below
+if DATABASE_POOLER not in ("", "pgbouncer"):
+    raise ImproperlyConfigured(f"DATABASE_POOLER must be empty or 'pgbouncer', not {DATABASE_POOLER!r}.")
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES["default"]["OPTIONS"] = {
@@ -127,9 +130,17 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
 else:
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
-    statement_timeout_ms = env_int("DATABASE_STATEMENT_TIMEOUT_MS", 30_000)
     options = DATABASES["default"].setdefault("OPTIONS", {})
-    options["options"] = f"-c statement_timeout={statement_timeout_ms}"
+    # DATABASE_POOLER=pgbouncer: a transaction-mode pooler hands each transaction whichever
+    # server connection is free, so nothing may outlive a transaction. Django's .iterator()
+    # declares a WITH HOLD cursor in autocommit: off, it fetches in chunks client-side instead.
+    # PgBouncer refuses the `options` startup parameter: the statement timeout is then the
+    # role's (ALTER ROLE ... SET statement_timeout; docs/operations.md, Behind PgBouncer).
+    if DATABASE_POOLER:
+        DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+    else:
+        statement_timeout_ms = env_int("DATABASE_STATEMENT_TIMEOUT_MS", 30_000)
+        options["options"] = f"-c statement_timeout={statement_timeout_ms}"
     # libpq waits forever for an unreachable server by default; a probe or request must not.
     options["connect_timeout"] = env_int("DATABASE_CONNECT_TIMEOUT", 5)
     # A server that stops answering mid-query (frozen host, dropped network): the kernel gives

@@ -592,6 +592,30 @@ def test_production_env_turns_on_hashed_static_files_json_logs_and_database_time
     }
 
 
+def test_behind_pgbouncer_no_session_state_is_configured(tmp_path):
+    """DATABASE_POOLER=pgbouncer: no server-side cursors, no prepared statements, and no
+    statement_timeout startup option (PgBouncer refuses it; the role carries it)."""
+    env = production_env(tmp_path) | {"DATABASE_URL": "postgres://u:p@pgbouncer:6432/cs",
+                                       "DATABASE_POOLER": "pgbouncer"}
+    script = ("import json; from django.conf import settings as s; db = s.DATABASES['default']; "
+              "print(json.dumps({'cursors': db['DISABLE_SERVER_SIDE_CURSORS'], "
+              "'options': db['OPTIONS']}))")
+    result = subprocess.run([sys.executable, "manage.py", "shell", "-c", script], cwd=ROOT,
+                            env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == {
+        "cursors": True,
+        "options": {"connect_timeout": 5, "tcp_user_timeout": 60_000, "keepalives": 1,
+                    "keepalives_idle": 30, "keepalives_interval": 10, "keepalives_count": 3,
+                    "prepare_threshold": None},
+    }
+    env["DATABASE_POOLER"] = "pgpool"
+    result = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert "DATABASE_POOLER must be empty or 'pgbouncer', not 'pgpool'" in result.stderr
+
+
 def test_production_settings_refuse_to_start_without_a_secret_key(tmp_path):
     env = production_env(tmp_path) | {"SECRET_KEY": ""}
     result = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=env,
