@@ -5,6 +5,7 @@ from django.db import IntegrityError, transaction
 from contextstore.errors import InvalidInput
 from contextstore.fields import NUL_IN_NAME
 from contextstore.models import Collapse, Session, Thread, Workspace
+from contextstore.redaction import redact, workspace_rules
 from contextstore.services import history
 from contextstore.services.common import UNSET, Actor, audit
 
@@ -37,6 +38,8 @@ def session_ensure(
     _check_key("title", title, max_length=500)
     if metadata is not None and not isinstance(metadata, dict):
         raise InvalidInput("metadata must be a JSON object.", details={"metadata": "must be an object"})
+    # An agent's title and metadata are its text too: secrets go before they are stored.
+    (title, metadata), _ = redact(workspace_rules(workspace), [title, metadata])
     defaults = {"agent": agent, "title": title, "metadata": metadata or {}}
     try:
         with transaction.atomic():
@@ -75,6 +78,10 @@ def session_update(
         raise InvalidInput("metadata must be a JSON object.", details={"metadata": "must be an object"})
     if "archived" in changes and not isinstance(changes["archived"], bool):
         raise InvalidInput("archived must be true or false.", details={"archived": "must be a boolean"})
+    texts = {k: v for k, v in changes.items() if k in ("title", "metadata")}
+    if texts:
+        redacted, _ = redact(workspace_rules(session.workspace), texts)
+        changes.update(redacted)
     if not changes:
         return session
     with transaction.atomic():

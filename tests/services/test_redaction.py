@@ -23,6 +23,7 @@ from contextstore.services.blocks import block_upsert
 from contextstore.services.collapses import collapse_create
 from contextstore.services.events import event_append
 from contextstore.services.memories import memory_remember, provider_state_put
+from contextstore.services.sessions import session_ensure, session_update
 from contextstore.services.state import state_write
 from contextstore.services.workspaces import workspace_redaction_set
 from tests.redaction_corpus import NEAR_MISSES, corpus, rows_holding
@@ -228,3 +229,16 @@ def test_a_collapse_summary_written_by_an_agent_is_redacted(thread, actor):
     summary = Event.objects.get(type="Summary")
     assert summary.content == "the user gave [REDACTED:openai_key]"
     assert summary.data["redacted"] == {"openai_key": 1} and rows_holding(OPENAI) == []
+
+
+def test_a_sessions_title_and_metadata_are_redacted_when_made_and_when_changed(workspace, actor):
+    session, _ = session_ensure(workspace=workspace, key="k", title=f"debug {OPENAI}",
+                                metadata={"env": {"OPENAI_API_KEY": OPENAI}}, actor=actor)
+    assert session.title == "debug [REDACTED:openai_key]"
+    assert session.metadata == {"env": {"OPENAI_API_KEY": "[REDACTED:openai_key]"}}
+    session_ensure(workspace=workspace, key="k", title=f"again {AWS}", actor=actor)
+    session_update(session=session, metadata={"aws": AWS}, actor=actor)
+    session.refresh_from_db()
+    assert session.title == "again [REDACTED:aws_access_key_id]" and session.metadata == {
+        "aws": "[REDACTED:aws_access_key_id]"}
+    assert rows_holding(OPENAI) == [] and rows_holding(AWS) == []
