@@ -159,6 +159,7 @@ def session_create(
         _check_patch(name, patch)
     if metadata is not None and not isinstance(metadata, dict):
         raise InvalidInput("metadata must be a JSON object.", details={"metadata": "must be an object"})
+    (title, metadata), _ = redact(workspace_rules(workspace), [title, metadata])
     with transaction.atomic():
         session, thread, created = _ensure(workspace, identity, actor, create=True, agent=agent,
                                            title=title, metadata=metadata)

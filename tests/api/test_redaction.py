@@ -4,7 +4,7 @@ stored call messages, revisions, block versions, staged sync parts, scoped state
 
 import json
 
-from contextstore.models import Event, ScopedState
+from contextstore.models import Event, ScopedState, Session
 from contextstore.services.workspaces import workspace_redaction_set
 from tests.conftest import response_json
 from tests.provider_types import assert_anthropic_request, assert_openai_request
@@ -120,9 +120,13 @@ def test_an_import_stores_its_events_document_and_blocks_redacted(api_client, th
 
 
 def test_an_agent_session_commit_redacts_events_state_and_scopes(api_client):
-    created = api_client.post(AGENTS, {**WHO, "state": {"k": OPENAI}, "app_state": {"gh": GITHUB}},
+    created = api_client.post(AGENTS, {**WHO, "state": {"k": OPENAI}, "app_state": {"gh": GITHUB},
+                                       "title": f"ann's {GITHUB}", "metadata": {"key": OPENAI}},
                               format="json")
     assert created.status_code == 201, created.json()
+    session = Session.objects.get(app="shop")
+    assert (session.title, session.metadata) == ("ann's [REDACTED:github_token]",
+                                                 {"key": "[REDACTED:openai_key]"})
     committed = api_client.post(AGENTS + "commit/", {**WHO, "events": [
         {"type": "Message", "content": f"here: {PEM}", "client_id": "e1"}],
         "state": {"db": f"mysql://root:{URL_PASSWORD}@db/x"}, "user_state": {"k": OPENAI},
