@@ -14,7 +14,7 @@ from contextstore_client import ContextStore
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 API_DOC = ROOT / "docs" / "api.md"
-README_MAX_LINES = 150
+README_MAX_LINES = 170
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 FENCED = re.compile(r"^```.*?^```", re.S | re.M)
 
