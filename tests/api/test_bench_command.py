@@ -110,3 +110,22 @@ def test_bench_turns_times_two_servers_request_by_request(live_server, transacti
     assert sorted(t.event_count for t in sides) == [30 + 13 + 1300] * 2
     with pytest.raises(CommandError, match="--other PATH or --other-url"):
         call_command("bench_turns", url=live_server.url, token=token[1])
+
+
+def test_bench_wal_reports_wal_and_storage_per_event(transactional_db):
+    out = StringIO()
+    if connection.vendor != "postgresql":
+        with pytest.raises(CommandError, match="PostgreSQL's WAL"):
+            call_command("bench_wal", events=100, rounds=1, stdout=out)
+        return
+    call_command("bench_wal", events=100, rounds=1, chars=300, stdout=out)
+    text = out.getvalue()
+    figures = {name: int(value.replace(",", "")) for name, value in re.findall(
+        r"WAL per event, (single-event appends|batches of 100|search index worker): +([\d,]+) bytes",
+        text)}
+    assert set(figures) == {"single-event appends", "batches of 100", "search index worker"}
+    # a single append's transaction (audit row, counters, commit) is more than a batch's share
+    assert figures["single-event appends"] > figures["batches of 100"] > 300
+    assert re.search(r"messages of 300 characters", text)
+    assert re.search(r"storage per event \(all contextstore tables, indexes, TOAST\): [\d,]+ bytes", text)
+    assert not Thread.objects.filter(session__workspace__slug="bench-wal").exists()
