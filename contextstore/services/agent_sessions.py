@@ -14,6 +14,7 @@ import base64
 import hashlib
 import json
 from dataclasses import dataclass, field, replace
+from itertools import batched
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -389,7 +390,7 @@ def session_copy(*, workspace: Workspace, identity: Identity, target_key: str, a
             if thread.state:
                 state_service.state_write(thread=copy, actor=actor, state=thread.state,
                                           reason=f"copy of session {source.pk}")
-            for blobs in _chunks(ThreadBlob.objects.filter(thread=thread).order_by("pk").iterator(100)):
+            for blobs in batched(ThreadBlob.objects.filter(thread=thread).order_by("pk").iterator(100), 100):
                 ThreadBlob.objects.bulk_create([
                     ThreadBlob(thread=copy, key=b.key, content_type=b.content_type, data=b.data,
                                meta=b.meta, size=b.size) for b in blobs])
@@ -398,17 +399,6 @@ def session_copy(*, workspace: Workspace, identity: Identity, target_key: str, a
         audit(actor=actor, action="session.copy", target=session, workspace=workspace,
               app=identity.app, source=identity.key, key=target_key, events=copied)
     return copied
-
-
-def _chunks(rows: Any, size: int = 100) -> Any:
-    chunk: list[Any] = []
-    for row in rows:
-        chunk.append(row)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
 
 
 @dataclass

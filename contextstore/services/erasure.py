@@ -27,7 +27,8 @@ make while the erasure runs, or after it, are new data (erase again).
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
+from itertools import batched
 from typing import Any
 
 from django.conf import settings
@@ -114,17 +115,6 @@ def _check_user_id(user_id: Any) -> str:
     return user_id
 
 
-def _chunks(values: Iterable[Any], size: int = CHUNK) -> Iterator[list[Any]]:
-    chunk: list[Any] = []
-    for value in values:
-        chunk.append(value)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
-
-
 def _add(counts: dict[str, int], deleted: dict[str, int]) -> None:
     """Add a QuerySet.delete() answer ({"app.Model": n}) to the receipt's counts."""
     for model, kind in KINDS.items():
@@ -191,8 +181,8 @@ def _audit_redact(*, workspace: Workspace, user_id: str, threads: Any, sessions:
     for model in TARGETS:
         name = model._meta.model_name
         content_type = ContentType.objects.get_for_model(model)
-        for ids in _chunks(_target_ids(model, user_id=user_id, workspace=workspace,
-                                       threads=threads, sessions=sessions)):
+        for ids in batched(_target_ids(model, user_id=user_id, workspace=workspace,
+                                       threads=threads, sessions=sessions), CHUNK):
             counts[AUDIT_REDACTED] += (
                 AuditLog.objects.filter(workspace=workspace, target_type=name, target_id__in=ids)
                 .exclude(details=REDACTED).update(details=REDACTED))
@@ -208,7 +198,7 @@ def _audit_redact(*, workspace: Workspace, user_id: str, threads: Any, sessions:
         for pk, kind, target, _ in _rows_naming(workspace, ("session", "key", "source"), key):
             if kind in ("session", "thread") and not _someone_elses(kind, target, user_id):
                 stale.add(pk)
-    for chunk in _chunks(sorted(stale)):
+    for chunk in batched(sorted(stale), CHUNK):
         counts[AUDIT_REDACTED] += AuditLog.objects.filter(pk__in=chunk).update(details=REDACTED)
 
 
@@ -259,7 +249,7 @@ def _otel_traces(workspace: Workspace, user_id: str, threads: Any) -> set[str]:
 
 
 def _otel_erase(*, workspace: Workspace, user_id: str, threads: Any, counts: dict[str, int]) -> None:
-    for ids in _chunks(sorted(_otel_traces(workspace, user_id, threads))):
+    for ids in batched(sorted(_otel_traces(workspace, user_id, threads)), CHUNK):
         with transaction.atomic():  # the trace rows last: until then a re-run finds the trace
             for model in (OtelSpan, OtelLog, OtelPending, OtelTrace):
                 _add(counts, model._default_manager.filter(workspace=workspace, trace_id__in=ids)
@@ -334,13 +324,13 @@ def _texts_erase(*, threads: Any, counts: dict[str, int]) -> None:
     theirs = _texts_named(RenderRecord.objects.filter(thread__in=threads),
                           Event.objects.filter(thread__in=threads))
     kept: set[str] = set()
-    for hashes in _chunks(sorted(theirs)):
+    for hashes in batched(sorted(theirs), CHUNK):
         kept.update(StoredText.objects.filter(sha256__in=hashes).values_list("sha256", flat=True))
     if not kept:
         return
     kept -= _texts_named(RenderRecord.objects.exclude(thread__in=threads),
                          Event.objects.exclude(thread__in=threads))
-    for hashes in _chunks(sorted(kept)):
+    for hashes in batched(sorted(kept), CHUNK):
         _add(counts, StoredText.objects.filter(sha256__in=hashes).delete()[1])
 
 
