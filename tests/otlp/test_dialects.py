@@ -7,7 +7,7 @@ import pytest
 from contextstore.models import Event, OtelSpan, Session
 from contextstore.selectors.renders import llm_call_messages
 
-from .conftest import fixture
+from .conftest import attr, export, fixture, span
 
 CASES = {
     "semconv_current": {
@@ -107,3 +107,23 @@ def test_agent_spans_are_runs(otlp):
     assert otlp(fixture("semconv_current.json")).status_code == 200
     runs = {e.run.run_id for e in Event.objects.select_related("run")}
     assert runs == {"b7ad6b7169203331"}
+
+
+@pytest.mark.parametrize("result", ["Traceback (most recent call last):\nValueError: no city", "cold", None])
+def test_a_failed_tool_span_is_one_error(otlp, result):
+    """A tool span with status error is one failed event, whatever its result's text looks like:
+    the ToolResult when the span has one (no Error beside it), else an Error."""
+    attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "weather",
+             "gen_ai.tool.call.id": "call_1", "gen_ai.tool.call.arguments": '{"city": "Oslo"}'}
+    if result is not None:
+        attrs["gen_ai.tool.call.result"] = result
+    failed = span("00f067aa0ba902b7", "execute_tool weather", attrs, status={"code": 2, "message": "boom"},
+                  events=[{"name": "exception", "timeUnixNano": "1760000001500000000",
+                           "attributes": [attr("exception.type", "ValueError"),
+                                          attr("exception.message", "no city")]}])
+    assert otlp(export(failed)).status_code == 200
+    errors = list(Event.objects.filter(is_error=True).values_list("type", flat=True))
+    assert errors == (["ToolResult"] if result is not None else ["Error"])
+    assert Session.objects.get().threads.get().error_count == 1
+    if result is not None:
+        assert Event.objects.get(type="ToolResult").data["error"] == "ValueError: no city"

@@ -287,7 +287,15 @@ def trace_events(trace: _Trace) -> list[dict[str, Any]]:
             if not found[0] and (free := [i for i in carried[key] if i not in claimed]):
                 claimed.add(free[0])
                 found = (free[0], *found[1:])
-            events += _tool_events(span, found, run_id)
+            tool, errors = _tool_events(span, found, run_id), _error_events(span, run_id)
+            results = [e for e in tool if e["type"] == "ToolResult"]
+            if errors and results:
+                # The tool's failure is its result's: one failed ToolResult (`data.error`, which
+                # `toolcalls.event_failed` reads), not a result and an Error counted twice.
+                results[-1]["data"]["error"] = "; ".join(e["content"] for e in errors)
+                errors = []
+            events += tool + errors
+            continue
         events += _error_events(span, run_id)
     return events
 
