@@ -5,6 +5,8 @@ from django.contrib.auth.models import User
 from django.db import models
 
 from contextstore.db import PreparedGet
+from contextstore.errors import InvalidInput
+from contextstore.fields import NUL_IN_NAME
 from contextstore.models import ApiToken, AuditLog, Thread, Workspace
 from contextstore.selectors.threads import THREAD_STATE_FIELDS
 
@@ -83,3 +85,18 @@ def audit_row(
         target_id=str(target.pk), details=details,
         ip=actor.ip,
     )
+
+
+def check_key(name: str, value: str, *, max_length: int, required: bool = False) -> str:
+    """A name-like string argument (a key, an id, a title): a string, present when required,
+    within its length, without NUL; else InvalidInput naming it."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string.", details={name: "must be a string"})
+    if required and not value:
+        raise InvalidInput(f"{name} is required.", details={name: "required"})
+    if len(value) > max_length:
+        raise InvalidInput(f"{name} is longer than {max_length} characters.",
+                           details={name: f"at most {max_length} characters"})
+    if "\x00" in value:
+        raise InvalidInput(f"{name}: {NUL_IN_NAME}.", details={name: NUL_IN_NAME})
+    return value

@@ -38,8 +38,7 @@ from django.db import models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from contextstore.errors import Conflict, InvalidInput
-from contextstore.fields import NUL_IN_NAME
+from contextstore.errors import Conflict
 from contextstore.models import (
     AuditLog,
     Clear,
@@ -70,7 +69,7 @@ from contextstore.models import (
 )
 from contextstore.otel.mapping import USER_KEYS, first_of
 from contextstore.selectors.renders import LLM_CALL_TYPES
-from contextstore.services.common import Actor, audit, lock_thread
+from contextstore.services.common import Actor, audit, check_key, lock_thread
 from contextstore.services.retention import COUNTED, events_delete_locked
 
 # Every kind a receipt counts, in the order it lists them (each present, zero or not).
@@ -104,15 +103,9 @@ def subject_digest(user_id: str) -> str:
 
 
 def _check_user_id(user_id: Any) -> str:
-    if not isinstance(user_id, str) or not re.search(NOT_BLANK, user_id):
-        raise InvalidInput("user_id is required: the id of the person to erase.",
-                           details={"user_id": "required"})
-    if len(user_id) > 255:
-        raise InvalidInput("user_id is longer than 255 characters.",
-                           details={"user_id": "at most 255 characters"})
-    if "\x00" in user_id:
-        raise InvalidInput(f"user_id: {NUL_IN_NAME}.", details={"user_id": NUL_IN_NAME})
-    return user_id
+    if isinstance(user_id, str) and not re.search(NOT_BLANK, user_id):
+        user_id = ""  # only whitespace names no one
+    return check_key("user_id", user_id, max_length=255, required=True)
 
 
 def _add(counts: dict[str, int], deleted: dict[str, int]) -> None:

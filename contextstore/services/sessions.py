@@ -3,24 +3,10 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from contextstore.errors import InvalidInput
-from contextstore.fields import NUL_IN_NAME
 from contextstore.models import Collapse, Session, Thread, Workspace
 from contextstore.redaction import redact, workspace_rules
 from contextstore.services import history
-from contextstore.services.common import UNSET, Actor, audit
-
-
-def _check_key(name: str, value: str, *, max_length: int, required: bool = False) -> str:
-    if not isinstance(value, str):
-        raise InvalidInput(f"{name} must be a string.", details={name: "must be a string"})
-    if required and not value:
-        raise InvalidInput(f"{name} is required.", details={name: "required"})
-    if len(value) > max_length:
-        raise InvalidInput(f"{name} is longer than {max_length} characters.",
-                           details={name: f"at most {max_length} characters"})
-    if "\x00" in value:
-        raise InvalidInput(f"{name}: {NUL_IN_NAME}.", details={name: NUL_IN_NAME})
-    return value
+from contextstore.services.common import UNSET, Actor, audit, check_key
 
 
 def session_ensure(
@@ -32,10 +18,10 @@ def session_ensure(
     These are the app-less sessions; framework sessions (with an app) are made by
     services/agent_sessions.py.
     """
-    _check_key("key", key, max_length=255, required=True)
-    _check_key("user_id", user_id, max_length=255)
-    _check_key("agent", agent, max_length=200)
-    _check_key("title", title, max_length=500)
+    check_key("key", key, max_length=255, required=True)
+    check_key("user_id", user_id, max_length=255)
+    check_key("agent", agent, max_length=200)
+    check_key("title", title, max_length=500)
     if metadata is not None and not isinstance(metadata, dict):
         raise InvalidInput("metadata must be a JSON object.", details={"metadata": "must be an object"})
     # An agent's title and metadata are its text too: secrets go before they are stored.
@@ -71,9 +57,9 @@ def session_update(
         if v is not UNSET
     }
     if "title" in changes:
-        _check_key("title", changes["title"], max_length=500)
+        check_key("title", changes["title"], max_length=500)
     if "agent" in changes:
-        _check_key("agent", changes["agent"], max_length=200)
+        check_key("agent", changes["agent"], max_length=200)
     if "metadata" in changes and not isinstance(changes["metadata"], dict):
         raise InvalidInput("metadata must be a JSON object.", details={"metadata": "must be an object"})
     if "archived" in changes and not isinstance(changes["archived"], bool):
@@ -112,7 +98,7 @@ def session_delete(*, session: Session, actor: Actor) -> None:
 
 
 def thread_ensure(*, session: Session, name: str = "main", actor: Actor) -> tuple[Thread, bool]:
-    _check_key("name", name, max_length=200, required=True)
+    check_key("name", name, max_length=200, required=True)
     try:
         with transaction.atomic():
             thread, created = Thread.objects.get_or_create(
