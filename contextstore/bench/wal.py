@@ -173,15 +173,12 @@ class WalBench:
                           f"commits (pg_walinspect); full-page images {figures['fpi']:.0%} of it"
                           if wal.inspect else "the whole cluster's (no pg_walinspect, or a "
                           "segment was recycled before it was read)"))
-        self.stdout.write(f"WAL per event, single-event appends:    {figures['single']:>7,.0f} bytes "
-                          f"(rounds: {', '.join(f'{x:,.0f}' for x in single)}; "
-                          f"full-page images {fpi['single'] / (sum(single) * per_round):.0%})")
-        self.stdout.write(f"WAL per event, batches of 100:          {figures['batch']:>7,.0f} bytes "
-                          f"(rounds: {', '.join(f'{x:,.0f}' for x in batched)}; "
-                          f"full-page images {fpi['batch'] / (sum(batched) * per_round):.0%})")
-        self.stdout.write(f"WAL per event, search index worker:     {figures['index']:>7,.0f} bytes "
-                          f"(rounds: {', '.join(f'{x:,.0f}' for x in indexed)}; "
-                          f"full-page images {fpi['index'] / (sum(indexed) * 2 * per_round):.0%})")
+        for label, key, rounds_, events in (("single-event appends", "single", single, per_round),
+                                            ("batches of 100", "batch", batched, per_round),
+                                            ("search index worker", "index", indexed, 2 * per_round)):
+            self.stdout.write(f"WAL per event, {label + ':':<25}{figures[key]:>7,.0f} bytes "
+                              f"(rounds: {', '.join(f'{x:,.0f}' for x in rounds_)}; "
+                              f"full-page images {fpi[key] / (sum(rounds_) * events):.0%})")
         self.stdout.write(f"storage per event (all contextstore tables, indexes, TOAST): "
                           f"{figures['storage']:,.0f} bytes, "
                           f"{figures['storage'] / figures['content']:.2f} per content byte")
