@@ -1,7 +1,6 @@
 """The agent's document through the API: every operation that writes it can be undone by
 restoring the revision before it, which brings back the whole document byte for byte."""
 
-import multiprocessing
 
 import pytest
 from django.db import connection, connections
@@ -10,6 +9,7 @@ from contextstore.models import AuditLog, StateRevision, Thread
 from contextstore.services import document as document_service
 from tests.api.conftest import client_for
 from tests.conftest import messages
+from tests.processes import FORK, run_forked
 
 
 def stored_text(thread_pk: int) -> str:
@@ -164,17 +164,9 @@ def test_two_writers_on_one_revision_one_wins_one_gets_412_and_nothing_is_lost(t
 
     state_write(thread=thread, state={"base": True}, actor=actor)
     thread.refresh_from_db()
-    connections.close_all()
-    ctx = multiprocessing.get_context("fork")
-    queue = ctx.Queue()
-    procs = [ctx.Process(target=_cas_writer, args=(thread.pk, thread.revision, v, queue))
-             for v in (1, 2)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(60)
-        assert p.exitcode == 0
-    outcomes = sorted(queue.get(timeout=5) for _ in procs)
+    queue = FORK.Queue()
+    run_forked(_cas_writer, [(thread.pk, thread.revision, v, queue) for v in (1, 2)], timeout=60)
+    outcomes = sorted(queue.get(timeout=5) for _ in (1, 2))
     assert [o for o, _ in outcomes] == ["ok", "stale"]
     winner = next(v for o, v in outcomes if o == "ok")
     thread.refresh_from_db()

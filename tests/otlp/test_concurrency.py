@@ -2,7 +2,6 @@
 orders, each span alone and some twice: every trace still ends as one thread, each message once."""
 
 import json
-import multiprocessing
 import random
 
 import pytest
@@ -12,6 +11,7 @@ from contextstore.models import Event, Session, Workspace
 from contextstore.otel import wire
 from contextstore.services.common import Actor
 from contextstore.services.otlp.ingest import export_ingest
+from tests.processes import run_forked
 
 from .conftest import fixture
 from .test_dialects import CASES
@@ -49,14 +49,7 @@ def _writer(workspace_pk: int, writer: int) -> None:
 def test_exporters_racing_on_the_same_traces_make_each_thread_once(workspace):
     if connection.vendor != "postgresql":
         pytest.skip("the multi-process test runs against PostgreSQL")
-    connections.close_all()
-    ctx = multiprocessing.get_context("fork")
-    procs = [ctx.Process(target=_writer, args=(workspace.pk, w)) for w in range(WRITERS)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(180)
-        assert p.exitcode == 0
+    run_forked(_writer, [(workspace.pk, w) for w in range(WRITERS)], timeout=180)
     keys = sorted(Session.objects.values_list("key", flat=True))
     assert keys == [f"conv-{n}" for n in range(1, TRACES + 1)]
     for session in Session.objects.all():

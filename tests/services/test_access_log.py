@@ -1,7 +1,6 @@
 """Who looked at what (services/access_log): at most one row per (actor, action, object, hour),
 race-free on both databases, and a per-process memory that skips the statement."""
 
-import multiprocessing
 import threading
 from datetime import UTC, datetime, timedelta
 
@@ -15,6 +14,7 @@ from contextstore.services import access_log
 from contextstore.services.access_log import Action, record_read
 from contextstore.services.common import Actor
 from contextstore.services.sessions import session_ensure, thread_ensure
+from tests.processes import FORK, run_forked
 
 NOON = datetime(2026, 12, 3, 12, 5, tzinfo=UTC)
 
@@ -144,14 +144,6 @@ def _reader(thread_pk: int, token_pk: int, now: datetime, barrier) -> None:
 def test_readers_in_processes_at_once_leave_one_row(thread, token):
     if connection.vendor != "postgresql":
         pytest.skip("the multi-process test runs against PostgreSQL")
-    connections.close_all()
-    ctx = multiprocessing.get_context("fork")
-    barrier = ctx.Barrier(4)
-    procs = [ctx.Process(target=_reader, args=(thread.pk, token[0].pk, NOON, barrier))
-             for _ in range(4)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(60)
-        assert p.exitcode == 0
+    barrier = FORK.Barrier(4)
+    run_forked(_reader, [(thread.pk, token[0].pk, NOON, barrier)] * 4, timeout=60)
     assert ReadAudit.objects.count() == 1

@@ -1,6 +1,5 @@
 """Several processes append to one thread at once: no event lost or duplicated, seq gap-free."""
 
-import multiprocessing
 
 import pytest
 from django.db import connection, connections
@@ -8,6 +7,7 @@ from django.db import connection, connections
 from contextstore.models import Event, Thread
 from contextstore.services.common import Actor
 from contextstore.services.events import event_append
+from tests.processes import FORK, forked, run_forked
 
 WRITERS = 4
 BATCHES = 15
@@ -33,14 +33,7 @@ def _writer(thread_pk: int, writer: int) -> None:
 def test_concurrent_writers_in_several_processes_lose_and_duplicate_nothing(thread):
     if connection.vendor != "postgresql":
         pytest.skip("the multi-process test runs against PostgreSQL")
-    connections.close_all()
-    ctx = multiprocessing.get_context("fork")
-    procs = [ctx.Process(target=_writer, args=(thread.pk, w)) for w in range(WRITERS)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-        assert p.exitcode == 0
+    run_forked(_writer, [(thread.pk, w) for w in range(WRITERS)])
     total = WRITERS * BATCHES * BATCH
     seqs = list(Event.objects.filter(thread=thread).order_by("seq").values_list("seq", flat=True))
     assert seqs == list(range(1, total + 1))
@@ -156,16 +149,9 @@ def test_processes_sending_the_same_big_batches_at_once_store_each_event_once(th
     and every process gets the same events back."""
     if connection.vendor != "postgresql":
         pytest.skip("the multi-process test runs against PostgreSQL")
-    connections.close_all()
-    ctx = multiprocessing.get_context("fork")
-    results = ctx.Queue()
-    procs = [ctx.Process(target=_same_batches, args=(thread.pk, results)) for _ in range(3)]
-    for p in procs:
-        p.start()
-    answers = [results.get(timeout=120) for _ in procs]
-    for p in procs:
-        p.join(120)
-        assert p.exitcode == 0
+    results = FORK.Queue()
+    with forked(_same_batches, [(thread.pk, results)] * 3) as procs:
+        answers = [results.get(timeout=120) for _ in procs]
     assert answers[0] == answers[1] == answers[2]
     stored = list(Event.objects.filter(thread=thread).order_by("seq").values_list("seq", "client_id"))
     assert stored == [(n + 1, f"same-{n // 40}-{n % 40}") for n in range(320)]

@@ -1,7 +1,6 @@
 """Retention: the policy a session gets, events and inactive sessions deleted in audited bounded
 batches, legal holds, resuming after a crash, and the record kept consistent around the gaps."""
 
-import multiprocessing
 from datetime import timedelta
 
 import pytest
@@ -19,6 +18,7 @@ from contextstore.services.common import Actor
 from contextstore.services.events import event_append
 from contextstore.services.memories import memory_remember
 from contextstore.services.sessions import session_ensure, thread_ensure
+from tests.processes import forked
 from tests.services.test_history_counters import assert_counters_match
 
 DAY = timedelta(days=1)
@@ -207,12 +207,8 @@ def test_a_writer_appending_while_retention_runs_loses_nothing(workspace, sessio
     retention.retention_policy_set(target=workspace, actor=actor, event_days=30)
     _append(thread, 300, actor)
     _age(thread, upto_seq=300, days=31)
-    connections.close_all()
-    proc = multiprocessing.get_context("fork").Process(target=_writer, args=(thread.pk, 60))
-    proc.start()
-    retention.retention_run(batch_size=7)
-    proc.join(120)
-    assert proc.exitcode == 0
+    with forked(_writer, [(thread.pk, 60)]):
+        retention.retention_run(batch_size=7)
     retention.retention_run(batch_size=7)
     contents = list(Event.objects.filter(thread=thread).order_by("seq").values_list("content", flat=True))
     assert contents == [f"new {i}" for i in range(60)]
