@@ -47,3 +47,8 @@ class StaleRevision(DomainError):
 class PayloadTooLarge(DomainError):
     code = "payload_too_large"
     status = 413
+
+
+class Forbidden(DomainError):
+    code = "forbidden"
+    status = 403

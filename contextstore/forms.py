@@ -9,8 +9,10 @@ from django import forms
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from contextstore.errors import InvalidInput
 from contextstore.eventspec import EVENT_TYPES
-from contextstore.models import ContextBlock
+from contextstore.models import ContextBlock, Score
+from contextstore.selectors.scores import FILTER_HELP, ScoreFilter, parse_score_filter
 
 
 def parse_cursor(raw: str | None) -> tuple[datetime, int] | None:
@@ -52,6 +54,16 @@ class SessionFilterForm(forms.Form):
     tokens_max = forms.IntegerField(required=False, min_value=0, max_value=2**62, label="Tokens to")
     active_from = forms.DateField(required=False, label="Active from")
     active_to = forms.DateField(required=False, label="Active to")
+    score = forms.CharField(required=False, max_length=300, label="Score", help_text=FILTER_HELP)
+
+    def clean_score(self) -> ScoreFilter | None:
+        raw = self.cleaned_data.get("score") or ""
+        if not raw.strip():
+            return None
+        try:
+            return parse_score_filter(raw)
+        except InvalidInput as exc:
+            raise forms.ValidationError(exc.message) from None
 
     def clean(self):
         data = super().clean()
@@ -146,3 +158,31 @@ def first_error(form: forms.Form) -> str:
         label = "" if field == "__all__" else f"{field.replace('_', ' ')}: "
         return f"{label}{errors[0]}"
     return "The form is not valid."
+
+
+class CommentForm(forms.Form):
+    text = forms.CharField(max_length=10_000, widget=forms.Textarea(attrs={"rows": 3}), label="Comment",
+                           strip=False)
+
+
+class ScoreForm(forms.Form):
+    """A score typed on the session page; the value is read as its data type asks."""
+
+    name = forms.CharField(max_length=100)
+    data_type = forms.ChoiceField(choices=Score.DataType.choices, label="Type")
+    value = forms.CharField(max_length=200, help_text="a number, true/false, or a category")
+    comment = forms.CharField(required=False, max_length=10_000)
+
+    def typed_value(self) -> object:
+        """The value as the service takes it: a float, a bool, or the text (the service says
+        what is wrong with it)."""
+        raw = self.cleaned_data["value"].strip()
+        kind = self.cleaned_data["data_type"]
+        if kind == Score.DataType.BOOLEAN:
+            return {"true": True, "false": False}.get(raw.lower(), raw)
+        if kind == Score.DataType.NUMERIC:
+            try:
+                return float(raw)
+            except ValueError:
+                return raw
+        return raw

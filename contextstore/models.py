@@ -961,3 +961,75 @@ class OtelTrace(models.Model):
 
     def __str__(self) -> str:
         return self.trace_id
+
+
+class Comment(models.Model):
+    """A person's note on a session, or on one event of its threads (an LLM call is named by
+    its call's seq). Written only by services/comments.py; the text is the person's, shown
+    escaped (Markdown through contextstore/markdown.py, which escapes first)."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="comments")
+    # Both set: on the event at `seq` of `thread`; both NULL: on the session.
+    thread = models.ForeignKey(Thread, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    seq = models.BigIntegerField(null=True, blank=True)
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                               on_delete=models.SET_NULL, related_name="+")
+    author_label = models.CharField(max_length=200, blank=True, default="")
+    text = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    edited_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["session", "created_at"], name="comment_session"),
+            models.Index(fields=["thread", "seq"], name="comment_event"),
+        ]
+
+    def __str__(self) -> str:
+        return f"comment {self.pk} on {f'#{self.seq}' if self.seq else f'session {self.session_id}'}"
+
+
+class Score(models.Model):
+    """An evaluation of a session or of one LLM call (thread + the call's seq), as Langfuse
+    keeps them: a name, a value of one data type, an optional comment, and who gave it (a
+    person or an API token: evaluators post scores through the API). services/scores.py."""
+
+    class DataType(models.TextChoices):
+        NUMERIC = "numeric"
+        CATEGORICAL = "categorical"
+        BOOLEAN = "boolean"
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="scores")
+    thread = models.ForeignKey(Thread, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    seq = models.BigIntegerField(null=True, blank=True)
+    name = models.CharField(max_length=100)
+    data_type = models.CharField(max_length=11, choices=DataType.choices)
+    # numeric: the number; boolean: 1 or 0; categorical: NULL.
+    value = models.FloatField(null=True, blank=True)
+    # categorical: the category; boolean: "true" or "false"; numeric: "".
+    string_value = models.CharField(max_length=200, blank=True, default="")
+    comment = models.TextField(blank=True, default="")
+    author_user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                    on_delete=models.SET_NULL, related_name="+")
+    author_token = models.ForeignKey(ApiToken, null=True, blank=True, on_delete=models.SET_NULL,
+                                     related_name="+")
+    author_label = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["session", "created_at"], name="score_session"),
+            models.Index(fields=["thread", "seq"], name="score_event"),
+            models.Index(fields=["workspace", "name", "session"], name="score_name"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name}={self.display}"
+
+    @property
+    def display(self) -> str:
+        if self.data_type == self.DataType.NUMERIC:
+            return f"{self.value:g}"
+        return self.string_value

@@ -63,6 +63,8 @@ PLAN: dict[str, str] = {
     "contextstore.OtelLog": DISTRIBUTED,
     "contextstore.OtelPending": DISTRIBUTED,
     "contextstore.OtelTrace": DISTRIBUTED,
+    "contextstore.Comment": DISTRIBUTED,
+    "contextstore.Score": DISTRIBUTED,
 }
 
 # Distributed tables: where workspace_id comes from.
@@ -95,6 +97,8 @@ WORKSPACE: dict[str, str] = {
     "contextstore.OtelLog": "has",
     "contextstore.OtelPending": "has",
     "contextstore.OtelTrace": "has",
+    "contextstore.Comment": "has",
+    "contextstore.Score": "has",
 }
 
 # Unique keys of distributed tables that do not include workspace today, by (model, fields),

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from contextstore.views import actions, cache, calls, otlp, sessions, spans, sso, threads
+from contextstore.views import actions, cache, calls, comments, otlp, sessions, spans, sso, threads
 
 app_name = "contextstore"
 
@@ -10,6 +10,12 @@ urlpatterns = [
     path("sessions/<int:pk>/", sessions.session_detail, name="session"),
     path("sessions/<int:pk>/cache/", cache.session_cache_view, name="session-cache"),
     path("cache/", cache.workspace_cache_view, name="cache"),
+    path("sessions/<int:pk>/comments/", comments.session_comments, name="session-comments"),
+    path("sessions/<int:pk>/scores/", comments.session_scores_view, name="session-scores"),
+    path("threads/<int:pk>/events/<int:seq>/comments/", comments.event_comments, name="event-comments"),
+    path("comments/<int:comment_id>/edit/", comments.comment_change, {"op": "edit"}, name="comment-edit"),
+    path("comments/<int:comment_id>/delete/", comments.comment_change, {"op": "delete"},
+         name="comment-delete"),
     path("sessions/<int:pk>/archive/", sessions.session_archive_toggle, name="session-archive"),
     path("threads/<int:pk>/", threads.thread_detail, name="thread"),
     path("threads/<int:pk>/context/", threads.model_view, name="model-view"),

@@ -11,6 +11,7 @@ from django.core.validators import ProhibitNullCharactersValidator, RegexValidat
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
+from contextstore.errors import InvalidInput
 from contextstore.eventspec import EVENT_TYPES, STRING_FIELDS, TYPE_MAX_LENGTH
 from contextstore.models import (
     Clear,
@@ -26,6 +27,7 @@ from contextstore.models import (
     Thread,
 )
 from contextstore.ranges import POSITION_MAX
+from contextstore.selectors.scores import FILTER_HELP, ScoreFilter, parse_score_filter
 
 JSON_ANY = serializers.JSONField  # any JSON value (the models keep it as ordered text)
 
@@ -95,6 +97,13 @@ class SessionQuerySerializer(serializers.Serializer):
     agent = serializers.CharField(required=False)
     q = serializers.CharField(required=False)
     archived = serializers.BooleanField(required=False, allow_null=True, default=None)
+    score = serializers.CharField(required=False, help_text=f"Sessions holding a score: {FILTER_HELP}.")
+
+    def validate_score(self, value: str) -> ScoreFilter:
+        try:
+            return parse_score_filter(value)
+        except InvalidInput as exc:
+            raise serializers.ValidationError(exc.message) from None
 
 
 RANGE_HELP = "Working-context position; ranges include both ends."

@@ -10,6 +10,7 @@ from contextstore.api import (
     renders,
     retention,
     revisions,
+    scores,
     sync,
     views,
 )
@@ -35,6 +36,10 @@ router.register("renders", renders.RenderViewSet, basename="render")
 router.register("threads", renders.LLMCallViewSet, basename="thread-llm-call")
 router.register("agent-sessions", AgentSessionViewSet, basename="agent-session")
 router.register("erasures", erasures.ErasureViewSet, basename="erasure")
+router.register(r"sessions/(?P<session_pk>[0-9]+)/scores", scores.SessionScoreViewSet,
+                basename="session-score")
+router.register(r"threads/(?P<thread_pk>[0-9]+)/events/(?P<seq>[0-9]+)/scores",
+                scores.CallScoreViewSet, basename="call-score")
 
 app_name = "api"
 urlpatterns = [

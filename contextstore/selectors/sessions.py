@@ -16,6 +16,7 @@ from contextstore.db import time_limit
 from contextstore.models import Event, ReadAudit, Run, Session, SessionModel, Thread, Workspace
 from contextstore.selectors.calls import CALL_END, CALL_START, call_key
 from contextstore.selectors.events import text_search
+from contextstore.selectors.scores import ScoreFilter, sessions_scored
 
 SESSION_SORTS = {"activity": "last_activity_at", "events": "event_count", "tokens": "token_total",
                  "cost": "cost_total", "errors": "error_count", "threads": "thread_count"}
@@ -78,13 +79,14 @@ def workspace_sessions(
     errors: bool = False, cost: tuple[Decimal | None, Decimal | None] = (None, None),
     tokens: tuple[int | None, int | None] = (None, None),
     active: tuple[datetime | None, datetime | None] = (None, None),
-    text_hits: Collection[int] = (),
+    text_hits: Collection[int] = (), score: ScoreFilter | None = None,
 ) -> QuerySet[Session]:
     """The workspace's sessions, filtered on their columns and counters only (cost, tokens,
     errors, last activity; the model through SessionModel's (model, session) index), so a
     filter costs the same however long the sessions' histories are. Ranges include both
     ends; the activity range is [from, to). `q` matches the key, user, agent or title, or
-    a session among `text_hits` (ids sessions_with_text found by their events)."""
+    a session among `text_hits` (ids sessions_with_text found by their events). `score` keeps
+    the sessions holding a matching score (selectors/scores.py)."""
     qs = Session.objects.filter(workspace=workspace)
     if q:
         match = Q(key__icontains=q) | Q(user_id__icontains=q) | Q(agent__icontains=q) | Q(title__icontains=q)
@@ -110,6 +112,8 @@ def workspace_sessions(
         qs = qs.filter(last_activity_at__gte=active[0])
     if active[1] is not None:
         qs = qs.filter(last_activity_at__lt=active[1])
+    if score is not None:
+        qs = sessions_scored(qs, workspace_id=workspace.pk, score=score)
     return qs.order_by("-last_activity_at", "-id")
 
 

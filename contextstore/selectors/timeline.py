@@ -12,6 +12,7 @@ from django.db.models import QuerySet, Subquery
 from contextstore.models import Collapse, Event, Thread
 from contextstore.selectors.calls import LLMCall, calls_of_page, tool_name, tool_pairs
 from contextstore.selectors.events import text_candidates, text_match
+from contextstore.selectors.scores import comment_counts
 
 PAGE_SIZE = 50
 TAIL_LIMIT = 200
@@ -105,6 +106,14 @@ def _items(thread: Thread, events: list[Event]) -> list[Item]:
             items.append(Item("tool", e.seq, event=e, results=tools[e.seq], tool=tool_name(e)))
         else:
             items.append(Item("event", e.seq, event=e))
+    # The comment badge: one grouped query for the page (a call's comments are on its seq).
+    counts = comment_counts(thread=thread, seqs=[e.seq for e in events]
+                            + [c.seq for c in calls.values()])
+    for e in events:
+        e.comment_count = counts.get(e.seq, 0)  # type: ignore[attr-defined]
+    for item in items:
+        if item.call is not None and item.event is not None:
+            item.event.comment_count = counts.get(item.call.seq, 0)  # type: ignore[attr-defined]
     return items
 
 

@@ -18,7 +18,9 @@ way is finished by the next, and a run that finds nothing answers zeros):
 - every session: events in batches (retention's helper, so the counters stay right between
   batches), then per thread the bulky rows (state revisions, render records, block versions,
   commit records, staged sync uploads, blobs) in batches, then the rest in one short
-  transaction (threads, runs, collapses, clears, blocks, jobs, provider states...).
+  transaction (threads, runs, collapses, clears, blocks, jobs, provider states...); the
+  comments and scores on their sessions, calls and events go with the session (whoever wrote
+  them: they are about the person), their audit rows redacted as the session's.
 
 Batches are RETENTION_BATCH_SIZE rows, each its own transaction. Writes the person's agents
 make while the erasure runs, or after it, are new data (erase again).
@@ -43,6 +45,7 @@ from contextstore.models import (
     AuditLog,
     Clear,
     Collapse,
+    Comment,
     CommitRecord,
     ContextBlock,
     ContextBlockVersion,
@@ -58,6 +61,7 @@ from contextstore.models import (
     Run,
     ScopedState,
     ScopedStateRevision,
+    Score,
     Session,
     SessionModel,
     StateRevision,
@@ -82,7 +86,8 @@ KINDS = {
     ProviderState: "provider_states", SessionModel: "session_models", Memory: "memories",
     ScopedState: "scoped_states", ScopedStateRevision: "scoped_state_revisions",
     OtelSpan: "otel_spans", OtelLog: "otel_logs", OtelTrace: "otel_traces",
-    OtelPending: "otel_pending", LogEntry: "admin_log_entries",
+    OtelPending: "otel_pending", Comment: "comments", Score: "scores",
+    LogEntry: "admin_log_entries",
 }
 AUDIT_REDACTED = "audit_rows_redacted"
 REDACTED = {"erased": True}
@@ -91,7 +96,8 @@ BULKY: tuple[type[models.Model], ...] = (
     StateRevision, RenderRecord, ContextBlockVersion, CommitRecord, SyncUpload, ThreadBlob)
 # Objects of a person audit rows and the admin's log name as their target.
 TARGETS: tuple[type[models.Model], ...] = (
-    Session, Thread, Run, Collapse, Clear, ContextBlock, Job, ProviderState, Memory, ScopedState)
+    Session, Thread, Run, Collapse, Clear, ContextBlock, Job, ProviderState, Memory, ScopedState,
+    Comment, Score)
 CHUNK = 500  # ids per IN (...) list: well under SQLite's bound on parameters
 NOT_BLANK = r"\S"  # a user id to erase holds something besides whitespace
 
@@ -157,6 +163,8 @@ def _target_ids(model: type[models.Model], *, user_id: str, workspace: Workspace
         rows = threads
     elif model is Memory:
         rows = _memories(workspace, user_id, threads)
+    elif model in (Comment, Score):  # on their sessions or their sessions' events
+        rows = model._default_manager.filter(session__in=sessions)
     elif model is ScopedState:
         rows = ScopedState.objects.filter(workspace=workspace, scope=ScopedState.Scope.USER,
                                           user_id=user_id)

@@ -333,3 +333,12 @@ def ago(when) -> str:
 def grouped(value: int | None) -> str:
     """195890 -> 195,890: exact token counts, readable."""
     return f"{int(value or 0):,}"
+
+
+@register.filter
+def comment_html(text: str) -> SafeString:
+    """A person's comment: Markdown rendered and sanitized (contextstore/markdown.py: raw HTML
+    off, then nh3), or, with no Markdown in it, the escaped text with its line breaks."""
+    if looks_like_markdown(text):
+        return mark_safe(render_markdown(text))  # noqa: S308 - sanitized by nh3
+    return format_html_join(mark_safe("<br>"), "{}", ((line,) for line in text.split("\n")))

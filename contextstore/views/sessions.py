@@ -36,6 +36,7 @@ from contextstore.views.access import (
     get_session,
     visible_workspaces,
 )
+from contextstore.views.comments import comments_context, scores_context
 
 PAGE_SIZE = 50
 
@@ -72,6 +73,7 @@ def session_list(request: DashboardRequest) -> HttpResponse:
             "cost": (data.get("cost_min"), data.get("cost_max")),
             "tokens": (data.get("tokens_min"), data.get("tokens_max")),
             "active": form.active_range() if data else (None, None),
+            "score": data.get("score"),
         }
         q = data.get("q") or None
         # The search also looks through the events of the sessions the other filters keep.
@@ -153,6 +155,8 @@ def session_detail(request: DashboardRequest, pk: int) -> HttpResponse:
         "retention": (policy := retention.policy_of(session)),
         "expires_at": retention.session_expires_at(session, policy),
         "viewers": session_viewers(session=session),
+        **comments_context(request, session),
+        **scores_context(session),
     })
     if request.htmx:
         template_name += "#runs"

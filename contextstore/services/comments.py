@@ -1,0 +1,92 @@
+"""Comments on a session or on one event of its threads (an LLM call is named by its call's
+seq, services/scores.py does the same). Anyone who may edit the workspace comments; only the
+author, or an admin of the workspace, edits or deletes a comment. Every change is audited;
+the audit row keeps the comment's length, never its text."""
+
+from django.db import transaction
+from django.utils import timezone
+
+from contextstore.errors import Forbidden, InvalidInput, NotFound
+from contextstore.models import Comment, Event, Membership, Session, Thread
+from contextstore.services.common import Actor, audit
+
+MAX_TEXT = 10_000
+
+
+def event_target(*, session: Session, thread: Thread | None, seq: int | None,
+                 types: tuple[str, ...] | None = None) -> tuple[Thread | None, int | None]:
+    """The (thread, seq) a comment or score is on: both None (the session), or an event of a
+    thread of this session (of one of `types`, when given). Anything else is a clear error."""
+    if thread is None and seq is None:
+        return None, None
+    if thread is None or seq is None:
+        raise InvalidInput("thread and seq go together: both name an event, neither the session.",
+                           details={"seq" if thread else "thread": "required with the other"})
+    if isinstance(seq, bool) or not isinstance(seq, int):
+        raise InvalidInput("seq must be an integer.", details={"seq": "integer"})
+    if thread.session_id != session.pk:
+        raise NotFound("No such thread in this session.")
+    found = Event.objects.filter(thread=thread, seq=seq)
+    if types is not None:
+        found = found.filter(type__in=types)
+    if not found.exists():
+        what = "LLM call" if types else "event"
+        raise NotFound(f"No {what} at seq {seq} of thread {thread.pk}.")
+    return thread, seq
+
+
+def _text(text: object) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInput("The comment is empty.", details={"text": "required"})
+    if len(text) > MAX_TEXT:
+        raise InvalidInput(f"The comment is longer than {MAX_TEXT} characters.",
+                           details={"text": f"at most {MAX_TEXT} characters"})
+    if "\x00" in text:
+        raise InvalidInput("The comment holds a NUL character.", details={"text": "no NUL"})
+    return text.strip()
+
+
+def may_change(comment: Comment, actor: Actor) -> bool:
+    """The author, or an admin of the comment's workspace (a superuser too)."""
+    user = actor.user
+    if user is None:
+        return False
+    if comment.author_id == user.pk or user.is_superuser:
+        return True
+    return Membership.objects.filter(workspace_id=comment.workspace_id, user=user,
+                                     role=Membership.Role.ADMIN).exists()
+
+
+def comment_add(*, session: Session, text: object, actor: Actor, thread: Thread | None = None,
+                seq: int | None = None) -> Comment:
+    text = _text(text)
+    thread, seq = event_target(session=session, thread=thread, seq=seq)
+    with transaction.atomic():
+        comment = Comment.objects.create(
+            workspace_id=session.workspace_id, session=session, thread=thread, seq=seq,
+            author=actor.user, author_label=actor.label[:200], text=text)
+        audit(actor=actor, action="comment.add", target=comment, workspace=session.workspace,
+              session=session.pk, thread=thread.pk if thread else None, seq=seq, length=len(text))
+    return comment
+
+
+def comment_edit(*, comment: Comment, text: object, actor: Actor) -> Comment:
+    if not may_change(comment, actor):
+        raise Forbidden("Only the author or a workspace admin can edit this comment.")
+    text = _text(text)
+    with transaction.atomic():
+        comment.text, comment.edited_at = text, timezone.now()
+        comment.save(update_fields=["text", "edited_at"])
+        audit(actor=actor, action="comment.edit", target=comment, workspace=comment.session.workspace,
+              session=comment.session_id, length=len(text))
+    return comment
+
+
+def comment_delete(*, comment: Comment, actor: Actor) -> None:
+    if not may_change(comment, actor):
+        raise Forbidden("Only the author or a workspace admin can delete this comment.")
+    with transaction.atomic():
+        audit(actor=actor, action="comment.delete", target=comment,
+              workspace=comment.session.workspace, session=comment.session_id,
+              thread=comment.thread_id, seq=comment.seq)
+        comment.delete()
