@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('contextstore', '0025_search_index'),
+        ('contextstore', '0026_search_pending_list'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
