@@ -59,7 +59,7 @@ class Wal:
     Without it, the whole cluster's WAL between the two LSNs."""
 
     def __init__(self) -> None:
-        self.inspect = False
+        self.inspect, self.why = False, "no pg_walinspect"
         with connection.cursor() as cursor:
             try:
                 with transaction.atomic():
@@ -87,10 +87,10 @@ class Wal:
                             "FROM r WHERE block_ref LIKE %s OR xid::text IN (SELECT xid FROM ours)",
                             [start, self.database, self.database])
                         total, fpi = cursor.fetchone()
-                except DatabaseError:
+                except DatabaseError as error:
                     # A checkpoint recycled the segment (more WAL than max_wal_size): from here
                     # on, the whole cluster's WAL.
-                    self.inspect = False
+                    self.inspect, self.why = False, str(error).splitlines()[0]
             if not self.inspect:
                 cursor.execute("SELECT pg_current_wal_lsn() - %s::pg_lsn, 0", [start])
                 total, fpi = cursor.fetchone()
@@ -171,8 +171,7 @@ class WalBench:
                           f"messages of {figures['content']:.0f} characters of varied words")
         self.stdout.write("WAL counted: " + ("this database's records and their transactions' "
                           f"commits (pg_walinspect); full-page images {figures['fpi']:.0%} of it"
-                          if wal.inspect else "the whole cluster's (no pg_walinspect, or a "
-                          "segment was recycled before it was read)"))
+                          if wal.inspect else f"the whole cluster's ({wal.why})"))
         for label, key, rounds_, events in (("single-event appends", "single", single, per_round),
                                             ("batches of 100", "batch", batched, per_round),
                                             ("search index worker", "index", indexed, 2 * per_round)):
