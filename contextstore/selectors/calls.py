@@ -20,6 +20,7 @@ from contextstore.usage import event_cost, event_usage
 
 CALL_START = "LLMCallStart"
 CALL_END = "LLMComplete"
+RUNTIME_ROWS = (CALL_END, "LLMCallEnd", "BeforeAgentCall", "AfterAgentCall")
 PAIR_WINDOW = 20  # LLM-call rows looked at on either side to find a partner
 SENT_PAGE = 100  # messages per page of an "as sent" view
 
@@ -43,6 +44,11 @@ class LLMCall:
         return None
 
     @property
+    def seq_call_id(self) -> str:
+        """The call_id the call was logged with, if any."""
+        return (self.start or self.end).call_id or ""  # type: ignore[union-attr]
+
+    @property
     def model(self) -> str:
         return str(self._data("model") or "")
 
@@ -60,11 +66,17 @@ class LLMCall:
 
     @property
     def latency_ms(self) -> int | None:
-        """From the start's to the end's time; else what the agent reported (latency_ms)."""
+        """From the start's to the end's time; else what the agent reported (latency_ms); else
+        unknown. Two events logged at the same instant (one batch without times) measured
+        nothing: that is unknown too, never "0 ms"."""
         if self.start and self.end:
-            return int((self.end.occurred_at - self.start.occurred_at).total_seconds() * 1000)
+            measured = int((self.end.occurred_at - self.start.occurred_at).total_seconds() * 1000)
+            if measured > 0:
+                return measured
         reported = self._data("latency_ms")
-        return int(reported) if isinstance(reported, int | float) and not isinstance(reported, bool) else None
+        if isinstance(reported, int | float) and not isinstance(reported, bool) and reported > 0:
+            return int(reported)
+        return None
 
     @property
     def render_id(self) -> str | None:
@@ -108,27 +120,88 @@ def call_end_of(*, thread: Thread, start: Event) -> Event | None:
     return None
 
 
-def calls_of_page(*, thread: Thread, events: list[Event]) -> tuple[dict[int, LLMCall], set[int]]:
-    """Calls for a page of events (oldest first): {seq of the event that shows the card: call}
-    and the seqs of starts folded into a card further down the same page. A card stands at its
-    LLMComplete; a start whose end is not on the page gets a card of its own (still running,
-    or ended on a newer page)."""
-    calls: dict[int, LLMCall] = {}
-    folded: set[int] = set()
+# What a call produced, shown inside its card: thinking, reply text, tool calls and (nested
+# under their call) tool results. Other events (user input, errors, feedback) stay rows.
+OUTPUT_TYPES = ("Reasoning", "LLMOutput", "ToolCall", "ToolResult")
+
+
+def is_output(event: Event) -> bool:
+    return event.type in OUTPUT_TYPES or (event.type == "Message" and event.role == "assistant")
+
+
+@dataclass
+class CallGroup:
+    """A call card on a page: the call, the seq it stands at and the outputs it holds."""
+
+    call: LLMCall
+    at: int
+    outputs: list[Event]
+
+
+def call_groups(
+    *, thread: Thread, events: list[Event]
+) -> tuple[list[CallGroup], dict[int, LLMCall], set[int]]:
+    """The call cards of a page of events (oldest first), the LLMCompletes whose start is on an
+    older page ({end seq: call}, shown as a slim "call ended" row) and the seqs shown inside a
+    card rather than as rows of their own.
+
+    A card stands at its LLMCallStart (a call whose start was never logged: at its first output
+    on the page, else at its LLMComplete). An output belongs to the call whose call_id it
+    carries; one without a call_id (or naming no call) to the latest call started before it in
+    its run, until another event of that run (user input, an error, feedback) ends the turn; a
+    tool result to the card holding the tool call it answers. Only events on the page are
+    grouped: outputs on a newer page show as rows there (their call link filters the call)."""
+    groups: dict[int, CallGroup] = {}  # by the seq of the call's start, else its end
+    ends: dict[int, LLMCall] = {}
+    hidden: set[int] = set()
     open_starts: dict[tuple[str, Any], Event] = {}
     for e in events:
         if e.type == CALL_START:
             open_starts[call_key(e)] = e
+            groups[e.seq] = CallGroup(LLMCall(start=e, end=None), e.seq, [])
         elif e.type == CALL_END:
             start = open_starts.pop(call_key(e), None)
             if start is not None:
-                folded.add(start.seq)
+                groups[start.seq].call.end = e
+                hidden.add(e.seq)
+            elif (start := call_start_of(thread=thread, end=e)) is not None:
+                ends[e.seq] = LLMCall(start=start, end=e)
             else:
-                start = call_start_of(thread=thread, end=e)
-            calls[e.seq] = LLMCall(start=start, end=e)
+                groups[e.seq] = CallGroup(LLMCall(start=None, end=e), e.seq, [])
+                hidden.add(e.seq)
     for start in open_starts.values():
-        calls[start.seq] = LLMCall(start=start, end=call_end_of(thread=thread, start=start))
-    return calls, folded
+        groups[start.seq].call.end = call_end_of(thread=thread, start=start)
+
+    by_call_id = {g.call.end.call_id: g for g in groups.values()  # calls that never logged a start
+                  if g.call.start is None and g.call.end is not None and g.call.end.call_id}
+    current: dict[int | None, CallGroup] = {}  # the open call of each run (None: no run)
+    by_tool_id: dict[str, CallGroup] = {}
+    for e in events:
+        if e.type == CALL_START:
+            group = groups[e.seq]
+            current[e.run_id] = group
+            if e.call_id:
+                by_call_id[e.call_id] = group
+        elif e.type in RUNTIME_ROWS:
+            continue
+        elif is_output(e):
+            named = result_call_id(e.parts, e.data) if e.type == "ToolResult" else None
+            owner = (by_tool_id.get(named) if named else None) or by_call_id.get(e.call_id or "")
+            if owner is None and (open_call := current.get(e.run_id)) is not None:
+                if not e.call_id or not open_call.call.seq_call_id:
+                    owner = open_call
+            if owner is not None:
+                owner.outputs.append(e)
+                hidden.add(e.seq)
+                for c in event_calls(e.type, e.parts, e.data):
+                    if c.id:
+                        by_tool_id[c.id] = owner
+        else:
+            current.pop(e.run_id, None)
+    for group in groups.values():
+        if group.call.start is None and group.outputs:
+            group.at = min(group.at, group.outputs[0].seq)
+    return sorted(groups.values(), key=lambda g: g.at), ends, hidden
 
 
 def llm_call_at(*, thread: Thread, seq: int) -> LLMCall | None:

@@ -10,7 +10,7 @@ from typing import Any
 from django.db.models import QuerySet, Subquery
 
 from contextstore.models import Collapse, Event, Thread
-from contextstore.selectors.calls import LLMCall, calls_of_page, tool_name, tool_pairs
+from contextstore.selectors.calls import LLMCall, call_groups, tool_name, tool_pairs
 from contextstore.selectors.events import text_candidates, text_match
 from contextstore.selectors.scores import comment_counts
 
@@ -24,22 +24,31 @@ FOLDED_TYPES = ("BeforeAgentCall", "AfterAgentCall", "LLMCallEnd")
 
 @dataclass
 class Item:
-    """One row of the timeline: an event, or a summary card standing for a collapsed range."""
+    """One row of the timeline: an event, an LLM call card (what it produced inside), a tool
+    card (a ToolCall and its results), the end of a call that started on an older page, or a
+    summary card standing for a collapsed range."""
 
-    kind: str  # "event", "call" (an LLM call card) or "collapse"
-    key: int  # where it stands: an event's seq, a collapse's first position
+    kind: str  # "event", "call", "call-end", "tool" or "collapse"
+    key: int  # where it stands: an event's seq, a call's start, a collapse's first position
     event: Event | None = None
     collapse: Collapse | None = None
     call: LLMCall | None = None
     results: list[Event] = field(default_factory=list)  # a ToolCall's results, in one card
     tool: str = ""  # the tool's name, for a ToolCall with results
     run_head: Any = None  # the Run whose turn starts at this row (a header above it)
+    outputs: list["Item"] = field(default_factory=list)  # a call card's outputs, as rows
+    last: int = 0  # the newest seq the row shows (a card holds events after its key)
+    continues: int | None = None  # a call ending on a newer page: its LLMComplete's seq
+    result_later: bool = False  # a tool in such a card: its result may be on the newer page
 
     @property
     def tool_ms(self) -> int | None:
+        """From the tool call to its first result; unknown (None) when no result was logged or
+        both were logged at the same instant."""
         if not self.results or self.event is None:
             return None
-        return int((self.results[0].occurred_at - self.event.occurred_at).total_seconds() * 1000)
+        ms = int((self.results[0].occurred_at - self.event.occurred_at).total_seconds() * 1000)
+        return ms if ms > 0 else None
 
 
 @dataclass
@@ -91,24 +100,46 @@ def _cards(thread: Thread, filters: dict[str, Any], low: int, high: int | None) 
             for c in qs.order_by("-start_position")[:CARD_LIMIT]]
 
 
-def _items(thread: Thread, events: list[Event]) -> list[Item]:
-    """Events oldest first as rows: an LLM call's start and end become one call card, a
-    ToolCall and its results one tool card."""
-    calls, folded = calls_of_page(thread=thread, events=events)
+def _tool_rows(events: list[Event], *, in_card: bool = False) -> list[Item]:
+    """Events oldest first as rows, a ToolCall and its results as one tool card (in a call
+    card every ToolCall is one, so a call whose result never came says so)."""
     tools, answered = tool_pairs(events=events)
     items = []
     for e in events:
-        if e.seq in folded or e.seq in answered:
+        if e.seq in answered:
             continue
-        if e.seq in calls:
-            items.append(Item("call", e.seq, event=e, call=calls[e.seq]))
-        elif e.seq in tools:
-            items.append(Item("tool", e.seq, event=e, results=tools[e.seq], tool=tool_name(e)))
+        if e.seq in tools or (in_card and e.type == "ToolCall"):
+            results = tools.get(e.seq, [])
+            items.append(Item("tool", e.seq, event=e, results=results, tool=tool_name(e),
+                              last=max([e.seq] + [r.seq for r in results])))
         else:
-            items.append(Item("event", e.seq, event=e))
+            items.append(Item("event", e.seq, event=e, last=e.seq))
+    return items
+
+
+def _items(thread: Thread, events: list[Event]) -> list[Item]:
+    """Events oldest first as rows: an LLM call becomes one card at its start holding what it
+    produced (selectors/calls.call_groups), a ToolCall and its results one tool card."""
+    groups, ends, hidden = call_groups(thread=thread, events=events)
+    newest = events[-1].seq if events else 0
+    items = []
+    for g in groups:
+        anchor = g.call.start or g.call.end
+        end = g.call.end
+        last = max([g.at] + [o.seq for o in g.outputs] + ([end.seq] if end and end.seq <= newest else []))
+        outputs = _tool_rows(g.outputs, in_card=True)
+        continues = end.seq if end and end.seq > newest else None
+        for row in outputs:
+            row.result_later = continues is not None
+        items.append(Item("call", g.at, event=anchor, call=g.call, outputs=outputs, last=last,
+                          continues=continues))
+    items += [Item("call-end", seq, event=call.end, call=call, last=seq) for seq, call in ends.items()]
+    items += _tool_rows([e for e in events if e.seq not in hidden and e.seq not in ends
+                         and e.type != "LLMCallStart"])
+    items.sort(key=lambda item: item.key)
     # The comment badge: one grouped query for the page (a call's comments are on its seq).
-    counts = comment_counts(thread=thread, seqs=[e.seq for e in events]
-                            + [c.seq for c in calls.values()])
+    calls = [g.call for g in groups] + list(ends.values())
+    counts = comment_counts(thread=thread, seqs=[e.seq for e in events] + [c.seq for c in calls])
     for e in events:
         e.comment_count = counts.get(e.seq, 0)  # type: ignore[attr-defined]
     for item in items:

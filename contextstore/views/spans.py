@@ -1,19 +1,24 @@
-"""A run's OpenTelemetry span tree with its timings (a waterfall), for ingested traces."""
+"""A run's waterfall: its LLM calls and tool calls from the recorded events (any ingest path),
+and for ingested traces its OpenTelemetry span tree with their timings."""
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
 
 from contextstore.selectors.spans import run_spans
+from contextstore.selectors.waterfall import run_waterfall as events_waterfall
 from contextstore.views.access import DashboardRequest, get_thread, visible_workspaces
 
 
 @login_required
 def run_waterfall(request: DashboardRequest, pk: int, run_id: str) -> HttpResponse:
     thread = get_thread(request, pk)
-    if not thread.runs.filter(run_id=run_id).exists():
+    run = thread.runs.filter(run_id=run_id).first()
+    if run is None:
         raise Http404("No such run on this thread.")
-    rows = run_spans(thread=thread, run_id=run_id)
+    metadata = thread.session.metadata if isinstance(thread.session.metadata, dict) else {}
+    rows = run_spans(thread=thread, run_id=run_id) if metadata.get("otel") else []
     return render(request, "contextstore/run_spans.html", {
         "thread": thread, "session": thread.session, "workspace": thread.workspace,
-        "workspaces": visible_workspaces(request.user), "run_id": run_id, "rows": rows})
+        "workspaces": visible_workspaces(request.user), "run": run, "run_id": run_id, "rows": rows,
+        "waterfall": events_waterfall(run=run)})

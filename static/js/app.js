@@ -394,8 +394,9 @@
 
   // The timeline keeps at most data-max-rows rows: scrolling far one way drops the rows at the
   // other end and puts a loader there instead, so a long read does not grow the page forever.
-  function rowSeq(el) {
-    var s = el.getAttribute("data-seq") || el.getAttribute("data-tool");
+  function rowSeq(el, newest) {
+    // a call or tool card holds events after the one it stands at: its newest one is data-last
+    var s = (newest && el.getAttribute("data-last")) || el.getAttribute("data-seq") || el.getAttribute("data-tool");
     return s ? Number(s) : null;
   }
   function loader(kind, url) {
@@ -427,7 +428,7 @@
     if (dropOldest) {
       for (i = 0; i < kept.length && edge === null; i++) edge = rowSeq(kept[i]);
     } else {
-      for (i = kept.length - 1; i >= 0 && edge === null; i--) edge = rowSeq(kept[i]);
+      for (i = kept.length - 1; i >= 0 && edge === null; i--) edge = rowSeq(kept[i], true);
     }
     if (edge === null) return;
     var height = doc().scrollHeight, top = window.scrollY;

@@ -66,6 +66,7 @@ def pages(thread, job) -> dict[str, str]:
             "thread-around": f"{t}/?around=8", "thread-search": f"{t}/?q=refund&type=LLMOutput",
             "model-view": f"{t}/context/",
             "call-sent": f"{t}/calls/7/sent/", "call-diff": f"{t}/calls/13/diff/",
+            "run-waterfall": f"{t}/runs/run-1/spans/",
             "session-cache": f"/sessions/{thread.session_id}/cache/", "workspace-cache": "/cache/",
             "collapse": f"{t}/collapses/{Collapse.objects.get(thread=thread).pk}/",
             "state-diff": f"{t}/state/diff/?a=1&b=2", "job": f"/jobs/{job.pk}/",

@@ -2,7 +2,9 @@
 
 import re
 
-from contextstore.selectors import rendering
+from contextstore.models import Run
+from contextstore.selectors import rendering, timeline
+from contextstore.selectors.waterfall import run_waterfall
 from contextstore.services.blocks import block_upsert
 from contextstore.services.events import event_append
 from contextstore.services.renders import render_record
@@ -38,9 +40,9 @@ def test_a_call_is_one_card_with_model_tokens_latency_cost_and_finish(editor_cli
         *call(input_tokens=1234, output_tokens=80, cost=0.0123, finish_reason="stop"),
     ])
     html = editor_client.get(f"/threads/{thread.pk}/").content.decode()
-    assert cards(html) == ["4"]  # the card stands at its LLMComplete; the start is folded in
-    assert seqs(html) == [1, 4]  # BeforeAgentCall stays behind "runtime events"
-    card = html[html.index('id="e4"'):]
+    assert cards(html) == ["3"]  # the card stands at its LLMCallStart; the end is folded in
+    assert seqs(html) == [1, 3]  # BeforeAgentCall stays behind "runtime events"
+    card = html[html.index('id="e3"'):]
     card = card[:card.index("</article>")]
     for text in ("#3–#4", "gpt-4o", "1.2k", "80", "2.5 s", "$0.01", "stop", "As sent",
                  "Diff with previous call", f"/threads/{thread.pk}/calls/3/sent/"):
@@ -59,11 +61,17 @@ def test_calls_pair_by_call_id_across_interleaving_and_pages(editor_client, thre
     ])
     html = editor_client.get(f"/threads/{thread.pk}/").content.decode()
     newest = html[html.index('id="e64"'):]
-    # the start is on an older page
-    assert "#1–#64" in newest[:newest.index("</article>")] and "1 min 0 s" in newest
+    # the start is on an older page: its end is a slim row that links to the card
+    end = newest[:newest.index("</article>")]
+    assert cards(html) == [] and '<article class="call-end" id="e64"' in html
+    assert "#1–#64" in end and "1 min 0 s" in end
+    assert "?around=1#e1" in end
     older = editor_client.get(f"/threads/{thread.pk}/", {"before": 15}, **HTMX).content.decode()
-    assert cards(older) == ["1", "3"]  # a's start (ended later), b's pair at its end
+    assert cards(older) == ["1", "2"]  # both at their starts
     assert "#2–#3" in older and "m-b" in older and "#1–#64" in older
+    # a's end is on the newer page: its card says so and links on
+    a_card = older[older.index('id="e1"'):older.index('id="e2"')]
+    assert "data-continues" in a_card and "?around=64#e64" in a_card and "?call=a" in a_card
 
 
 def test_as_sent_shows_the_messages_the_agent_attached_escaped(editor_client, thread, actor):
@@ -156,3 +164,115 @@ def test_call_views_are_404_for_other_workspaces_and_non_calls(editor_client, ou
         assert outsider_client.get(f"/threads/{thread.pk}/{path}").status_code == 404
     assert editor_client.get(f"/threads/{thread.pk}/calls/1/sent/").status_code == 404
     assert editor_client.get(f"/threads/{thread.pk}/calls/99/diff/").status_code == 404
+
+
+# ------------------------------------------------------------------ what a call produced, in its card
+
+def at(second: float) -> str:
+    return f"2026-01-05T10:00:{second:06.3f}Z"
+
+
+def weather_turn() -> list[dict]:
+    """A call that thinks, calls two tools (the second never answered) and replies."""
+    run = {"run_id": "r1"}
+    return [
+        {"type": "Message", "role": "user", "content": "Weather in Paris?", **run},
+        {"type": "LLMCallStart", "call_id": "c1", "data": {"model": "gpt-4o"}, "occurred_at": at(0), **run},
+        {"type": "Reasoning", "role": "assistant", "call_id": "c1", "content": "", **run,
+         "parts": [{"type": "thinking", "thinking": "Check the forecast, then the clock."}]},
+        {"type": "ToolCall", "role": "assistant", "call_id": "c1", "content": "", **run, "occurred_at": at(1),
+         "parts": [{"type": "tool_call", "id": "t1", "name": "get_weather", "arguments": {"city": "Paris"}}]},
+        {"type": "ToolCall", "role": "assistant", "call_id": "c1", "content": "", **run, "occurred_at": at(1),
+         "parts": [{"type": "tool_call", "id": "t2", "name": "get_time", "arguments": {}}]},
+        # no call_id: it finds its card by the tool call it answers
+        {"type": "ToolResult", "role": "tool", "content": "18 C and sunny", "data": {"tool_call_id": "t1"},
+         "occurred_at": at(1.4), **run},
+        {"type": "LLMOutput", "role": "assistant", "call_id": "c1", "content": f"Sunny. {XSS}", **run},
+        {"type": "LLMComplete", "call_id": "c1", "occurred_at": at(2.5), **run,
+         "data": {"model": "gpt-4o", "input_tokens": 900, "output_tokens": 40,
+                  "finish_reason": "tool_calls"}},
+        {"type": "Message", "role": "user", "content": "Thanks", **run},
+    ]
+
+
+def test_a_call_card_stands_at_its_start_and_holds_thinking_tool_calls_results_and_reply(editor_client,
+                                                                                         thread, actor):
+    event_append(thread=thread, actor=actor, events=weather_turn())
+    html = editor_client.get(f"/threads/{thread.pk}/").content.decode()
+    assert cards(html) == ["2"]
+    # reasoning, then each tool call with its result nested under it, then the reply; the user's
+    # messages stay rows around the card
+    assert seqs(html) == [1, 2, 3, 4, 6, 5, 7, 9]
+    card = html[html.index('id="e2"'):html.index('id="e9"')]
+    assert "Check the forecast, then the clock." in card and "<summary>thinking</summary>" in card
+    weather = card[card.index('data-tool="4"'):card.index('data-tool="5"')]
+    assert "get_weather" in weather and "18 C and sunny" in weather
+    assert "1 result" in weather and "400 ms" in weather
+    missing = card[card.index('data-tool="5"'):]
+    assert "get_time" in missing and "no result logged" in missing[:missing.index("</section>")]
+    assert "Sunny." in card and "<script>alert" not in html and "&lt;script&gt;alert(2)" in card
+    assert "#2–#8" in card and "2.5 s" in card and "tool_calls" in card
+    assert 'data-last="8"' in card  # the newest event the card holds (app.js pages on from it)
+
+
+def test_a_call_at_a_page_edge_shows_what_its_page_holds_and_links_on(thread, actor):
+    event_append(thread=thread, actor=actor, events=weather_turn())
+    newest = timeline.timeline_page(thread=thread, filters={}, size=4)  # #6..#9
+    kinds = [(i.kind, i.key) for i in newest.items]
+    # the result and reply of a call that started on the older page stay rows; its end links back
+    assert kinds == [("event", 6), ("event", 7), ("call-end", 8), ("event", 9)]
+    older = timeline.timeline_page(thread=thread, filters={}, before=newest.older, size=4)  # #2..#5
+    card = next(i for i in older.items if i.kind == "call")
+    assert (card.key, card.continues, card.last) == (2, 8, 5)
+    assert [(o.kind, o.key, o.result_later) for o in card.outputs] == [
+        ("event", 3, True), ("tool", 4, True), ("tool", 5, True)]
+
+
+def test_a_call_without_call_ids_claims_the_outputs_of_its_turn(thread, actor):
+    event_append(thread=thread, actor=actor, events=[
+        {"type": "LLMCallStart", "data": {"model": "m"}},
+        {"type": "LLMOutput", "role": "assistant", "content": "first"},
+        {"type": "LLMComplete", "data": {}},
+        {"type": "Message", "role": "user", "content": "next"},  # ends the turn
+        {"type": "Message", "role": "assistant", "content": "said outside any call"},
+    ])
+    page = timeline.timeline_page(thread=thread, filters={})
+    assert [(i.kind, i.key) for i in page.items] == [("call", 1), ("event", 4), ("event", 5)]
+    assert [o.key for o in page.items[0].outputs] == [2]
+
+
+# ------------------------------------------------------------------ a run's waterfall
+
+def test_the_waterfall_shows_durations_gaps_and_dash_for_unknown_latency(editor_client, outsider_client,
+                                                                        thread, actor):
+    run = {"run_id": "r1"}
+    event_append(thread=thread, actor=actor, events=[
+        *weather_turn()[:-1],  # call 0–2.5 s; get_weather 1–1.4 s; get_time never answered
+        # two events logged together, no latency reported: unknown, not 0 ms
+        {"type": "LLMCallStart", "call_id": "c2", "occurred_at": at(5), **run},
+        {"type": "LLMComplete", "call_id": "c2", "occurred_at": at(5), **run},
+        # only the end, with the latency the agent reported
+        {"type": "LLMComplete", "call_id": "c3", "occurred_at": at(7), "data": {"latency_ms": 300}, **run},
+    ])
+    bars = run_waterfall(run=Run.objects.get(run_id="r1")).bars
+    assert [(b.kind, b.duration_ms, b.gap_ms) for b in bars] == [
+        ("call", 2500, None), ("tool", 400, 0), ("tool", None, 0), ("call", None, None), ("call", 300, None)]
+    # a gap is known after a bar that ended: 9 s - 7 s after the last call
+    event_append(thread=thread, actor=actor, events=[
+        {"type": "ToolCall", "content": "", "occurred_at": at(9), **run,
+         "data": {"name": "search", "id": "t9"}},
+        {"type": "ToolResult", "content": "ok", "occurred_at": at(9.25), **run,
+         "data": {"tool_call_id": "t9"}}])
+    assert run_waterfall(run=Run.objects.get(run_id="r1")).bars[-1].gap_ms == 2000
+
+    page = editor_client.get(f"/threads/{thread.pk}/").content.decode()
+    url = f"/threads/{thread.pk}/runs/r1/spans/"
+    assert f'data-waterfall href="{url}"' in page  # from the run header
+    html = editor_client.get(url).content.decode()
+    durations = re.findall(r"data-duration>([^<]*)</td>", html)
+    assert durations == ["2.5 s", "400 ms", "—", "—", "300 ms", "250 ms"]
+    gaps = re.findall(r"data-gap>([^<]*)</td>", html)
+    assert gaps == ["—", "none", "none", "—", "—", "2.0 s"]  # never a made-up "0 ms"
+    assert "get_weather" in html and 'class="axis"' in html
+    assert outsider_client.get(url).status_code == 404
+    assert editor_client.get(f"/threads/{thread.pk}/runs/nope/spans/").status_code == 404

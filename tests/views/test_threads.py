@@ -1,7 +1,9 @@
+import random
 import re
 
 import pytest
 
+from contextstore.demo_turns import turn_events
 from contextstore.models import Event
 from contextstore.services.blocks import block_upsert
 from contextstore.services.collapses import collapse_create
@@ -171,12 +173,17 @@ def test_the_thread_page_queries_do_not_grow_with_history(
         collapse_create(thread=thread, start_position=2, end_position=n // 2,
                         summary_text="early", actor=actor)
         state_write(thread=thread, state={"n": n}, actor=actor)
+        # the newest page holds call cards with their outputs, one cut by the page's edge
+        rng = random.Random(7)
+        event_append(thread=thread, actor=actor,
+                     events=[e for i in range(12) for e in turn_events(rng, i, f"run-{i // 4}", f"c{i}")])
         editor_client.get(f"/threads/{thread.pk}/")  # warm the session row
         with django_assert_max_num_queries(20) as ctx:
             response = editor_client.get(f"/threads/{thread.pk}/")
         assert response.status_code == 200
         counts.append(len(ctx.captured_queries))
     assert counts[0] == counts[1]
+    assert 'class="call-card' in response.content.decode()
 
 
 def test_what_the_model_sees_compares_with_the_latest_recorded_call(editor_client, thread, actor):
