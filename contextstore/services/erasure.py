@@ -305,15 +305,16 @@ def _hashes_in(value: Any) -> Iterator[str]:
 
 def _texts_named(records: Any, events: Any) -> set[str]:
     """The texts render records name (their blocks' [version id, hash] entries and the summary's
-    hash: selectors/renders reads no others) and LLM-call events logged (`message_hashes`)."""
+    hash: selectors/renders reads no others) and LLM-call events logged (`message_hashes`, `tools_hash`)."""
     found: set[str] = set()
     for spec in records.values_list("spec", flat=True).iterator(chunk_size=1000):
         if isinstance(spec, dict):
             found.update(_hashes_in([spec.get("prefix"), spec.get("suffix"), spec.get("summary")]))
-    for data in (events.filter(type__in=LLM_CALL_TYPES, data__contains='"message_hashes"')
+    for data in (events.filter(Q(data__contains='"message_hashes"') | Q(data__contains='"tools_hash"'),
+                               type__in=LLM_CALL_TYPES)
                  .values_list("data", flat=True).iterator(chunk_size=1000)):
         if isinstance(data, dict):
-            found.update(_hashes_in(data.get("message_hashes")))
+            found.update(_hashes_in([data.get("message_hashes"), data.get("tools_hash")]))
     return found
 
 
