@@ -16,6 +16,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from contextstore import provider_request
 from contextstore.errors import DomainError
+from contextstore.llm_models import call_cost
 from contextstore.models import ReadAudit, Thread
 from contextstore.selectors.cache import llm_call_diff
 from contextstore.selectors.calls import (
@@ -67,6 +68,7 @@ def call_sent(request: DashboardRequest, pk: int, seq: int) -> HttpResponse:
                "turns": list(enumerate(turns[start:end], start=start)),
                "total": len(turns), "next": end if end < len(turns) else None,
                "tools": provider_request.tools_of(sent["tools"]), "params": sent["params"],
+               "curl_provider": _provider(sent["format"], call.model),
                "can_replay": can_edit(request.user, thread.workspace),
                "replay_count": call_replays(thread=thread, call=call).count()}
     template_name = "contextstore/call_sent.html"
@@ -91,6 +93,11 @@ def call_diff(request: DashboardRequest, pk: int, seq: int) -> HttpResponse:
     return render(request, template_name, context)
 
 
+def _provider(fmt: str | None, model: str) -> str:
+    """Whose API the curl command calls: Anthropic's for an anthropic render or a Claude model."""
+    return "anthropic" if fmt == "anthropic" or model.startswith("claude") else "openai"
+
+
 def _bodies(thread: Thread, call: LLMCall) -> dict[str, str]:
     """The call's request as the OpenAI and Anthropic APIs take it, and as a curl command (to
     the API of the call's own format: Anthropic's for an anthropic render, else OpenAI's)."""
@@ -100,7 +107,7 @@ def _bodies(thread: Thread, call: LLMCall) -> dict[str, str]:
     args = {"model": model, "turns": turns, "tools": sent["tools"], "params": sent["params"]}
     bodies = {"openai": provider_request.openai_body(**args),
               "anthropic": provider_request.anthropic_body(**args)}
-    provider = "anthropic" if sent["format"] == "anthropic" else "openai"
+    provider = _provider(sent["format"], model)
     return {"openai": provider_request.dumps(bodies["openai"]),
             "anthropic": provider_request.dumps(bodies["anthropic"]),
             "curl": provider_request.curl(provider, bodies[provider])}
@@ -142,7 +149,11 @@ def call_replay(request: DashboardRequest, pk: int, seq: int) -> HttpResponse:
     except DomainError:
         turns = []
     first_edit = max(0, len(turns) - EDIT_TURNS)
+    tokens_in, tokens_out = call.tokens
     context = {**_base(request, thread), "call": call, "output": llm_call_output(thread=thread, call=call),
+               # what the agent reported, else the list price of its usage (as the replay's)
+               "original_cost": call.cost or call_cost(call.model, {"input_tokens": tokens_in,
+                                                                    "output_tokens": tokens_out}),
                "replays": list(call_replays(thread=thread, call=call)[:20]),
                "can_replay": editable, "configured": replays.playground_configured(),
                "recorded": bool(turns), "first_edit": first_edit,

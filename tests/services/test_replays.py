@@ -5,6 +5,7 @@ import pytest
 from contextstore.errors import Conflict
 from contextstore.models import AuditLog, CallReplay, StoredText
 from contextstore.selectors.calls import llm_call_at
+from contextstore.services.erasure import user_erase
 from contextstore.services.events import event_append
 from contextstore.services.replays import call_replay
 from tests.fake_chat import fake_chat
@@ -69,3 +70,12 @@ def test_without_an_endpoint_nothing_is_sent_or_kept(thread, call, actor, settin
     with pytest.raises(Conflict, match="No playground endpoint"):
         call_replay(thread=thread, call=call, actor=actor)
     assert not CallReplay.objects.exists() and not AuditLog.objects.filter(action="call.replay").exists()
+
+
+def test_erasing_the_person_erases_their_replays_the_request_sent_and_the_audit_details(
+        thread, call, actor, endpoint, workspace):
+    replay = call_replay(thread=thread, call=call, actor=actor, edits={1: "Is alice's build red?"})
+    receipt = user_erase(workspace=workspace, user_id="alice", actor=actor)
+    assert receipt["counts"]["call_replays"] == 1 and not CallReplay.objects.exists()
+    assert not StoredText.objects.filter(sha256=replay.request_hash).exists()
+    assert AuditLog.objects.get(action="call.replay").details == {"erased": True}
