@@ -191,6 +191,8 @@ def openai_body(*, model: str, turns: list[Turn], tools: list[Any] | None,
         if t.role == "tool":
             messages.append({"role": "tool", "tool_call_id": t.answers, "content": t.text})
         elif t.role == "assistant":
+            if not t.text and not t.calls:  # thinking alone: nothing Chat Completions takes
+                continue
             message: dict[str, Any] = {"role": "assistant", "content": t.text or None}
             if t.calls:
                 message["tool_calls"] = [

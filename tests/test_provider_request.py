@@ -82,8 +82,15 @@ def test_an_anthropic_render_reads_back_into_both_formats_thinking_kept_only_for
 def test_a_raw_render_s_history_notes_stay_in_the_messages_for_anthropic():
     messages = [{"role": "system", "section": "prefix", "content": "Be brief."},
                 {"role": "user", "section": "history", "content": "hi", "seq": 3, "tokens": 2},
-                {"role": "system", "section": "history", "content": "Job failed", "seq": 4}]
-    body = anthropic_body(model="m", turns=chat(system=[], messages=messages), tools=None, params={})
+                {"role": "system", "section": "history", "content": "Job failed", "seq": 4},
+                {"role": "assistant", "section": "history", "content": "", "seq": 5,
+                 "parts": [{"type": "thinking", "thinking": "hm"}]}]
+    turns = chat(system=[], messages=messages)
+    assert turns[3].thinking_text == "hm" and turns[1].seq == 3 and turns[1].tokens == 2
+    # thinking without its signature nor any text: neither API takes it back
+    assert [m["role"] for m in openai_body(model="m", turns=turns, tools=None, params={})["messages"]] == [
+        "system", "user", "system"]
+    body = anthropic_body(model="m", turns=turns, tools=None, params={})
     assert body["system"] == [{"type": "text", "text": "Be brief."}]
     assert body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "hi"},
                                                              {"type": "text", "text": "Job failed"}]}]

@@ -1,5 +1,6 @@
 """Replay: send a recorded LLM call again, as it was or with messages edited, to the playground
-endpoint (any OpenAI-compatible chat-completions URL: PLAYGROUND_BASE_URL, PLAYGROUND_API_KEY),
+endpoint (any OpenAI-compatible chat-completions URL: PLAYGROUND_BASE_URL, PLAYGROUND_API_KEY,
+or a workspace's own in PLAYGROUND_WORKSPACES),
 and keep what came back as a CallReplay on the call, audited.
 
 The request runs synchronously inside the dashboard request, bounded by PLAYGROUND_TIMEOUT: a
@@ -20,7 +21,7 @@ from django.db import transaction
 from contextstore import provider_request
 from contextstore.errors import Conflict, InvalidInput
 from contextstore.llm_models import call_cost
-from contextstore.models import CallReplay, Thread
+from contextstore.models import CallReplay, Thread, Workspace
 from contextstore.selectors.calls import LLMCall, llm_call_sent
 from contextstore.services.common import Actor, audit
 from contextstore.services.renders import texts_keep
@@ -32,8 +33,17 @@ class ReplayFailed(Exception):
     """The endpoint gave no usable answer; the message says why."""
 
 
-def playground_configured() -> bool:
-    return bool(settings.PLAYGROUND_BASE_URL)
+def playground_endpoint(workspace: Workspace) -> tuple[str, str]:
+    """(base URL, key) replays of this workspace's calls go to: its own (PLAYGROUND_WORKSPACES,
+    by slug; an own URL never gets the global key), else the deployment's."""
+    own = settings.PLAYGROUND_WORKSPACES.get(workspace.slug)
+    if isinstance(own, dict) and own.get("base_url"):
+        return str(own["base_url"]), str(own.get("api_key") or "")
+    return settings.PLAYGROUND_BASE_URL, settings.PLAYGROUND_API_KEY
+
+
+def playground_configured(workspace: Workspace) -> bool:
+    return bool(playground_endpoint(workspace)[0])
 
 
 def replay_turns(*, thread: Thread, call: LLMCall) -> tuple[list[provider_request.Turn], dict[str, Any]]:
@@ -49,7 +59,7 @@ def replay_turns(*, thread: Thread, call: LLMCall) -> tuple[list[provider_reques
 def call_replay(*, thread: Thread, call: LLMCall, actor: Actor, model: str = "",
                 edits: dict[int, str] | None = None) -> CallReplay:
     """Send the call again (with `edits`: {turn index: new text}) and keep the outcome."""
-    if not playground_configured():
+    if not playground_configured(thread.workspace):
         raise Conflict("No playground endpoint is configured (PLAYGROUND_BASE_URL).")
     turns, sent = replay_turns(thread=thread, call=call)
     edited = []
@@ -69,7 +79,7 @@ def call_replay(*, thread: Thread, call: LLMCall, actor: Actor, model: str = "",
     started = time.monotonic()
     fields: dict[str, Any]
     try:
-        fields = {"status": CallReplay.Status.OK, **_send(body)}
+        fields = {"status": CallReplay.Status.OK, **_send(body, *playground_endpoint(thread.workspace))}
     except ReplayFailed as exc:
         fields = {"status": CallReplay.Status.ERROR, "error": str(exc)[:500]}
     fields["latency_ms"] = int((time.monotonic() - started) * 1000)
@@ -87,10 +97,9 @@ def call_replay(*, thread: Thread, call: LLMCall, actor: Actor, model: str = "",
     return replay
 
 
-def _send(body: dict[str, Any]) -> dict[str, Any]:
+def _send(body: dict[str, Any], base_url: str, key: str) -> dict[str, Any]:
     """One chat completion from the endpoint, as CallReplay fields."""
-    url = settings.PLAYGROUND_BASE_URL.rstrip("/") + "/chat/completions"
-    key = settings.PLAYGROUND_API_KEY
+    url = base_url.rstrip("/") + "/chat/completions"
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     timeout = settings.PLAYGROUND_TIMEOUT
     try:

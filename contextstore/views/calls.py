@@ -155,7 +155,7 @@ def call_replay(request: DashboardRequest, pk: int, seq: int) -> HttpResponse:
                "original_cost": call.cost or call_cost(call.model, {"input_tokens": tokens_in,
                                                                     "output_tokens": tokens_out}),
                "replays": list(call_replays(thread=thread, call=call)[:20]),
-               "can_replay": editable, "configured": replays.playground_configured(),
+               "can_replay": editable, "configured": replays.playground_configured(thread.workspace),
                "recorded": bool(turns), "first_edit": first_edit,
                "edit_turns": [(i, t) for i, t in enumerate(turns) if i >= first_edit or t.role == "system"]}
     note_read(request, ReadAudit.Action.CALL_SENT, thread)

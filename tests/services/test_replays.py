@@ -65,6 +65,14 @@ def test_a_failing_endpoint_is_kept_as_an_error_never_as_an_answer(thread, call,
     assert AuditLog.objects.get(action="call.replay").details["status"] == "error"
 
 
+def test_a_workspace_s_own_endpoint_gets_its_own_key_never_the_global_one(thread, call, actor, endpoint,
+                                                                          settings):
+    settings.PLAYGROUND_BASE_URL = "http://127.0.0.1:9/v1"  # nothing listens there
+    settings.PLAYGROUND_WORKSPACES = {thread.workspace.slug: {"base_url": endpoint.base_url}}
+    assert call_replay(thread=thread, call=call, actor=actor).status == "ok"
+    assert endpoint.requests[0]["auth"] is None
+
+
 def test_without_an_endpoint_nothing_is_sent_or_kept(thread, call, actor, settings):
     settings.PLAYGROUND_BASE_URL = ""
     with pytest.raises(Conflict, match="No playground endpoint"):
