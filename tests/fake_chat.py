@@ -34,7 +34,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self.server.mode == "500":
             return self._send(500, b'{"error": {"message": "overloaded"}}')
         if self.server.mode == "slow":
-            time.sleep(1.0)
+            time.sleep(3.0)
         last = body["messages"][-1].get("content") or ""
         reply = {"id": "chatcmpl-1", "object": "chat.completion", "model": body["model"],
                  "choices": [{"index": 0, "finish_reason": "stop",

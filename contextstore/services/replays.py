@@ -26,7 +26,7 @@ from contextstore.selectors.calls import LLMCall, llm_call_sent
 from contextstore.services.common import Actor, audit
 from contextstore.services.renders import texts_keep
 
-MAX_RESPONSE_CHARS = 8 * 1024 * 1024  # a chat completion is small; more is a broken endpoint
+MAX_RESPONSE_BYTES = 8 * 1024 * 1024  # a chat completion is small; more is a broken endpoint
 
 
 class ReplayFailed(Exception):
@@ -102,13 +102,24 @@ def _send(body: dict[str, Any], base_url: str, key: str) -> dict[str, Any]:
     url = base_url.rstrip("/") + "/chat/completions"
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     timeout = settings.PLAYGROUND_TIMEOUT
+    late = ReplayFailed(f"The endpoint did not answer within {timeout:g} s.")
+    # httpx's timeout bounds each socket operation; the deadline bounds an answer trickled in.
+    deadline = time.monotonic() + timeout
+    chunks: list[bytes] = []
     try:
-        response = httpx.post(url, json=body, headers=headers, timeout=httpx.Timeout(timeout))
+        with httpx.stream("POST", url, json=body, headers=headers,
+                          timeout=httpx.Timeout(timeout)) as response:
+            for chunk in response.iter_bytes():
+                chunks.append(chunk)
+                if time.monotonic() > deadline:
+                    raise late
+                if sum(map(len, chunks)) > MAX_RESPONSE_BYTES:
+                    raise ReplayFailed(f"The endpoint's answer is over {MAX_RESPONSE_BYTES} bytes.")
     except httpx.TimeoutException as exc:
-        raise ReplayFailed(f"The endpoint did not answer within {timeout:g} s.") from exc
+        raise late from exc
     except httpx.HTTPError as exc:
         raise ReplayFailed(f"Could not reach the endpoint: {exc}") from exc
-    text = response.text[:MAX_RESPONSE_CHARS]
+    text = b"".join(chunks).decode("utf-8", errors="replace")
     if response.status_code >= 400:
         raise ReplayFailed(f"The endpoint answered HTTP {response.status_code}: {text[:300]}")
     try:

@@ -28,7 +28,7 @@ def endpoint(settings):
     with fake_chat() as server:
         settings.PLAYGROUND_BASE_URL = server.base_url
         settings.PLAYGROUND_API_KEY = "sk-fake"
-        settings.PLAYGROUND_TIMEOUT = 0.3
+        settings.PLAYGROUND_TIMEOUT = 1.0
         yield server
 
 
@@ -56,7 +56,7 @@ def test_an_edited_replay_sends_the_edited_text_and_says_which_changed(thread, c
     assert replay.edited == [1] and replay.answer.endswith("Which tests pass?")
 
 
-@pytest.mark.parametrize(("mode", "said"), [("500", "HTTP 500"), ("slow", "did not answer within 0.3 s")])
+@pytest.mark.parametrize(("mode", "said"), [("500", "HTTP 500"), ("slow", "did not answer within 1 s")])
 def test_a_failing_endpoint_is_kept_as_an_error_never_as_an_answer(thread, call, actor, endpoint, mode, said):
     endpoint.mode = mode
     replay = call_replay(thread=thread, call=call, actor=actor)
