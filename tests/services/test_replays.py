@@ -28,7 +28,7 @@ def endpoint(settings):
     with fake_chat() as server:
         settings.PLAYGROUND_BASE_URL = server.base_url
         settings.PLAYGROUND_API_KEY = "sk-fake"
-        settings.PLAYGROUND_TIMEOUT = 1.0
+        settings.PLAYGROUND_TIMEOUT = 10
         yield server
 
 
@@ -57,8 +57,10 @@ def test_an_edited_replay_sends_the_edited_text_and_says_which_changed(thread, c
 
 
 @pytest.mark.parametrize(("mode", "said"), [("500", "HTTP 500"), ("slow", "did not answer within 1 s")])
-def test_a_failing_endpoint_is_kept_as_an_error_never_as_an_answer(thread, call, actor, endpoint, mode, said):
+def test_a_failing_endpoint_is_kept_as_an_error_never_as_an_answer(thread, call, actor, endpoint, settings,
+                                                                    mode, said):
     endpoint.mode = mode
+    settings.PLAYGROUND_TIMEOUT = 1.0  # the fake stalls 3 s
     replay = call_replay(thread=thread, call=call, actor=actor)
     assert replay.status == "error" and said in replay.error and replay.answer == ""
     assert replay.input_tokens is None and replay.cost is None
