@@ -794,6 +794,40 @@ class RenderRecord(models.Model):
         return str(self.id)
 
 
+class CallReplay(models.Model):
+    """A recorded LLM call sent again to the playground endpoint (services/replays.py): as it
+    was or with messages edited. The request body is kept once in StoredText (`request_hash`);
+    a failed replay keeps its error and no answer."""
+
+    class Status(models.TextChoices):
+        OK = "ok"
+        ERROR = "error"
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="replays")
+    call_seq = models.PositiveBigIntegerField(help_text="The seq naming the call (its LLMCallStart's).")
+    model = models.CharField(max_length=200)
+    edited = OrderedJSONField(default=list, help_text="Indexes of the messages changed before sending.")
+    request_hash = models.CharField(max_length=64)
+    status = models.CharField(max_length=8, choices=Status.choices)
+    answer = AgentTextField(blank=True, default="")
+    tool_calls = OrderedJSONField(default=list)
+    finish_reason = models.CharField(max_length=40, blank=True, default="")
+    input_tokens = models.PositiveIntegerField(null=True, blank=True)
+    output_tokens = models.PositiveIntegerField(null=True, blank=True)
+    cost = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    latency_ms = models.PositiveIntegerField(default=0)
+    error = models.CharField(max_length=500, blank=True, default="")
+    actor = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["thread", "call_seq"], name="replay_call")]
+
+    def __str__(self) -> str:
+        return f"replay of #{self.call_seq} ({self.status})"
+
+
 class ScopedState(models.Model):
     """State shared across sessions: app scope (workspace + app) or user scope (+ user_id).
 

@@ -30,7 +30,7 @@ MARKER = "[REDACTED:{}]"
 # Values of these keys are ids and hashes the system and the providers read back (tool-call
 # ids, thinking signatures, message hashes): never rewritten.
 SKIP_KEYS = frozenset({"id", "call_id", "tool_call_id", "tool_use_id", "signature",
-                       "render_id", "message_hashes", "payload_hash", "item_key"})
+                       "render_id", "message_hashes", "tools_hash", "payload_hash", "item_key"})
 MAX_EXTRA_PATTERNS = 20
 MAX_PATTERN_LENGTH = 500
 NAME_RE = re.compile(r"[a-z][a-z0-9_]{0,39}")

@@ -382,6 +382,13 @@ SUMMARIZER_BASE_URL = env_str("SUMMARIZER_BASE_URL")  # e.g. http://localhost:11
 SUMMARIZER_API_KEY = env_str("SUMMARIZER_API_KEY")
 SUMMARIZER_MODEL = env_str("SUMMARIZER_MODEL", "gpt-4o-mini")
 SUMMARIZER_TIMEOUT = float(env_str("SUMMARIZER_TIMEOUT", "60"))
+# Replay of a recorded LLM call from the dashboard (services/replays.py): an OpenAI-compatible
+# endpoint (…/v1), its key, and the seconds one replay may take. No URL: replay is off.
+PLAYGROUND_BASE_URL = env_str("PLAYGROUND_BASE_URL")
+PLAYGROUND_API_KEY = env_str("PLAYGROUND_API_KEY")
+PLAYGROUND_TIMEOUT = float(env_str("PLAYGROUND_TIMEOUT", "60"))
+# A workspace's own endpoint, by slug: {"acme": {"base_url": "…/v1", "api_key": "…"}}.
+PLAYGROUND_WORKSPACES = env_json("PLAYGROUND_WORKSPACES", {})
 SUMMARIZER_RETRIES = env_int("SUMMARIZER_RETRIES", 2)
 SUMMARIZER_BACKOFF = float(env_str("SUMMARIZER_BACKOFF", "2"))
 SUMMARIZER_FALLBACK_EXTRACTIVE = env_bool("SUMMARIZER_FALLBACK_EXTRACTIVE", False)

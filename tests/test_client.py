@@ -305,9 +305,11 @@ def test_the_loop_context_call_log_links_the_call_to_its_render(flavour, cs, liv
     assert handle.restore_block("persona", 1).value == "Be brief."
 
     sent = [{"role": "user", "content": "built by hand"}]
-    handle.log_llm_call("gpt-4o", messages=sent)
+    tools = [{"name": "ls", "input_schema": {"type": "object"}}]
+    handle.log_llm_call("gpt-4o", messages=sent, tools=tools, params={"temperature": 0})
     own = Event.objects.filter(thread=thread, type="LLMCallStart").latest("seq")
     assert "render_id" not in own.data and len(own.data["message_hashes"]) == 1
+    assert handle.llm_call(own.seq)["tools"] == tools and own.data["params"] == {"temperature": 0}
 
     with flavour.connect(live_server.url, read_token[1], retries=0) as reader:
         unrecorded = reader.get_thread(thread.pk).context()

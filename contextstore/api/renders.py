@@ -101,12 +101,15 @@ class LLMCallSerializer(serializers.Serializer):
     format = serializers.CharField(allow_null=True)
     system = serializers.ListField(child=serializers.DictField(), required=False)
     messages = serializers.ListField(child=serializers.JSONField(), allow_null=True)
+    tools = serializers.ListField(child=serializers.DictField(), allow_null=True)
+    params = serializers.DictField()
 
 
 @extend_schema(tags=["renders"])
 class LLMCallViewSet(viewsets.GenericViewSet):
     """GET /api/v1/threads/{id}/llm-calls/{seq}/: what a logged model call was sent — its
-    render rebuilt, or the messages the agent logged with it."""
+    render rebuilt, or the messages the agent logged with it, and the tools and params it
+    logged."""
 
     lookup_value_regex = "[0-9]+"
     serializer_class = LLMCallSerializer
@@ -125,7 +128,8 @@ class LLMCallViewSet(viewsets.GenericViewSet):
         data = event.data if isinstance(event.data, dict) else {}
         out: dict[str, Any] = {"seq": event.seq, "type": event.type,
                                "render_id": data.get("render_id"), "format": None,
-                               "messages": renders.llm_call_messages(event=event)}
+                               "messages": renders.llm_call_messages(event=event),
+                               **renders.llm_call_request(event=event)}
         if out["render_id"]:
             record = renders.render_get(workspace_id=thread.workspace_id, render_id=out["render_id"])
             out.update(renders.render_rebuild(record=record))

@@ -225,8 +225,19 @@ def llm_call_previous(*, thread: Thread, call: LLMCall) -> LLMCall | None:
 
 
 def llm_call_sent(*, thread: Thread, call: LLMCall) -> dict[str, Any]:
-    """What the call sent: its render record rebuilt, or the messages the agent logged.
-    `source` is "render", "messages" or None (nothing was attached)."""
+    """What the call sent: its render record rebuilt, or the messages the agent logged, with
+    the tools and params it logged. `source` is "render", "messages" or None (nothing was
+    attached)."""
+    request: dict[str, Any] = {"tools": None, "params": {}}
+    for event in (call.start, call.end):
+        if event is not None:
+            found = renders.llm_call_request(event=event)
+            request = {"tools": request["tools"] or found["tools"],
+                       "params": request["params"] or found["params"]}
+    return {**_sent(thread, call), **request}
+
+
+def _sent(thread: Thread, call: LLMCall) -> dict[str, Any]:
     if call.render_id:
         record = RenderRecord.objects.filter(thread=thread, pk=call.render_id).first() \
             if renders.is_uuid(call.render_id) else None

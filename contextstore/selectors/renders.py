@@ -143,6 +143,18 @@ def llm_call_messages(*, event: Event) -> list[Any] | None:
     return [json.loads(texts[h]) for h in hashes]
 
 
+def llm_call_request(*, event: Event) -> dict[str, Any]:
+    """The rest of the request an LLM-call event logged: {"tools": [...] | None, "params": {...}}."""
+    data = event.data if isinstance(event.data, dict) else {}
+    tools_hash = data.get("tools_hash")
+    tools = None
+    if isinstance(tools_hash, str):
+        text = _texts({tools_hash}).get(tools_hash)
+        tools = json.loads(text) if text is not None else None
+    params = data.get("params")
+    return {"tools": tools, "params": params if isinstance(params, dict) else {}}
+
+
 def is_uuid(value: Any) -> bool:
     try:
         uuid.UUID(str(value))

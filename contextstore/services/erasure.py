@@ -43,6 +43,7 @@ from django.utils import timezone
 from contextstore.errors import Conflict
 from contextstore.models import (
     AuditLog,
+    CallReplay,
     Clear,
     Collapse,
     Comment,
@@ -86,18 +87,18 @@ KINDS = {
     ProviderState: "provider_states", SessionModel: "session_models", Memory: "memories",
     ScopedState: "scoped_states", ScopedStateRevision: "scoped_state_revisions",
     OtelSpan: "otel_spans", OtelLog: "otel_logs", OtelTrace: "otel_traces",
-    OtelPending: "otel_pending", Comment: "comments", Score: "scores",
+    OtelPending: "otel_pending", Comment: "comments", Score: "scores", CallReplay: "call_replays",
     LogEntry: "admin_log_entries",
 }
 AUDIT_REDACTED = "audit_rows_redacted"
 REDACTED = {"erased": True}
 # A thread's rows that grow with use, deleted in batches before the thread itself.
 BULKY: tuple[type[models.Model], ...] = (
-    StateRevision, RenderRecord, ContextBlockVersion, CommitRecord, SyncUpload, ThreadBlob)
+    StateRevision, RenderRecord, ContextBlockVersion, CommitRecord, SyncUpload, ThreadBlob, CallReplay)
 # Objects of a person audit rows and the admin's log name as their target.
 TARGETS: tuple[type[models.Model], ...] = (
     Session, Thread, Run, Collapse, Clear, ContextBlock, Job, ProviderState, Memory, ScopedState,
-    Comment, Score)
+    Comment, Score, CallReplay)
 CHUNK = 500  # ids per IN (...) list: well under SQLite's bound on parameters
 NOT_BLANK = r"\S"  # a user id to erase holds something besides whitespace
 
@@ -304,33 +305,37 @@ def _hashes_in(value: Any) -> Iterator[str]:
             yield from _hashes_in(item)
 
 
-def _texts_named(records: Any, events: Any) -> set[str]:
+def _texts_named(records: Any, events: Any, replays: Any) -> set[str]:
     """The texts render records name (their blocks' [version id, hash] entries and the summary's
-    hash: selectors/renders reads no others) and LLM-call events logged (`message_hashes`)."""
-    found: set[str] = set()
+    hash: selectors/renders reads no others), LLM-call events logged (`message_hashes`,
+    `tools_hash`) and replays of those calls sent (`request_hash`)."""
+    found: set[str] = set(replays.values_list("request_hash", flat=True).iterator(chunk_size=1000))
     for spec in records.values_list("spec", flat=True).iterator(chunk_size=1000):
         if isinstance(spec, dict):
             found.update(_hashes_in([spec.get("prefix"), spec.get("suffix"), spec.get("summary")]))
-    for data in (events.filter(type__in=LLM_CALL_TYPES, data__contains='"message_hashes"')
+    for data in (events.filter(Q(data__contains='"message_hashes"') | Q(data__contains='"tools_hash"'),
+                               type__in=LLM_CALL_TYPES)
                  .values_list("data", flat=True).iterator(chunk_size=1000)):
         if isinstance(data, dict):
-            found.update(_hashes_in(data.get("message_hashes")))
+            found.update(_hashes_in([data.get("message_hashes"), data.get("tools_hash")]))
     return found
 
 
 def _texts_erase(*, threads: Any, counts: dict[str, int]) -> None:
     """A stored text is shared by every row naming the same content, in any workspace: it goes
     only when no row outside the person's threads names it (one pass over the other render
-    records and LLM-call events, the only rows that name texts)."""
+    records, LLM-call events and replays, the only rows that name texts)."""
     theirs = _texts_named(RenderRecord.objects.filter(thread__in=threads),
-                          Event.objects.filter(thread__in=threads))
+                          Event.objects.filter(thread__in=threads),
+                          CallReplay.objects.filter(thread__in=threads))
     kept: set[str] = set()
     for hashes in batched(sorted(theirs), CHUNK):
         kept.update(StoredText.objects.filter(sha256__in=hashes).values_list("sha256", flat=True))
     if not kept:
         return
     kept -= _texts_named(RenderRecord.objects.exclude(thread__in=threads),
-                         Event.objects.exclude(thread__in=threads))
+                         Event.objects.exclude(thread__in=threads),
+                         CallReplay.objects.exclude(thread__in=threads))
     for hashes in batched(sorted(kept), CHUNK):
         _add(counts, StoredText.objects.filter(sha256__in=hashes).delete()[1])
 

@@ -25,6 +25,8 @@ from contextstore.services.common import Actor
 # 2: openai renders show a collapse's summary as a user message (render_format.build_messages)
 SPEC_VERSION = 2
 MAX_LOGGED_MESSAGES = 2000
+MAX_LOGGED_TOOLS = 500
+MAX_PARAMS_CHARS = 10_000  # request parameters stay inline in the event: small by nature
 
 
 def _text_rows(hashes: list[str], texts: list[str]) -> list[StoredText]:
@@ -209,10 +211,35 @@ def context_render_recorded(
 
 # ------------------------------------------------------------------ LLM call links
 
+def _request_extras(index: int, data: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """The rest of the request a call sent: `data.tools` (the tool definitions, any provider's
+    shape) is kept once in StoredText and replaced by `data.tools_hash` (agents send the same
+    list on every call); `data.params` (model parameters: temperature, max_tokens,
+    tool_choice, ...) is checked and stays inline. Returns the data and the tools' text."""
+    tools, params = data.get("tools"), data.get("params")
+    if params is not None and (not isinstance(params, dict) or len(
+            json.dumps(params, ensure_ascii=False)) > MAX_PARAMS_CHARS):
+        raise InvalidInput(f"events[{index}].data.params must be an object of at most "
+                           f"{MAX_PARAMS_CHARS} characters as JSON.",
+                           details={f"events[{index}].data.params": "invalid"})
+    if tools is None:
+        return data, None
+    if not isinstance(tools, list) or len(tools) > MAX_LOGGED_TOOLS \
+            or not all(isinstance(t, dict) for t in tools):
+        raise InvalidInput(f"events[{index}].data.tools must be a list of at most "
+                           f"{MAX_LOGGED_TOOLS} tool definitions (objects).",
+                           details={f"events[{index}].data.tools": "invalid"})
+    text = json.dumps(tools, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    data = {k: v for k, v in data.items() if k != "tools"}
+    data["tools_hash"] = sha256(text)
+    return data, text
+
+
 def llm_call_prepare(*, thread: Thread, specs: list) -> tuple[list, list[str]]:
     """LLMCallStart/LLMComplete may name the render they sent (`data.render_id`, a render of
     this thread) and may carry the exact `data.messages` sent; those are replaced by their
-    hashes (`data.message_hashes`); returns the specs and the message texts to keep."""
+    hashes (`data.message_hashes`), and `data.tools` by `data.tools_hash` (_request_extras);
+    returns the specs and the texts to keep."""
     out, refs, keep = [], [], []
     for index, spec in enumerate(specs):
         data = spec.data
@@ -234,6 +261,11 @@ def llm_call_prepare(*, thread: Thread, specs: list) -> tuple[list, list[str]]:
             data["message_hashes"] = [sha256(t) for t in texts]
             spec = replace(spec, data=data)
             keep.extend(texts)
+        data, tools_text = _request_extras(index, data)
+        if tools_text is not None:
+            keep.append(tools_text)
+        if data is not spec.data:
+            spec = replace(spec, data=data)
         out.append(spec)
     if refs:
         known = {str(pk) for pk in RenderRecord.objects.filter(  # runs before the thread's lock

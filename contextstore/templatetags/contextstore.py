@@ -309,6 +309,16 @@ def call_signature(call: ToolCall) -> str:
 
 
 @register.simple_tag
+def call_signatures(calls: list[ToolCall]) -> SafeString:
+    """Tool calls inline, `name(args)`, escaped, each titled with its whole arguments."""
+    return format_html_join(
+        "", '<code class="call-sig" title="{}">{}</code>',
+        ((_cut(c.arguments if isinstance(c.arguments, str)
+               else json.dumps(c.arguments, ensure_ascii=False, default=str), CUT_CHARS), call_signature(c))
+         for c in calls))
+
+
+@register.simple_tag
 def tool_signatures(event: Any) -> SafeString:
     """The calls a ToolCall event makes, inline and escaped, each titled with its whole
     arguments (cut at CUT_CHARS)."""

@@ -174,10 +174,10 @@
       var label = btn.getAttribute("data-label") || btn.textContent;
       btn.setAttribute("data-label", label);
       btn.classList.add("copied");
-      if (btn.hasAttribute("data-copy-code")) btn.textContent = "Copied";
+      if (btn.hasAttribute("data-copy-code") || btn.hasAttribute("data-copy-url")) btn.textContent = "Copied";
       window.setTimeout(function () {
         btn.classList.remove("copied");
-        if (btn.hasAttribute("data-copy-code")) btn.textContent = label;
+        if (btn.hasAttribute("data-copy-code") || btn.hasAttribute("data-copy-url")) btn.textContent = label;
       }, 1200);
     };
     if (navigator.clipboard && window.isSecureContext) {
@@ -195,6 +195,19 @@
     }
     document.documentElement.setAttribute("data-copied", text);
   }
+  // Copy a call's request (as OpenAI or Anthropic JSON, or curl): the link's URL answers it
+  // as plain text, built on the server; without JavaScript the link opens it.
+  document.addEventListener("click", function (evt) {
+    var link = evt.target.closest("[data-copy-url]");
+    if (!link) return;
+    evt.preventDefault();
+    fetch(link.href, { credentials: "same-origin" }).then(function (response) {
+      if (!response.ok) throw new Error(response.status);
+      return response.text();
+    }).then(function (text) { copied(link, text); }, function () {
+      window.location.href = link.href;
+    });
+  });
   document.addEventListener("click", function (evt) {
     var btn = evt.target.closest("[data-copy-code], [data-copy-value], [data-copy-path]");
     if (!btn) return;

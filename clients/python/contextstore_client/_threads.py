@@ -107,9 +107,18 @@ class ThreadOps:
     def log_llm_call(self, /, model: str, *, messages: list[dict[str, Any]] | None = None,
                      input_tokens: int | None = None, output_tokens: int | None = None,
                      cost: float | None = None, run_id: str | None = None,
+                     tools: list[dict[str, Any]] | None = None,
+                     params: dict[str, Any] | None = None,
                      **data: Any) -> Steps[list[AppendedEvent]]:
         """Log one model call: LLMCallStart (with the last context()'s render_id, or the exact
-        `messages` you sent when you built the prompt yourself) and LLMComplete with usage."""
+        `messages` you sent when you built the prompt yourself) and LLMComplete with usage.
+        `tools` (the tool definitions sent, kept once however often they repeat) and `params`
+        (temperature, max_tokens, tool_choice, ...) make the dashboard's "as sent" the whole
+        request."""
+        if tools is not None:
+            data["tools"] = tools
+        if params is not None:
+            data["params"] = params
         usage = {"input_tokens": input_tokens, "output_tokens": output_tokens, "cost": cost}
         events = _llm_call_events(model, messages, usage, run_id, data)
         return (yield from ThreadOps.append.steps(self, events))
