@@ -63,6 +63,9 @@ PLAN: dict[str, str] = {
     "contextstore.OtelLog": DISTRIBUTED,
     "contextstore.OtelPending": DISTRIBUTED,
     "contextstore.OtelTrace": DISTRIBUTED,
+    "contextstore.ShareLink": DISTRIBUTED,
+    "contextstore.Dataset": DISTRIBUTED,
+    "contextstore.DatasetItem": DISTRIBUTED,
 }
 
 # Distributed tables: where workspace_id comes from.
@@ -95,6 +98,9 @@ WORKSPACE: dict[str, str] = {
     "contextstore.OtelLog": "has",
     "contextstore.OtelPending": "has",
     "contextstore.OtelTrace": "has",
+    "contextstore.ShareLink": "has",
+    "contextstore.Dataset": "has",
+    "contextstore.DatasetItem": "has",
 }
 
 # Unique keys of distributed tables that do not include workspace today, by (model, fields),

@@ -10,6 +10,7 @@ from django.db.models import Q
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
@@ -28,6 +29,7 @@ from contextstore.selectors.sessions import (
 from contextstore.services import retention
 from contextstore.services.access_log import record_read
 from contextstore.services.sessions import session_archive
+from contextstore.services.sharing import EXPIRY_LABELS, session_share_links
 from contextstore.views.access import (
     DashboardRequest,
     actor_for,
@@ -36,6 +38,7 @@ from contextstore.views.access import (
     get_session,
     visible_workspaces,
 )
+from contextstore.views.sharing import NEW_LINK
 
 PAGE_SIZE = 50
 
@@ -153,6 +156,9 @@ def session_detail(request: DashboardRequest, pk: int) -> HttpResponse:
         "retention": (policy := retention.policy_of(session)),
         "expires_at": retention.session_expires_at(session, policy),
         "viewers": session_viewers(session=session),
+        "share_links": session_share_links(session=session),
+        "new_link": request.session.pop(NEW_LINK, None),
+        "expiries": EXPIRY_LABELS, "now": timezone.now(),
     })
     if request.htmx:
         template_name += "#runs"
