@@ -36,8 +36,8 @@ class Activity:
 def _range(thread: Thread, d: dict[str, Any]) -> tuple[str | None, str]:
     start, end = d.get("start_position"), d.get("end_position")
     if isinstance(start, int) and isinstance(end, int):
-        url = reverse("contextstore:thread", args=[thread.pk]) + f"?from={start}&to={end}&around={start}#e{start}"
-        return url, f"#{start}–#{end}"
+        url = reverse("contextstore:thread", args=[thread.pk])
+        return f"{url}?from={start}&to={end}&around={start}#e{start}", f"#{start}–#{end}"
     return None, ""
 
 
@@ -59,8 +59,10 @@ def describe(row: AuditLog, thread: Thread) -> Activity:
     elif action == "collapse.undo":
         a.text, a.href, a.link_text = "undid the collapse of", href, span
     elif action == "thread.clear_context":
-        a.text = f"cleared the context ({_plural(d.get('cleared', '?'), 'event')} out of what the model sees)"
-        a.href, a.link_text = reverse("contextstore:thread", args=[thread.pk]) + "?cleared=on", "show cleared events"
+        a.text = (f"cleared the context ({_plural(d.get('cleared', '?'), 'event')} out of what "
+                  "the model sees)")
+        a.href = reverse("contextstore:thread", args=[thread.pk]) + "?cleared=on"
+        a.link_text = "show cleared events"
     elif action == "thread.unclear":
         a.text = f"un-cleared a clear ({_plural(d.get('restored', '?'), 'event')} back in context)"
     elif action == "thread.fork":
@@ -71,7 +73,9 @@ def describe(row: AuditLog, thread: Thread) -> Activity:
     elif action == "thread.delete_fork":
         a.text = f"deleted the fork “{d.get('name', '?')}” ({_plural(d.get('events', '?'), 'event')})"
     elif action in ("thread.reset", "thread.reset_all"):
-        a.text = "reset the agent's state" + (" and its conversation history" if action == "thread.reset_all" else "")
+        a.text = "reset the agent's state"
+        if action == "thread.reset_all":
+            a.text += " and its conversation history"
     elif action in ("state.patch", "state.write"):
         fields = d.get("fields") or []
         a.text = (f"edited the state ({', '.join(map(str, fields[:5]))}{'…' if len(fields) > 5 else ''}), "

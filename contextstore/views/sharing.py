@@ -46,8 +46,8 @@ def share_create(request: DashboardRequest, pk: int) -> HttpResponse:
     except DomainError as exc:
         request.session[NEW_LINK] = {"error": exc.message}
         return redirect(back)
-    request.session[NEW_LINK] = {"url": request.build_absolute_uri(reverse("contextstore:shared", args=[raw])),
-                                 "id": link.pk}
+    url = request.build_absolute_uri(reverse("contextstore:shared", args=[raw]))
+    request.session[NEW_LINK] = {"url": url, "id": link.pk}
     return redirect(back)
 
 
@@ -68,7 +68,7 @@ def shared(request: HttpRequest, token: str) -> HttpResponse:
     """What a link shows, read-only: its session (and a page of one of its threads' events), its
     event with the events around it, or its LLM call as sent with its answer."""
     user = getattr(request, "user", None)
-    actor = (Actor.for_user(user, request.META.get("REMOTE_ADDR"))  # type: ignore[arg-type]
+    actor = (Actor.for_user(user, request.META.get("REMOTE_ADDR"))
              if user is not None and user.is_authenticated else None)
     try:
         link = share_link_open(raw=token, actor=actor, ip=request.META.get("REMOTE_ADDR"))

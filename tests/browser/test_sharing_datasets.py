@@ -22,7 +22,8 @@ def test_share_a_call_add_it_to_a_dataset_and_read_the_activity(browser, page, l
     thread = thread_ensure(session=session, actor=actor)[0]
     event_append(thread=thread, actor=actor, events=[
         {"type": "Message", "role": "user", "content": "What is 2+2? <b>bold?</b>"},
-        {"type": "LLMCallStart", "data": {"model": "m", "messages": [{"role": "user", "content": "What is 2+2?"}]}},
+        {"type": "LLMCallStart",
+         "data": {"model": "m", "messages": [{"role": "user", "content": "What is 2+2?"}]}},
         {"type": "LLMComplete", "role": "assistant", "content": "4, said the model", "data": {"model": "m"}},
         {"type": "Message", "role": "assistant", "content": "4"},
     ])
@@ -77,7 +78,8 @@ def test_share_a_call_add_it_to_a_dataset_and_read_the_activity(browser, page, l
     # the phone size
     page.set_viewport_size(dict(zip(("width", "height"), SIZES["390"], strict=True)))
     anonymous.set_viewport_size(dict(zip(("width", "height"), SIZES["390"], strict=True)))
-    for name, path in (("session-390", f"/sessions/{session.pk}/"), ("activity-390", f"/threads/{thread.pk}/activity/"),
+    for name, path in (("session-390", f"/sessions/{session.pk}/"),
+                       ("activity-390", f"/threads/{thread.pk}/activity/"),
                        ("datasets-390", "/datasets/"), ("dataset-390", dataset_url)):
         page.goto(path)
         check(page, name)
