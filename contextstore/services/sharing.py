@@ -102,7 +102,3 @@ def share_link_open(*, raw: str, actor: Actor | None = None, ip: str | None = No
                 workspace_id=link.workspace_id, session_id=link.session_id, now=now)
     return link
 
-
-def session_share_links(*, session: Session) -> list[ShareLink]:
-    return list(ShareLink.objects.filter(session=session).select_related("thread", "created_by")
-                .order_by("-created_at")[:100])

@@ -19,6 +19,7 @@ from contextstore.models import ReadAudit, Session
 from contextstore.selectors.sessions import (
     SESSION_SORTS,
     session_runs,
+    session_share_links,
     session_stats,
     session_threads,
     session_viewers,
@@ -29,7 +30,7 @@ from contextstore.selectors.sessions import (
 from contextstore.services import retention
 from contextstore.services.access_log import record_read
 from contextstore.services.sessions import session_archive
-from contextstore.services.sharing import EXPIRY_LABELS, session_share_links
+from contextstore.services.sharing import EXPIRY_LABELS
 from contextstore.views.access import (
     DashboardRequest,
     actor_for,
