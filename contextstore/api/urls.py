@@ -14,6 +14,7 @@ from contextstore.api import (
     views,
 )
 from contextstore.api.agent_sessions import AgentSessionViewSet
+from contextstore.api.datasets import DatasetViewSet, dataset_items
 from contextstore.api.exceptions import api_not_found
 
 router = SimpleRouter()
@@ -35,11 +36,13 @@ router.register("renders", renders.RenderViewSet, basename="render")
 router.register("threads", renders.LLMCallViewSet, basename="thread-llm-call")
 router.register("agent-sessions", AgentSessionViewSet, basename="agent-session")
 router.register("erasures", erasures.ErasureViewSet, basename="erasure")
+router.register("datasets", DatasetViewSet, basename="dataset")
 
 app_name = "api"
 urlpatterns = [
     path("v1/workspace/retention/", retention.WorkspaceRetentionView.as_view(),
          name="workspace-retention"),
+    path("v1/datasets/<int:pk>/items.jsonl", dataset_items, name="dataset-items"),
     path("v1/", include(router.urls)),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api:schema"), name="docs"),
