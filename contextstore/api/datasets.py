@@ -39,6 +39,7 @@ class JSONLRenderer(BaseRenderer):
 @extend_schema(tags=["datasets"])
 class DatasetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     serializer_class = DatasetSerializer
+    lookup_value_regex = "[0-9]+"
 
     def get_queryset(self) -> QuerySet[Dataset]:
         return Dataset.objects.filter(workspace=token_of(self.request).workspace)
