@@ -168,3 +168,14 @@ def test_the_migration_backfills_the_actions_the_log_shows():
     import importlib
     migration = importlib.import_module("contextstore.migrations.0026_sharing_datasets")
     assert set(migration.ACTIVITY) == ACTIONS
+
+
+def test_deleting_the_session_keeps_its_dataset_items_and_ends_its_links(session, chat, person):
+    from contextstore.services.sessions import session_delete
+    item = dataset_add_range(dataset_name="d", thread=chat, start_position=1, end_position=2,
+                             actor=person)
+    share_link_create(session=session, kind="session", actor=person)
+    session_delete(session=session, actor=person)
+    item.refresh_from_db()
+    assert (item.session_id, item.thread_id, item.user_id) == (None, None, "alice")
+    assert len(item.input) == 2 and not ShareLink.objects.exists()
