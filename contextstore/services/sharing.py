@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from contextstore.errors import DomainError, InvalidInput, NotFound
+from contextstore.errors import Gone, InvalidInput, NotFound
 from contextstore.models import AuditLog, Event, ReadAudit, Session, ShareLink, Thread
 from contextstore.selectors.calls import CALL_END, CALL_START
 from contextstore.services.access_log import record_read
@@ -27,11 +27,6 @@ EXPIRIES: dict[str, timedelta] = {
     "30d": timedelta(days=30),
 }
 EXPIRY_LABELS = {"1h": "1 hour", "1d": "1 day", "7d": "7 days", "30d": "30 days"}
-
-
-class Gone(DomainError):
-    code = "gone"
-    status = 410
 
 
 def _hash(raw: str) -> str:

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from contextstore.errors import InvalidInput, NotFound
+from contextstore.errors import Gone, InvalidInput, NotFound
 from contextstore.models import AuditLog, Dataset, DatasetItem, ReadAudit, ShareLink
 from contextstore.selectors.activity import ACTIONS, thread_activity
 from contextstore.selectors.calls import llm_call_at
@@ -17,12 +17,7 @@ from contextstore.services.common import Actor
 from contextstore.services.datasets import dataset_add_call, dataset_add_range, dataset_jsonl
 from contextstore.services.erasure import user_erase
 from contextstore.services.events import event_append
-from contextstore.services.sharing import (
-    Gone,
-    share_link_create,
-    share_link_open,
-    share_link_revoke,
-)
+from contextstore.services.sharing import share_link_create, share_link_open, share_link_revoke
 from contextstore.services.threads import thread_clear_context, thread_fork, thread_unclear
 from tests.conftest import messages
 
