@@ -14,7 +14,7 @@ ACTIVITY = ("collapse.create", "collapse.undo", "thread.clear_context", "thread.
             "state.write", "state.restore", "block.create", "block.update", "block.delete",
             "block.restore", "summary.request", "summary.cancelled", "summary.retried",
             "summary.failed", "thread.summarizer", "event.retract", "events.remove",
-            "thread.import")
+            "thread.import", "share.create", "share.revoke", "dataset.add")
 
 
 def backfill_thread_id(apps, schema_editor):

@@ -21,6 +21,7 @@ ACTIONS = frozenset({
     "state.restore", "block.create", "block.update", "block.delete", "block.restore",
     "summary.request", "summary.cancelled", "summary.retried", "summary.failed",
     "thread.summarizer", "event.retract", "events.remove", "thread.import",
+    "share.create", "share.revoke", "dataset.add",
 })
 
 
@@ -107,6 +108,21 @@ def describe(row: AuditLog, thread: Thread) -> Activity:
         a.text = f"removed {_plural(d.get('count', '?'), 'event')} (framework sync)"
     elif action == "thread.import":
         a.text = f"imported {_plural(d.get('events', '?'), 'event')}"
+    elif action in ("share.create", "share.revoke"):
+        what = {"event": "event", "call": "LLM call"}.get(str(d.get("kind")), "the session")
+        seq = d.get("seq")
+        made = action == "share.create"
+        a.text = f"{'made' if made else 'revoked'} a read-only share link ({d.get('prefix', '')}…) to {what}"
+        if isinstance(seq, int):
+            a.href = reverse("contextstore:thread", args=[thread.pk]) + f"?around={seq}#e{seq}"
+            a.link_text = f"#{seq}"
+    elif action == "dataset.add":
+        a.text = f"added {'an LLM call' if d.get('kind') == 'call' else 'a range'} to a dataset:"
+        if isinstance(d.get("dataset"), int):
+            a.href = reverse("contextstore:dataset", args=[d["dataset"]])
+            first = d.get("seq") or d.get("seq_from")
+            last = d.get("seq_to")
+            a.link_text = f"#{first}" + (f"–#{last}" if last and last != first else "")
     if d == {"erased": True}:
         a.text, a.href, a.link_text = f"{action} (details erased)", None, ""
     return a

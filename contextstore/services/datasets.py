@@ -70,7 +70,8 @@ def _add(*, dataset_name: str, thread: Thread, kind: str, input: Any, output: An
             thread=thread, created_by=user)
         Dataset.objects.filter(pk=dataset.pk).update(item_count=F("item_count") + 1)
         audit(actor=actor, action="dataset.add", target=item, workspace=thread.workspace,
-              dataset=dataset.pk, kind=kind, **{k: v for k, v in source.items() if k.startswith("seq")})
+              dataset=dataset.pk, kind=kind, thread=thread.pk,
+              **{k: v for k, v in source.items() if k.startswith("seq")})
     return item
 
 

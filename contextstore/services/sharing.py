@@ -75,7 +75,8 @@ def share_link_revoke(*, link: ShareLink, actor: Actor, now: datetime | None = N
             fresh.revoked_at = now or timezone.now()
             fresh.save(update_fields=["revoked_at"])
             audit(actor=actor, action="share.revoke", target=fresh, workspace=fresh.workspace,
-                  session=fresh.session_id, prefix=fresh.prefix)
+                  session=fresh.session_id, kind=fresh.kind, thread=fresh.thread_id,
+                  seq=fresh.seq, prefix=fresh.prefix)
     return fresh
 
 

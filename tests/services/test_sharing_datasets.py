@@ -145,6 +145,18 @@ def test_the_activity_log_tells_who_did_what_with_links(thread, actor, person):
     ]
     assert entries[-1].href == f"/threads/{thread.pk}/?from=2&to=4&around=2#e2"
     assert thread_activity(thread=fork)[0] == []  # the fork's own log starts empty
+    link, _ = share_link_create(session=thread.session, kind="event", thread=thread, seq=5,
+                                actor=person)
+    share_link_revoke(link=link, actor=person)
+    item = dataset_add_range(dataset_name="d", thread=thread, start_position=5, end_position=6,
+                             actor=person)
+    said = [(a.text, a.link_text, a.href) for a in thread_activity(thread=thread, limit=3)[0]]
+    at_5 = f"/threads/{thread.pk}/?around=5#e5"
+    assert said == [
+        ("added a range to a dataset:", "#5–#6", f"/datasets/{item.dataset_id}/"),
+        (f"revoked a read-only share link ({link.prefix}…) to event", "#5", at_5),
+        (f"made a read-only share link ({link.prefix}…) to event", "#5", at_5),
+    ]
     # Appends never enter the log: its index holds the activity rows only.
     assert not AuditLog.objects.filter(action="events.append").exclude(thread_id=None).exists()
 
