@@ -71,7 +71,9 @@ def test_share_a_call_add_it_to_a_dataset_and_read_the_activity(browser, page, l
     # the activity log after the collapse
     page.goto(f"/threads/{thread.pk}/")
     page.click("nav.tabs a:text-is('Activity')")
-    expect(page.locator("#activity li").first).to_contain_text("bea collapsed 1 event into a summary")
+    expect(page.locator("#activity li").first).to_contain_text("bea added an LLM call to a dataset: #2")
+    expect(page.locator("#activity li[data-action='collapse.create']")).to_contain_text(
+        "bea collapsed 1 event into a summary")
     check(page, "activity")
     page.goto("/datasets/")
     check(page, "datasets")

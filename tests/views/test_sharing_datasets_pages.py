@@ -63,6 +63,17 @@ def test_an_event_link_shows_its_thread_only_and_a_revoked_one_is_gone(
     assert Client().get("/share/nothing-here/").status_code == 404
 
 
+def test_a_call_card_shares_its_call(editor_client, viewer_client, session, thread, actor):
+    _chat(thread, actor)
+    page = editor_client.get(f"/threads/{thread.pk}/").content.decode()
+    assert f'action="/sessions/{session.pk}/shares/"' in page
+    assert "Create link" not in viewer_client.get(f"/threads/{thread.pk}/").content.decode()
+    editor_client.post(f"/sessions/{session.pk}/shares/",
+                       {"kind": "call", "thread": thread.pk, "seq": "3", "expires": "1d"})
+    html = Client().get(_new_link(editor_client, session)).content.decode()
+    assert 'id="shared-call"' in html and "hello" in html
+
+
 def test_an_expired_link_answers_410(session, thread, actor, user):
     _chat(thread, actor)
     _, raw = share_link_create(session=session, kind="call", thread=thread, seq=3,
