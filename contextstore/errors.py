@@ -39,6 +39,13 @@ class Conflict(DomainError):
     status = 409
 
 
+class Gone(DomainError):
+    """It was there and is no longer: an expired or revoked share link."""
+
+    code = "gone"
+    status = 410
+
+
 class StaleRevision(DomainError):
     code = "stale_revision"
     status = 412

@@ -668,6 +668,7 @@ class AuditLog(models.Model):
         TOKEN = "token"
         WORKER = "worker"
         SYSTEM = "system"
+        SHARE = "share", "share link"  # someone holding a share link (services/sharing.py)
 
     workspace = models.ForeignKey(
         Workspace, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_logs"
@@ -686,12 +687,17 @@ class AuditLog(models.Model):
     details = OrderedJSONField(default=dict)
     ip = models.GenericIPAddressField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # The thread a change of its history or state was made to (the thread page's activity log,
+    # selectors/activity.py); set by services.common.audit_row, whatever the row's target.
+    thread_id = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [
             models.Index(fields=["workspace", "-created_at"], name="audit_workspace"),
             models.Index(fields=["target_type", "target_id"], name="audit_target"),
+            models.Index(fields=["thread_id", "-id"], name="audit_thread",
+                         condition=Q(thread_id__isnull=False)),
         ]
 
     def __str__(self) -> str:
@@ -717,6 +723,7 @@ class ReadAudit(models.Model):
         EXPORT = "export", "export"
         EVENTS_READ = "events.read", "events (API)"
         CONTEXT_READ = "context.read", "context (API)"
+        SHARE_VIEW = "share.view", "a share link"
 
     workspace = models.ForeignKey(
         Workspace, null=True, blank=True, on_delete=models.SET_NULL, related_name="read_audits"
@@ -1067,3 +1074,91 @@ class Score(models.Model):
         if self.data_type == self.DataType.NUMERIC:
             return f"{self.value:g}"
         return self.string_value
+class ShareLink(models.Model):
+    """A read-only link to a session, an event or an LLM call (services/sharing.py): whoever
+    holds the token sees that target, without logging in, until it expires or is revoked.
+    Only the token's sha256 is kept; the link is shown once, when it is made."""
+
+    class Kind(models.TextChoices):
+        SESSION = "session"
+        EVENT = "event"
+        CALL = "call", "LLM call"
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="share_links")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="share_links")
+    thread = models.ForeignKey(Thread, null=True, blank=True, on_delete=models.CASCADE,
+                               related_name="share_links")
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    seq = models.BigIntegerField(null=True, blank=True)
+    prefix = models.CharField(max_length=16)
+    token_hash = models.CharField(max_length=64)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["workspace", "token_hash"],
+                                               name="share_link_token")]
+        indexes = [models.Index(fields=["token_hash"], name="share_link_lookup"),
+                   models.Index(fields=["session", "-created_at"], name="share_link_session")]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.kind}, until {self.expires_at:%Y-%m-%d %H:%M})"
+
+    def is_live(self, now) -> bool:
+        return self.revoked_at is None and self.expires_at > now
+
+
+class Dataset(models.Model):
+    """A named collection of examples (calls, ranges of events) of a workspace, exported as
+    JSONL (services/datasets.py)."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="datasets")
+    name = models.CharField(max_length=200)
+    item_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["workspace", "name"], name="dataset_unique_name")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class DatasetItem(models.Model):
+    """One example: what went in (a call's messages as rendered, or a range's events) and what
+    came out. A copy: it stays when the session is deleted by retention (its source ids go
+    NULL), and goes when the person it came from is erased (services/erasure.py)."""
+
+    class Kind(models.TextChoices):
+        CALL = "call", "LLM call"
+        RANGE = "range", "range of events"
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="items")
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    input = OrderedJSONField(default=list)
+    output = OrderedJSONField(null=True, blank=True)
+    metadata = OrderedJSONField(default=dict)
+    session = models.ForeignKey(Session, null=True, blank=True, on_delete=models.SET_NULL,
+                                related_name="+")
+    thread = models.ForeignKey(Thread, null=True, blank=True, on_delete=models.SET_NULL,
+                               related_name="+")
+    # The source session's end user, so erasing that person finds the copy after retention.
+    user_id = models.CharField(max_length=255, blank=True, default="")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["dataset", "id"], name="dataset_item_order"),
+                   models.Index(fields=["workspace", "user_id"], name="dataset_item_user")]
+
+    def __str__(self) -> str:
+        return f"{self.dataset_id}/{self.pk} ({self.kind})"

@@ -65,6 +65,9 @@ PLAN: dict[str, str] = {
     "contextstore.OtelTrace": DISTRIBUTED,
     "contextstore.Comment": DISTRIBUTED,
     "contextstore.Score": DISTRIBUTED,
+    "contextstore.ShareLink": DISTRIBUTED,
+    "contextstore.Dataset": DISTRIBUTED,
+    "contextstore.DatasetItem": DISTRIBUTED,
 }
 
 # Distributed tables: where workspace_id comes from.
@@ -99,6 +102,9 @@ WORKSPACE: dict[str, str] = {
     "contextstore.OtelTrace": "has",
     "contextstore.Comment": "has",
     "contextstore.Score": "has",
+    "contextstore.ShareLink": "has",
+    "contextstore.Dataset": "has",
+    "contextstore.DatasetItem": "has",
 }
 
 # Unique keys of distributed tables that do not include workspace today, by (model, fields),

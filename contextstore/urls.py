@@ -1,6 +1,19 @@
 from django.urls import path
 
-from contextstore.views import actions, cache, calls, comments, otlp, sessions, spans, sso, threads
+from contextstore.views import (
+    actions,
+    activity,
+    cache,
+    calls,
+    comments,
+    datasets,
+    otlp,
+    sessions,
+    sharing,
+    spans,
+    sso,
+    threads,
+)
 
 app_name = "contextstore"
 
@@ -17,7 +30,16 @@ urlpatterns = [
     path("comments/<int:comment_id>/delete/", comments.comment_change, {"op": "delete"},
          name="comment-delete"),
     path("sessions/<int:pk>/archive/", sessions.session_archive_toggle, name="session-archive"),
+    path("sessions/<int:pk>/shares/", sharing.share_create, name="share-create"),
+    path("sessions/<int:pk>/shares/<int:link_id>/revoke/", sharing.share_revoke, name="share-revoke"),
+    path("share/<str:token>/", sharing.shared, name="shared"),
+    path("datasets/", datasets.dataset_list, name="datasets"),
+    path("datasets/<int:pk>/", datasets.dataset_detail, name="dataset"),
+    path("datasets/<int:pk>/items.jsonl", datasets.dataset_export, name="dataset-export"),
     path("threads/<int:pk>/", threads.thread_detail, name="thread"),
+    path("threads/<int:pk>/activity/", activity.thread_activity_view, name="thread-activity"),
+    path("threads/<int:pk>/dataset/", datasets.range_to_dataset, name="range-dataset"),
+    path("threads/<int:pk>/calls/<int:seq>/dataset/", datasets.call_to_dataset, name="call-dataset"),
     path("threads/<int:pk>/context/", threads.model_view, name="model-view"),
     path("threads/<int:pk>/jump/", threads.jump, name="jump"),
     path("threads/<int:pk>/events/<int:seq>/", threads.event_detail, name="event"),

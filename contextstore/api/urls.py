@@ -15,6 +15,7 @@ from contextstore.api import (
     views,
 )
 from contextstore.api.agent_sessions import AgentSessionViewSet
+from contextstore.api.datasets import DatasetViewSet, dataset_items
 from contextstore.api.exceptions import api_not_found
 
 router = SimpleRouter()
@@ -40,11 +41,13 @@ router.register(r"sessions/(?P<session_pk>[0-9]+)/scores", scores.SessionScoreVi
                 basename="session-score")
 router.register(r"threads/(?P<thread_pk>[0-9]+)/events/(?P<seq>[0-9]+)/scores",
                 scores.CallScoreViewSet, basename="call-score")
+router.register("datasets", DatasetViewSet, basename="dataset")
 
 app_name = "api"
 urlpatterns = [
     path("v1/workspace/retention/", retention.WorkspaceRetentionView.as_view(),
          name="workspace-retention"),
+    path("v1/datasets/<int:pk>/items.jsonl", dataset_items, name="dataset-items"),
     path("v1/", include(router.urls)),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api:schema"), name="docs"),

@@ -13,7 +13,7 @@ from django.db import DatabaseError, connection
 from django.db.models import Count, F, Max, Q, QuerySet
 
 from contextstore.db import time_limit
-from contextstore.models import Event, ReadAudit, Run, Session, SessionModel, Thread, Workspace
+from contextstore.models import Event, ReadAudit, Run, Session, SessionModel, ShareLink, Thread, Workspace
 from contextstore.selectors.calls import CALL_END, CALL_START, call_key
 from contextstore.selectors.events import text_search
 from contextstore.selectors.scores import ScoreFilter, sessions_scored
@@ -178,3 +178,9 @@ def session_viewers(*, session: Session, limit: int = VIEWERS_SHOWN) -> list[dic
             .order_by("-last_at", "actor_key", "action")[:limit])
     labels = dict(ReadAudit.Action.choices)
     return [{**row, "what": labels.get(row["action"], row["action"])} for row in rows]
+
+
+def session_share_links(*, session: Session) -> list[ShareLink]:
+    """The session's share links, newest first (the session page's list)."""
+    return list(ShareLink.objects.filter(session=session).select_related("thread", "created_by")
+                .order_by("-created_at")[:100])

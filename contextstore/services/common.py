@@ -8,6 +8,7 @@ from contextstore.db import PreparedGet
 from contextstore.errors import InvalidInput
 from contextstore.fields import NUL_IN_NAME
 from contextstore.models import ApiToken, AuditLog, Thread, Workspace
+from contextstore.selectors.activity import ACTIONS
 from contextstore.selectors.threads import THREAD_STATE_FIELDS
 
 UNSET: Any = object()
@@ -83,7 +84,7 @@ def audit_row(
         actor_token=actor.token, actor_label=actor.label[:200], action=action,
         target_type=target._meta.model_name,  # type: ignore[misc]  # None only before class creation
         target_id=str(target.pk), details=details,
-        ip=actor.ip,
+        ip=actor.ip, thread_id=audit_thread_id(action, target, details),
     )
 
 
@@ -100,3 +101,15 @@ def check_key(name: str, value: str, *, max_length: int, required: bool = False)
     if "\x00" in value:
         raise InvalidInput(f"{name}: {NUL_IN_NAME}.", details={name: NUL_IN_NAME})
     return value
+def audit_thread_id(action: str, target: Any, details: dict[str, Any]) -> int | None:
+    """The thread a row belongs to in the thread page's activity log (selectors/activity.py):
+    only the actions that log shows, so its index holds none of the appends and syncs."""
+    if action not in ACTIONS:
+        return None
+    if action in ("thread.fork", "thread.delete_fork"):
+        target = None  # the parent's log: the fork is something done to (or with) the parent
+        details = {"thread": details.get("parent")}
+    if isinstance(target, Thread):
+        return target.pk
+    thread = details.get("thread")
+    return thread if isinstance(thread, int) and not isinstance(thread, bool) else None

@@ -13,6 +13,9 @@ way is finished by the next, and a run that finds nothing answers zeros):
   their user id;
 - memories: theirs (user_id) and any whose source event is one of their events;
 - their user-scope state (ADK `user:`) with its revisions; app scope is shared, not theirs;
+- dataset items copied from their sessions (found by the user id they carry, so a copy
+  outlives retention's deletion of its session but not the person's erasure); share links
+  to their sessions go with the sessions;
 - the stored texts (content-addressed; render records and logged prompts name them by hash)
   their rows name and no other row names, in any workspace;
 - every session: events in batches (retention's helper, so the counters stay right between
@@ -50,6 +53,8 @@ from contextstore.models import (
     CommitRecord,
     ContextBlock,
     ContextBlockVersion,
+    Dataset,
+    DatasetItem,
     Event,
     Job,
     Memory,
@@ -65,6 +70,7 @@ from contextstore.models import (
     Score,
     Session,
     SessionModel,
+    ShareLink,
     StateRevision,
     StoredText,
     SyncUpload,
@@ -88,6 +94,7 @@ KINDS = {
     ScopedState: "scoped_states", ScopedStateRevision: "scoped_state_revisions",
     OtelSpan: "otel_spans", OtelLog: "otel_logs", OtelTrace: "otel_traces",
     OtelPending: "otel_pending", Comment: "comments", Score: "scores", CallReplay: "call_replays",
+    DatasetItem: "dataset_items", ShareLink: "share_links",
     LogEntry: "admin_log_entries",
 }
 AUDIT_REDACTED = "audit_rows_redacted"
@@ -142,6 +149,7 @@ def user_erase(*, workspace: Workspace, user_id: Any, actor: Actor,
     _memories_erase(workspace=workspace, user_id=user_id, threads=threads, batch_size=batch_size,
                     counts=counts)
     _scopes_erase(workspace=workspace, user_id=user_id, batch_size=batch_size, counts=counts)
+    _dataset_items_erase(workspace=workspace, user_id=user_id, batch_size=batch_size, counts=counts)
     _texts_erase(threads=threads, counts=counts)
     # Found afresh each time: a session the person's agent opened meanwhile goes too.
     while session := sessions.order_by("pk").first():
@@ -279,6 +287,16 @@ def _batches_delete(rows: Any, batch_size: int, counts: dict[str, int]) -> None:
 def _memories_erase(*, workspace: Workspace, user_id: str, threads: Any, batch_size: int,
                     counts: dict[str, int]) -> None:
     _batches_delete(_memories(workspace, user_id, threads), batch_size, counts)
+
+
+def _dataset_items_erase(*, workspace: Workspace, user_id: str, batch_size: int,
+                         counts: dict[str, int]) -> None:
+    items = DatasetItem.objects.filter(workspace=workspace, user_id=user_id)
+    datasets = set(items.values_list("dataset_id", flat=True).distinct())
+    _batches_delete(items, batch_size, counts)
+    for dataset_id in sorted(datasets):
+        Dataset.objects.filter(pk=dataset_id).update(
+            item_count=DatasetItem.objects.filter(dataset_id=dataset_id).count())
 
 
 def _scopes_erase(*, workspace: Workspace, user_id: str, batch_size: int,

@@ -10,6 +10,7 @@ from django.db.models import Q
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
@@ -18,6 +19,7 @@ from contextstore.models import ReadAudit, Session
 from contextstore.selectors.sessions import (
     SESSION_SORTS,
     session_runs,
+    session_share_links,
     session_stats,
     session_threads,
     session_viewers,
@@ -28,6 +30,7 @@ from contextstore.selectors.sessions import (
 from contextstore.services import retention
 from contextstore.services.access_log import record_read
 from contextstore.services.sessions import session_archive
+from contextstore.services.sharing import EXPIRY_LABELS
 from contextstore.views.access import (
     DashboardRequest,
     actor_for,
@@ -37,6 +40,7 @@ from contextstore.views.access import (
     visible_workspaces,
 )
 from contextstore.views.comments import comments_context, scores_context
+from contextstore.views.sharing import NEW_LINK
 
 PAGE_SIZE = 50
 
@@ -157,6 +161,9 @@ def session_detail(request: DashboardRequest, pk: int) -> HttpResponse:
         "viewers": session_viewers(session=session),
         **comments_context(request, session),
         **scores_context(session),
+        "share_links": session_share_links(session=session),
+        "new_link": request.session.pop(NEW_LINK, None),
+        "expiries": EXPIRY_LABELS, "now": timezone.now(),
     })
     if request.htmx:
         template_name += "#runs"

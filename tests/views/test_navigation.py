@@ -79,7 +79,8 @@ def test_a_typed_range_opens_selected(editor_client, thread, actor):
     event_append(thread=thread, actor=actor, events=messages(8))
     html = editor_client.get(f"/threads/{thread.pk}/", {"from": 6, "to": 3}).content.decode()
     assert '<div id="selection" data-start="3" data-end="6">' in html
-    assert html.count('name="start_position" data-range="start" value="3"') == 3
+    # collapse, summarize, fork, add to dataset
+    assert html.count('name="start_position" data-range="start" value="3"') == 4
     assert 'name="end_position" data-range="end" value="6"' in html and "#3 – #6" in html
     assert '<div id="selection" hidden>' in editor_client.get(f"/threads/{thread.pk}/").content.decode()
 
