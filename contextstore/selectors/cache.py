@@ -169,7 +169,7 @@ def call_request(*, thread: Thread, call: LLMCall) -> Request | None:
     if sent["source"] is None:
         return None
     data = call.start.data if call.start is not None and isinstance(call.start.data, dict) else {}
-    listed = data.get("tools")
+    listed = sent["tools"]  # kept once by its hash (services/renders._request_extras)
     tools: list[Any] = listed if isinstance(listed, list) else []
     event = call.start or call.end
     assert event is not None
