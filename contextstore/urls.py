@@ -1,6 +1,6 @@
 from django.urls import path
 
-from contextstore.views import actions, cache, calls, otlp, sessions, spans, sso, threads
+from contextstore.views import actions, cache, calls, otlp, sessions, spans, sso, threads, trends
 
 app_name = "contextstore"
 
@@ -10,6 +10,7 @@ urlpatterns = [
     path("sessions/<int:pk>/", sessions.session_detail, name="session"),
     path("sessions/<int:pk>/cache/", cache.session_cache_view, name="session-cache"),
     path("cache/", cache.workspace_cache_view, name="cache"),
+    path("trends/", trends.workspace_trends_view, name="trends"),
     path("sessions/<int:pk>/archive/", sessions.session_archive_toggle, name="session-archive"),
     path("threads/<int:pk>/", threads.thread_detail, name="thread"),
     path("threads/<int:pk>/context/", threads.model_view, name="model-view"),
