@@ -35,7 +35,7 @@ from django.db.models import (
 from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
 
-from contextstore.models import Event, Workspace
+from contextstore.models import Event, Session, Workspace
 from contextstore.selectors.calls import CALL_END, CALL_START
 
 RANGES = (7, 30, 90)  # days a trends page looks back
@@ -101,7 +101,7 @@ class Millis(Func):
         return f"((julianday({b}) - julianday({a})) * 86400000.0)", [*pa, *pb]
 
 
-def _call_expressions() -> dict[str, Any]:
+def _call_expressions(*, latency: bool = True) -> dict[str, Any]:
     """Per LLMComplete: its usage (as contextstore.usage.cache_usage reads it) and latency."""
     read_a, made_a = _num("cache_read_input_tokens"), _num("cache_creation_input_tokens")
     read_o = Coalesce(JSONPath(F("data"), "prompt_tokens_details", "cached_tokens"),
@@ -132,10 +132,12 @@ def _call_expressions() -> dict[str, Any]:
              .annotate(r=Coalesce("run_id", Value(0)))
              .filter(Q(call_id__gt="") | Q(r=Coalesce(OuterRef("run_id"), Value(0))))
              .order_by("-seq").values("occurred_at")[:1])
-    return {"a_read": read_a, "a_made": made_a, "o_read": read_o, "g_read": read_g, "g_made": made_g,
-            "inp": inp, "cache_read": cache_read, "cache_input": cache_input,
-            "latency": Coalesce(Millis(Subquery(start), F("occurred_at")), _num("latency_ms"),
-                                output_field=FloatField())}
+    out = {"a_read": read_a, "a_made": made_a, "o_read": read_o, "g_read": read_g, "g_made": made_g,
+           "inp": inp, "cache_read": cache_read, "cache_input": cache_input}
+    if latency:
+        out["latency"] = Coalesce(Millis(Subquery(start), F("occurred_at")), _num("latency_ms"),
+                                  output_field=FloatField())
+    return out
 
 
 def _group_key(group: str) -> Any:
@@ -253,3 +255,17 @@ def _ranked(events: Any) -> list[str]:
               .annotate(n=Count("id")).order_by()}
     return sorted(calls.keys() | errors.keys(),
                   key=lambda k: (*calls.get(k, (0, 0)), errors.get(k, 0), k))
+
+
+def cache_totals(*, workspace: Workspace, session: Session | None = None) -> dict[str, Any]:
+    """Over every model call of the workspace (or of one session): calls, those whose usage
+    reports cache tokens, the tokens read from the cache of their input, and the hit rate; one
+    aggregate query (the cache pages' own figures look at the newest calls only)."""
+    calls = Event.objects.filter(thread__workspace=workspace, type=CALL_END)
+    if session is not None:
+        calls = calls.filter(thread__session=session)
+    sums = calls.annotate(**_call_expressions(latency=False)).aggregate(
+        n=Count("id"), reporting=Count("cache_input"), read=Sum("cache_read"), input=Sum("cache_input"))
+    read, total = round(sums["read"] or 0), round(sums["input"] or 0)
+    return {"calls": sums["n"], "reporting": sums["reporting"], "cache_read": read, "input": total,
+            "hit_rate": round(100 * read / total, 1) if total else None}

@@ -7,7 +7,8 @@ from decimal import Decimal
 
 import pytest
 
-from contextstore.selectors.trends import NONE, OTHER, percentile, workspace_trends
+from contextstore.models import Session
+from contextstore.selectors.trends import NONE, OTHER, cache_totals, percentile, workspace_trends
 from contextstore.services.events import event_append
 from contextstore.services.sessions import session_ensure, thread_ensure
 
@@ -93,6 +94,14 @@ def test_keys_past_the_limit_are_folded_into_other_with_exact_percentiles(worksp
     other = t.cell(TODAY, OTHER)
     assert (other.calls, other.cost) == (3, Decimal("6"))  # m-5, m-6, m-7: 3 + 2 + 1
     assert other.p50 == pytest.approx(600) and other.p95 == pytest.approx(690)
+
+
+def test_cache_totals_over_every_call_of_the_workspace_and_of_a_session(workspace, calls):
+    assert cache_totals(workspace=workspace) == {
+        "calls": 5, "reporting": 2, "cache_read": 1600, "input": 3600, "hit_rate": 44.4}
+    beta = Session.objects.get(workspace=workspace, key="s-b")
+    assert cache_totals(workspace=workspace, session=beta) == {
+        "calls": 1, "reporting": 0, "cache_read": 0, "input": 0, "hit_rate": None}
 
 
 def test_bad_range_or_group_is_refused(workspace):

@@ -3,6 +3,7 @@ grouping chosen by link, agent names escaped, bad choices refused, other workspa
 
 from contextstore.services.events import event_append
 from contextstore.services.sessions import session_ensure, thread_ensure
+from tests.views.conftest import HTMX
 
 XSS = "<script>alert(1)</script>"
 
@@ -48,3 +49,18 @@ def test_trends_refuses_a_bad_range_and_shows_an_empty_workspace(editor_client):
 
 def test_trends_needs_a_login(client):
     assert client.get("/trends/").status_code == 302
+
+
+def test_the_cache_pages_show_the_hit_rate_over_every_call(editor_client, workspace, actor):
+    session = session_ensure(workspace=workspace, key="cached", actor=actor)[0]
+    thread = thread_ensure(session=session, actor=actor)[0]
+    event_append(thread=thread, actor=actor, events=[
+        {"type": "LLMComplete", "data": {"model": "claude-sonnet-4", "input_tokens": 100,
+                                         "cache_read_input_tokens": 300, "cache_creation_input_tokens": 0}},
+        {"type": "LLMComplete", "data": {"model": "gpt-4o", "prompt_tokens": 600,
+                                         "prompt_tokens_details": {"cached_tokens": 0}}}])
+    panel = editor_client.get(f"/sessions/{session.pk}/cache/", **HTMX).content.decode()
+    assert 'id="cache-all" data-hit-rate="30.0"' in panel and "300 of 1,000 input tokens" in panel
+    assert "2 of 2 report cache tokens" in panel
+    whole = editor_client.get("/cache/").content.decode()
+    assert 'id="cache-all" data-hit-rate="30.0"' in whole and 'href="/trends/">Trends</a>)' in whole
