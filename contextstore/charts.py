@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 WIDTH, HEIGHT = 640, 220
-LEFT, RIGHT, TOP, BOTTOM = 64, 12, 12, 40  # the plot's margins: tick labels and axis titles
+LEFT, RIGHT, TOP, BOTTOM = 64, 24, 12, 40  # the plot's margins: tick labels and axis titles
 X_TICKS = 7  # day labels at most on the x axis
 
 
@@ -28,7 +28,7 @@ class Chart:
     right: int  # x of the plot's right edge
     top: int
     bottom: int  # y of the x axis
-    x_ticks: list[tuple[float, str]]
+    x_ticks: list[tuple[float, str, str]]  # x, label, text-anchor (the last one ends at its tick)
     y_ticks: list[tuple[float, str]]
     lines: list[Line]
     empty: bool  # no value at all in any series
@@ -44,12 +44,12 @@ def nice_step(span: float, ticks: int = 4) -> float:
 
 
 def line_chart(*, x_labels: Sequence[str], series: Sequence[tuple[str, Sequence[float | None]]],
-               y_format: Callable[[float], str] = lambda v: f"{v:g}") -> Chart:
+               y_format: Callable[[float], str] = lambda v: f"{v:g}", whole: bool = False) -> Chart:
     """One line per series over the x labels (a None value breaks its line); y from 0 to a
-    round maximum, with its ticks."""
+    round maximum, with its ticks (`whole`: counts, no tick between two whole numbers)."""
     values = [v for _, vs in series for v in vs if v is not None]
     top_value = max(values, default=0.0)
-    step = nice_step(top_value)
+    step = max(nice_step(top_value), 1.0) if whole else nice_step(top_value)
     y_max = step * max(math.ceil(top_value / step), 1)
     right, bottom = WIDTH - RIGHT, HEIGHT - BOTTOM
     n = len(x_labels)
@@ -72,7 +72,7 @@ def line_chart(*, x_labels: Sequence[str], series: Sequence[tuple[str, Sequence[
             pen = "L"
         lines.append(Line(index=index, name=name, path=" ".join(path), dots=dots))
     every = max(math.ceil(n / X_TICKS), 1)
-    x_ticks = [(x(i), x_labels[i]) for i in range(0, n, every)]
+    x_ticks = [(x(i), x_labels[i], "end" if i == n - 1 and n > 1 else "middle") for i in range(0, n, every)]
     y_ticks = [(y(step * k), y_format(step * k)) for k in range(round(y_max / step) + 1)]
     return Chart(width=WIDTH, height=HEIGHT, left=LEFT, right=right, top=TOP, bottom=bottom,
                  x_ticks=x_ticks, y_ticks=y_ticks, lines=lines, empty=not values)

@@ -45,7 +45,7 @@ def trend_charts(trends: Trends) -> list[dict[str, Any]]:
         series = [(name, [value(trends.cell(day, name)) for day in trends.days]) for name in trends.keys]
         rows = [(trends.days[i].isoformat(), [_shown(vs[i], cell) for _, vs in series])
                 for i in range(len(trends.days))]
-        chart = line_chart(x_labels=labels, series=series, y_format=tick)
+        chart = line_chart(x_labels=labels, series=series, y_format=tick, whole=key in ("tokens", "errors"))
         charts.append({"id": key, "title": title, "chart": chart, "rows": rows})
     return charts
 
