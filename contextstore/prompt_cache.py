@@ -184,11 +184,11 @@ def word_diff(before: str, after: str) -> list[tuple[str, str]]:
     if tail > DIFF_CONTEXT:
         out.append(("gap", f"{tail - DIFF_CONTEXT} words"))
     merged: list[tuple[str, str]] = []
-    for op, text in out:
-        if merged and op == merged[-1][0] and op != "gap":
-            merged[-1] = (op, merged[-1][1] + text)
+    for kind, text in out:
+        if merged and kind == merged[-1][0] and kind != "gap":
+            merged[-1] = (kind, merged[-1][1] + text)
         elif text:
-            merged.append((op, text))
+            merged.append((kind, text))
     return merged
 
 

@@ -2,11 +2,12 @@
 latency per day, per model or per agent.
 
 Model calls are the LLMComplete events (their usage and cost, as contextstore.usage reads them);
-errors are the events with is_error (what Thread.error_count counts). Sums are grouped in SQL,
-reading the numbers out of the JSON text `data` column; a value that is not a JSON number counts
-as absent. Latency is the time from the call's LLMCallStart (paired as selectors/calls pairs them)
-to its LLMComplete, else the `latency_ms` the agent reported. Percentiles are PostgreSQL's
-percentile_cont (linear interpolation) there, and the same computation in Python on SQLite.
+errors are the events with is_error (what Thread.error_count counts). Calls are summed in one
+grouped query: a CTE parses each call's JSON text `data` once (jsonb on PostgreSQL), and the
+numbers are read from it in SQL; a value that is not a JSON number counts as absent. Latency is
+the time from the call's LLMCallStart (paired as selectors/calls pairs them) to its LLMComplete,
+else the `latency_ms` the agent reported. Percentiles are PostgreSQL's percentile_cont (linear
+interpolation) there, and the same computation in Python on SQLite.
 """
 
 import math
@@ -18,21 +19,19 @@ from typing import Any
 
 from django.db import connection
 from django.db.models import (
-    Aggregate,
-    Case,
     CharField,
     Count,
+    DateTimeField,
     F,
     FloatField,
     Func,
     OuterRef,
     Q,
+    QuerySet,
     Subquery,
-    Sum,
     Value,
-    When,
 )
-from django.db.models.functions import Coalesce, TruncDate
+from django.db.models.functions import Cast, Coalesce, TruncDate
 from django.utils import timezone
 
 from contextstore.models import Event, Session, Workspace
@@ -72,83 +71,10 @@ class JSONPath(Func):
         return sql, [*params, *params, *params]
 
 
-def _num(*keys: str) -> Any:
-    """The first of `keys` the call reports, in its data or in a provider's `usage` object there."""
-    return Coalesce(*(JSONPath(F("data"), *where, key) for key in keys for where in ((), ("usage",))),
-                    output_field=FloatField())
-
-
-class PercentileCont(Aggregate):
-    """PostgreSQL's percentile_cont(p): the value at fraction p of the ordered values, interpolated."""
-
-    function = "percentile_cont"
-    template = "%(function)s(%(p)s) WITHIN GROUP (ORDER BY %(expressions)s)"
-    output_field: Any = FloatField()
-
-    def __init__(self, expression: Any, *, p: float) -> None:
-        super().__init__(expression, p=float(p))
-
-
-class Millis(Func):
-    """Milliseconds from the first timestamp to the second."""
-
-    output_field: Any = FloatField()
-
-    def as_sql(self, compiler: Any, conn: Any, **extra: Any) -> Any:  # type: ignore[override]
-        (a, pa), (b, pb) = (compiler.compile(e) for e in self.source_expressions)
-        if conn.vendor == "postgresql":
-            return f"(EXTRACT(EPOCH FROM ({b}) - ({a})) * 1000)", [*pa, *pb]
-        return f"((julianday({b}) - julianday({a})) * 86400000.0)", [*pa, *pb]
-
-
-def _call_expressions(*, latency: bool = True) -> dict[str, Any]:
-    """Per LLMComplete: its usage (as contextstore.usage.cache_usage reads it) and latency."""
-    read_a, made_a = _num("cache_read_input_tokens"), _num("cache_creation_input_tokens")
-    read_o = Coalesce(JSONPath(F("data"), "prompt_tokens_details", "cached_tokens"),
-                      JSONPath(F("data"), "usage", "prompt_tokens_details", "cached_tokens"),
-                      JSONPath(F("data"), "input_tokens_details", "cached_tokens"),
-                      JSONPath(F("data"), "usage", "input_tokens_details", "cached_tokens"),
-                      _num("cached_tokens"), output_field=FloatField())
-    read_g, made_g = _num("cache_read"), _num("cache_creation")
-    inp = _num("input_tokens", "prompt_tokens")
-    zero = Value(0.0)
-    # which convention the call's usage follows decides what its cache tokens are counted against
-    cache_read = Case(
-        When(Q(a_read__isnull=False) | Q(a_made__isnull=False), then=Coalesce("a_read", zero)),
-        When(o_read__isnull=False, then=F("o_read")),
-        When(Q(g_read__isnull=False) | Q(g_made__isnull=False), then=Coalesce("g_read", zero)),
-        output_field=FloatField())
-    cache_input = Case(
-        When(Q(a_read__isnull=False) | Q(a_made__isnull=False),
-             then=Coalesce("inp", zero) + Coalesce("a_read", zero) + Coalesce("a_made", zero)),
-        When(o_read__isnull=False, then=Coalesce("inp", zero)),
-        When(Q(g_read__isnull=False) | Q(g_made__isnull=False),
-             then=Func(Coalesce("inp", zero), Coalesce("g_read", zero) + Coalesce("g_made", zero),
-                       function="GREATEST" if connection.vendor == "postgresql" else "MAX",
-                       output_field=FloatField())),
-        output_field=FloatField())
-    start = (Event.objects.filter(thread_id=OuterRef("thread_id"), type=CALL_START, seq__lt=OuterRef("seq"),
-                                  call_id=OuterRef("call_id"))
-             .annotate(r=Coalesce("run_id", Value(0)))
-             .filter(Q(call_id__gt="") | Q(r=Coalesce(OuterRef("run_id"), Value(0))))
-             .order_by("-seq").values("occurred_at")[:1])
-    out = {"a_read": read_a, "a_made": made_a, "o_read": read_o, "g_read": read_g, "g_made": made_g,
-           "inp": inp, "cache_read": cache_read, "cache_input": cache_input}
-    if latency:
-        out["latency"] = Coalesce(Millis(Subquery(start), F("occurred_at")), _num("latency_ms"),
-                                  output_field=FloatField())
-    return out
-
-
 def _group_key(group: str) -> Any:
     if group == "agent":
         return F("thread__session__agent")
     return Coalesce(JSONPath(F("data"), "model", text=True), Value(""), output_field=CharField())
-
-
-def _series_key(top: list[str]) -> Any:
-    """The group's key, or OTHER past the top ones: folded in SQL, so percentiles stay exact."""
-    return Case(When(raw__in=top, then=F("raw")), default=Value(OTHER), output_field=CharField())
 
 
 def percentile(values: list[float], p: float) -> float | None:
@@ -159,6 +85,94 @@ def percentile(values: list[float], p: float) -> float | None:
     at = p * (len(ordered) - 1)
     low, high = math.floor(at), math.ceil(at)
     return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
+
+
+# ------------------------------------------------------------------ the calls' numbers, in SQL
+
+def _number(pg: bool, *path: str) -> str:
+    """A JSON number at `path` in the parsed document `j`, else NULL (paths are written here)."""
+    assert all(_KEY.match(k) for k in path)
+    if pg:
+        at = "'{" + ",".join(path) + "}'"
+        return f"CASE WHEN jsonb_typeof(j #> {at}) = 'number' THEN (j #>> {at})::double precision END"
+    at = "'$." + ".".join(path) + "'"
+    return f"CASE WHEN json_type(j, {at}) IN ('integer', 'real') THEN json_extract(j, {at}) END"
+
+
+def _first(pg: bool, *keys: str) -> str:
+    """The first of `keys` the call reports, in its data or in a provider's `usage` object there."""
+    return "COALESCE(" + ", ".join(_number(pg, *where, k) for k in keys for where in ((), ("usage",))) + ")"
+
+
+def _call_columns(pg: bool) -> tuple[dict[str, str], dict[str, str]]:
+    """Each call's numbers, as contextstore.usage reads them: what its JSON says (read once
+    each), then what follows (cache_usage: the convention the usage follows decides what its
+    cache tokens are counted against)."""
+    model = ("CASE WHEN jsonb_typeof(j -> 'model') = 'string' THEN j ->> 'model' END" if pg
+             else "CASE WHEN json_type(j, '$.model') = 'text' THEN json_extract(j, '$.model') END")
+    said = {
+        "cost": _first(pg, "cost"), "inp": f"COALESCE({_first(pg, 'input_tokens', 'prompt_tokens')}, 0)",
+        "output": f"COALESCE({_first(pg, 'output_tokens', 'completion_tokens')}, 0)",
+        "a_read": _first(pg, "cache_read_input_tokens"),
+        "a_made": _first(pg, "cache_creation_input_tokens"),
+        "o_read": "COALESCE(" + ", ".join(
+            [_number(pg, *where, details, "cached_tokens")
+             for details in ("prompt_tokens_details", "input_tokens_details") for where in ((), ("usage",))]
+            + [_first(pg, "cached_tokens")]) + ")",
+        "g_read": _first(pg, "cache_read"), "g_made": _first(pg, "cache_creation"),
+        "reported_ms": _first(pg, "latency_ms"), "model": f"COALESCE({model}, '')",
+    }
+    anthropic = "(a_read IS NOT NULL OR a_made IS NOT NULL)"
+    genai = "(g_read IS NOT NULL OR g_made IS NOT NULL)"
+    millis = ("EXTRACT(EPOCH FROM (occurred_at - started)) * 1000" if pg
+              else "(julianday(occurred_at) - julianday(started)) * 86400000.0")
+    greatest = "GREATEST" if pg else "MAX"
+    derived = {
+        "cost": "cost", "input": "inp", "output": "output", "model": "model",
+        "cache_read": f"CASE WHEN {anthropic} THEN COALESCE(a_read, 0) WHEN o_read IS NOT NULL THEN o_read "
+                      f"WHEN {genai} THEN COALESCE(g_read, 0) END",
+        "cache_input": f"CASE WHEN {anthropic} THEN inp + COALESCE(a_read, 0) + COALESCE(a_made, 0) "
+                       f"WHEN o_read IS NOT NULL THEN inp "
+                       f"WHEN {genai} THEN {greatest}(inp, COALESCE(g_read, 0) + COALESCE(g_made, 0)) END",
+        "latency": f"COALESCE({millis}, reported_ms)",
+    }
+    return said, derived
+
+
+def _calls_sql(calls: QuerySet[Event], select: str, *, latency: bool = True) -> tuple[str, list[Any]]:
+    """`select` over the CTE `c` of the calls' rows: day, key (model or agent), cost, input,
+    output, cache_read, cache_input, latency. Each row's JSON is parsed once (materialized);
+    PostgreSQL's jsonb refuses the escape of a NUL character, so a row holding one reports no
+    numbers."""
+    pg = connection.vendor == "postgresql"
+    start = (Event.objects.filter(thread_id=OuterRef("thread_id"), type=CALL_START, seq__lt=OuterRef("seq"),
+                                  call_id=OuterRef("call_id"))
+             .annotate(r=Coalesce("run_id", Value(0)))
+             .filter(Q(call_id__gt="") | Q(r=Coalesce(OuterRef("run_id"), Value(0))))
+             .order_by("-seq").values("occurred_at")[:1])
+    started = Subquery(start) if latency else Cast(Value(None), output_field=DateTimeField())
+    inner, params = (calls.annotate(day=TruncDate("occurred_at"), started=started)
+                     .values("day", "agent", "started", "occurred_at", "data").order_by()
+                     .query.sql_with_params())
+    parsed = ("CASE WHEN strpos(data, '\\u0000') = 0 THEN data::jsonb END" if pg
+              else "CASE WHEN json_valid(data) THEN data END")
+    said, derived = _call_columns(pg)
+    return (f"WITH r AS MATERIALIZED (SELECT day, agent, started, occurred_at, {parsed} AS j "
+            f"FROM ({inner}) q), "
+            "b AS MATERIALIZED (SELECT day, agent, started, occurred_at, "
+            + ", ".join(f"{v} AS {k}" for k, v in said.items()) + " FROM r), "
+            "c AS MATERIALIZED (SELECT day, agent, " + ", ".join(f"{v} AS {k}" for k, v in derived.items())
+            + f" FROM b) {select}", list(params))
+
+
+def _query(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return list(cursor.fetchall())
+
+
+def _day(value: Any) -> date:
+    return value if isinstance(value, date) else date.fromisoformat(str(value)[:10])
 
 
 @dataclass
@@ -207,54 +221,77 @@ def workspace_trends(*, workspace: Workspace, days: int = 30, group: str = "mode
     span = [first + timedelta(days=i) for i in range(days)]
     since = timezone.make_aware(datetime.combine(first, time.min))
     events = Event.objects.filter(thread__workspace=workspace, occurred_at__gte=since,
-                                  occurred_at__lt=since + timedelta(days=days)).annotate(
-        day=TruncDate("occurred_at"), raw=_group_key(group))
-    ranked = _ranked(events)
-    top = ranked if len(ranked) <= MAX_SERIES else ranked[:MAX_SERIES - 1]
-    events = events.annotate(key=F("raw") if top == ranked else _series_key(top))
-    calls = events.filter(type=CALL_END).annotate(**_call_expressions())
+                                  occurred_at__lt=since + timedelta(days=days))
+    calls = events.filter(type=CALL_END).annotate(agent=F("thread__session__agent"))
+    pg = connection.vendor == "postgresql"
+    percentiles = (", percentile_cont(0.5) WITHIN GROUP (ORDER BY latency), "
+                   "percentile_cont(0.95) WITHIN GROUP (ORDER BY latency)" if pg else "")
+    sql, params = _calls_sql(calls, f"SELECT day, {group}, COUNT(*), SUM(cost), SUM(input), SUM(output), "
+                                    f"SUM(cache_read), SUM(cache_input){percentiles} "
+                                    f"FROM c GROUP BY day, {group}")
     cells: dict[tuple[date, str], Cell] = {}
-    sums = calls.values("day", "key").annotate(
-        n=Count("id"), cost_sum=Sum(_num("cost")), in_sum=Sum("inp"),
-        out_sum=Sum(_num("output_tokens", "completion_tokens")),
-        read_sum=Sum("cache_read"), cache_sum=Sum("cache_input")).order_by()
-    if connection.vendor == "postgresql":
-        sums = sums.annotate(lat50=PercentileCont(F("latency"), p=0.5),
-                             lat95=PercentileCont(F("latency"), p=0.95))
-    for row in sums:
-        cells[(row["day"], row["key"] or NONE)] = Cell(
-            calls=row["n"], cost=Decimal(str(round(row["cost_sum"] or 0, 9))).normalize(),
-            input=round(row["in_sum"] or 0), output=round(row["out_sum"] or 0),
-            cache_read=round(row["read_sum"] or 0), cache_input=round(row["cache_sum"] or 0),
-            p50=_float(row.get("lat50")), p95=_float(row.get("lat95")))
-    if connection.vendor != "postgresql":
-        for lat in calls.filter(latency__isnull=False).values("day", "key", "latency").order_by():
-            cells[(lat["day"], lat["key"] or NONE)].latencies.append(lat["latency"])
-        for c in cells.values():
-            c.p50, c.p95 = percentile(c.latencies, 0.5), percentile(c.latencies, 0.95)
-    for err in events.filter(is_error=True).values("day", "key").annotate(n=Count("id")).order_by():
+    for day, key, n, cost, inp, out, read, cached, *lat in _query(sql, params):
+        cells[(_day(day), key or NONE)] = Cell(
+            calls=n, cost=Decimal(str(round(cost or 0, 9))).normalize(), input=round(inp or 0),
+            output=round(out or 0), cache_read=round(read or 0), cache_input=round(cached or 0),
+            p50=_float(lat[0]) if lat else None, p95=_float(lat[1]) if lat else None)
+    if not pg:
+        _latencies(calls, group, cells)
+    errors = events.filter(is_error=True).annotate(day=TruncDate("occurred_at"), key=_group_key(group))
+    for err in errors.values("day", "key").annotate(n=Count("id")).order_by():
         cells.setdefault((err["day"], err["key"] or NONE), Cell()).errors = err["n"]
-    keys = [k or NONE for k in top] + ([OTHER] if top != ranked else [])
     totals: dict[str, Cell] = {}
     for (_, key), c in cells.items():
-        t = totals.setdefault(key, Cell())
-        for name in ("calls", "cost", "input", "output", "cache_read", "cache_input", "errors"):
-            setattr(t, name, getattr(t, name) + getattr(c, name))
-    return Trends(days=span, group=group, keys=keys, cells=cells, totals=totals)
+        _add(totals.setdefault(key, Cell()), c)
+    ranked = sorted(totals, key=lambda k: (-totals[k].cost, -totals[k].calls, -totals[k].errors, k))
+    if len(ranked) <= MAX_SERIES:
+        return Trends(days=span, group=group, keys=ranked, cells=cells, totals=totals)
+    return _folded(span, group, ranked[:MAX_SERIES - 1], cells, totals, calls)
+
+
+def _latencies(calls: QuerySet[Event], group: str, cells: dict[tuple[date, str], Cell],
+               where: str = "", params: tuple[Any, ...] = ()) -> dict[date, list[float]]:
+    """The calls' latencies per day and key into `cells` with their p50/p95 (SQLite; or, with
+    `where`, the folded keys' per day)."""
+    sql, base = _calls_sql(calls, f"SELECT day, {group}, latency FROM c WHERE latency IS NOT NULL{where}")
+    by_day: dict[date, list[float]] = {}
+    for day, key, latency in _query(sql, [*base, *params]):
+        if where:
+            by_day.setdefault(_day(day), []).append(latency)
+        else:
+            cells[(_day(day), key or NONE)].latencies.append(latency)
+    for c in cells.values():
+        if not where:
+            c.p50, c.p95 = percentile(c.latencies, 0.5), percentile(c.latencies, 0.95)
+    return by_day
+
+
+def _folded(span: list[date], group: str, top: list[str], cells: dict[tuple[date, str], Cell],
+            totals: dict[str, Cell], calls: QuerySet[Event]) -> Trends:
+    """The costliest keys and OTHER: the rest summed, their percentiles computed over their calls."""
+    out: dict[tuple[date, str], Cell] = {}
+    for (day, key), c in cells.items():
+        if key in top:
+            out[(day, key)] = c
+        else:
+            _add(out.setdefault((day, OTHER), Cell()), c)
+    shown = ["" if k == NONE else k for k in top]
+    where = f" AND COALESCE({group}, '') NOT IN ({', '.join(['%s'] * len(shown))})"
+    for day, values in _latencies(calls, group, {}, where, tuple(shown)).items():
+        out[(day, OTHER)].p50, out[(day, OTHER)].p95 = percentile(values, 0.5), percentile(values, 0.95)
+    folded = {k: totals[k] for k in top}
+    for k in set(totals) - set(top):
+        _add(folded.setdefault(OTHER, Cell()), totals[k])
+    return Trends(days=span, group=group, keys=[*top, OTHER], cells=out, totals=folded)
+
+
+def _add(total: Cell, c: Cell) -> None:
+    for name in ("calls", "cost", "input", "output", "cache_read", "cache_input", "errors"):
+        setattr(total, name, getattr(total, name) + getattr(c, name))
 
 
 def _float(value: Any) -> float | None:
     return None if value is None else float(value)
-
-
-def _ranked(events: Any) -> list[str]:
-    """The range's keys: the costliest calls first, then the most called, then by errors."""
-    calls = {r["raw"]: (-(r["cost"] or 0), -r["n"]) for r in events.filter(type=CALL_END).values("raw")
-             .annotate(cost=Sum(_num("cost")), n=Count("id")).order_by()}
-    errors = {r["raw"]: -r["n"] for r in events.filter(is_error=True).values("raw")
-              .annotate(n=Count("id")).order_by()}
-    return sorted(calls.keys() | errors.keys(),
-                  key=lambda k: (*calls.get(k, (0, 0)), errors.get(k, 0), k))
 
 
 def cache_totals(*, workspace: Workspace, session: Session | None = None) -> dict[str, Any]:
@@ -264,8 +301,10 @@ def cache_totals(*, workspace: Workspace, session: Session | None = None) -> dic
     calls = Event.objects.filter(thread__workspace=workspace, type=CALL_END)
     if session is not None:
         calls = calls.filter(thread__session=session)
-    sums = calls.annotate(**_call_expressions(latency=False)).aggregate(
-        n=Count("id"), reporting=Count("cache_input"), read=Sum("cache_read"), input=Sum("cache_input"))
-    read, total = round(sums["read"] or 0), round(sums["input"] or 0)
-    return {"calls": sums["n"], "reporting": sums["reporting"], "cache_read": read, "input": total,
+    sql, params = _calls_sql(calls.annotate(agent=F("thread__session__agent")),
+                             "SELECT COUNT(*), COUNT(cache_input), SUM(cache_read), SUM(cache_input) FROM c",
+                             latency=False)
+    n, reporting, read_sum, input_sum = _query(sql, params)[0]
+    read, total = round(read_sum or 0), round(input_sum or 0)
+    return {"calls": n, "reporting": reporting, "cache_read": read, "input": total,
             "hit_rate": round(100 * read / total, 1) if total else None}
