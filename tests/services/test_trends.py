@@ -117,3 +117,12 @@ def test_percentile_interpolates_as_percentile_cont():
     assert percentile([5], 0.95) == 5
     assert percentile([1000, 200, 400], 0.5) == 400
     assert percentile([200, 400, 1000], 0.95) == pytest.approx(940)
+
+
+def test_a_call_whose_data_holds_a_nul_character_is_counted_without_breaking_the_query(workspace, actor):
+    thread = _thread(workspace, actor, "s-nul", "nul")
+    event_append(thread=thread, actor=actor, events=_call("n1", "2026-03-10", "10:00:00", 20, model="gpt-4o",
+                                                          cost=0.5, finish_reason="stop\x00"))
+    t = workspace_trends(workspace=workspace, days=7, group="agent", today=TODAY)
+    assert t.cell(TODAY, "nul").calls == 1  # PostgreSQL's jsonb refuses the NUL: its numbers are absent there
+    assert cache_totals(workspace=workspace)["calls"] == 1
