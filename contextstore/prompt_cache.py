@@ -11,6 +11,7 @@ block and message is counted on its own, as providers frame them.
 import difflib
 import functools
 import json
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -129,13 +130,27 @@ def reuse(before: Sequence[Segment], after: Sequence[Segment]) -> Reuse:
 # ------------------------------------------------------------------ word diff
 
 _WORDS = re.compile(r"\s+|\w+|[^\w\s]")
+# A word diff's tokens: a word or a punctuation mark with the whitespace after it (half the
+# tokens of splitting the spaces off, and no token as common as a space to slow the matcher).
+_DIFF_WORDS = re.compile(r"\w+\s*|[^\w\s]\s*|\s+")
 DIFF_CONTEXT = 12  # unchanged words kept on either side of a change
 DIFF_MAX_WORDS = 4000  # words of each side compared; longer texts are cut there
+# SequenceMatcher's work grows with the product of the two sides' words on texts of few distinct
+# words (a log, a table): past this product, both sides are cut to its square root.
+DIFF_MAX_WORK = 1_000_000
+DIFF_MAX_RUN = 2000  # characters shown of one run of changed (or kept) text
+
+
+def _run(op: str, text: str) -> list[tuple[str, str]]:
+    if len(text) <= DIFF_MAX_RUN:
+        return [(op, text)]
+    return [(op, text[:DIFF_MAX_RUN]), ("gap", f"{len(text) - DIFF_MAX_RUN:,} more characters")]
 
 
 def word_diff(before: str, after: str) -> list[tuple[str, str]]:
-    """(op, text) runs, op one of "same", "del", "add", "gap" (unchanged words left out)."""
-    a, b = _WORDS.findall(before), _WORDS.findall(after)
+    """(op, text) runs, op one of "same", "del", "add", "gap" (unchanged words left out, and
+    what is past the work and length caps, said in words)."""
+    a, b = _DIFF_WORDS.findall(before), _DIFF_WORDS.findall(after)
     head = 0
     while head < min(len(a), len(b)) and a[head] == b[head]:
         head += 1
@@ -146,23 +161,35 @@ def word_diff(before: str, after: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     if head > DIFF_CONTEXT:
         out.append(("gap", f"{head - DIFF_CONTEXT} words"))
-    out.append(("same", "".join(a[max(head - DIFF_CONTEXT, 0):head])))
-    cut = len(mid_a) > DIFF_MAX_WORDS or len(mid_b) > DIFF_MAX_WORDS
-    matcher = difflib.SequenceMatcher(None, mid_a[:DIFF_MAX_WORDS], mid_b[:DIFF_MAX_WORDS], autojunk=False)
+    out.extend(_run("same", "".join(a[max(head - DIFF_CONTEXT, 0):head])))
+    limit = DIFF_MAX_WORDS
+    if min(len(mid_a), limit) * min(len(mid_b), limit) > DIFF_MAX_WORK:
+        shorter = max(min(len(mid_a), len(mid_b)), 1)
+        limit = min(limit, max(math.isqrt(DIFF_MAX_WORK), DIFF_MAX_WORK // shorter))
+    cut = len(mid_a) > limit or len(mid_b) > limit
+    matcher = difflib.SequenceMatcher(None, mid_a[:limit], mid_b[:limit], autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op == "equal":
-            out.append(("same", "".join(mid_a[i1:i2])))
+            out.extend(_run("same", "".join(mid_a[i1:i2])))
             continue
-        if i2 > i1:
-            out.append(("del", "".join(mid_a[i1:i2])))
-        if j2 > j1:
-            out.append(("add", "".join(mid_b[j1:j2])))
+        old, new = "".join(mid_a[i1:i2]), "".join(mid_b[j1:j2])
+        space = ""  # a replaced word's space is shared by both sides: shown as kept
+        if op == "replace" and old.rstrip() != old and new.endswith(old[len(old.rstrip()):]):
+            space = old[len(old.rstrip()):]
+            old, new = old[:-len(space)], new[:-len(space)]
+        out.extend(_run("del", old) + _run("add", new) + [("same", space)])
     if cut:
         out.append(("gap", "the rest of a long change"))
-    out.append(("same", "".join(b[len(b) - tail:len(b) - tail + DIFF_CONTEXT] if tail else [])))
+    out.extend(_run("same", "".join(b[len(b) - tail:len(b) - tail + DIFF_CONTEXT] if tail else [])))
     if tail > DIFF_CONTEXT:
         out.append(("gap", f"{tail - DIFF_CONTEXT} words"))
-    return [(op, text) for op, text in out if text]
+    merged: list[tuple[str, str]] = []
+    for kind, text in out:
+        if merged and kind == merged[-1][0] and kind != "gap":
+            merged[-1] = (kind, merged[-1][1] + text)
+        elif text:
+            merged.append((kind, text))
+    return merged
 
 
 _TIME_WORD = re.compile(

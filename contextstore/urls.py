@@ -13,6 +13,7 @@ from contextstore.views import (
     spans,
     sso,
     threads,
+    trends,
 )
 
 app_name = "contextstore"
@@ -29,6 +30,7 @@ urlpatterns = [
     path("comments/<int:comment_id>/edit/", comments.comment_change, {"op": "edit"}, name="comment-edit"),
     path("comments/<int:comment_id>/delete/", comments.comment_change, {"op": "delete"},
          name="comment-delete"),
+    path("trends/", trends.workspace_trends_view, name="trends"),
     path("sessions/<int:pk>/archive/", sessions.session_archive_toggle, name="session-archive"),
     path("sessions/<int:pk>/shares/", sharing.share_create, name="share-create"),
     path("sessions/<int:pk>/shares/<int:link_id>/revoke/", sharing.share_revoke, name="share-revoke"),

@@ -1,6 +1,8 @@
 """The prompt-cache arithmetic, pure: token-counted common prefix of two requests, word diffs,
 what counts as a clock in a system prompt, the provider table, reported cache usage."""
 
+import random
+import time
 from types import SimpleNamespace
 
 from contextstore.prompt_cache import (
@@ -59,6 +61,32 @@ def test_word_diff_marks_only_the_changed_words_and_folds_long_unchanged_runs():
     diff = word_diff(before, after)
     assert ("del", "old") in diff and ("add", "new") in diff
     assert diff[0][0] == "gap" and "".join(t for op, t in diff if op == "same").count("w") <= 12
+
+
+def test_word_diff_of_an_insert_a_delete_and_a_replace():
+    assert word_diff("keep the tests green", "keep all the tests green") == [
+        ("same", "keep "), ("add", "all "), ("same", "the tests green")]
+    assert word_diff("keep all the tests green", "keep the tests green") == [
+        ("same", "keep "), ("del", "all "), ("same", "the tests green")]
+    assert word_diff("run pytest -q now", "run ruff check now") == [
+        ("same", "run "), ("del", "pytest -q"), ("add", "ruff check"), ("same", " now")]
+    assert word_diff("same", "same") == [("same", "same")]
+
+
+def test_word_diff_splits_unicode_words_whole():
+    assert word_diff("Grüße aus 東京, naïve café", "Grüße aus 大阪, naïve café") == [
+        ("same", "Grüße aus "), ("del", "東京"), ("add", "大阪"), ("same", ", naïve café")]
+
+
+def test_word_diff_caps_its_work_and_its_output_on_huge_texts():
+    rng = random.Random(7)  # few distinct words: the matcher's worst case
+    before, after = (" ".join(rng.choice("abcdefgh") for _ in range(30_000)) for _ in range(2))
+    started = time.perf_counter()
+    diff = word_diff(before, after)
+    assert time.perf_counter() - started < 2 and ("gap", "the rest of a long change") in diff
+    one_word = word_diff("x" * 1_000_000, "y" * 1_000_000)  # no space to cut at
+    assert [op for op, _ in one_word] == ["del", "gap", "add", "gap"]
+    assert sum(len(text) for _, text in one_word) < 5000
 
 
 def test_only_a_changed_date_or_time_is_timestamp_like():

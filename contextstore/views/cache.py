@@ -7,6 +7,7 @@ from django.shortcuts import render
 from django.views.decorators.vary import vary_on_headers
 
 from contextstore.selectors.cache import session_cache, workspace_cache
+from contextstore.selectors.trends import cache_totals
 from contextstore.views.access import DashboardRequest, current_workspace, get_session, visible_workspaces
 
 
@@ -16,7 +17,8 @@ def session_cache_view(request: DashboardRequest, pk: int) -> HttpResponse:
     """The session's cache summary: its own page, or (htmx) the panel on the session page."""
     session = get_session(request, pk)
     context = {"session": session, "workspace": session.workspace,
-               "workspaces": visible_workspaces(request.user), "summary": session_cache(session=session)}
+               "workspaces": visible_workspaces(request.user), "summary": session_cache(session=session),
+               "totals": cache_totals(workspace=session.workspace, session=session)}
     template_name = "contextstore/cache.html"
     if request.htmx:
         template_name += "#cache-panel"
@@ -29,5 +31,5 @@ def workspace_cache_view(request: DashboardRequest) -> HttpResponse:
     if workspace is None:
         raise Http404("No workspace.")
     context = {"workspace": workspace, "workspaces": visible_workspaces(request.user),
-               "summary": workspace_cache(workspace=workspace)}
+               "summary": workspace_cache(workspace=workspace), "totals": cache_totals(workspace=workspace)}
     return render(request, "contextstore/cache.html", context)

@@ -1,0 +1,310 @@
+"""A workspace's trends: cost, tokens, errors, prompt-cache hit rate and p50/p95 model-call
+latency per day, per model or per agent.
+
+Model calls are the LLMComplete events (their usage and cost, as contextstore.usage reads them);
+errors are the events with is_error (what Thread.error_count counts). Calls are summed in one
+grouped query: a CTE parses each call's JSON text `data` once (jsonb on PostgreSQL), and the
+numbers are read from it in SQL; a value that is not a JSON number counts as absent. Latency is
+the time from the call's LLMCallStart (paired as selectors/calls pairs them) to its LLMComplete,
+else the `latency_ms` the agent reported. Percentiles are PostgreSQL's percentile_cont (linear
+interpolation) there, and the same computation in Python on SQLite.
+"""
+
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.db import connection
+from django.db.models import (
+    CharField,
+    Count,
+    DateTimeField,
+    F,
+    FloatField,
+    Func,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+)
+from django.db.models.functions import Cast, Coalesce, TruncDate
+from django.utils import timezone
+
+from contextstore.models import Event, Session, Workspace
+from contextstore.selectors.calls import CALL_END, CALL_START
+
+RANGES = (7, 30, 90)  # days a trends page looks back
+GROUPS = ("model", "agent")
+MAX_SERIES = 6  # the costliest keys get a line of their own; the rest are summed as OTHER
+OTHER = "(other)"
+NONE = "(none)"
+_KEY = re.compile(r"^[a-z_]+$")
+
+
+class JSONPath(Func):
+    """A value inside the JSON text of `data`, at `path` (keys, written here, never input): a
+    JSON number as a number, a JSON string as text (`text=True`); anything else is NULL."""
+
+    output_field: Any = FloatField()
+
+    def __init__(self, expression: Any, *path: str, text: bool = False) -> None:
+        assert all(_KEY.match(k) for k in path)
+        self.path, self.text = path, text
+        super().__init__(expression, output_field=CharField() if text else FloatField())
+
+    def as_sql(self, compiler: Any, conn: Any, **extra: Any) -> Any:  # type: ignore[override]
+        data, params = compiler.compile(self.source_expressions[0])
+        if conn.vendor == "postgresql":
+            # json, not jsonb: jsonb refuses the \\u0000 the JSON text may hold (contextstore.fields)
+            doc, path = f"(({data})::json)", "'{" + ",".join(self.path) + "}'"
+            kind, cast = ("string", "") if self.text else ("number", "::double precision")
+            sql = f"CASE WHEN json_typeof({doc} #> {path}) = '{kind}' THEN ({doc} #>> {path}){cast} END"
+            return sql, [*params, *params, *params]
+        path = "'$." + ".".join(self.path) + "'"
+        kinds = "('text')" if self.text else "('integer', 'real')"
+        sql = (f"CASE WHEN json_valid({data}) AND json_type({data}, {path}) IN {kinds} "
+               f"THEN json_extract({data}, {path}) END")
+        return sql, [*params, *params, *params]
+
+
+def _group_key(group: str) -> Any:
+    if group == "agent":
+        return F("thread__session__agent")
+    return Coalesce(JSONPath(F("data"), "model", text=True), Value(""), output_field=CharField())
+
+
+def percentile(values: list[float], p: float) -> float | None:
+    """PostgreSQL's percentile_cont: linear interpolation between the two nearest ranks."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    at = p * (len(ordered) - 1)
+    low, high = math.floor(at), math.ceil(at)
+    return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
+
+
+# ------------------------------------------------------------------ the calls' numbers, in SQL
+
+def _number(pg: bool, *path: str) -> str:
+    """A JSON number at `path` in the parsed document `j`, else NULL (paths are written here)."""
+    assert all(_KEY.match(k) for k in path)
+    if pg:
+        at = "'{" + ",".join(path) + "}'"
+        return f"CASE WHEN jsonb_typeof(j #> {at}) = 'number' THEN (j #>> {at})::double precision END"
+    at = "'$." + ".".join(path) + "'"
+    return f"CASE WHEN json_type(j, {at}) IN ('integer', 'real') THEN json_extract(j, {at}) END"
+
+
+def _first(pg: bool, *keys: str) -> str:
+    """The first of `keys` the call reports, in its data or in a provider's `usage` object there."""
+    return "COALESCE(" + ", ".join(_number(pg, *where, k) for k in keys for where in ((), ("usage",))) + ")"
+
+
+def _call_columns(pg: bool) -> tuple[dict[str, str], dict[str, str]]:
+    """Each call's numbers, as contextstore.usage reads them: what its JSON says (read once
+    each), then what follows (cache_usage: the convention the usage follows decides what its
+    cache tokens are counted against)."""
+    model = ("CASE WHEN jsonb_typeof(j -> 'model') = 'string' THEN j ->> 'model' END" if pg
+             else "CASE WHEN json_type(j, '$.model') = 'text' THEN json_extract(j, '$.model') END")
+    said = {
+        "cost": _first(pg, "cost"), "inp": f"COALESCE({_first(pg, 'input_tokens', 'prompt_tokens')}, 0)",
+        "output": f"COALESCE({_first(pg, 'output_tokens', 'completion_tokens')}, 0)",
+        "a_read": _first(pg, "cache_read_input_tokens"),
+        "a_made": _first(pg, "cache_creation_input_tokens"),
+        "o_read": "COALESCE(" + ", ".join(
+            [_number(pg, *where, details, "cached_tokens")
+             for details in ("prompt_tokens_details", "input_tokens_details") for where in ((), ("usage",))]
+            + [_first(pg, "cached_tokens")]) + ")",
+        "g_read": _first(pg, "cache_read"), "g_made": _first(pg, "cache_creation"),
+        "reported_ms": _first(pg, "latency_ms"), "model": f"COALESCE({model}, '')",
+    }
+    anthropic = "(a_read IS NOT NULL OR a_made IS NOT NULL)"
+    genai = "(g_read IS NOT NULL OR g_made IS NOT NULL)"
+    millis = ("EXTRACT(EPOCH FROM (occurred_at - started)) * 1000" if pg
+              else "(julianday(occurred_at) - julianday(started)) * 86400000.0")
+    greatest = "GREATEST" if pg else "MAX"
+    derived = {
+        "cost": "cost", "input": "inp", "output": "output", "model": "model",
+        "cache_read": f"CASE WHEN {anthropic} THEN COALESCE(a_read, 0) WHEN o_read IS NOT NULL THEN o_read "
+                      f"WHEN {genai} THEN COALESCE(g_read, 0) END",
+        "cache_input": f"CASE WHEN {anthropic} THEN inp + COALESCE(a_read, 0) + COALESCE(a_made, 0) "
+                       f"WHEN o_read IS NOT NULL THEN inp "
+                       f"WHEN {genai} THEN {greatest}(inp, COALESCE(g_read, 0) + COALESCE(g_made, 0)) END",
+        "latency": f"COALESCE({millis}, reported_ms)",
+    }
+    return said, derived
+
+
+def _calls_sql(calls: QuerySet[Event], select: str, *, latency: bool = True) -> tuple[str, list[Any]]:
+    """`select` over the CTE `c` of the calls' rows: day, key (model or agent), cost, input,
+    output, cache_read, cache_input, latency. Each row's JSON is parsed once (materialized);
+    PostgreSQL's jsonb refuses the escape of a NUL character, so a row holding one reports no
+    numbers."""
+    pg = connection.vendor == "postgresql"
+    start = (Event.objects.filter(thread_id=OuterRef("thread_id"), type=CALL_START, seq__lt=OuterRef("seq"),
+                                  call_id=OuterRef("call_id"))
+             .annotate(r=Coalesce("run_id", Value(0)))
+             .filter(Q(call_id__gt="") | Q(r=Coalesce(OuterRef("run_id"), Value(0))))
+             .order_by("-seq").values("occurred_at")[:1])
+    started = Subquery(start) if latency else Cast(Value(None), output_field=DateTimeField())
+    inner, params = (calls.annotate(day=TruncDate("occurred_at"), started=started)
+                     .values("day", "agent", "started", "occurred_at", "data").order_by()
+                     .query.sql_with_params())
+    parsed = ("CASE WHEN strpos(data, '\\u0000') = 0 THEN data::jsonb END" if pg
+              else "CASE WHEN json_valid(data) THEN data END")
+    said, derived = _call_columns(pg)
+    return (f"WITH r AS MATERIALIZED (SELECT day, agent, started, occurred_at, {parsed} AS j "
+            f"FROM ({inner}) q), "
+            "b AS MATERIALIZED (SELECT day, agent, started, occurred_at, "
+            + ", ".join(f"{v} AS {k}" for k, v in said.items()) + " FROM r), "
+            "c AS MATERIALIZED (SELECT day, agent, " + ", ".join(f"{v} AS {k}" for k, v in derived.items())
+            + f" FROM b) {select}", list(params))
+
+
+def _query(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return list(cursor.fetchall())
+
+
+def _day(value: Any) -> date:
+    return value if isinstance(value, date) else date.fromisoformat(str(value)[:10])
+
+
+@dataclass
+class Cell:
+    """One day of one key."""
+
+    calls: int = 0
+    cost: Decimal = Decimal(0)
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_input: int = 0
+    errors: int = 0
+    p50: float | None = None
+    p95: float | None = None
+    latencies: list[float] = field(default_factory=list)
+
+    @property
+    def tokens(self) -> int:
+        return self.input + self.output
+
+    @property
+    def hit_rate(self) -> float | None:
+        return round(100 * self.cache_read / self.cache_input, 1) if self.cache_input else None
+
+
+@dataclass
+class Trends:
+    days: list[date]
+    group: str
+    keys: list[str]  # series, costliest first (OTHER last when keys were folded)
+    cells: dict[tuple[date, str], Cell]
+    totals: dict[str, Cell]  # per key over the whole range
+
+    def cell(self, day: date, key: str) -> Cell:
+        return self.cells.get((day, key)) or Cell()
+
+
+def workspace_trends(*, workspace: Workspace, days: int = 30, group: str = "model",
+                     today: date | None = None) -> Trends:
+    """The workspace's last `days` days (today included) grouped by day and `group`."""
+    if days not in RANGES or group not in GROUPS:
+        raise ValueError("days must be one of 7, 30, 90 and group one of model, agent")
+    today = today or timezone.localdate()
+    first = today - timedelta(days=days - 1)
+    span = [first + timedelta(days=i) for i in range(days)]
+    since = timezone.make_aware(datetime.combine(first, time.min))
+    events = Event.objects.filter(thread__workspace=workspace, occurred_at__gte=since,
+                                  occurred_at__lt=since + timedelta(days=days))
+    calls = events.filter(type=CALL_END).annotate(agent=F("thread__session__agent"))
+    pg = connection.vendor == "postgresql"
+    percentiles = (", percentile_cont(0.5) WITHIN GROUP (ORDER BY latency), "
+                   "percentile_cont(0.95) WITHIN GROUP (ORDER BY latency)" if pg else "")
+    sql, params = _calls_sql(calls, f"SELECT day, {group}, COUNT(*), SUM(cost), SUM(input), SUM(output), "
+                                    f"SUM(cache_read), SUM(cache_input){percentiles} "
+                                    f"FROM c GROUP BY day, {group}")
+    cells: dict[tuple[date, str], Cell] = {}
+    for day, key, n, cost, inp, out, read, cached, *lat in _query(sql, params):
+        cells[(_day(day), key or NONE)] = Cell(
+            calls=n, cost=Decimal(str(round(cost or 0, 9))).normalize(), input=round(inp or 0),
+            output=round(out or 0), cache_read=round(read or 0), cache_input=round(cached or 0),
+            p50=_float(lat[0]) if lat else None, p95=_float(lat[1]) if lat else None)
+    if not pg:
+        _latencies(calls, group, cells)
+    errors = events.filter(is_error=True).annotate(day=TruncDate("occurred_at"), key=_group_key(group))
+    for err in errors.values("day", "key").annotate(n=Count("id")).order_by():
+        cells.setdefault((err["day"], err["key"] or NONE), Cell()).errors = err["n"]
+    totals: dict[str, Cell] = {}
+    for (_, key), c in cells.items():
+        _add(totals.setdefault(key, Cell()), c)
+    ranked = sorted(totals, key=lambda k: (-totals[k].cost, -totals[k].calls, -totals[k].errors, k))
+    if len(ranked) <= MAX_SERIES:
+        return Trends(days=span, group=group, keys=ranked, cells=cells, totals=totals)
+    return _folded(span, group, ranked[:MAX_SERIES - 1], cells, totals, calls)
+
+
+def _latencies(calls: QuerySet[Event], group: str, cells: dict[tuple[date, str], Cell],
+               where: str = "", params: tuple[Any, ...] = ()) -> dict[date, list[float]]:
+    """The calls' latencies per day and key into `cells` with their p50/p95 (SQLite; or, with
+    `where`, the folded keys' per day)."""
+    sql, base = _calls_sql(calls, f"SELECT day, {group}, latency FROM c WHERE latency IS NOT NULL{where}")
+    by_day: dict[date, list[float]] = {}
+    for day, key, latency in _query(sql, [*base, *params]):
+        if where:
+            by_day.setdefault(_day(day), []).append(latency)
+        else:
+            cells[(_day(day), key or NONE)].latencies.append(latency)
+    for c in cells.values():
+        if not where:
+            c.p50, c.p95 = percentile(c.latencies, 0.5), percentile(c.latencies, 0.95)
+    return by_day
+
+
+def _folded(span: list[date], group: str, top: list[str], cells: dict[tuple[date, str], Cell],
+            totals: dict[str, Cell], calls: QuerySet[Event]) -> Trends:
+    """The costliest keys and OTHER: the rest summed, their percentiles computed over their calls."""
+    out: dict[tuple[date, str], Cell] = {}
+    for (day, key), c in cells.items():
+        if key in top:
+            out[(day, key)] = c
+        else:
+            _add(out.setdefault((day, OTHER), Cell()), c)
+    shown = ["" if k == NONE else k for k in top]
+    where = f" AND COALESCE({group}, '') NOT IN ({', '.join(['%s'] * len(shown))})"
+    for day, values in _latencies(calls, group, {}, where, tuple(shown)).items():
+        out[(day, OTHER)].p50, out[(day, OTHER)].p95 = percentile(values, 0.5), percentile(values, 0.95)
+    folded = {k: totals[k] for k in top}
+    for k in set(totals) - set(top):
+        _add(folded.setdefault(OTHER, Cell()), totals[k])
+    return Trends(days=span, group=group, keys=[*top, OTHER], cells=out, totals=folded)
+
+
+def _add(total: Cell, c: Cell) -> None:
+    for name in ("calls", "cost", "input", "output", "cache_read", "cache_input", "errors"):
+        setattr(total, name, getattr(total, name) + getattr(c, name))
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def cache_totals(*, workspace: Workspace, session: Session | None = None) -> dict[str, Any]:
+    """Over every model call of the workspace (or of one session): calls, those whose usage
+    reports cache tokens, the tokens read from the cache of their input, and the hit rate; one
+    aggregate query (the cache pages' own figures look at the newest calls only)."""
+    calls = Event.objects.filter(thread__workspace=workspace, type=CALL_END)
+    if session is not None:
+        calls = calls.filter(thread__session=session)
+    sql, params = _calls_sql(calls.annotate(agent=F("thread__session__agent")),
+                             "SELECT COUNT(*), COUNT(cache_input), SUM(cache_read), SUM(cache_input) FROM c",
+                             latency=False)
+    n, reporting, read_sum, input_sum = _query(sql, params)[0]
+    read, total = round(read_sum or 0), round(input_sum or 0)
+    return {"calls": n, "reporting": reporting, "cache_read": read, "input": total,
+            "hit_rate": round(100 * read / total, 1) if total else None}

@@ -1,0 +1,128 @@
+"""The workspace's trends (selectors/trends.py) from known calls: exact sums, p50/p95 as
+percentile_cont gives them on both databases, grouping per day, model and agent, days without
+data, keys folded past the series limit, and nothing from another workspace or outside the range."""
+
+from datetime import date
+from decimal import Decimal
+
+import pytest
+
+from contextstore.models import Session
+from contextstore.selectors.trends import NONE, OTHER, cache_totals, percentile, workspace_trends
+from contextstore.services.events import event_append
+from contextstore.services.sessions import session_ensure, thread_ensure
+
+TODAY = date(2026, 3, 10)
+XSS_MODEL = "<script>alert(1)</script>"
+
+
+def _thread(workspace, actor, key: str, agent: str):
+    session = session_ensure(workspace=workspace, key=key, agent=agent, actor=actor)[0]
+    return thread_ensure(session=session, actor=actor)[0]
+
+
+def _call(call_id: str, day: str, at: str, ms: int | None, **data) -> list[dict]:
+    end = {"type": "LLMComplete", "call_id": call_id,
+           "occurred_at": f"{day}T{at}.{(ms or 0):03d}000+00:00", "data": data}
+    if ms is None:
+        return [end]
+    return [{"type": "LLMCallStart", "call_id": call_id, "occurred_at": f"{day}T{at}.000000+00:00",
+             "data": {"model": data.get("model")}}, end]
+
+
+@pytest.fixture
+def calls(workspace, other_workspace, actor):
+    alpha, beta = _thread(workspace, actor, "s-a", "alpha"), _thread(workspace, actor, "s-b", "beta")
+    event_append(thread=alpha, actor=actor, events=[
+        # Anthropic's usage: 600 read of 1,000 + 600 input tokens
+        *_call("c1", "2026-03-10", "10:00:00", 200, model="gpt-4o", cost=0.25, input_tokens=1000,
+               output_tokens=100, cache_read_input_tokens=600, cache_creation_input_tokens=0),
+        # OpenAI's, under `usage`: 1,000 of 2,000 prompt tokens read
+        *_call("c2", "2026-03-10", "10:01:00", 400, model="gpt-4o", cost=0.5, usage={
+            "prompt_tokens": 2000, "completion_tokens": 50,
+            "prompt_tokens_details": {"cached_tokens": 1000}}),
+        # no start: the latency the agent reported; no cache tokens reported
+        *_call("c3", "2026-03-10", "10:02:00", None, model="gpt-4o", cost=0.25, input_tokens=10,
+               latency_ms=1000),
+        {"type": "Error", "content": "boom", "occurred_at": "2026-03-10T11:00:00+00:00"},
+        *_call("old", "2026-03-01", "10:00:00", 10, model="gpt-4o", cost=9),  # before a 7-day range
+    ])
+    event_append(thread=beta, actor=actor, events=[
+        *_call("c4", "2026-03-08", "12:00:00", 50, model=XSS_MODEL, cost=0.125, input_tokens=100,
+               output_tokens=5),
+        {"type": "Error", "content": "bang", "occurred_at": "2026-03-08T12:00:01+00:00"},
+    ])
+    rival = _thread(other_workspace, actor, "s-r", "alpha")
+    event_append(thread=rival, actor=actor, events=_call("r1", "2026-03-10", "10:00:00", 5, model="gpt-4o",
+                                                         cost=100, input_tokens=1))
+
+
+def test_sums_and_percentiles_per_day_and_model(workspace, calls):
+    t = workspace_trends(workspace=workspace, days=7, group="model", today=TODAY)
+    assert t.days[0] == date(2026, 3, 4) and t.days[-1] == TODAY and len(t.days) == 7
+    assert t.keys == ["gpt-4o", XSS_MODEL, NONE]  # costliest first; errors carry no model
+    c = t.cell(TODAY, "gpt-4o")
+    assert (c.calls, c.cost, c.input, c.output) == (3, Decimal("1"), 3010, 150)
+    assert (c.cache_read, c.cache_input, c.hit_rate) == (1600, 3600, 44.4)
+    assert (c.p50, c.p95) == (pytest.approx(400, abs=0.5), pytest.approx(940, abs=0.5))
+    assert t.cell(date(2026, 3, 8), XSS_MODEL).p50 == pytest.approx(50, abs=0.5)
+    assert t.cell(date(2026, 3, 8), XSS_MODEL).hit_rate is None  # no cache tokens reported
+    assert t.cell(TODAY, NONE).errors == 1 and t.cell(date(2026, 3, 8), NONE).errors == 1
+    empty = t.cell(date(2026, 3, 9), "gpt-4o")
+    assert (empty.calls, empty.cost, empty.p50) == (0, 0, None)
+    assert t.totals["gpt-4o"].cost == Decimal("1")  # not the 9 before the range, nor the rival's 100
+
+
+def test_grouped_per_agent(workspace, calls):
+    t = workspace_trends(workspace=workspace, days=30, group="agent", today=TODAY)
+    assert t.keys == ["alpha", "beta"] and len(t.days) == 30
+    alpha = t.cell(date(2026, 3, 1), "alpha")  # inside 30 days: the early call counts
+    assert (alpha.calls, alpha.cost) == (1, Decimal("9"))
+    today = t.cell(TODAY, "alpha")
+    assert (today.calls, today.errors, today.cost) == (3, 1, Decimal("1"))
+    assert (t.cell(date(2026, 3, 8), "beta").errors, t.totals["beta"].cost) == (1, Decimal("0.125"))
+
+
+def test_keys_past_the_limit_are_folded_into_other_with_exact_percentiles(workspace, actor):
+    thread = _thread(workspace, actor, "s-many", "many")
+    event_append(thread=thread, actor=actor, events=[
+        e for i in range(8)
+        for e in _call(f"m{i}", "2026-03-10", f"10:0{i}:00", None, model=f"m-{i}", cost=8 - i,
+                       latency_ms=100 * i)])
+    t = workspace_trends(workspace=workspace, days=7, group="model", today=TODAY)
+    assert t.keys == ["m-0", "m-1", "m-2", "m-3", "m-4", OTHER]
+    other = t.cell(TODAY, OTHER)
+    assert (other.calls, other.cost) == (3, Decimal("6"))  # m-5, m-6, m-7: 3 + 2 + 1
+    assert other.p50 == pytest.approx(600) and other.p95 == pytest.approx(690)
+
+
+def test_cache_totals_over_every_call_of_the_workspace_and_of_a_session(workspace, calls):
+    assert cache_totals(workspace=workspace) == {
+        "calls": 5, "reporting": 2, "cache_read": 1600, "input": 3600, "hit_rate": 44.4}
+    beta = Session.objects.get(workspace=workspace, key="s-b")
+    assert cache_totals(workspace=workspace, session=beta) == {
+        "calls": 1, "reporting": 0, "cache_read": 0, "input": 0, "hit_rate": None}
+
+
+def test_bad_range_or_group_is_refused(workspace):
+    with pytest.raises(ValueError):
+        workspace_trends(workspace=workspace, days=8)
+    with pytest.raises(ValueError):
+        workspace_trends(workspace=workspace, group="session")
+
+
+@pytest.mark.nodb
+def test_percentile_interpolates_as_percentile_cont():
+    assert percentile([], 0.5) is None
+    assert percentile([5], 0.95) == 5
+    assert percentile([1000, 200, 400], 0.5) == 400
+    assert percentile([200, 400, 1000], 0.95) == pytest.approx(940)
+
+
+def test_a_call_whose_data_holds_a_nul_character_is_counted_without_breaking_the_query(workspace, actor):
+    thread = _thread(workspace, actor, "s-nul", "nul")
+    event_append(thread=thread, actor=actor, events=_call("n1", "2026-03-10", "10:00:00", 20, model="gpt-4o",
+                                                          cost=0.5, finish_reason="stop\x00"))
+    t = workspace_trends(workspace=workspace, days=7, group="agent", today=TODAY)
+    assert t.cell(TODAY, "nul").calls == 1  # PostgreSQL's jsonb refuses the NUL: its numbers are absent there
+    assert cache_totals(workspace=workspace)["calls"] == 1
