@@ -26,7 +26,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -113,10 +113,6 @@ def replica_state(alias: str) -> ReplicaState:
         _checking.release()
 
 
-def mark_down(alias: str) -> None:
-    _states[alias] = ReplicaState(alias, False, None, time.monotonic())
-
-
 def forget_states() -> None:
     _states.clear()
 
@@ -183,14 +179,31 @@ class ReplicaMiddleware:
             response = self.get_response(request)
         finally:
             read_alias.reset(token)
+        if response.streaming and not response.is_async:  # type: ignore[attr-defined]
+            # an export reads as it streams, after this returns: from the same replica
+            response.streaming_content = _reading_from(  # type: ignore[attr-defined]
+                state.alias, response.streaming_content)  # type: ignore[attr-defined]
         if response.status_code >= 500 and connections[state.alias].errors_occurred:
-            logger.warning("replica %s failed during %s %s; answered from the primary",
-                           state.alias, request.method, request.path)
-            mark_down(state.alias)
             connections[state.alias].close()
-            del request.replica_lag  # type: ignore[attr-defined]
-            response = self.get_response(request)
+            if not check_replica(state.alias).up:  # gone, not a bug of the page: answer again
+                logger.warning("replica %s failed during %s %s; answered from the primary",
+                               state.alias, request.method, request.path)
+                del request.replica_lag  # type: ignore[attr-defined]
+                response = self.get_response(request)
         return response
+
+
+def _reading_from(alias: str, chunks: Iterable[bytes]) -> Iterator[bytes]:
+    iterator = iter(chunks)
+    while True:
+        token = read_alias.set(alias)
+        try:
+            chunk = next(iterator)
+        except StopIteration:
+            return
+        finally:
+            read_alias.reset(token)
+        yield chunk
 
 
 class ReplicaRouter:

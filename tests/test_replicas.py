@@ -19,6 +19,7 @@ import pytest
 from django.core.cache import cache
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from contextstore import db_router
@@ -187,6 +188,7 @@ def test_the_router_keeps_writes_transactions_and_access_on_the_primary(transact
 
 
 @pytest.mark.nodb
+@pytest.mark.skipif(bool(os.environ.get("DATABASE_REPLICA_URLS")), reason="replicas configured")
 def test_without_replica_urls_there_is_no_router(settings):
     assert settings.DATABASE_REPLICAS == [] and settings.DATABASE_ROUTERS == []
     assert "contextstore.db_router.ReplicaMiddleware" in settings.MIDDLEWARE  # a pass-through then
@@ -297,3 +299,34 @@ def test_a_stopped_replica_changes_nothing_for_clients(replicas, dashboard, toke
     assert {s["key"] for s in api(token[1]).get("/api/v1/sessions/").json()["results"]} >= {"first", "second"}
     ready = Client().get("/readyz")
     assert ready.status_code == 200 and ready.json()["checks"][ALIAS].startswith("down")
+
+
+@pytest.mark.postgres
+@reads_replica
+def test_the_dashboard_pages_read_from_the_replica(replicas, dashboard, thread, actor):
+    """Each page works on a read-only server (its reads there, any write it makes on the primary)."""
+    from django.contrib.auth import get_user_model
+
+    from contextstore.services.events import event_append
+
+    event_append(thread=thread, actor=actor, events=[
+        {"type": "Message", "role": "user", "content": f"hello {i}"} for i in range(3)])
+    admin = Client()
+    admin.force_login(get_user_model().objects.create_superuser("root", password="pw-for-tests-123"))
+    caught_up()
+    session = thread.session_id
+    pages = ["/", "/?q=hello", f"/sessions/{session}/", f"/threads/{thread.pk}/",
+             f"/threads/{thread.pk}/context/", f"/threads/{thread.pk}/events/2/",
+             f"/threads/{thread.pk}/export/", f"/sessions/{session}/cache/", "/cache/"]
+    with CaptureQueriesContext(connections[ALIAS]) as on_the_replica:
+        for url in pages:
+            response = dashboard.get(url)
+            assert response.status_code == 200, (url, response.status_code)
+            if response.streaming:  # an export reads as it streams: the replica still
+                before = len(on_the_replica)
+                b"".join(response.streaming_content)
+                assert len(on_the_replica) > before, url
+        for url in ("/admin/contextstore/event/", "/admin/contextstore/session/"):
+            assert admin.get(url).status_code == 200, url
+    assert len(on_the_replica) >= 2 * len(pages)
+    assert db_router.replica_state(ALIAS).up
