@@ -6,16 +6,17 @@ context variable; ReplicaRouter reads it.
 
 - Every write goes to the primary, and so does every read inside a transaction on it (a service
   reading what it is about to change: CAS checks, counters, select_for_update).
-- Lag-tolerant: the dashboard's GET pages (lists, thread pages, search, exports, stats, admin
-  lists) and the agent API's session list. Every other API read (a thread's events, context,
-  state, renders, sync loads, revisions) is on the primary: an agent reads its own writes.
+- Lag-tolerant: the dashboard's GET pages (lists, thread pages, search, exports, stats), the
+  admin's index and lists (not its change forms), and the agent API's session list. Every
+  other API read (a thread's events, context, state, renders, sync loads, revisions) is on the
+  primary: an agent reads its own writes.
 - A client that wrote (any POST, PUT, PATCH or DELETE) is pinned to the primary for
-  REPLICA_MAX_LAG + REPLICA_CHECK_SECONDS seconds, longer than any replica in use can be
+  REPLICA_MAX_LAG + 2 x REPLICA_CHECK_SECONDS seconds, longer than any replica in use can be
   behind: the pin is kept in Django's cache (CACHE_URL: Redis, so every web node agrees), keyed
   by a hash of the API token or of the dashboard's session cookie.
 - A replica that is down or more than REPLICA_MAX_LAG seconds behind is skipped; its state is
   checked at most every REPLICA_CHECK_SECONDS per process. A request whose replica failed
-  mid-way is answered again from the primary.
+  mid-way (gone, not a bug of the page) is answered again from the primary.
 - Sessions, users, memberships and API tokens are always read from the primary: a login, a new
   token or a revoked membership takes effect at once.
 - Celery tasks, management commands and threads of their own never set the variable: primary.
@@ -24,6 +25,7 @@ context variable; ReplicaRouter reads it.
 import hashlib
 import logging
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -48,6 +50,7 @@ PRIMARY_ONLY_MODELS = frozenset({"membership", "apitoken"})
 PRIMARY_PREFIXES = ("/api/", "/healthz", "/readyz", "/accounts/", "/oidc/", "/otlp/", "/static/")
 # Agent API endpoints whose GET may lag (for a client that has not written lately).
 LAG_TOLERANT_API = frozenset({"/api/v1/sessions/"})
+ADMIN_LIST = re.compile(r"^/admin/(?:[\w-]+/){0,2}$")
 LAG_QUERY = (
     "SELECT pg_is_in_recovery(), CASE WHEN NOT pg_is_in_recovery() THEN 0"
     # caught up (all WAL received is replayed): no lag, however long ago the last commit was
@@ -142,6 +145,8 @@ def lag_tolerant(request: HttpRequest) -> bool:
     path = request.path
     if path in LAG_TOLERANT_API:
         return True
+    if path.startswith("/admin/"):  # its lists; a change form is read from the primary it saves to
+        return ADMIN_LIST.match(path) is not None
     return not path.startswith(PRIMARY_PREFIXES)
 
 

@@ -188,10 +188,39 @@ def test_the_router_keeps_writes_transactions_and_access_on_the_primary(transact
 
 
 @pytest.mark.nodb
+@pytest.mark.parametrize(("method", "path", "may_lag"), [
+    ("GET", "/", True), ("GET", "/threads/3/export/", True), ("GET", "/admin/contextstore/event/", True),
+    ("GET", "/api/v1/sessions/", True), ("POST", "/", False), ("POST", "/api/v1/sessions/", False),
+    ("GET", "/api/v1/threads/3/context/", False), ("GET", "/api/v1/threads/3/sync/", False),
+    ("GET", "/admin/contextstore/event/7/change/", False), ("GET", "/readyz", False),
+    ("GET", "/accounts/login/", False), ("POST", "/threads/3/blocks/", False),
+])
+def test_which_requests_may_read_a_replica(rf, method, path, may_lag):
+    assert db_router.lag_tolerant(rf.generic(method, path)) is may_lag
+
+
 @pytest.mark.skipif(bool(os.environ.get("DATABASE_REPLICA_URLS")), reason="replicas configured")
 def test_without_replica_urls_there_is_no_router(settings):
     assert settings.DATABASE_REPLICAS == [] and settings.DATABASE_ROUTERS == []
     assert "contextstore.db_router.ReplicaMiddleware" in settings.MIDDLEWARE  # a pass-through then
+
+
+def test_replica_urls_become_mirrors_of_the_primary_with_its_options(monkeypatch):
+    import runpy
+
+    monkeypatch.setenv("DATABASE_URL", "postgres://app@primary:5432/cs")
+    monkeypatch.setenv("DATABASE_REPLICA_URLS", "postgres://app@r1:5432/cs, postgres://app@r2:6432/cs")
+    monkeypatch.setenv("REPLICA_MAX_LAG", "4.5")
+    loaded = runpy.run_path(str(Path(__file__).resolve().parent.parent / "project" / "settings.py"))
+    databases = loaded["DATABASES"]
+    assert loaded["DATABASE_REPLICAS"] == ["replica_1", "replica_2"]
+    assert loaded["DATABASE_ROUTERS"] == ["contextstore.db_router.ReplicaRouter"]
+    assert [(databases[a]["HOST"], databases[a]["PORT"]) for a in loaded["DATABASE_REPLICAS"]] == [
+        ("r1", 5432), ("r2", 6432)]
+    for alias in loaded["DATABASE_REPLICAS"]:
+        assert databases[alias]["OPTIONS"] == databases["default"]["OPTIONS"]  # statement timeout too
+        assert databases[alias]["TEST"] == {"MIRROR": "default"}
+    assert loaded["REPLICA_MAX_LAG"] == 4.5
 
 
 @pytest.mark.postgres
