@@ -135,6 +135,15 @@ def _pin_key(request: HttpRequest) -> str | None:
     return "replica-pin:" + hashlib.sha256(credential.encode()).hexdigest()[:32]
 
 
+def _pinned(key: str) -> bool:
+    """Whether the client wrote lately; when the cache cannot tell, it did (the primary is safe)."""
+    try:
+        return bool(cache.get(key))
+    except Exception as exc:  # the cache server is down or slow
+        logger.warning("could not read the replica pin, reading the primary: %s", exc)
+        return True
+
+
 def pin_seconds() -> int:
     return int(settings.REPLICA_MAX_LAG + 2 * settings.REPLICA_CHECK_SECONDS) + 1
 
@@ -171,9 +180,12 @@ class ReplicaMiddleware:
                 if cookie is not None and cookie.value and not request.headers.get("Authorization"):
                     request.COOKIES[settings.SESSION_COOKIE_NAME] = cookie.value
                     key = _pin_key(request)
-                cache.set(key, 1, pin_seconds())
+                try:
+                    cache.set(key, 1, pin_seconds())
+                except Exception as exc:  # a cache outage must not fail a write that is done
+                    logger.warning("could not pin a client to the primary: %s", exc)
             return response
-        if key is not None and cache.get(key):
+        if key is not None and _pinned(key):
             return self.get_response(request)
         state = choose_replica()
         if state is None:
