@@ -66,6 +66,8 @@ MIDDLEWARE = [
     # Dashboard pages compress (HTML only; see the class).
     "contextstore.middleware.HtmlGZipMiddleware",
     # A database that cannot be reached answers 503 + Retry-After, not a 500 (contextstore/outage.py).
+    # With DATABASE_REPLICA_URLS: lag-tolerant reads to a replica (contextstore/db_router.py).
+    "contextstore.db_router.ReplicaMiddleware",
     "contextstore.outage.DatabaseOutageMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "contextstore.api.guard.ApiInputGuardMiddleware",  # NUL in API paths and query strings: 400
@@ -94,6 +96,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "django.template.context_processors.csp",
+                "contextstore.db_router.replica_lag",  # "data as of N s ago" from a lagging replica
             ],
         },
     },
@@ -150,6 +153,22 @@ else:
     # No server-side prepared statements (psycopg prepares a statement run five times on a
     # server-binding cursor): safe behind a transaction-mode pooler; measured, they saved nothing.
     options["prepare_threshold"] = None
+# Read replicas (contextstore/db_router.py): DATABASE_REPLICA_URLS, comma-separated URLs of
+# streaming replicas of DATABASE_URL, with the primary's options. Lag-tolerant reads (dashboard
+# pages, the API's session list) go to one of them; writes and every read that must see a write
+# stay on the primary. A replica down or more than REPLICA_MAX_LAG seconds behind is skipped;
+# its state is checked at most every REPLICA_CHECK_SECONDS per process. Empty: no router at all.
+DATABASE_REPLICAS: list[str] = []
+for _number, _url in enumerate(env_list("DATABASE_REPLICA_URLS"), start=1):
+    _replica = {**DATABASES["default"],
+                **dj_database_url.parse(_url, conn_max_age=env_int("CONN_MAX_AGE", 60))}
+    _replica["OPTIONS"] = dict(DATABASES["default"].get("OPTIONS", {}))
+    _replica["TEST"] = {"MIRROR": "default"}  # tests: the replica copies the test database
+    DATABASES[f"replica_{_number}"] = _replica
+    DATABASE_REPLICAS.append(f"replica_{_number}")
+DATABASE_ROUTERS = ["contextstore.db_router.ReplicaRouter"] if DATABASE_REPLICAS else []
+REPLICA_MAX_LAG = float(env_str("REPLICA_MAX_LAG", "10"))
+REPLICA_CHECK_SECONDS = float(env_str("REPLICA_CHECK_SECONDS", "2"))
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

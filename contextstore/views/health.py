@@ -3,6 +3,8 @@
 /healthz answers "should this process be restarted?" (it runs and reaches its database);
 /readyz answers "should traffic come here?" (also the broker is reachable and the schema is
 migrated). Both return JSON with one entry per check and 200, or 503 with Retry-After.
+/readyz also reports each read replica (DATABASE_REPLICA_URLS): "ok, N s behind", "lagging"
+or "down"; neither of the last two fails it, since reads then go to the primary.
 """
 
 import logging
@@ -16,7 +18,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from contextstore import outage
+from contextstore import db_router, outage
 
 logger = logging.getLogger(__name__)
 
@@ -96,5 +98,9 @@ def healthz(request: HttpRequest) -> JsonResponse:
 @never_cache
 @require_GET
 def readyz(request: HttpRequest) -> JsonResponse:
-    return _run({"database": check_database, "broker": check_broker,
-                 "migrations": check_migrations})
+    checks: dict[str, Callable[[], str]] = {"database": check_database, "broker": check_broker,
+                                             "migrations": check_migrations}
+    # A replica down or lagging is reported, not a failure: its reads fall back to the primary.
+    for alias in db_router.replica_aliases():
+        checks[alias] = lambda alias=alias: db_router.check_replica(alias).describe()  # type: ignore[misc]
+    return _run(checks)
