@@ -1,5 +1,6 @@
 """Nooa's collapse: a range of the working context replaced by one Summary event, undoable."""
 
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -12,7 +13,7 @@ from contextstore.models import Collapse, Event, Job, Thread
 from contextstore.ranges import check_range
 from contextstore.redaction import redact_events, workspace_rules
 from contextstore.services import history
-from contextstore.services.common import Actor, audit, lock_thread
+from contextstore.services.common import Actor, audit, lock_thread, no_operation_pending, no_operation_pending
 
 
 def collapse_create(
@@ -27,18 +28,11 @@ def collapse_create(
     stands at the first position it replaces. A range may contain earlier summaries (nesting).
     With a job, a second call for the same job returns the first collapse (retries are safe).
     """
-    check_range(start_position, end_position)
-    if not isinstance(summary_text, str) or not summary_text.strip():
-        raise InvalidInput("summary_text is required.", details={"summary_text": "required"})
-    limit = settings.CONTEXTSTORE["MAX_EVENT_CONTENT_BYTES"]
-    if len(summary_text.encode()) > limit:
-        raise PayloadTooLarge(f"summary_text is larger than {limit} bytes.",
-                              details={"summary_text": f"at most {limit} bytes"})
-    if source not in Collapse.Source.values:
-        raise InvalidInput(f"Unknown collapse source {source!r}.")
+    collapse_check(start_position, end_position, summary_text, source)
 
     with transaction.atomic():
         thread = lock_thread(thread, history_only=True)
+        no_operation_pending(thread)
         if job is not None:
             existing = Collapse.objects.filter(job=job).first()
             if existing is not None:
@@ -55,12 +49,7 @@ def collapse_create(
         left = history.Moved.of(members)
         now = timezone.now()
         first, last = members[0].position, members[-1].position
-        [raw] = redact_events(workspace_rules(thread.workspace), [{
-            "type": "Summary", "role": "system", "content": summary_text,
-            "data": {"start_position": first, "end_position": last, "events": len(members)}}])
-        spec = event_spec(raw, "summary")
-        [summary] = history.events_add(thread=thread, specs=[spec], now=now,
-                                       places=[(first, Event.Status.ACTIVE)])
+        summary = summary_event(thread, summary_text, first, last, len(members), now)
         collapse = Collapse.objects.create(
             thread=thread, start_position=first, end_position=last,
             summary_event=summary, source=source, actor=actor.label[:200],
@@ -78,10 +67,36 @@ def collapse_create(
     return collapse
 
 
+def collapse_check(start_position: Any, end_position: Any, summary_text: Any, source: str) -> None:
+    """A collapse's input, refused before anything changes (also a long collapse's request)."""
+    check_range(start_position, end_position)
+    if not isinstance(summary_text, str) or not summary_text.strip():
+        raise InvalidInput("summary_text is required.", details={"summary_text": "required"})
+    limit = settings.CONTEXTSTORE["MAX_EVENT_CONTENT_BYTES"]
+    if len(summary_text.encode()) > limit:
+        raise PayloadTooLarge(f"summary_text is larger than {limit} bytes.",
+                              details={"summary_text": f"at most {limit} bytes"})
+    if source not in Collapse.Source.values:
+        raise InvalidInput(f"Unknown collapse source {source!r}.")
+
+
+def summary_event(thread: Thread, text: str, first: int, last: int, events: int,
+                  now: datetime) -> Event:
+    """The Summary event of a collapse of `events` events at [first, last], standing at `first`
+    (redacted as any stored text). The thread is locked."""
+    [raw] = redact_events(workspace_rules(thread.workspace), [{
+        "type": "Summary", "role": "system", "content": text,
+        "data": {"start_position": first, "end_position": last, "events": events}}])
+    [summary] = history.events_add(thread=thread, specs=[event_spec(raw, "summary")], now=now,
+                                   places=[(first, Event.Status.ACTIVE)])
+    return summary
+
+
 def collapse_undo(*, collapse: Collapse, actor: Actor) -> Collapse:
     """Bring a collapse's originals back; one level at a time (an outer collapse first)."""
     with transaction.atomic():
         thread = lock_thread(collapse.thread, history_only=True)
+        no_operation_pending(thread)
         collapse = Collapse.objects.select_related("summary_event").get(pk=collapse.pk)
         if collapse.undone_at is not None:
             raise Conflict("This collapse was already undone.", code="already_undone")

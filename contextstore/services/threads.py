@@ -13,7 +13,7 @@ from contextstore.errors import Conflict, InvalidInput
 from contextstore.models import Clear, Collapse, ContextBlock, Event, Thread
 from contextstore.ranges import check_range
 from contextstore.services import history
-from contextstore.services.common import Actor, audit, lock_thread
+from contextstore.services.common import Actor, audit, lock_thread, no_operation_pending, no_operation_pending
 from contextstore.services.document import document_write
 
 
@@ -27,6 +27,7 @@ def thread_clear_context(*, thread: Thread, actor: Actor) -> Clear:
     """
     with transaction.atomic():
         locked = lock_thread(thread)
+        no_operation_pending(locked)
         members = Event.objects.filter(thread=locked, status=Event.Status.ACTIVE)
         left = history.Moved.of(members.only("visible", "token_count"))
         summary = locked.summary
@@ -58,6 +59,7 @@ def thread_unclear(*, clear: Clear, actor: Actor) -> Clear:
     """
     with transaction.atomic():
         thread = lock_thread(clear.thread)
+        no_operation_pending(thread)
         clear = Clear.objects.get(pk=clear.pk)
         if clear.undone_at is not None:
             raise Conflict("This clear was already undone.", code="already_undone")

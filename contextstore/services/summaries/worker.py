@@ -16,6 +16,8 @@ from django.utils import timezone
 from contextstore.models import Collapse, Event, Job, Thread
 from contextstore.services.collapses import collapse_create
 from contextstore.services.common import Actor, audit, lock_thread
+from contextstore.services.operations import KINDS as OPERATION_KINDS
+from contextstore.services.operations import send_operation
 from contextstore.services.summaries.config import budget_tokens, clean_default, thread_summarizer_config
 from contextstore.services.summaries.requests import PENDING, range_events, send_job, summarization_check
 from contextstore.summarizers import Item, SummarizerError, Summary, extractive
@@ -280,6 +282,9 @@ def summary_jobs_recover(*, stale_after: int, limit: int = 500) -> dict[str, int
         if job.attempts >= settings.SUMMARIZER_MAX_ATTEMPTS:
             _fail(job, f"Gave up after {job.attempts} attempts (the worker kept dying).")
             given_up += 1
+        elif job.kind in OPERATION_KINDS:  # a long clear, un-clear or collapse
+            send_operation(job.pk)
+            resent += 1
         else:
             send_job(job.pk)
             resent += 1
