@@ -13,7 +13,7 @@ from contextstore.models import Collapse, Event, Job, Thread
 from contextstore.ranges import check_range
 from contextstore.redaction import redact_events, workspace_rules
 from contextstore.services import history
-from contextstore.services.common import Actor, audit, lock_thread, no_operation_pending, no_operation_pending
+from contextstore.services.common import Actor, audit, lock_thread, no_operation_pending
 
 
 def collapse_create(

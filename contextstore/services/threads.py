@@ -13,7 +13,7 @@ from contextstore.errors import Conflict, InvalidInput
 from contextstore.models import Clear, Collapse, ContextBlock, Event, Thread
 from contextstore.ranges import check_range
 from contextstore.services import history
-from contextstore.services.common import Actor, audit, lock_thread, no_operation_pending, no_operation_pending
+from contextstore.services.common import Actor, audit, lock_thread, no_operation_pending
 from contextstore.services.document import document_write
 
 
