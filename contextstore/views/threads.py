@@ -154,7 +154,8 @@ def panel_context(request: DashboardRequest, thread: Thread) -> dict[str, Any]:
 NO_WORKER_AFTER = 15  # seconds a job may wait queued before the page says no worker took it
 
 
-OPERATION_LABELS: dict[str, str] = {Job.Kind.CLEAR: "Clear", Job.Kind.UNCLEAR: "Un-clear", Job.Kind.COLLAPSE: "Collapse"}
+OPERATION_LABELS: dict[str, str] = {
+    Job.Kind.CLEAR: "Clear", Job.Kind.UNCLEAR: "Un-clear", Job.Kind.COLLAPSE: "Collapse"}
 
 
 def job_context(job: Job, thread: Thread, request: DashboardRequest) -> dict:
