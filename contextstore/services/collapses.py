@@ -5,6 +5,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Count, Max, Min
 from django.utils import timezone
 
 from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge
@@ -37,32 +38,29 @@ def collapse_create(
             existing = Collapse.objects.filter(job=job).first()
             if existing is not None:
                 return existing
-        members = list(
-            Event.objects.filter(thread=thread, status=Event.Status.ACTIVE,
-                                 position__gte=start_position, position__lte=end_position)
-            .order_by("position").only("pk", "position", "token_count", "visible", "status")
-        )
-        if not members:
+        # Counted and moved by the database (a set-based UPDATE), not row by row in Python.
+        members = Event.objects.filter(thread=thread, status=Event.Status.ACTIVE,
+                                       position__gte=start_position, position__lte=end_position)
+        span = members.aggregate(first=Min("position"), last=Max("position"), count=Count("pk"))
+        if not span["count"]:
             raise InvalidInput(f"No active events between positions {start_position} and "
                                f"{end_position}.", code="empty_range",
                                details={"start_position": start_position, "end_position": end_position})
-        left = history.Moved.of(members)
+        left = history.Moved.counted(members)
         now = timezone.now()
-        first, last = members[0].position, members[-1].position
-        summary = summary_event(thread, summary_text, first, last, len(members), now)
+        first, last, count = span["first"], span["last"], span["count"]
+        summary = summary_event(thread, summary_text, first, last, count, now)
         collapse = Collapse.objects.create(
             thread=thread, start_position=first, end_position=last,
             summary_event=summary, source=source, actor=actor.label[:200],
-            event_count=len(members), tokens_before=left.tokens, tokens_after=summary.token_count,
+            event_count=count, tokens_before=left.tokens, tokens_after=summary.token_count,
             provenance=provenance or {}, job=job,
         )
-        Event.objects.filter(pk__in=[m.pk for m in members]).update(
-            status=Event.Status.COLLAPSED, collapse=collapse
-        )
+        members.exclude(pk=summary.pk).update(status=Event.Status.COLLAPSED, collapse=collapse)
         history.working_context_changed(thread=thread, now=now, left=left)
         audit(actor=actor, action="collapse.create", target=collapse, workspace=thread.workspace,
               thread=thread.pk, start_position=first, end_position=last,
-              events=len(members), tokens_before=left.tokens, tokens_after=summary.token_count,
+              events=count, tokens_before=left.tokens, tokens_after=summary.token_count,
               source=source)
     return collapse
 
@@ -111,7 +109,7 @@ def collapse_undo(*, collapse: Collapse, actor: Actor) -> Collapse:
             raise Conflict("Retention deleted this collapse's originals; the summary stays.",
                            code="originals_expired", details={"expired": collapse.expired_count})
         members = Event.objects.filter(collapse=collapse)
-        entered = history.Moved.of(members.only("visible", "token_count"))
+        entered = history.Moved.counted(members)
         members.update(status=Event.Status.ACTIVE, collapse=None)
         Event.objects.filter(pk=summary.pk).update(status=Event.Status.REVERTED)
         now = timezone.now()

@@ -29,7 +29,7 @@ def thread_clear_context(*, thread: Thread, actor: Actor) -> Clear:
         locked = lock_thread(thread)
         no_operation_pending(locked)
         members = Event.objects.filter(thread=locked, status=Event.Status.ACTIVE)
-        left = history.Moved.of(members.only("visible", "token_count"))
+        left = history.Moved.counted(members)
         summary = locked.summary
         clear = Clear.objects.create(thread=locked, actor=actor.label[:200], summary=summary,
                                      event_count=left.count, tokens=left.tokens)
@@ -64,7 +64,7 @@ def thread_unclear(*, clear: Clear, actor: Actor) -> Clear:
         if clear.undone_at is not None:
             raise Conflict("This clear was already undone.", code="already_undone")
         members = Event.objects.filter(cleared_by=clear, status=Event.Status.CLEARED)
-        entered = history.Moved.of(members.only("visible", "token_count"))
+        entered = history.Moved.counted(members)
         restored = members.update(status=Event.Status.ACTIVE, cleared_by=None)
         now = timezone.now()
         clear.undone_at = now
