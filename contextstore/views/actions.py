@@ -125,12 +125,18 @@ def _job_of(thread: Thread, job_id) -> Job:
 
 @thread_action
 def job_cancel(request: DashboardRequest, thread: Thread, job_id) -> HttpResponse:
-    """Cancel a queued summary (say, when no worker is running to take it)."""
+    """Cancel a queued job (say, when no worker is running to take it)."""
     job = _job_of(thread, job_id)
     job = summaries.summary_job_cancel(job=job, actor=actor_for(request))
     if request.htmx:
         return render(request, "contextstore/job_status.html#job", job_context(job, thread, request))
-    offer_undo(request, thread=thread, text="Summary job cancelled; nothing was changed.")
+    if job.kind not in operations.KINDS:
+        text = "Summary job cancelled; nothing was changed."
+    elif (job.progress or {}).get("done"):
+        text = "Job cancelled; the events it moved stay moved (Retry finishes it)."
+    else:
+        text = "Job cancelled; nothing was changed."
+    offer_undo(request, thread=thread, text=text)
     return redirect(thread_url(thread))
 
 
