@@ -214,3 +214,17 @@ def test_appends_made_while_the_job_runs_are_kept(workspace, actor, monkeypatch)
     assert fresh.active_event_count == 10 and fresh.event_count == EVENTS + 10
     assert history.counters_recount(session=fresh.session) == history.counters_stored(
         session=fresh.session)
+
+
+def test_a_summary_job_meeting_a_long_operation_waits_for_it(workspace, actor):
+    from contextstore.services.summaries import summarize_range_request, summary_job_run
+
+    thread = make_thread(workspace, actor, "summary")
+    summary = summarize_range_request(thread=thread, start_position=250, end_position=260, actor=actor)
+    long_job = operations.collapse_or_queue(thread=thread, start_position=1, end_position=200,
+                                            summary_text="The start.", actor=actor)
+    assert summary_job_run(job_id=summary.pk).status == "queued"  # back in line, nothing done
+    assert Collapse.objects.count() == 0
+    run(long_job)
+    assert summary_job_run(job_id=summary.pk).status == "done"  # what the recovery's resend does
+    assert Collapse.objects.count() == 2
