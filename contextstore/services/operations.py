@@ -114,7 +114,7 @@ def operation_job_retry(*, job: Job, actor: Actor) -> Job:
             with transaction.atomic():
                 Job.objects.filter(pk=job.pk).update(
                     status=Job.Status.QUEUED, error="", finished_at=None, created_at=now,
-                    pending_key=operation_key(job.thread_id))
+                    attempts=0, pending_key=operation_key(job.thread_id))
         except IntegrityError:
             raise Conflict("Another long operation is in progress on this thread; wait for it.",
                            code="operation_pending") from None

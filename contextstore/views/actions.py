@@ -60,14 +60,17 @@ def _offer_operation_done(request: DashboardRequest, thread: Thread, job: Job) -
     """A long clear, un-clear or collapse finished: the same confirmation (and Undo) as when it
     is done during the request."""
     result = job.result or {}
-    if job.kind == Job.Kind.COLLAPSE:
-        _offer_collapse_undo(request, thread, Collapse.objects.get(pk=result["collapse"]))
-    elif job.kind == Job.Kind.CLEAR:
-        _offer_unclear(request, thread, Clear.objects.get(pk=result["clear"]))
-    else:
-        clear = Clear.objects.get(pk=result["clear"])
+    collapse = Collapse.objects.filter(pk=result.get("collapse", 0), thread=thread).first()
+    clear = Clear.objects.filter(pk=result.get("clear", 0), thread=thread).first()
+    if job.kind == Job.Kind.COLLAPSE and collapse is not None:
+        _offer_collapse_undo(request, thread, collapse)
+    elif job.kind == Job.Kind.CLEAR and clear is not None:
+        _offer_unclear(request, thread, clear)
+    elif job.kind == Job.Kind.UNCLEAR and clear is not None:
         clear.restored, clear.summary_restored = result["done"], result["summary_restored"]
         _offer_after_unclear(request, thread, clear)
+    else:  # its record was deleted since (retention, a deleted fork)
+        offer_undo(request, thread=thread, text="Done.")
 
 
 def _operation_queued(request: DashboardRequest, thread: Thread, job: Job) -> HttpResponse:
