@@ -621,6 +621,10 @@ class Job(models.Model):
         RANGE = "range"
         TOKEN_BUDGET = "token_budget"
         PER_RUN = "per_run"
+        # Long dashboard operations (services/operations.py), run in batches by the worker.
+        CLEAR = "clear"
+        UNCLEAR = "unclear"
+        COLLAPSE = "collapse"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="jobs")

@@ -10,7 +10,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from contextstore.services import retention, search, summaries
+from contextstore.services import operations, retention, search, summaries
 from contextstore.services.otlp import pending
 
 logger = logging.getLogger(__name__)
@@ -24,6 +24,16 @@ SEARCH_INDEX_SECONDS = 60  # one run's share of a worker; beat queues the next m
 def summarize_job(job_id: str) -> dict | None:
     job = summaries.summary_job_run(job_id=job_id)
     return None if job is None else {"status": job.status, "result": job.result}
+
+
+@shared_task(
+    autoretry_for=(OperationalError, InterfaceError), retry_backoff=True, retry_backoff_max=300,
+    max_retries=8,
+)
+def operation_job(job_id: str) -> dict | None:
+    """A long clear, un-clear or collapse, in batches (services/operations.py)."""
+    job = operations.operation_job_run(job_id=job_id)
+    return None if job is None else {"status": job.status, "progress": job.progress}
 
 
 @shared_task

@@ -423,6 +423,9 @@ SUMMARIZER_STALE_AFTER = env_int("SUMMARIZER_STALE_AFTER", CELERY_VISIBILITY_TIM
 SUMMARIZER_JOB_RETENTION_DAYS = env_int("SUMMARIZER_JOB_RETENTION_DAYS", 7)
 # A job queued or running longer than this is shown as timed out, with Cancel and Retry.
 SUMMARIZER_JOB_TIMEOUT = env_int("SUMMARIZER_JOB_TIMEOUT", 300)
+# A dashboard clear, un-clear or collapse moving more events than this runs as a worker job
+# in batches, with progress on the page; smaller ones are done during the request.
+LONG_OPERATION_EVENTS = env_int("LONG_OPERATION_EVENTS", 10_000)
 
 # Production hardening, on whenever DEBUG is off (`manage.py check --deploy` is clean with
 # docker/.env.example). TLS ends at a proxy or load balancer; BEHIND_PROXY makes Django trust

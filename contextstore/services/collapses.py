@@ -1,9 +1,11 @@
 """Nooa's collapse: a range of the working context replaced by one Summary event, undoable."""
 
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Count, Max, Min
 from django.utils import timezone
 
 from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge
@@ -12,7 +14,7 @@ from contextstore.models import Collapse, Event, Job, Thread
 from contextstore.ranges import check_range
 from contextstore.redaction import redact_events, workspace_rules
 from contextstore.services import history
-from contextstore.services.common import Actor, audit, lock_thread
+from contextstore.services.common import Actor, audit, lock_thread, no_operation_pending
 
 
 def collapse_create(
@@ -27,6 +29,44 @@ def collapse_create(
     stands at the first position it replaces. A range may contain earlier summaries (nesting).
     With a job, a second call for the same job returns the first collapse (retries are safe).
     """
+    collapse_check(start_position, end_position, summary_text, source)
+
+    with transaction.atomic():
+        thread = lock_thread(thread, history_only=True)
+        no_operation_pending(thread)
+        if job is not None:
+            existing = Collapse.objects.filter(job=job).first()
+            if existing is not None:
+                return existing
+        # Counted and moved by the database (a set-based UPDATE), not row by row in Python.
+        members = Event.objects.filter(thread=thread, status=Event.Status.ACTIVE,
+                                       position__gte=start_position, position__lte=end_position)
+        span = members.aggregate(first=Min("position"), last=Max("position"), count=Count("pk"))
+        if not span["count"]:
+            raise InvalidInput(f"No active events between positions {start_position} and "
+                               f"{end_position}.", code="empty_range",
+                               details={"start_position": start_position, "end_position": end_position})
+        left = history.Moved.counted(members)
+        now = timezone.now()
+        first, last, count = span["first"], span["last"], span["count"]
+        summary = summary_event(thread, summary_text, first, last, count, now)
+        collapse = Collapse.objects.create(
+            thread=thread, start_position=first, end_position=last,
+            summary_event=summary, source=source, actor=actor.label[:200],
+            event_count=count, tokens_before=left.tokens, tokens_after=summary.token_count,
+            provenance=provenance or {}, job=job,
+        )
+        members.exclude(pk=summary.pk).update(status=Event.Status.COLLAPSED, collapse=collapse)
+        history.working_context_changed(thread=thread, now=now, left=left)
+        audit(actor=actor, action="collapse.create", target=collapse, workspace=thread.workspace,
+              thread=thread.pk, start_position=first, end_position=last,
+              events=count, tokens_before=left.tokens, tokens_after=summary.token_count,
+              source=source)
+    return collapse
+
+
+def collapse_check(start_position: Any, end_position: Any, summary_text: Any, source: str) -> None:
+    """A collapse's input, refused before anything changes (also a long collapse's request)."""
     check_range(start_position, end_position)
     if not isinstance(summary_text, str) or not summary_text.strip():
         raise InvalidInput("summary_text is required.", details={"summary_text": "required"})
@@ -37,51 +77,24 @@ def collapse_create(
     if source not in Collapse.Source.values:
         raise InvalidInput(f"Unknown collapse source {source!r}.")
 
-    with transaction.atomic():
-        thread = lock_thread(thread, history_only=True)
-        if job is not None:
-            existing = Collapse.objects.filter(job=job).first()
-            if existing is not None:
-                return existing
-        members = list(
-            Event.objects.filter(thread=thread, status=Event.Status.ACTIVE,
-                                 position__gte=start_position, position__lte=end_position)
-            .order_by("position").only("pk", "position", "token_count", "visible", "status")
-        )
-        if not members:
-            raise InvalidInput(f"No active events between positions {start_position} and "
-                               f"{end_position}.", code="empty_range",
-                               details={"start_position": start_position, "end_position": end_position})
-        left = history.Moved.of(members)
-        now = timezone.now()
-        first, last = members[0].position, members[-1].position
-        [raw] = redact_events(workspace_rules(thread.workspace), [{
-            "type": "Summary", "role": "system", "content": summary_text,
-            "data": {"start_position": first, "end_position": last, "events": len(members)}}])
-        spec = event_spec(raw, "summary")
-        [summary] = history.events_add(thread=thread, specs=[spec], now=now,
-                                       places=[(first, Event.Status.ACTIVE)])
-        collapse = Collapse.objects.create(
-            thread=thread, start_position=first, end_position=last,
-            summary_event=summary, source=source, actor=actor.label[:200],
-            event_count=len(members), tokens_before=left.tokens, tokens_after=summary.token_count,
-            provenance=provenance or {}, job=job,
-        )
-        Event.objects.filter(pk__in=[m.pk for m in members]).update(
-            status=Event.Status.COLLAPSED, collapse=collapse
-        )
-        history.working_context_changed(thread=thread, now=now, left=left)
-        audit(actor=actor, action="collapse.create", target=collapse, workspace=thread.workspace,
-              thread=thread.pk, start_position=first, end_position=last,
-              events=len(members), tokens_before=left.tokens, tokens_after=summary.token_count,
-              source=source)
-    return collapse
+
+def summary_event(thread: Thread, text: str, first: int, last: int, events: int,
+                  now: datetime) -> Event:
+    """The Summary event of a collapse of `events` events at [first, last], standing at `first`
+    (redacted as any stored text). The thread is locked."""
+    [raw] = redact_events(workspace_rules(thread.workspace), [{
+        "type": "Summary", "role": "system", "content": text,
+        "data": {"start_position": first, "end_position": last, "events": events}}])
+    [summary] = history.events_add(thread=thread, specs=[event_spec(raw, "summary")], now=now,
+                                   places=[(first, Event.Status.ACTIVE)])
+    return summary
 
 
 def collapse_undo(*, collapse: Collapse, actor: Actor) -> Collapse:
     """Bring a collapse's originals back; one level at a time (an outer collapse first)."""
     with transaction.atomic():
         thread = lock_thread(collapse.thread, history_only=True)
+        no_operation_pending(thread)
         collapse = Collapse.objects.select_related("summary_event").get(pk=collapse.pk)
         if collapse.undone_at is not None:
             raise Conflict("This collapse was already undone.", code="already_undone")
@@ -96,7 +109,7 @@ def collapse_undo(*, collapse: Collapse, actor: Actor) -> Collapse:
             raise Conflict("Retention deleted this collapse's originals; the summary stays.",
                            code="originals_expired", details={"expired": collapse.expired_count})
         members = Event.objects.filter(collapse=collapse)
-        entered = history.Moved.of(members.only("visible", "token_count"))
+        entered = history.Moved.counted(members)
         members.update(status=Event.Status.ACTIVE, collapse=None)
         Event.objects.filter(pk=summary.pk).update(status=Event.Status.REVERTED)
         now = timezone.now()

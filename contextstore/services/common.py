@@ -5,9 +5,9 @@ from django.contrib.auth.models import User
 from django.db import models
 
 from contextstore.db import PreparedGet
-from contextstore.errors import InvalidInput
+from contextstore.errors import Conflict, InvalidInput
 from contextstore.fields import NUL_IN_NAME
-from contextstore.models import ApiToken, AuditLog, Thread, Workspace
+from contextstore.models import ApiToken, AuditLog, Job, Thread, Workspace
 from contextstore.selectors.activity import ACTIONS
 from contextstore.selectors.threads import THREAD_STATE_FIELDS
 
@@ -73,6 +73,19 @@ def lock_thread(thread: Thread, *, history_only: bool = False) -> Thread:
     if locked is None:
         raise Thread.DoesNotExist("Thread matching query does not exist.")
     return locked
+
+
+def operation_key(thread_id: int) -> str:
+    """A thread's pending long operation (services/operations.py): at most one at a time."""
+    return f"operation:{thread_id}"
+
+
+def no_operation_pending(thread: Thread) -> None:
+    """Clear, un-clear, collapse and undo wait while a long operation is being done in batches
+    on the thread: its half-moved events are the job's to finish."""
+    if Job.objects.filter(pending_key=operation_key(thread.pk)).exists():
+        raise Conflict("A long operation (clear, un-clear or collapse) is in progress on this "
+                       "thread; try again when it is done.", code="operation_pending")
 
 
 def audit_row(

@@ -29,7 +29,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS
-from django.db.models import Count, F, QuerySet, Sum
+from django.db.models import Count, F, Q, QuerySet, Sum
 
 from contextstore.db import bulk_insert_events, insert_sql, one_statement, row_update_sql
 from contextstore.eventspec import EventSpec
@@ -288,6 +288,13 @@ class Moved:
     def of(cls, events: Iterable[Event]) -> "Moved":
         visible = [e for e in events if e.visible]
         return cls(len(visible), sum(e.token_count for e in visible))
+
+    @classmethod
+    def counted(cls, events: QuerySet[Event]) -> "Moved":
+        """The same, counted by the database: a clear of 50,000 events reads no rows."""
+        got = events.aggregate(count=Count("pk", filter=Q(visible=True)),
+                               tokens=Sum("token_count", filter=Q(visible=True)))
+        return cls(got["count"], got["tokens"] or 0)
 
 
 def working_context_changed(

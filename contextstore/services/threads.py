@@ -13,7 +13,7 @@ from contextstore.errors import Conflict, InvalidInput
 from contextstore.models import Clear, Collapse, ContextBlock, Event, Thread
 from contextstore.ranges import check_range
 from contextstore.services import history
-from contextstore.services.common import Actor, audit, lock_thread
+from contextstore.services.common import Actor, audit, lock_thread, no_operation_pending
 from contextstore.services.document import document_write
 
 
@@ -27,8 +27,9 @@ def thread_clear_context(*, thread: Thread, actor: Actor) -> Clear:
     """
     with transaction.atomic():
         locked = lock_thread(thread)
+        no_operation_pending(locked)
         members = Event.objects.filter(thread=locked, status=Event.Status.ACTIVE)
-        left = history.Moved.of(members.only("visible", "token_count"))
+        left = history.Moved.counted(members)
         summary = locked.summary
         clear = Clear.objects.create(thread=locked, actor=actor.label[:200], summary=summary,
                                      event_count=left.count, tokens=left.tokens)
@@ -58,11 +59,12 @@ def thread_unclear(*, clear: Clear, actor: Actor) -> Clear:
     """
     with transaction.atomic():
         thread = lock_thread(clear.thread)
+        no_operation_pending(thread)
         clear = Clear.objects.get(pk=clear.pk)
         if clear.undone_at is not None:
             raise Conflict("This clear was already undone.", code="already_undone")
         members = Event.objects.filter(cleared_by=clear, status=Event.Status.CLEARED)
-        entered = history.Moved.of(members.only("visible", "token_count"))
+        entered = history.Moved.counted(members)
         restored = members.update(status=Event.Status.ACTIVE, cleared_by=None)
         now = timezone.now()
         clear.undone_at = now

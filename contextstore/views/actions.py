@@ -14,7 +14,7 @@ from contextstore import documents
 from contextstore.forms import BlockForm, CollapseForm, DiffForm, ForkForm, RangeForm, first_error
 from contextstore.models import Clear, Collapse, ContextBlock, Event, Job, StateRevision, Thread
 from contextstore.selectors.workspaces import actor_names
-from contextstore.services import blocks, clientai, collapses, document, state, summaries, threads
+from contextstore.services import blocks, clientai, collapses, document, operations, state, summaries, threads
 from contextstore.views.access import (
     DashboardRequest,
     actor_for,
@@ -38,16 +38,47 @@ def collapse_range(request: DashboardRequest, thread: Thread) -> HttpResponse:
     form = CollapseForm(request.POST)
     if not form.is_valid():
         return _invalid(request, form)
-    collapse = collapses.collapse_create(
+    done = operations.collapse_or_queue(
         thread=thread, start_position=form.cleaned_data["start_position"],
         end_position=form.cleaned_data["end_position"],
         summary_text=form.cleaned_data["summary"], actor=actor_for(request),
-        source=Collapse.Source.PERSON,
     )
+    if isinstance(done, Job):
+        return _operation_queued(request, thread, done)
+    _offer_collapse_undo(request, thread, done)
+    return after_action(request, thread_url(thread))
+
+
+def _offer_collapse_undo(request: DashboardRequest, thread: Thread, collapse: Collapse) -> None:
     offer_undo(request, thread=thread,
                text=f"Collapsed {collapse.event_count} events (positions {collapse.start_position}"
                     f"–{collapse.end_position}) into a summary.",
                url=reverse("contextstore:collapse-undo", args=[thread.pk, collapse.pk]))
+
+
+def _offer_operation_done(request: DashboardRequest, thread: Thread, job: Job) -> None:
+    """A long clear, un-clear or collapse finished: the same confirmation (and Undo) as when it
+    is done during the request."""
+    result = job.result or {}
+    collapse = Collapse.objects.filter(pk=result.get("collapse", 0), thread=thread).first()
+    clear = Clear.objects.filter(pk=result.get("clear", 0), thread=thread).first()
+    if job.kind == Job.Kind.COLLAPSE and collapse is not None:
+        _offer_collapse_undo(request, thread, collapse)
+    elif job.kind == Job.Kind.CLEAR and clear is not None:
+        _offer_unclear(request, thread, clear)
+    elif job.kind == Job.Kind.UNCLEAR and clear is not None:
+        clear.restored, clear.summary_restored = result["done"], result["summary_restored"]
+        _offer_after_unclear(request, thread, clear)
+    else:  # its record was deleted since (retention, a deleted fork)
+        offer_undo(request, thread=thread, text="Done.")
+
+
+def _operation_queued(request: DashboardRequest, thread: Thread, job: Job) -> HttpResponse:
+    """A long operation was queued: the thread page shows its progress in the job dock (and
+    polls it); run eagerly (tests, no broker) it is done already and says so as usual."""
+    job.refresh_from_db()
+    if job.status == Job.Status.DONE:
+        _offer_operation_done(request, thread, job)
     return after_action(request, thread_url(thread))
 
 
@@ -97,12 +128,18 @@ def _job_of(thread: Thread, job_id) -> Job:
 
 @thread_action
 def job_cancel(request: DashboardRequest, thread: Thread, job_id) -> HttpResponse:
-    """Cancel a queued summary (say, when no worker is running to take it)."""
+    """Cancel a queued job (say, when no worker is running to take it)."""
     job = _job_of(thread, job_id)
     job = summaries.summary_job_cancel(job=job, actor=actor_for(request))
     if request.htmx:
         return render(request, "contextstore/job_status.html#job", job_context(job, thread, request))
-    offer_undo(request, thread=thread, text="Summary job cancelled; nothing was changed.")
+    if job.kind not in operations.KINDS:
+        text = "Summary job cancelled; nothing was changed."
+    elif (job.progress or {}).get("done"):
+        text = "Job cancelled; the events it moved stay moved (Retry finishes it)."
+    else:
+        text = "Job cancelled; nothing was changed."
+    offer_undo(request, thread=thread, text=text)
     return redirect(thread_url(thread))
 
 
@@ -110,7 +147,10 @@ def job_cancel(request: DashboardRequest, thread: Thread, job_id) -> HttpRespons
 def job_retry(request: DashboardRequest, thread: Thread, job_id) -> HttpResponse:
     """Queue a failed, cancelled or timed-out summary again; the new job's status replaces it."""
     job = _job_of(thread, job_id)
-    job = summaries.summary_job_retry(job=job, actor=actor_for(request))
+    if job.kind in operations.KINDS:
+        job = operations.operation_job_retry(job=job, actor=actor_for(request))
+    else:
+        job = summaries.summary_job_retry(job=job, actor=actor_for(request))
     if request.htmx:
         return render(request, "contextstore/job_status.html#job", job_context(job, thread, request))
     return redirect(job_url(job))
@@ -132,7 +172,9 @@ def job_status(request: DashboardRequest, job_id) -> HttpResponse:
     if request.htmx and job.status == Job.Status.DONE:
         # The page reloads with the new summary; the message says so where the reader looks.
         collapse = Collapse.objects.filter(job=job).first()
-        if collapse is not None:
+        if job.kind in operations.KINDS:
+            _offer_operation_done(request, thread, job)
+        elif collapse is not None:
             offer_undo(request, thread=thread,
                        text=f"Summary ready: #{collapse.start_position}–#{collapse.end_position} "
                             f"({collapse.event_count} events) are summarized.",
@@ -173,12 +215,18 @@ def delete_fork(request: DashboardRequest, thread: Thread) -> HttpResponse:
 
 @thread_action
 def clear_context(request: DashboardRequest, thread: Thread) -> HttpResponse:
-    clear = threads.thread_clear_context(thread=thread, actor=actor_for(request))
+    done = operations.clear_or_queue(thread=thread, actor=actor_for(request))
+    if isinstance(done, Job):
+        return _operation_queued(request, thread, done)
+    _offer_unclear(request, thread, done)
+    return after_action(request, thread_url(thread) + "?cleared=on")
+
+
+def _offer_unclear(request: DashboardRequest, thread: Thread, clear: Clear) -> None:
     offer_undo(request, thread=thread,
                text=f"Cleared {clear.event_count} events"
                     f"{' and the summary' if clear.summary else ''} from the working context.",
                url=reverse("contextstore:unclear", args=[thread.pk, clear.pk]), label="Undo (un-clear)")
-    return after_action(request, thread_url(thread) + "?cleared=on")
 
 
 @thread_action
@@ -186,14 +234,20 @@ def unclear(request: DashboardRequest, thread: Thread, clear_id: int) -> HttpRes
     clear = Clear.objects.filter(thread=thread, pk=clear_id).first()
     if clear is None:
         raise Http404("No such clear.")
-    clear = threads.thread_unclear(clear=clear, actor=actor_for(request))
+    done = operations.unclear_or_queue(clear=clear, actor=actor_for(request))
+    if isinstance(done, Job):
+        return _operation_queued(request, thread, done)
+    _offer_after_unclear(request, thread, done)
+    return after_action(request, thread_url(thread))
+
+
+def _offer_after_unclear(request: DashboardRequest, thread: Thread, clear: Clear) -> None:
     text = f"Un-cleared: {clear.restored} events are back in the working context"
     if clear.summary_restored:
         text += ", and the summary with them"
     elif clear.summary:
         text += "; the summary written since the clear was kept"
     offer_undo(request, thread=thread, text=text + ".")
-    return after_action(request, thread_url(thread))
 
 
 def _offer_restore(request: DashboardRequest, thread: Thread, before: int, what: str) -> None:

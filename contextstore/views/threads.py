@@ -154,6 +154,10 @@ def panel_context(request: DashboardRequest, thread: Thread) -> dict[str, Any]:
 NO_WORKER_AFTER = 15  # seconds a job may wait queued before the page says no worker took it
 
 
+OPERATION_LABELS: dict[str, str] = {
+    Job.Kind.CLEAR: "Clear", Job.Kind.UNCLEAR: "Un-clear", Job.Kind.COLLAPSE: "Collapse"}
+
+
 def job_context(job: Job, thread: Thread, request: DashboardRequest) -> dict:
     now = timezone.now()
     waited = int((now - job.created_at).total_seconds())
@@ -164,6 +168,7 @@ def job_context(job: Job, thread: Thread, request: DashboardRequest) -> dict:
             "job_range": (job.params.get("start_position", job.params.get("start_seq")),
                           job.params.get("end_position", job.params.get("end_seq"))),
             "timeout": settings.SUMMARIZER_JOB_TIMEOUT,
+            "operation": OPERATION_LABELS.get(job.kind),
             "no_worker": job.status == Job.Status.QUEUED and waited >= NO_WORKER_AFTER,
             "can_edit": can_edit(request.user, thread.workspace)}
 

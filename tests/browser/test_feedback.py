@@ -204,3 +204,58 @@ def test_a_newer_offer_from_the_side_panel_replaces_the_one_showing(page, thread
     page.click("#undo-bar [data-dismiss]")
     expect(page.locator(".undo-bar")).to_have_count(0)
     assert page.problems == [], page.problems
+
+
+def test_a_long_clear_runs_as_a_job_with_progress_then_offers_undo(page, thread, settings, monkeypatch):
+    """Over LONG_OPERATION_EVENTS the clear is queued; the dock shows its progress as the worker
+    (here: this process) goes batch by batch, then the usual confirmation with Undo, in view."""
+    import threading
+
+    from django.db import transaction
+
+    from contextstore.services import operations
+
+    settings.LONG_OPERATION_EVENTS = 1000
+    monkeypatch.setattr(operations, "OPERATION_BATCH", 500)
+    go_on = threading.Event()
+    begun = []
+
+    class Held:  # the third batch waits until the page has shown the first two
+        on_commit = staticmethod(transaction.on_commit)
+
+        @staticmethod
+        def atomic(*args, **kwargs):
+            begun.append(1)
+            if len(begun) == 3:
+                go_on.wait(30)
+            return transaction.atomic(*args, **kwargs)
+
+    monkeypatch.setattr(operations, "transaction", Held)
+    page.set_viewport_size(DESKTOP)
+    page.goto(f"/threads/{thread.pk}/")
+    page.click("summary:has-text('Clear context…')")
+    page.click("button:text-is('Clear context')")
+    job = page.locator("#job-status .job")
+    expect(job).to_contain_text("Clear of 3000 events queued for the worker")
+    begun.clear()  # the request's own transactions count no more
+    worker = threading.Thread(target=operations.operation_job_run,
+                              kwargs={"job_id": Job.objects.get(kind="clear").pk})
+    worker.start()
+    expect(job).to_contain_text("Clear: 1000 of 3000 events done", timeout=15_000)
+    assert axe_violations(page) == []
+    go_on.set()
+    worker.join(30)
+    bar = page.locator("#undo-bar")
+    expect(bar).to_contain_text("Cleared 3000 events and the summary", timeout=15_000)
+    b = box(page, "#undo-bar button:has-text('Undo')")
+    assert 0 <= b["top"] and b["bottom"] <= b["vh"], b
+    assert Thread.objects.get(pk=thread.pk).active_event_count == 0
+    bar.locator("button:has-text('Undo')").click()  # un-clear: a long one too
+    expect(job).to_contain_text("Un-clear of 3000 events queued")
+    operations.operation_job_run(job_id=Job.objects.get(kind="unclear").pk)
+    expect(page.locator("#undo-bar")).to_contain_text(
+        "Un-cleared: 3000 events are back in the working context, and the summary with them",
+        timeout=15_000)
+    assert Thread.objects.get(pk=thread.pk).active_event_count == 3000
+    assert axe_violations(page) == []
+    assert page.problems == [], page.problems

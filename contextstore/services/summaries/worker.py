@@ -13,9 +13,12 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from contextstore.errors import Conflict
 from contextstore.models import Collapse, Event, Job, Thread
 from contextstore.services.collapses import collapse_create
 from contextstore.services.common import Actor, audit, lock_thread
+from contextstore.services.operations import KINDS as OPERATION_KINDS
+from contextstore.services.operations import send_operation
 from contextstore.services.summaries.config import budget_tokens, clean_default, thread_summarizer_config
 from contextstore.services.summaries.requests import PENDING, range_events, send_job, summarization_check
 from contextstore.summarizers import Item, SummarizerError, Summary, extractive
@@ -73,7 +76,17 @@ def summary_job_run(*, job_id: Any) -> Job | None:
         provenance.update(job=str(job.pk), kind=job.kind)
         _progress(job, stage="committing", start_position=start, end_position=end,
                   events=len(members))
-        outcome = _commit(job, thread, start, end, members, summary, provenance)
+        try:
+            outcome = _commit(job, thread, start, end, members, summary, provenance)
+        except Conflict as exc:
+            if exc.code != "operation_pending":
+                raise
+            # A long clear, un-clear or collapse holds the thread: queued again, the recovery
+            # sends this job again once it is stale (SUMMARIZER_STALE_AFTER).
+            Job.objects.filter(pk=job.pk, status=Job.Status.RUNNING).update(
+                status=Job.Status.QUEUED, progress={"stage": "waiting for an operation"})
+            job.refresh_from_db()
+            return job
         if outcome == "changed":
             continue
         job.refresh_from_db()
@@ -280,6 +293,9 @@ def summary_jobs_recover(*, stale_after: int, limit: int = 500) -> dict[str, int
         if job.attempts >= settings.SUMMARIZER_MAX_ATTEMPTS:
             _fail(job, f"Gave up after {job.attempts} attempts (the worker kept dying).")
             given_up += 1
+        elif job.kind in OPERATION_KINDS:  # a long clear, un-clear or collapse
+            send_operation(job.pk)
+            resent += 1
         else:
             send_job(job.pk)
             resent += 1
