@@ -28,10 +28,12 @@ lock) keep no constraint in the database: Django's SET_NULL nulls them on an ORM
 services/retention.py's events_delete_locked, the one raw delete, settles them first.
 """
 
+import os
 import re
 import time
 from collections.abc import Callable
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.utils import OperationalError
 
@@ -221,3 +223,15 @@ def move_events(partitions: int, *, batch: int = 10_000, keep_old: bool = False,
     if not keep_old:
         _run(f"DROP TABLE {OLD}")
     return copied
+
+
+def bench_schema(partitions: int | None, log: Log) -> None:
+    """The bench commands' --partitions: the event table moved to that many partitions first
+    (None: as it is), and EVENT_PARTITIONS set to match here and in the servers it starts
+    (the queries that name the thread for pruning read it). Says what the benchmark runs against."""
+    if partitions is not None and connection.vendor == "postgresql":
+        move_events(partitions, log=log)
+        settings.EVENT_PARTITIONS = partitions
+        os.environ["EVENT_PARTITIONS"] = str(partitions)
+    if connection.vendor == "postgresql":
+        log(f"contextstore_event: {partition_count()} partition(s)")
