@@ -197,6 +197,8 @@ def move_events(partitions: int, *, batch: int = 10_000, keep_old: bool = False,
     partitions = max(partitions, 1)
     if connection.vendor != "postgresql":
         raise RuntimeError("partitioning needs PostgreSQL")
+    if not connection.get_autocommit():
+        raise RuntimeError("move_events commits as it goes: call it outside a transaction")
     if _rows("SELECT to_regclass(%s), to_regclass(%s)", [NEW, OLD])[0] != (None, None):
         raise RuntimeError(f"{NEW} or {OLD} exists: an earlier move was interrupted "
                            f"(partition_events --abort) or kept its old table (drop {OLD})")
