@@ -17,7 +17,8 @@
    over, then every name (table, indexes, sequence) swapped. Statements waiting on the lock
    run against the new table once it is released: PostgreSQL resolves the name again.
 4. after: the moved foreign keys validated (NOT VALID above: no scan under the lock), ANALYZE,
-   the old table dropped (kept with keep_old, as contextstore_event_old).
+   the old table dropped (kept with keep_old, as contextstore_event_old). Each step that takes
+   locks runs with a lock_timeout and again after a timeout or a deadlock with a writer.
 
 Foreign keys that point at an event by id alone cannot point at a partitioned table, whose id
 is unique only with thread_id. A referencing table that has the thread points at (thread_id,
@@ -28,6 +29,7 @@ lock) keep no constraint in the database: Django's SET_NULL nulls them on an ORM
 services/retention.py's events_delete_locked, the one raw delete, settles them first.
 """
 
+import functools
 import os
 import re
 import time
@@ -208,23 +210,34 @@ def move_events(partitions: int, *, batch: int = 10_000, keep_old: bool = False,
     renames = _prepare(partitions)
     log(f"{NEW}: {partitions} partition(s), mirror trigger on {TABLE}")
     copied = _copy(batch, log, between)
-    for attempt in range(attempts):
-        try:
-            pending = _swap(partitions, renames, lock_timeout_ms)
-            break
-        except OperationalError:  # lock_timeout: a long transaction holds the table; again
-            if attempt == attempts - 1:
-                raise
-            log("swap: the lock was not granted in time, retrying")
-            time.sleep(0.5)
+    pending = _retried(lambda: _swap(partitions, renames, lock_timeout_ms), attempts, log, "swap")
     log(f"swapped: {TABLE} has {partitions} partition(s)")
     for sql in pending:
-        with transaction.atomic():
-            _run(sql)
+        _retried(functools.partial(_locked, lock_timeout_ms, sql), attempts, log, "validate")
     _run(f"ANALYZE {TABLE}")
-    if not keep_old:
-        _run(f"DROP TABLE {OLD}")
+    if not keep_old:  # its foreign keys lock threads, runs, collapses and clears: briefly, retried
+        _retried(functools.partial(_locked, lock_timeout_ms, f"DROP TABLE {OLD}"), attempts, log, "drop")
     return copied
+
+
+def _locked(lock_timeout_ms: int, *statements: str) -> list[str]:
+    with transaction.atomic():
+        _run(f"SET LOCAL lock_timeout = {int(lock_timeout_ms)}", *statements)
+    return []
+
+
+def _retried(step: Callable[[], list[str]], attempts: int, log: Log, name: str) -> list[str]:
+    """A step that takes locks, again after a lock timeout or a deadlock with a writer (both
+    roll it back whole): a long transaction delays it instead of queueing appends behind it."""
+    for attempt in range(attempts):
+        try:
+            return step()
+        except OperationalError as error:
+            if attempt == attempts - 1:
+                raise
+            log(f"{name}: {str(error).splitlines()[0]}; again")
+            time.sleep(0.5)
+    return []
 
 
 def bench_schema(partitions: int | None, log: Log) -> None:

@@ -63,7 +63,8 @@ def rows() -> dict[int, tuple]:
         return {row[0]: row for row in cursor.fetchall()}
 
 
-def test_partitioned_with_data_keeps_every_constraint_and_query(own_database):
+def test_partitioned_with_data_keeps_every_constraint_and_query(own_database, settings):
+    settings.EVENT_PARTITIONS = 16  # a thread's search names the thread (one partition planned)
     alice, bob = new_thread("alice", "s-a"), new_thread("bob", "s-b")
     event_append(thread=alice, events=messages(30) + [
         {"type": "Message", "role": "tool", "content": "raised FileNotFoundError", "client_id": "c-1"}],
