@@ -21,12 +21,14 @@
    locks runs with a lock_timeout and again after a timeout or a deadlock with a writer.
 
 Foreign keys that point at an event by id alone cannot point at a partitioned table, whose id
-is unique only with thread_id. A referencing table that has the thread points at (thread_id,
-id): contextstore_eventsearch (ON DELETE CASCADE, as 0025 made it) and contextstore_collapse's
-summary event. Memory.source_event (no thread) and Event.replaced_by (PostgreSQL cannot add a
-partitioned table's foreign key NOT VALID, and validating it would scan the table under the
-lock) keep no constraint in the database: Django's SET_NULL nulls them on an ORM delete, and
-services/retention.py's events_delete_locked, the one raw delete, settles them first.
+is unique only with thread_id. contextstore_collapse's summary event points at (thread_id, id).
+contextstore_eventsearch keeps none: a statement trigger on the partitioned table (FORGET)
+deletes the indexed text of deleted events, as 0025's ON DELETE CASCADE did, without a check
+through the partitions for every indexed event. Memory.source_event (no thread) and
+Event.replaced_by (PostgreSQL cannot add a partitioned table's foreign key NOT VALID, and
+validating it would scan the table under the lock) keep no constraint in the database:
+Django's SET_NULL nulls them on an ORM delete, and services/retention.py's
+events_delete_locked, the one raw delete, settles them first.
 """
 
 import functools
@@ -46,13 +48,23 @@ MIRROR = "contextstore_event_mirror"
 # Foreign keys into the event table: (table, column, name, composite when partitioned, action).
 # Composite: the table's thread_id is its event's, so it can point at (thread_id, id).
 INCOMING = (
-    ("contextstore_eventsearch", "event_id", "eventsearch_event_fk", True, "ON DELETE CASCADE"),
+    # partitioned: FORGET below instead (a foreign key into a partitioned table costs each
+    # indexed event a check through the partitions, a fifth of the search index's work)
+    ("contextstore_eventsearch", "event_id", "eventsearch_event_fk", False, "ON DELETE CASCADE"),
     ("contextstore_collapse", "summary_event_id", "contextstore_collapse_summary_event_fk", True,
      "DEFERRABLE INITIALLY DEFERRED"),
     ("contextstore_memory", "source_event_id", "contextstore_memory_source_event_fk", False,
      "DEFERRABLE INITIALLY DEFERRED"),
     ("contextstore_event", "replaced_by_id", "contextstore_event_replaced_by_fk", False,
      "DEFERRABLE INITIALLY DEFERRED"),
+)
+# A partitioned table's deleted events take their indexed text with them (the cascade's work).
+FORGET = (
+    "CREATE OR REPLACE FUNCTION contextstore_event_search_forget() RETURNS trigger "
+    "LANGUAGE plpgsql AS $$ BEGIN DELETE FROM contextstore_eventsearch s USING old_events o "
+    "WHERE s.event_id = o.id; RETURN NULL; END $$",
+    f"CREATE TRIGGER event_search_delete AFTER DELETE ON {NEW} REFERENCING OLD TABLE AS old_events "
+    "FOR EACH STATEMENT EXECUTE FUNCTION contextstore_event_search_forget()",
 )
 Log = Callable[[str], None]
 _ON_TABLE = re.compile(rf" ON (ONLY )?(public\.)?{TABLE} ")
@@ -180,7 +192,10 @@ def _swap(partitions: int, renames: list[tuple[str, str]], lock_timeout_ms: int)
                          "WHERE tgrelid = %s::regclass AND NOT tgisinternal AND tgparentid = 0",
                          [TABLE])
         for name, definition in triggers:
-            _run(f"DROP TRIGGER {name} ON {TABLE}", _ON_TABLE.sub(f" ON {NEW} ", definition, count=1))
+            _run(f"DROP TRIGGER {name} ON {TABLE}")
+            if name != "event_search_delete":
+                _run(_ON_TABLE.sub(f" ON {NEW} ", definition, count=1))
+        _run(*FORGET if partitions > 1 else ["DROP FUNCTION IF EXISTS contextstore_event_search_forget()"])
         # Names: the old table's step aside, the new table's take them.
         for n, (temporary, name) in enumerate(renames):
             _run(f"ALTER INDEX {name} RENAME TO {OLD}_{n}", f"ALTER INDEX {temporary} RENAME TO {name}")

@@ -83,7 +83,8 @@ def test_partitioned_with_data_keeps_every_constraint_and_query(own_database, se
         assert cursor.fetchone()[0] == 16
         cursor.execute("SELECT tgname FROM pg_trigger WHERE tgrelid = 'contextstore_event'::regclass "
                        "AND NOT tgisinternal ORDER BY 1")
-        assert [name for (name,) in cursor.fetchall()] == ["event_search_insert", "event_search_update"]
+        assert [name for (name,) in cursor.fetchall()] == ["event_search_delete", "event_search_insert",
+                                                        "event_search_update"]
 
     # the unique keys still refuse: (thread, seq), client id, a current item key
     template = Event.objects.filter(thread=alice).order_by("seq").first()
@@ -125,6 +126,11 @@ def test_partitioned_with_data_keeps_every_constraint_and_query(own_database, se
 
     assert move_events(0) == 19 and partition_count() == 1  # and back to one table
     assert Event.objects.filter(thread=bob).count() == 19
+    with connection.cursor() as cursor:  # the search text's foreign key is back, the trigger gone
+        cursor.execute("SELECT conname FROM pg_constraint WHERE conrelid = "
+                       "'contextstore_eventsearch'::regclass AND contype = 'f' UNION ALL "
+                       "SELECT tgname FROM pg_trigger WHERE tgname = 'event_search_delete'")
+        assert cursor.fetchall() == [("eventsearch_event_fk",)]
 
 
 def model_values(event: Event) -> dict:
