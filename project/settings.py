@@ -120,6 +120,9 @@ else:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL,
                                                   conn_max_age=env_int("CONN_MAX_AGE", 60))}
 DATABASE_POOLER = env_str("DATABASE_POOLER").strip().lower()  # "" or "pgbouncer": see below
+# Hash partitions of the event table by thread on PostgreSQL (0 or 1: one table), made and changed by
+# `manage.py partition_events`, which reads this as its default (docs/scaling.md).
+EVENT_PARTITIONS = env_int("EVENT_PARTITIONS", 0)
 if DATABASE_POOLER not in ("", "pgbouncer"):
     raise ImproperlyConfigured(f"DATABASE_POOLER must be empty or 'pgbouncer', not {DATABASE_POOLER!r}.")
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":

@@ -426,7 +426,10 @@ class ApiBench:
         if connection.vendor != "postgresql":
             return 0.0
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_total_relation_size('contextstore_event') "
+            # a partitioned event table's partitions (a plain table has none: its own size)
+            cursor.execute("SELECT pg_total_relation_size('contextstore_event') + coalesce("
+                           "(SELECT sum(pg_total_relation_size(relid)) FROM "
+                           "pg_partition_tree('contextstore_event') WHERE isleaf), 0) "
                            "+ pg_total_relation_size('contextstore_eventsearch'), "
                            "(SELECT sum(octet_length(content)) FROM contextstore_event)")
             total, content = cursor.fetchone()

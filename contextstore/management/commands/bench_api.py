@@ -5,6 +5,7 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from contextstore.bench.api import ApiBench
+from contextstore.partitions import bench_schema
 
 
 class Command(BaseCommand):
@@ -21,8 +22,13 @@ class Command(BaseCommand):
                             help="Events in the large thread for the context latency test.")
         parser.add_argument("--samples", type=int, default=300,
                             help="GET /context/ requests per thread size.")
+        parser.add_argument("--partitions", type=int, default=None,
+                            help="Move the event table to N hash partitions first (PostgreSQL; "
+                                 "0 or 1: one table; default: as it is).")
 
     def handle(self, *args: Any, url: str | None, token: str | None, workers: int | None,
-               seconds: float, large: int, samples: int, **options: Any) -> None:
+               seconds: float, large: int, samples: int, partitions: int | None = None,
+               **options: Any) -> None:
+        bench_schema(partitions, self.stdout.write)
         ApiBench(self.stdout).run(url=url, token=token, workers=workers, seconds=seconds,
                                   large=large, samples=samples)

@@ -3,6 +3,7 @@
 from django.core.management.base import BaseCommand
 
 from contextstore.bench.core import CoreBench
+from contextstore.partitions import bench_schema
 
 
 class Command(BaseCommand):
@@ -16,8 +17,12 @@ class Command(BaseCommand):
                             help="one-key merge patches per state size (0 skips that part)")
         parser.add_argument("--state-sizes", default="1000,1000000",
                             help="state sizes in bytes for the revision figures")
+        parser.add_argument("--partitions", type=int, default=None,
+                            help="move the event table to N hash partitions first (PostgreSQL; "
+                                 "0 or 1: one table; default: as it is)")
 
     def handle(self, *args, sizes: str, fresh: bool, repeat: int, revisions: int,
-               state_sizes: str, **options):
+               state_sizes: str, partitions: int | None = None, **options):
+        bench_schema(partitions, self.stdout.write)
         CoreBench(self.stdout).run(sizes=sizes, fresh=fresh, repeat=repeat, revisions=revisions,
                                   state_sizes=state_sizes)
