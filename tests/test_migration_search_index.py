@@ -1,5 +1,6 @@
 """0025 indexes the events written before it (PostgreSQL), drops the event table's trigram
-indexes, and puts them back on the way down; on SQLite it only adds the two empty tables."""
+indexes, and puts them back on the way down; on SQLite it only adds the two empty tables. 0026
+gives its index a 2 MB pending list."""
 
 import importlib
 
@@ -26,6 +27,13 @@ def trigram_indexes() -> list[str]:
         return [name for (name,) in cursor.fetchall()]
 
 
+def pending_list_kb() -> list[str] | None:
+    """The search index's gin_pending_list_limit (kB), as its storage options say."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reloptions FROM pg_class WHERE relname = 'eventsearch_trgm'")
+        return cursor.fetchone()[0]
+
+
 def old_events(apps) -> None:
     workspace = apps.get_model("contextstore", "Workspace").objects.create(slug="w", name="W")
     session = apps.get_model("contextstore", "Session").objects.create(workspace=workspace, key="k")
@@ -50,10 +58,12 @@ def test_events_written_before_it_are_indexed_and_searchable():
     assert sorted(indexed.values_list("event__seq", flat=True)) == [1, 2]
     assert not apps.get_model("contextstore", "EventSearchPending").objects.exists()
     assert trigram_indexes() == ["eventsearch_trgm"]
+    assert pending_list_kb() == ["gin_pending_list_limit=256"]
 
     migrate(BEFORE)
     assert trigram_indexes() == ["event_content_trgm", "event_data_trgm", "event_parts_trgm"]
     migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+    assert pending_list_kb() == ["gin_pending_list_limit=2048"]  # 0026: fewer merges, less WAL
 
 
 @pytest.mark.django_db(transaction=True)
