@@ -13,7 +13,7 @@ UV_VERSION := 0.13.8
 # took 20 s of CPU instead of 9).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: run test check lint typecheck bench venv migrate demo clean framework-venvs
+.PHONY: run test check lint typecheck bench venv migrate demo clean framework-venvs screenshots
 
 # uv installs the pinned dependencies in a fraction of pip's time; it is itself a pinned
 # package from PyPI, installed into the virtualenv with the interpreter's own pip. The client
@@ -76,6 +76,10 @@ test: venv framework-venvs $(AXE)
 
 bench: migrate
 	$(BIN)/python manage.py bench_core
+
+# README's screenshots (docs/img/), taken again on a throwaway database with Debian's chromium.
+screenshots: venv
+	$(BIN)/python scripts/screenshots
 
 clean:
 	rm -rf $(VENV) var .venv-langgraph .venv-openai-agents .venv-adk
