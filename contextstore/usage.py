@@ -27,10 +27,13 @@ def event_cost(event: Any) -> Decimal:
 
 
 def event_usage(event: Any) -> tuple[int, int]:
-    """(input, output) tokens an LLMComplete reports; whole tokens, counted per event."""
+    """(input, output) tokens an LLMComplete reports; whole tokens, counted per event. Input is
+    every token the request held, whatever the provider's convention: Anthropic's
+    `input_tokens` leave out the cache's, which are added back (cache_usage)."""
     if event.type != "LLMComplete":
         return 0, 0
-    return (int(metric(event.data, "input_tokens", "prompt_tokens")),
+    cached = cache_usage(event.data)
+    return (cached[2] if cached is not None else int(metric(event.data, "input_tokens", "prompt_tokens")),
             int(metric(event.data, "output_tokens", "completion_tokens")))
 
 

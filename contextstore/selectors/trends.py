@@ -127,13 +127,15 @@ def _call_columns(pg: bool) -> tuple[dict[str, str], dict[str, str]]:
     millis = ("EXTRACT(EPOCH FROM (occurred_at - started)) * 1000" if pg
               else "(julianday(occurred_at) - julianday(started)) * 86400000.0")
     greatest = "GREATEST" if pg else "MAX"
+    cache_input = (f"CASE WHEN {anthropic} THEN inp + COALESCE(a_read, 0) + COALESCE(a_made, 0) "
+                   f"WHEN o_read IS NOT NULL THEN inp "
+                   f"WHEN {genai} THEN {greatest}(inp, COALESCE(g_read, 0) + COALESCE(g_made, 0)) END")
     derived = {
-        "cost": "cost", "input": "inp", "output": "output", "model": "model",
+        # every input token, as usage.event_usage counts them (Anthropic's plus its cache's)
+        "cost": "cost", "input": f"COALESCE({cache_input}, inp)", "output": "output", "model": "model",
         "cache_read": f"CASE WHEN {anthropic} THEN COALESCE(a_read, 0) WHEN o_read IS NOT NULL THEN o_read "
                       f"WHEN {genai} THEN COALESCE(g_read, 0) END",
-        "cache_input": f"CASE WHEN {anthropic} THEN inp + COALESCE(a_read, 0) + COALESCE(a_made, 0) "
-                       f"WHEN o_read IS NOT NULL THEN inp "
-                       f"WHEN {genai} THEN {greatest}(inp, COALESCE(g_read, 0) + COALESCE(g_made, 0)) END",
+        "cache_input": cache_input,
         "latency": f"COALESCE({millis}, reported_ms)",
     }
     return said, derived

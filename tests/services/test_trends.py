@@ -62,7 +62,8 @@ def test_sums_and_percentiles_per_day_and_model(workspace, calls):
     assert t.days[0] == date(2026, 3, 4) and t.days[-1] == TODAY and len(t.days) == 7
     assert t.keys == ["gpt-4o", XSS_MODEL, NONE]  # costliest first; errors carry no model
     c = t.cell(TODAY, "gpt-4o")
-    assert (c.calls, c.cost, c.input, c.output) == (3, Decimal("1"), 3010, 150)
+    # input is every token sent: Anthropic's 1,000 plus the 600 it read from the cache
+    assert (c.calls, c.cost, c.input, c.output) == (3, Decimal("1"), 3610, 150)
     assert (c.cache_read, c.cache_input, c.hit_rate) == (1600, 3600, 44.4)
     assert (c.p50, c.p95) == (pytest.approx(400, abs=0.5), pytest.approx(940, abs=0.5))
     assert t.cell(date(2026, 3, 8), XSS_MODEL).p50 == pytest.approx(50, abs=0.5)
