@@ -8,6 +8,7 @@ from typing import Any
 from django.db.models import JSONField, Q, Subquery
 from django.db.models.functions import Cast
 
+from contextstore.db import PreparedGet
 from contextstore.errors import InvalidInput, NotFound
 from contextstore.models import Event, ScopedState, Session, Thread, ThreadBlob, Workspace
 from contextstore.selectors.threads import BIGINT_MAX
@@ -15,13 +16,16 @@ from contextstore.selectors.threads import BIGINT_MAX
 MAX_BLOBS_PER_COMMIT = 500
 
 
+# The app scope and a user's scope, compiled once per process (db.PreparedGet): every commit
+# and every session read reads them.
+_SCOPES = PreparedGet(lambda workspace_id, app, user_id: ScopedState.objects.filter(
+    Q(scope=ScopedState.Scope.APP, user_id="") | Q(scope=ScopedState.Scope.USER, user_id=user_id),
+    workspace_id=workspace_id, app=app), text=(1, 2))
+
+
 def scoped_states(*, workspace: Workspace, app: str, user_id: str) -> dict[str, ScopedState | None]:
-    rows = ScopedState.objects.filter(
-        Q(scope=ScopedState.Scope.APP, user_id="") | Q(scope=ScopedState.Scope.USER, user_id=user_id),
-        workspace=workspace, app=app,
-    )
     found: dict[str, ScopedState | None] = {"app": None, "user": None}
-    for row in rows:
+    for row in _SCOPES.all(workspace.pk, app, user_id):
         found[row.scope] = row
     return found
 
@@ -90,18 +94,23 @@ def check_identity(identity: Identity) -> None:
         raise InvalidInput("thread is required.", details={"thread": "required"})
 
 
+# Lookups by identity, compiled once per process (db.PreparedGet): every read runs them.
+_SESSION = PreparedGet(lambda workspace_id, app, user_id, key: Session.objects.filter(
+    workspace_id=workspace_id, app=app, user_id=user_id, key=key), text=(1, 2, 3))
+_THREAD = PreparedGet(lambda session_id, name: Thread.objects.filter(session_id=session_id, name=name),
+                      text=(1,))
+
+
 def session_find(*, workspace: Workspace, identity: Identity) -> Session:
     """Exact lookup by (app, user_id, key); never creates."""
-    session = Session.objects.filter(
-        workspace=workspace, app=identity.app, user_id=identity.user_id, key=identity.key
-    ).first()
+    session = _SESSION.get(workspace.pk, identity.app, identity.user_id, identity.key)
     if session is None:
         raise NotFound("No such session.", details={"key": identity.key})
     return session
 
 
 def thread_of(session: Session, name: str) -> Thread:
-    thread = Thread.objects.filter(session=session, name=name).first()
+    thread = _THREAD.get(session.pk, name)
     if thread is None:
         raise NotFound(f"The session has no thread {name!r}.", details={"thread": name})
     return thread
