@@ -116,6 +116,23 @@ def thread_of(session: Session, name: str) -> Thread:
     return thread
 
 
+_THREAD_BY_IDENTITY = PreparedGet(lambda workspace_id, app, user_id, key, name: (
+    Thread.objects.select_related("session").filter(
+        session__workspace_id=workspace_id, session__app=app, session__user_id=user_id,
+        session__key=key, name=name)), text=(1, 2, 3, 4))
+
+
+def session_thread(*, workspace: Workspace, identity: Identity) -> tuple[Session, Thread]:
+    """The session and its thread named by the identity, in one read; NotFound naming which
+    is missing, as session_find and thread_of do."""
+    thread = _THREAD_BY_IDENTITY.get(workspace.pk, identity.app, identity.user_id, identity.key,
+                                     identity.thread)
+    if thread is None:
+        thread_of(session_find(workspace=workspace, identity=identity), identity.thread)  # raises
+        raise NotFound("No such session.", details={"key": identity.key})  # deleted meanwhile
+    return thread.session, thread
+
+
 # An event as session_read gives it: these columns by name (the run's id as run__run_id), read
 # without building a model instance per row (a full read of 2,000 events spent most of its
 # time in Event.__init__).
@@ -145,8 +162,7 @@ def session_read(
     """Session, thread state, scoped states, newest `limit` history events (oldest first),
     optionally only those at or after `after`, and the named blobs. Cost follows `limit`."""
     check_identity(identity)
-    session = session_find(workspace=workspace, identity=identity)
-    thread = thread_of(session, identity.thread)
+    session, thread = session_thread(workspace=workspace, identity=identity)
     qs = history_events(thread=thread)
     if after is not None:
         qs = qs.filter(occurred_at__gte=after)
@@ -209,8 +225,7 @@ def blobs_get(*, workspace: Workspace, identity: Identity, keys: list[str],
     BLOB_ROW_FIELDS (a list of a thread's every checkpoint reads thousands)."""
     if len(keys) + len(prefixes or []) > MAX_BLOBS_PER_COMMIT:
         raise InvalidInput(f"At most {MAX_BLOBS_PER_COMMIT} keys and prefixes.", details={"blob": "too many"})
-    session = session_find(workspace=workspace, identity=identity)
-    thread = thread_of(session, identity.thread)
+    _, thread = session_thread(workspace=workspace, identity=identity)
     wanted = Q(key__in=keys)
     for prefix in prefixes or []:
         if prefix:
