@@ -201,20 +201,23 @@ def time_limit(ms: int) -> Iterator[None]:
 class _Prepared:
     """A fixed-shape ORM query compiled once per process: `build(*values)` is compiled with
     stand-in values; each call runs that SQL with the real ones. `build` must use each value as
-    a plain query parameter (a filter on an integer column)."""
+    a plain query parameter (an exact filter on an integer column, or with `text` naming the
+    positions of string values, on a text column)."""
 
-    STAND_INS = (-7_310_001, -7_310_002, -7_310_003)
+    STAND_INS = (-7_310_001, -7_310_002, -7_310_003, -7_310_004, -7_310_005)
 
-    def __init__(self, build: Callable[..., QuerySet]) -> None:
+    def __init__(self, build: Callable[..., QuerySet], *, text: tuple[int, ...] = ()) -> None:
         self.build = build
+        self.stand_ins = tuple(f"(stand-in {value})" if i in text else value
+                               for i, value in enumerate(self.STAND_INS))
         self.compiled: dict[str, tuple] = {}  # per database vendor
 
     def _compile(self, arity: int) -> tuple:
-        qs = self.build(*self.STAND_INS[:arity])
+        qs = self.build(*self.stand_ins[:arity])
         compiler = qs.query.get_compiler(using=qs.db)
         text, params = compiler.as_sql()
         params = list(params)
-        slots = [params.index(value) for value in self.STAND_INS[:arity]]
+        slots = [params.index(value) for value in self.stand_ins[:arity]]
         return (text, params, slots, *self._reading(qs, compiler))
 
     def _reading(self, qs: QuerySet, compiler: Any) -> tuple:
@@ -225,7 +228,7 @@ class _Prepared:
         """The rows read, as the caller gets them."""
         raise NotImplementedError
 
-    def _statement(self, values: tuple[int, ...], limit: int | None = None,
+    def _statement(self, values: tuple[int | str, ...], limit: int | None = None,
                    along: Sequence[tuple[str, list]] = ()) -> tuple[tuple, str, list]:
         compiled = self.compiled.get(connection.vendor)
         if compiled is None:
@@ -241,7 +244,7 @@ class _Prepared:
             text, params = f"WITH {ctes} {text}", [p for _, ps in along for p in ps] + params
         return compiled, text, params
 
-    def _rows(self, values: tuple[int, ...], limit: int | None = None,
+    def _rows(self, values: tuple[int | str, ...], limit: int | None = None,
               along: Sequence[tuple[str, list]] = ()) -> tuple[tuple, list[tuple]]:
         compiled, text, params = self._statement(values, limit, along)
         with connection.cursor() as cursor:
@@ -283,21 +286,28 @@ _INSERTS: dict[tuple, tuple[str, tuple[models.Field, ...], bool]] = {}
 
 def insert_sql[M: models.Model](
     model: type[M], objs: list[M], *, returning: tuple[str, ...] = (),
-    ignore_conflicts: bool = False,
+    ignore_conflicts: bool = False, update_conflicts: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
 ) -> tuple[str, tuple]:
-    """The ORM's INSERT of `objs` (plain values, no expressions). Its text is compiled once per
+    """The ORM's INSERT of `objs` (plain values, no expressions); `update_conflicts`, (unique
+    fields, fields to update): as bulk_create's, ON CONFLICT (…) DO UPDATE. Its text is compiled once per
     shape (model, number of rows, RETURNING, ON CONFLICT; on PostgreSQL any number of rows
     above one is one shape, UNNEST's): compiling the ORM's INSERT on every append cost more than
     running it. Each value is still prepared as the ORM does it, pre_save included (created_at
     is stamped on the instance)."""
     many = connection.vendor == "postgresql" and len(objs) > 1
-    key = (connection.vendor, model, "many" if many else len(objs), returning, ignore_conflicts)
+    key = (connection.vendor, model, "many" if many else len(objs), returning, ignore_conflicts,
+           update_conflicts)
     shape = _INSERTS.get(key)
     if shape is None:
         # as bulk_create does for rows without a pk: the database numbers them, a natural key is sent
         fields = tuple(f for f in model._meta.concrete_fields
                        if not isinstance(f, models.AutoField) and not f.generated)
-        query = sql.InsertQuery(model, on_conflict=OnConflict.IGNORE if ignore_conflicts else None)
+        unique, update = update_conflicts or ((), ())
+        query = sql.InsertQuery(
+            model, on_conflict=(OnConflict.UPDATE if update_conflicts else
+                                OnConflict.IGNORE if ignore_conflicts else None),
+            unique_fields=[model._meta.get_field(name) for name in unique],
+            update_fields=[model._meta.get_field(name) for name in update])
         query.insert_values(fields, objs)  # type: ignore[arg-type]  # takes any model's list (stub: list[Model])
         compiler = query.get_compiler(using=DEFAULT_DB_ALIAS)
         compiler.returning_fields = [model._meta.get_field(name) for name in returning] or None
@@ -415,11 +425,11 @@ class PreparedGet(_Prepared):
             setattr(obj, name, cells[pos])
         return obj
 
-    def get(self, *values: int) -> Any:
+    def get(self, *values: int | str) -> Any:
         compiled, rows = self._rows(values)
         return self._instance(compiled, rows[0]) if rows else None
 
-    def all(self, *values: int) -> list[Any]:
+    def all(self, *values: int | str) -> list[Any]:
         return self._answer(*self._rows(values))
 
     def _answer(self, compiled: tuple, rows: list[tuple]) -> list[Any]:
@@ -441,7 +451,7 @@ class PreparedRows(_Prepared):
         converters = compiler.get_converters([s[0] for s in compiler.select[:compiler.col_count]])
         return (list(converters.items()),)
 
-    def rows(self, *values: int, limit: int | None = None,
+    def rows(self, *values: int | str, limit: int | None = None,
              along: Sequence[tuple[str, list]] = ()) -> list[tuple]:
         return self._answer(*self._rows(values, limit, along))
 

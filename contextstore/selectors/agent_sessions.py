@@ -8,6 +8,7 @@ from typing import Any
 from django.db.models import JSONField, Q, Subquery
 from django.db.models.functions import Cast
 
+from contextstore.db import PreparedGet
 from contextstore.errors import InvalidInput, NotFound
 from contextstore.models import Event, ScopedState, Session, Thread, ThreadBlob, Workspace
 from contextstore.selectors.threads import BIGINT_MAX
@@ -15,13 +16,16 @@ from contextstore.selectors.threads import BIGINT_MAX
 MAX_BLOBS_PER_COMMIT = 500
 
 
+# The app scope and a user's scope, compiled once per process (db.PreparedGet): every commit
+# and every session read reads them.
+_SCOPES = PreparedGet(lambda workspace_id, app, user_id: ScopedState.objects.filter(
+    Q(scope=ScopedState.Scope.APP, user_id="") | Q(scope=ScopedState.Scope.USER, user_id=user_id),
+    workspace_id=workspace_id, app=app), text=(1, 2))
+
+
 def scoped_states(*, workspace: Workspace, app: str, user_id: str) -> dict[str, ScopedState | None]:
-    rows = ScopedState.objects.filter(
-        Q(scope=ScopedState.Scope.APP, user_id="") | Q(scope=ScopedState.Scope.USER, user_id=user_id),
-        workspace=workspace, app=app,
-    )
     found: dict[str, ScopedState | None] = {"app": None, "user": None}
-    for row in rows:
+    for row in _SCOPES.all(workspace.pk, app, user_id):
         found[row.scope] = row
     return found
 
@@ -90,21 +94,43 @@ def check_identity(identity: Identity) -> None:
         raise InvalidInput("thread is required.", details={"thread": "required"})
 
 
+# Lookups by identity, compiled once per process (db.PreparedGet): every read runs them.
+_SESSION = PreparedGet(lambda workspace_id, app, user_id, key: Session.objects.filter(
+    workspace_id=workspace_id, app=app, user_id=user_id, key=key), text=(1, 2, 3))
+_THREAD = PreparedGet(lambda session_id, name: Thread.objects.filter(session_id=session_id, name=name),
+                      text=(1,))
+
+
 def session_find(*, workspace: Workspace, identity: Identity) -> Session:
     """Exact lookup by (app, user_id, key); never creates."""
-    session = Session.objects.filter(
-        workspace=workspace, app=identity.app, user_id=identity.user_id, key=identity.key
-    ).first()
+    session = _SESSION.get(workspace.pk, identity.app, identity.user_id, identity.key)
     if session is None:
         raise NotFound("No such session.", details={"key": identity.key})
     return session
 
 
 def thread_of(session: Session, name: str) -> Thread:
-    thread = Thread.objects.filter(session=session, name=name).first()
+    thread = _THREAD.get(session.pk, name)
     if thread is None:
         raise NotFound(f"The session has no thread {name!r}.", details={"thread": name})
     return thread
+
+
+_THREAD_BY_IDENTITY = PreparedGet(lambda workspace_id, app, user_id, key, name: (
+    Thread.objects.select_related("session").filter(
+        session__workspace_id=workspace_id, session__app=app, session__user_id=user_id,
+        session__key=key, name=name)), text=(1, 2, 3, 4))
+
+
+def session_thread(*, workspace: Workspace, identity: Identity) -> tuple[Session, Thread]:
+    """The session and its thread named by the identity, in one read; NotFound naming which
+    is missing, as session_find and thread_of do."""
+    thread = _THREAD_BY_IDENTITY.get(workspace.pk, identity.app, identity.user_id, identity.key,
+                                     identity.thread)
+    if thread is None:
+        thread_of(session_find(workspace=workspace, identity=identity), identity.thread)  # raises
+        raise NotFound("No such session.", details={"key": identity.key})  # deleted meanwhile
+    return thread.session, thread
 
 
 # An event as session_read gives it: these columns by name (the run's id as run__run_id), read
@@ -136,8 +162,7 @@ def session_read(
     """Session, thread state, scoped states, newest `limit` history events (oldest first),
     optionally only those at or after `after`, and the named blobs. Cost follows `limit`."""
     check_identity(identity)
-    session = session_find(workspace=workspace, identity=identity)
-    thread = thread_of(session, identity.thread)
+    session, thread = session_thread(workspace=workspace, identity=identity)
     qs = history_events(thread=thread)
     if after is not None:
         qs = qs.filter(occurred_at__gte=after)
@@ -200,8 +225,7 @@ def blobs_get(*, workspace: Workspace, identity: Identity, keys: list[str],
     BLOB_ROW_FIELDS (a list of a thread's every checkpoint reads thousands)."""
     if len(keys) + len(prefixes or []) > MAX_BLOBS_PER_COMMIT:
         raise InvalidInput(f"At most {MAX_BLOBS_PER_COMMIT} keys and prefixes.", details={"blob": "too many"})
-    session = session_find(workspace=workspace, identity=identity)
-    thread = thread_of(session, identity.thread)
+    _, thread = session_thread(workspace=workspace, identity=identity)
     wanted = Q(key__in=keys)
     for prefix in prefixes or []:
         if prefix:

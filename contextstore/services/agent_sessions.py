@@ -17,14 +17,16 @@ from dataclasses import dataclass, field, replace
 from itertools import batched
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from contextstore import documents
+from contextstore.db import PreparedGet, insert_sql, one_statement, row_update_sql
 from contextstore.errors import Conflict, InvalidInput, NotFound, StaleRevision
 from contextstore.eventspec import event_specs
 from contextstore.models import (
+    AuditLog,
     CommitRecord,
     Event,
     Run,
@@ -45,14 +47,27 @@ from contextstore.selectors.agent_sessions import (
     scoped_states,
     session_find,
 )
+from contextstore.selectors.threads import THREAD_STATE_FIELDS
 from contextstore.services import events as event_service
 from contextstore.services import history
 from contextstore.services import sessions as session_service
 from contextstore.services import state as state_service
 from contextstore.services import threads as thread_service
-from contextstore.services.common import Actor, audit, lock_thread
+from contextstore.services.common import Actor, audit, audit_row, lock_thread
 
 MAX_BLOB_BYTES = 16 * 1024 * 1024
+
+# A commit's reads, compiled once per process (db.PreparedGet): building the ORM's SQL on
+# every commit cost more CPU than running it. The session's thread by identity, read under
+# the thread's row lock as lock_thread(history_only=True) takes it (the session and the
+# workspace with it), and the commit record of a batch id.
+_LOCKED_THREAD = PreparedGet(lambda workspace_id, app, user_id, key, name: (
+    Thread.objects.select_for_update(of=("self",), no_key=True).select_related("session", "workspace")
+    .defer(*THREAD_STATE_FIELDS)
+    .filter(session__workspace_id=workspace_id, session__app=app, session__user_id=user_id,
+            session__key=key, name=name)), text=(1, 2, 3, 4))
+_COMMIT_RECORD = PreparedGet(lambda thread_id, batch_id: CommitRecord.objects.filter(
+    thread_id=thread_id, batch_id=batch_id).only("request_hash", "response"), text=(1,))
 
 
 @dataclass
@@ -121,8 +136,11 @@ def scoped_state_patch(
 
 
 def _ensure(workspace: Workspace, identity: Identity, actor: Actor, *, create: bool,
-            agent: str = "", title: str = "", metadata: dict | None = None) -> tuple[Session, Thread, bool]:
-    session = Session.objects.filter(
+            agent: str = "", title: str = "", metadata: dict | None = None,
+            expect_new: bool = False) -> tuple[Session, Thread, bool]:
+    """The session and its thread, made when `create`; `expect_new`: try the insert without
+    looking first (an existing session is found when it fails)."""
+    session = None if expect_new else Session.objects.filter(
         workspace=workspace, app=identity.app, user_id=identity.user_id, key=identity.key).first()
     created = False
     if session is None:
@@ -139,7 +157,8 @@ def _ensure(workspace: Workspace, identity: Identity, actor: Actor, *, create: b
         except IntegrityError:
             session = Session.objects.get(
                 workspace=workspace, app=identity.app, user_id=identity.user_id, key=identity.key)
-    thread = Thread.objects.filter(session=session, name=identity.thread).first()
+    # a session made just now has no thread yet
+    thread = None if created else Thread.objects.filter(session=session, name=identity.thread).first()
     if thread is None:
         if not create:
             raise NotFound(f"The session has no thread {identity.thread!r}.",
@@ -163,7 +182,7 @@ def session_create(
     (title, metadata), _ = redact(workspace_rules(workspace), [title, metadata])
     with transaction.atomic():
         session, thread, created = _ensure(workspace, identity, actor, create=True, agent=agent,
-                                           title=title, metadata=metadata)
+                                           title=title, metadata=metadata, expect_new=True)
         if not created:
             raise Conflict("A session with this app, user_id and key already exists.",
                            code="session_exists", details={"key": identity.key})
@@ -213,23 +232,21 @@ def session_commit(*, workspace: Workspace, identity: Identity, commit: CommitIn
                            details={"batch_id": "at most 200 characters"})
     request_hash = _request_hash(identity, commit)
     with transaction.atomic():
-        # The session and its thread in one read; made (or refused) by _ensure when missing.
-        thread = (Thread.objects.select_related("session")
-                  .filter(session__workspace=workspace, session__app=identity.app,
-                          session__user_id=identity.user_id, session__key=identity.key,
-                          name=identity.thread).first())
+        # The session and its thread in one read, under the thread's lock (so a replay sent
+        # while the first is still running waits for it and then finds its answer); made (or
+        # refused) by _ensure when missing, then locked.
+        thread = _LOCKED_THREAD.get(workspace.pk, identity.app, identity.user_id, identity.key,
+                                    identity.thread)
         if thread is not None:
             session = thread.session
         else:
             session, thread, _ = _ensure(workspace, identity, actor, create=commit.create)
-        # Under the thread's lock, so a replay sent while the first is still running waits
-        # for it and then finds its answer.
-        try:
-            thread = lock_thread(thread, history_only=True)
-        except Thread.DoesNotExist:  # deleted since it was found: as a missing one answers
-            raise NotFound("No such session.", details={"key": identity.key}) from None
+            try:
+                thread = lock_thread(thread, history_only=True)
+            except Thread.DoesNotExist:  # deleted since it was found: as a missing one answers
+                raise NotFound("No such session.", details={"key": identity.key}) from None
         if commit.batch_id:
-            record = CommitRecord.objects.filter(thread=thread, batch_id=commit.batch_id).first()
+            record = _COMMIT_RECORD.get(thread.pk, commit.batch_id)
             if record is not None:
                 if record.request_hash != request_hash:
                     raise Conflict("batch_id was already used for a different commit.",
@@ -246,22 +263,25 @@ def session_commit(*, workspace: Workspace, identity: Identity, commit: CommitIn
                 details={"current_last_seq": thread.last_seq, "expected_last_seq": commit.expected_last_seq})
         appended: list[Event] = []
         last_seq = thread.last_seq
+        # The writes that follow the append and the state patches, run together at the end.
+        writes: list[tuple[str, tuple]] = []
         if specs:
             result = event_service.event_append_specs(thread=thread, specs=specs, actor=actor,
                                                       locked=True)
             appended, last_seq = result.events, result.last_seq
             newest = max(e.occurred_at for e in appended)
             # Last activity follows the framework's own clock (ADK's last_update_time).
-            Session.objects.filter(pk=session.pk).update(last_activity_at=newest)
+            writes.append(row_update_sql(Session, session.pk, {"last_activity_at": newest}, {}))
         revision = thread.revision
         if commit.state:
             revision = state_service.state_write(thread=thread, actor=actor, state=commit.state,
                                                  merge=True, reason="commit").revision
         _patch_scopes(workspace, identity, commit.app_state, commit.user_state, actor)
         if commit.blobs:
-            _blobs_put(thread, commit.blobs)
-            audit(actor=actor, action="blobs.put", target=thread, workspace=workspace,
-                  keys=[b.key for b in commit.blobs][:50], count=len(commit.blobs))
+            writes.append(_blobs_put(thread, commit.blobs))
+            writes.append(insert_sql(AuditLog, [audit_row(
+                actor=actor, action="blobs.put", target=thread, workspace=workspace,
+                keys=[b.key for b in commit.blobs][:50], count=len(commit.blobs))], returning=("id",)))
         scopes = scoped_states(workspace=workspace, app=identity.app, user_id=identity.user_id)
         response = {
             "session": session.pk, "thread": thread.pk, "revision": revision, "last_seq": last_seq,
@@ -271,14 +291,27 @@ def session_commit(*, workspace: Workspace, identity: Identity, commit: CommitIn
             "user_revision": scopes["user"].revision if scopes["user"] else 0,
         }
         if commit.batch_id:
-            CommitRecord.objects.create(thread=thread, batch_id=commit.batch_id,
-                                        request_hash=request_hash, response=response)
+            writes.append(insert_sql(CommitRecord, [CommitRecord(
+                thread=thread, batch_id=commit.batch_id, request_hash=request_hash, response=response)],
+                returning=("id",)))
+        _write(writes)
     return response
 
 
-def _blobs_put(thread: Thread, blobs: list[BlobIn]) -> None:
-    """Insert or overwrite the blobs by key, in one statement (INSERT … ON CONFLICT DO UPDATE);
-    of a key given twice the last one wins."""
+def _write(writes: list[tuple[str, tuple]]) -> None:
+    """Run these statements in order: on PostgreSQL in one (the last, an INSERT … RETURNING,
+    with the others as data-modifying CTEs: one round trip)."""
+    if connection.vendor == "postgresql" and len(writes) > 1 and " RETURNING " in writes[-1][0]:
+        one_statement(writes[-1], *writes[:-1])
+        return
+    with connection.cursor() as cursor:
+        for text, params in writes:
+            cursor.execute(text, params)
+
+
+def _blobs_put(thread: Thread, blobs: list[BlobIn]) -> tuple[str, tuple]:
+    """The statement that inserts or overwrites the blobs by key (INSERT … ON CONFLICT DO
+    UPDATE); of a key given twice the last one wins."""
     rows: dict[str, ThreadBlob] = {}
     for blob in blobs:
         if not isinstance(blob.key, str) or not blob.key or len(blob.key) > 500:
@@ -287,9 +320,8 @@ def _blobs_put(thread: Thread, blobs: list[BlobIn]) -> None:
             raise InvalidInput(f"A blob is at most {MAX_BLOB_BYTES} bytes.", details={"blobs": blob.key})
         rows[blob.key] = ThreadBlob(thread=thread, key=blob.key, data=blob.data, meta=blob.meta,
                                     content_type=blob.content_type[:100], size=len(blob.data))
-    ThreadBlob.objects.bulk_create(
-        list(rows.values()), update_conflicts=True, unique_fields=["thread", "key"],
-        update_fields=["data", "content_type", "meta", "size", "updated_at"])
+    return insert_sql(ThreadBlob, list(rows.values()), returning=("id",), update_conflicts=(
+        ("thread", "key"), ("data", "content_type", "meta", "size", "updated_at")))
 
 
 def retract_newest(*, workspace: Workspace, identity: Identity, actor: Actor) -> Event | None:

@@ -1,0 +1,39 @@
+"""db.PreparedGet with string values and db.insert_sql's ON CONFLICT DO UPDATE (the commit path's
+compiled-once SQL) give what the ORM gives."""
+
+from django.db import connection
+
+from contextstore.db import PreparedGet, insert_sql
+from contextstore.models import Session, ThreadBlob
+from contextstore.services.sessions import session_ensure
+
+BY_IDENTITY = PreparedGet(lambda workspace_id, app, user_id, key: Session.objects.filter(
+    workspace_id=workspace_id, app=app, user_id=user_id, key=key), text=(1, 2, 3))
+
+
+def test_string_values_find_what_the_orm_finds(workspace, other_workspace, actor):
+    odd = ["", "it's 100%", "%s", "naïve/ключ", "a\\b"]
+    for key in odd:
+        session_ensure(workspace=workspace, key=key or "-", user_id=key, actor=actor)
+    session_ensure(workspace=other_workspace, key="%s", user_id="%s", actor=actor)
+    for key in odd:
+        found = BY_IDENTITY.get(workspace.pk, "", key, key or "-")
+        assert found == Session.objects.get(workspace=workspace, user_id=key, key=key or "-")
+    assert BY_IDENTITY.get(workspace.pk, "", "%s", "missing") is None
+    assert BY_IDENTITY.get(workspace.pk, "other app", "", "-") is None
+
+
+def test_an_upsert_overwrites_by_key_and_inserts_the_rest(thread):
+    def upsert(rows: dict[str, bytes]) -> None:
+        text, params = insert_sql(ThreadBlob, [
+            ThreadBlob(thread=thread, key=key, data=data, meta={"n": len(data)}, size=len(data))
+            for key, data in rows.items()], returning=("id",),
+            update_conflicts=(("thread", "key"), ("data", "meta", "size", "updated_at")))
+        with connection.cursor() as cursor:
+            cursor.execute(text, params)
+
+    upsert({"a": b"1"})
+    upsert({"a": b"22", "b": b"333"})  # several rows: another shape of the statement
+    upsert({"b": b""})
+    got = {b.key: (bytes(b.data), b.meta, b.size) for b in ThreadBlob.objects.filter(thread=thread)}
+    assert got == {"a": (b"22", {"n": 2}, 2), "b": (b"", {"n": 0}, 0)}
