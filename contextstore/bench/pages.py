@@ -2,7 +2,8 @@
 
 Figures: the thread page (its newest page holds LLM call cards), an older page, the live tail,
 a call's "as sent" view (its render record rebuilt), the jump to seq 1 (a permalink page
-around the first event), the session page, the "what the model sees" tab, and the bytes a thread page with a 100 KB event sends (gzip).
+around the first event), the session page, the "what the model sees" tab, and the bytes a
+thread page with a 100 KB event sends (gzip).
 
     python manage.py bench_pages                  # 1k and 100k events, 30 requests each
     DATABASE_URL=postgres://... python manage.py bench_pages
@@ -46,7 +47,8 @@ BODY = ("The export job reads from the replica which lagged by forty minutes, so
 def turns(n: int) -> list[dict]:
     """n events of agent runs as seed_demo makes them: each run a user message and five model
     calls with thinking, a tool call and its result, output, now and then an error."""
-    rng, batch, turn = random.Random(n), [], 0
+    rng, turn = random.Random(n), 0
+    batch: list[dict] = []
     while len(batch) < n:
         run_id = f"run-{turn // 5 + 1}"
         call_id = f"{run_id}.solve"

@@ -14,7 +14,7 @@ from django.db.models import Count, F, Max, Q, QuerySet
 
 from contextstore.db import time_limit
 from contextstore.models import Event, ReadAudit, Run, Session, SessionModel, ShareLink, Thread, Workspace
-from contextstore.selectors.calls import CALL_END, CALL_START, call_key
+from contextstore.selectors.calls import CALL_END, CALL_START
 from contextstore.selectors.events import text_search
 from contextstore.selectors.scores import ScoreFilter, sessions_scored
 
@@ -174,14 +174,15 @@ def session_stats(*, session: Session) -> dict[str, Any]:
     for thread in threads:
         # Rows, not model instances: building 1,000 Events cost more than their query.
         rows = list(Event.objects.filter(thread=thread, type__in=(CALL_START, CALL_END))
-                    .order_by("-seq").values_list("type", "call_id", "run_id", "occurred_at", named=True)
+                    .order_by("-seq").values_list("type", "call_id", "run_id", "occurred_at")
                     [:LATENCY_CALLS])[::-1]
         open_starts: dict[tuple[str, Any], datetime] = {}
-        for row in rows:
-            if row.type == CALL_START:
-                open_starts[call_key(row)] = row.occurred_at
-            elif (started := open_starts.pop(call_key(row), None)) is not None:
-                latencies.append(int((row.occurred_at - started).total_seconds() * 1000))
+        for kind, call_id, run_id, at in rows:
+            key = ("call", call_id) if call_id else ("run", run_id) if run_id else ("thread", None)
+            if kind == CALL_START:  # key: calls.call_key's, from the row
+                open_starts[key] = at
+            elif (started := open_starts.pop(key, None)) is not None:
+                latencies.append(int((at - started).total_seconds() * 1000))
     return {"runs": Run.objects.filter(thread__session=session).count(), "calls": len(latencies),
             "p50": _percentile(latencies, 0.50), "p95": _percentile(latencies, 0.95)}
 
