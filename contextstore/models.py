@@ -259,6 +259,9 @@ class Run(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["thread", "run_id"], name="run_unique_id")]
+        # The newest runs of a thread (the thread page's run bars, the session page's run list)
+        # are read in this order, a page at a time, without sorting all of the thread's runs.
+        indexes = [models.Index(fields=["thread", "-started_at", "-id"], name="run_recent")]
 
     def __str__(self) -> str:
         return self.run_id

@@ -2,7 +2,8 @@
 
 Figures: the thread page (its newest page holds LLM call cards), an older page, the live tail,
 a call's "as sent" view (its render record rebuilt), the jump to seq 1 (a permalink page
-around the first event), and the bytes a thread page with a 100 KB event sends (gzip).
+around the first event), the session page, the "what the model sees" tab, and the bytes a
+thread page with a 100 KB event sends (gzip).
 
     python manage.py bench_pages                  # 1k and 100k events, 30 requests each
     DATABASE_URL=postgres://... python manage.py bench_pages
@@ -10,9 +11,12 @@ around the first event), and the bytes a thread page with a 100 KB event sends (
 Threads live in a workspace `bench-pages` and are reused between runs (--fresh rebuilds them).
 Each request goes through the whole Django stack in-process (middleware, auth, views,
 templates), so the figure is the server's share of a page load, without the network.
+The threads hold agent turns as the demo does (runs of model calls with reasoning, tool calls
+and results, errors), so the newest page is made of call cards.
 """
 
 import gzip
+import random
 import statistics
 import time
 from typing import Any
@@ -22,6 +26,7 @@ from django.core.management.base import OutputWrapper
 from django.db import connection
 from django.test import Client
 
+from contextstore.demo_turns import SENTENCES, turn_events
 from contextstore.models import Session, Thread
 from contextstore.selectors import rendering
 from contextstore.services.blocks import block_upsert
@@ -29,6 +34,7 @@ from contextstore.services.collapses import collapse_create
 from contextstore.services.common import Actor
 from contextstore.services.events import event_append
 from contextstore.services.renders import render_record
+from contextstore.services.runs import run_finish
 from contextstore.services.sessions import session_delete, session_ensure, thread_ensure
 from contextstore.services.state import state_write
 from contextstore.services.workspaces import workspace_ensure
@@ -38,16 +44,23 @@ BODY = ("The export job reads from the replica which lagged by forty minutes, so
         "policy gave up after three attempts; we move it to the primary and add backoff. ")
 
 
-def event(i: int) -> dict:
-    if i % 20 in (5, 6):  # a model call every 20 events: start, then completion with usage
-        data = {"model": "gpt-4o-mini"} if i % 20 == 5 else {
-            "model": "gpt-4o-mini", "input_tokens": 1000 + i % 700, "output_tokens": 80, "cost": 0.0012,
-            "finish_reason": "stop"}
-        return {"type": "LLMCallStart" if i % 20 == 5 else "LLMComplete", "call_id": f"m{i // 20}",
-                "data": data}
-    kind = "Error" if i % 97 == 0 else "ToolCall" if i % 13 == 0 else "Message"
-    return {"type": kind, "role": "user" if i % 2 else "assistant", "content": f"turn {i}: {BODY}",
-            "data": {"tool": "search", "i": i} if kind == "ToolCall" else None}
+def turns(n: int) -> list[dict]:
+    """n events of agent runs as seed_demo makes them: each run a user message and five model
+    calls with thinking, a tool call and its result, output, now and then an error."""
+    rng, turn = random.Random(n), 0
+    batch: list[dict] = []
+    while len(batch) < n:
+        run_id = f"run-{turn // 5 + 1}"
+        call_id = f"{run_id}.solve"
+        if turn % 5 == 0:
+            batch.append({"type": "BeforeAgentCall", "run_id": run_id, "call_id": call_id})
+            batch.append({"type": "Message", "role": "user", "run_id": run_id,
+                          "content": f"Follow-up {turn // 5 + 1}: {rng.choice(SENTENCES)}"})
+        batch.extend(turn_events(rng, turn, run_id, call_id))
+        if turn % 5 == 4:
+            batch.append({"type": "AfterAgentCall", "run_id": run_id, "call_id": call_id})
+        turn += 1
+    return batch[:n]
 
 
 def summary(samples: list[float]) -> str:
@@ -85,7 +98,7 @@ class PagesBench:
             assert response.status_code == 200, response.status_code
             return elapsed
 
-        names = ("page", "older", "tail", "sent", "seq1")
+        names = ("page", "older", "tail", "sent", "seq1", "session", "model")
         samples: dict[int, dict[str, list[float]]] = {n: {name: [] for name in names} for n in threads}
         for thread in threads.values():
             get(f"/threads/{thread.pk}/")  # warm caches and the session row
@@ -98,11 +111,15 @@ class PagesBench:
                 # the newest call: its LLMCallStart names the render record it sent
                 samples[n]["sent"].append(get(f"{url}calls/{thread.last_seq - 1}/sent/", True))
                 samples[n]["seq1"].append(get(url, around=1))
+                samples[n]["session"].append(get(f"/sessions/{thread.session_id}/"))
+                samples[n]["model"].append(get(f"{url}context/"))
         for n, figures in samples.items():
             self.stdout.write(
                 f"{n:>7} events  page (call cards) {summary(figures['page'])}   older page "
                 f"{summary(figures['older'])}   live tail {summary(figures['tail'])}   "
-                f"as sent {summary(figures['sent'])}   jump to seq 1 {summary(figures['seq1'])}")
+                f"as sent {summary(figures['sent'])}   jump to seq 1 {summary(figures['seq1'])}   "
+                f"session page {summary(figures['session'])}   what the model sees "
+                f"{summary(figures['model'])}")
         if len(samples) > 1:
             small, large = min(samples), max(samples)
             for name in names:
@@ -127,17 +144,21 @@ class PagesBench:
                           f"({response.get('Content-Encoding') or 'identity'}), {raw / 1024:.1f} KB of HTML")
 
     def _thread(self, workspace, n: int, actor: Actor) -> Thread:
-        """A thread with n events, a collapse in the middle, blocks and a few state revisions."""
-        # v2: events include LLM calls (older bench threads without them are left alone)
-        session, _ = session_ensure(workspace=workspace, key=f"bench-v2-{n}", agent="bench", actor=actor)
+        """A thread with n events of agent runs (turns of demo_turns: model calls, reasoning,
+        tool calls and results, errors; all runs but the last finished), a collapse in the
+        middle, blocks and a few state revisions."""
+        # v3: events are agent turns (older bench threads of plain messages are left alone)
+        session, _ = session_ensure(workspace=workspace, key=f"bench-v3-{n}", agent="bench", actor=actor)
         thread, _ = thread_ensure(session=session, actor=actor)
         if thread.last_seq >= n:
             return thread
         start = thread.last_seq
         self.stdout.write(f"seeding {n} events…")
+        events = turns(n)
         for offset in range(start, n, BATCH):
-            event_append(thread=thread, actor=actor,
-                         events=[event(i) for i in range(offset, min(offset + BATCH, n))])
+            event_append(thread=thread, actor=actor, events=events[offset:offset + BATCH])
+        for run in thread.runs.order_by("pk")[: max(thread.runs.count() - 1, 0)]:
+            run_finish(run=run, status="completed", actor=actor)
         collapse_create(thread=thread, start_position=n // 3, end_position=n // 3 + 50,
                         summary_text="An earlier stretch, summarized.", actor=actor)
         block_upsert(thread=thread, name="persona", value="You are a careful operator.",

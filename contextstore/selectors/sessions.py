@@ -14,7 +14,7 @@ from django.db.models import Count, F, Max, Q, QuerySet
 
 from contextstore.db import time_limit
 from contextstore.models import Event, ReadAudit, Run, Session, SessionModel, ShareLink, Thread, Workspace
-from contextstore.selectors.calls import CALL_END, CALL_START, call_key
+from contextstore.selectors.calls import CALL_END, CALL_START
 from contextstore.selectors.events import text_search
 from contextstore.selectors.scores import ScoreFilter, sessions_scored
 
@@ -127,14 +127,33 @@ def session_threads(*, session: Session) -> QuerySet[Thread]:
     return Thread.objects.filter(session=session).select_related("parent").order_by("created_at", "id")
 
 
+RUN_THREADS = 20  # up to this many threads, a session's runs are read thread by thread
+
+
 def session_runs(*, session: Session, before: tuple[Any, int] | None = None,
                  size: int = 50) -> tuple[list[Run], tuple[Any, int] | None]:
-    """A page of the session's runs, newest first, and the cursor of the next page."""
-    qs = Run.objects.filter(thread__session=session).select_related("thread")
-    if before is not None:
-        when, pk = before
-        qs = qs.filter(Q(started_at__lt=when) | Q(started_at=when, id__lt=pk))
-    runs = list(qs.order_by("-started_at", "-id")[: size + 1])
+    """A page of the session's runs, newest first, and the cursor of the next page.
+
+    Each thread's newest runs are read along its (thread, -started_at, -id) index, a page at
+    most, and merged: the cost is the page's, not the thread's history. A session with more
+    threads than RUN_THREADS (many forks) sorts its runs in one query instead."""
+    def page(qs: QuerySet[Run]) -> list[Run]:
+        if before is not None:
+            when, pk = before
+            qs = qs.filter(Q(started_at__lt=when) | Q(started_at=when, id__lt=pk))
+        return list(qs.order_by("-started_at", "-id")[: size + 1])
+
+    threads = list(Thread.objects.filter(session=session).order_by("pk")[: RUN_THREADS + 1])
+    if len(threads) > RUN_THREADS:
+        runs = page(Run.objects.filter(thread__session=session).select_related("thread"))
+    else:
+        runs = []
+        for thread in threads:
+            for run in page(Run.objects.filter(thread=thread)):
+                run.thread = thread
+                runs.append(run)
+        runs.sort(key=lambda r: (r.started_at, r.pk), reverse=True)
+        runs = runs[: size + 1]
     more = len(runs) > size
     runs = runs[:size]
     return runs, ((runs[-1].started_at, runs[-1].pk) if more else None)
@@ -153,15 +172,17 @@ def session_stats(*, session: Session) -> dict[str, Any]:
     latencies: list[int] = []
     threads = Thread.objects.filter(session=session).order_by("-last_event_at", "-id")[:LATENCY_THREADS]
     for thread in threads:
-        events = list(Event.objects.filter(thread=thread, type__in=(CALL_START, CALL_END))
-                      .order_by("-seq").only("seq", "type", "call_id", "run_id", "occurred_at")
-                      [:LATENCY_CALLS])[::-1]
-        open_starts: dict[tuple[str, Any], Event] = {}
-        for e in events:
-            if e.type == CALL_START:
-                open_starts[call_key(e)] = e
-            elif (start := open_starts.pop(call_key(e), None)) is not None:
-                latencies.append(int((e.occurred_at - start.occurred_at).total_seconds() * 1000))
+        # Rows, not model instances: building 1,000 Events cost more than their query.
+        rows = list(Event.objects.filter(thread=thread, type__in=(CALL_START, CALL_END))
+                    .order_by("-seq").values_list("type", "call_id", "run_id", "occurred_at")
+                    [:LATENCY_CALLS])[::-1]
+        open_starts: dict[tuple[str, Any], datetime] = {}
+        for kind, call_id, run_id, at in rows:
+            key = ("call", call_id) if call_id else ("run", run_id) if run_id else ("thread", None)
+            if kind == CALL_START:  # key: calls.call_key's, from the row
+                open_starts[key] = at
+            elif (started := open_starts.pop(key, None)) is not None:
+                latencies.append(int((at - started).total_seconds() * 1000))
     return {"runs": Run.objects.filter(thread__session=session).count(), "calls": len(latencies),
             "p50": _percentile(latencies, 0.50), "p95": _percentile(latencies, 0.95)}
 

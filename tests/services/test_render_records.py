@@ -346,3 +346,17 @@ def test_a_recorded_render_does_not_wait_for_a_writer_holding_the_thread(thread,
         if not settings.DATABASE_POOLER:
             with connection.cursor() as cursor:
                 cursor.execute("RESET lock_timeout")
+
+
+def test_a_records_events_are_read_by_primary_key_and_only_from_its_thread(thread, session, actor):
+    """SQLite has no statistics: `thread_id = ? AND id IN (…)` walked the whole thread's
+    (thread, seq) key (60 ms at 50k events for a call's "as sent"); the lookup is by rowid."""
+    event_append(thread=thread, events=messages(6), actor=actor)
+    body, rec = record(thread, actor)
+    assert len(render_reads.record_events(rec)) == 6 and render_reads.render_expired(rec) == 0
+    other = thread_ensure(session=session, name="other", actor=actor)[0]
+    ids = [i for i, _ in render_reads.record_refs(rec)]
+    assert not render_reads._named_events(other.pk, ids).exists()
+    if connection.vendor == "sqlite":
+        plan = render_reads._named_events(thread.pk, ids).explain()
+        assert "INTEGER PRIMARY KEY" in plan and "(thread_id=?)" not in plan
