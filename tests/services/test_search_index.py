@@ -116,7 +116,7 @@ def test_deleting_events_deletes_their_indexed_text(thread, actor):
 @postgresql_only
 def test_the_event_table_keeps_no_text_index_and_the_search_table_one(db):
     """Every index on the event table is a b-tree (a trigram index there cost COPY 97 % of its
-    speed); the text index is the search table's, with a short pending list."""
+    speed); the text index is the search table's, with a 2 MB pending list (0026)."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT tablename, indexname, indexdef FROM pg_indexes WHERE tablename IN "
                        "('contextstore_event', 'contextstore_eventsearch') ORDER BY 1, 2")
@@ -133,8 +133,8 @@ def test_the_event_table_keeps_no_text_index_and_the_search_table_one(db):
     assert [(name, definition.split(" USING ")[1]) for table, name, definition in rows
             if table == "contextstore_eventsearch"] == [
         ("contextstore_eventsearch_pkey", "btree (event_id)"),
-        ("eventsearch_trgm", "gin (text gin_trgm_ops) WITH (gin_pending_list_limit='256')")]
-    assert options == ["gin_pending_list_limit=256"]
+        ("eventsearch_trgm", "gin (text gin_trgm_ops) WITH (gin_pending_list_limit='2048')")]
+    assert options == ["gin_pending_list_limit=2048"]
 
 
 def test_on_sqlite_nothing_is_queued_and_the_worker_has_nothing_to_do(thread, actor):
