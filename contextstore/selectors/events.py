@@ -25,8 +25,8 @@ from contextstore.models import Event, Thread
 # A thread's search walks the thread's (thread, seq) index unless told otherwise: every row
 # filtered by UPPER(col) LIKE, about 20 µs a row of 400 characters (1,000 events: 20 ms). The
 # thread's own event_count says how big it is, so: on a thread of at least TEXT_INDEX_FIRST
-# events, fetch the ids of all candidates first, under a short timeout (a few ms, the queued
-# events' share included); the page is read by those ids. More than TEXT_INDEX_CAP candidates
+# events, fetch the seqs of all candidates first, under a short timeout (a few ms, the queued
+# events' share included); the page is read by those seqs. More than TEXT_INDEX_CAP candidates
 # (a common word) or the timeout: the plain query, whose walk ends after one page of common
 # matches.
 TEXT_INDEX_FIRST = 100
@@ -39,9 +39,24 @@ TEXT_INDEX_TIMEOUT_MS = 50
 _CANDIDATES = (
     "SELECT event_id FROM contextstore_eventsearch WHERE ({indexed}){thread} UNION ALL "
     "SELECT q.id FROM contextstore_eventsearchpending p, LATERAL (SELECT e.id "
-    "FROM contextstore_event e WHERE e.id BETWEEN p.low AND p.high AND ({queued}){e_thread} "
+    "FROM {events} e WHERE e.id BETWEEN p.low AND p.high AND ({queued}){e_thread} "
     "OFFSET 0) AS q"
 )
+# A thread's search ends with the candidates' seqs, each read by its event's primary key, so
+# the page is read by (thread, seq), the unique key: no plan has to guess how many events the
+# thread holds. That guess went wrong on a partitioned table (EVENT_PARTITIONS), where a
+# thread named plainly (to plan one partition) let the planner walk the thread instead: a
+# thread newer than its partition's last ANALYZE is estimated at one row, so after a bulk load
+# of 10,000 events the queued part walked the thread once per queued range (201 walks, 1.9 s,
+# cut by the timeout, then the plain query: 130-170 ms a search) and the page walked it once
+# (3 ms). So with partitions the thread's partition is looked up and read by its name, with
+# `+ 0` as on one table, which never planned the walks.
+_SEQS = ("SELECT s.seq FROM ({candidates} LIMIT %s) AS c(id), LATERAL (SELECT e.seq "
+         "FROM {events} e WHERE e.id = c.id AND e.thread_id + 0 = %s OFFSET 0) AS s")
+# The thread's partition, from its first event (by the (thread, seq) key: with the thread most
+# of its partition, a plain LIMIT 1 was planned as a scan of the partition, 15-30 ms).
+_PARTITION = ("SELECT tableoid::regclass::text FROM contextstore_event WHERE thread_id = %s "
+              "ORDER BY seq LIMIT 1")
 # One round trip: the timeout and the query go as one simple-protocol message (the client-side
 # binding Django's psycopg backend uses by default), which PostgreSQL runs as one implicit
 # transaction, so SET LOCAL ends with it. A BEGIN, SET LOCAL, query, COMMIT took four round
@@ -57,40 +72,45 @@ def text_match(text: str) -> Q:
     return Q(content__icontains=text) | Q(data__icontains=text) | Q(parts__icontains=text)
 
 
-def _candidates_sql(text: str, thread_id: int | None) -> tuple[str, list[Any]]:
+def _candidates_sql(text: str, thread_id: int | None,
+                    events: str = "contextstore_event") -> tuple[str, list[Any]]:
     """SQL (and its parameters) of the ids of the events that may hold `text`: a superset of
     text_match's (and of content's alone), on PostgreSQL. The term in both its forms: as agent
     text is stored (content: fields.text_to_stored) and as JSON text holds it (parts, data; a
-    NUL there is written \\u0000, so a term with one cannot match JSON)."""
+    NUL there is written \\u0000, so a term with one cannot match JSON). `events`: the table
+    the thread's queued events are read from (its partition, _PARTITION)."""
     forms = [f"%{connection.ops.prep_for_like_query(form)}%"
              for form in dict.fromkeys([text_to_stored(text), text]) if "\x00" not in form]
     like = " OR ".join(["{} LIKE UPPER(%s)"] * len(forms))
-    # The event table partitioned by thread (EVENT_PARTITIONS): the thread named plainly, so
-    # PostgreSQL plans one partition, not every one (planning 16 cost a millisecond a query).
-    thread_column = "" if settings.EVENT_PARTITIONS > 1 else "+ 0"
     sql = _CANDIDATES.format(
         indexed=like.format(*["text"] * len(forms)),
         queued=like.format(*["contextstore_search_text(e.content, e.parts, e.data)"] * len(forms)),
+        events=events,
         thread="" if thread_id is None else " AND thread_id + 0 = %s",
-        e_thread="" if thread_id is None else f" AND e.thread_id {thread_column} = %s")
+        e_thread="" if thread_id is None else " AND e.thread_id + 0 = %s")
     thread = [] if thread_id is None else [thread_id]
     return sql, [*forms, *thread, *forms, *thread]
 
 
 def text_candidates(thread: Thread, text: str) -> list[int] | None:
-    """Ids of the thread's events that may hold `text` (check each against the event), or
+    """Seqs of the thread's events that may hold `text` (check each against the event), or
     None: ask the plain query (SQLite, server-side binding, a small thread, inside another
     transaction, a common word, the timeout)."""
     if (not statements_share_a_message() or thread.event_count < TEXT_INDEX_FIRST
             or not connection.get_autocommit()):  # in a transaction SET LOCAL would outlive this query
         return None
-    sql, params = _candidates_sql(text, thread.pk)
     try:
         with connection.cursor() as cursor:
-            cursor.execute(f"{_TIMEOUT}{sql} LIMIT %s", [*params, TEXT_INDEX_CAP + 1])
+            events = "contextstore_event"
+            if settings.EVENT_PARTITIONS > 1:
+                cursor.execute(_PARTITION, [thread.pk])
+                events = (cursor.fetchone() or [events])[0]
+            sql, params = _candidates_sql(text, thread.pk, events)
+            cursor.execute(_TIMEOUT + _SEQS.format(candidates=sql, events=events),
+                           [*params, TEXT_INDEX_CAP + 1, thread.pk])
             cursor.nextset()  # past the two SETs
             cursor.nextset()
-            found = {pk for (pk,) in cursor.fetchall()}
+            found = {seq for (seq,) in cursor.fetchall()}
     except DatabaseError:  # the timeout: a word too common for the index to pay
         return None
     return sorted(found) if len(found) <= TEXT_INDEX_CAP else None
@@ -118,10 +138,8 @@ def thread_events(
     "all", or None for all; `current_call` narrows to the call id of the newest event that has one.
     """
     found = text_candidates(thread, text) if text else None
-    if found is not None:  # all the thread's candidates, by id: no plan can walk the thread now
-        qs = Event.objects.filter(pk__in=found).select_related("run")
-        if settings.EVENT_PARTITIONS > 1:  # one partition planned (above)
-            qs = qs.filter(thread=thread)
+    if found is not None:  # all the thread's candidates, by seq: no plan can walk the thread now
+        qs = Event.objects.filter(thread=thread, seq__in=found).select_related("run")
     else:
         qs = Event.objects.filter(thread=thread).select_related("run")
     if text:

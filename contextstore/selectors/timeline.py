@@ -75,8 +75,8 @@ def _events(thread: Thread, filters: dict[str, Any]) -> QuerySet[Event]:
         qs = qs.exclude(type__in=FOLDED_TYPES)
     if filters.get("q"):
         found = text_candidates(thread, filters["q"])
-        if found is not None:  # a big thread: read the candidates by id, not by walking it
-            qs = qs.filter(pk__in=found)
+        if found is not None:  # a big thread: read the candidates by seq, not by walking it
+            qs = qs.filter(seq__in=found)
         qs = qs.filter(text_match(filters["q"]))
     if filters.get("run"):
         qs = qs.filter(run__run_id=filters["run"])

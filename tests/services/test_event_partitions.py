@@ -12,10 +12,11 @@ from collections.abc import Iterator
 
 import pytest
 from django.db import IntegrityError, connection, connections, transaction
+from django.test.utils import CaptureQueriesContext
 
 from contextstore.models import Collapse, Event, EventSearch, Memory
 from contextstore.partitions import move_events, partition_count
-from contextstore.selectors.events import event_search
+from contextstore.selectors.events import event_search, text_candidates, thread_events
 from contextstore.selectors.rendering import context_render
 from contextstore.services.common import Actor
 from contextstore.services.erasure import user_erase
@@ -131,6 +132,39 @@ def test_partitioned_with_data_keeps_every_constraint_and_query(own_database, se
                        "'contextstore_eventsearch'::regclass AND contype = 'f' UNION ALL "
                        "SELECT tgname FROM pg_trigger WHERE tgname = 'event_search_delete'")
         assert cursor.fetchall() == [("eventsearch_event_fk",)]
+
+
+def test_a_thread_newer_than_its_partitions_statistics_is_searched_by_key(own_database, settings):
+    """A thread's queued events are read by their ids (the primary key), not by walking the
+    thread: its partition's statistics, taken before the thread existed, call it one row."""
+    settings.EVENT_PARTITIONS = 4
+    for n in range(8):
+        event_append(thread=new_thread("u", f"s-{n}"), events=messages(50), actor=ACTOR)
+    search_index_pending()
+    move_events(4)  # and ANALYZE: the statistics know these eight threads only
+    big = new_thread("u", "s-big")
+    event_append(thread=big, events=messages(1000), actor=ACTOR)  # queued, not indexed
+    event_append(thread=big, events=[{"type": "Message", "role": "user", "content": "a quokka"}],
+                 actor=ACTOR)
+    big.refresh_from_db()
+    for _ in range(2):
+        with CaptureQueriesContext(connection) as captured:
+            assert len(text_candidates(big, "quokka") or []) == 1
+        lookup, candidates = (explain(query["sql"].split("; ")[-1]) for query in captured.captured_queries)
+        assert "thread_id_seq_key" in lookup and "Seq Scan" not in lookup, lookup  # the partition
+        scanned = {word for word in candidates.split() if word.startswith("contextstore_event_h")}
+        assert len(scanned) == 2, candidates  # one partition: its table and its primary key
+        assert "_pkey" in candidates and "thread_id_seq" not in candidates, candidates
+        page = thread_events(thread=big, text="quokka").explain()  # the page: by (thread, seq)
+        assert "Index Cond: ((thread_id = " in page and "AND (seq = " in page, page
+        with connection.cursor() as cursor:  # then with statistics that know the thread
+            cursor.execute("ANALYZE contextstore_event")
+
+
+def explain(sql: str) -> str:
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN {sql}")
+        return "\n".join(line for (line,) in cursor.fetchall())
 
 
 def model_values(event: Event) -> dict:
