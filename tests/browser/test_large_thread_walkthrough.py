@@ -44,7 +44,7 @@ DESKTOP = {"width": 1440, "height": 900}
 PHONE = {"width": 390, "height": 844}
 
 
-def tail_turn(thread, actor, i: int, at, *, failed: bool = False, cache_read: int = 0) -> dict[str, int]:
+def tail_turn(thread, actor, i: int, at, *, failed: bool = False) -> dict[str, int]:
     """One agent turn at the newest end: the user's message, then a model call whose start
     names the render it sent (with its tools and params), its thinking, a tool call and its
     result, its reply and its usage. The seqs of the call's start, tool call and result."""
@@ -59,9 +59,10 @@ def tail_turn(thread, actor, i: int, at, *, failed: bool = False, cache_read: in
     tool_call["parts"][0].update(name="run_tests", arguments={"path": "tests/"})
     if failed:
         result.update(content=LOG, data={**result["data"], "status": "error", "ok": False})
-    complete["data"].update(model=MODEL, input_tokens=record.total_tokens,
-                            cache_read_input_tokens=cache_read,
-                            cache_creation_input_tokens=record.total_tokens - cache_read)
+    # Anthropic's usage (input_tokens: the part neither read from nor written to the cache); the
+    # window slides at every call on so long a thread, so nothing is read from the cache
+    complete["data"].update(model=MODEL, input_tokens=10, cache_read_input_tokens=0,
+                            cache_creation_input_tokens=record.total_tokens - 10)
     for n, event in enumerate(events):  # a call of 2.5 s, its tool answering after 1.4 s
         event["occurred_at"] = (at + timedelta(milliseconds=(0, 300, 600, 2000, 2300, 2500)[n])).isoformat()
     first = event_append(thread=thread, actor=actor, events=events).events[0].seq
@@ -147,6 +148,8 @@ def test_issue_31_clicked_through_on_a_50k_event_thread(browser, page, live_serv
     expect(verdict).to_have_attribute("data-cause", "timestamp")
     expect(verdict.locator(".word-diff del")).to_have_text("00")
     expect(verdict.locator(".word-diff ins")).to_have_text("05")
+    expect(verdict.locator(".cache-reported")).to_contain_text("0 tokens read from the cache")
+    expect(verdict.locator(".cache-disagreement")).to_have_count(0)
     check(page, "thread-call-diff")
     timed("call diff page", f"{t}/calls/{last}/diff/")
     expect(page.locator(".cache-verdict")).to_have_attribute("data-cause", "timestamp")
