@@ -9,9 +9,11 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from contextstore import provider_request
 from contextstore.errors import DomainError
 from contextstore.models import Event, ShareLink, Thread
 from contextstore.selectors.calls import llm_call_at, llm_call_sent
+from contextstore.selectors.replays import llm_call_output
 from contextstore.selectors.sessions import session_threads
 from contextstore.services.common import Actor
 from contextstore.services.sharing import share_link_create, share_link_open, share_link_revoke
@@ -20,7 +22,7 @@ from contextstore.views.access import DashboardRequest, actor_for, can_edit, get
 NEW_LINK = "contextstore.new_share_link"  # the link just made, shown once on the session page
 AROUND = 10  # events shown either side of a shared event
 PAGE = 20  # events a page of a shared session's thread
-SENT_MAX = 200  # messages of a shared call's request
+SENT_MAX = 200  # newest messages of a shared call's request shown (after its system sections)
 
 
 def _int(raw: str | None) -> int | None:
@@ -103,9 +105,14 @@ def shared(request: HttpRequest, token: str) -> HttpResponse:
                               {"error": "The shared call no longer exists."}, status=410)
             return _private(response)
         sent = llm_call_sent(thread=link.thread, call=call)
-        context.update({"thread": link.thread, "call": call, "sent": sent,
-                        "messages": sent["messages"][:SENT_MAX],
-                        "more_messages": max(0, len(sent["messages"]) - SENT_MAX)})
+        # As a chat, like "as sent": the system sections, then the newest messages (the turn
+        # that made the call is at the end of a long request, not its start).
+        turns = list(enumerate(provider_request.chat(system=sent["system"], messages=sent["messages"])))
+        lead = next((i for i, t in turns if t.history), len(turns))
+        cut = max(lead, len(turns) - SENT_MAX)
+        context.update({"thread": link.thread, "call": call, "sent": sent, "total": len(turns),
+                        "turns": turns[:lead] + turns[cut:], "cut": cut, "older_messages": cut - lead,
+                        "output": llm_call_output(thread=link.thread, call=call)})
     return _private(render(request, "contextstore/shared.html", context))
 
 

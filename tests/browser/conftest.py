@@ -81,8 +81,9 @@ def screenshot(page, name: str) -> None:
 AXE = Path(__file__).resolve().parents[2] / "node_modules" / "axe-core" / "axe.min.js"
 
 
-def axe_violations(page) -> list[dict]:
-    """axe-core's violations on the page as it stands (WCAG 2.1 A/AA and best practices).
+def axe_violations(page, within: str | None = None) -> list[dict]:
+    """axe-core's violations on the page as it stands (WCAG 2.1 A/AA and best practices), or
+    in the part of it `within` selects (what changed since the whole page was checked).
 
     Injected with evaluate(), which the page's CSP does not govern, so the CSP under test stays
     as strict as in production. `make test` installs the pinned package (see the Makefile)."""
@@ -91,9 +92,9 @@ def axe_violations(page) -> list[dict]:
             pytest.fail("axe-core is not installed; `make test` runs npm install axe-core")
         pytest.skip("axe-core is not installed (make test runs npm install axe-core)")
     page.evaluate(AXE.read_text())
-    return page.evaluate("""() => axe.run(document, {resultTypes: ["violations"]}).then(r =>
+    return page.evaluate("""within => axe.run(within || document, {resultTypes: ["violations"]}).then(r =>
         r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
-                                nodes: v.nodes.slice(0, 4).map(n => n.target.join(" "))})))""")
+                                nodes: v.nodes.slice(0, 4).map(n => n.target.join(" "))})))""", within)
 
 
 def scroll_to(page, where: str) -> None:

@@ -62,7 +62,7 @@ def test_a_failed_tool_result_is_an_error_from_the_list_to_the_event(page, sessi
     log = result.locator("pre.content.output")
     assert log.inner_text() == LOG
     assert "monospace" in log.evaluate("e => getComputedStyle(e).fontFamily")
-    assert result.locator("em, a:not(.permalink):not(.in-context):not(.run)").count() == 0
+    assert result.locator("em, a:not(.permalink):not(.in-context):not(.run):not(.comments-link)").count() == 0
     expect(page.locator("#e31 .call-sig")).to_have_text('run_tests(path="tests/", verbose=true)')
     screenshot(page, "tool-error-1280")
     assert axe_violations(page) == []

@@ -74,6 +74,25 @@ def test_a_call_card_shares_its_call(editor_client, viewer_client, session, thre
     assert 'id="shared-call"' in html and "hello" in html
 
 
+def test_a_shared_call_reads_as_a_chat_ending_with_its_newest_messages_and_its_reply(session, thread, actor,
+                                                                                       user):
+    """A long request shows its system prompt, then its newest messages down to the one that
+    made the call (not its oldest 200), as text; the reply logged after the call below it."""
+    sent = [{"role": "system", "content": "Be brief."}] + [
+        {"role": "user" if i % 2 else "assistant", "content": [{"type": "text", "text": f"turn {i}"}]}
+        for i in range(1, 252)] + [{"role": "user", "content": f"the last question {XSS}"}]
+    event_append(thread=thread, actor=actor, events=[
+        {"type": "LLMCallStart", "data": {"model": "m", "messages": sent}},
+        {"type": "LLMOutput", "role": "assistant", "content": "the answer"},
+        {"type": "LLMComplete", "data": {"model": "m"}}])
+    _, raw = share_link_create(session=session, kind="call", thread=thread, seq=1, actor=Actor.for_user(user))
+    html = Client().get(f"/share/{raw}/").content.decode()
+    assert html.index("Be brief.") < html.index("52 older messages not shown") < html.index(">turn 53<")
+    assert ">turn 52<" not in html and "the last question &lt;img" in html and XSS not in html
+    assert html.index("the last question") < html.index("the answer")
+    assert "json-tree" not in html[:html.index("<h3>Answer</h3>")]  # no JSON trees of content blocks
+
+
 def test_an_expired_link_answers_410(session, thread, actor, user):
     _chat(thread, actor)
     _, raw = share_link_create(session=session, kind="call", thread=thread, seq=3,
