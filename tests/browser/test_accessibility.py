@@ -9,8 +9,10 @@ from playwright.sync_api import expect
 from contextstore.models import Collapse
 from contextstore.services.blocks import block_upsert
 from contextstore.services.collapses import collapse_create
+from contextstore.services.datasets import dataset_add_range
 from contextstore.services.events import event_append
 from contextstore.services.sessions import session_ensure, thread_ensure
+from contextstore.services.sharing import share_link_create
 from contextstore.services.state import state_write
 from contextstore.services.summaries import summarize_range_request
 from tests.browser.conftest import ARTIFACTS, axe_violations, in_view, screenshot
@@ -59,9 +61,21 @@ def job(thread, actor):
     return summarize_range_request(thread=thread, start_position=4, end_position=6, actor=actor)
 
 
-def pages(thread, job) -> dict[str, str]:
+@pytest.fixture
+def dataset(thread, actor):
+    return dataset_add_range(dataset_name="refunds", thread=thread, start_position=4, end_position=6,
+                             actor=actor).dataset
+
+
+@pytest.fixture
+def shared(thread, actor) -> str:
+    """A share link's page, as anyone holding it opens it."""
+    return f"/share/{share_link_create(session=thread.session, kind='session', actor=actor)[1]}/"
+
+
+def pages(thread, job, dataset) -> dict[str, str]:
     """Every page of the dashboard a browser can open (fragments excluded)."""
-    t = f"/threads/{thread.pk}"
+    t, s = f"/threads/{thread.pk}", f"/sessions/{thread.session_id}"
     return {"sessions": "/", "session": f"/sessions/{thread.session_id}/", "thread": f"{t}/",
             "thread-around": f"{t}/?around=8", "thread-search": f"{t}/?q=refund&type=LLMOutput",
             "model-view": f"{t}/context/",
@@ -70,14 +84,18 @@ def pages(thread, job) -> dict[str, str]:
             "session-cache": f"/sessions/{thread.session_id}/cache/", "workspace-cache": "/cache/",
             "collapse": f"{t}/collapses/{Collapse.objects.get(thread=thread).pk}/",
             "state-diff": f"{t}/state/diff/?a=1&b=2", "job": f"/jobs/{job.pk}/",
-            "not-found": "/threads/987654321/"}
+            "replay": f"{t}/calls/7/replay/", "activity": f"{t}/activity/",
+            "event-comments": f"{t}/events/5/comments/", "session-comments": f"{s}/comments/",
+            "session-scores": f"{s}/scores/", "trends": "/trends/", "datasets": "/datasets/",
+            "dataset": f"/datasets/{dataset.pk}/", "not-found": "/threads/987654321/"}
 
 
 SIDE_TABS = ("context", "blocks", "state", "runs", "memory")
 
 
 @pytest.mark.parametrize("size", SIZES)
-def test_every_page_and_every_side_tab_has_no_axe_violations(browser, live_server, page, thread, job, size):
+def test_every_page_and_every_side_tab_has_no_axe_violations(browser, live_server, page, thread, job,
+                                                               dataset, shared, size):
     viewport = dict(zip(("width", "height"), SIZES[size], strict=True))
     page.set_viewport_size(viewport)
     found = {}
@@ -88,7 +106,7 @@ def test_every_page_and_every_side_tab_has_no_axe_violations(browser, live_serve
         if violations:
             found[name] = violations
 
-    for name, url in pages(thread, job).items():
+    for name, url in pages(thread, job, dataset).items():
         response = page.goto(url)
         assert response.status == (404 if name == "not-found" else 200), name
         expect(page.locator("main")).to_be_visible()
@@ -106,6 +124,9 @@ def test_every_page_and_every_side_tab_has_no_axe_violations(browser, live_serve
     anonymous.goto("/")
     expect(anonymous.locator("input[name=username]")).to_be_visible()
     check(anonymous, "login")
+    anonymous.goto(shared)  # a share link, opened without an account
+    expect(anonymous.locator("main")).to_be_visible()
+    check(anonymous, "shared")
     context.close()
     # the report stays next to the screenshots, to read when this fails
     (ARTIFACTS / f"axe-{size}.json").write_text(json.dumps(found, indent=1))
