@@ -2,6 +2,7 @@
 answers. The schema's side is tests/test_schemathesis.py."""
 
 import json
+from types import SimpleNamespace
 
 import pytest
 from django.core.management import call_command
@@ -58,6 +59,10 @@ def test_retracting_from_a_session_deleted_meanwhile_answers_as_a_missing_one(
 
 def test_committing_to_a_session_deleted_meanwhile_answers_as_a_missing_one(
         api_client, agent_session, monkeypatch):
+    """A commit finds and locks an existing thread in one read, so it sees the session whole or
+    gone. The window left: the read finds none (another request is making it), `_ensure` then
+    finds it, and it is deleted before the lock."""
+    monkeypatch.setattr(agent_sessions, "_LOCKED_THREAD", SimpleNamespace(get=lambda *args: None))
     _deleted_before_the_lock(monkeypatch, agent_sessions, "lock_thread", agent_session)
     answer = api_client.post(URL + "commit/", {**WHO, "events": [{"type": "Message"}]}, format="json")
     assert answer.status_code == 404 and answer.json()["error"]["code"] == "not_found"
