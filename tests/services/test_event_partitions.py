@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from django.conf import settings as django_settings
 from django.db import IntegrityError, connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 
@@ -27,6 +28,10 @@ from contextstore.services.workspaces import workspace_ensure
 from tests.conftest import messages
 
 pytestmark = [pytest.mark.skipif("connection.vendor != 'postgresql'"),
+              # the move is DDL run straight against PostgreSQL, and each test copies the test
+              # database (CREATE DATABASE ... TEMPLATE), which PgBouncer's idle connections forbid
+              pytest.mark.skipif(bool(django_settings.DATABASE_POOLER),
+                                 reason="run directly, not through a pooler"),
               pytest.mark.django_db(transaction=True)]
 ACTOR = Actor.system("tests")
 
