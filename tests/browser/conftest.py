@@ -2,10 +2,12 @@
 
 import os
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.db import transaction
 from django.test import Client
 
 from contextstore.models import Membership
@@ -113,3 +115,25 @@ def in_view(page, selector: str) -> bool:
     """Whether the element is (at least partly) inside the browser's viewport."""
     return page.locator(selector).evaluate(
         "e => { const r = e.getBoundingClientRect(); return r.bottom > 0 && r.top < window.innerHeight; }")
+
+
+def hold_third_batch(monkeypatch) -> tuple[threading.Event, list[int]]:
+    """services/operations' third transaction waits (up to 30 s) until the returned event is set,
+    so a page can be seen showing a long operation's first batches done. The list counts the
+    transactions begun; clear it to count from there."""
+    from contextstore.services import operations
+
+    go_on, begun = threading.Event(), []
+
+    class Held:
+        on_commit = staticmethod(transaction.on_commit)
+
+        @staticmethod
+        def atomic(*args, **kwargs):
+            begun.append(1)
+            if len(begun) == 3:
+                go_on.wait(30)
+            return transaction.atomic(*args, **kwargs)
+
+    monkeypatch.setattr(operations, "transaction", Held)
+    return go_on, begun

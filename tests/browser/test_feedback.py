@@ -14,7 +14,7 @@ from contextstore.services.sessions import session_ensure, thread_ensure
 from contextstore.services.state import state_write
 from contextstore.services.summaries.requests import summarize_range_request
 from contextstore.services.summaries.worker import summary_job_run
-from tests.browser.conftest import axe_violations, screenshot
+from tests.browser.conftest import axe_violations, hold_third_batch, screenshot
 from tests.conftest import messages
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -211,26 +211,11 @@ def test_a_long_clear_runs_as_a_job_with_progress_then_offers_undo(page, thread,
     (here: this process) goes batch by batch, then the usual confirmation with Undo, in view."""
     import threading
 
-    from django.db import transaction
-
     from contextstore.services import operations
 
     settings.LONG_OPERATION_EVENTS = 1000
     monkeypatch.setattr(operations, "OPERATION_BATCH", 500)
-    go_on = threading.Event()
-    begun = []
-
-    class Held:  # the third batch waits until the page has shown the first two
-        on_commit = staticmethod(transaction.on_commit)
-
-        @staticmethod
-        def atomic(*args, **kwargs):
-            begun.append(1)
-            if len(begun) == 3:
-                go_on.wait(30)
-            return transaction.atomic(*args, **kwargs)
-
-    monkeypatch.setattr(operations, "transaction", Held)
+    go_on, begun = hold_third_batch(monkeypatch)  # until the page has shown the first two
     page.set_viewport_size(DESKTOP)
     page.goto(f"/threads/{thread.pk}/")
     page.click("summary:has-text('Clear context…')")

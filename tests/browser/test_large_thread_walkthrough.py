@@ -15,7 +15,7 @@ import time
 from datetime import timedelta
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 from playwright.sync_api import expect
 
@@ -26,7 +26,7 @@ from contextstore.services.blocks import block_upsert
 from contextstore.services.events import event_append
 from contextstore.services.renders import context_render_recorded
 from contextstore.services.sessions import session_ensure, thread_ensure
-from tests.browser.conftest import ARTIFACTS, axe_violations, screenshot
+from tests.browser.conftest import ARTIFACTS, axe_violations, hold_third_batch, screenshot
 from tests.browser.test_long_thread import bulk_load
 from tests.fake_chat import fake_chat
 
@@ -241,19 +241,7 @@ def test_issue_31_clicked_through_on_a_50k_event_thread(browser, page, live_serv
 
     # a clear of the whole 50k history: a job with progress, then Undo (un-clear, a job too)
     settings.LONG_OPERATION_EVENTS = 10_000
-    go_on, begun = threading.Event(), []
-
-    class Held:  # the third batch waits until the page has shown the first two
-        on_commit = staticmethod(transaction.on_commit)
-
-        @staticmethod
-        def atomic(*args, **kwargs):
-            begun.append(1)
-            if len(begun) == 3:
-                go_on.wait(30)
-            return transaction.atomic(*args, **kwargs)
-
-    monkeypatch.setattr(operations, "transaction", Held)
+    go_on, begun = hold_third_batch(monkeypatch)  # until the page has shown the first two
     # every active row leaves, the runtime events (call start and end) too
     active = Event.objects.filter(thread=thread, status=Event.Status.ACTIVE).count()
     visible = Thread.objects.get(pk=thread.pk).active_event_count
