@@ -5,6 +5,7 @@ again, and the services make a second run harmless.
 """
 
 import logging
+from typing import Any
 
 from celery import shared_task
 from django.conf import settings
@@ -15,21 +16,18 @@ from contextstore.services.otlp import pending
 
 logger = logging.getLogger(__name__)
 SEARCH_INDEX_SECONDS = 60  # one run's share of a worker; beat queues the next meanwhile
+# A job's task, retried while the database is unreachable (backing off up to five minutes).
+JOB_RETRIES: dict[str, Any] = {"autoretry_for": (OperationalError, InterfaceError), "retry_backoff": True,
+               "retry_backoff_max": 300, "max_retries": 8}
 
 
-@shared_task(
-    autoretry_for=(OperationalError, InterfaceError), retry_backoff=True, retry_backoff_max=300,
-    max_retries=8,
-)
+@shared_task(**JOB_RETRIES)
 def summarize_job(job_id: str) -> dict | None:
     job = summaries.summary_job_run(job_id=job_id)
     return None if job is None else {"status": job.status, "result": job.result}
 
 
-@shared_task(
-    autoretry_for=(OperationalError, InterfaceError), retry_backoff=True, retry_backoff_max=300,
-    max_retries=8,
-)
+@shared_task(**JOB_RETRIES)
 def operation_job(job_id: str) -> dict | None:
     """A long clear, un-clear or collapse, in batches (services/operations.py)."""
     job = operations.operation_job_run(job_id=job_id)
