@@ -66,3 +66,26 @@ def turn_events(rng: random.Random, i: int, run_id: str, call_id: str) -> list[d
         events.append({"type": "PythonOutput", "role": "tool", "run_id": run_id,
                        "content": "rows=1204 duplicates=2 elapsed=0.41s"})
     return events
+
+
+def run_events(rng: random.Random, batch: list[dict[str, Any]], count: int, *,
+               step_results: bool = True) -> list[dict[str, Any]]:
+    """`batch` grown past `count` events with agent runs: each run a user's follow-up and five
+    turns (turn_events), opened and closed by Before/AfterAgentCall, its answer a StepResult
+    unless `step_results` is off."""
+    turn = 0
+    while len(batch) < count:
+        run_id = f"run-{turn // 5 + 1}"
+        call_id = f"{run_id}.solve"
+        if turn % 5 == 0:
+            batch.append({"type": "BeforeAgentCall", "run_id": run_id, "call_id": call_id})
+            batch.append({"type": "Message", "role": "user", "run_id": run_id,
+                          "content": f"Follow-up {turn // 5 + 1}: {rng.choice(SENTENCES)}"})
+        batch.extend(turn_events(rng, turn, run_id, call_id))
+        if turn % 5 == 4:
+            if step_results:
+                batch.append({"type": "StepResult", "role": "assistant", "run_id": run_id,
+                              "step": "answer", "content": rng.choice(SENTENCES)})
+            batch.append({"type": "AfterAgentCall", "run_id": run_id, "call_id": call_id})
+        turn += 1
+    return batch

@@ -26,7 +26,7 @@ from django.core.management.base import OutputWrapper
 from django.db import connection
 from django.test import Client
 
-from contextstore.demo_turns import SENTENCES, turn_events
+from contextstore.demo_turns import run_events
 from contextstore.models import Session, Thread
 from contextstore.selectors import rendering
 from contextstore.services.blocks import block_upsert
@@ -47,20 +47,7 @@ BODY = ("The export job reads from the replica which lagged by forty minutes, so
 def turns(n: int) -> list[dict]:
     """n events of agent runs as seed_demo makes them: each run a user message and five model
     calls with thinking, a tool call and its result, output, now and then an error."""
-    rng, turn = random.Random(n), 0
-    batch: list[dict] = []
-    while len(batch) < n:
-        run_id = f"run-{turn // 5 + 1}"
-        call_id = f"{run_id}.solve"
-        if turn % 5 == 0:
-            batch.append({"type": "BeforeAgentCall", "run_id": run_id, "call_id": call_id})
-            batch.append({"type": "Message", "role": "user", "run_id": run_id,
-                          "content": f"Follow-up {turn // 5 + 1}: {rng.choice(SENTENCES)}"})
-        batch.extend(turn_events(rng, turn, run_id, call_id))
-        if turn % 5 == 4:
-            batch.append({"type": "AfterAgentCall", "run_id": run_id, "call_id": call_id})
-        turn += 1
-    return batch[:n]
+    return run_events(random.Random(n), [], n, step_results=False)[:n]
 
 
 def summary(samples: list[float]) -> str:

@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
-from contextstore.demo_turns import SENTENCES, TASKS, turn_events
+from contextstore.demo_turns import TASKS, run_events
 from contextstore.models import Membership, Session
 from contextstore.services.blocks import block_upsert
 from contextstore.services.clientai import thread_set_input, thread_set_step_result
@@ -61,21 +61,8 @@ class Command(BaseCommand):
     def _fill(self, thread, rng: random.Random, count: int, actor: Actor, n: int) -> None:
         task = TASKS[n % len(TASKS)]
         start = timezone.now() - timedelta(hours=12 - n)
-        batch = [{"type": "Task", "role": "user", "content": task, "occurred_at": start.isoformat()}]
-        turn = 0
-        while len(batch) < count:
-            run_id = f"run-{turn // 5 + 1}"
-            call_id = f"{run_id}.solve"
-            if turn % 5 == 0:
-                batch.append({"type": "BeforeAgentCall", "run_id": run_id, "call_id": call_id})
-                batch.append({"type": "Message", "role": "user", "run_id": run_id,
-                              "content": f"Follow-up {turn // 5 + 1}: {rng.choice(SENTENCES)}"})
-            batch.extend(turn_events(rng, turn, run_id, call_id))
-            if turn % 5 == 4:
-                batch.append({"type": "StepResult", "role": "assistant", "run_id": run_id,
-                              "step": "answer", "content": rng.choice(SENTENCES)})
-                batch.append({"type": "AfterAgentCall", "run_id": run_id, "call_id": call_id})
-            turn += 1
+        batch = run_events(rng, [{"type": "Task", "role": "user", "content": task,
+                                  "occurred_at": start.isoformat()}], count)
         for i in range(0, len(batch), 500):
             event_append(thread=thread, events=batch[i:i + 500], actor=actor)
         for run in thread.runs.order_by("pk")[: max(thread.runs.count() - 1, 0)]:
