@@ -20,9 +20,12 @@ contextstore_*.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import json
 import operator
 import os
+import re
+import statistics
 import sys
 import time
 import uuid
@@ -57,22 +60,94 @@ def async_url(driver: str) -> str:
     return DSN.replace("postgresql://", f"postgresql+{driver}://", 1)
 
 
+TIMING = re.compile(r"app;dur=([\d.]+), db;dur=([\d.]+)")
+
+
+class ServerTime:
+    """What our server said each request cost it (its Server-Timing header: the request's ms in
+    Django, and of them in SQL), by when the answer came: a call's share is what came while it
+    ran. bench_peers starts the server with SERVER_TIMING on."""
+
+    def __init__(self) -> None:
+        self.at: list[float] = []
+        self.ms: list[tuple[float, float]] = []
+
+    def seen(self, headers: Any) -> None:
+        if found := TIMING.match(headers.get("Server-Timing", "")):
+            self.at.append(time.perf_counter())
+            self.ms.append((float(found[1]), float(found[2])))
+
+    def since(self, began: float) -> tuple[float, float, int]:
+        """(Django ms, SQL ms, requests) of the answers since `began`."""
+        mine = self.ms[bisect.bisect_left(self.at, began):]
+        return sum(m[0] for m in mine), sum(m[1] for m in mine), len(mine)
+
+
+SERVER = ServerTime()
+
+
+def transport(kind: str) -> Any:
+    """An httpx transport for our client ("sync" or "async") that notes each answer's
+    Server-Timing."""
+    import httpx
+
+    class Sync(httpx.HTTPTransport):
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            response = super().handle_request(request)
+            SERVER.seen(response.headers)
+            return response
+
+    class Async(httpx.AsyncHTTPTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            response = await super().handle_async_request(request)
+            SERVER.seen(response.headers)
+            return response
+
+    return Sync() if kind == "sync" else Async()
+
+
+def hop() -> dict[str, float]:
+    """The HTTP hop alone, from this process: GET /healthz on one keep-alive connection (plain
+    httpx), p50 of the round trip and of the server's share of it."""
+    import httpx
+
+    with httpx.Client(base_url=URL, transport=transport("sync")) as http:
+        rounds, server = [], []
+        for i in range(60):
+            began = time.perf_counter()
+            http.get("/healthz").raise_for_status()
+            if i >= 10:
+                rounds.append((time.perf_counter() - began) * 1000)
+                server.append(SERVER.since(began)[0])
+    return {"round_trip": p50(rounds), "server": p50(server)}
+
+
 class Timings:
-    """Latencies (ms) per (call, side), and the table rows bench_peers prints."""
+    """Latencies (ms) per (call, side), ours split by what the server said it spent, and the
+    table rows bench_peers prints."""
 
     def __init__(self) -> None:
         self.ms: dict[tuple[str, str], list[float]] = defaultdict(list)
+        self.server: dict[str, list[tuple[float, float, int]]] = defaultdict(list)
         self.rows: list[dict[str, Any]] = []
 
     def add(self, call: str, side: str, began: float) -> None:
         self.ms[call, side].append((time.perf_counter() - began) * 1000)
+        if side == "ours":
+            self.server[call].append(SERVER.since(began))
 
     def row(self, call: str, *, target: bool) -> None:
         """A row from the latencies of `call` on both sides; `target`: ours must be at most the
-        peer's."""
+        peer's. Ours is split into the server's time (Django, of it SQL) and the rest (the
+        client's work and the HTTP hops), each a p50 over the calls."""
+        server = self.server[call]
         self.rows.append({"call": call, "peer": p50(self.ms[call, "peer"]),
                           "ours": p50(self.ms[call, "ours"]), "target": target,
-                          "samples": len(self.ms[call, "ours"])})
+                          "samples": len(self.ms[call, "ours"]),
+                          "server": p50([s[0] for s in server]), "sql": p50([s[1] for s in server]),
+                          "requests": statistics.median_low([s[2] for s in server]),
+                          "rest": p50([total - s[0] for total, s in
+                                       zip(self.ms[call, "ours"], server, strict=True)])})
 
 
 def window(n: int) -> str | None:
@@ -98,7 +173,7 @@ async def in_turns(timings: Timings, call: str, calls: dict[str, Callable[[], Aw
 
 def result(framework: str, timings: Timings, unit: str, grown: dict[str, int],
            counts: dict[str, int]) -> dict[str, Any]:
-    return {"framework": framework, "rows": timings.rows, "unit": unit,
+    return {"framework": framework, "rows": timings.rows, "unit": unit, "hop": hop(),
             "bytes": {side: grown[side] / max(counts[side], 1) for side in SIDES}, "counts": counts}
 
 
@@ -115,7 +190,7 @@ async def adk() -> dict[str, Any]:
 
     peer_where = tables_where(("sessions", "events", "app_states", "user_states"))
     db = await asyncpg.connect(DSN)
-    client = AsyncContextStore(URL, TOKEN)
+    client = AsyncContextStore(URL, TOKEN, transport=transport("async"))
     stores = {"peer": DatabaseSessionService(db_url=async_url("asyncpg")),
               "ours": ContextStoreSessionService(client, namespace=TAG)}
     app, user, timings = "bench", "user-1", Timings()
@@ -182,7 +257,7 @@ def langgraph() -> dict[str, Any]:
     peer_where = tables_where(("checkpoints", "checkpoint_blobs", "checkpoint_writes"))
     db = psycopg.connect(DSN, autocommit=True)
     conn = psycopg.connect(DSN, autocommit=True, prepare_threshold=0, row_factory=dict_row)
-    client = ContextStore(URL, TOKEN)
+    client = ContextStore(URL, TOKEN, transport=transport("sync"))
     savers = {"peer": PostgresSaver(conn), "ours": ContextStoreSaver(client, namespace=TAG)}
     savers["peer"].setup()
     timings = Timings()
@@ -274,7 +349,7 @@ async def openai_agents() -> dict[str, Any]:
 
     peer_where = tables_where(("agent_sessions", "agent_messages"))
     db = await asyncpg.connect(DSN)
-    client = AsyncContextStore(URL, TOKEN)
+    client = AsyncContextStore(URL, TOKEN, transport=transport("async"))
     session_id = f"conversation-{TAG}"
     sessions = {"peer": SQLAlchemySession.from_url(session_id, url=async_url("asyncpg"), create_tables=True),
                 "ours": ContextStoreSession(session_id, client, namespace=TAG)}

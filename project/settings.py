@@ -460,6 +460,11 @@ if CACHE_URL:
                     "socket_timeout": float(env_str("CACHE_SOCKET_TIMEOUT", "2"))},
     }}
 
+# A Server-Timing header on every response: the request's time in Django and, of it, its SQL
+# time and statements (contextstore.middleware). Off by default: it tells clients how long the
+# server's work took; the benchmarks turn it on to split a call's time between client and server.
+SERVER_TIMING = env_bool("SERVER_TIMING", False)
+
 # Logs go to stdout: JSON lines with the request id in production (for log collectors), text
 # while developing. Celery workers log through this too instead of installing their own handlers.
 LOG_FORMAT = env_str("LOG_FORMAT", "text" if DEBUG else "json")

@@ -18,6 +18,7 @@ starts gunicorn with the production config (project/gunicorn.py) against the con
 database, with throttling off, and stops it after.
 """
 
+import functools
 import os
 import random
 import threading
@@ -28,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import urllib3
 from django.conf import settings
 from django.core.management.base import CommandError, OutputWrapper
@@ -111,6 +113,35 @@ def copy_rows(rows: int) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
+class AppendTransaction:
+    """The single append's floor (PostgreSQL): the transaction an append is, issued directly by
+    psycopg on a connection of its own — lock the thread row, insert one event (with a
+    client_id, so its unique index is kept as ours is), update the thread's counters. The
+    thread is a real one of the run; its seq goes on from there."""
+
+    INSERT = ("INSERT INTO contextstore_event (thread_id, seq, position, type, role, content, call_id, "
+              "step, anchor, client_id, payload_hash, token_count, thinking_tokens, visible, is_error, "
+              "status, occurred_at, created_at) VALUES (%s, %s, %s, 'Message', 'user', %s, '', '', '', "
+              "%s, '', 80, 0, true, false, 'active', now(), now())")
+
+    def __init__(self, thread_id: int) -> None:
+        self.thread_id = thread_id
+        self.conn = psycopg.connect(**connection.get_connection_params())
+
+    def __call__(self) -> None:
+        with self.conn.transaction():
+            (seq,) = self.conn.execute("SELECT last_seq + 1 FROM contextstore_thread WHERE id = %s "
+                                       "FOR NO KEY UPDATE", [self.thread_id]).fetchone()  # type: ignore[misc]
+            self.conn.execute(self.INSERT, [self.thread_id, seq, seq, message(seq, "")["content"],
+                                            f"floor-{uuid.uuid4().hex}"])
+            self.conn.execute("UPDATE contextstore_thread SET last_seq = %s, event_count = event_count + 1, "
+                              "last_event_at = now(), updated_at = now() WHERE id = %s",
+                              [seq, self.thread_id])
+
+    def close(self) -> None:
+        self.conn.close()
+
+
 class ApiBench:
     """bench_api's measurements, written to `stdout` (the command's)."""
 
@@ -162,7 +193,7 @@ class ApiBench:
             # The service's own cost first, on a quiet machine: after the load below, the
             # database and the kernel go on writing what it stored for seconds.
             figure("single-event append in-process p50", self.in_process_append(samples),
-                   "ms", 2.5)
+                   "ms", None)
             figure("durable empty commit p50 (the WAL flush floor)", self.commit_floor(samples),
                    "ms", None)
             copy_rates = self.copy_floor(COPY_ROWS)
@@ -177,16 +208,20 @@ class ApiBench:
             # these throughputs end where its CPUs are all busy.
             before = time.perf_counter(), cpu_snapshot()
             rate = self.batch_appends(client, new_thread, http, 4, seconds, run_tag)
-            figure("batch appends (100/request), 4 clients", rate, "events/s", 15_000, le=False)
+            figure("batch appends (100/request), 4 clients", rate, "events/s", None)
             if copy_rates:
                 figure("  batch appends, 4 clients / COPY into the schema", rate / copy_rates[1],
                        "x", 0.5, le=False)
             self.cpu_used(before, rate / 100, "batch", events=100)
+            floor_rate = self.transactions(new_thread, http, 8, seconds)
+            if floor_rate:
+                figure("append transactions by psycopg, 8 clients (the floor)", floor_rate, "txn/s", None)
             before = time.perf_counter(), cpu_snapshot()
             rate = self.single_appends(client, new_thread, http, 8, seconds, run_tag, False)
-            figure("single-event appends, 8 clients, 8 sessions", rate, "appends/s", 1_000,
-                   le=False)
+            figure("single-event appends, 8 clients, 8 sessions", rate, "appends/s", None)
             self.cpu_used(before, rate, "append")
+            if floor_rate:
+                figure("  single appends, 8 clients / psycopg's", rate / floor_rate, "x", 0.5, le=False)
             # Threads of one session share its counters' row: their commits queue on its lock.
             rate = self.single_appends(client, new_thread, http, 8, seconds, run_tag, True)
             figure("single-event appends, 8 clients, 1 session", rate, "appends/s", None)
@@ -219,36 +254,52 @@ class ApiBench:
                 "context_appended": lambda base: http.get(f"{base}context/?max_tokens=8000"),
             }
             per_size: dict[int, dict[str, float]] = {size: {} for size in sizes}
+            # the append's floor, timed in the same turns as it: /healthz + psycopg's transaction
+            txn = (AppendTransaction(new_thread(http, "floor-transaction"))
+                   if connection.vendor == "postgresql" else None)
             with Http(url, timeout=30) as plain:
-                floors = []
+                floors: dict[str, float] = {}
                 # a render and a recorded one in the same turns: their ratio is the record's cost
                 for keys in (["append"], ["thread"], ["state"], ["context", "context_record"],
                              ["append_again", "context_appended"]):
                     pairs = [(key, size) for key in keys for size in sizes]
-                    got = p50_each([lambda: plain.get("/healthz")]
-                                   + [lambda b=bases[size], c=calls[key]: c(b) for key, size in pairs],
-                                   samples)
-                    floors.append(got[0])
-                    for (key, size), value in zip(pairs, got[1:], strict=True):
+                    extra: list[Callable[[], Any]] = [txn] if txn and keys == ["append"] else []
+                    timed: list[Callable[[], Any]] = [lambda: plain.get("/healthz"), *extra]
+                    timed += [functools.partial(calls[key], bases[size]) for key, size in pairs]
+                    got = p50_each(timed, samples)
+                    floors[keys[0]] = got[0]
+                    if extra:
+                        txn_p50 = got[1]
+                    for (key, size), value in zip(pairs, got[1 + len(extra):], strict=True):
                         per_size[size][key] = value
-            floor = percentile(floors, 0.5)
+            if txn:
+                txn.close()
+            floor = percentile(list(floors.values()), 0.5)
             figure("GET /healthz p50 during the reads", floor, "ms", None)
+            if txn:
+                figure("append transaction by psycopg p50 (the floor)", txn_p50, "ms", None)
             for size in sizes:
                 label = f"{size:,}-event"
-                figure(f"single-event append p50, {label} thread", per_size[size]["append"], "ms", 4)
-                figure(f"GET /threads/{{id}}/ p50, {label} thread", per_size[size]["thread"], "ms", 2.5)
-                figure(f"GET /state/ p50, {label} thread", per_size[size]["state"], "ms", 2.5)
-                figure(f"GET /context/ 8k p50, {label} thread", per_size[size]["context"], "ms", 5)
-                figure(f"GET /context/ 8k record=true p50, {label} thread",
-                       per_size[size]["context_record"], "ms", 5)
-                figure(f"  record=true / without, {label} thread",
-                       per_size[size]["context_record"] / per_size[size]["context"], "x", 1.3)
+                mine = per_size[size]
+                figure(f"single-event append p50, {label} thread", mine["append"], "ms", None)
+                if txn:
+                    figure(f"  append / (/healthz + psycopg's), {label}",
+                           mine["append"] / (floors["append"] + txn_p50), "x", 1.5)
+                figure(f"GET /threads/{{id}}/ p50, {label} thread", mine["thread"], "ms", None)
+                figure(f"  /threads/{{id}}/ / /healthz, {label}", mine["thread"] / floors["thread"], "x", 1.3)
+                figure(f"GET /state/ p50, {label} thread", mine["state"], "ms", None)
+                figure(f"  /state/ / /healthz, {label}", mine["state"] / floors["state"], "x", None)
+                figure(f"GET /context/ 8k p50, {label} thread", mine["context"], "ms", None)
+                figure(f"GET /context/ 8k record=true p50, {label} thread", mine["context_record"],
+                       "ms", None)
+                figure(f"  /context/ / /healthz, {label}", mine["context"] / floors["context"], "x", 2.0)
+                record = mine["context_record"]
+                figure(f"  /context/ record=true / /healthz, {label}", record / floors["context"], "x", 2.0)
+                figure(f"  record=true / without, {label}", record / mine["context"], "x", 1.3)
                 figure(f"GET /context/ 8k after an append p50, {label} thread",
-                       per_size[size]["context_appended"], "ms", None)
-                figure(f"  /context/ / /healthz, {label} thread", per_size[size]["context"] / floor,
-                       "x", 2.0)
-                figure(f"  /context/ after an append / /healthz, {label} thread",
-                       per_size[size]["context_appended"] / floor, "x", 2.0)
+                       mine["context_appended"], "ms", None)
+                figure(f"  /context/ after an append / /healthz, {label}",
+                       mine["context_appended"] / floors["append_again"], "x", 2.0)
             self.split(token, bases[sizes[0]], samples)
             self.search(http, bases[large], samples, figure)
             small, big = per_size[1000], per_size[large]
@@ -470,6 +521,37 @@ class ApiBench:
         elapsed = time.perf_counter() - began
         if errors:
             raise CommandError(f"append failed: {errors[0]}")
+        return sum(counts) / elapsed
+
+    def transactions(self, new_thread: Callable, http: Http, clients: int, seconds: float) -> float:
+        """AppendTransaction's throughput with `clients` psycopg connections, each on its own
+        thread (in its own session) for `seconds`: what 8 API clients' single appends are held
+        against. 0 off PostgreSQL."""
+        if connection.vendor != "postgresql":
+            return 0.0
+        floors = [AppendTransaction(new_thread(http, f"floor-{clients}-{i}", f"-floor{i}"))
+                  for i in range(clients)]
+        counts = [0] * clients
+        start = threading.Barrier(clients + 1)
+        stop_at = [0.0]
+
+        def worker(index: int) -> None:
+            start.wait()
+            while time.perf_counter() < stop_at[0]:
+                floors[index]()
+                counts[index] += 1
+
+        workers = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
+        for w in workers:
+            w.start()
+        began = time.perf_counter()
+        stop_at[0] = began + seconds
+        start.wait()
+        for w in workers:
+            w.join()
+        elapsed = time.perf_counter() - began
+        for txn in floors:
+            txn.close()
         return sum(counts) / elapsed
 
     def single_appends(self, client: Callable[[], Http], new_thread: Callable, http: Http,

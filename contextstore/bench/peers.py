@@ -70,7 +70,8 @@ class PeersBench:
         server = None
         try:
             if url is None:
-                server, url = start_server(self.stdout, 2)
+                # each answer says what the server spent on it: ours is split by it
+                server, url = start_server(self.stdout, 2, settings_env={"SERVER_TIMING": "true"})
             env["CONTEXTSTORE_URL"] = url.rstrip("/")
             self.stdout.write(f"peers on this database vs ours over HTTP at {url}: writes timed "
                               f"{min(samples, small)}x at {small:,} and {large:,} events, reads "
@@ -95,12 +96,25 @@ class PeersBench:
         return results
 
     def table(self, result: dict[str, Any]) -> None:
-        self.stdout.write(f"\n{result['framework']} (p50 ms; target: ours <= peer where marked *)")
-        self.stdout.write(f"  {'call':<44} {'peer':>9} {'ours':>9} {'ours/peer':>10}")
+        hop = result["hop"]
+        self.stdout.write(f"\n{result['framework']} (p50 ms; target: ours <= peer where marked *; ours "
+                          f"split into the server's time in Django, of it SQL, and the rest: the "
+                          f"client and its requests' HTTP hops, each hop at least "
+                          f"{hop['round_trip'] - hop['server']:.2f} ms: GET /healthz from this "
+                          f"process took {hop['round_trip']:.2f} ms, {hop['server']:.2f} ms of it "
+                          f"in Django)")
+        self.stdout.write(f"  {'call':<44} {'peer':>9} {'ours':>9} {'ours/peer':>10} {'server':>8} "
+                          f"{'sql':>7} {'rest':>7} {'requests':>8}")
+        timed = any(row["requests"] for row in result["rows"])
         for row in result["rows"]:
             mark = "*" if row["target"] else " "
+            split = (f" {row['server']:8.2f} {row['sql']:7.2f} {row['rest']:7.2f} {row['requests']:8d}"
+                     if timed else "")
             self.stdout.write(f"{mark} {row['call']:<44} {row['peer']:9.2f} {row['ours']:9.2f} "
-                              f"{row['ours'] / row['peer']:10.2f}")
+                              f"{row['ours'] / row['peer']:10.2f}{split}")
+        if not timed:
+            self.stdout.write("  (the server sent no Server-Timing: start it with SERVER_TIMING=true "
+                              "to split ours)")
         peer, ours = result["bytes"]["peer"], result["bytes"]["ours"]
         self.stdout.write(f"* {'bytes/' + result['unit'] + ' stored':<44} {peer:9,.0f} {ours:9,.0f} "
                           f"{ours / peer if peer else float('inf'):10.2f}")

@@ -21,6 +21,7 @@ def test_bench_peers_prints_every_call_of_every_framework(live_server, transacti
     if connection.vendor != "postgresql":
         pytest.skip("bench_peers compares PostgreSQL stores")
     settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {"token": "off"}}
+    settings.SERVER_TIMING = True  # as bench_peers starts its own server: ours is split by it
     for name in ("adk", "langgraph", "openai-agents"):
         build = subprocess.run([str(ROOT / "scripts/framework-venv"), name], cwd=ROOT,
                                capture_output=True, text=True, timeout=1800, check=False)
@@ -42,9 +43,15 @@ def test_bench_peers_prints_every_call_of_every_framework(live_server, transacti
     }
     for framework, calls in rows.items():
         table = text.split(f"\n{framework} (p50 ms")[1].split("\n\n")[0]
-        for call in calls:
-            assert re.search(rf"\n[* ] {re.escape(call)} +[\d,.]+ +[\d,.]+ +{NUMBER}\n", table + "\n"), \
-                (framework, call, table)
+        assert re.search(rf"each hop at least -?{NUMBER} ms: GET /healthz from this process took "
+                         rf"{NUMBER} ms, {NUMBER} ms of it in Django", table)
+        for call in calls[:-1]:  # peer, ours, ours/peer, then ours split: server, SQL, the rest, requests
+            found = re.search(rf"\n[* ] {re.escape(call)} +[\d,.]+ +[\d,.]+ +{NUMBER} +({NUMBER}) "
+                              rf"+({NUMBER}) +-?{NUMBER} +(\d+)\n", table + "\n")
+            assert found, (framework, call, table)
+            server, sql, requests = float(found[1]), float(found[2]), int(found[3])
+            assert requests >= 1 and 0 < sql <= server, (framework, call, found[0])
+        assert re.search(rf"\n\* {re.escape(calls[-1])} +[\d,.]+ +[\d,.]+ +{NUMBER}\n", table + "\n")
     assert "targets missed: " in text
 
 
