@@ -27,6 +27,7 @@ import os
 import re
 import statistics
 import sys
+import threading
 import time
 import uuid
 from collections import defaultdict
@@ -45,6 +46,19 @@ SIZE_SQL = """SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FRO
     JOIN pg_namespace n ON n.oid = c.relnamespace
     WHERE c.relkind = 'r' AND n.nspname = current_schema() AND {where}"""
 OURS_WHERE = r"c.relname LIKE 'contextstore\_%'"
+# Ours by relation: each table (heap and TOAST) and each of its indexes.
+PARTS_SQL = r"""SELECT c.relname, (pg_relation_size(c.oid)
+        + coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0))::bigint
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    LEFT JOIN pg_index i ON i.indexrelid = c.oid LEFT JOIN pg_class t ON t.oid = i.indrelid
+    WHERE n.nspname = current_schema() AND (c.relkind = 'r' AND c.relname LIKE 'contextstore\_%'
+        OR c.relkind = 'i' AND t.relname LIKE 'contextstore\_%')"""
+
+
+def parts_grown(before: dict[str, int], after: dict[str, int], count: int) -> dict[str, float]:
+    """Bytes per event (item, checkpoint) each of our relations grew by, the largest first."""
+    grown = {name: (size - before.get(name, 0)) / max(count, 1) for name, size in after.items()}
+    return dict(sorted(((n, g) for n, g in grown.items() if g > 0), key=lambda p: -p[1]))
 
 
 def tables_where(names: tuple[str, ...]) -> str:
@@ -70,16 +84,18 @@ class ServerTime:
 
     def __init__(self) -> None:
         self.at: list[float] = []
-        self.ms: list[tuple[float, float]] = []
+        self.ms: list[tuple[float, float, int]] = []
 
     def seen(self, headers: Any) -> None:
         if found := TIMING.match(headers.get("Server-Timing", "")):
             self.at.append(time.perf_counter())
-            self.ms.append((float(found[1]), float(found[2])))
+            self.ms.append((float(found[1]), float(found[2]), threading.get_ident()))
 
-    def since(self, began: float) -> tuple[float, float, int]:
-        """(Django ms, SQL ms, requests) of the answers since `began`."""
-        mine = self.ms[bisect.bisect_left(self.at, began):]
+    def since(self, began: float, this_thread: bool = False) -> tuple[float, float, int]:
+        """(Django ms, SQL ms, requests) of the answers since `began`; `this_thread`: only those
+        to this thread's requests (a graph step writes its checkpoints from other threads)."""
+        mine = [m for m in self.ms[bisect.bisect_left(self.at, began):]
+                if not this_thread or m[2] == threading.get_ident()]
         return sum(m[0] for m in mine), sum(m[1] for m in mine), len(mine)
 
 
@@ -131,10 +147,10 @@ class Timings:
         self.server: dict[str, list[tuple[float, float, int]]] = defaultdict(list)
         self.rows: list[dict[str, Any]] = []
 
-    def add(self, call: str, side: str, began: float) -> None:
+    def add(self, call: str, side: str, began: float, this_thread: bool = False) -> None:
         self.ms[call, side].append((time.perf_counter() - began) * 1000)
         if side == "ours":
-            self.server[call].append(SERVER.since(began))
+            self.server[call].append(SERVER.since(began, this_thread))
 
     def row(self, call: str, *, target: bool) -> None:
         """A row from the latencies of `call` on both sides; `target`: ours must be at most the
@@ -172,8 +188,8 @@ async def in_turns(timings: Timings, call: str, calls: dict[str, Callable[[], Aw
 
 
 def result(framework: str, timings: Timings, unit: str, grown: dict[str, int],
-           counts: dict[str, int]) -> dict[str, Any]:
-    return {"framework": framework, "rows": timings.rows, "unit": unit, "hop": hop(),
+           counts: dict[str, int], parts: dict[str, float]) -> dict[str, Any]:
+    return {"framework": framework, "rows": timings.rows, "unit": unit, "hop": hop(), "parts": parts,
             "bytes": {side: grown[side] / max(counts[side], 1) for side in SIDES}, "counts": counts}
 
 
@@ -205,6 +221,7 @@ async def adk() -> dict[str, Any]:
                 for side in SIDES}
     before = {"peer": await db.fetchval(SIZE_SQL.format(where=peer_where)),
               "ours": await db.fetchval(SIZE_SQL.format(where=OURS_WHERE))}
+    parts_before = dict(list(r) for r in await db.fetch(PARTS_SQL))
     for n in range(LARGE):
         for side in order(n):
             event = Event(invocation_id=f"run-{n // 2}", author="user" if n % 2 == 0 else "helper",
@@ -216,6 +233,7 @@ async def adk() -> dict[str, Any]:
                 timings.add(f"append_event @{size}", side, began)
     grown = {"peer": await db.fetchval(SIZE_SQL.format(where=peer_where)) - before["peer"],
              "ours": await db.fetchval(SIZE_SQL.format(where=OURS_WHERE)) - before["ours"]}
+    parts_after = dict(list(r) for r in await db.fetch(PARTS_SQL))
     for size in (SMALL, LARGE):
         timings.row(f"append_event @{size:,}", target=True)
 
@@ -235,7 +253,8 @@ async def adk() -> dict[str, Any]:
     timings.row(recent, target=False)
     await client.aclose()
     await db.close()
-    return result("adk", timings, "event", grown, {side: LARGE for side in SIDES})
+    return result("adk", timings, "event", grown, {side: LARGE for side in SIDES},
+                  parts_grown(parts_before, parts_after, LARGE))
 
 
 # ----------------------------------------------------------------------------- LangGraph
@@ -270,7 +289,7 @@ def langgraph() -> dict[str, Any]:
             n, began = puts[side], time.perf_counter()
             answer = original(*args, **kwargs)
             if (size := window(n)) is not None:
-                timings.add(f"{method} @{size}", side, began)
+                timings.add(f"{method} @{size}", side, began, this_thread=True)
             if method == "put":
                 puts[side] += 1
             return answer
@@ -296,7 +315,11 @@ def langgraph() -> dict[str, Any]:
             return {side: cursor.execute(SIZE_SQL.format(where=where)).fetchone()[0]  # type: ignore[index]
                     for side, where in (("peer", peer_where), ("ours", OURS_WHERE))}
 
-    before = sizes()
+    def parts() -> dict[str, int]:
+        with db.cursor() as cursor:
+            return dict(cursor.execute(PARTS_SQL).fetchall())  # type: ignore[arg-type]
+
+    before, parts_before = sizes(), parts()
     step = 0
     while min(puts.values()) < LARGE:
         for side in order(step):
@@ -306,6 +329,7 @@ def langgraph() -> dict[str, Any]:
                 timings.add(f"graph step @{size}", side, began)
         step += 1
     grown = {side: after - before[side] for side, after in sizes().items()}
+    parts_after = parts()
     for size in (SMALL, LARGE):
         for call in ("put", "put_writes", "graph step"):
             timings.row(f"{call} @{size:,}", target=True)
@@ -325,7 +349,8 @@ def langgraph() -> dict[str, Any]:
     client.close()
     conn.close()
     db.close()
-    return result("langgraph", timings, "checkpoint", grown, puts)
+    return result("langgraph", timings, "checkpoint", grown, puts,
+                  parts_grown(parts_before, parts_after, puts["ours"]))
 
 
 # ----------------------------------------------------------------------------- OpenAI Agents SDK
@@ -358,6 +383,7 @@ async def openai_agents() -> dict[str, Any]:
     timings = Timings()
     before = {"peer": await db.fetchval(SIZE_SQL.format(where=peer_where)),
               "ours": await db.fetchval(SIZE_SQL.format(where=OURS_WHERE))}
+    parts_before = dict(list(r) for r in await db.fetch(PARTS_SQL))
     items = {side: 0 for side in SIDES}
     turn = 0
     while min(items.values()) < LARGE:
@@ -370,6 +396,7 @@ async def openai_agents() -> dict[str, Any]:
         turn += 1
     grown = {"peer": await db.fetchval(SIZE_SQL.format(where=peer_where)) - before["peer"],
              "ours": await db.fetchval(SIZE_SQL.format(where=OURS_WHERE)) - before["ours"]}
+    parts_after = dict(list(r) for r in await db.fetch(PARTS_SQL))
     for size in (SMALL, LARGE):
         timings.row(f"add_items(3) @{size:,}", target=True)
 
@@ -384,7 +411,8 @@ async def openai_agents() -> dict[str, Any]:
         timings.row(call, target=limit is None)
     await client.aclose()
     await db.close()
-    return result("openai-agents", timings, "item", grown, items)
+    return result("openai-agents", timings, "item", grown, items,
+                  parts_grown(parts_before, parts_after, items["ours"]))
 
 
 def main() -> None:

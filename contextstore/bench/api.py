@@ -57,11 +57,12 @@ from contextstore.services.sessions import thread_ensure_by_key
 from contextstore.services.workspaces import workspace_ensure
 
 
-def cpu_snapshot() -> Counter[str]:
+def cpu_snapshot() -> Counter[Any]:
     """CPU seconds used so far by this machine's API server (gunicorn), database (postgres) and
-    this benchmark, and by the machine as a whole (busy time of every CPU). Linux's /proc: empty
-    elsewhere; a server or database on another machine counts nothing."""
-    used: Counter[str] = Counter()
+    this benchmark, by kind and by (kind, pid), and by the machine as a whole (busy time of every
+    CPU). Linux's /proc: empty elsewhere; a server or database on another machine counts
+    nothing."""
+    used: Counter[Any] = Counter()
     proc = Path("/proc")
     if not (proc / "stat").exists():
         return used
@@ -81,7 +82,19 @@ def cpu_snapshot() -> Counter[str]:
                 else "database" if command.startswith(b"postgres") else None)
         if kind:
             user, system = stat[stat.rindex(")") + 2:].split()[11:13]  # utime, stime
-            used[kind] += (int(user) + int(system)) / tick  # type: ignore[assignment]  # as above
+            seconds = (int(user) + int(system)) / tick
+            used[kind] += seconds  # type: ignore[assignment]  # as above
+            used[kind, entry.name] = seconds  # type: ignore[assignment]
+    return used
+
+
+def cpu_between(before: Counter[Any], after: Counter[Any]) -> Counter[str]:
+    """CPU seconds each kind used between two snapshots, from the processes alive at the second
+    (one that exited meanwhile, an autovacuum worker say, would count as negative time)."""
+    used: Counter[str] = Counter(machine=after["machine"] - before["machine"])
+    for key, seconds in after.items():
+        if isinstance(key, tuple):
+            used[key[0]] += seconds - before.get(key, 0)
     return used
 
 
@@ -310,13 +323,13 @@ class ApiBench:
         missed = [name for name, _, _, ok in figures if not ok]
         self.stdout.write("targets missed: " + (", ".join(missed) if missed else "none"))
 
-    def cpu_used(self, before: tuple[float, Counter[str]], per_second: float, what: str,
+    def cpu_used(self, before: tuple[float, Counter[Any]], per_second: float, what: str,
                  events: int = 1) -> None:
         """CPU time per request (of `events` events) since `before` (a time and a cpu_snapshot),
         by process kind; how busy the CPUs were; and the most events a second these CPUs could
         take at that cost, server, database and clients together."""
-        elapsed, after = time.perf_counter() - before[0], cpu_snapshot()
-        used = Counter({kind: after[kind] - before[1][kind] for kind in after})
+        elapsed = time.perf_counter() - before[0]
+        used = cpu_between(before[1], cpu_snapshot())
         kinds = [kind for kind in ("server", "database", "client") if used[kind]]
         if not kinds or not per_second:  # no /proc, or nothing counted here
             return

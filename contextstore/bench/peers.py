@@ -118,3 +118,6 @@ class PeersBench:
         peer, ours = result["bytes"]["peer"], result["bytes"]["ours"]
         self.stdout.write(f"* {'bytes/' + result['unit'] + ' stored':<44} {peer:9,.0f} {ours:9,.0f} "
                           f"{ours / peer if peer else float('inf'):10.2f}")
+        parts = ", ".join(f"{name.removeprefix('contextstore_')} {size:,.0f}"
+                          for name, size in list(result["parts"].items())[:10])
+        self.stdout.write(f"  ours by relation (bytes/{result['unit']}, the largest): {parts}")

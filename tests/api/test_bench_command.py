@@ -78,8 +78,9 @@ def test_cpu_snapshot_counts_this_process_and_the_database(db):
 
 def test_cpu_used_divides_the_cpu_by_the_requests_and_says_what_the_cpus_could_take(monkeypatch):
     # 100 batches of 100 events in 2 s cost 2 s of server, 1 s of database and 1 s of client CPU
-    monkeypatch.setattr(bench_api, "cpu_snapshot",
-                        lambda: Counter(server=2.0, database=1.0, client=1.0, machine=4.0))
+    monkeypatch.setattr(bench_api, "cpu_snapshot", lambda: Counter({
+        ("server", "11"): 1.5, ("server", "12"): 0.5, ("database", "21"): 1.0, ("client", "31"): 1.0,
+        "machine": 4.0}))
     monkeypatch.setattr(bench_api.os, "cpu_count", lambda: 2)
     out = StringIO()
     command = bench_api.ApiBench(OutputWrapper(out))
@@ -141,3 +142,12 @@ def test_bench_wal_reports_wal_and_storage_per_event(transactional_db):
     assert re.search(r"messages of 300 characters", text)
     assert re.search(r"storage per event \(all contextstore tables, indexes, TOAST\): [\d,]+ bytes", text)
     assert not Thread.objects.filter(session__workspace__slug="bench-wal").exists()
+
+
+def test_cpu_between_counts_the_processes_alive_at_the_end():
+    before = Counter({("database", "21"): 5.0, ("database", "22"): 9.0, ("server", "11"): 1.0,
+                      "machine": 10.0})
+    # 22 exited meanwhile (an autovacuum worker); 23 started; 11 went on
+    after = Counter({("database", "21"): 5.5, ("database", "23"): 0.25, ("server", "11"): 3.0,
+                     "machine": 14.0})
+    assert bench_api.cpu_between(before, after) == Counter(database=0.75, server=2.0, machine=4.0)

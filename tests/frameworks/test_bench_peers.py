@@ -52,6 +52,8 @@ def test_bench_peers_prints_every_call_of_every_framework(live_server, transacti
             server, sql, requests = float(found[1]), float(found[2]), int(found[3])
             assert requests >= 1 and 0 < sql <= server, (framework, call, found[0])
         assert re.search(rf"\n\* {re.escape(calls[-1])} +[\d,.]+ +[\d,.]+ +{NUMBER}\n", table + "\n")
+        # where our bytes went: the event table among the relations that grew
+        assert re.search(r"ours by relation \(bytes/\w+, the largest\): .*\bevent [\d,]+", table), table
     assert "targets missed: " in text
 
 
