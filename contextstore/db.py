@@ -287,21 +287,30 @@ _INSERTS: dict[tuple, tuple[str, tuple[models.Field, ...], bool]] = {}
 def insert_sql[M: models.Model](
     model: type[M], objs: list[M], *, returning: tuple[str, ...] = (),
     ignore_conflicts: bool = False, update_conflicts: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
+    leave_out: tuple[str, ...] = (),
 ) -> tuple[str, tuple]:
     """The ORM's INSERT of `objs` (plain values, no expressions); `update_conflicts`, (unique
     fields, fields to update): as bulk_create's, ON CONFLICT (…) DO UPDATE. Its text is compiled once per
     shape (model, number of rows, RETURNING, ON CONFLICT; on PostgreSQL any number of rows
     above one is one shape, UNNEST's): compiling the ORM's INSERT on every append cost more than
     running it. Each value is still prepared as the ORM does it, pre_save included (created_at
-    is stamped on the instance)."""
+    is stamped on the instance).
+
+    `leave_out`: nullable columns every row leaves NULL (checked), not sent. psycopg converts
+    a statement's placeholders once per process only when it has at most 50 values (and 4 kB):
+    the append's one statement had 52, and splitting it again on every call cost ~0.1 ms."""
+    for name in leave_out:
+        attname = model._meta.get_field(name).attname  # type: ignore[union-attr]  # a concrete field
+        if any(getattr(obj, attname) is not None for obj in objs):
+            raise ValueError(f"{name} is left out of the insert but set")
     many = connection.vendor == "postgresql" and len(objs) > 1
-    key = (connection.vendor, model, "many" if many else len(objs), returning, ignore_conflicts,
-           update_conflicts)
-    shape = _INSERTS.get(key)
+    key = (connection.vendor, model, returning, ignore_conflicts, update_conflicts, leave_out)
+    shape = (many and _INSERTS.get((*key, "many"))) or _INSERTS.get((*key, len(objs)))
     if shape is None:
         # as bulk_create does for rows without a pk: the database numbers them, a natural key is sent
         fields = tuple(f for f in model._meta.concrete_fields
-                       if not isinstance(f, models.AutoField) and not f.generated)
+                       if not isinstance(f, models.AutoField) and not f.generated
+                       and f.name not in leave_out)
         unique, update = update_conflicts or ((), ())
         query = sql.InsertQuery(
             model, on_conflict=(OnConflict.UPDATE if update_conflicts else
@@ -312,13 +321,15 @@ def insert_sql[M: models.Model](
         compiler = query.get_compiler(using=DEFAULT_DB_ALIAS)
         compiler.returning_fields = [model._meta.get_field(name) for name in returning] or None
         [(text, params)] = compiler.as_sql()
-        # One placeholder per value, row after row; or on PostgreSQL for several rows one array
-        # per column (UNNEST). Any other shape (a field's own placeholder, a database default)
-        # is compiled every time.
+        # One placeholder per value, row after row (a text per number of rows, up to 20); or on
+        # PostgreSQL for several rows one array per column (UNNEST, any number). Any other shape
+        # (a field's own placeholder, a database default) is compiled every time; a binary
+        # field's placeholder is a plain one but on MySQL, which contextstore does not run on.
         columnar = len(objs) > 1 and len(params) == len(fields)
-        if (columnar if many else len(params) == len(fields) * len(objs)) and not any(
-                f.has_db_default() or hasattr(f, "get_placeholder_sql") for f in fields):
-            _INSERTS[key] = (text, fields, columnar)
+        if (columnar or len(params) == len(fields) * len(objs) <= len(fields) * 20) and not any(
+                f.has_db_default() or hasattr(f, "get_placeholder_sql")
+                and not isinstance(f, models.BinaryField) for f in fields):
+            _INSERTS[(*key, "many" if columnar else len(objs))] = (text, fields, columnar)
         return text, tuple(params)
     text, fields, columnar = shape
     plan = row_plan(fields)
