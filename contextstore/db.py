@@ -324,11 +324,21 @@ def insert_sql[M: models.Model](
         # One placeholder per value, row after row (a text per number of rows, up to 20); or on
         # PostgreSQL for several rows one array per column (UNNEST, any number). Any other shape
         # (a field's own placeholder, a database default) is compiled every time; a binary
-        # field's placeholder is a plain one but on MySQL, which contextstore does not run on.
+        # field's placeholder is a plain %s but on MySQL, which contextstore does not run on.
         columnar = len(objs) > 1 and len(params) == len(fields)
-        if (columnar or len(params) == len(fields) * len(objs) <= len(fields) * 20) and not any(
-                f.has_db_default() or hasattr(f, "get_placeholder_sql")
-                and not isinstance(f, models.BinaryField) for f in fields):
+        plain = not any(f.has_db_default() or hasattr(f, "get_placeholder_sql")
+                        and not isinstance(f, models.BinaryField) for f in fields)
+        row = f"({', '.join(['%s'] * len(fields))})"
+        values = "VALUES " + ", ".join([row] * len(objs))
+        if many and not columnar and plain and values in text:
+            # Django writes no UNNEST for a binary field (its placeholder could be MySQL's);
+            # here it is a plain one: columns as Django's UNNEST casts them, any number of rows.
+            arrays = ", ".join(f"(%s)::{f.db_type(connection).split('(')[0]}[]"  # type: ignore[union-attr]
+                               for f in fields)
+            text = text.replace(values, f"SELECT * FROM UNNEST({arrays})")
+            params = [list(params[i::len(fields)]) for i in range(len(fields))]
+            columnar = True
+        if plain and (columnar or len(params) == len(fields) * len(objs) <= len(fields) * 20):
             _INSERTS[(*key, "many" if columnar else len(objs))] = (text, fields, columnar)
         return text, tuple(params)
     text, fields, columnar = shape
