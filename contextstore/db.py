@@ -118,19 +118,23 @@ def row_values(obj: models.Model, plan: RowPlan, *, add: bool = False) -> list[A
     """The values of one row, as the ORM would send them. `add`: run the fields' pre_save as an
     INSERT does (auto_now_add stamps the instance); plain values only, no expressions."""
     values = obj.__dict__
-    row = []
-    for attname, kind, prepare, pre_save in plan:
-        value = pre_save(obj, True) if add and pre_save is not None else values[attname]
-        # A datetime goes as is to PostgreSQL only when aware: SQLite's driver would write an
-        # aware one with its offset ("...+00:00"), not as the ORM does, so the same instant
-        # would be two different texts (two rows under one unique key).
-        if value is not None and (type(value) is not kind or kind is datetime and (
-                value.tzinfo is None or connection.vendor != "postgresql")):
-            if hasattr(value, "resolve_expression"):
-                raise TypeError(f"{attname}: an expression, which a prepared row cannot hold")
-            value = prepare(value, connection)
-        row.append(value)
-    return row
+    return [_prepared(attname, pre_save(obj, True) if add and pre_save is not None else values[attname],
+                      kind, prepare)
+            for attname, kind, prepare, pre_save in plan]
+
+
+def _prepared(attname: str, value: Any, kind: type[Any] | None,
+              prepare: Callable[[Any, Any], Any]) -> Any:
+    """One value as the ORM would send it (see row_plan)."""
+    # A datetime goes as is to PostgreSQL only when aware: SQLite's driver would write an
+    # aware one with its offset ("...+00:00"), not as the ORM does, so the same instant
+    # would be two different texts (two rows under one unique key).
+    if value is not None and (type(value) is not kind or kind is datetime and (
+            value.tzinfo is None or connection.vendor != "postgresql")):
+        if hasattr(value, "resolve_expression"):
+            raise TypeError(f"{attname}: an expression, which a prepared row cannot hold")
+        value = prepare(value, connection)
+    return value
 
 
 # On SQLite the REGEXP function runs in this process; Python's re cannot be interrupted, so
@@ -349,7 +353,7 @@ def insert_sql[M: models.Model](
     return text, tuple(value for row in rows for value in row)
 
 
-_ROW_UPDATES: dict[tuple, str] = {}
+_ROW_UPDATES: dict[tuple, tuple[str, RowPlan]] = {}
 
 
 def row_update_sql(
@@ -357,21 +361,24 @@ def row_update_sql(
 ) -> tuple[str, tuple]:
     """UPDATE of one row by pk: `values` set, `amounts` added to the columns' values. The text
     is written once per shape (compiling the ORM's UPDATE on every append cost more than
-    running it); each value is still prepared by its field."""
+    running it); each value is still prepared as its field does (see row_plan)."""
     meta = model._meta
     key = (model, tuple(values), tuple(amounts))
-    text = _ROW_UPDATES.get(key)
-    if text is None:
+    shape = _ROW_UPDATES.get(key)
+    if shape is None:
         quote = connection.ops.quote_name
         # Concrete fields, which have a column: the stubs cannot tell them from other fields.
-        columns = [quote(meta.get_field(name).column)  # type: ignore[union-attr, arg-type]
-                   for name in (*values, *amounts)]
+        fields = tuple(meta.get_field(name) for name in (*values, *amounts))
+        columns = [quote(f.column) for f in fields]  # type: ignore[union-attr, arg-type]
         sets = [f"{c} = %s" for c in columns[:len(values)]]
         sets += [f"{c} = {c} + %s" for c in columns[len(values):]]
-        text = _ROW_UPDATES[key] = (f"UPDATE {quote(meta.db_table)} SET {', '.join(sets)} "
-                                    f"WHERE {quote(meta.pk.column)} = %s")  # type: ignore[arg-type]
-    params = [meta.get_field(name).get_db_prep_save(value, connection)  # type: ignore[union-attr]
-              for name, value in (*values.items(), *amounts.items())]
+        shape = _ROW_UPDATES[key] = (
+            f"UPDATE {quote(meta.db_table)} SET {', '.join(sets)} "
+            f"WHERE {quote(meta.pk.column)} = %s",  # type: ignore[arg-type]
+            row_plan(fields))  # type: ignore[arg-type]
+    text, plan = shape
+    params = [_prepared(attname, value, kind, prepare) for (attname, kind, prepare, _), value in zip(
+        plan, (*values.values(), *amounts.values()), strict=True)]
     return text, (*params, pk)
 
 
