@@ -375,7 +375,7 @@ def row_update_sql(
         shape = _ROW_UPDATES[key] = (
             f"UPDATE {quote(meta.db_table)} SET {', '.join(sets)} "
             f"WHERE {quote(meta.pk.column)} = %s",  # type: ignore[arg-type]
-            row_plan(fields))  # type: ignore[arg-type]
+            row_plan(fields))
     text, plan = shape
     params = [_prepared(attname, value, kind, prepare) for (attname, kind, prepare, _), value in zip(
         plan, (*values.values(), *amounts.values()), strict=True)]
