@@ -325,7 +325,7 @@ def insert_sql[M: models.Model](
         compiler = query.get_compiler(using=DEFAULT_DB_ALIAS)
         compiler.returning_fields = [model._meta.get_field(name) for name in returning] or None
         [(text, params)] = compiler.as_sql()
-        # One placeholder per value, row after row (a text per number of rows, up to 20); or on
+        # One placeholder per value, row after row (a text per number of rows); or on
         # PostgreSQL for several rows one array per column (UNNEST, any number). Any other shape
         # (a field's own placeholder, a database default) is compiled every time; a binary
         # field's placeholder is a plain %s but on MySQL, which contextstore does not run on.
@@ -342,7 +342,7 @@ def insert_sql[M: models.Model](
             text = text.replace(values, f"SELECT * FROM UNNEST({arrays})")
             params = [list(params[i::len(fields)]) for i in range(len(fields))]
             columnar = True
-        if plain and (columnar or len(params) == len(fields) * len(objs) <= len(fields) * 20):
+        if plain and (columnar or len(params) == len(fields) * len(objs)):
             _INSERTS[(*key, "many" if columnar else len(objs))] = (text, fields, columnar)
         return text, tuple(params)
     text, fields, columnar = shape
