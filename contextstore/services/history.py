@@ -28,10 +28,10 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS
+from django.db import DEFAULT_DB_ALIAS, connection
 from django.db.models import Count, F, Q, QuerySet, Sum
 
-from contextstore.db import bulk_insert_events, insert_sql, one_statement, row_update_sql
+from contextstore.db import PreparedGet, bulk_insert_events, insert_sql, one_statement, row_update_sql
 from contextstore.eventspec import EventSpec
 from contextstore.models import Event, Run, Session, SessionModel, Thread
 from contextstore.toolcalls import event_failed
@@ -79,7 +79,8 @@ def events_add(
                 places or [_ORDINARY] * len(specs), strict=True)]
     if fold_with is not None:
         # Compiled first: that stamps created_at, which the thread's last_event_at follows.
-        inserted = insert_sql(Event, objs, returning=("id", "seq"), ignore_conflicts=True)
+        inserted = insert_sql(Event, objs, returning=("id", "seq"), ignore_conflicts=True,
+                              leave_out=_NEW_ROW_NULLS)
         updates = [row_update_sql(*update) for update in _added_updates(thread=thread, events=objs, now=now)]
         rows = one_statement(inserted, *updates, *fold_with(objs),
                              binary=len(objs) > 1)  # the UNNEST arrays
@@ -98,12 +99,20 @@ def events_add(
     return objs
 
 
+_RUN = PreparedGet(lambda thread_id, run_id: Run.objects.filter(thread=thread_id, run_id=run_id),
+                   text=(1,))
+
+
 def _runs_for(thread: Thread, run_ids: Iterable[str]) -> dict[str, Run]:
     """Existing runs by run_id, creating the missing ones. The caller holds the thread lock."""
     wanted = set(run_ids)
     if not wanted:
         return {}
-    runs = {r.run_id: r for r in Run.objects.filter(thread=thread, run_id__in=wanted)}
+    if len(wanted) == 1:  # the common case (a framework's run), by SQL compiled once
+        found = _RUN.get(thread.pk, next(iter(wanted)))
+        runs = {found.run_id: found} if found is not None else {}
+    else:
+        runs = {r.run_id: r for r in Run.objects.filter(thread=thread, run_id__in=wanted)}
     missing = [Run(thread=thread, run_id=rid) for rid in sorted(wanted - set(runs))]
     if missing:
         for run in Run.objects.bulk_create(missing):
@@ -115,6 +124,9 @@ def _runs_for(thread: Thread, run_ids: Iterable[str]) -> dict[str, Run]:
 # default). Building an Event positionally from these skips Model.__init__'s keyword handling
 # and related-object descriptors, which cost more per event than the rest of the append's Python.
 _EVENT_DEFAULTS = {f.attname: f.get_default() for f in Event._meta.concrete_fields}
+# The links a new row never has (a later rewrite, collapse or clear sets them): left out of the
+# folded insert, which keeps the append's one statement within psycopg's 50 cached values.
+_NEW_ROW_NULLS = ("replaced_by", "collapse", "cleared_by")
 _EVENT_THREAD = Event._meta.get_field("thread")
 _EVENT_RUN = Event._meta.get_field("run")
 
@@ -225,11 +237,11 @@ def _runs_count(events: list[Event]) -> None:
         agg["in"] += used_in
         agg["out"] += used_out
         agg["cost"] += event_cost(e)
-    for pk, agg in per_run.items():
-        Run.objects.filter(pk=pk).update(
-            event_count=F("event_count") + agg["events"], input_tokens=F("input_tokens") + agg["in"],
-            output_tokens=F("output_tokens") + agg["out"], cost=F("cost") + agg["cost"],
-        )
+    with connection.cursor() as cursor:  # the UPDATE's text written once (db.row_update_sql)
+        for pk, agg in per_run.items():
+            cursor.execute(*row_update_sql(Run, pk, {}, {
+                "event_count": agg["events"], "input_tokens": agg["in"],
+                "output_tokens": agg["out"], "cost": agg["cost"]}))
 
 
 def _step_results(events: list[Event]) -> None:

@@ -1,6 +1,7 @@
 """The agent's hot path (append, context, thread and state reads): statement counts that do not
 grow with the history, hand-built serializers equal to DRF's, and the API-token cache."""
 
+import base64
 import datetime
 import decimal
 import uuid
@@ -8,6 +9,7 @@ import uuid
 import pytest
 from django.db import connection, transaction
 from django.http import QueryDict
+from psycopg._queries import MAX_CACHED_STATEMENT_LENGTH, MAX_CACHED_STATEMENT_PARAMS
 from rest_framework import serializers as drf
 from rest_framework.renderers import JSONRenderer
 
@@ -123,6 +125,42 @@ def test_reads_statements_do_not_grow_with_history(api_client, thread, thread_ur
     event_append(thread=thread, events=messages(3, start=history, words=8), actor=actor)
     with django_assert_num_queries(2):
         assert api_client.get(f"{thread_url}context/?max_tokens=8000").status_code == 200
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="psycopg's conversion cache")
+def test_the_write_paths_statements_are_ones_psycopg_converts_once(api_client, thread_url):
+    """psycopg's client-side binding splits a statement's placeholders once per process only
+    when it has at most 50 values and 4 kB; past that, on every call."""
+    seen: list[tuple[str, int]] = []
+
+    def record(execute, sql, params, many, context):
+        seen.append((sql, len(params or ())))
+        return execute(sql, params, many, context)
+
+    blob = base64.b64encode(b"\x00\xff" * 200).decode()
+    commit = {"app": "lg", "user_id": "", "key": "s1", "create": True, "batch_id": "b1",
+              "events": [{"type": "Checkpoint", "run_id": "r1", "client_id": "c1", "data": {"n": 1}}],
+              "blobs": [{"key": f"k{i}", "data": blob, "meta": {"i": i}} for i in range(5)]}
+    api_client.post("/api/v1/agent-sessions/commit/", {**commit, "batch_id": "b0", "events": []},
+                    format="json")
+    with connection.execute_wrapper(record):
+        assert api_client.post(f"{thread_url}events/", {"events": messages(1)},
+                               format="json").status_code == 201
+        assert api_client.post("/api/v1/agent-sessions/commit/", commit,
+                               format="json").status_code == 200
+    assert len(seen) > 4
+    for sql, count in seen:
+        assert count <= MAX_CACHED_STATEMENT_PARAMS and len(sql.encode()) <= MAX_CACHED_STATEMENT_LENGTH, sql
+
+
+def test_a_surrogate_in_a_drf_text_field_is_refused_as_drf_refuses_it():
+    field = drf.CharField()
+    for text in ("a\udfffb", "\ud83d"):
+        with pytest.raises(drf.ValidationError) as refused:
+            field.run_validation(text)
+        assert refused.value.get_codes() == ["surrogate_characters_not_allowed"]
+        assert f"U+{ord(text.strip('ab')):X}" in str(refused.value.detail[0])
+    assert field.run_validation("ok \U0001F600") == "ok \U0001F600"
 
 
 def test_a_replayed_client_id_returns_the_stored_event_on_the_fast_path(api_client, thread_url):

@@ -1,10 +1,11 @@
 """db.PreparedGet with string values and db.insert_sql's ON CONFLICT DO UPDATE (the commit path's
 compiled-once SQL) give what the ORM gives."""
 
+import pytest
 from django.db import connection
 
 from contextstore.db import PreparedGet, insert_sql
-from contextstore.models import Session, ThreadBlob
+from contextstore.models import Event, Session, ThreadBlob
 from contextstore.services.sessions import session_ensure
 
 BY_IDENTITY = PreparedGet(lambda workspace_id, app, user_id, key: Session.objects.filter(
@@ -37,3 +38,27 @@ def test_an_upsert_overwrites_by_key_and_inserts_the_rest(thread):
     upsert({"b": b""})
     got = {b.key: (bytes(b.data), b.meta, b.size) for b in ThreadBlob.objects.filter(thread=thread)}
     assert got == {"a": (b"22", {"n": 2}, 2), "b": (b"", {"n": 0}, 0)}
+
+
+def test_many_rows_with_bytes_go_as_one_statement_text_whatever_their_number(thread):
+    def upsert(count: int) -> str:
+        rows = [ThreadBlob(thread=thread, key=f"k{i}", data=bytes([i, 0, 255]) * i, meta=None,
+                           size=3 * i) for i in range(count)]
+        text, params = insert_sql(ThreadBlob, rows, returning=("id",), update_conflicts=(
+            ("thread", "key"), ("data", "meta", "size", "updated_at")))
+        with connection.cursor() as cursor:
+            cursor.execute(text, params)
+        return text
+
+    texts = {upsert(count) for count in (2, 5, 30)}
+    got = {b.key: bytes(b.data) for b in ThreadBlob.objects.filter(thread=thread)}
+    assert got == {f"k{i}": bytes([i, 0, 255]) * i for i in range(30)}
+    assert len(texts) == (1 if connection.vendor == "postgresql" else 3)  # UNNEST's arrays
+
+
+def test_a_column_left_out_of_an_insert_must_be_null_in_every_row(thread):
+    events = [Event(thread=thread, seq=1, position=1, type="Message"),
+              Event(thread=thread, seq=2, position=2, type="Message", cleared_by_id=1)]
+    insert_sql(Event, events[:1], leave_out=("cleared_by",))
+    with pytest.raises(ValueError, match="cleared_by"):
+        insert_sql(Event, events, leave_out=("cleared_by",))
