@@ -17,10 +17,6 @@ class ContextstoreConfig(AppConfig):
 
         tokens.set_encoding(settings.TOKEN_ENCODING)
 
-        from contextstore.api.validators import surrogate_check_by_search
-
-        surrogate_check_by_search()
-
         from contextstore.db import install_sqlite_regexp
 
         connection_created.connect(install_sqlite_regexp, dispatch_uid="contextstore-regexp")

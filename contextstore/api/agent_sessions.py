@@ -16,6 +16,7 @@ from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from contextstore.api.common import actor_of, body, if_match_revision, parse, token_of
 from contextstore.api.schema import NO_NUL, ObjectListSchema
@@ -58,9 +59,21 @@ class ReadQuerySerializer(IdentitySerializer):
                                              help_text="Only events older than the one with this client id.")
 
 
+class Base64Text(serializers.CharField):
+    """Base64 text, decoded (validate=True) where it is used, which refuses every character
+    outside the alphabet. So DRF's surrogate check, a Python loop over every character (an
+    eighth of a LangGraph commit's CPU), is left off; the JSON parser refuses lone surrogates
+    anyway (api.parsers)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.validators = [v for v in self.validators
+                           if not isinstance(v, ProhibitSurrogateCharactersValidator)]
+
+
 class BlobInSerializer(serializers.Serializer):
     key = serializers.CharField(max_length=500, trim_whitespace=False)
-    data = serializers.CharField(help_text="Base64 bytes.", trim_whitespace=False, allow_blank=True)  # type: ignore[assignment]  # a field (the metaclass takes it off the class)
+    data = Base64Text(help_text="Base64 bytes.", trim_whitespace=False, allow_blank=True)  # type: ignore[assignment]  # a field (the metaclass takes it off the class)
     schema_rules = {"properties": {"data": {"format": "byte"}}}
     content_type = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
     meta = JSON_ANY(required=False, allow_null=True, default=None)

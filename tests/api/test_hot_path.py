@@ -12,6 +12,7 @@ from django.http import QueryDict
 from psycopg._queries import MAX_CACHED_STATEMENT_LENGTH, MAX_CACHED_STATEMENT_PARAMS
 from rest_framework import serializers as drf
 from rest_framework.renderers import JSONRenderer
+from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from contextstore.api import serializers as s
 from contextstore.api.agent_sessions import CommitSerializer
@@ -153,14 +154,22 @@ def test_the_write_paths_statements_are_ones_psycopg_converts_once(api_client, t
         assert count <= MAX_CACHED_STATEMENT_PARAMS and len(sql.encode()) <= MAX_CACHED_STATEMENT_LENGTH, sql
 
 
-def test_a_surrogate_in_a_drf_text_field_is_refused_as_drf_refuses_it():
-    field = drf.CharField()
-    for text in ("a\udfffb", "\ud83d"):
-        with pytest.raises(drf.ValidationError) as refused:
-            field.run_validation(text)
-        assert refused.value.get_codes() == ["surrogate_characters_not_allowed"]
-        assert f"U+{ord(text.strip('ab')):X}" in str(refused.value.detail[0])
-    assert field.run_validation("ok \U0001F600") == "ok \U0001F600"
+def test_a_blob_is_base64_text_without_drfs_surrogate_loop():
+    from contextstore.api.agent_sessions import BlobInSerializer
+
+    field = BlobInSerializer().fields["data"]
+    assert not any(isinstance(v, ProhibitSurrogateCharactersValidator) for v in field.validators)
+    # DRF's other text fields keep their check
+    assert any(isinstance(v, ProhibitSurrogateCharactersValidator) for v in drf.CharField().validators)
+
+
+@pytest.mark.parametrize("data", [r"QUJD\udfff", r"QUJD\u00e9", "QUJD!"])  # as JSON text
+def test_blob_text_outside_base64_is_refused_and_nothing_is_stored(api_client, workspace, data):
+    body = '{"app": "a", "key": "k", "create": true, "blobs": [{"key": "b", "data": "DATA"}]}'.replace(
+        "DATA", data)
+    response = api_client.post("/api/v1/agent-sessions/commit/", body, content_type="application/json")
+    assert response.status_code == 400, response.content
+    assert not Thread.objects.filter(workspace=workspace).exists()
 
 
 def test_a_replayed_client_id_returns_the_stored_event_on_the_fast_path(api_client, thread_url):
