@@ -22,7 +22,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from contextstore import documents
-from contextstore.db import PreparedGet, insert_sql, one_statement, row_update_sql
+from contextstore.db import PreparedGet, insert_sql, one_statement
 from contextstore.errors import Conflict, InvalidInput, NotFound, StaleRevision
 from contextstore.eventspec import event_specs
 from contextstore.models import (
@@ -266,12 +266,11 @@ def session_commit(*, workspace: Workspace, identity: Identity, commit: CommitIn
         # The writes that follow the append and the state patches, run together at the end.
         writes: list[tuple[str, tuple]] = []
         if specs:
+            # Last activity follows the framework's own clock (ADK's last_update_time), set by
+            # the append's own update of the session (one update of its row, not two).
             result = event_service.event_append_specs(thread=thread, specs=specs, actor=actor,
-                                                      locked=True)
+                                                      locked=True, activity_occurred=True)
             appended, last_seq = result.events, result.last_seq
-            newest = max(e.occurred_at for e in appended)
-            # Last activity follows the framework's own clock (ADK's last_update_time).
-            writes.append(row_update_sql(Session, session.pk, {"last_activity_at": newest}, {}))
         revision = thread.revision
         if commit.state:
             revision = state_service.state_write(thread=thread, actor=actor, state=commit.state,

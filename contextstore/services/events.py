@@ -41,22 +41,23 @@ def event_append(*, thread: Thread, events: list[Any], actor: Actor) -> AppendRe
 
 
 def event_append_specs(*, thread: Thread, specs: list[EventSpec], actor: Actor,
-                       locked: bool = False) -> AppendResult:
+                       locked: bool = False, activity_occurred: bool = False) -> AppendResult:
     """event_append of a batch its caller validated already (eventspec.event_specs), as a
     commit does before it takes any lock; the caller redacted it (redaction.redact_events).
     `locked`: the caller holds the thread's row lock and `thread` is the row it read under it
-    (history_only), so it is not read again."""
+    (history_only), so it is not read again. `activity_occurred`: the session's last activity
+    is the newest event's occurred_at (history.events_add)."""
     specs, call_texts = llm_call_prepare(thread=thread, specs=specs)  # render_id, data.messages
     now = timezone.now()
 
     outcome = None
     if connection.vendor == "postgresql":
         try:
-            outcome = _append_folded(thread, specs, call_texts, actor, now, locked)
+            outcome = _append_folded(thread, specs, call_texts, actor, now, locked, activity_occurred)
         except history.Skipped:
             outcome = None  # rolled back; the path below reads the stored events
     if outcome is None:
-        outcome = _append_checked(thread, specs, call_texts, actor, now, locked)
+        outcome = _append_checked(thread, specs, call_texts, actor, now, locked, activity_occurred)
     thread, final, created = outcome
     if created:
         summarization_check(thread=thread)
@@ -65,7 +66,7 @@ def event_append_specs(*, thread: Thread, specs: list[EventSpec], actor: Actor,
 
 def _append_folded(
     thread: Thread, specs: list[EventSpec], call_texts: list[str], actor: Actor, now: datetime,
-    locked: bool = False,
+    locked: bool = False, activity_occurred: bool = False,
 ) -> tuple[Thread, list[Event], int] | None:
     """The common append on PostgreSQL, any batch size, in four round trips: BEGIN, the
     thread's row lock, one statement (the rows, the thread's and session's counters, the audit
@@ -87,13 +88,14 @@ def _append_folded(
                 workspace=locked_row.workspace, count=len(objs), first_seq=objs[0].seq,
                 last_seq=objs[-1].seq)])]
 
-        objs = history.events_add(thread=locked_row, specs=specs, now=now, fold_with=audited)
+        objs = history.events_add(thread=locked_row, specs=specs, now=now, fold_with=audited,
+                                  activity_occurred=activity_occurred)
     return locked_row, objs, len(objs)
 
 
 def _append_checked(
     thread: Thread, specs: list[EventSpec], call_texts: list[str], actor: Actor, now: datetime,
-    locked: bool = False,
+    locked: bool = False, activity_occurred: bool = False,
 ) -> tuple[Thread, list[Event], int]:
     """Any append (SQLite's, and a replay on PostgreSQL): stored client_ids are read first
     (replays, conflicts); big batches COPY."""
@@ -126,7 +128,8 @@ def _append_checked(
                 batch_hashes[spec.client_id] = spec.payload_hash
                 fresh.append(i)
 
-        created = history.events_add(thread=thread, specs=[specs[i] for i in fresh], now=now)
+        created = history.events_add(thread=thread, specs=[specs[i] for i in fresh], now=now,
+                                     activity_occurred=activity_occurred)
         for i, obj in zip(fresh, created, strict=True):
             results[i] = obj
         if created:

@@ -53,6 +53,7 @@ def events_add(
     *, thread: Thread, specs: Sequence[EventSpec], now: datetime,
     places: Sequence[Place] | None = None,
     fold_with: Callable[[list[Event]], list[tuple[str, tuple]]] | None = None,
+    activity_occurred: bool = False,
 ) -> list[Event]:
     """Add rows to a thread: each spec becomes an Event at the next seq (gap-free, creation
     order), the runs it names are made, and the thread's, session's and runs' counters, the
@@ -68,6 +69,9 @@ def events_add(
     them) to run with their INSERT and the counters' UPDATEs as one statement, one round trip. A
     row whose client_id is stored already is then skipped rather than refused, and Skipped is
     raised. Without it, big batches COPY (db.bulk_insert_events).
+
+    activity_occurred: the session's last activity is the newest row's occurred_at, not `now`
+    (a commit: the framework's clock, ADK's last_update_time), set by the same update.
     """
     if not specs:
         return []
@@ -81,7 +85,8 @@ def events_add(
         # Compiled first: that stamps created_at, which the thread's last_event_at follows.
         inserted = insert_sql(Event, objs, returning=("id", "seq"), ignore_conflicts=True,
                               leave_out=_NEW_ROW_NULLS)
-        updates = [row_update_sql(*update) for update in _added_updates(thread=thread, events=objs, now=now)]
+        updates = [row_update_sql(*update) for update in _added_updates(
+            thread=thread, events=objs, now=now, activity_occurred=activity_occurred)]
         rows = one_statement(inserted, *updates, *fold_with(objs),
                              binary=len(objs) > 1)  # the UNNEST arrays
         if len(rows) != len(objs):
@@ -94,7 +99,7 @@ def events_add(
         _models_seen(thread=thread, events=objs)
     else:
         bulk_insert_events(objs, now)
-        history_added(thread=thread, events=objs, now=now)
+        history_added(thread=thread, events=objs, now=now, activity_occurred=activity_occurred)
     _step_results(objs)
     return objs
 
@@ -181,12 +186,14 @@ def _working(events: Iterable[Event]) -> tuple[int, int]:
     return count, tokens
 
 
-def history_added(*, thread: Thread, events: list[Event], now: datetime) -> None:
+def history_added(*, thread: Thread, events: list[Event], now: datetime,
+                  activity_occurred: bool = False) -> None:
     """Count rows just inserted (any status) on their thread, session and runs, and the session's
     model names: events_add's counting, and that of a loader that inserts rows by itself (the
     browser test's 100,000-event thread, loaded faster than any ORM insert). The thread is
     locked and fresh; its in-memory counters move too."""
-    for model, pk, values, amounts in _added_updates(thread=thread, events=events, now=now):
+    for model, pk, values, amounts in _added_updates(thread=thread, events=events, now=now,
+                                                     activity_occurred=activity_occurred):
         model.objects.filter(pk=pk).update(
             **values, **{name: F(name) + amount for name, amount in amounts.items()})
     _runs_count(events)
@@ -194,7 +201,7 @@ def history_added(*, thread: Thread, events: list[Event], now: datetime) -> None
 
 
 def _added_updates(
-    *, thread: Thread, events: list[Event], now: datetime
+    *, thread: Thread, events: list[Event], now: datetime, activity_occurred: bool = False
 ) -> list[tuple[type[Thread] | type[Session], int, dict[str, Any], dict[str, Any]]]:
     """The thread's and session's counter updates for new rows (any status), as (model, pk,
     values to set, amounts to add) for events_add to run (or fold into one statement); the
@@ -216,7 +223,8 @@ def _added_updates(
             token_total=thread.token_total, active_event_count=thread.active_event_count,
             active_tokens=thread.active_tokens, error_count=thread.error_count,
             last_event_at=thread.last_event_at, updated_at=now), {}),
-        (Session, thread.session_id, dict(last_activity_at=now), dict(
+        (Session, thread.session_id, dict(
+            last_activity_at=max(e.occurred_at for e in events) if activity_occurred else now), dict(
             event_count=len(events),
             error_count=errors,
             token_total=sum(e.token_count for e in events),

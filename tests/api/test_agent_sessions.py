@@ -5,6 +5,7 @@ import json
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from contextstore.models import AuditLog, Event, ScopedState, Session, ThreadBlob
 
@@ -63,6 +64,22 @@ def test_commit_appends_events_and_patches_state_and_scopes_in_one_answer(api_cl
     assert base64.b64decode(body["blobs"][0]["data"]) == b"\x00\xff"
     # Last activity follows the newest event's own time, not the server's clock.
     assert body["last_activity_at"] == "2026-01-02T03:04:05Z"
+
+
+def test_a_commit_updates_its_session_row_once(api_client):
+    create(api_client)
+    with CaptureQueriesContext(connection) as queries:
+        answer = commit(api_client, events=[
+            {"type": "Message", "content": "a", "occurred_at": "2026-01-02T03:04:05Z"},
+            {"type": "Message", "content": "b", "occurred_at": "2026-01-02T03:04:06Z"}])
+    assert answer.status_code == 200, answer.json()
+    # the counters and the last activity in one UPDATE (each is a new row version and, with
+    # last_activity_at indexed, new entries in the session's indexes)
+    updates = [q["sql"] for q in queries.captured_queries if 'UPDATE "contextstore_session"' in q["sql"]]
+    assert len(updates) == 1, updates
+    session = Session.objects.get()
+    assert session.last_activity_at.isoformat() == "2026-01-02T03:04:06+00:00"
+    assert session.event_count == 2
 
 
 def test_a_stale_commit_changes_nothing(api_client):
