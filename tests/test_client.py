@@ -285,6 +285,36 @@ def test_retry_after_is_a_floor_under_the_backoff_and_other_5xx_retry_only_idemp
     assert caught.value.status == 502 and len(seen) == 3  # the last error, after 2 retries
 
 
+def test_the_first_attempt_keeps_every_retry_rule(flavour):
+    """The first attempt runs outside tenacity: a 503 on it is still retried after its
+    Retry-After, a lost answer to a POST that is unsafe to repeat is not, a 4xx is raised at once,
+    and retries=0 sends once."""
+    busy = {"error": {"code": "unavailable", "message": "busy", "details": {}}}
+    transport, seen = scripted([httpx.Response(503, headers={"Retry-After": "0.3"}, json=busy),
+                                httpx.Response(200, json={"iteration": 4})])
+    started = time.monotonic()
+    assert handle_for(flavour, transport).increment_iteration() == 4  # a POST: 503 always retried
+    assert time.monotonic() - started >= 0.3 and len(seen) == 2
+    transport, seen = scripted([httpx.ReadTimeout("lost"), httpx.Response(200, json={"iteration": 4})])
+    with pytest.raises(cs_client.ConnectionFailed) as caught:
+        handle_for(flavour, transport).increment_iteration()
+    assert len(seen) == 1 and isinstance(caught.value.__cause__, httpx.ReadTimeout)
+    transport, seen = scripted([httpx.Response(404, json={"error": {
+        "code": "not_found", "message": "gone", "details": {}}})])
+    with pytest.raises(cs_client.NotFound):
+        handle_for(flavour, transport).state()
+    assert len(seen) == 1
+    transport, seen = scripted([httpx.Response(503, json=busy), httpx.Response(200, json={"iteration": 4})])
+    with pytest.raises(cs_client.ServerError) as failed:
+        handle_for(flavour, transport, retries=0).increment_iteration()
+    assert failed.value.status == 503 and len(seen) == 1
+    transport, seen = scripted([httpx.ConnectError("refused")] * 2
+                               + [httpx.Response(200, json={"iteration": 4})])
+    with pytest.raises(cs_client.ConnectionFailed) as refused:
+        handle_for(flavour, transport, retries=1).increment_iteration()
+    assert len(seen) == 2 and isinstance(refused.value.__cause__, httpx.ConnectError)
+
+
 def test_the_loop_context_call_log_links_the_call_to_its_render(flavour, cs, live_server, thread,
                                                                  read_token):
     handle = cs.get_thread(thread.pk)

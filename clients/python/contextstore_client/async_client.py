@@ -9,6 +9,7 @@ from typing import Any, Literal, Unpack, overload
 import httpx
 from tenacity import AsyncRetrying
 
+from contextstore_client._asyncio_net import use_asyncio_streams
 from contextstore_client._http import (
     _checked,
     _http_options,
@@ -37,6 +38,8 @@ class AsyncContextStore(StoreOps, Awaiting):
         self.backoff = backoff
         self.max_backoff = max_backoff
         self._http = httpx.AsyncClient(**_http_options(base_url, token, timeout, transport))
+        if transport is None:
+            use_asyncio_streams(self._http)
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -55,16 +58,26 @@ class AsyncContextStore(StoreOps, Awaiting):
             idempotent = method.upper() != "POST"
         if params:
             params = {k: _param(v) for k, v in params.items() if v is not None}
+
+        async def attempt() -> httpx.Response:
+            try:
+                response = await self._http.request(method, path, json=json, params=params,
+                                                    headers=headers, content=content)
+            except httpx.TransportError as exc:
+                raise _transport_failure(method, path, exc, idempotent) from exc
+            return _checked(response, idempotent)
+
+        try:  # the first attempt outside tenacity, as ContextStore.request
+            return await attempt()
+        except _Transient as exc:
+            failures = [exc]
         retrying = AsyncRetrying(**_retry_policy(self.retries, self.backoff, self.max_backoff))
         try:
-            async for attempt in retrying:
-                with attempt:
-                    try:
-                        response = await self._http.request(method, path, json=json, params=params,
-                                                            headers=headers, content=content)
-                    except httpx.TransportError as exc:
-                        raise _transport_failure(method, path, exc, idempotent) from exc
-                    return _checked(response, idempotent)
+            async for tried in retrying:
+                with tried:
+                    if failures:
+                        raise failures.pop()
+                    return await attempt()
         except _Transient as last:
             raise last.failure from last.failure.__cause__
         raise AssertionError("unreachable: tenacity either returns or raises")
