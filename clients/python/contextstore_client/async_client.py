@@ -9,7 +9,6 @@ from typing import Any, Literal, Unpack, overload
 import httpx
 from tenacity import AsyncRetrying
 
-from contextstore_client._asyncio_net import use_asyncio_streams
 from contextstore_client._http import (
     _checked,
     _http_options,
@@ -38,8 +37,6 @@ class AsyncContextStore(StoreOps, Awaiting):
         self.backoff = backoff
         self.max_backoff = max_backoff
         self._http = httpx.AsyncClient(**_http_options(base_url, token, timeout, transport))
-        if transport is None:
-            use_asyncio_streams(self._http)
 
     async def aclose(self) -> None:
         await self._http.aclose()
