@@ -53,7 +53,7 @@ class ClientBench:
             for number in range(rounds):
                 order = list(sides) if number % 2 == 0 else list(reversed(sides))
                 for side in order:
-                    result = self.driver(root, sides[side], url, token, samples)
+                    result = self.driver(root, sides[side], url, token, samples, side)
                     results[side].append(result)
                     self.table(f"round {number + 1}, {side} ({result['client']})", [result])
             for side in sides:
@@ -67,10 +67,12 @@ class ClientBench:
         self.stdout.write(f"load average after {load()}")
         return results
 
-    def driver(self, root: Path, client: Path, url: str, token: str, samples: int) -> dict[str, Any]:
+    def driver(self, root: Path, client: Path, url: str, token: str, samples: int,
+               side: str) -> dict[str, Any]:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(client), str(root)])}
         run = subprocess.run([sys.executable, "-m", "contextstore.bench.client_calls", url, token,
-                              str(samples)], cwd=root, env=env, capture_output=True, text=True, check=False)
+                              str(samples), side], cwd=root, env=env, capture_output=True, text=True,
+                             check=False)
         if run.returncode != 0:
             raise CommandError(f"the driver failed:\n{run.stdout[-2000:]}{run.stderr[-4000:]}")
         return json.loads(run.stdout.strip().splitlines()[-1])

@@ -2,14 +2,15 @@
 checkout's client can be measured the same way (its clients/python first on PYTHONPATH). Run
 by `manage.py bench_client` (contextstore/bench/client.py), which reads the JSON it prints:
 
-    python -m contextstore.bench.client_calls URL TOKEN SAMPLES
+    python -m contextstore.bench.client_calls URL TOKEN SAMPLES [TAG]
 
 Imports nothing of Django or the server. Five clients make the same two calls in turns, inside
 one running event loop (where agents' frameworks make them): bare urllib3 (the floor), bare
 httpx.Client and httpx.AsyncClient (the same requests: JSON encoded and decoded, blobs in
 base64), then ContextStore and AsyncContextStore through their operations. "get" reads a thread
 (GET threads/{id}/); "commit" is commit_agent_session with one event and three blobs, what
-LangGraph's put sends. Each call's wall time and the process's CPU time around it.
+LangGraph's put sends, each client to a session of its own (keys prefixed with TAG). Each
+call's wall time and the process's CPU time around it.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ CALLS = ("get", "commit")
 WARM = 20  # untimed calls of each kind first: connections, caches
 
 # LangGraph's put: a channel's value, the checkpoint, its metadata (sizes of a short chat's).
-BLOBS = [
+BLOBS: list[dict[str, Any]] = [
     {"key": "ch/messages/3", "data": b"m" * 2000, "content_type": "msgpack",
      "meta": {"channel": "messages", "version": "3"}},
     {"key": "cp/1", "data": b"c" * 600, "content_type": "msgpack", "meta": {"checkpoint_id": "1"}},
@@ -66,7 +67,7 @@ def checked(status: int, data: bytes) -> Any:
     return json.loads(data)
 
 
-def make_calls(url: str, token: str, thread_id: int
+def make_calls(url: str, token: str, thread_id: int, tag: str = "bench"
                ) -> tuple[dict[tuple[str, str], Callable[[], Any]], list[Callable[[], Any]]]:
     """Each (client, call)'s function (a coroutine function for the async clients), and what to
     close at the end."""
@@ -74,7 +75,8 @@ def make_calls(url: str, token: str, thread_id: int
     headers = {"Authorization": f"Bearer {token}", "Accept": "application/json",
                "Content-Type": "application/json"}
     parsed = urllib3.util.parse_url(api)
-    pool = urllib3.HTTPConnectionPool(parsed.host, parsed.port, maxsize=1, headers=headers, timeout=30)
+    pool = urllib3.HTTPConnectionPool(parsed.host or "127.0.0.1", parsed.port, maxsize=1, headers=headers,
+                                      timeout=30)
     plain = httpx.Client(base_url=api, headers=headers, timeout=30)
     aplain = httpx.AsyncClient(base_url=api, headers=headers, timeout=30)
     store = ContextStore(url, token)
@@ -86,7 +88,7 @@ def make_calls(url: str, token: str, thread_id: int
         return checked(response.status, response.data)
 
     def u_commit() -> Any:
-        response = pool.request("POST", "/api/v1/agent-sessions/commit/", body=commit_body("u"))
+        response = pool.request("POST", "/api/v1/agent-sessions/commit/", body=commit_body(f"{tag}-u"))
         return checked(response.status, response.data)
 
     def h_get() -> Any:
@@ -94,7 +96,7 @@ def make_calls(url: str, token: str, thread_id: int
         return checked(response.status_code, response.content)
 
     def h_commit() -> Any:
-        response = plain.post("agent-sessions/commit/", content=commit_body("h"))
+        response = plain.post("agent-sessions/commit/", content=commit_body(f"{tag}-h"))
         return checked(response.status_code, response.content)
 
     async def a_get() -> Any:
@@ -102,15 +104,15 @@ def make_calls(url: str, token: str, thread_id: int
         return checked(response.status_code, response.content)
 
     async def a_commit() -> Any:
-        response = await aplain.post("agent-sessions/commit/", content=commit_body("a"))
+        response = await aplain.post("agent-sessions/commit/", content=commit_body(f"{tag}-a"))
         return checked(response.status_code, response.content)
 
     def s_commit() -> Any:
-        return store.commit_agent_session("bench-client", "", "s", events=[checkpoint_event()],
+        return store.commit_agent_session("bench-client", "", f"{tag}-s", events=[checkpoint_event()],
                                           blobs=BLOBS, create=True)
 
     async def as_commit() -> Any:
-        return await astore.commit_agent_session("bench-client", "", "as", events=[checkpoint_event()],
+        return await astore.commit_agent_session("bench-client", "", f"{tag}-as", events=[checkpoint_event()],
                                                  blobs=BLOBS, create=True)
 
     calls = {
@@ -124,10 +126,10 @@ def make_calls(url: str, token: str, thread_id: int
     return calls, [pool.close, plain.close, aplain.aclose, store.close, astore.aclose]
 
 
-async def measure(url: str, token: str, samples: int) -> dict[str, Any]:
+async def measure(url: str, token: str, samples: int, tag: str = "bench") -> dict[str, Any]:
     with ContextStore(url, token) as setup:
         thread_id = setup.thread("bench-client").id
-    calls, closers = make_calls(url, token, thread_id)
+    calls, closers = make_calls(url, token, thread_id, tag)
     wall: dict[tuple[str, str], list[float]] = {k: [] for k in calls}
     cpu: dict[tuple[str, str], float] = dict.fromkeys(calls, 0.0)
     for i in range(WARM + samples):
@@ -151,7 +153,8 @@ async def measure(url: str, token: str, samples: int) -> dict[str, Any]:
 
 def main() -> None:
     url, token, samples = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    print(json.dumps(asyncio.run(measure(url, token, samples))))
+    tag = sys.argv[4] if len(sys.argv) > 4 else "bench"
+    print(json.dumps(asyncio.run(measure(url, token, samples, tag))))
 
 
 if __name__ == "__main__":
