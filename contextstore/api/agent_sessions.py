@@ -54,6 +54,12 @@ class ReadQuerySerializer(IdentitySerializer):
                                           help_text="A JSON object every returned event's data contains.")
     blob = serializers.ListField(child=serializers.CharField(max_length=500), required=False,
                                  help_text="Blob keys to return with the read.")
+    blob_prefix = serializers.ListField(child=serializers.CharField(max_length=500), required=False,
+                                        help_text="Return the blobs whose keys start so too.")
+    event_blobs = serializers.BooleanField(
+        required=False, default=False,
+        help_text="Return too the blobs the returned events name: each event's data.blob_refs, "
+                  '{"keys": [...], "prefixes": [...]}.')
     before_client_id = serializers.CharField(max_length=200, required=False,
                                              help_text="Only events older than the one with this client id.")
 
@@ -271,6 +277,8 @@ def _blobs(raw: list[dict[str, Any]]) -> list[BlobIn]:
     return out
 
 
+LIST_PARAMS = ("type", "blob", "blob_prefix")  # the read's repeated query parameters
+
 IF_MATCH = OpenApiParameter("If-Match", str, OpenApiParameter.HEADER,
                             description="The thread state's revision the commit is based on.")
 
@@ -310,9 +318,8 @@ class AgentSessionViewSet(viewsets.ViewSet):
     def read(self, request: Request) -> Response:
         query = request.query_params.copy()
         data = parse(ReadQuerySerializer, {
-            **{k: query.get(k) for k in query if k not in ("type", "blob")},
-            **({"type": query.getlist("type")} if "type" in query else {}),
-            **({"blob": query.getlist("blob")} if "blob" in query else {}),
+            **{k: query.get(k) for k in query if k not in LIST_PARAMS},
+            **{k: query.getlist(k) for k in LIST_PARAMS if k in query},
         })
         contains = None
         if "data_contains" in data:
@@ -323,7 +330,8 @@ class AgentSessionViewSet(viewsets.ViewSet):
         read = reads.session_read(
             workspace=token_of(request).workspace, identity=_identity(data), limit=data.get("limit"),
             after=data.get("after"), types=data.get("type"), client_id=data.get("client_id"),
-            data_contains=contains, blob_keys=data.get("blob"), before_client_id=data.get("before_client_id"))
+            data_contains=contains, blob_keys=data.get("blob"), before_client_id=data.get("before_client_id"),
+            blob_prefixes=data.get("blob_prefix"), event_blobs=data["event_blobs"])
         return Response(_read(read))
 
     @extend_schema(request=CommitSerializer, parameters=[IF_MATCH], responses=CommitResultSerializer,

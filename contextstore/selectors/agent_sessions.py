@@ -143,6 +143,45 @@ EVENT_ROW_FIELDS = ("id", "seq", "position", "type", "role", "content", "parts",
 
 BLOB_ROW_FIELDS = ("key", "data", "content_type", "meta", "size")
 
+# An event's data may name the blobs it refers to, {"blob_refs": {"keys": [...], "prefixes":
+# [...]}} (a LangGraph checkpoint: its serialized checkpoint, metadata, channel values and
+# pending writes); a read with event_blobs returns those blobs with the events, in one request.
+BLOB_REFS = "blob_refs"
+MAX_BLOB_TERMS_PER_QUERY = 500  # keys and prefixes in one blob query
+
+
+def event_blob_refs(rows: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """The blob keys and key prefixes the events' data name under BLOB_REFS (ill-formed
+    entries are skipped: data is the writer's own)."""
+    keys: dict[str, None] = {}
+    prefixes: dict[str, None] = {}
+    for row in rows:
+        data = row["data"]
+        refs = data.get(BLOB_REFS) if isinstance(data, dict) else None
+        if not isinstance(refs, dict):
+            continue
+        for name, out in (("keys", keys), ("prefixes", prefixes)):
+            values = refs.get(name)
+            if isinstance(values, list):
+                out.update((v, None) for v in values if isinstance(v, str) and v)
+    return list(keys), list(prefixes)
+
+
+def thread_blobs(thread: Thread, keys: list[str], prefixes: list[str]) -> list[dict[str, Any]]:
+    """The thread's blobs with these keys or starting with one of these prefixes, by key, as
+    rows of BLOB_ROW_FIELDS; one query per MAX_BLOB_TERMS_PER_QUERY keys and prefixes."""
+    terms = [("key", k) for k in keys] + [("prefix", p) for p in prefixes if p]
+    found: dict[str, dict[str, Any]] = {}
+    for start in range(0, len(terms), MAX_BLOB_TERMS_PER_QUERY):
+        chunk = terms[start:start + MAX_BLOB_TERMS_PER_QUERY]
+        wanted = Q(key__in=[v for kind, v in chunk if kind == "key"])
+        for kind, value in chunk:
+            if kind == "prefix":
+                wanted |= Q(key__startswith=value)
+        found.update((row["key"], row) for row in
+                     ThreadBlob.objects.filter(wanted, thread=thread).values(*BLOB_ROW_FIELDS))
+    return [found[key] for key in sorted(found)]
+
 
 @dataclass
 class SessionRead:
@@ -158,9 +197,11 @@ def session_read(
     after: datetime | None = None, types: list[str] | None = None,
     client_id: str | None = None, data_contains: dict | None = None,
     blob_keys: list[str] | None = None, before_client_id: str | None = None,
+    blob_prefixes: list[str] | None = None, event_blobs: bool = False,
 ) -> SessionRead:
     """Session, thread state, scoped states, newest `limit` history events (oldest first),
-    optionally only those at or after `after`, and the named blobs. Cost follows `limit`."""
+    optionally only those at or after `after`, and the blobs named by key or prefix, and with
+    `event_blobs` those the returned events name (BLOB_REFS). Cost follows `limit`."""
     check_identity(identity)
     session, thread = session_thread(workspace=workspace, identity=identity)
     qs = history_events(thread=thread)
@@ -181,8 +222,12 @@ def session_read(
     newest = qs.order_by("-seq").values(*EVENT_ROW_FIELDS, "run__run_id")
     rows = list(newest[:limit] if limit is not None else newest)
     rows.reverse()
-    blobs = (list(ThreadBlob.objects.filter(thread=thread, key__in=blob_keys).values(*BLOB_ROW_FIELDS))
-             if blob_keys else [])
+    keys, prefixes = list(blob_keys or []), list(blob_prefixes or [])
+    if event_blobs:
+        named, named_prefixes = event_blob_refs(rows)
+        keys += named
+        prefixes += named_prefixes
+    blobs = thread_blobs(thread, keys, prefixes) if keys or any(prefixes) else []
     return SessionRead(
         session=session, thread=thread,
         scopes=scoped_states(workspace=workspace, app=identity.app, user_id=identity.user_id),
@@ -226,8 +271,4 @@ def blobs_get(*, workspace: Workspace, identity: Identity, keys: list[str],
     if len(keys) + len(prefixes or []) > MAX_BLOBS_PER_COMMIT:
         raise InvalidInput(f"At most {MAX_BLOBS_PER_COMMIT} keys and prefixes.", details={"blob": "too many"})
     _, thread = session_thread(workspace=workspace, identity=identity)
-    wanted = Q(key__in=keys)
-    for prefix in prefixes or []:
-        if prefix:
-            wanted |= Q(key__startswith=prefix)
-    return list(ThreadBlob.objects.filter(wanted, thread=thread).order_by("key").values(*BLOB_ROW_FIELDS))
+    return thread_blobs(thread, keys, prefixes or [])
