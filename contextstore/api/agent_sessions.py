@@ -20,12 +20,13 @@ from rest_framework.response import Response
 from contextstore.api.common import actor_of, body, if_match_revision, parse, token_of
 from contextstore.api.schema import NO_NUL, ObjectListSchema
 from contextstore.api.serializers import (
+    EVENT_ROW_VALUES,
     JSON_ANY,
     EventInSerializer,
     EventSerializer,
     JSONObject,
     _iso,
-    event_row,
+    event_rows,
 )
 from contextstore.errors import InvalidInput
 from contextstore.models import ScopedState, Session, Thread
@@ -62,6 +63,17 @@ class ReadQuerySerializer(IdentitySerializer):
                   '{"keys": [...], "prefixes": [...]}.')
     before_client_id = serializers.CharField(max_length=200, required=False,
                                              help_text="Only events older than the one with this client id.")
+    fields = serializers.CharField(  # type: ignore[assignment]  # a field (the metaclass takes it off the class)
+        max_length=300, required=False,
+        help_text=f"The event fields to return, comma-separated (default all): "
+                  f"{', '.join(EVENT_ROW_VALUES)}.")
+
+    def validate_fields(self, value: str) -> list[str]:
+        names = value.split(",")
+        unknown = [name for name in names if name not in EVENT_ROW_VALUES]
+        if unknown:
+            raise serializers.ValidationError(f"Unknown event fields: {', '.join(unknown)}.")
+        return list(dict.fromkeys(names))
 
 
 class BlobInSerializer(serializers.Serializer):
@@ -148,22 +160,32 @@ def _session(session: Session, thread: Thread | None) -> dict[str, Any]:
     }
 
 
+class SessionEventSerializer(EventSerializer):
+    """An event of a session read: the fields the read's `fields` names, all by default."""
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        fields = super().get_fields()
+        for field in fields.values():
+            field.required = False
+        return fields
+
+
 class SessionReadSerializer(AgentSessionSerializer):
     app_state = JSON_ANY()
     app_revision = serializers.IntegerField()
     user_state = JSON_ANY()
     user_revision = serializers.IntegerField()
-    events = EventSerializer(many=True)
+    events = SessionEventSerializer(many=True)
     blobs = BlobSerializer(many=True)
 
 
-def _read(read: reads.SessionRead) -> dict[str, Any]:
+def _read(read: reads.SessionRead, fields: list[str] | None = None) -> dict[str, Any]:
     app, user = read.scopes["app"], read.scopes["user"]
     return {
         **_session(read.session, read.thread),
         "app_state": app.state if app else {}, "app_revision": app.revision if app else 0,
         "user_state": user.state if user else {}, "user_revision": user.revision if user else 0,
-        "events": [event_row(row) for row in read.events],
+        "events": event_rows(read.events, fields),
         "blobs": [BlobSerializer().to_representation(blob) for blob in read.blobs],
     }
 
@@ -331,8 +353,9 @@ class AgentSessionViewSet(viewsets.ViewSet):
             workspace=token_of(request).workspace, identity=_identity(data), limit=data.get("limit"),
             after=data.get("after"), types=data.get("type"), client_id=data.get("client_id"),
             data_contains=contains, blob_keys=data.get("blob"), before_client_id=data.get("before_client_id"),
-            blob_prefixes=data.get("blob_prefix"), event_blobs=data["event_blobs"])
-        return Response(_read(read))
+            blob_prefixes=data.get("blob_prefix"), event_blobs=data["event_blobs"],
+            columns=[EVENT_ROW_VALUES[f][0] for f in data["fields"]] if "fields" in data else None)
+        return Response(_read(read, data.get("fields")))
 
     @extend_schema(request=CommitSerializer, parameters=[IF_MATCH], responses=CommitResultSerializer,
                    summary="Atomic conditional append: events, state patches and blobs in one transaction")

@@ -364,3 +364,34 @@ def test_bad_blob_options_are_refused(api_client, params):
     assert commit(api_client, **named_checkpoint("c1", {"keys": ["cp/c1"]})).status_code == 200
     answer = read(api_client, **params)
     assert answer.status_code == 400 and set(answer.json()["error"]["details"]) == set(params)
+
+
+@pytest.mark.parametrize("accept", ["application/json", "application/json; indent=2"])
+def test_event_data_reads_back_as_stored_whichever_encoder_renders(api_client, accept):
+    """Events' data and parts go out as their stored JSON text (orjson), or parsed again when
+    DRF's encoder renders the answer (an indent asked for, an integer beyond 64 bits)."""
+    data = {"z": 1, "a": [None, 2.5, "ü\u2028\u0000"], "big": 2**70, "nested": {"b": {}, "a": []}}
+    assert commit(api_client, create=True, events=[
+        {"type": "Message", "content": "x", "data": data, "parts": [{"type": "text", "text": "x"}]},
+        {"type": "Message", "content": "y"}]).status_code == 200
+    answer = api_client.get(URL + "read/", WHO, HTTP_ACCEPT=accept)
+    assert answer.status_code == 200
+    first, second = answer.json()["events"]
+    assert first["data"] == data and list(first["data"]) == ["z", "a", "big", "nested"]
+    assert first["parts"] == [{"type": "text", "text": "x"}] and second["data"] is None
+    assert b"\xe2\x80\xa8" not in answer.content
+
+
+def test_a_read_returns_only_the_event_fields_asked_for(api_client, django_assert_num_queries):
+    assert commit(api_client, create=True, events=[
+        {"type": "Message", "content": "hi", "client_id": "e1", "data": {"item": {"b": 1, "a": 2}},
+         "run_id": "r1", "occurred_at": "2026-01-02T03:04:05Z"}]).status_code == 200
+    whole = read(api_client).json()["events"][0]
+    # the identity's session and thread, the events, the scoped states
+    with django_assert_num_queries(3):
+        some = read(api_client, fields="data,content,run_id,occurred_at,data").json()["events"]
+    assert some == [{k: whole[k] for k in ("data", "content", "run_id", "occurred_at")}]
+    assert list(some[0]["data"]["item"]) == ["b", "a"] and some[0]["occurred_at"] == "2026-01-02T03:04:05Z"
+    assert read(api_client, fields="collapse").json()["events"] == [{"collapse": None}]
+    refused = read(api_client, fields="content,secret")
+    assert refused.status_code == 400 and "fields" in refused.json()["error"]["details"]

@@ -215,6 +215,7 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
             "before_client_id": get_checkpoint_id(before) if before else None,
             "data_contains": {"metadata": _readable(filter)} if filter else None,
             "blob_prefixes": list(THREAD_BLOB_PREFIXES) if whole else None, "event_blobs": not whole,
+            "fields": ["data"],  # all a checkpoint's event holds for it
         }
         return (self.app, "", conf["thread_id"]), kwargs
 
