@@ -172,6 +172,18 @@ def event_blob_refs(rows: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
     return list(keys), list(prefixes)
 
 
+def key_prefix_q(prefix: str) -> Q:
+    """Keys starting with `prefix`, as a range of the (thread, key) index: keys compare byte for
+    byte (code point order) on both databases (SQLite's BINARY, migration 0032 on PostgreSQL),
+    so they are those from the prefix up to the prefix with its last character's successor."""
+    after = ord(prefix[-1]) + 1
+    if after > 0x10FFFF:
+        return Q(key__startswith=prefix)
+    if 0xD800 <= after <= 0xDFFF:  # surrogates are no characters: U+D7FF is followed by U+E000
+        after = 0xE000
+    return Q(key__gte=prefix, key__lt=prefix[:-1] + chr(after))
+
+
 def thread_blobs(thread: Thread, keys: list[str], prefixes: list[str]) -> list[dict[str, Any]]:
     """The thread's blobs with these keys or starting with one of these prefixes, by key, as
     rows of BLOB_ROW_FIELDS; one query per MAX_BLOB_TERMS_PER_QUERY keys and prefixes."""
@@ -182,7 +194,7 @@ def thread_blobs(thread: Thread, keys: list[str], prefixes: list[str]) -> list[d
         wanted = Q(key__in=[v for kind, v in chunk if kind == "key"])
         for kind, value in chunk:
             if kind == "prefix":
-                wanted |= Q(key__startswith=value)
+                wanted |= key_prefix_q(value)
         found.update((row["key"], row) for row in
                      ThreadBlob.objects.filter(wanted, thread=thread).values(*BLOB_ROW_FIELDS))
     return [found[key] for key in sorted(found)]

@@ -395,3 +395,18 @@ def test_a_read_returns_only_the_event_fields_asked_for(api_client, django_asser
     assert read(api_client, fields="collapse").json()["events"] == [{"collapse": None}]
     refused = read(api_client, fields="content,secret")
     assert refused.status_code == 400 and "fields" in refused.json()["error"]["details"]
+
+
+def test_a_blob_key_prefix_is_matched_exactly(api_client):
+    """Prefixes are ranges of the (thread, key) index, keys compared byte for byte on both
+    databases: case, accents and the last code points count."""
+    keys = ["w/c1/", "w/c1/é", "w/c1/\U0010ffff", "w/c1/\U0010ffff/x", "w/c10", "W/C1/x", "w/c1",
+            "w/c0/z", "p\ud7ffa", "p\ue000", "q\U0010ffffa", "q\U0010ffff"]
+    blob = base64.b64encode(b"x").decode()
+    assert commit(api_client, create=True, blobs=[{"key": k, "data": blob} for k in keys]).status_code == 200
+    for prefix, found in (("w/c1/", ["w/c1/", "w/c1/é", "w/c1/\U0010ffff", "w/c1/\U0010ffff/x"]),
+                          ("w/c1/\U0010ffff", ["w/c1/\U0010ffff", "w/c1/\U0010ffff/x"]),
+                          ("p\ud7ff", ["p\ud7ffa"]), ("q\U0010ffff", ["q\U0010ffff", "q\U0010ffffa"])):
+        answer = api_client.get(URL + "blobs/", {**WHO, "prefix": prefix}).json()
+        assert sorted(b["key"] for b in answer) == sorted(found), prefix
+        assert [b["key"] for b in read(api_client, blob_prefix=prefix).json()["blobs"]] == sorted(found)
