@@ -1,6 +1,10 @@
 """Requests per LangGraph checkpointer call, at 10 and at 10,000 events of history."""
 
+import os
+
+import httpx
 import pytest
+from contextstore_client import AsyncContextStore
 from contextstore_client.adapters.langgraph import ContextStoreSaver
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.base.id import uuid6
@@ -29,7 +33,7 @@ def saver(request):
     client.close()
 
 
-def test_each_checkpointer_call_costs_one_or_two_requests(saver):
+def test_each_checkpointer_call_costs_one_request(saver):
     saver, transport = saver
     config = {"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}
     for step in range(4):
@@ -44,14 +48,87 @@ def test_each_checkpointer_call_costs_one_or_two_requests(saver):
 
     transport.count = 0
     found = saver.get_tuple({"configurable": {"thread_id": "t1", "checkpoint_ns": ""}})
-    assert transport.count <= 2
+    assert transport.count == 1  # the checkpoint event with the blobs it names
     assert found.checkpoint["channel_values"] == {"messages": ["m3"]}
     assert found.pending_writes == [("task-1", "messages", ["pending"])]
 
     transport.count = 0
+    older = saver.get_tuple(found.parent_config)
+    assert transport.count == 1
+    assert older.checkpoint["channel_values"] == {"messages": ["m2"]} and older.pending_writes == []
+
+    transport.count = 0
     listed = list(saver.list({"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}, limit=3))
-    assert transport.count <= 2
+    assert transport.count == 1
     assert [t.metadata["step"] for t in listed] == [3, 2, 1]
+    assert listed[0].pending_writes == found.pending_writes
+
+    transport.count = 0
+    every = list(saver.list({"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}))
+    assert transport.count == 1  # the events and all the namespace's blobs
+    assert [t.metadata["step"] for t in every] == [3, 2, 1, 0]
+
+
+class CountingAsyncTransport(httpx.AsyncHTTPTransport):
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.count += 1
+        return await super().handle_async_request(request)
+
+
+async def test_aget_tuple_and_alist_cost_one_request():
+    transport = CountingAsyncTransport()
+    async with AsyncContextStore(os.environ["CONTEXTSTORE_URL"], os.environ["CONTEXTSTORE_TOKEN"],
+                                 transport=transport) as client:
+        saver = ContextStoreSaver(client, namespace=fresh_namespace())
+        config = {"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}
+        for step in range(3):
+            config = await saver.aput(config, checkpoint({"messages": [f"m{step}"]}, step + 1),
+                                      {"source": "loop", "step": step}, {"messages": step + 1})
+        await saver.aput_writes(config, [("messages", ["pending"])], "task-1")
+        transport.count = 0
+        found = await saver.aget_tuple({"configurable": {"thread_id": "t1", "checkpoint_ns": ""}})
+        assert transport.count == 1
+        assert found.checkpoint["channel_values"] == {"messages": ["m2"]}
+        assert found.pending_writes == [("task-1", "messages", ["pending"])]
+        transport.count = 0
+        listed = [t async for t in saver.alist({"configurable": {"thread_id": "t1", "checkpoint_ns": ""}},
+                                               limit=2)]
+        assert transport.count == 1
+        assert [t.metadata["step"] for t in listed] == [2, 1]
+
+
+def test_checkpoints_stored_before_blob_refs_still_read(saver):
+    """A checkpoint event without data.blob_refs (as puts wrote before) reads its blobs in a
+    second request, and reads the same as one with them."""
+    saver, transport = saver
+    config = {"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}
+    for step in range(3):
+        args, kwargs, config = saver._put_commit(config, checkpoint({"messages": [f"m{step}"]}, step + 1),
+                                                 {"source": "loop", "step": step}, {"messages": step + 1})
+        if step < 2:  # the first two as an older client stored them
+            del kwargs["events"][0]["data"]["blob_refs"]
+        saver.client.commit_agent_session(*args, **kwargs)
+    saver.put_writes(config, [("messages", ["pending"])], "task-1")
+    newest_config = {"configurable": {**config["configurable"]}}
+    newest = saver.get_tuple(config)
+    transport.count = 0
+    old = saver.get_tuple(newest.parent_config)
+    assert transport.count == 2
+    assert old.checkpoint["channel_values"] == {"messages": ["m1"]}
+    assert old.parent_config["configurable"]["checkpoint_id"]
+    transport.count = 0
+    listed = list(saver.list(newest_config, limit=3))
+    assert transport.count == 1  # the newest: its own config names it (client_id), blob_refs
+    transport.count = 0
+    listed = list(saver.list({"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}, limit=3))
+    assert transport.count == 2  # the two old ones' blobs apart
+    assert [t.checkpoint["channel_values"] for t in listed] == [{"messages": [f"m{s}"]} for s in (2, 1, 0)]
+    assert listed[0].pending_writes == [("task-1", "messages", ["pending"])]
+    assert listed[0] == newest and listed[1] == old
 
 
 def test_copy_prune_and_delete_for_runs_cost_one_request_each(saver):
@@ -81,20 +158,29 @@ def test_copy_prune_and_delete_for_runs_cost_one_request_each(saver):
         {"configurable": {"thread_id": "t2", "checkpoint_ns": ""}})] == [2, 1]
 
 
-def test_a_long_list_fits_its_request_lines(saver):
-    """Blob keys go in a GET's query: a list of every checkpoint reads the namespace's blobs in
-    one request, a long list with a limit in batches that fit gunicorn's 4,094-byte line."""
+@pytest.mark.parametrize("named", [True, False], ids=["blob-refs", "stored-before-blob-refs"])
+def test_a_long_list_fits_its_request_lines(saver, named):
+    """A list of every checkpoint reads the namespace's blobs with its events, a long list
+    with a limit the blobs its checkpoints name (data.blob_refs); checkpoints stored without
+    them read theirs apart, in batches that fit gunicorn's 4,094-byte request line."""
     saver, transport = saver
     config = {"configurable": {"thread_id": "long", "checkpoint_ns": ""}}
     for step in range(40):
-        config = saver.put(config, checkpoint({"messages": [f"m{step}"]}, step + 1),
-                           {"source": "loop", "step": step}, {"messages": step + 1})
+        args, kwargs, config = saver._put_commit(config, checkpoint({"messages": [f"m{step}"]}, step + 1),
+                                                 {"source": "loop", "step": step}, {"messages": step + 1})
+        if not named:
+            del kwargs["events"][0]["data"]["blob_refs"]
+        saver.client.commit_agent_session(*args, **kwargs)
+    saver.put_writes(config, [("messages", ["pending"])], "task-1")
     transport.count = 0
     every = list(saver.list({"configurable": {"thread_id": "long", "checkpoint_ns": ""}}))
-    assert transport.count == 2
+    assert transport.count == 1
     assert [t.checkpoint["channel_values"] for t in every] == [
         {"messages": [f"m{s}"]} for s in range(39, -1, -1)]
     transport.count = 0
     some = list(saver.list({"configurable": {"thread_id": "long", "checkpoint_ns": ""}}, limit=35))
-    assert [t.metadata["step"] for t in some] == list(range(39, 4, -1))
-    assert 2 < transport.count <= 8
+    assert some == every[:35] and some[0].pending_writes == [("task-1", "messages", ["pending"])]
+    if named:
+        assert transport.count == 1  # the server reads the blobs the checkpoints name
+    else:
+        assert 2 < transport.count <= 8

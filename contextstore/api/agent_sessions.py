@@ -21,12 +21,13 @@ from rest_framework.validators import ProhibitSurrogateCharactersValidator
 from contextstore.api.common import actor_of, body, if_match_revision, parse, token_of
 from contextstore.api.schema import NO_NUL, ObjectListSchema
 from contextstore.api.serializers import (
+    EVENT_ROW_VALUES,
     JSON_ANY,
     EventInSerializer,
     EventSerializer,
     JSONObject,
     _iso,
-    event_row,
+    event_rows,
 )
 from contextstore.errors import InvalidInput
 from contextstore.models import ScopedState, Session, Thread
@@ -55,8 +56,25 @@ class ReadQuerySerializer(IdentitySerializer):
                                           help_text="A JSON object every returned event's data contains.")
     blob = serializers.ListField(child=serializers.CharField(max_length=500), required=False,
                                  help_text="Blob keys to return with the read.")
+    blob_prefix = serializers.ListField(child=serializers.CharField(max_length=500), required=False,
+                                        help_text="Return the blobs whose keys start so too.")
+    event_blobs = serializers.BooleanField(
+        required=False, default=False,
+        help_text="Return too the blobs the returned events name: each event's data.blob_refs, "
+                  '{"keys": [...], "prefixes": [...]}.')
     before_client_id = serializers.CharField(max_length=200, required=False,
                                              help_text="Only events older than the one with this client id.")
+    fields = serializers.CharField(  # type: ignore[assignment]  # a field (the metaclass takes it off the class)
+        max_length=300, required=False,
+        help_text=f"The event fields to return, comma-separated (default all): "
+                  f"{', '.join(EVENT_ROW_VALUES)}.")
+
+    def validate_fields(self, value: str) -> list[str]:
+        names = value.split(",")
+        unknown = [name for name in names if name not in EVENT_ROW_VALUES]
+        if unknown:
+            raise serializers.ValidationError(f"Unknown event fields: {', '.join(unknown)}.")
+        return list(dict.fromkeys(names))
 
 
 class Base64Text(serializers.CharField):
@@ -155,22 +173,32 @@ def _session(session: Session, thread: Thread | None) -> dict[str, Any]:
     }
 
 
+class SessionEventSerializer(EventSerializer):
+    """An event of a session read: the fields the read's `fields` names, all by default."""
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        fields = super().get_fields()
+        for field in fields.values():
+            field.required = False
+        return fields
+
+
 class SessionReadSerializer(AgentSessionSerializer):
     app_state = JSON_ANY()
     app_revision = serializers.IntegerField()
     user_state = JSON_ANY()
     user_revision = serializers.IntegerField()
-    events = EventSerializer(many=True)
+    events = SessionEventSerializer(many=True)
     blobs = BlobSerializer(many=True)
 
 
-def _read(read: reads.SessionRead) -> dict[str, Any]:
+def _read(read: reads.SessionRead, fields: list[str] | None = None) -> dict[str, Any]:
     app, user = read.scopes["app"], read.scopes["user"]
     return {
         **_session(read.session, read.thread),
         "app_state": app.state if app else {}, "app_revision": app.revision if app else 0,
         "user_state": user.state if user else {}, "user_revision": user.revision if user else 0,
-        "events": [event_row(row) for row in read.events],
+        "events": event_rows(read.events, fields),
         "blobs": [BlobSerializer().to_representation(blob) for blob in read.blobs],
     }
 
@@ -284,6 +312,8 @@ def _blobs(raw: list[dict[str, Any]]) -> list[BlobIn]:
     return out
 
 
+LIST_PARAMS = ("type", "blob", "blob_prefix")  # the read's repeated query parameters
+
 IF_MATCH = OpenApiParameter("If-Match", str, OpenApiParameter.HEADER,
                             description="The thread state's revision the commit is based on.")
 
@@ -323,9 +353,8 @@ class AgentSessionViewSet(viewsets.ViewSet):
     def read(self, request: Request) -> Response:
         query = request.query_params.copy()
         data = parse(ReadQuerySerializer, {
-            **{k: query.get(k) for k in query if k not in ("type", "blob")},
-            **({"type": query.getlist("type")} if "type" in query else {}),
-            **({"blob": query.getlist("blob")} if "blob" in query else {}),
+            **{k: query.get(k) for k in query if k not in LIST_PARAMS},
+            **{k: query.getlist(k) for k in LIST_PARAMS if k in query},
         })
         contains = None
         if "data_contains" in data:
@@ -336,8 +365,10 @@ class AgentSessionViewSet(viewsets.ViewSet):
         read = reads.session_read(
             workspace=token_of(request).workspace, identity=_identity(data), limit=data.get("limit"),
             after=data.get("after"), types=data.get("type"), client_id=data.get("client_id"),
-            data_contains=contains, blob_keys=data.get("blob"), before_client_id=data.get("before_client_id"))
-        return Response(_read(read))
+            data_contains=contains, blob_keys=data.get("blob"), before_client_id=data.get("before_client_id"),
+            blob_prefixes=data.get("blob_prefix"), event_blobs=data["event_blobs"],
+            columns=[EVENT_ROW_VALUES[f][0] for f in data["fields"]] if "fields" in data else None)
+        return Response(_read(read, data.get("fields")))
 
     @extend_schema(request=CommitSerializer, parameters=[IF_MATCH], responses=CommitResultSerializer,
                    summary="Atomic conditional append: events, state patches and blobs in one transaction")

@@ -13,7 +13,33 @@ _OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_NON_STR_KEYS
 _default = JSONEncoder().default
 
 
+class StoredJSON:
+    """A JSON value as its text (event data read as stored): rendered as that text, unparsed."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _orjson_default(obj: Any) -> Any:
+    if type(obj) is StoredJSON:
+        return orjson.Fragment(obj.text)
+    return _default(obj)
+
+
+class StoredJSONEncoder(JSONEncoder):
+    """DRF's encoder, taking StoredJSON too (for the answers orjson does not render)."""
+
+    def default(self, obj: Any) -> Any:
+        if type(obj) is StoredJSON:
+            return orjson.loads(obj.text)
+        return super().default(obj)
+
+
 class ORJSONRenderer(JSONRenderer):
+    encoder_class = StoredJSONEncoder
+
     def render(self, data: Any, accepted_media_type: str | None = None,
                renderer_context: Any = None) -> bytes:
         if data is None:
@@ -22,7 +48,7 @@ class ORJSONRenderer(JSONRenderer):
         if self.get_indent(accepted_media_type, renderer_context or {}) is not None:  # type: ignore[arg-type]
             return super().render(data, accepted_media_type, renderer_context)
         try:
-            ret = orjson.dumps(data, default=_default, option=_OPTIONS)
+            ret = orjson.dumps(data, default=_orjson_default, option=_OPTIONS)
         except orjson.JSONEncodeError:
             return super().render(data, accepted_media_type, renderer_context)
         if b"\xe2\x80\xa8" in ret or b"\xe2\x80\xa9" in ret:

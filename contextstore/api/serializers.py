@@ -5,12 +5,14 @@ Events are serialized by hand in `EventSerializer.to_representation`: a batch ca
 thousands and DRF's per-field machinery would cost more than the database work.
 """
 
+from collections.abc import Callable
 from typing import Any
 
 from django.core.validators import ProhibitNullCharactersValidator, RegexValidator
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
+from contextstore.api.renderers import StoredJSON
 from contextstore.errors import InvalidInput
 from contextstore.eventspec import EVENT_TYPES, STRING_FIELDS, TYPE_MAX_LENGTH
 from contextstore.models import (
@@ -209,15 +211,44 @@ class EventSerializer(serializers.Serializer):
 
 def event_row(row: dict[str, Any]) -> dict[str, Any]:
     """EventSerializer's representation of an event read as a row of values
-    (selectors.agent_sessions.EVENT_ROW_FIELDS and run__run_id)."""
+    (selectors.agent_sessions.EVENT_ROW_FIELDS, run__run_id and EVENT_ROW_TEXT): parts and
+    data are their stored JSON text, which the renderer copies into the answer as it is."""
+    parts, data = row["parts_text"], row["data_text"]
     return {
         "id": row["id"], "seq": row["seq"], "position": row["position"], "type": row["type"],
-        "role": row["role"], "content": row["content"], "parts": row["parts"], "data": row["data"],
+        "role": row["role"], "content": row["content"],
+        "parts": None if parts is None else StoredJSON(parts),
+        "data": None if data is None else StoredJSON(data),
         "run_id": row["run__run_id"], "call_id": row["call_id"], "step": row["step"],
         "anchor": row["anchor"], "client_id": row["client_id"], "token_count": row["token_count"],
         "visible": row["visible"], "status": row["status"], "collapse": row["collapse_id"],
         "occurred_at": _iso(row["occurred_at"]), "created_at": _iso(row["created_at"]),
     }
+
+
+def _stored(text: str | None) -> StoredJSON | None:
+    return None if text is None else StoredJSON(text)
+
+
+# Each field of event_row: the row's value it is made of, and what makes it (None: as it is).
+EVENT_ROW_VALUES: dict[str, tuple[str, Callable[[Any], Any] | None]] = {
+    "id": ("id", None), "seq": ("seq", None), "position": ("position", None), "type": ("type", None),
+    "role": ("role", None), "content": ("content", None), "parts": ("parts_text", _stored),
+    "data": ("data_text", _stored), "run_id": ("run__run_id", None), "call_id": ("call_id", None),
+    "step": ("step", None), "anchor": ("anchor", None), "client_id": ("client_id", None),
+    "token_count": ("token_count", None), "visible": ("visible", None), "status": ("status", None),
+    "collapse": ("collapse_id", None), "occurred_at": ("occurred_at", lambda v: _iso(v)),
+    "created_at": ("created_at", lambda v: _iso(v)),
+}
+
+
+def event_rows(rows: list[dict[str, Any]], fields: list[str] | None) -> list[dict[str, Any]]:
+    """event_row of each row, or (fields) only those fields of it."""
+    if fields is None:
+        return [event_row(row) for row in rows]
+    spec = [(name, *EVENT_ROW_VALUES[name]) for name in fields]
+    return [{name: make(row[column]) if make else row[column] for name, column, make in spec}
+            for row in rows]
 
 
 def _iso(value: Any) -> str | None:

@@ -1,11 +1,12 @@
 """Reads behind framework sessions: lookups by identity, one-request reads, lists, blobs
 (services/agent_sessions.py owns their writes)."""
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import JSONField, Q, Subquery
+from django.db.models import ExpressionWrapper, F, JSONField, Q, Subquery, TextField
 from django.db.models.functions import Cast
 
 from contextstore.db import PreparedGet
@@ -135,13 +136,68 @@ def session_thread(*, workspace: Workspace, identity: Identity) -> tuple[Session
 
 # An event as session_read gives it: these columns by name (the run's id as run__run_id), read
 # without building a model instance per row (a full read of 2,000 events spent most of its
-# time in Event.__init__).
-EVENT_ROW_FIELDS = ("id", "seq", "position", "type", "role", "content", "parts", "data", "call_id",
+# time in Event.__init__), and its parts and data as their stored JSON text (parts_text,
+# data_text: the API sends them on as they are; parsing and re-encoding them took half the
+# CPU of a full read).
+EVENT_ROW_FIELDS = ("id", "seq", "position", "type", "role", "content", "call_id",
                     "step", "anchor", "client_id", "token_count", "visible", "status",
                     "collapse_id", "occurred_at", "created_at")
+EVENT_ROW_TEXT = {"parts_text": ExpressionWrapper(F("parts"), output_field=TextField()),
+                  "data_text": ExpressionWrapper(F("data"), output_field=TextField())}
 
 
 BLOB_ROW_FIELDS = ("key", "data", "content_type", "meta", "size")
+
+# An event's data may name the blobs it refers to, {"blob_refs": {"keys": [...], "prefixes":
+# [...]}} (a LangGraph checkpoint: its serialized checkpoint, metadata, channel values and
+# pending writes); a read with event_blobs returns those blobs with the events, in one request.
+BLOB_REFS = "blob_refs"
+MAX_BLOB_TERMS_PER_QUERY = 500  # keys and prefixes in one blob query
+
+
+def event_blob_refs(rows: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """The blob keys and key prefixes the events' data (rows' data_text) name under BLOB_REFS
+    (ill-formed entries are skipped: data is the writer's own)."""
+    keys: dict[str, None] = {}
+    prefixes: dict[str, None] = {}
+    for row in rows:
+        data = json.loads(row["data_text"]) if row["data_text"] is not None else None
+        refs = data.get(BLOB_REFS) if isinstance(data, dict) else None
+        if not isinstance(refs, dict):
+            continue
+        for name, out in (("keys", keys), ("prefixes", prefixes)):
+            values = refs.get(name)
+            if isinstance(values, list):
+                out.update((v, None) for v in values if isinstance(v, str) and v)
+    return list(keys), list(prefixes)
+
+
+def key_prefix_q(prefix: str) -> Q:
+    """Keys starting with `prefix`, as a range of the (thread, key) index: keys compare byte for
+    byte (code point order) on both databases (SQLite's BINARY, migration 0032 on PostgreSQL),
+    so they are those from the prefix up to the prefix with its last character's successor."""
+    after = ord(prefix[-1]) + 1
+    if after > 0x10FFFF:
+        return Q(key__startswith=prefix)
+    if 0xD800 <= after <= 0xDFFF:  # surrogates are no characters: U+D7FF is followed by U+E000
+        after = 0xE000
+    return Q(key__gte=prefix, key__lt=prefix[:-1] + chr(after))
+
+
+def thread_blobs(thread: Thread, keys: list[str], prefixes: list[str]) -> list[dict[str, Any]]:
+    """The thread's blobs with these keys or starting with one of these prefixes, by key, as
+    rows of BLOB_ROW_FIELDS; one query per MAX_BLOB_TERMS_PER_QUERY keys and prefixes."""
+    terms = [("key", k) for k in keys] + [("prefix", p) for p in prefixes if p]
+    found: dict[str, dict[str, Any]] = {}
+    for start in range(0, len(terms), MAX_BLOB_TERMS_PER_QUERY):
+        chunk = terms[start:start + MAX_BLOB_TERMS_PER_QUERY]
+        wanted = Q(key__in=[v for kind, v in chunk if kind == "key"])
+        for kind, value in chunk:
+            if kind == "prefix":
+                wanted |= key_prefix_q(value)
+        found.update((row["key"], row) for row in
+                     ThreadBlob.objects.filter(wanted, thread=thread).values(*BLOB_ROW_FIELDS))
+    return [found[key] for key in sorted(found)]
 
 
 @dataclass
@@ -149,7 +205,7 @@ class SessionRead:
     session: Session
     thread: Thread
     scopes: dict[str, ScopedState | None]
-    events: list[dict[str, Any]]  # EVENT_ROW_FIELDS and run__run_id, oldest first
+    events: list[dict[str, Any]]  # EVENT_ROW_FIELDS, run__run_id and EVENT_ROW_TEXT, oldest first
     blobs: list[dict[str, Any]]  # BLOB_ROW_FIELDS
 
 
@@ -158,9 +214,13 @@ def session_read(
     after: datetime | None = None, types: list[str] | None = None,
     client_id: str | None = None, data_contains: dict | None = None,
     blob_keys: list[str] | None = None, before_client_id: str | None = None,
+    blob_prefixes: list[str] | None = None, event_blobs: bool = False,
+    columns: list[str] | None = None,
 ) -> SessionRead:
     """Session, thread state, scoped states, newest `limit` history events (oldest first),
-    optionally only those at or after `after`, and the named blobs. Cost follows `limit`."""
+    optionally only those at or after `after`, and the blobs named by key or prefix, and with
+    `event_blobs` those the returned events name (BLOB_REFS). Cost follows `limit`. `columns`
+    reads only those of each event's row (of EVENT_ROW_FIELDS, run__run_id, EVENT_ROW_TEXT)."""
     check_identity(identity)
     session, thread = session_thread(workspace=workspace, identity=identity)
     qs = history_events(thread=thread)
@@ -178,11 +238,18 @@ def session_read(
         if not isinstance(data_contains, dict):
             raise InvalidInput("data_contains must be a JSON object.", details={"data_contains": "object"})
         qs = qs.annotate(data_json=Cast("data", JSONField())).filter(data_contains_q(data_contains))
-    newest = qs.order_by("-seq").values(*EVENT_ROW_FIELDS, "run__run_id")
+    wanted = set(columns) | ({"data_text"} if event_blobs else set()) if columns is not None else None
+    newest = qs.order_by("-seq").values(
+        *(c for c in (*EVENT_ROW_FIELDS, "run__run_id") if wanted is None or c in wanted),
+        **{c: e for c, e in EVENT_ROW_TEXT.items() if wanted is None or c in wanted})
     rows = list(newest[:limit] if limit is not None else newest)
     rows.reverse()
-    blobs = (list(ThreadBlob.objects.filter(thread=thread, key__in=blob_keys).values(*BLOB_ROW_FIELDS))
-             if blob_keys else [])
+    keys, prefixes = list(blob_keys or []), list(blob_prefixes or [])
+    if event_blobs:
+        named, named_prefixes = event_blob_refs(rows)
+        keys += named
+        prefixes += named_prefixes
+    blobs = thread_blobs(thread, keys, prefixes) if keys or any(prefixes) else []
     return SessionRead(
         session=session, thread=thread,
         scopes=scoped_states(workspace=workspace, app=identity.app, user_id=identity.user_id),
@@ -226,8 +293,4 @@ def blobs_get(*, workspace: Workspace, identity: Identity, keys: list[str],
     if len(keys) + len(prefixes or []) > MAX_BLOBS_PER_COMMIT:
         raise InvalidInput(f"At most {MAX_BLOBS_PER_COMMIT} keys and prefixes.", details={"blob": "too many"})
     _, thread = session_thread(workspace=workspace, identity=identity)
-    wanted = Q(key__in=keys)
-    for prefix in prefixes or []:
-        if prefix:
-            wanted |= Q(key__startswith=prefix)
-    return list(ThreadBlob.objects.filter(wanted, thread=thread).order_by("key").values(*BLOB_ROW_FIELDS))
+    return thread_blobs(thread, keys, prefixes or [])

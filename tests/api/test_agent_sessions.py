@@ -327,3 +327,103 @@ def test_one_commit_writes_its_blobs_in_one_statement_last_key_wins(api_client,
     kept = {b.key: b for b in ThreadBlob.objects.all()}
     assert sorted(kept) == ["ch/0", "ch/1", "ch/2", "ch/3"]
     assert bytes(kept["ch/0"].data) == b"last" and kept["ch/0"].meta == {"r": 1} and kept["ch/0"].size == 4
+
+
+# ---------------------------------------------------------------- blobs the events name
+
+def named_checkpoint(cid: str, refs) -> dict:
+    blob = base64.b64encode(cid.encode()).decode()
+    return {"events": [{"type": "Checkpoint", "client_id": cid, "visible": False,
+                        "data": {"n": cid, "blob_refs": refs}}],
+            "blobs": [{"key": f"cp/{cid}", "data": blob}, {"key": f"w/{cid}/t/0", "data": blob},
+                      {"key": f"w/{cid}/t/1", "data": blob}, {"key": f"ch/x/{cid}", "data": blob}],
+            "create": True}
+
+
+def test_a_read_returns_the_blobs_its_events_name(api_client, django_assert_num_queries):
+    for cid in ("c1", "c2", "c3"):
+        refs = {"keys": [f"cp/{cid}", "ch/x/c1", "missing"], "prefixes": [f"w/{cid}/"]}
+        assert commit(api_client, **named_checkpoint(cid, refs)).status_code == 200
+    assert commit(api_client, events=[{"type": "Message", "content": "no refs"}]).status_code == 200
+    # the identity's session and thread, the events, the blobs, the scoped states
+    with django_assert_num_queries(4):
+        body = read(api_client, type="Checkpoint", limit=2, event_blobs="true").json()
+    assert [e["client_id"] for e in body["events"]] == ["c2", "c3"]
+    assert [b["key"] for b in body["blobs"]] == ["ch/x/c1", "cp/c2", "cp/c3", "w/c2/t/0", "w/c2/t/1",
+                                                 "w/c3/t/0", "w/c3/t/1"]
+    assert base64.b64decode(body["blobs"][1]["data"]) == b"c2"
+    # without the option, none; with keys and prefixes asked for by name, those too
+    assert read(api_client, type="Checkpoint", limit=1).json()["blobs"] == []
+    both = read(api_client, type="Checkpoint", limit=1, event_blobs="true", blob="cp/c1",
+                blob_prefix="ch/").json()
+    assert [b["key"] for b in both["blobs"]] == ["ch/x/c1", "ch/x/c2", "ch/x/c3", "cp/c1", "cp/c3",
+                                                 "w/c3/t/0", "w/c3/t/1"]
+
+
+@pytest.mark.parametrize("refs", [None, "cp/c1", ["cp/c1"], {"keys": "cp/c1"},
+                                  {"keys": [1, None, ""], "prefixes": [""]}])
+def test_ill_formed_blob_refs_name_no_blobs(api_client, refs):
+    assert commit(api_client, **named_checkpoint("c1", refs)).status_code == 200
+    body = read(api_client, event_blobs="true").json()
+    assert body["events"][0]["data"]["blob_refs"] == refs and body["blobs"] == []
+
+
+def test_many_named_blobs_are_read_in_batches(api_client, monkeypatch):
+    monkeypatch.setattr("contextstore.selectors.agent_sessions.MAX_BLOB_TERMS_PER_QUERY", 2)
+    refs = {"keys": ["cp/c1", "ch/x/c1", "cp/c1"], "prefixes": ["w/c1/", "w/c1/t/"]}
+    assert commit(api_client, **named_checkpoint("c1", refs)).status_code == 200
+    body = read(api_client, event_blobs="true").json()
+    assert [b["key"] for b in body["blobs"]] == ["ch/x/c1", "cp/c1", "w/c1/t/0", "w/c1/t/1"]
+
+
+@pytest.mark.parametrize("params", [{"event_blobs": "maybe"}, {"blob_prefix": ""}])
+def test_bad_blob_options_are_refused(api_client, params):
+    assert commit(api_client, **named_checkpoint("c1", {"keys": ["cp/c1"]})).status_code == 200
+    answer = read(api_client, **params)
+    assert answer.status_code == 400 and set(answer.json()["error"]["details"]) == set(params)
+
+
+@pytest.mark.parametrize("accept", ["application/json", "application/json; indent=2"])
+def test_event_data_reads_back_as_stored_whichever_encoder_renders(api_client, accept):
+    """Events' data and parts go out as their stored JSON text (orjson), or parsed again when
+    DRF's encoder renders the answer (an indent asked for, an integer beyond 64 bits)."""
+    data = {"z": 1, "a": [None, 2.5, "ü\u2028\u0000"], "big": 2**70, "nested": {"b": {}, "a": []}}
+    assert commit(api_client, create=True, events=[
+        {"type": "Message", "content": "x", "data": data, "parts": [{"type": "text", "text": "x"}]},
+        {"type": "Message", "content": "y"}]).status_code == 200
+    answer = api_client.get(URL + "read/", WHO, HTTP_ACCEPT=accept)
+    assert answer.status_code == 200
+    first, second = answer.json()["events"]
+    assert first["data"] == data and list(first["data"]) == ["z", "a", "big", "nested"]
+    assert first["parts"] == [{"type": "text", "text": "x"}] and second["data"] is None
+    assert b"\xe2\x80\xa8" not in answer.content
+
+
+def test_a_read_returns_only_the_event_fields_asked_for(api_client, django_assert_num_queries):
+    assert commit(api_client, create=True, events=[
+        {"type": "Message", "content": "hi", "client_id": "e1", "data": {"item": {"b": 1, "a": 2}},
+         "run_id": "r1", "occurred_at": "2026-01-02T03:04:05Z"}]).status_code == 200
+    whole = read(api_client).json()["events"][0]
+    # the identity's session and thread, the events, the scoped states
+    with django_assert_num_queries(3):
+        some = read(api_client, fields="data,content,run_id,occurred_at,data").json()["events"]
+    assert some == [{k: whole[k] for k in ("data", "content", "run_id", "occurred_at")}]
+    assert list(some[0]["data"]["item"]) == ["b", "a"] and some[0]["occurred_at"] == "2026-01-02T03:04:05Z"
+    assert read(api_client, fields="collapse").json()["events"] == [{"collapse": None}]
+    refused = read(api_client, fields="content,secret")
+    assert refused.status_code == 400 and "fields" in refused.json()["error"]["details"]
+
+
+def test_a_blob_key_prefix_is_matched_exactly(api_client):
+    """Prefixes are ranges of the (thread, key) index, keys compared byte for byte on both
+    databases: case, accents and the last code points count."""
+    keys = ["w/c1/", "w/c1/é", "w/c1/\U0010ffff", "w/c1/\U0010ffff/x", "w/c10", "W/C1/x", "w/c1",
+            "w/c0/z", "p\ud7ffa", "p\ue000", "q\U0010ffffa", "q\U0010ffff"]
+    blob = base64.b64encode(b"x").decode()
+    assert commit(api_client, create=True, blobs=[{"key": k, "data": blob} for k in keys]).status_code == 200
+    for prefix, found in (("w/c1/", ["w/c1/", "w/c1/é", "w/c1/\U0010ffff", "w/c1/\U0010ffff/x"]),
+                          ("w/c1/\U0010ffff", ["w/c1/\U0010ffff", "w/c1/\U0010ffff/x"]),
+                          ("p\ud7ff", ["p\ud7ffa"]), ("q\U0010ffff", ["q\U0010ffff", "q\U0010ffffa"])):
+        answer = api_client.get(URL + "blobs/", {**WHO, "prefix": prefix}).json()
+        assert sorted(b["key"] for b in answer) == sorted(found), prefix
+        assert [b["key"] for b in read(api_client, blob_prefix=prefix).json()["blobs"]] == sorted(found)

@@ -161,13 +161,19 @@ class StoreOps:
         self, app: str, user_id: str, key: str, *, thread: str = "main", limit: int | None = None,
         after: str | None = None, types: list[str] | None = None, client_id: str | None = None,
         data_contains: dict[str, Any] | None = None, blobs: list[str] | None = None,
-        before_client_id: str | None = None,
+        before_client_id: str | None = None, blob_prefixes: list[str] | None = None,
+        event_blobs: bool = False, fields: list[str] | None = None,
     ) -> Steps[Any]:
-        """One request: session, state, scopes, newest `limit` events, named blobs; None if missing."""
+        """One request: session, state, scopes, newest `limit` events (only the event `fields`
+        named, all by default), blobs named by key or prefix and (event_blobs) those the
+        events' data.blob_refs name; None if missing."""
         params: dict[str, Any] = {"app": app, "user_id": user_id, "key": key, "thread": thread,
                                   "limit": limit, "after": after, "client_id": client_id,
                                   "before_client_id": before_client_id,
-                                  "type": types or None, "blob": blobs or None}
+                                  "type": types or None, "blob": blobs or None,
+                                  "blob_prefix": blob_prefixes or None,
+                                  "event_blobs": "true" if event_blobs else None,
+                                  "fields": ",".join(fields) if fields else None}
         if data_contains is not None:
             params["data_contains"] = json.dumps(data_contains)
         try:

@@ -130,6 +130,9 @@ def _slim(whole: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
     return {"adk": whole, "adk_row": row} if row else {"adk": whole}
 
 
+READ_FIELDS = ["client_id", "run_id", "content", "data"]  # what get_session reads of each event (_whole)
+
+
 def _whole(stored: dict[str, Any]) -> dict[str, Any]:
     """The ADK event _slim kept in a stored event's data, with what it left to the row."""
     data = stored["data"]
@@ -189,7 +192,7 @@ class ContextStoreSessionService(BaseSessionService):
         config = config or GetSessionConfig()
         after = _iso(config.after_timestamp) if config.after_timestamp is not None else None
         read = await self._call("read_agent_session", self._app(app_name), user_id, session_id,
-                                limit=config.num_recent_events, after=after)
+                                limit=config.num_recent_events, after=after, fields=READ_FIELDS)
         if read is None:
             return None
         events = [Event.model_validate(_whole(e)) for e in read["events"]

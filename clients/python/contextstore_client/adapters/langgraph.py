@@ -13,19 +13,24 @@ serialized checkpoint, its metadata and channel values are typed binary blobs
 (``cp/<id>``, ``md/<id>``, ``ch/<channel>/<version>``) and pending writes are last-write-wins
 blobs ``w/<checkpoint id>/<task id>/<idx>`` with readable meta (task, channel, path).
 
-Requests: put 1 (one commit), put_writes 1, get_tuple 2 (the checkpoint event, then its
-blobs in one batch), list of every checkpoint 2 (the events, then all the namespace's blobs),
-list with a limit, before or filter 2 and one more per ~10 checkpoints past the first (their
-blob keys fill a request line), delete_thread 1, copy_thread 1 (into a thread id not used yet:
-an existing target is a Conflict), prune 1 (``keep_latest``; ``delete`` deletes each thread,
-1 each), delete_for_runs 1. A config without checkpoint_ns lists the root namespace only.
-Pruned and run-deleted checkpoints leave the history (kept for audit, as ``removed``) with their
-own blobs and pending writes; channel values stay, as later checkpoints may share them.
+Each checkpoint event names its blobs in ``data.blob_refs`` (keys, and the prefix of its
+pending writes), so a read asking for ``event_blobs`` gets them with the events.
+
+Requests: put 1 (one commit), put_writes 1, get_tuple 1 (the checkpoint event with its blobs),
+list of every checkpoint 1 (the events and all the namespace's blobs), list with a limit,
+before or filter 1, delete_thread 1, copy_thread 1 (into a thread id not used yet: an
+existing target is a Conflict), prune 1 (``keep_latest``; ``delete`` deletes each thread, 1
+each), delete_for_runs 1. Checkpoints stored before blob_refs existed cost one more request
+per ~10 of them (their blob keys fill a request line). A config without checkpoint_ns lists
+the root namespace only. Pruned and run-deleted checkpoints leave the history (kept for
+audit, as ``removed``) with their own blobs and pending writes; channel values stay, as later
+checkpoints may share them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import bisect
 import json
 import os
 import uuid
@@ -84,6 +89,31 @@ def _blob_keys(data: dict[str, Any]) -> list[str]:
             *(f"ch/{k}/{v}" for k, v in (data.get("channel_versions") or {}).items())]
 
 
+def _blob_refs(data: dict[str, Any]) -> dict[str, list[str]]:
+    """What a checkpoint event names for the server's event_blobs read: its own blobs, its
+    channel values and the prefix of its pending writes."""
+    return {"keys": _blob_keys(data), "prefixes": [f"w/{data['checkpoint_id']}/"]}
+
+
+class _Writes:
+    """The pending writes' blobs (w/<checkpoint id>/<task id>/<idx>) of a read, found by
+    checkpoint in a sorted list of their keys (a list of 2,000 checkpoints scanned every blob
+    once per checkpoint)."""
+
+    def __init__(self, blobs: dict[str, Any]) -> None:
+        self.blobs = blobs
+        self.keys = sorted(k for k in blobs if k.startswith("w/"))
+
+    def of(self, cid: str) -> list[dict[str, Any]]:
+        prefix = f"w/{cid}/"
+        found = []
+        for key in self.keys[bisect.bisect_left(self.keys, prefix):]:
+            if not key.startswith(prefix):
+                break
+            found.append(self.blobs[key])
+        return found
+
+
 class ContextStoreSaver(BaseCheckpointSaver[str]):
     """BaseCheckpointSaver over contextstore, sync and async."""
 
@@ -125,6 +155,7 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
                      "channel_versions": _readable(c.get("channel_versions") or {}),
                      "new_channels": sorted(new_versions)},
         }
+        event["data"]["blob_refs"] = _blob_refs(event["data"])
         args = (self.app, "", thread_id)
         kwargs = {"thread": _thread_name(ns), "events": [event], "blobs": blobs, "create": True}
         saved = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cid}}
@@ -143,7 +174,9 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
                                    "task_path": task_path}})
         return (self.app, "", thread_id), {"thread": _thread_name(ns), "blobs": blobs, "create": True}
 
-    def _tuple(self, thread_id: str, data: dict[str, Any], blobs: dict[str, Any]) -> CheckpointTuple:
+    def _tuple(self, thread_id: str, data: dict[str, Any], blobs: dict[str, Any],
+               pending: _Writes) -> CheckpointTuple:
+        """The checkpoint `data` names, from `blobs` (by key) and `pending` (their writes)."""
         cid, ns = data["checkpoint_id"], data["checkpoint_ns"]
 
         def load(key: str) -> Any:
@@ -156,8 +189,7 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
             blob = blobs.get(f"ch/{channel}/{version}")
             if blob is not None and blob["content_type"] != "empty":
                 values[channel] = load(f"ch/{channel}/{version}")
-        prefix = f"w/{cid}/"
-        writes = [b for k, b in blobs.items() if k.startswith(prefix)]
+        writes = pending.of(cid)
         writes.sort(key=lambda b: writes_sort_key(b["meta"]["task_path"], b["meta"]["task_id"],
                                                   b["meta"]["idx"]))
         parent = data.get("parent_checkpoint_id")
@@ -173,24 +205,41 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
 
     def _list_read(self, config: RunnableConfig, filter: dict[str, Any] | None,
                    before: RunnableConfig | None, limit: int | None) -> tuple[SessionArgs, dict[str, Any]]:
+        """The one read of a list: the checkpoint events with, for a list of the namespace's
+        every checkpoint, all its blobs, else the blobs the events name (blob_refs)."""
         conf = config["configurable"]
+        whole = _whole(filter, before, limit)
         kwargs: dict[str, Any] = {
             "thread": _thread_name(conf.get("checkpoint_ns") or ""), "types": [TYPE], "limit": limit,
             "client_id": get_checkpoint_id(config),
             "before_client_id": get_checkpoint_id(before) if before else None,
             "data_contains": {"metadata": _readable(filter)} if filter else None,
+            "blob_prefixes": list(THREAD_BLOB_PREFIXES) if whole else None, "event_blobs": not whole,
+            "fields": ["data"],  # all a checkpoint's event holds for it
         }
         return (self.app, "", conf["thread_id"]), kwargs
 
     @staticmethod
-    def _blob_requests(events: list[dict[str, Any]],
-                       whole: bool) -> Iterator[tuple[list[dict[str, Any]], list[str], list[str]]]:
-        """The blob reads for these checkpoints, each (checkpoints, keys, prefixes): with `whole`
-        (the thread's every checkpoint) all its blobs in one read, else as many checkpoints per
-        read as fit a request line of BLOB_QUERY_BUDGET characters (proxies and gunicorn refuse
+    def _unread(read: dict[str, Any]) -> list[dict[str, Any]]:
+        """The events (newest first) whose blobs the read did not bring: those stored before
+        checkpoints named them (no blob_refs), or all from a server without event_blobs."""
+        blobs = read["blobs"]
+        return [e for e in reversed(read["events"]) if f"cp/{e['data']['checkpoint_id']}" not in blobs]
+
+    def _tuples(self, thread_id: str, read: dict[str, Any], blobs: dict[str, Any]) -> list[CheckpointTuple]:
+        """The read's checkpoints, newest first, from its blobs and `blobs` (read apart)."""
+        blobs = {**read["blobs"], **blobs}
+        pending = _Writes(blobs)
+        return [self._tuple(thread_id, event["data"], blobs, pending) for event in reversed(read["events"])]
+
+    @staticmethod
+    def _blob_requests(events: list[dict[str, Any]], whole: bool) -> Iterator[tuple[list[str], list[str]]]:
+        """The blob reads for these checkpoints, each (keys, prefixes): with `whole` (the
+        thread's every checkpoint) all its blobs in one read, else as many checkpoints per read
+        as fit a request line of BLOB_QUERY_BUDGET characters (proxies and gunicorn refuse
         longer ones) and MAX_KEYS_PER_READ keys."""
         if whole and len(events) > 1:
-            yield events, [], list(THREAD_BLOB_PREFIXES)
+            yield [], list(THREAD_BLOB_PREFIXES)
             return
         chunk: list[dict[str, Any]] = []
         keys: list[str] = []
@@ -202,14 +251,14 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
             cost = sum(len(quote(k)) + 6 for k in mine) + len(quote(prefix)) + 8
             full = used + cost > BLOB_QUERY_BUDGET or len(keys) + len(mine) + len(chunk) >= MAX_KEYS_PER_READ
             if chunk and full:
-                yield chunk, keys, prefixes
+                yield keys, prefixes
                 chunk, keys, prefixes, used = [], [], [], 0
             chunk.append(event)
             keys.extend(mine)
             prefixes.append(prefix)
             used += cost
         if chunk:
-            yield chunk, keys, prefixes
+            yield keys, prefixes
 
     # -- sync
 
@@ -217,13 +266,6 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
         if not isinstance(self.client, ContextStore):
             raise TypeError("The synchronous methods need a ContextStore client.")
         return self.client
-
-    def _fetch(self, thread_id: str, thread: str, events: list[dict[str, Any]],
-               whole: bool) -> Iterator[CheckpointTuple]:
-        for chunk, keys, prefixes in self._blob_requests(events, whole):
-            blobs = self._sync().agent_blobs(self.app, "", thread_id, keys, prefixes=prefixes, thread=thread)
-            for event in chunk:
-                yield self._tuple(thread_id, event["data"], blobs)
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return next(self.list(config, limit=1), None)
@@ -235,8 +277,11 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
             read = self._sync().read_agent_session(*args, **kwargs)
             if read is None:
                 continue
-            events = list(reversed(read["events"]))  # newest first
-            yield from self._fetch(args[2], kwargs["thread"], events, _whole(filter, before, limit))
+            blobs: dict[str, Any] = {}
+            for keys, prefixes in self._blob_requests(self._unread(read), _whole(filter, before, limit)):
+                blobs.update(self._sync().agent_blobs(self.app, "", args[2], keys, prefixes=prefixes,
+                                                      thread=kwargs["thread"]))
+            yield from self._tuples(args[2], read, blobs)
 
     def _thread_configs(self, config: RunnableConfig | None) -> Iterator[RunnableConfig]:
         """The configs to list: the given one, or (config None) the root of every thread."""
@@ -312,12 +357,12 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
         read = await self.client.read_agent_session(*args, **kwargs)
         if read is None:
             return
-        events = list(reversed(read["events"]))
-        for chunk, keys, prefixes in self._blob_requests(events, _whole(filter, before, limit)):
-            blobs = await self.client.agent_blobs(self.app, "", args[2], keys, prefixes=prefixes,
-                                                  thread=kwargs["thread"])
-            for event in chunk:
-                yield self._tuple(args[2], event["data"], blobs)
+        blobs: dict[str, Any] = {}
+        for keys, prefixes in self._blob_requests(self._unread(read), _whole(filter, before, limit)):
+            blobs.update(await self.client.agent_blobs(self.app, "", args[2], keys, prefixes=prefixes,
+                                                       thread=kwargs["thread"]))
+        for found in self._tuples(args[2], read, blobs):
+            yield found
 
     async def _acommit(self, args: SessionArgs, kwargs: dict[str, Any]) -> None:
         if isinstance(self.client, AsyncContextStore):

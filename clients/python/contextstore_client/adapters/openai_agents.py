@@ -33,6 +33,7 @@ from contextstore_client import AsyncContextStore, ContextStore
 
 APP = "openai-agents"
 TEXT_FIELDS = ("content", "output")  # an item's text fields (a message's, a tool output's)
+READ_FIELDS = ["content", "data"]  # what get_items reads of each event (stored_item)
 
 __all__ = ["ContextStoreSession", "item_event", "make_test_session", "stored_item"]
 
@@ -113,7 +114,8 @@ class ContextStoreSession(SessionABC):
         if limit is not None and limit == 0:
             return []
         read = await self._call("read_agent_session", self.app, "", self.session_id,
-                                limit=limit if limit is not None and limit > 0 else None)
+                                limit=limit if limit is not None and limit > 0 else None,
+                                fields=READ_FIELDS)
         if read is None:
             return []
         return [stored_item(e) for e in read["events"]
