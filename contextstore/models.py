@@ -108,7 +108,9 @@ class ApiToken(models.Model):
 
 
 class Session(ModelSettings, Retention):
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="sessions")
+    # indexed by session_activity (and session_unique_key), which lead with it
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="sessions",
+                                  db_index=False)
     key = models.CharField(max_length=255)
     user_id = models.CharField(max_length=255, blank=True, default="")
     # The framework application a session belongs to (ADK app_name); part of its identity.
@@ -243,7 +245,8 @@ class Run(models.Model):
         FAILED = "failed"
         INTERRUPTED = "interrupted"
 
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="runs")
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="runs",
+                               db_index=False)  # run_unique_id leads with it
     run_id = models.CharField(max_length=200)
     input = OrderedJSONField(null=True, blank=True)
     step_results = OrderedJSONField(default=dict)
@@ -677,8 +680,11 @@ class AuditLog(models.Model):
         SYSTEM = "system"
         SHARE = "share", "share link"  # someone holding a share link (services/sharing.py)
 
+    # No index of its own: audit_workspace (workspace, created_at) leads with it, and every
+    # index of this table is written by every audited change.
     workspace = models.ForeignKey(
-        Workspace, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_logs"
+        Workspace, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_logs",
+        db_index=False,
     )
     actor_type = models.CharField(max_length=8, choices=ActorType.choices)
     actor_user = models.ForeignKey(
@@ -893,7 +899,8 @@ class ThreadBlob(models.Model):
     Last write wins per key; `meta` is readable JSON describing the bytes.
     """
 
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="blobs")
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="blobs",
+                               db_index=False)  # thread_blob_unique leads with it
     key = models.CharField(max_length=500)
     content_type = models.CharField(max_length=100, blank=True, default="")
     data = models.BinaryField()
@@ -911,7 +918,8 @@ class ThreadBlob(models.Model):
 class CommitRecord(models.Model):
     """The answer to a conditional append, kept by batch id so a replay returns it unchanged."""
 
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="commit_records")
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="commit_records",
+                               db_index=False)  # commit_record_unique leads with it
     batch_id = models.CharField(max_length=200)
     request_hash = models.CharField(max_length=64)
     response = OrderedJSONField(default=dict)
