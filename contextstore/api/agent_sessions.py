@@ -10,6 +10,7 @@ import binascii
 import json
 from typing import Any
 
+from django.core.validators import RegexValidator
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status, viewsets
@@ -65,7 +66,9 @@ class ReadQuerySerializer(IdentitySerializer):
     before_client_id = serializers.CharField(max_length=200, required=False,
                                              help_text="Only events older than the one with this client id.")
     fields = serializers.CharField(  # type: ignore[assignment]  # a field (the metaclass takes it off the class)
-        max_length=300, required=False,
+        max_length=300, required=False, validators=[RegexValidator(  # the schema's pattern too
+            "^({0})(,({0}))*$".format("|".join(EVENT_ROW_VALUES)),
+            f"Event fields are some of {', '.join(EVENT_ROW_VALUES)}, comma-separated.")],
         help_text=f"The event fields to return, comma-separated (default all): "
                   f"{', '.join(EVENT_ROW_VALUES)}.")
 

@@ -708,10 +708,18 @@ class ExportQuerySerializer(serializers.Serializer):
                                      default="contextstore")
 
 
+# Text that is not blank once trimmed and holds no NUL (both refused): one pattern, as a schema
+# takes one.
+NOT_BLANK_NO_NUL = f"^[^\\u0000]*[^\\u0000{NOT_BLANK[2:]}[^\\u0000]*$"
+
+
 class ImportQuerySerializer(serializers.Serializer):
-    session_key = serializers.CharField(required=False, max_length=255)
+    # trimmed, so whitespace alone is blank: the schema says so
+    session_key = serializers.CharField(required=False, max_length=255,
+                                        validators=[RegexValidator(NOT_BLANK_NO_NUL)])
     user_id = serializers.CharField(required=False, allow_blank=True, max_length=255)
-    name = serializers.CharField(required=False, max_length=200)
+    name = serializers.CharField(required=False, max_length=200,
+                                 validators=[RegexValidator(NOT_BLANK_NO_NUL)])
 
 
 # ---------------------------------------------------------------- runs, providers, memories, jobs

@@ -5,6 +5,7 @@ by a refused request, and the thread still reads afterwards."""
 import base64
 import json
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from django.apps import apps
@@ -196,3 +197,11 @@ def test_an_import_with_an_unstorable_date_time_is_refused(api_client, filled, a
     assert response.status_code == 400, response.json()
     assert "undone_at" in json.dumps(response.json()["error"]["details"])
     assert counts() == before
+
+
+@pytest.mark.parametrize("name", ["\n", " \t", "a\x00b"])
+def test_an_import_names_its_thread_with_text(api_client, name):
+    response = api_client.post("/api/v1/threads/import/", {"messages": []}, format="json",
+                               QUERY_STRING=f"name={quote(name)}")
+    assert response.status_code == 400, response.content
+    assert "name" in response.json()["error"]["details"]
