@@ -40,6 +40,23 @@ class RequestIdFilter(logging.Filter):
         return True
 
 
+class SqlClock:
+    """A database execute_wrapper that adds up the time and number of the statements it runs
+    (Server-Timing below; bench_api's split of a request into Python and SQL)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.count = 0
+
+    def __call__(self, execute: Callable, *args: Any) -> Any:
+        began = time.perf_counter()
+        try:
+            return execute(*args)
+        finally:
+            self.seconds += time.perf_counter() - began
+            self.count += 1
+
+
 class RequestIdMiddleware:
     """Assigns the request id and writes one access line per request (method, path, status,
     duration), so gunicorn's own access log can stay off and every line is structured."""
@@ -72,28 +89,18 @@ class RequestIdMiddleware:
         finally:
             request_id_var.reset(token)
 
-
     def timed(self, request: HttpRequest, started: float) -> HttpResponseBase:
         """The response with a Server-Timing header (SERVER_TIMING): the time the request took
         in Django, and of it the time and number of SQL statements. A client (devtools, the
         benchmarks) can then tell the server's share of a call from its own and the network's."""
-        sql = [0.0, 0]
-
-        def count(execute: Callable, *args: Any) -> Any:
-            began = time.perf_counter()
-            try:
-                return execute(*args)
-            finally:
-                sql[0] += time.perf_counter() - began
-                sql[1] += 1
-
+        sql = SqlClock()
         with ExitStack() as stack:
             for alias in connections:
-                stack.enter_context(connections[alias].execute_wrapper(count))
+                stack.enter_context(connections[alias].execute_wrapper(sql))
             response = self.get_response(request)
         total = (time.perf_counter() - started) * 1000
-        response["Server-Timing"] = (f'app;dur={total:.2f}, db;dur={sql[0] * 1000:.2f};'
-                                     f'desc="{sql[1]} statements"')
+        response["Server-Timing"] = (f'app;dur={total:.2f}, db;dur={sql.seconds * 1000:.2f};'
+                                     f'desc="{sql.count} statements"')
         return response
 
 

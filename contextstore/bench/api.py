@@ -49,6 +49,7 @@ from contextstore.bench.over_http import (
     percentile,
     start_server,
 )
+from contextstore.middleware import SqlClock
 from contextstore.models import Thread
 from contextstore.services.common import Actor
 from contextstore.services.events import event_append
@@ -96,6 +97,35 @@ def cpu_between(before: Counter[Any], after: Counter[Any]) -> Counter[str]:
         if isinstance(key, tuple):
             used[key[0]] += seconds - before.get(key, 0)
     return used
+
+
+def for_seconds(clients: int, seconds: float, work: Callable[[int, Callable[[], bool]], None]) -> float:
+    """Run work(index, going) in `clients` threads at once; the seconds they ran. Each prepares
+    what it needs, then loops while going(): its first call waits until every thread is ready
+    and the clock starts, and it turns false `seconds` after that."""
+    start = threading.Barrier(clients + 1)
+    stop_at = [0.0]
+
+    def worker(index: int) -> None:
+        waited = [False]
+
+        def going() -> bool:
+            if not waited[0]:
+                start.wait()
+                waited[0] = True
+            return time.perf_counter() < stop_at[0]
+
+        work(index, going)
+
+    workers = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
+    for w in workers:
+        w.start()
+    began = time.perf_counter()
+    stop_at[0] = began + seconds
+    start.wait()
+    for w in workers:
+        w.join()
+    return time.perf_counter() - began
 
 
 COPY_ROWS = 20_000
@@ -377,16 +407,7 @@ class ApiBench:
         """Where a request's time goes: each hot endpoint called in this process through
         Django's whole stack (middleware, DRF, the view), its SQL timed at the cursor. The
         Python part is everything else: what a faster database could not buy back."""
-        sql = [0.0, 0]
-
-        def timed(execute: Callable, *args: Any) -> Any:
-            began = time.perf_counter()
-            try:
-                return execute(*args)
-            finally:
-                sql[0] += time.perf_counter() - began
-                sql[1] += 1
-
+        sql = SqlClock()
         client = Client(HTTP_AUTHORIZATION=f"Bearer {token}", HTTP_HOST="127.0.0.1")
         path = f"/api/v1/{base}"
         n = [0]
@@ -400,20 +421,22 @@ class ApiBench:
                  "state": lambda: client.get(f"{path}state/"),
                  "context": lambda: client.get(f"{path}context/?max_tokens=8000")}
         rates = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {"token": "off"}}
-        with override_settings(REST_FRAMEWORK=rates), connection.execute_wrapper(timed):
+        with override_settings(REST_FRAMEWORK=rates), connection.execute_wrapper(sql):
             for name, call in calls.items():
                 for _ in range(10):
                     call()
-                totals, sqls, counts = [], [], []
+                totals: list[float] = []
+                sqls: list[float] = []
+                counts: list[float] = []
                 for _ in range(samples):
-                    sql[:] = [0.0, 0]
+                    sql.seconds, sql.count = 0.0, 0
                     began = time.perf_counter()
                     response = call()
                     totals.append((time.perf_counter() - began) * 1000)
                     if response.status_code >= 400:
                         raise CommandError(f"{name}: {response.status_code} {response.content[:200]!r}")
-                    sqls.append(sql[0] * 1000)
-                    counts.append(sql[1])
+                    sqls.append(sql.seconds * 1000)
+                    counts.append(sql.count)
                 python = [t - q for t, q in zip(totals, sqls, strict=True)]
                 self.stdout.write(
                     f"in-process {name:<8} p50 {percentile(totals, 0.5):6.2f} ms = Python "
@@ -505,16 +528,13 @@ class ApiBench:
         thread_ids = [new_thread(http, f"batch-{clients}-{i}") for i in range(clients)]
         counts = [0] * clients
         errors: list[str] = []
-        start = threading.Barrier(clients + 1)
-        stop_at = [0.0]
 
-        def worker(index: int) -> None:
+        def work(index: int, going: Callable[[], bool]) -> None:
             path = f"threads/{thread_ids[index]}/events/"
             with client() as mine:
                 n = 0
                 body = batch_body(0, 100, f"{tag}-{clients}-{index}")
-                start.wait()
-                while time.perf_counter() < stop_at[0]:
+                while going():
                     response = mine.post(path, body)
                     if response.status != 201:
                         errors.append(f"{response.status} {response.data[:200]!r}")
@@ -523,15 +543,7 @@ class ApiBench:
                     counts[index] += 100
                     body = batch_body(n * 100, 100, f"{tag}-{clients}-{index}")
 
-        workers = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
-        for w in workers:
-            w.start()
-        began = time.perf_counter()
-        stop_at[0] = began + seconds
-        start.wait()
-        for w in workers:
-            w.join()
-        elapsed = time.perf_counter() - began
+        elapsed = for_seconds(clients, seconds, work)
         if errors:
             raise CommandError(f"append failed: {errors[0]}")
         return sum(counts) / elapsed
@@ -545,24 +557,13 @@ class ApiBench:
         floors = [AppendTransaction(new_thread(http, f"floor-{clients}-{i}", f"-floor{i}"))
                   for i in range(clients)]
         counts = [0] * clients
-        start = threading.Barrier(clients + 1)
-        stop_at = [0.0]
 
-        def worker(index: int) -> None:
-            start.wait()
-            while time.perf_counter() < stop_at[0]:
+        def work(index: int, going: Callable[[], bool]) -> None:
+            while going():
                 floors[index]()
                 counts[index] += 1
 
-        workers = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
-        for w in workers:
-            w.start()
-        began = time.perf_counter()
-        stop_at[0] = began + seconds
-        start.wait()
-        for w in workers:
-            w.join()
-        elapsed = time.perf_counter() - began
+        elapsed = for_seconds(clients, seconds, work)
         for txn in floors:
             txn.close()
         return sum(counts) / elapsed
@@ -575,29 +576,18 @@ class ApiBench:
                                  "" if one_session else f"-{i}") for i in range(clients)]
         counts = [0] * clients
         errors: list[str] = []
-        start = threading.Barrier(clients + 1)
-        stop_at = [0.0]
 
-        def worker(index: int) -> None:
+        def work(index: int, going: Callable[[], bool]) -> None:
             path = f"threads/{thread_ids[index]}/events/"
             with client() as mine:
-                start.wait()
-                while time.perf_counter() < stop_at[0]:
+                while going():
                     response = mine.post(path, {"events": [message(counts[index], f"{tag}-s{index}")]})
                     if response.status != 201:
                         errors.append(f"{response.status} {response.data[:200]!r}")
                         return
                     counts[index] += 1
 
-        workers = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
-        for w in workers:
-            w.start()
-        began = time.perf_counter()
-        stop_at[0] = began + seconds
-        start.wait()
-        for w in workers:
-            w.join()
-        elapsed = time.perf_counter() - began
+        elapsed = for_seconds(clients, seconds, work)
         if errors:
             raise CommandError(f"append failed: {errors[0]}")
         return sum(counts) / elapsed
