@@ -96,16 +96,14 @@ class PeersBench:
         return results
 
     def table(self, result: dict[str, Any]) -> None:
-        hop = result["hop"]
-        self.stdout.write(f"\n{result['framework']} (p50 ms; target: ours <= peer where marked *; ours "
-                          f"split into the server's time in Django, of it SQL, and the rest: the "
-                          f"client and its requests' HTTP hops, each hop at least "
-                          f"{hop['round_trip'] - hop['server']:.2f} ms: GET /healthz from this "
-                          f"process took {hop['round_trip']:.2f} ms, {hop['server']:.2f} ms of it "
-                          f"in Django)")
-        self.stdout.write(f"  {'call':<44} {'peer':>9} {'ours':>9} {'ours/peer':>10} {'server':>8} "
-                          f"{'sql':>7} {'rest':>7} {'requests':>8}")
-        timed = any(row["requests"] for row in result["rows"])
+        hop, timed = result["hop"], any(row["requests"] for row in result["rows"])
+        split = (f"; ours split into the server's time in Django, of it SQL, and the rest: the client "
+                 f"and its requests' HTTP hops, each hop at least {hop['round_trip'] - hop['server']:.2f} "
+                 f"ms: GET /healthz from this process took {hop['round_trip']:.2f} ms, "
+                 f"{hop['server']:.2f} ms of it in Django" if timed else "")
+        self.stdout.write(f"\n{result['framework']} (p50 ms; target: ours <= peer where marked *{split})")
+        columns = f" {'server':>8} {'sql':>7} {'rest':>7} {'requests':>8}" if timed else ""
+        self.stdout.write(f"  {'call':<44} {'peer':>9} {'ours':>9} {'ours/peer':>10}{columns}")
         for row in result["rows"]:
             mark = "*" if row["target"] else " "
             split = (f" {row['server']:8.2f} {row['sql']:7.2f} {row['rest']:7.2f} {row['requests']:8d}"

@@ -64,3 +64,22 @@ def test_bench_peers_refuses_sqlite_and_unknown_sizes(db):
     with pytest.raises(CommandError, match="--small"):
         call_command("bench_peers", url="http://127.0.0.1:9", token="x", small=10, large=10,
                      stdout=StringIO())
+
+
+def test_a_server_without_server_timing_gets_the_plain_table():
+    from django.core.management.base import OutputWrapper
+
+    from contextstore.bench.peers import PeersBench
+
+    out = StringIO()
+    row = {"call": "put @6", "peer": 1.0, "ours": 2.0, "target": True, "samples": 3, "server": 0.0,
+           "sql": 0.0, "rest": 2.0, "requests": 0}
+    PeersBench(OutputWrapper(out)).table({
+        "framework": "langgraph", "rows": [row], "unit": "checkpoint",
+        "hop": {"round_trip": 1.0, "server": 0.4}, "bytes": {"peer": 100.0, "ours": 200.0},
+        "parts": {"contextstore_event": 150.0}})
+    text = out.getvalue()
+    assert "split into" not in text and "server" not in text.splitlines()[2]
+    assert re.search(r"\n\* put @6 +1\.00 +2\.00 +2\.00\n", text), text
+    assert "start it with SERVER_TIMING=true" in text
+    assert "ours by relation (bytes/checkpoint, the largest): event 150" in text
