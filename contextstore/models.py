@@ -697,11 +697,13 @@ class AuditLog(models.Model):
         db_index=False,
     )
     actor_type = models.CharField(max_length=8, choices=ActorType.choices)
+    # Indexed by the partial indexes below: a row has a user or a token or neither, never both.
     actor_user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        db_index=False,
     )
     actor_token = models.ForeignKey(
-        ApiToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        ApiToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False,
     )
     actor_label = models.CharField(max_length=200, blank=True, default="")
     action = models.CharField(max_length=64)
@@ -721,6 +723,13 @@ class AuditLog(models.Model):
             models.Index(fields=["target_type", "target_id"], name="audit_target"),
             models.Index(fields=["thread_id", "-id"], name="audit_thread",
                          condition=Q(thread_id__isnull=False)),
+            # Only the rows that have one: deleting a user or a token finds its rows (a lookup
+            # by `actor_user_id = x` implies NOT NULL), and a token's rows put no NULL in the
+            # user's index, nor a user's in the token's.
+            models.Index(fields=["actor_user"], name="audit_actor_user",
+                         condition=Q(actor_user__isnull=False)),
+            models.Index(fields=["actor_token"], name="audit_actor_token",
+                         condition=Q(actor_token__isnull=False)),
         ]
 
     def __str__(self) -> str:
@@ -749,17 +758,20 @@ class ReadAudit(models.Model):
         SHARE_VIEW = "share.view", "a share link"
 
     workspace = models.ForeignKey(
-        Workspace, null=True, blank=True, on_delete=models.SET_NULL, related_name="read_audits"
-    , db_index=False)  # read_audit_workspace leads with it
+        Workspace, null=True, blank=True, on_delete=models.SET_NULL, related_name="read_audits",
+        db_index=False,  # read_audit_workspace leads with it
+    )
     session_id = models.BigIntegerField(null=True, blank=True)
     # Who, as one non-null value the unique key can hold: user:<id>, token:<id>, <type>:<label>.
     actor_key = models.CharField(max_length=220)
     actor_type = models.CharField(max_length=8, choices=AuditLog.ActorType.choices)
+    # Indexed by the partial indexes below: a row has a user or a token or neither, never both.
     actor_user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        db_index=False,
     )
     actor_token = models.ForeignKey(
-        ApiToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        ApiToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False,
     )
     actor_label = models.CharField(max_length=200, blank=True, default="")
     action = models.CharField(max_length=32, choices=Action.choices)
@@ -779,6 +791,11 @@ class ReadAudit(models.Model):
             models.Index(fields=["session_id", "-hour"], name="read_audit_session"),
             models.Index(fields=["workspace", "-hour"], name="read_audit_workspace"),
             models.Index(fields=["target_type", "target_id"], name="read_audit_target"),
+            # As AuditLog's: only the rows that have one.
+            models.Index(fields=["actor_user"], name="read_audit_actor_user",
+                         condition=Q(actor_user__isnull=False)),
+            models.Index(fields=["actor_token"], name="read_audit_actor_token",
+                         condition=Q(actor_token__isnull=False)),
         ]
 
     def __str__(self) -> str:
