@@ -59,7 +59,8 @@ class Membership(models.Model):
         EDITOR = "editor"
         ADMIN = "admin"
 
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memberships")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memberships",
+                                  db_index=False)  # membership_unique leads with it
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -153,7 +154,8 @@ class SessionModel(models.Model):
     name it, dropped only when the last thread that named it is deleted (retract, clear and
     collapse keep the rows, as they keep the events)."""
 
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="models_used")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="models_used",
+                                db_index=False)  # session_model_unique leads with it
     model = models.CharField(max_length=200)
 
     class Meta:
@@ -188,7 +190,8 @@ class InDocument:
 
 class Thread(ModelSettings):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="threads")
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="threads")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="threads",
+                                db_index=False)  # thread_unique_name leads with it
     name = models.CharField(max_length=200, default="main")
     # The agent's document (state, memory, summary, clientai fields, peteos slots, framework
     # namespaces): one JSON object with one revision, written only by services/document.py.
@@ -284,7 +287,8 @@ class Collapse(models.Model):
         PER_RUN = "per_run"
         WORKER = "worker"
 
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="collapses")
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="collapses",
+                               db_index=False)  # collapse_range leads with it
     # Working-context positions, both ends inclusive: the first and last position it replaced.
     start_position = models.BigIntegerField()
     end_position = models.BigIntegerField()
@@ -463,7 +467,8 @@ class ContextBlock(models.Model):
         PREFIX = "prefix"
         SUFFIX = "suffix"
 
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="blocks")
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="blocks",
+                               db_index=False)  # block_unique_name leads with it
     name = models.CharField(max_length=200)
     value = AgentTextField(null=True, blank=True)  # NULL suppresses the block (Nooa); "" is a value
     expr = AgentTextField(null=True, blank=True)  # NULL means a fixed value
@@ -496,7 +501,8 @@ class ContextBlockVersion(models.Model):
     name exactly the block text a past call saw.
     """
 
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="block_versions")
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="block_versions",
+                               db_index=False)  # block_version_unique leads with it
     name = models.CharField(max_length=200)
     version = models.PositiveIntegerField()
     value = AgentTextField(null=True, blank=True)  # as ContextBlock.value
@@ -530,7 +536,8 @@ class SyncUpload(models.Model):
     in one transaction and keeps the answer, so a replayed save gets the same answer back.
     """
 
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="sync_uploads")
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="sync_uploads",
+                               db_index=False)  # sync_upload_unique leads with it
     upload_id = models.CharField(max_length=64)
     parts = OrderedJSONField(default=dict)
     result = OrderedJSONField(null=True, blank=True)
@@ -548,7 +555,8 @@ class SyncUpload(models.Model):
 class StateRevision(models.Model):
     """One revision of a thread's document: enough, with its snapshot, to rebuild all of it."""
 
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="state_revisions")
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="state_revisions",
+                               db_index=False)  # state_revision_unique leads with it
     revision = models.PositiveIntegerField()
     # The whole document as JSON text (a snapshot: every SNAPSHOT_EVERY revisions, or when the
     # patches since the last one outgrow the document), else NULL.
@@ -574,7 +582,8 @@ class StateRevision(models.Model):
 
 
 class ProviderState(models.Model):
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="provider_states")
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="provider_states",
+                               db_index=False)  # provider_state_unique leads with it
     provider = models.CharField(max_length=200)
     state = OrderedJSONField(null=True, blank=True)
     version = models.PositiveIntegerField(default=1)
@@ -590,7 +599,8 @@ class ProviderState(models.Model):
 
 
 class Memory(models.Model):
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memories")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memories",
+                                  db_index=False)  # memory_unique_key leads with it
     user_id = models.CharField(max_length=255, blank=True, default="")
     key = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001 - NULL (no key) is outside the unique index
     content = AgentTextField()
@@ -687,11 +697,13 @@ class AuditLog(models.Model):
         db_index=False,
     )
     actor_type = models.CharField(max_length=8, choices=ActorType.choices)
+    # Indexed by the partial indexes below: a row has a user or a token or neither, never both.
     actor_user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        db_index=False,
     )
     actor_token = models.ForeignKey(
-        ApiToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        ApiToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False,
     )
     actor_label = models.CharField(max_length=200, blank=True, default="")
     action = models.CharField(max_length=64)
@@ -711,6 +723,13 @@ class AuditLog(models.Model):
             models.Index(fields=["target_type", "target_id"], name="audit_target"),
             models.Index(fields=["thread_id", "-id"], name="audit_thread",
                          condition=Q(thread_id__isnull=False)),
+            # Only the rows that have one: deleting a user or a token finds its rows (a lookup
+            # by `actor_user_id = x` implies NOT NULL), and a token's rows put no NULL in the
+            # user's index, nor a user's in the token's.
+            models.Index(fields=["actor_user"], name="audit_actor_user",
+                         condition=Q(actor_user__isnull=False)),
+            models.Index(fields=["actor_token"], name="audit_actor_token",
+                         condition=Q(actor_token__isnull=False)),
         ]
 
     def __str__(self) -> str:
@@ -739,17 +758,20 @@ class ReadAudit(models.Model):
         SHARE_VIEW = "share.view", "a share link"
 
     workspace = models.ForeignKey(
-        Workspace, null=True, blank=True, on_delete=models.SET_NULL, related_name="read_audits"
+        Workspace, null=True, blank=True, on_delete=models.SET_NULL, related_name="read_audits",
+        db_index=False,  # read_audit_workspace leads with it
     )
     session_id = models.BigIntegerField(null=True, blank=True)
     # Who, as one non-null value the unique key can hold: user:<id>, token:<id>, <type>:<label>.
     actor_key = models.CharField(max_length=220)
     actor_type = models.CharField(max_length=8, choices=AuditLog.ActorType.choices)
+    # Indexed by the partial indexes below: a row has a user or a token or neither, never both.
     actor_user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        db_index=False,
     )
     actor_token = models.ForeignKey(
-        ApiToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        ApiToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False,
     )
     actor_label = models.CharField(max_length=200, blank=True, default="")
     action = models.CharField(max_length=32, choices=Action.choices)
@@ -769,6 +791,11 @@ class ReadAudit(models.Model):
             models.Index(fields=["session_id", "-hour"], name="read_audit_session"),
             models.Index(fields=["workspace", "-hour"], name="read_audit_workspace"),
             models.Index(fields=["target_type", "target_id"], name="read_audit_target"),
+            # As AuditLog's: only the rows that have one.
+            models.Index(fields=["actor_user"], name="read_audit_actor_user",
+                         condition=Q(actor_user__isnull=False)),
+            models.Index(fields=["actor_token"], name="read_audit_actor_token",
+                         condition=Q(actor_token__isnull=False)),
         ]
 
     def __str__(self) -> str:
@@ -797,7 +824,8 @@ class RenderRecord(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="renders")
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="renders")
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="renders",
+                               db_index=False)  # render_thread_time leads with it
     format = models.CharField(max_length=10, default="raw")
     max_tokens = models.PositiveIntegerField()
     total_tokens = models.PositiveIntegerField(default=0)
@@ -824,7 +852,8 @@ class CallReplay(models.Model):
         ERROR = "error"
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="replays")
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="replays",
+                               db_index=False)  # replay_call leads with it
     call_seq = models.PositiveBigIntegerField(help_text="The seq naming the call (its LLMCallStart's).")
     model = models.CharField(max_length=200)
     edited = OrderedJSONField(default=list, help_text="Indexes of the messages changed before sending.")
@@ -858,7 +887,8 @@ class ScopedState(models.Model):
         APP = "app"
         USER = "user"
 
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="scoped_states")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="scoped_states",
+                                  db_index=False)  # scoped_state_unique leads with it
     app = models.CharField(max_length=200)
     scope = models.CharField(max_length=4, choices=Scope.choices)
     user_id = models.CharField(max_length=255, blank=True, default="")
@@ -877,7 +907,8 @@ class ScopedState(models.Model):
 
 
 class ScopedStateRevision(models.Model):
-    scoped_state = models.ForeignKey(ScopedState, on_delete=models.CASCADE, related_name="revisions")
+    scoped_state = models.ForeignKey(ScopedState, on_delete=models.CASCADE, related_name="revisions",
+                                     db_index=False)  # scoped_state_revision_unique leads with it
     revision = models.PositiveIntegerField()
     state = OrderedJSONField(default=dict)
     actor = models.CharField(max_length=200, blank=True, default="")
@@ -937,7 +968,8 @@ class OtelSpan(models.Model):
     trace are derived from these rows (services/otlp), again whenever the mapping improves
     (`manage.py otel_remap`). A re-sent span is the same row (workspace, trace id, span id)."""
 
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+",
+                                  db_index=False)  # otel_span_unique leads with it
     trace_id = models.CharField(max_length=32)
     span_id = models.CharField(max_length=16)
     parent_span_id = models.CharField(max_length=16, blank=True, default="")
@@ -966,7 +998,8 @@ class OtelLog(models.Model):
     """A log record naming a span (GenAI content sent as log events), kept raw like the span;
     the same record re-sent is the same row (its digest)."""
 
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+",
+                                  db_index=False)  # otel_log_unique leads with it
     trace_id = models.CharField(max_length=32)
     span_id = models.CharField(max_length=16)
     digest = models.CharField(max_length=64)
@@ -1006,7 +1039,8 @@ class OtelTrace(models.Model):
     """Where a trace's events went: the session its resolved id names (the trace id until a
     span naming a session arrives; then its events move) and the thread holding them."""
 
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+",
+                                  db_index=False)  # otel_trace_unique leads with it
     trace_id = models.CharField(max_length=32)
     session_key = models.CharField(max_length=255, blank=True, default="")
     thread = models.ForeignKey(Thread, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
@@ -1025,9 +1059,11 @@ class Comment(models.Model):
     escaped (Markdown through contextstore/markdown.py, which escapes first)."""
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="comments")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="comments",
+                                db_index=False)  # comment_session leads with it
     # Both set: on the event at `seq` of `thread`; both NULL: on the session.
-    thread = models.ForeignKey(Thread, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    thread = models.ForeignKey(Thread, null=True, blank=True, on_delete=models.CASCADE, related_name="+",
+                               db_index=False)  # comment_event leads with it
     seq = models.BigIntegerField(null=True, blank=True)
     author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                on_delete=models.SET_NULL, related_name="+")
@@ -1056,9 +1092,12 @@ class Score(models.Model):
         CATEGORICAL = "categorical"
         BOOLEAN = "boolean"
 
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="scores")
-    thread = models.ForeignKey(Thread, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+",
+                                  db_index=False)  # score_name leads with it
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="scores",
+                                db_index=False)  # score_session leads with it
+    thread = models.ForeignKey(Thread, null=True, blank=True, on_delete=models.CASCADE, related_name="+",
+                               db_index=False)  # score_event leads with it
     seq = models.BigIntegerField(null=True, blank=True)
     name = models.CharField(max_length=100)
     data_type = models.CharField(max_length=11, choices=DataType.choices)
@@ -1099,8 +1138,10 @@ class ShareLink(models.Model):
         EVENT = "event"
         CALL = "call", "LLM call"
 
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="share_links")
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="share_links")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="share_links",
+                                  db_index=False)  # share_link_token leads with it
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="share_links",
+                                db_index=False)  # share_link_session leads with it
     thread = models.ForeignKey(Thread, null=True, blank=True, on_delete=models.CASCADE,
                                related_name="share_links")
     kind = models.CharField(max_length=8, choices=Kind.choices)
@@ -1131,7 +1172,8 @@ class Dataset(models.Model):
     """A named collection of examples (calls, ranges of events) of a workspace, exported as
     JSONL (services/datasets.py)."""
 
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="datasets")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="datasets",
+                                  db_index=False)  # dataset_unique_name leads with it
     name = models.CharField(max_length=200)
     item_count = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -1154,8 +1196,10 @@ class DatasetItem(models.Model):
         CALL = "call", "LLM call"
         RANGE = "range", "range of events"
 
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
-    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="items")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+",
+                                  db_index=False)  # dataset_item_user leads with it
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="items",
+                                db_index=False)  # dataset_item_order leads with it
     kind = models.CharField(max_length=8, choices=Kind.choices)
     input = OrderedJSONField(default=list)
     output = OrderedJSONField(null=True, blank=True)

@@ -58,6 +58,11 @@ def apply_retention() -> dict[str, int]:
     return retention.retention_run()
 
 
+@shared_task
+def prune_commit_records() -> dict[str, int]:
+    return retention.commit_records_prune()
+
+
 @shared_task(expires=60)
 def index_search() -> dict[str, int]:
     """Run by beat: indexes the queued events for a while; the next run goes on."""

@@ -372,6 +372,8 @@ CELERY_BEAT_SCHEDULE = {
                     "schedule": env_int("OTLP_DERIVE_RECOVER_EVERY", 30)},
     "apply-retention": {"task": "contextstore.tasks.apply_retention",
                         "schedule": env_int("RETENTION_EVERY", 3600)},
+    "prune-commit-records": {"task": "contextstore.tasks.prune_commit_records",
+                             "schedule": env_int("RETENTION_EVERY", 3600)},
     # PostgreSQL's search index (services/search.py): events wait at most about this long, plus
     # the time to index what came before them, to be indexed; searches find them meanwhile.
     "index-search": {"task": "contextstore.tasks.index_search",
@@ -384,6 +386,9 @@ OTLP_DERIVE_BACKOFF = env_int("OTLP_DERIVE_BACKOFF", 30)
 # goes on where this one stopped.
 RETENTION_BATCH_SIZE = env_int("RETENTION_BATCH_SIZE", 1000)
 RETENTION_MAX_BATCHES = env_int("RETENTION_MAX_BATCHES", 200)
+# Hours a framework commit's answer is kept for a replay of its batch id (the same batches as
+# retention's); 0 keeps them forever. A retry after that is applied again (services/retention.py).
+COMMIT_REPLAY_HOURS = env_int("COMMIT_REPLAY_HOURS", 24)
 
 
 def env_json(name: str, default: Any = None) -> Any:
