@@ -1,6 +1,8 @@
 """Reads of one thread's parts: the thread itself (the read of every API request on a thread),
 its blocks and kept block versions, runs, provider states and revisions."""
 
+import functools
+
 from django.db.models import QuerySet
 
 from contextstore.db import PreparedGet, PreparedRows
@@ -8,12 +10,19 @@ from contextstore.models import ContextBlock, ContextBlockVersion, ProviderState
 
 # The agent's document: JSON that can be large, and that history operations never read.
 THREAD_STATE_FIELDS = ("document",)
+
+
+def _thread_of_workspace(pk: int, workspace_id: int, *, history_only: bool,
+                         with_session: bool) -> QuerySet[Thread]:
+    qs = Thread.objects.filter(pk=pk, workspace_id=workspace_id)
+    if with_session:  # (select_related() with no names would follow every relation)
+        qs = qs.select_related("session")
+    return qs.defer(*THREAD_STATE_FIELDS) if history_only else qs
+
+
 _THREAD_OF_WORKSPACE = {
-    (history_only, with_session): PreparedGet(
-        lambda pk, workspace_id, history_only=history_only, with_session=with_session: (
-            Thread.objects.filter(pk=pk, workspace_id=workspace_id)
-            .select_related(*(("session",) if with_session else ()))
-            .defer(*(THREAD_STATE_FIELDS if history_only else ()))))
+    (history_only, with_session): PreparedGet(functools.partial(
+        _thread_of_workspace, history_only=history_only, with_session=with_session))
     for history_only in (False, True) for with_session in (False, True)
 }
 BIGINT_MAX = 2**63 - 1

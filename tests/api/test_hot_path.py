@@ -9,6 +9,7 @@ import uuid
 import pytest
 from django.db import connection, transaction
 from django.http import QueryDict
+from django.test.utils import CaptureQueriesContext
 from psycopg._queries import MAX_CACHED_STATEMENT_LENGTH, MAX_CACHED_STATEMENT_PARAMS
 from rest_framework import serializers as drf
 from rest_framework.renderers import JSONRenderer
@@ -255,9 +256,13 @@ def test_a_render_with_max_tokens_reads_no_session_and_answers_the_same(
     budgeted = api_client.get(f"{thread_url}context/").json()
     rendering.forget_kept()
     assert api_client.get(f"{thread_url}context/?max_tokens={budget}").json() == budgeted
-    got = thread_of_workspace(workspace_id=thread.workspace_id, pk=thread.pk, with_session=False)
-    with django_assert_num_queries(0):
-        assert got.session_id == thread.session_id and got.summary == ""
+    with CaptureQueriesContext(connection) as read:
+        got = thread_of_workspace(workspace_id=thread.workspace_id, pk=thread.pk, with_session=False)
+    [query] = read.captured_queries
+    assert " JOIN " not in query["sql"]  # the thread's row alone, no relation followed
+    assert got.session_id == thread.session_id and got.summary == ""
+    with django_assert_num_queries(1):
+        assert got.session.key == thread.session.key  # read when asked for
 
 
 def drf_outcome(serializer_class, data):
