@@ -156,7 +156,7 @@ def plan_history(*, budget: int, strip_thinking: bool, newest: Iterable[tuple],
             leave([unit], "orphan_tool_result")
             continue
         turn.append(unit)
-        cost += sum(r.cost for r in unit)
+        cost += unit[0].cost if len(unit) == 1 else sum(r.cost for r in unit)  # most are one row
         rows_read += len(unit)
         over = used + cost > budget
         if over and (on_oversize == "stop" or used >= budget or rows_read > MAX_SKIPPED_ROWS):
