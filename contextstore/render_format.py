@@ -13,6 +13,7 @@ anthropic): `build_messages` is a pure function, which render records rely on to
 past call's context (selectors/renders.py).
 """
 
+import functools
 import hashlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -103,6 +104,13 @@ def opens_turn(type_: str, role: str) -> bool:
     return type_ == "Summary" or (role_of(type_, role) == "user" and kind_of(type_, role) != "result")
 
 
+@functools.lru_cache(maxsize=1024)
+def event_class(type_: str, role: str) -> tuple[str, str, bool]:
+    """(kind_of, role_of, opens_turn) of an event: the walk and valid_items ask it of every
+    event, and threads use a handful of (type, role) pairs. Bounded, as a role is any text."""
+    return kind_of(type_, role), role_of(type_, role), opens_turn(type_, role)
+
+
 def event_parts(event: EventFields, *, strip_thinking: bool) -> list[Any] | None:
     if not event.parts or not strip_thinking:
         return event.parts
@@ -136,6 +144,9 @@ def group_units(rows: Iterator[Row]) -> Iterator[list[Row]]:
     unit: list[Row] = []
     phase = ""
     for row in rows:
+        if not unit and row.kind == "other":  # a lone message, most of history: a unit alone
+            yield [row]
+            continue
         if unit and phase == "results" and row.kind == "result":
             unit.append(row)
             continue
@@ -171,24 +182,39 @@ class Item:
     answers: str | None = None
 
 
-def valid_items(events: Sequence[EventFields]) -> tuple[list[list[Item]], list[dict[str, Any]]]:
+def valid_items(events: Sequence[EventFields], walked: list[list[Row]] | None = None
+                ) -> tuple[list[list[Item]], list[dict[str, Any]]]:
     """Units (oldest first) of events a provider accepts, and the events dropped as invalid.
 
     Calls without an id get `call_<seq>_<n>`; a result without one answers the first open call
     of its unit. A result answering nothing in its unit is an orphan; a unit whose calls are not
     all answered is dropped whole.
+
+    `walked`: group_units of exactly these events (newest first), when the caller has them
+    already (the render's walk: selectors/rendering.walked_units); grouping again costs as much
+    as the rest.
     """
-    rows = [Row(e.position, e.seq, 0, kind_of(e.type, e.role), event_role(e)) for e in reversed(events)]
-    by_position = {e.position: e for e in events}
+    if walked is None:
+        rows = []
+        for e in reversed(events):
+            kind, role, _ = event_class(e.type, e.role)
+            rows.append(Row(e.position, e.seq, 0, kind, role))
+        walked = list(group_units(iter(rows)))
+    newest_first = events[::-1]  # the rows' order: unit after unit, each newest first
+    at = 0
     units, dropped = [], []
-    for unit_rows in group_units(iter(rows)):
+    for unit_rows in walked:
         if len(unit_rows) == 1 and unit_rows[0].kind == "other":
-            r = unit_rows[0]
-            e = by_position[r.position]
+            r, e = unit_rows[0], newest_first[at]
+            at += 1
             if r.role != "assistant" or not e.parts:  # makes no call (most events): nothing to pair
                 units.append([Item(e, r.kind, r.role)])
                 continue
-        items = [Item(by_position[r.position], r.kind, r.role) for r in reversed(unit_rows)]
+        else:
+            at += len(unit_rows)
+        items = [Item(e, r.kind, r.role)
+                 for r, e in zip(reversed(unit_rows), reversed(newest_first[at - len(unit_rows):at]),
+                                 strict=True)]
         open_ids: list[str] = []
         for item in items:
             if item.kind in ("call", "other") and item.role == "assistant":

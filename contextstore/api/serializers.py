@@ -5,7 +5,7 @@ Events are serialized by hand in `EventSerializer.to_representation`: a batch ca
 thousands and DRF's per-field machinery would cost more than the database work.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.core.validators import ProhibitNullCharactersValidator, RegexValidator
@@ -13,6 +13,7 @@ from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from contextstore.api.renderers import StoredJSON
+from contextstore.documents import DOCUMENT_DEFAULTS
 from contextstore.errors import InvalidInput
 from contextstore.eventspec import EVENT_TYPES, STRING_FIELDS, TYPE_MAX_LENGTH
 from contextstore.models import (
@@ -143,20 +144,11 @@ class ThreadSerializer(serializers.ModelSerializer):
         # By hand, like EventSerializer: every agent step reads its thread, and building the
         # ModelSerializer's fields cost more than the query. The declared fields above are the
         # schema; test_thread_and_state_serializers_match_drf pins this to DRF's output.
-        end = t.fork_end_position
-        return {
-            "id": t.pk, "session": t.session_id, "session_key": t.session.key,
-            "user_id": t.session.user_id, "name": t.name, "parent": t.parent_id,
-            "fork_start_position": t.fork_start_position, "fork_end_position": end,
-            "fork_start_seq": t.fork_start_position, "fork_end_seq": None if end is None else end + 1,
-            "revision": t.revision, "iteration": _int(t.iteration),
-            "max_history_size": _int(t.max_history_size), "summary": _str(t.summary),
-            "summarizer": t.summarizer, "system_prompt": _str(t.system_prompt),
-            "last_seq": t.last_seq, "event_count": t.event_count, "token_total": t.token_total,
-            "active_event_count": t.active_event_count, "active_tokens": t.active_tokens,
-            "last_event_at": _iso(t.last_event_at), "created_at": _iso(t.created_at),
-            "updated_at": _iso(t.updated_at),
-        }
+        return thread_data((
+            t.pk, t.session_id, t.session.key, t.session.user_id, t.name, t.parent_id,
+            t.fork_start_position, t.fork_end_position, t.revision, t.document, t.summarizer,
+            t.last_seq, t.event_count, t.token_total, t.active_event_count, t.active_tokens,
+            t.last_event_at, t.created_at, t.updated_at))
 
     def get_fork_start_seq(self, thread: Thread) -> int | None:
         return thread.fork_start_position
@@ -164,6 +156,34 @@ class ThreadSerializer(serializers.ModelSerializer):
     def get_fork_end_seq(self, thread: Thread) -> int | None:
         end = thread.fork_end_position
         return None if end is None else end + 1
+
+
+_DOCUMENT_DEFAULTS = dict(DOCUMENT_DEFAULTS)
+
+
+def thread_data(row: Sequence[Any]) -> dict[str, Any]:
+    """A thread as the API prints it (ThreadSerializer's JSON), from a row in the order of
+    selectors.threads.THREAD_DATA_FIELDS: GET /threads/{id}/ reads that row alone, every other
+    answer with a thread builds it from the instance, so both print the same."""
+    (pk, session_id, session_key, user_id, name, parent_id, start, end, revision, document,
+     summarizer, last_seq, event_count, token_total, active_event_count, active_tokens,
+     last_event_at, created_at, updated_at) = row
+    def field(name: str) -> Any:  # as Thread's attribute of that name reads it (models.InDocument)
+        return document.get(name, _DOCUMENT_DEFAULTS[name])
+
+    return {
+        "id": pk, "session": session_id, "session_key": session_key, "user_id": user_id,
+        "name": name, "parent": parent_id, "fork_start_position": start, "fork_end_position": end,
+        "fork_start_seq": start, "fork_end_seq": None if end is None else end + 1,
+        "revision": revision, "iteration": _int(field("iteration")),
+        "max_history_size": _int(field("max_history_size")),
+        "summary": _str(field("summary")), "summarizer": summarizer,
+        "system_prompt": _str(field("system_prompt")), "last_seq": last_seq,
+        "event_count": event_count, "token_total": token_total,
+        "active_event_count": active_event_count, "active_tokens": active_tokens,
+        "last_event_at": _iso(last_event_at), "created_at": _iso(created_at),
+        "updated_at": _iso(updated_at),
+    }
 
 
 class ThreadEnsureSerializer(serializers.Serializer):

@@ -38,7 +38,7 @@ from contextstore.models import Collapse, Job, ReadAudit, Run, Session, Thread
 from contextstore.selectors import rendering
 from contextstore.selectors.events import event_search
 from contextstore.selectors.sessions import session_threads, workspace_sessions
-from contextstore.selectors.threads import BIGINT_MAX, thread_of_workspace
+from contextstore.selectors.threads import BIGINT_MAX, thread_data_of_workspace, thread_of_workspace
 from contextstore.selectors.workspaces import memory_recall
 from contextstore.services import (
     collapses,
@@ -124,16 +124,25 @@ class ThreadViewSet(ThreadHistoryActions, ThreadStateActions, ThreadBlockActions
             qs = qs.defer(*THREAD_STATE_FIELDS)
         return qs
 
-    def get_object(self) -> Thread:
+    def get_object(self, *, with_session: bool = True) -> Thread:
         # get_queryset's thread, read through a query compiled once per process: every agent
         # step reads its thread, and building the queryset cost more than running it.
         thread = thread_of_workspace(
             workspace_id=token_of(self.request).workspace_id, pk=int(self.kwargs["pk"]),
-            history_only=self.action == "events")
+            history_only=self.action == "events", with_session=with_session)
         if thread is None:
             raise Http404
         self.check_object_permissions(self.request, thread)
         return thread
+
+    def retrieve(self, request: Request, pk: str) -> Response:
+        # One row, the workspace in its WHERE, printed as ThreadSerializer prints a thread:
+        # the read of every agent step, without a model instance or the serializer's machinery.
+        # No object permission to check: TokenScope has none, and any token reads.
+        row = thread_data_of_workspace(workspace_id=token_of(request).workspace_id, pk=int(pk))
+        if row is None:
+            raise Http404
+        return Response(s.thread_data(row))
 
     @extend_schema(responses={204: None}, summary="Delete a forked thread (the inverse of fork)",
                    description="Only forks; the parent is untouched and keeps every original. "
@@ -235,7 +244,8 @@ class ThreadViewSet(ThreadHistoryActions, ThreadStateActions, ThreadBlockActions
     @action(detail=True, methods=["get"])
     def context(self, request: Request, pk: str) -> Response:
         query = parse(s.ContextQuerySerializer, request.query_params)
-        thread = self.get_object()
+        # the session only for its model settings, which an explicit max_tokens overrides
+        thread = self.get_object(with_session=not query.get("max_tokens"))
         if query["record"] and not token_of(request).can_write:
             raise PermissionDenied("Recording a render needs a token with write scope.")
         max_tokens = query.get("max_tokens") or thread_model_settings(thread).budget

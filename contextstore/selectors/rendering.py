@@ -39,14 +39,12 @@ from contextstore.render_format import (
     build_messages,
     coherent,
     effective_strip,
+    event_class,
     event_cost,
     event_tokens,
     group_units,
     join_blocks,
-    kind_of,
-    opens_turn,
     prefix_hash,
-    role_of,
     valid_items,
     without_emptied,
 )
@@ -140,8 +138,9 @@ def plan_history(*, budget: int, strip_thinking: bool, newest: Iterable[tuple],
 
     def rows() -> Iterator[Row]:
         for position, seq, tokens, think, type_, role, pk in newest:
-            yield Row(position, seq, event_cost(tokens, think, strip_thinking),
-                      kind_of(type_, role), role_of(type_, role), pk, opens_turn(type_, role))
+            kind, shown_as, opens = event_class(type_, role)
+            yield Row(position, seq, event_cost(tokens, think, strip_thinking), kind, shown_as, pk,
+                      opens)
 
     plan = HistoryPlan()
 
@@ -157,7 +156,7 @@ def plan_history(*, budget: int, strip_thinking: bool, newest: Iterable[tuple],
             leave([unit], "orphan_tool_result")
             continue
         turn.append(unit)
-        cost += sum(r.cost for r in unit)
+        cost += unit[0].cost if len(unit) == 1 else sum(r.cost for r in unit)  # most are one row
         rows_read += len(unit)
         over = used + cost > budget
         if over and (on_oversize == "stop" or used >= budget or rows_read > MAX_SKIPPED_ROWS):
@@ -180,6 +179,23 @@ def plan_history(*, budget: int, strip_thinking: bool, newest: Iterable[tuple],
         turn, cost, rows_read = [], 0, 0
     leave(turn, "no_turn_start")  # the oldest events, before any turn's start
     return plan
+
+
+def walked_units(plan: HistoryPlan, events: Sequence[HistoryEvent]) -> list[list[Row]] | None:
+    """The units the walk grouped, for render_format.valid_items to reuse instead of grouping
+    the events again (as much work as the rest of it): when `events` (oldest first) are exactly
+    the planned rows, checked by id, and nothing was left out between them. Grouping resumes
+    fresh after every unit it closes, so the rows of a window without gaps group alone as they
+    did in the walk; across a gap they might not (a unit left open by a turn's start that is a
+    call). Otherwise None: the events are grouped again, and a stale grouping is never used."""
+    ids = [r.pk for unit in plan.units for r in unit]
+    if len(ids) != len(events) or any(e.pk != pk for e, pk in zip(reversed(events), ids, strict=True)):
+        return None
+    if ids:
+        oldest, newest = plan.units[-1][-1].position, plan.units[0][0].position
+        if any(oldest < x["position"] < newest for x in plan.left_out):
+            return None
+    return plan.units
 
 
 def skipped_inside(plan: HistoryPlan) -> list[int]:
@@ -504,7 +520,7 @@ def render_finish(planned: Planned, *, along: Sequence[tuple[str, list]] = ()) -
         _along_alone(along)
         return planned.done
     events = load_planned(thread=thread, plan=planned.plan, along=along, known=planned.known)
-    units, invalid = valid_items(events)
+    units, invalid = valid_items(events, walked_units(planned.plan, events))
     units, emptied = without_emptied(units, strip)
     units, incoherent = coherent(events, units)
     invalid += emptied + incoherent

@@ -9,6 +9,7 @@ import uuid
 import pytest
 from django.db import connection, transaction
 from django.http import QueryDict
+from django.test.utils import CaptureQueriesContext
 from psycopg._queries import MAX_CACHED_STATEMENT_LENGTH, MAX_CACHED_STATEMENT_PARAMS
 from rest_framework import serializers as drf
 from rest_framework.renderers import JSONRenderer
@@ -19,14 +20,21 @@ from contextstore.api.agent_sessions import CommitSerializer
 from contextstore.api.common import parse
 from contextstore.api.renderers import ORJSONRenderer
 from contextstore.db import read_together
+from contextstore.llm_models import thread_model_settings
 from contextstore.models import Event, ReadAudit, Thread
 from contextstore.selectors import events as event_reads
 from contextstore.selectors import rendering
 from contextstore.selectors.events import event_search
-from contextstore.services import document
+from contextstore.selectors.threads import thread_of_workspace
+from contextstore.services import document, threads
 from contextstore.services.blocks import block_upsert
+from contextstore.services.collapses import collapse_create
 from contextstore.services.common import Actor, lock_thread
 from contextstore.services.events import event_append
+from contextstore.services.model_settings import model_settings_update
+from contextstore.services.sessions import thread_ensure_by_key
+from contextstore.services.summaries import summarizer_configure
+from contextstore.services.threads import thread_fork
 from contextstore.services.workspaces import api_token_revoke
 from tests.api.conftest import client_for
 from tests.conftest import messages
@@ -206,6 +214,55 @@ def test_thread_and_state_serializers_match_drf(api_client, thread, actor):
     for serializer in (s.ThreadSerializer, s.StateSerializer):
         generic = drf.ModelSerializer.to_representation(serializer(), thread)
         assert serializer(thread).data == generic
+
+
+def test_a_thread_reads_byte_for_byte_as_drf_shows_it(api_client, other_client, workspace, thread,
+                                                      actor):
+    """GET /threads/{id}/ reads one row (selectors.threads.thread_data_of_workspace), not the
+    model: its bytes are DRF's JSONRenderer over the ModelSerializer of the thread, whatever
+    the thread holds; another workspace's thread, a deleted one or an id past bigint is a 404."""
+    busy, _ = thread_ensure_by_key(workspace=workspace, actor=actor, session_key="s\u2028é 🧵",
+                                   user_id="ünï\u2029", name="\u00a0naïve \"quoted\" ✓")
+    event_append(thread=busy, events=messages(6), actor=actor)
+    with transaction.atomic():
+        document.document_write(thread=lock_thread(busy), actor=actor, reason="edges", values={
+            "iteration": 2**40, "max_history_size": 0, "summary": "résumé\u2028\n\"x\"",
+            "system_prompt": "", "state": {"é": [None, 1.5, "\u2029"]}})
+    summarizer_configure(thread=busy, config={"token_budget": {"preserve_recent": 2}}, actor=actor)
+    model_settings_update(target=busy, actor=actor, model="gpt-4o", context_window=9000)
+    block_upsert(thread=busy, name="persona", value="You are terse.", actor=actor)
+    collapse_create(thread=busy, start_position=2, end_position=4, summary_text="S", actor=actor)
+    fork = thread_fork(thread=busy, name="fork", start_position=1, end_position=3, actor=actor)
+    open_fork = thread_fork(thread=busy, name="open", actor=actor)
+    renderer = JSONRenderer()
+    for each in (thread, busy, fork, open_fork):
+        loaded = Thread.objects.select_related("session").get(pk=each.pk)
+        expected = renderer.render(drf.ModelSerializer.to_representation(s.ThreadSerializer(), loaded))
+        response = api_client.get(f"/api/v1/threads/{each.pk}/")
+        assert response.status_code == 200
+        assert response.content == expected
+        assert other_client.get(f"/api/v1/threads/{each.pk}/").status_code == 404
+    assert api_client.get(f"/api/v1/threads/{2**63}/").status_code == 404
+    threads.thread_delete_fork(thread=fork, actor=actor)
+    assert api_client.get(f"/api/v1/threads/{fork.pk}/").json()["error"]["code"] == "not_found"
+
+
+def test_a_render_with_max_tokens_reads_no_session_and_answers_the_same(
+        api_client, thread, thread_url, actor, django_assert_num_queries):
+    """/context/ joins the session only for the model settings an explicit max_tokens overrides."""
+    event_append(thread=thread, events=messages(4), actor=actor)
+    model_settings_update(target=thread.session, actor=actor, context_window=8000)
+    budget = thread_model_settings(Thread.objects.get(pk=thread.pk)).budget
+    budgeted = api_client.get(f"{thread_url}context/").json()
+    rendering.forget_kept()
+    assert api_client.get(f"{thread_url}context/?max_tokens={budget}").json() == budgeted
+    with CaptureQueriesContext(connection) as read:
+        got = thread_of_workspace(workspace_id=thread.workspace_id, pk=thread.pk, with_session=False)
+    [query] = read.captured_queries
+    assert " JOIN " not in query["sql"]  # the thread's row alone, no relation followed
+    assert got.session_id == thread.session_id and got.summary == ""
+    with django_assert_num_queries(1):
+        assert got.session.key == thread.session.key  # read when asked for
 
 
 def drf_outcome(serializer_class, data):

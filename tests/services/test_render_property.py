@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from contextstore.errors import DomainError
 from contextstore.models import Event, RenderRecord
-from contextstore.render_format import FORMATS
+from contextstore.render_format import FORMATS, valid_items
 from contextstore.selectors import rendering
 from contextstore.selectors import renders as render_reads
 from contextstore.services import renders
@@ -170,6 +170,13 @@ def test_random_threads_render_valid_honest_requests(session, actor, steps, budg
                                                      on_oversize=on_oversize, strip_thinking=strip,
                                                      actor=actor)
     check(thread, rendered.body, budget, fmt)
+    # The render groups its events by the walk's units when it may (rendering.walked_units):
+    # the same items as grouping them again.
+    planned = rendering.render_plan(thread=thread, max_tokens=budget, fmt=fmt, on_oversize=on_oversize,
+                                    strip_thinking=strip, reuse=False)
+    events = rendering.load_planned(thread=thread, plan=planned.plan)
+    walked = rendering.walked_units(planned.plan, events)
+    assert walked is None or valid_items(events, walked) == valid_items(events)
     # the same record as one written after the render, as stored
     after = renders.render_record(thread=thread, rendered=rendered, actor=actor)
     columns = lambda r: {f.attname: getattr(r, f.attname) for f in RenderRecord._meta.concrete_fields  # noqa: E731

@@ -1,5 +1,7 @@
 """Provider-valid renders: tool units kept whole, oversize events skipped and reported."""
 
+from dataclasses import replace
+
 from contextstore.selectors import rendering
 from contextstore.services.events import event_append
 from contextstore.tokens import count_tokens
@@ -123,3 +125,22 @@ def test_thinking_follows_strip_thinking(thread, actor):
     openai = rendering.context_render(thread=thread, max_tokens=1000, fmt="openai")
     assert openai["messages"] == [{"role": "user", "content": "why?"},
                                   {"role": "assistant", "content": "answer"}]
+
+
+def test_the_render_reuses_the_walks_units_only_for_exactly_the_events_it_planned(thread, actor):
+    """valid_items takes the walk's units (rendering.walked_units) instead of grouping again
+    only when the loaded events are the planned ones, by id, with no gap between them."""
+    append(thread, actor, messages(2, words=5) + [call(1), result(1), {"type": "Message", "content": "ok"}])
+    planned = rendering.render_plan(thread=thread, max_tokens=1000, reuse=False)
+    events = rendering.load_planned(thread=thread, plan=planned.plan)
+    assert rendering.walked_units(planned.plan, events) is planned.plan.units
+    assert rendering.walked_units(planned.plan, events[1:]) is None  # one was gone when loaded
+    swapped = [replace(events[0], pk=events[1].pk), *events[1:]]
+    assert rendering.walked_units(planned.plan, swapped) is None  # another event at its place
+    # an orphan result left out inside the window: grouped again
+    append(thread, actor, [result(9), {"type": "Message", "content": "and?"}])
+    planned = rendering.render_plan(thread=thread, max_tokens=1000, reuse=False)
+    events = rendering.load_planned(thread=thread, plan=planned.plan)
+    assert [x["reason"] for x in planned.plan.left_out] == ["orphan_tool_result"]
+    assert rendering.walked_units(planned.plan, events) is None
+    assert history(rendering.context_render(thread=thread, max_tokens=1000))[-1]["content"] == "and?"
