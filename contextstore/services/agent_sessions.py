@@ -24,7 +24,7 @@ from django.utils import timezone
 from contextstore import documents
 from contextstore.db import PreparedGet, insert_sql, one_statement
 from contextstore.errors import Conflict, InvalidInput, NotFound, StaleRevision
-from contextstore.eventspec import event_specs
+from contextstore.eventspec import EventSpec, event_specs
 from contextstore.models import (
     AuditLog,
     CommitRecord,
@@ -231,6 +231,17 @@ def session_commit(*, workspace: Workspace, identity: Identity, commit: CommitIn
         raise InvalidInput("batch_id must be a string of at most 200 characters.",
                            details={"batch_id": "at most 200 characters"})
     request_hash = _request_hash(identity, commit)
+    try:
+        return _commit(workspace, identity, commit, specs, request_hash, actor, path="fast")
+    except history.Skipped:  # rolled back, nothing written: the checked path finds out why
+        return _commit(workspace, identity, commit, specs, request_hash, actor, path="checked")
+
+
+def _commit(workspace: Workspace, identity: Identity, commit: CommitIn, specs: list[EventSpec],
+            request_hash: str, actor: Actor, *, path: str) -> dict:
+    """session_commit's transaction, the unit of work: no savepoints inside, any error rolls
+    all of it back. path "fast" raises history.Skipped, before anything is written for good,
+    where the checked path would have to look (a client_id stored already or named twice)."""
     with transaction.atomic():
         # The session and its thread in one read, under the thread's lock (so a replay sent
         # while the first is still running waits for it and then finds its answer); made (or
@@ -269,12 +280,12 @@ def session_commit(*, workspace: Workspace, identity: Identity, commit: CommitIn
             # Last activity follows the framework's own clock (ADK's last_update_time), set by
             # the append's own update of the session (one update of its row, not two).
             result = event_service.event_append_specs(thread=thread, specs=specs, actor=actor,
-                                                      locked=True, activity_occurred=True)
+                                                      locked=True, activity_occurred=True, path=path)
             appended, last_seq = result.events, result.last_seq
         revision = thread.revision
         if commit.state:
             revision = state_service.state_write(thread=thread, actor=actor, state=commit.state,
-                                                 merge=True, reason="commit").revision
+                                                 merge=True, reason="commit", savepoint=False).revision
         _patch_scopes(workspace, identity, commit.app_state, commit.user_state, actor)
         if commit.blobs:
             writes.append(_blobs_put(thread, commit.blobs))

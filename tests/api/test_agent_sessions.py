@@ -114,6 +114,58 @@ def test_a_replayed_batch_returns_the_first_answer_and_applies_nothing_twice(api
     assert other.status_code == 409 and other.json()["error"]["code"] == "idempotency_conflict"
 
 
+def test_a_batch_naming_a_client_id_twice_is_rerun_checked_and_stores_it_once(api_client):
+    create(api_client, state={"a": 1})
+    twice = {"type": "Message", "content": "x", "client_id": "e1"}
+    answer = commit(api_client, events=[twice, {"type": "Message", "content": "y"}, twice],
+                    state={"b": 2}, blobs=[{"key": "k", "data": "eA=="}], batch_id="b1")
+    assert answer.status_code == 200, answer.json()
+    body = answer.json()
+    assert [e["seq"] for e in body["events"]] == [1, 2, 1] and body["last_seq"] == 2
+    assert body["revision"] == 2 and Event.objects.count() == 2 and ThreadBlob.objects.count() == 1
+    assert commit(api_client, events=[twice], state={"b": 2}, blobs=[{"key": "k", "data": "eA=="}],
+                  batch_id="b1").status_code == 409  # another request under the same batch id
+    assert read(api_client).json()["state"] == {"a": 1, "b": 2}
+
+
+def test_a_stored_client_id_is_rerun_checked_and_answers_the_stored_event(api_client):
+    create(api_client)
+    first = commit(api_client, events=[{"type": "Message", "content": "x", "client_id": "e1"}]).json()
+    again = commit(api_client, events=[{"type": "Message", "content": "x", "client_id": "e1"},
+                                       {"type": "Message", "content": "y", "client_id": "e2"}],
+                   state={"n": 1}, blobs=[{"key": "k", "data": "eA=="}])
+    assert again.status_code == 200, again.json()
+    assert again.json()["events"][0] == first["events"][0] and again.json()["last_seq"] == 2
+    assert Event.objects.count() == 2 and read(api_client).json()["state"] == {"n": 1}
+    assert AuditLog.objects.filter(action="events.append").count() == 2
+
+
+def test_a_conflicting_client_id_is_a_409_and_nothing_of_the_commit_is_written(api_client):
+    create(api_client)
+    commit(api_client, events=[{"type": "Message", "content": "x", "client_id": "e1"}])
+    audits = AuditLog.objects.count()
+    clash = commit(api_client, events=[{"type": "Message", "content": "y"},
+                                       {"type": "Message", "content": "other", "client_id": "e1"}],
+                   state={"n": 1}, app_state={"x": 1}, blobs=[{"key": "k", "data": "eA=="}], batch_id="b1")
+    assert clash.status_code == 409 and clash.json()["error"]["code"] == "idempotency_conflict"
+    assert Event.objects.count() == 1 and not ThreadBlob.objects.exists() and not ScopedState.objects.exists()
+    assert AuditLog.objects.count() == audits and read(api_client).json()["state"] == {}
+
+
+def test_a_stale_revision_is_a_412_and_nothing_is_written_even_with_a_batch_id(api_client):
+    create(api_client, state={"a": 1})
+    stale = commit(api_client, headers={"If-Match": '"0"'}, events=[{"type": "Message", "content": "x"}],
+                   state={"a": 2}, blobs=[{"key": "k", "data": "eA=="}], batch_id="b1")
+    assert stale.status_code == 412 and stale.json()["error"]["code"] == "stale_revision"
+    assert not Event.objects.exists() and not ThreadBlob.objects.exists()
+    assert read(api_client).json()["state"] == {"a": 1}
+    # nothing was kept under the batch id: the same batch, now current, applies
+    fresh = commit(api_client, headers={"If-Match": '"1"'}, events=[{"type": "Message", "content": "x"}],
+                   state={"a": 2}, blobs=[{"key": "k", "data": "eA=="}], batch_id="b1")
+    assert fresh.status_code == 200, fresh.json()
+    assert Event.objects.count() == 1 and read(api_client).json()["state"] == {"a": 2}
+
+
 def test_commit_can_create_the_session(api_client):
     assert commit(api_client, events=[{"type": "Message", "content": "x"}]).status_code == 404
     assert commit(api_client, create=True, events=[{"type": "Message", "content": "x"}]).status_code == 200
