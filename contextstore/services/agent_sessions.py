@@ -18,7 +18,7 @@ from itertools import batched
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Q
+from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 
 from contextstore import documents
@@ -60,12 +60,28 @@ MAX_BLOB_BYTES = 16 * 1024 * 1024
 # A commit's reads, compiled once per process (db.PreparedGet): building the ORM's SQL on
 # every commit cost more CPU than running it. The session's thread by identity, read under
 # the thread's row lock as lock_thread(history_only=True) takes it (the session and the
-# workspace with it), and the commit record of a batch id.
-_LOCKED_THREAD = PreparedGet(lambda workspace_id, app, user_id, key, name: (
+# workspace with it), and in the same statement (one round trip, not three) the commit record
+# of its batch id and the revisions of the app's and the user's scoped states; the commit
+# record alone for the checked path.
+def _record(batch_id: str, column: str) -> Subquery:
+    return Subquery(CommitRecord.objects.filter(thread_id=OuterRef("pk"), batch_id=batch_id)
+                    .values(column)[:1])
+
+
+def _revision(workspace_id: int, app: str, scope: str, user_id: str) -> Subquery:
+    return Subquery(ScopedState.objects.filter(workspace_id=workspace_id, app=app, scope=scope,
+                                               user_id=user_id).values("revision")[:1])
+
+
+_LOCKED_THREAD = PreparedGet(lambda workspace_id, app, user_id, key, name, batch_id: (
     Thread.objects.select_for_update(of=("self",), no_key=True).select_related("session", "workspace")
     .defer(*THREAD_STATE_FIELDS)
     .filter(session__workspace_id=workspace_id, session__app=app, session__user_id=user_id,
-            session__key=key, name=name)), text=(1, 2, 3, 4))
+            session__key=key, name=name)
+    .annotate(record_hash=_record(batch_id, "request_hash"), record_response=_record(batch_id, "response"),
+              app_revision=_revision(workspace_id, app, ScopedState.Scope.APP, ""),
+              user_revision=_revision(workspace_id, app, ScopedState.Scope.USER, user_id))),
+    text=(1, 2, 3, 4, 5))
 _COMMIT_RECORD = PreparedGet(lambda thread_id, batch_id: CommitRecord.objects.filter(
     thread_id=thread_id, batch_id=batch_id).only("request_hash", "response"), text=(1,))
 
@@ -196,13 +212,16 @@ def session_create(
 
 
 def _patch_scopes(workspace: Workspace, identity: Identity, app_state: dict | None,
-                  user_state: dict | None, actor: Actor) -> None:
+                  user_state: dict | None, actor: Actor) -> dict[str, ScopedState]:
+    """The patched scopes' rows, by scope."""
+    patched = {}
     if app_state:
-        _patch_scope(workspace=workspace, app=identity.app, scope="app", user_id="", patch=app_state,
-                     actor=actor)
+        patched["app"] = _patch_scope(workspace=workspace, app=identity.app, scope="app", user_id="",
+                                      patch=app_state, actor=actor)
     if user_state:
-        _patch_scope(workspace=workspace, app=identity.app, scope="user", user_id=identity.user_id,
-                     patch=user_state, actor=actor)
+        patched["user"] = _patch_scope(workspace=workspace, app=identity.app, scope="user",
+                                       user_id=identity.user_id, patch=user_state, actor=actor)
+    return patched
 
 
 def _request_hash(identity: Identity, commit: CommitIn) -> str:
@@ -244,25 +263,36 @@ def _commit(workspace: Workspace, identity: Identity, commit: CommitIn, specs: l
     where the checked path would have to look (a client_id stored already or named twice)."""
     with transaction.atomic():
         # The session and its thread in one read, under the thread's lock (so a replay sent
-        # while the first is still running waits for it and then finds its answer); made (or
-        # refused) by _ensure when missing, then locked.
+        # while the first is still running waits for it), with the batch's record and the
+        # scopes' revisions; made (or refused) by _ensure when missing, then locked.
         thread = _LOCKED_THREAD.get(workspace.pk, identity.app, identity.user_id, identity.key,
-                                    identity.thread)
+                                    identity.thread, commit.batch_id)
         if thread is not None:
             session = thread.session
+            revisions: dict[str, int] | None = {"app": thread.app_revision or 0,
+                                                "user": thread.user_revision or 0}
+            record = (thread.record_hash, thread.record_response) if thread.record_hash else None
         else:
             session, thread, _ = _ensure(workspace, identity, actor, create=commit.create)
             try:
                 thread = lock_thread(thread, history_only=True)
             except Thread.DoesNotExist:  # deleted since it was found: as a missing one answers
                 raise NotFound("No such session.", details={"key": identity.key}) from None
-        if commit.batch_id:
-            record = _COMMIT_RECORD.get(thread.pk, commit.batch_id)
-            if record is not None:
-                if record.request_hash != request_hash:
-                    raise Conflict("batch_id was already used for a different commit.",
-                                   code="idempotency_conflict", details={"batch_id": commit.batch_id})
-                return record.response
+            revisions, record = None, None
+        if commit.batch_id and (path == "checked" or revisions is None):
+            # Read after the lock is held: the locked read's subqueries see the database as it
+            # was before that read waited for the lock, not a first commit that ended meanwhile.
+            found = _COMMIT_RECORD.get(thread.pk, commit.batch_id)
+            record = (found.request_hash, found.response) if found is not None else None
+        if record is not None:
+            if record[0] != request_hash:
+                raise Conflict("batch_id was already used for a different commit.",
+                               code="idempotency_conflict", details={"batch_id": commit.batch_id})
+            return record[1]
+        stale = (commit.expected_revision is not None and commit.expected_revision != thread.revision
+                 or commit.expected_last_seq is not None and commit.expected_last_seq != thread.last_seq)
+        if stale and commit.batch_id and path == "fast":
+            raise history.Skipped  # a first commit of this batch may have ended meanwhile: look
         if commit.expected_revision is not None and commit.expected_revision != thread.revision:
             raise StaleRevision(
                 f"The state is at revision {thread.revision}, not {commit.expected_revision}.",
@@ -286,19 +316,21 @@ def _commit(workspace: Workspace, identity: Identity, commit: CommitIn, specs: l
         if commit.state:
             revision = state_service.state_write(thread=thread, actor=actor, state=commit.state,
                                                  merge=True, reason="commit", savepoint=False).revision
-        _patch_scopes(workspace, identity, commit.app_state, commit.user_state, actor)
+        patched = _patch_scopes(workspace, identity, commit.app_state, commit.user_state, actor)
+        if revisions is None:
+            revisions = {scope: row.revision if row else 0 for scope, row in scoped_states(
+                workspace=workspace, app=identity.app, user_id=identity.user_id).items()}
+        revisions.update((scope, row.revision) for scope, row in patched.items())
         if commit.blobs:
             writes.append(_blobs_put(thread, commit.blobs))
             writes.append(insert_sql(AuditLog, [audit_row(
                 actor=actor, action="blobs.put", target=thread, workspace=workspace,
                 keys=[b.key for b in commit.blobs][:50], count=len(commit.blobs))], returning=("id",)))
-        scopes = scoped_states(workspace=workspace, app=identity.app, user_id=identity.user_id)
         response = {
             "session": session.pk, "thread": thread.pk, "revision": revision, "last_seq": last_seq,
             "events": [{"id": e.pk, "seq": e.seq, "client_id": e.client_id,
                         "occurred_at": e.occurred_at.isoformat()} for e in appended],
-            "app_revision": scopes["app"].revision if scopes["app"] else 0,
-            "user_revision": scopes["user"].revision if scopes["user"] else 0,
+            "app_revision": revisions["app"], "user_revision": revisions["user"],
         }
         if commit.batch_id:
             writes.append(insert_sql(CommitRecord, [CommitRecord(

@@ -230,6 +230,24 @@ def test_scopes_are_shared_across_sessions_and_revisioned(api_client):
     assert ScopedState.objects.get(scope="app").revisions.count() == 2
 
 
+def test_a_commit_answers_the_scopes_revisions_whether_it_patched_them_or_not(api_client):
+    create(api_client)
+    api_client.post(URL, {**WHO, "key": "s2", "user_id": "bob"}, format="json")
+    commit(api_client, app_state={"a": 1}, user_state={"u": 1})
+    commit(api_client, user_state={"u": 2})
+    bobs = {**WHO, "key": "s2", "user_id": "bob"}
+    answer = api_client.post(URL + "commit/", {**bobs, "user_state": {"v": 1}}, format="json").json()
+    assert (answer["app_revision"], answer["user_revision"]) == (1, 1)
+    answer = api_client.post(URL + "commit/", {**bobs, "events": [{"type": "Message"}], "batch_id": "b"},
+                             format="json").json()
+    assert (answer["app_revision"], answer["user_revision"]) == (1, 1)
+    answer = commit(api_client, app_state={"a": 2})
+    assert (answer.json()["app_revision"], answer.json()["user_revision"]) == (2, 2)
+    fresh = api_client.post(URL + "commit/", {**WHO, "key": "s3", "create": True, "batch_id": "b"},
+                            format="json").json()  # a new session: the revisions read after
+    assert (fresh["app_revision"], fresh["user_revision"]) == (2, 2)
+
+
 def test_other_workspaces_see_nothing(api_client, other_client):
     create(api_client)
     assert other_client.get(URL + "read/", WHO).status_code == 404
