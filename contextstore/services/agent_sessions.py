@@ -333,22 +333,27 @@ def _commit(workspace: Workspace, identity: Identity, commit: CommitIn, specs: l
             "app_revision": revisions["app"], "user_revision": revisions["user"],
         }
         if commit.batch_id:
+            # Not looked up first: the locked read found none, and a first commit of this batch
+            # that ended while that read waited for the lock is found here (no row inserted).
             writes.append(insert_sql(CommitRecord, [CommitRecord(
                 thread=thread, batch_id=commit.batch_id, request_hash=request_hash, response=response)],
-                returning=("id",)))
-        _write(writes)
+                returning=("id",), ignore_conflicts=True))
+        if not _write(writes) and commit.batch_id:
+            raise history.Skipped  # rolled back; the checked path replays the first commit
     return response
 
 
-def _write(writes: list[tuple[str, tuple]]) -> None:
+def _write(writes: list[tuple[str, tuple]]) -> list[tuple]:
     """Run these statements in order: on PostgreSQL in one (the last, an INSERT … RETURNING,
-    with the others as data-modifying CTEs: one round trip)."""
+    with the others as data-modifying CTEs: one round trip). Returns the last one's rows."""
     if connection.vendor == "postgresql" and len(writes) > 1 and " RETURNING " in writes[-1][0]:
-        one_statement(writes[-1], *writes[:-1])
-        return
+        return one_statement(writes[-1], *writes[:-1])
+    rows: list[tuple] = []
     with connection.cursor() as cursor:
         for text, params in writes:
             cursor.execute(text, params)
+            rows = cursor.fetchall() if " RETURNING " in text else []
+    return rows
 
 
 def _blobs_put(thread: Thread, blobs: list[BlobIn]) -> tuple[str, tuple]:
