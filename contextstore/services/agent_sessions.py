@@ -306,12 +306,17 @@ def _commit(workspace: Workspace, identity: Identity, commit: CommitIn, specs: l
         last_seq = thread.last_seq
         # The writes that follow the append and the state patches, run together at the end.
         writes: list[tuple[str, tuple]] = []
+        blobs = _blobs_put(thread, commit.blobs) if commit.blobs else None  # refused before any write
+        # One audit row per commit: the append's names the blobs too.
+        blobs_named = {"blob_keys": [b.key for b in commit.blobs][:50], "blob_count": len(commit.blobs)}
+        stored = 0
         if specs:
             # Last activity follows the framework's own clock (ADK's last_update_time), set by
             # the append's own update of the session (one update of its row, not two).
-            result = event_service.event_append_specs(thread=thread, specs=specs, actor=actor,
-                                                      locked=True, activity_occurred=True, path=path)
-            appended, last_seq = result.events, result.last_seq
+            result = event_service.event_append_specs(
+                thread=thread, specs=specs, actor=actor, locked=True, activity_occurred=True, path=path,
+                audit_details=blobs_named if blobs else None)
+            appended, last_seq, stored = result.events, result.last_seq, result.created
         revision = thread.revision
         if commit.state:
             revision = state_service.state_write(thread=thread, actor=actor, state=commit.state,
@@ -321,11 +326,12 @@ def _commit(workspace: Workspace, identity: Identity, commit: CommitIn, specs: l
             revisions = {scope: row.revision if row else 0 for scope, row in scoped_states(
                 workspace=workspace, app=identity.app, user_id=identity.user_id).items()}
         revisions.update((scope, row.revision) for scope, row in patched.items())
-        if commit.blobs:
-            writes.append(_blobs_put(thread, commit.blobs))
-            writes.append(insert_sql(AuditLog, [audit_row(
-                actor=actor, action="blobs.put", target=thread, workspace=workspace,
-                keys=[b.key for b in commit.blobs][:50], count=len(commit.blobs))], returning=("id",)))
+        if blobs:
+            writes.append(blobs)
+            if not stored:  # no events.append row to name them
+                writes.append(insert_sql(AuditLog, [audit_row(
+                    actor=actor, action="blobs.put", target=thread, workspace=workspace,
+                    keys=blobs_named["blob_keys"], count=len(commit.blobs))], returning=("id",)))
         response = {
             "session": session.pk, "thread": thread.pk, "revision": revision, "last_seq": last_seq,
             "events": [{"id": e.pk, "seq": e.seq, "client_id": e.client_id,
