@@ -267,22 +267,25 @@ def _commit(workspace: Workspace, identity: Identity, commit: CommitIn, specs: l
         # scopes' revisions; made (or refused) by _ensure when missing, then locked.
         thread = _LOCKED_THREAD.get(workspace.pk, identity.app, identity.user_id, identity.key,
                                     identity.thread, commit.batch_id)
-        if thread is not None:
+        revisions: dict[str, int] | None = None  # None: read once the scopes are patched
+        record: tuple[str, Any] | None = None
+        from_locked_read = thread is not None and path == "fast"  # its record and revisions
+        if from_locked_read:
             session = thread.session
-            revisions: dict[str, int] | None = {"app": thread.app_revision or 0,
-                                                "user": thread.user_revision or 0}
+            revisions = {"app": thread.app_revision or 0, "user": thread.user_revision or 0}
             record = (thread.record_hash, thread.record_response) if thread.record_hash else None
         else:
-            session, thread, _ = _ensure(workspace, identity, actor, create=commit.create)
-            try:
-                thread = lock_thread(thread, history_only=True)
-            except Thread.DoesNotExist:  # deleted since it was found: as a missing one answers
-                raise NotFound("No such session.", details={"key": identity.key}) from None
-            revisions, record = None, None
-        if commit.batch_id and (path == "checked" or revisions is None):
-            # Read after the lock is held: the locked read's subqueries see the database as it
+            if thread is None:
+                session, thread, _ = _ensure(workspace, identity, actor, create=commit.create)
+                try:
+                    thread = lock_thread(thread, history_only=True)
+                except Thread.DoesNotExist:  # deleted since it was found: as a missing one answers
+                    raise NotFound("No such session.", details={"key": identity.key}) from None
+            else:
+                session = thread.session
+            # Read once the lock is held: the locked read's subqueries see the database as it
             # was before that read waited for the lock, not a first commit that ended meanwhile.
-            found = _COMMIT_RECORD.get(thread.pk, commit.batch_id)
+            found = _COMMIT_RECORD.get(thread.pk, commit.batch_id) if commit.batch_id else None
             record = (found.request_hash, found.response) if found is not None else None
         if record is not None:
             if record[0] != request_hash:
@@ -291,7 +294,7 @@ def _commit(workspace: Workspace, identity: Identity, commit: CommitIn, specs: l
             return record[1]
         stale = (commit.expected_revision is not None and commit.expected_revision != thread.revision
                  or commit.expected_last_seq is not None and commit.expected_last_seq != thread.last_seq)
-        if stale and commit.batch_id and path == "fast":
+        if stale and commit.batch_id and from_locked_read:
             raise history.Skipped  # a first commit of this batch may have ended meanwhile: look
         if commit.expected_revision is not None and commit.expected_revision != thread.revision:
             raise StaleRevision(
