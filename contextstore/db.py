@@ -206,9 +206,10 @@ class _Prepared:
     """A fixed-shape ORM query compiled once per process: `build(*values)` is compiled with
     stand-in values; each call runs that SQL with the real ones. `build` must use each value as
     a plain query parameter (an exact filter on an integer column, or with `text` naming the
-    positions of string values, on a text column)."""
+    positions of string values, on a text column). A value may be used more than once (the
+    workspace of a row and of a subquery's): each of its places gets it."""
 
-    STAND_INS = (-7_310_001, -7_310_002, -7_310_003, -7_310_004, -7_310_005)
+    STAND_INS = tuple(range(-7_310_001, -7_310_009, -1))
 
     def __init__(self, build: Callable[..., QuerySet], *, text: tuple[int, ...] = ()) -> None:
         self.build = build
@@ -221,7 +222,10 @@ class _Prepared:
         compiler = qs.query.get_compiler(using=qs.db)
         text, params = compiler.as_sql()
         params = list(params)
-        slots = [params.index(value) for value in self.stand_ins[:arity]]
+        slots = [[i for i, param in enumerate(params) if param == value]
+                 for value in self.stand_ins[:arity]]
+        if not all(slots):
+            raise ValueError(f"{self.build}: a value is not a plain query parameter")
         return (text, params, slots, *self._reading(qs, compiler))
 
     def _reading(self, qs: QuerySet, compiler: Any) -> tuple:
@@ -239,8 +243,9 @@ class _Prepared:
             compiled = self.compiled[connection.vendor] = self._compile(len(values))
         text, params, slots = compiled[:3]
         params = list(params)
-        for slot, value in zip(slots, values, strict=True):
-            params[slot] = value
+        for places, value in zip(slots, values, strict=True):
+            for place in places:
+                params[place] = value
         if limit is not None:  # the ORM writes a slice into the SQL text; here it is a parameter
             text, params = f"{text} LIMIT %s", [*params, limit]
         if along:  # data-modifying statements run with this read (PostgreSQL runs each once)

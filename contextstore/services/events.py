@@ -41,23 +41,39 @@ def event_append(*, thread: Thread, events: list[Any], actor: Actor) -> AppendRe
 
 
 def event_append_specs(*, thread: Thread, specs: list[EventSpec], actor: Actor,
-                       locked: bool = False, activity_occurred: bool = False) -> AppendResult:
+                       locked: bool = False, activity_occurred: bool = False,
+                       path: str = "auto", audit_details: dict[str, Any] | None = None) -> AppendResult:
     """event_append of a batch its caller validated already (eventspec.event_specs), as a
     commit does before it takes any lock; the caller redacted it (redaction.redact_events).
     `locked`: the caller holds the thread's row lock and `thread` is the row it read under it
     (history_only), so it is not read again. `activity_occurred`: the session's last activity
-    is the newest event's occurred_at (history.events_add)."""
+    is the newest event's occurred_at (history.events_add). `audit_details`: more details for
+    the events.append audit row (a commit names its blobs there).
+
+    `path` (with `locked`), when the caller's transaction is the unit of work (a commit): no
+    savepoint is taken. "fast": PostgreSQL's folded insert; a batch that needs the stored
+    client_ids read (one named twice, or one stored already) raises history.Skipped, and the
+    caller rolls its transaction back and reruns "checked" (so nothing is half-written and the
+    outcome is the checked path's). "checked": stored client_ids read first. "auto" (any other
+    caller): the folded insert in a savepoint, the checked path after a skip."""
     specs, call_texts = llm_call_prepare(thread=thread, specs=specs)  # render_id, data.messages
     now = timezone.now()
+    details = audit_details or {}
 
     outcome = None
-    if connection.vendor == "postgresql":
+    if connection.vendor == "postgresql" and path != "checked":
         try:
-            outcome = _append_folded(thread, specs, call_texts, actor, now, locked, activity_occurred)
+            outcome = _append_folded(thread, specs, call_texts, actor, now, locked, activity_occurred,
+                                     details, savepoint=path == "auto")
         except history.Skipped:
+            if path == "fast":
+                raise
             outcome = None  # rolled back; the path below reads the stored events
+        if outcome is None and path == "fast":
+            raise history.Skipped  # a client_id named twice: nothing written yet
     if outcome is None:
-        outcome = _append_checked(thread, specs, call_texts, actor, now, locked, activity_occurred)
+        outcome = _append_checked(thread, specs, call_texts, actor, now, locked, activity_occurred,
+                                  details, savepoint=path == "auto")
     thread, final, created = outcome
     if created:
         summarization_check(thread=thread)
@@ -66,7 +82,8 @@ def event_append_specs(*, thread: Thread, specs: list[EventSpec], actor: Actor,
 
 def _append_folded(
     thread: Thread, specs: list[EventSpec], call_texts: list[str], actor: Actor, now: datetime,
-    locked: bool = False, activity_occurred: bool = False,
+    locked: bool = False, activity_occurred: bool = False, details: dict[str, Any] | None = None,
+    savepoint: bool = True,
 ) -> tuple[Thread, list[Event], int] | None:
     """The common append on PostgreSQL, any batch size, in four round trips: BEGIN, the
     thread's row lock, one statement (the rows, the thread's and session's counters, the audit
@@ -77,7 +94,7 @@ def _append_folded(
     client_ids = [s.client_id for s in specs if s.client_id]
     if len(set(client_ids)) != len(client_ids):
         return None
-    with transaction.atomic():
+    with transaction.atomic(savepoint=savepoint):
         # A copy when the caller locked it: the rolled-back skip must not leave counters moved.
         locked_row = copy.copy(thread) if locked else lock_thread(thread, history_only=True)
         texts_keep(call_texts)
@@ -86,7 +103,7 @@ def _append_folded(
             return [insert_sql(AuditLog, [audit_row(
                 actor=actor, action="events.append", target=locked_row,
                 workspace=locked_row.workspace, count=len(objs), first_seq=objs[0].seq,
-                last_seq=objs[-1].seq)])]
+                last_seq=objs[-1].seq, **(details or {}))])]
 
         objs = history.events_add(thread=locked_row, specs=specs, now=now, fold_with=audited,
                                   activity_occurred=activity_occurred)
@@ -95,11 +112,12 @@ def _append_folded(
 
 def _append_checked(
     thread: Thread, specs: list[EventSpec], call_texts: list[str], actor: Actor, now: datetime,
-    locked: bool = False, activity_occurred: bool = False,
+    locked: bool = False, activity_occurred: bool = False, details: dict[str, Any] | None = None,
+    savepoint: bool = True,
 ) -> tuple[Thread, list[Event], int]:
     """Any append (SQLite's, and a replay on PostgreSQL): stored client_ids are read first
     (replays, conflicts); big batches COPY."""
-    with transaction.atomic():
+    with transaction.atomic(savepoint=savepoint):
         thread = thread if locked else lock_thread(thread, history_only=True)
         texts_keep(call_texts)
         client_ids = {s.client_id for s in specs if s.client_id}
@@ -134,7 +152,8 @@ def _append_checked(
             results[i] = obj
         if created:
             audit(actor=actor, action="events.append", target=thread, workspace=thread.workspace,
-                  count=len(created), first_seq=created[0].seq, last_seq=created[-1].seq)
+                  count=len(created), first_seq=created[0].seq, last_seq=created[-1].seq,
+                  **(details or {}))
 
     by_client: dict[str | None, Event] = {e.client_id: e for e in results if e is not None and e.client_id}
     final = [e if e is not None else by_client[specs[i].client_id] for i, e in enumerate(results)]

@@ -46,7 +46,8 @@ _ORDINARY: Place = (None, Event.Status.ACTIVE)
 
 class Skipped(Exception):
     """A folded insert (events_add's fold_with) skipped a row whose client_id is stored already:
-    the caller's transaction must be rolled back."""
+    the caller's transaction must be rolled back. A commit's fast path raises it too, for
+    whatever only its checked path handles (agent_sessions.session_commit reruns on it)."""
 
 
 def events_add(

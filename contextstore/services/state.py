@@ -21,12 +21,13 @@ def check_memory(memory: Any) -> None:
 def state_write(
     *, thread: Thread, actor: Actor, state: Any = UNSET, memory: Any = UNSET,
     summary: Any = UNSET, merge: bool = False, expected_revision: int | None = None,
-    reason: str = "",
+    reason: str = "", savepoint: bool = True,
 ) -> Thread:
     """Write state (and memory/summary). A stale expected_revision writes nothing.
 
     With merge, state is an RFC 7386 merge patch of the current state (an object: the state
-    must stay one).
+    must stay one). `savepoint=False`: the caller's transaction is the unit of work (a commit,
+    which lets any error roll all of it back), so no savepoint is taken.
     """
     if state is not UNSET and not isinstance(state, dict):
         raise InvalidInput("The patched state must stay a JSON object." if merge else
@@ -42,7 +43,7 @@ def state_write(
     patch = {}
     if merge and "state" in values:
         patch["state"] = values.pop("state")
-    with transaction.atomic():
+    with transaction.atomic(savepoint=savepoint):
         thread = lock_thread(thread)
         check_expected(thread, expected_revision)
         document_write(thread=thread, actor=actor, reason=reason or ("patch" if merge else "write"),

@@ -114,6 +114,58 @@ def test_a_replayed_batch_returns_the_first_answer_and_applies_nothing_twice(api
     assert other.status_code == 409 and other.json()["error"]["code"] == "idempotency_conflict"
 
 
+def test_a_batch_naming_a_client_id_twice_is_rerun_checked_and_stores_it_once(api_client):
+    create(api_client, state={"a": 1})
+    twice = {"type": "Message", "content": "x", "client_id": "e1"}
+    answer = commit(api_client, events=[twice, {"type": "Message", "content": "y"}, twice],
+                    state={"b": 2}, blobs=[{"key": "k", "data": "eA=="}], batch_id="b1")
+    assert answer.status_code == 200, answer.json()
+    body = answer.json()
+    assert [e["seq"] for e in body["events"]] == [1, 2, 1] and body["last_seq"] == 2
+    assert body["revision"] == 2 and Event.objects.count() == 2 and ThreadBlob.objects.count() == 1
+    assert commit(api_client, events=[twice], state={"b": 2}, blobs=[{"key": "k", "data": "eA=="}],
+                  batch_id="b1").status_code == 409  # another request under the same batch id
+    assert read(api_client).json()["state"] == {"a": 1, "b": 2}
+
+
+def test_a_stored_client_id_is_rerun_checked_and_answers_the_stored_event(api_client):
+    create(api_client)
+    first = commit(api_client, events=[{"type": "Message", "content": "x", "client_id": "e1"}]).json()
+    again = commit(api_client, events=[{"type": "Message", "content": "x", "client_id": "e1"},
+                                       {"type": "Message", "content": "y", "client_id": "e2"}],
+                   state={"n": 1}, blobs=[{"key": "k", "data": "eA=="}])
+    assert again.status_code == 200, again.json()
+    assert again.json()["events"][0] == first["events"][0] and again.json()["last_seq"] == 2
+    assert Event.objects.count() == 2 and read(api_client).json()["state"] == {"n": 1}
+    assert AuditLog.objects.filter(action="events.append").count() == 2
+
+
+def test_a_conflicting_client_id_is_a_409_and_nothing_of_the_commit_is_written(api_client):
+    create(api_client)
+    commit(api_client, events=[{"type": "Message", "content": "x", "client_id": "e1"}])
+    audits = AuditLog.objects.count()
+    clash = commit(api_client, events=[{"type": "Message", "content": "y"},
+                                       {"type": "Message", "content": "other", "client_id": "e1"}],
+                   state={"n": 1}, app_state={"x": 1}, blobs=[{"key": "k", "data": "eA=="}], batch_id="b1")
+    assert clash.status_code == 409 and clash.json()["error"]["code"] == "idempotency_conflict"
+    assert Event.objects.count() == 1 and not ThreadBlob.objects.exists() and not ScopedState.objects.exists()
+    assert AuditLog.objects.count() == audits and read(api_client).json()["state"] == {}
+
+
+def test_a_stale_revision_is_a_412_and_nothing_is_written_even_with_a_batch_id(api_client):
+    create(api_client, state={"a": 1})
+    stale = commit(api_client, headers={"If-Match": '"0"'}, events=[{"type": "Message", "content": "x"}],
+                   state={"a": 2}, blobs=[{"key": "k", "data": "eA=="}], batch_id="b1")
+    assert stale.status_code == 412 and stale.json()["error"]["code"] == "stale_revision"
+    assert not Event.objects.exists() and not ThreadBlob.objects.exists()
+    assert read(api_client).json()["state"] == {"a": 1}
+    # nothing was kept under the batch id: the same batch, now current, applies
+    fresh = commit(api_client, headers={"If-Match": '"1"'}, events=[{"type": "Message", "content": "x"}],
+                   state={"a": 2}, blobs=[{"key": "k", "data": "eA=="}], batch_id="b1")
+    assert fresh.status_code == 200, fresh.json()
+    assert Event.objects.count() == 1 and read(api_client).json()["state"] == {"a": 2}
+
+
 def test_commit_can_create_the_session(api_client):
     assert commit(api_client, events=[{"type": "Message", "content": "x"}]).status_code == 404
     assert commit(api_client, create=True, events=[{"type": "Message", "content": "x"}]).status_code == 200
@@ -176,6 +228,24 @@ def test_scopes_are_shared_across_sessions_and_revisioned(api_client):
                                format="json").json()
     assert patched["app_state"] == {"b": 2} and patched["app_revision"] == 2
     assert ScopedState.objects.get(scope="app").revisions.count() == 2
+
+
+def test_a_commit_answers_the_scopes_revisions_whether_it_patched_them_or_not(api_client):
+    create(api_client)
+    api_client.post(URL, {**WHO, "key": "s2", "user_id": "bob"}, format="json")
+    commit(api_client, app_state={"a": 1}, user_state={"u": 1})
+    commit(api_client, user_state={"u": 2})
+    bobs = {**WHO, "key": "s2", "user_id": "bob"}
+    answer = api_client.post(URL + "commit/", {**bobs, "user_state": {"v": 1}}, format="json").json()
+    assert (answer["app_revision"], answer["user_revision"]) == (1, 1)
+    answer = api_client.post(URL + "commit/", {**bobs, "events": [{"type": "Message"}], "batch_id": "b"},
+                             format="json").json()
+    assert (answer["app_revision"], answer["user_revision"]) == (1, 1)
+    answer = commit(api_client, app_state={"a": 2})
+    assert (answer.json()["app_revision"], answer.json()["user_revision"]) == (2, 2)
+    fresh = api_client.post(URL + "commit/", {**WHO, "key": "s3", "create": True, "batch_id": "b"},
+                            format="json").json()  # a new session: the revisions read after
+    assert (fresh["app_revision"], fresh["user_revision"]) == (2, 2)
 
 
 def test_other_workspaces_see_nothing(api_client, other_client):
@@ -296,31 +366,54 @@ def test_a_read_gives_each_event_as_the_events_endpoint_does(api_client):
     assert [e["run_id"] for e in got["events"]] == ["run-1", None]
 
 
-def test_a_replayable_commit_adds_one_read_and_writes_its_record_with_the_rest(
-        api_client, django_assert_max_num_queries):
+def test_a_replayable_commit_reads_its_record_with_the_lock_and_writes_it_with_the_rest(
+        api_client, django_assert_num_queries):
     assert commit(api_client, create=True).status_code == 200
     blob = [{"key": "cp/1", "data": base64.b64encode(b"x").decode()}]
-    # as a LangGraph put: + the commit record's lookup; the record goes in the last statement
-    with django_assert_max_num_queries(9 if connection.vendor == "postgresql" else 15):
+    # as a LangGraph put. PostgreSQL: BEGIN, the thread under its lock with the commit record
+    # and the scopes' revisions, the events (their counters and audit row), the blobs with the
+    # record (INSERT … ON CONFLICT DO NOTHING RETURNING), COMMIT; no savepoint. SQLite: BEGIN,
+    # the read, the event, the thread's and session's counters, the audit row, the blobs, the
+    # record, COMMIT.
+    with django_assert_num_queries(5 if connection.vendor == "postgresql" else 9):
         first = commit(api_client, events=[{"type": "Checkpoint", "content": "c"}], blobs=blob, batch_id="b1")
     assert first.status_code == 200
     again = commit(api_client, events=[{"type": "Checkpoint", "content": "c"}], blobs=blob, batch_id="b1")
     assert again.json() == first.json() and Event.objects.count() == 1
-    assert AuditLog.objects.filter(action="blobs.put").count() == 1
+    # one audit row for the commit: the append's, naming the blob
+    [log] = AuditLog.objects.filter(action__in=["events.append", "blobs.put"])
+    assert log.action == "events.append" and log.details["blob_keys"] == ["cp/1"]
+    assert log.details["blob_count"] == 1 and log.details["count"] == 1
     assert Session.objects.get().last_activity_at == Event.objects.get().occurred_at
 
 
+def test_a_commit_that_stores_no_event_audits_its_blobs_in_a_row_of_their_own(api_client):
+    commit(api_client, create=True, events=[{"type": "Message", "content": "x", "client_id": "e1"}])
+    blobs = [{"key": f"w/{i}", "data": "eA=="} for i in range(60)]
+    assert commit(api_client, blobs=blobs).status_code == 200
+    # a replayed event stores nothing: its blobs are put all the same
+    assert commit(api_client, events=[{"type": "Message", "content": "x", "client_id": "e1"}],
+                  blobs=blobs[:2]).status_code == 200
+    puts = [log.details for log in AuditLog.objects.filter(action="blobs.put").order_by("pk")]
+    assert puts == [{"keys": [f"w/{i}" for i in range(50)], "count": 60},
+                    {"keys": ["w/0", "w/1"], "count": 2}]
+    [append] = AuditLog.objects.filter(action="events.append")
+    assert "blob_keys" not in append.details
+
+
 def test_one_commit_writes_its_blobs_in_one_statement_last_key_wins(api_client,
-                                                                    django_assert_max_num_queries):
+                                                                    django_assert_num_queries):
     first = commit(api_client, create=True, events=[{"type": "Message", "content": "first"}])
     assert first.status_code == 200
     blobs = [{"key": f"ch/{i}", "data": base64.b64encode(bytes([i])).decode()} for i in range(5)]
     # a LangGraph put: one event and five blobs, sent twice (the second overwrites by key)
     for round_ in range(2):
         blobs[-1] = {"key": "ch/0", "data": base64.b64encode(b"last").decode(), "meta": {"r": round_}}
-        # PostgreSQL: BEGIN, the thread under its lock, the events (with a savepoint's two), the
-        # scoped states, one statement for the session's activity, the blobs and the audit row, COMMIT
-        with django_assert_max_num_queries(8 if connection.vendor == "postgresql" else 13):
+        # PostgreSQL: BEGIN, the thread under its lock (the scopes' revisions with it), one
+        # statement for the event, its counters, the session's activity and the commit's audit
+        # row, one for the blobs, COMMIT. SQLite: BEGIN, the read, the event, the thread's and
+        # session's counters, the audit row, the blobs, COMMIT.
+        with django_assert_num_queries(5 if connection.vendor == "postgresql" else 8):
             answer = commit(api_client, events=[{"type": "Checkpoint", "content": f"step {round_}"}],
                             blobs=blobs)
         assert answer.status_code == 200, answer.json()

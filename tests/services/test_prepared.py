@@ -3,6 +3,7 @@ compiled-once SQL) give what the ORM gives."""
 
 import pytest
 from django.db import connection
+from django.db.models import Subquery
 
 from contextstore.db import PreparedGet, insert_sql
 from contextstore.models import Event, Session, ThreadBlob
@@ -22,6 +23,20 @@ def test_string_values_find_what_the_orm_finds(workspace, other_workspace, actor
         assert found == Session.objects.get(workspace=workspace, user_id=key, key=key or "-")
     assert BY_IDENTITY.get(workspace.pk, "", "%s", "missing") is None
     assert BY_IDENTITY.get(workspace.pk, "other app", "", "-") is None
+
+
+def test_a_value_used_twice_fills_each_of_its_places(workspace, other_workspace, actor):
+    # the workspace and the key both in the row's filter and in a subquery's
+    named = PreparedGet(lambda workspace_id, key: Session.objects.filter(workspace_id=workspace_id, key=key)
+                        .annotate(twin=Subquery(Session.objects.filter(
+                            workspace_id=workspace_id, key=key, user_id="twin").values("pk")[:1])),
+                        text=(1,))
+    mine = session_ensure(workspace=workspace, key="k", actor=actor)[0]
+    twin = session_ensure(workspace=workspace, key="k", user_id="twin", actor=actor)[0]
+    session_ensure(workspace=other_workspace, key="k", user_id="twin", actor=actor)
+    found = {s.pk: s.twin for s in named.all(workspace.pk, "k")}
+    assert found == {mine.pk: twin.pk, twin.pk: twin.pk}
+    assert named.all(other_workspace.pk, "other") == []
 
 
 def test_an_upsert_overwrites_by_key_and_inserts_the_rest(thread):
