@@ -73,7 +73,11 @@ def test_cpu_snapshot_counts_this_process_and_the_database(db):
     assert after["client"] - before["client"] >= 0.25
     assert after["machine"] - before["machine"] >= 0.25
     if connection.vendor == "postgresql":  # the server runs on this machine in the suite
-        assert after["database"] - before["database"] >= 0.05
+        # by process: a backend of another connection that exits meanwhile takes its CPU out of
+        # the total, which may then fall
+        grown = sum(seconds - before.get(key, 0) for key, seconds in after.items()
+                    if isinstance(key, tuple) and key[0] == "database")
+        assert grown >= 0.05
 
 
 def test_cpu_used_divides_the_cpu_by_the_requests_and_says_what_the_cpus_could_take(monkeypatch):
