@@ -93,7 +93,9 @@ def thread_fork(
     be undone in the child. Cleared, collapsed-elsewhere and reverted events are not part of the
     working context and are not copied. The child's events are renumbered from 1: originals in
     position order, then the summaries in the order they were made, each standing at the
-    position of the first event it replaces.
+    position of the first event it replaces. Originals retention deleted are not there to copy:
+    a collapse keeps its `expired_count` (undo is refused in the child too), and a summary whose
+    originals all went is copied in position order as an ordinary row is.
 
     The fork keeps the parent's state, memory, summary, blocks, tool definitions and (unless
     given a new one) system prompt, and records its lineage.
@@ -163,16 +165,19 @@ def _collapsed_under(top: list[Event]) -> tuple[list[Collapse], dict[int, list[E
 
 def _copy_events(child: Thread, top: list[Event], collapses: list[Collapse],
                  originals: dict[int, list[Event]], now: datetime) -> list[Event]:
-    summary_of = {c.summary_event_id: c for c in collapses}
+    # A collapse whose originals retention deleted all has no first original to stand on: its
+    # summary is copied where it stands, as an ordinary row is (its collapse still comes along,
+    # expired, so undo is refused in the child as in the parent).
+    summary_of = {c.summary_event_id: c for c in collapses if originals[c.pk]}
     plain = [e for e in top if e.pk not in summary_of]
     plain += [m for ms in originals.values() for m in ms if m.pk not in summary_of]
-    plain.sort(key=lambda e: e.position)
+    plain.sort(key=lambda e: (e.position, e.seq))
     sources = list(plain)
     places: list[history.Place] = [(None, e.status) for e in plain]  # each at its new seq
     position_of = {e.pk: seq for seq, e in enumerate(plain, 1)}
     # Summaries after every original, inner ones (made earlier) first, as in the parent; each
     # stands where the first event it replaces stands.
-    for collapse in sorted(collapses, key=lambda c: c.summary_event.seq):
+    for collapse in sorted(summary_of.values(), key=lambda c: c.summary_event.seq):
         summary = collapse.summary_event
         position_of[summary.pk] = position_of[originals[collapse.pk][0].pk]
         sources.append(summary)
@@ -184,14 +189,14 @@ def _copy_events(child: Thread, top: list[Event], collapses: list[Collapse],
         members = originals[collapse.pk]
         summary = copies[collapse.summary_event_id]
         data = summary.data if isinstance(summary.data, dict) else {}
-        positions = [copies[m.pk].position for m in members]
+        positions = [copies[m.pk].position for m in members] or [summary.position]
         summary_data = {**data, "start_position": min(positions), "end_position": max(positions)}
         Event.objects.filter(pk=summary.pk).update(data=summary_data)
         copy = Collapse.objects.create(
             thread=child, start_position=min(positions), end_position=max(positions),
             summary_event=summary, source=collapse.source, actor=collapse.actor,
             event_count=collapse.event_count, tokens_before=collapse.tokens_before,
-            tokens_after=collapse.tokens_after,
+            tokens_after=collapse.tokens_after, expired_count=collapse.expired_count,
             provenance={**collapse.provenance, "forked_from_collapse": collapse.pk},
         )
         Event.objects.filter(pk__in=[copies[m.pk].pk for m in members]).update(collapse=copy)

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from contextstore.errors import DomainError
+from contextstore.errors import Conflict, DomainError
 from contextstore.models import Clear, Collapse, Event, StateRevision, Thread
 from contextstore.selectors.agent_sessions import Identity
 from contextstore.services import history, retention, summaries
@@ -108,7 +108,13 @@ def apply(op: tuple, thread: Thread, session, actor) -> Thread:
         undoable = list(Collapse.objects.filter(thread=thread, undone_at__isnull=True,
                                                 summary_event__status="active").order_by("pk"))
         if undoable:
-            collapse_undo(collapse=undoable[pick % len(undoable)], actor=actor)
+            collapse = undoable[pick % len(undoable)]
+            if not collapse.expired_count:
+                collapse_undo(collapse=collapse, actor=actor)
+            else:  # retention took originals: refused by design (docs/operations.md#retention)
+                with pytest.raises(Conflict) as refused:
+                    collapse_undo(collapse=collapse, actor=actor)
+                assert refused.value.code == "originals_expired"
     elif kind == "clear":
         thread_clear_context(thread=thread, actor=actor)
     elif kind == "unclear":

@@ -18,6 +18,7 @@ from contextstore.services.common import Actor
 from contextstore.services.events import event_append
 from contextstore.services.memories import memory_remember
 from contextstore.services.sessions import session_ensure, thread_ensure
+from contextstore.services.threads import thread_fork
 from tests.processes import forked
 from tests.services.test_history_counters import assert_counters_match
 
@@ -225,3 +226,67 @@ def test_beat_runs_retention_through_its_task(workspace, session, thread, actor,
     _append(thread, 3, actor)
     _age(thread, upto_seq=2, days=31)
     assert tasks.apply_retention() == {"batches": 1, "events": 2, "sessions": 0}
+
+
+def _expire_originals(workspace, thread, actor, *, upto_seq: int) -> None:
+    """Retention deletes the thread's rows up to a seq (a collapse's originals, not its summary)."""
+    retention.retention_policy_set(target=workspace, actor=actor, event_days=30)
+    _age(thread, upto_seq=upto_seq, days=31)
+    retention.retention_run(batch_size=3)
+    thread.refresh_from_db()
+
+
+def test_undo_of_a_collapse_whose_originals_expired_is_refused_and_changes_nothing(
+        workspace, session, thread, actor):
+    _append(thread, 6, actor)
+    collapse = collapse_create(thread=thread, start_position=2, end_position=4, summary_text="s",
+                               actor=actor)
+    _expire_originals(workspace, thread, actor, upto_seq=2)
+    before = list(Event.objects.filter(thread=thread).order_by("seq").values_list("seq", "status"))
+    with pytest.raises(Conflict) as refused:
+        collapse_undo(collapse=collapse, actor=actor)
+    assert (refused.value.code, refused.value.details) == ("originals_expired", {"expired": 1})
+    collapse.refresh_from_db()
+    assert collapse.undone_at is None
+    assert list(Event.objects.filter(thread=thread).order_by("seq")
+                .values_list("seq", "status")) == before
+    assert_counters_match(session)
+
+
+def test_a_fork_over_a_collapse_whose_originals_all_expired_copies_its_summary(
+        workspace, session, thread, actor):
+    _append(thread, 6, actor)
+    collapse = collapse_create(thread=thread, start_position=1, end_position=3, summary_text="s",
+                               actor=actor)
+    _expire_originals(workspace, thread, actor, upto_seq=3)
+    assert Collapse.objects.get(pk=collapse.pk).expired_count == 3
+    child = thread_fork(thread=thread, name="fork", actor=actor)
+    rows = list(Event.objects.filter(thread=child).order_by("position", "seq")
+                .values_list("position", "type", "status", "content"))
+    assert rows == [(1, "Summary", "active", "s")] + [
+        (i, "Message", "active", f"turn {i + 1}") for i in range(2, 5)]
+    copy = Collapse.objects.get(thread=child)
+    assert (copy.start_position, copy.end_position, copy.event_count, copy.expired_count) == (1, 1, 3, 3)
+    with pytest.raises(Conflict) as refused:
+        collapse_undo(collapse=copy, actor=actor)
+    assert refused.value.code == "originals_expired"
+    assert_counters_match(session)
+
+
+def test_a_fork_over_a_partly_expired_collapse_copies_the_originals_left(
+        workspace, session, thread, actor):
+    _append(thread, 6, actor)
+    collapse_create(thread=thread, start_position=2, end_position=4, summary_text="s", actor=actor)
+    _expire_originals(workspace, thread, actor, upto_seq=2)
+    child = thread_fork(thread=thread, name="fork", actor=actor)
+    rows = list(Event.objects.filter(thread=child).order_by("seq")
+                .values_list("seq", "position", "type", "status"))
+    assert rows == [(1, 1, "Message", "collapsed"), (2, 2, "Message", "collapsed"),
+                    (3, 3, "Message", "active"), (4, 4, "Message", "active"),
+                    (5, 1, "Summary", "active")]
+    copy = Collapse.objects.get(thread=child)
+    assert (copy.start_position, copy.end_position, copy.event_count, copy.expired_count) == (1, 2, 3, 1)
+    assert Event.objects.filter(collapse=copy).count() == 2
+    with pytest.raises(Conflict):
+        collapse_undo(collapse=copy, actor=actor)
+    assert_counters_match(session)
