@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import datetime
-from typing import Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, TypedDict
 from urllib.parse import quote
 
 from contextstore_client._ops import Call, Steps, call, op, pages
@@ -31,6 +31,9 @@ from contextstore_client.results import (
     _event,
     _state,
 )
+
+if TYPE_CHECKING:  # typing.Unpack is 3.11+; only the type checker reads it
+    from typing_extensions import Unpack
 
 # Events that log a model call; they may carry the render_id of the context that was sent.
 LLM_CALL_TYPES = ("LLMCallStart", "LLMComplete", "LLMCallEnd")
