@@ -186,13 +186,16 @@ class ThreadOps:
 
     @op
     def block_versions(self, name: str) -> Steps[list[dict[str, Any]]]:
-        versions: list[dict[str, Any]] = (yield self._call("GET", f"blocks/{name}/versions/"))["results"]
+        """The block's kept versions, newest first (at most 500), deletions included (`deleted`)."""
+        found = yield self._call("GET", f"blocks/{_segment(name)}/versions/")
+        versions: list[dict[str, Any]] = found["results"]
         return versions
 
     @op
     def restore_block(self, name: str, version: int) -> Steps[Block]:
         """Make an earlier kept version the block's content again (undoes an edit or delete)."""
-        return _build(Block, (yield self._call("POST", f"blocks/{name}/versions/{version}/restore/")))
+        path = f"blocks/{_segment(name)}/versions/{version}/restore/"
+        return _build(Block, (yield self._call("POST", path)))
 
     # -- state
 

@@ -25,8 +25,9 @@ def respond(answer: Any) -> httpx.Response:
 
 
 class FakeApi:
-    """Answers each (method, path below /api/v1/, percent-encoded) from its own queue, the last answer repeating,
-    and keeps every request it was sent. An unknown route answers 404 in the API's shape."""
+    """Answers each (method, path below /api/v1/, percent-encoded) from its own queue, the last
+    answer repeating, and keeps every request it was sent. An unknown route answers 404 in the
+    API's shape."""
 
     def __init__(self) -> None:
         self.routes: dict[tuple[str, str], list[Answer]] = {}

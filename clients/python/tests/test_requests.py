@@ -112,6 +112,18 @@ async def test_blocks_are_put_with_their_placement_and_names_are_one_path_segmen
     assert await settle(handle.blocks()) == [put]
 
 
+async def test_block_versions_and_their_restore_address_the_name_as_one_path_segment(connect, api):
+    versions = [{"id": 1, "name": "what?", "version": 1, "value": "old", "deleted": False}]
+    api.on("GET", "threads/7/blocks/what%3F/versions/", {"results": versions, "next": None})
+    api.on("POST", "threads/7/blocks/what%3F/versions/1/restore/", {"name": "what?", "value": "old",
+                                                                     "version": 3})
+    handle = handle_of(connect())
+    assert await settle(handle.block_versions("what?")) == versions
+    restored = await settle(handle.restore_block("what?", 1))
+    assert restored.version == 3 and restored.value == "old"
+    assert [r.url.params for r in api.seen] == [httpx.QueryParams(), httpx.QueryParams()]
+
+
 async def test_a_missing_step_result_is_none_as_in_clientai(connect, api):
     api.on("GET", "threads/7/results/plan/", {"step": "plan", "result": ["a"]})
     handle = handle_of(connect())
