@@ -13,7 +13,7 @@ UV_VERSION := 0.13.8
 # took 20 s of CPU instead of 9).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: run test check lint typecheck bench venv migrate demo clean framework-venvs screenshots
+.PHONY: run test check lint typecheck bench venv migrate demo clean framework-venvs screenshots client-matrix
 
 # uv installs the pinned dependencies in a fraction of pip's time; it is itself a pinned
 # package from PyPI, installed into the virtualenv with the interpreter's own pip. The client
@@ -73,6 +73,12 @@ test: venv framework-venvs $(AXE)
 	@mkdir -p var
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The light client's own tests (clients/python/tests, no server) on Python 3.10 to 3.13, each in a
+# throw-away virtualenv built by uv; a version not found is skipped, unless CLIENT_MATRIX_REQUIRE
+# names it (CI: "3.11 3.12 3.13"). See scripts/client-matrix.
+client-matrix: venv
+	scripts/client-matrix
 
 bench: migrate
 	$(BIN)/python manage.py bench_core

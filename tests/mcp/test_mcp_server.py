@@ -325,8 +325,9 @@ async def test_the_documented_host_configuration_gives_the_agent_its_thread(doc,
     block = re.search(r"```json\n(.*?)```", (ROOT / doc).read_text(), re.S)[1]
     config = json.loads(block)["mcpServers"]["contextstore"]
     scripts = tomllib.loads((CLIENT_SRC / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts[config["command"]] == "contextstore_client.mcp_server:main"
-    # The console script is this module's main; the URL and token are this test server's.
+    # The console script runs this module's main (through _mcp_command, which turns a missing
+    # mcp extra into an install hint); the URL and token are this test server's.
+    assert scripts[config["command"]] == "contextstore_client._mcp_command:main"
     env = {**mcp_env, **config["env"], **{k: mcp_env[k] for k in ("CONTEXTSTORE_URL", "CONTEXTSTORE_TOKEN")}}
     server = StdioServerParameters(command=SERVER[0], args=[*SERVER[1:], *config["args"]], env=env)
     async with Client(server) as client:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 from typing import Any
 
 import httpx
@@ -36,6 +37,8 @@ def _transport_failure(method: str, path: str, exc: httpx.TransportError,
     always safe to send again; a lost answer (read timeout, reset) only when repeating is."""
     failure = ConnectionFailed(f"{method} {path}: {exc}")
     failure.__cause__ = exc
+    if isinstance(exc, httpx.LocalProtocolError):  # a request httpx cannot send: it never will
+        return failure
     never_sent = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout))
     return _Transient(failure) if never_sent or idempotent else failure
 
@@ -68,7 +71,14 @@ def _retry_policy(retries: int, backoff: float, max_backoff: float) -> dict[str,
 
 
 def _http_options(base_url: str, token: str, timeout: float, transport: Any) -> dict[str, Any]:
-    """What the sync and the async client both give httpx: the API root, auth and timeout."""
+    """What the sync and the async client both give httpx: the API root, auth and timeout.
+    A token that cannot be one is refused here: sent, it would fail every request."""
+    if not token:
+        raise ValueError("The token is empty: give a workspace API token (the server's "
+                         "`manage.py create_api_token --workspace SLUG` prints one).")
+    if not re.fullmatch(r"[!-~]+", token):  # visible ASCII only, as an HTTP header allows
+        raise ValueError("The token holds spaces, line breaks or other characters no token has "
+                         "(read from a file with its newline?).")
     return {"base_url": base_url.rstrip("/") + "/api/v1/", "timeout": timeout, "transport": transport,
             "headers": {"Authorization": f"Bearer {token}", "Accept": "application/json",
                         "User-Agent": f"contextstore-client/{__version__}"}}

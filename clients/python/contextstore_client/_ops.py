@@ -19,13 +19,15 @@ import functools
 import inspect
 from collections.abc import Callable, Coroutine, Generator
 from dataclasses import dataclass, field
-from typing import Any, Concatenate, Self, TypeVar, overload
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 import httpx
 
 from contextstore_client.errors import ContextStoreError
 
 T = TypeVar("T")
+R = TypeVar("R")
+P = ParamSpec("P")
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,8 @@ def call(method: str, path: str, *, response: bool = False, **options: Any) -> C
     return Call(method, path, options, response)
 
 
-type Steps[R] = Generator[Call, Any, R]
+# An operation's steps: the requests it yields, each sent back its answer, then its result.
+Steps = Generator[Call, Any, R]
 
 
 def pages(path: str, params: dict[str, Any] | None = None) -> Steps[list[dict[str, Any]]]:
@@ -105,7 +108,7 @@ class Awaiting:
                 error = exc
 
 
-class op[**P, T]:  # noqa: N801 - used as a decorator, like property
+class op(Generic[P, T]):  # noqa: N801 - used as a decorator, like property
     """An operation as a method: blocking on a Blocking object, a coroutine on an Awaiting one."""
 
     def __init__(self, steps: Callable[Concatenate[Any, P], Steps[T]]) -> None:
@@ -115,7 +118,7 @@ class op[**P, T]:  # noqa: N801 - used as a decorator, like property
         self._signature = signature.replace(parameters=list(signature.parameters.values())[1:])
 
     @overload
-    def __get__(self, obj: None, owner: type[Any]) -> Self: ...
+    def __get__(self, obj: None, owner: type[Any]) -> op[P, T]: ...
     @overload
     def __get__(self, obj: Blocking, owner: type[Any]) -> Callable[P, T]: ...
     @overload

@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import uuid
-from typing import Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from contextstore_client._ops import Steps, call, op, pages
 from contextstore_client.errors import NotFound
@@ -22,6 +22,9 @@ from contextstore_client.results import (
     _collapse,
     _rebuilt,
 )
+
+if TYPE_CHECKING:  # typing.Unpack is 3.11+; only the type checker reads it
+    from typing_extensions import Unpack
 
 
 class SessionFilters(TypedDict, total=False):

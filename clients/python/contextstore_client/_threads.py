@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import datetime
-from typing import Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, TypedDict
 from urllib.parse import quote
 
 from contextstore_client._ops import Call, Steps, call, op, pages
@@ -31,6 +31,9 @@ from contextstore_client.results import (
     _event,
     _state,
 )
+
+if TYPE_CHECKING:  # typing.Unpack is 3.11+; only the type checker reads it
+    from typing_extensions import Unpack
 
 # Events that log a model call; they may carry the render_id of the context that was sent.
 LLM_CALL_TYPES = ("LLMCallStart", "LLMComplete", "LLMCallEnd")
@@ -183,13 +186,16 @@ class ThreadOps:
 
     @op
     def block_versions(self, name: str) -> Steps[list[dict[str, Any]]]:
-        versions: list[dict[str, Any]] = (yield self._call("GET", f"blocks/{name}/versions/"))["results"]
+        """The block's kept versions, newest first (at most 500), deletions included (`deleted`)."""
+        found = yield self._call("GET", f"blocks/{_segment(name)}/versions/")
+        versions: list[dict[str, Any]] = found["results"]
         return versions
 
     @op
     def restore_block(self, name: str, version: int) -> Steps[Block]:
         """Make an earlier kept version the block's content again (undoes an edit or delete)."""
-        return _build(Block, (yield self._call("POST", f"blocks/{name}/versions/{version}/restore/")))
+        path = f"blocks/{_segment(name)}/versions/{version}/restore/"
+        return _build(Block, (yield self._call("POST", path)))
 
     # -- state
 

@@ -4,7 +4,7 @@ ThreadHandle's twins with the same operations (awaited), retry rules and errors.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any, Literal, Unpack, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import httpx
 from tenacity import AsyncRetrying
@@ -22,9 +22,12 @@ from contextstore_client._store import SessionFilters, StoreOps, session_params
 from contextstore_client._threads import EventFilters, ThreadOps, event_params
 from contextstore_client.results import Event, Session, _build, _event
 
+if TYPE_CHECKING:  # typing.Unpack is 3.11+; only the type checker reads it
+    from typing_extensions import Unpack
+
 __all__ = ["AsyncContextStore", "AsyncThreadHandle"]
 
-type History = list[dict[str, Any]]  # get_recent_history(raw=True): the raw interactions
+History = list[dict[str, Any]]  # get_recent_history(raw=True): the raw interactions
 
 
 class AsyncContextStore(StoreOps, Awaiting):

@@ -13,7 +13,7 @@ The operations themselves live in _store.py and _threads.py, shared with the asy
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Literal, Unpack, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import httpx
 from tenacity import Retrying
@@ -30,6 +30,9 @@ from contextstore_client._ops import Blocking, Call
 from contextstore_client._store import SessionFilters, StoreOps, session_params
 from contextstore_client._threads import EventFilters, ThreadOps, event_params, local_now
 from contextstore_client.results import Event, Session, _build, _event
+
+if TYPE_CHECKING:  # typing.Unpack is 3.11+; only the type checker reads it
+    from typing_extensions import Unpack
 
 __all__ = ["ContextStore", "ThreadHandle", "local_now"]
 

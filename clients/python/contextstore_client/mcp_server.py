@@ -24,23 +24,34 @@ import json
 import logging
 import os
 import re
+import sys
 from collections import Counter, defaultdict
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import asdict, dataclass, is_dataclass
-from typing import Annotated, Any, Literal, Required, TypedDict, get_args
+from typing import Annotated, Any, Literal, get_args
 from urllib.parse import quote, unquote
 
-import anyio
-import anyio.to_thread
-import mcp.types as types
-from mcp.server.connection import Connection
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
-from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated
-from mcp.shared.exceptions import MCPError
-from pydantic import Field
+from contextstore_client._mcp_command import MissingExtra
+
+try:  # the [mcp] extra; without it the console script prints how to install it
+    import anyio
+    import anyio.to_thread
+    import mcp.types as types
+    from mcp.server.connection import Connection
+    from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+    from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated
+    from mcp.shared.exceptions import MCPError
+    from pydantic import Field
+except ModuleNotFoundError as missing:
+    raise MissingExtra(missing.name or "mcp") from missing
+
+if sys.version_info >= (3, 12):
+    from typing import Required, TypedDict
+else:  # pydantic reads a TypedDict's fields only from typing_extensions' before 3.12
+    from typing_extensions import Required, TypedDict
 
 from contextstore_client import (
     AppendedEvent,
@@ -595,7 +606,11 @@ def main(argv: list[str] | None = None) -> None:
                      "or --url and --token")
     defaults = Defaults(session_key=args.session_key, user_id=args.user_id, agent=args.agent,
                         thread=args.thread)
-    with ContextStore(args.url, args.token) as store:
+    try:
+        store = ContextStore(args.url, args.token)
+    except ValueError as refused:  # a token that cannot be one (spaces, a newline)
+        parser.error(str(refused))
+    with store:
         server = build_server(store, defaults, poll_interval=args.poll_interval, log_level=args.log_level)
         if args.http:
             host, port = args.http

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
+D = TypeVar("D", bound="DataclassInstance")
 
-def _build[T: DataclassInstance](cls: type[T], data: dict[str, Any], **extra: Any) -> T:
+
+def _build(cls: type[D], data: dict[str, Any], **extra: Any) -> D:
     """A result dataclass from a JSON object; fields the client does not know are ignored so
     newer servers stay compatible."""
     names = {f.name for f in fields(cls)}

@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from google.adk.errors._stale_session_error import StaleSessionError
@@ -73,7 +73,7 @@ def merge_state(session: dict[str, Any], app: dict[str, Any], user: dict[str, An
 
 
 def _iso(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, UTC).isoformat()
+    return datetime.fromtimestamp(timestamp, timezone.utc).isoformat()
 
 
 def _timestamp(iso: str) -> float:

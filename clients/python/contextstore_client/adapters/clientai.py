@@ -46,9 +46,9 @@ KEY = "clientai"
 
 def _local(timestamp: str) -> str:
     """A stored time as clientai keeps it: this process's local time, without an offset."""
-    try:
-        moment = datetime.fromisoformat(timestamp)
-    except (TypeError, ValueError):
+    try:  # Python 3.10's fromisoformat does not read a "Z" suffix
+        moment = datetime.fromisoformat(timestamp[:-1] + "+00:00" if timestamp.endswith("Z") else timestamp)
+    except (AttributeError, TypeError, ValueError):
         return timestamp
     return (moment.astimezone() if moment.tzinfo else moment).replace(tzinfo=None).isoformat()
 

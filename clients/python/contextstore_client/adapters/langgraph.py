@@ -56,7 +56,7 @@ from contextstore_client import AsyncContextStore, ContextStore, NotFound
 
 APP = "langgraph"
 # commit_agent_session's (app, user_id, key), as the sync and async methods pass it on
-type SessionArgs = tuple[str, str, str]
+SessionArgs = tuple[str, str, str]
 TYPE = "Checkpoint"
 # A checkpoint's own blobs, deleted with it (its channel values may be shared with later ones).
 CHECKPOINT_BLOBS = ["cp/{client_id}", "md/{client_id}", "w/{client_id}/"]
