@@ -16,15 +16,29 @@ blobs ``w/<checkpoint id>/<task id>/<idx>`` with readable meta (task, channel, p
 Each checkpoint event names its blobs in ``data.blob_refs`` (keys, and the prefix of its
 pending writes), so a read asking for ``event_blobs`` gets them with the events.
 
-Requests: put 1 (one commit), put_writes 1, get_tuple 1 (the checkpoint event with its blobs),
-list of every checkpoint 1 (the events and all the namespace's blobs), list with a limit,
-before or filter 1, delete_thread 1, copy_thread 1 (into a thread id not used yet: an
-existing target is a Conflict), prune 1 (``keep_latest``; ``delete`` deletes each thread, 1
-each), delete_for_runs 1. Checkpoints stored before blob_refs existed cost one more request
-per ~10 of them (their blob keys fill a request line). A config without checkpoint_ns lists
-the root namespace only. Pruned and run-deleted checkpoints leave the history (kept for
-audit, as ``removed``) with their own blobs and pending writes; channel values stay, as later
-checkpoints may share them.
+The conversation reads as one: the LangChain messages of the ``messages`` channel
+(``messages_channel``) are recorded as events in the same commit as the checkpoint that first
+holds them, before its Checkpoint event (message_event: user and system messages Message, AI
+messages LLMOutput, or ToolCall with ``data.tool_calls`` when they call tools, tool messages
+ToolResult with ``data.tool_call_id``), so the thread page, search and renders show them. Each
+message once per namespace thread, client_id = its id: a put sends only those this saver does
+not know to be recorded (it learns them from its own puts and from get_tuple's checkpoint); one
+the thread holds already is skipped by the server, or refused (409) when it differs, and then
+the recorded ids are read and the rest committed. A branch from an earlier checkpoint (replay, fork,
+update_state) adds its new messages where first seen; a message edited under its id, or removed
+(RemoveMessage), keeps its first recorded form in the thread (the checkpoints hold LangGraph's
+state exactly). A put whose messages the server refuses still stores its checkpoint
+(_PutPlan).
+
+Requests: put 1 (one commit: checkpoint and new messages), put_writes 1, get_tuple 1 (the
+checkpoint event with its blobs), list of every checkpoint 1 (the events and all the
+namespace's blobs), list with a limit, before or filter 1, delete_thread 1, copy_thread 1 (into
+a thread id not used yet: an existing target is a Conflict), prune 1 (``keep_latest``;
+``delete`` deletes each thread, 1 each), delete_for_runs 1. Checkpoints stored before blob_refs
+existed cost one more request per ~10 of them (their blob keys fill a request line). A config
+without checkpoint_ns lists the root namespace only. Pruned and run-deleted checkpoints leave
+the history (kept for audit, as ``removed``) with their own blobs and pending writes; channel
+values stay, as later checkpoints may share them.
 """
 
 from __future__ import annotations
