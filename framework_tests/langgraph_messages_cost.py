@@ -1,17 +1,18 @@
 """What recording the messages channel costs a LangGraph put: the same puts of a checkpoint whose
 messages channel holds 50 LangChain messages (user questions, AI tool calls, tool results,
 answers), with ContextStoreSaver recording them (messages_channel="messages") and without
-(None), in alternating turns against the server named by CONTEXTSTORE_URL / CONTEXTSTORE_TOKEN.
+(None), against the server named by CONTEXTSTORE_URL / CONTEXTSTORE_TOKEN.
 
-    python -m framework_tests.langgraph_messages_cost [puts]      (inside .venv-langgraph)
+    python -m framework_tests.langgraph_messages_cost [puts] [server pid ...]   (in .venv-langgraph)
 
 "steady": each put adds 2 messages to a thread whose other 48 are recorded (a turn);
-"first": all 50 are new to the thread (a fresh thread each put: the most a put sends);
-"client": the client-side work of one steady put alone (no request), in microseconds.
+"first": all 50 are new to the thread (a fresh thread each put: the most a put sends).
+Each is timed in blocks, twice, off then on: wall time per put and, given the web server's
+worker pids (`pgrep -P <gunicorn master>`), the CPU they spent per put (Linux /proc), which a
+loaded machine disturbs less than wall time. "client": building one steady put's commit.
 """
 
 import os
-import statistics
 import sys
 import time
 import uuid
@@ -55,51 +56,51 @@ def checkpoint(messages: list[BaseMessage], version: int) -> Any:
     return cp
 
 
-def main(puts: int) -> None:
+def cpu_seconds(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def main(puts: int, pids: list[int]) -> None:
     client = ContextStore(os.environ["CONTEXTSTORE_URL"], os.environ["CONTEXTSTORE_TOKEN"])
     tag = uuid.uuid4().hex[:8]
-    savers = {"off": ContextStoreSaver(client, namespace=f"off{tag}", messages_channel=None),
-              "on": ContextStoreSaver(client, namespace=f"on{tag}")}
-    times: dict[str, dict[str, list[float]]] = {case: {"off": [], "on": []} for case in ("steady", "first")}
-    configs = {side: {"configurable": {"thread_id": "steady", "checkpoint_ns": ""}} for side in savers}
-    history = conversation(48, f"s{tag}")
-    for side, saver in savers.items():  # the thread's first 48 messages, recorded
-        configs[side] = saver.put(configs[side], checkpoint(history, 1), {"source": "loop", "step": 0},
-                                  {"messages": 1})
-    for i in range(puts):
-        new = conversation(50, f"s{tag}-{i}")[48:]
-        messages = history + new
-        for side in (("off", "on") if i % 2 else ("on", "off")):
-            saver = savers[side]
-            began = time.perf_counter()
-            configs[side] = saver.put(configs[side], checkpoint(messages, i + 2),
-                                      {"source": "loop", "step": i + 1}, {"messages": i + 2})
-            times["steady"][side].append(time.perf_counter() - began)
-            fresh = {"configurable": {"thread_id": f"first-{i}", "checkpoint_ns": ""}}
-            began = time.perf_counter()
-            saver.put(fresh, checkpoint(conversation(50, f"f{tag}-{i}"), 1), {"source": "loop", "step": 0},
-                      {"messages": 1})
-            times["first"][side].append(time.perf_counter() - began)
-    for case, sides in times.items():
-        off, on = statistics.median(sides["off"]) * 1000, statistics.median(sides["on"]) * 1000
-        print(f"{case}: median put {off:.2f} ms without messages, {on:.2f} ms with "
-              f"(+{on - off:.2f} ms, +{(on / off - 1) * 100:.0f} %), {puts} puts each")
-    # The client's own work for a steady put: building the commit (serde, events), no request.
-    saver = savers["on"]
-    key = ("steady", "", "")
+    for rep in range(2):
+        for side, channel in (("off", None), ("on", "messages")):
+            saver = ContextStoreSaver(client, namespace=f"{side}{tag}{rep}", messages_channel=channel)
+            history = conversation(48, f"s{tag}{rep}")  # the thread's first 48 messages, recorded
+            config = saver.put({"configurable": {"thread_id": "steady", "checkpoint_ns": ""}},
+                               checkpoint(history, 1), {"source": "loop", "step": 0}, {"messages": 1})
+            for case in ("steady", "first"):
+                cpu, began = cpu_seconds(pids), time.perf_counter()
+                for i in range(puts):
+                    if case == "steady":
+                        new = conversation(50, f"s{tag}{rep}-{i}")[48:]
+                        config = saver.put(config, checkpoint(history + new, i + 2),
+                                           {"source": "loop", "step": i + 1}, {"messages": i + 2})
+                    else:
+                        saver.put({"configurable": {"thread_id": f"first-{i}", "checkpoint_ns": ""}},
+                                  checkpoint(conversation(50, f"f{tag}{rep}-{i}"), 1),
+                                  {"source": "loop", "step": 0}, {"messages": 1})
+                wall = (time.perf_counter() - began) / puts * 1000
+                spent = (cpu_seconds(pids) - cpu) / puts * 1000
+                print(f"{case} {side}: wall {wall:.2f} ms/put"
+                      + (f", server CPU {spent:.2f} ms/put" if pids else ""))
+    saver = ContextStoreSaver(client, namespace=f"client{tag}")
+    history = conversation(48, f"c{tag}")
+    saver._remember(("steady", ""), [str(m.id) for m in history])
+    config: Any = {"configurable": {"thread_id": "steady", "checkpoint_ns": "", "checkpoint_id": "x"}}
     messages = history + conversation(50, f"c{tag}")[48:]
-    spent = {}
     for side, channel in (("off", None), ("on", "messages")):
         saver.messages_channel = channel
         began = time.perf_counter()
         for _ in range(200):
-            saver._put_commit(configs["on"], checkpoint(messages, 1), {"source": "loop", "step": 1},
-                              {"messages": 1})
-        spent[side] = (time.perf_counter() - began) / 200 * 1e6
-    print(f"client: building a steady put {spent['off']:.0f} µs without messages, {spent['on']:.0f} µs with "
-          f"({len(saver._known[key])} ids known)")
+            saver._put_commit(config, checkpoint(messages, 1), {"source": "loop", "step": 1}, {"messages": 1})
+        print(f"client {side}: building a steady put {(time.perf_counter() - began) / 200 * 1e6:.0f} µs")
     client.close()
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 100)
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 100, [int(p) for p in sys.argv[2:]])

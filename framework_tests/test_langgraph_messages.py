@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from contextstore_client import AsyncContextStore, ContextStore
-from contextstore_client.adapters.langgraph import MESSAGE_TYPES, ContextStoreSaver
+from contextstore_client import AsyncContextStore, ContextStore, InvalidInput
+from contextstore_client.adapters.langgraph import MESSAGE_TYPES, ContextStoreSaver, message_event
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
@@ -21,6 +21,8 @@ from langchain_core.messages import (
 )
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.base.id import uuid6
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
@@ -235,3 +237,61 @@ async def test_the_async_methods_record_the_conversation_too():
                             {"configurable": {"thread_id": "t1"}})
         read = await aclient.read_agent_session(saver.app, "", "t1", types=list(MESSAGE_TYPES))
     assert [e["type"] for e in read["events"]] == ["Message", "ToolCall", "ToolResult", "LLMOutput"]
+
+
+class RefusingStore(ContextStore):
+    """A ContextStore whose commits of message events the server refuses (400 naming one)."""
+
+    def __init__(self) -> None:
+        super().__init__(os.environ["CONTEXTSTORE_URL"], os.environ["CONTEXTSTORE_TOKEN"])
+        self.commits: list[list[str]] = []
+
+    def commit_agent_session(self, *args: Any, **kwargs: Any) -> Any:
+        events = kwargs.get("events") or []
+        self.commits.append([e["type"] for e in events])
+        if any(e.get("content") == "refused" for e in events):
+            raise InvalidInput("events[0].content: refused", details={"events[0].content": "refused"})
+        return super().commit_agent_session(*args, **kwargs)
+
+
+def test_a_put_whose_messages_are_refused_still_stores_its_checkpoint_and_does_not_retry_them():
+    store = RefusingStore()
+    saver = ContextStoreSaver(store, namespace=fresh_namespace())
+    config = {"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}
+    first = [HumanMessage("refused", id="h1"), AIMessage("fine", id="a1")]
+    config = saver.put(config, checkpoint_of(first, 1), {"source": "loop", "step": 0}, {"messages": 1})
+    assert store.commits == [["Message", "LLMOutput", "Checkpoint"], ["Checkpoint"]]
+    assert saver.get_tuple(config).checkpoint["channel_values"]["messages"] == first
+    saver.put(config, checkpoint_of([*first, HumanMessage("next", id="h2")], 2),
+              {"source": "loop", "step": 1}, {"messages": 2})
+    assert store.commits[2:] == [["Message", "Checkpoint"]]  # only the new message, once
+    assert [e["content"] for e in recorded(store, saver, "t1")] == ["next"]
+    store.close()
+
+
+def checkpoint_of(messages: list[BaseMessage], version: int) -> Any:
+    cp = empty_checkpoint()
+    cp["id"] = str(uuid6(clock_seq=-1))
+    cp["channel_values"] = {"messages": messages}
+    cp["channel_versions"] = {"messages": version}
+    return cp
+
+
+def test_message_event_reads_content_blocks_reasoning_and_long_text():
+    message = AIMessage(id="a1", content=[
+        {"type": "thinking", "thinking": "The user wants rain.", "signature": "sig"},
+        {"type": "text", "text": "Rain "}, {"type": "text", "text": "today."},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "A" * 5000}},
+        {"type": "tool_use", "id": "c1", "name": "weather", "input": {"city": "Oslo"}}],
+        tool_calls=[{"name": "weather", "args": {"city": "Oslo"}, "id": "c1"}])
+    event = message_event(message)
+    assert event["type"] == "ToolCall" and event["content"] == "Rain today."
+    assert event["parts"] == [{"type": "thinking", "thinking": "The user wants rain.", "signature": "sig"}]
+    assert event["data"]["tool_calls"] == [{"id": "c1", "name": "weather", "arguments": {"city": "Oslo"}}]
+    assert event["data"]["blocks"] == [{"type": "image_url", "omitted_chars": 5069}]
+    long = message_event(ToolMessage("é" * 100_000, tool_call_id="c1", status="error"))
+    assert long["type"] == "ToolResult" and len(long["content"].encode()) == 120_000
+    assert long["data"]["content_chars"] == 100_000 and long["data"]["status"] == "error"
+    assert message_event(RemoveMessage(id="a1")) is None
+    system = message_event(SystemMessage("Be brief."))
+    assert (system["type"], system["role"]) == ("Message", "system")

@@ -104,7 +104,9 @@ MAX_KEYS_PER_READ = 500  # the server's limit of keys and prefixes per read
 # The event types a message takes (message_event); the read of recorded messages asks for them.
 MESSAGE_TYPES = ("Message", "LLMOutput", "ToolCall", "ToolResult")
 MESSAGES_CHANNEL = "messages"
-MAX_MESSAGES_PER_PUT = 500  # the rest of a long unrecorded history goes with the next puts
+# The rest of a long unrecorded history goes with the next puts (the server takes 10 MB a request).
+MAX_MESSAGES_PER_PUT = 500
+MAX_MESSAGE_CHARS_PER_PUT = 2_000_000
 CONTENT_BYTES = 120_000  # a message's text in its event is cut here (the server takes 256 kB)
 BLOCK_CHARS = 4096  # a non-text content block (an image …) longer than this as JSON is named only
 KNOWN_THREADS = 1024  # namespaces whose recorded message ids a saver remembers
@@ -140,6 +142,11 @@ def _cut(text: str) -> tuple[str, int]:
     if len(raw) <= CONTENT_BYTES:
         return raw.decode("utf-8"), 0
     return raw[:CONTENT_BYTES].decode("utf-8", "ignore"), len(text)
+
+
+def _name(value: str) -> str:
+    """An id as an event's call_id: at most 200 characters, no NUL (data keeps it exact)."""
+    return value.replace("\x00", "")[:200]
 
 
 def _content_text(content: Any) -> str:
@@ -231,7 +238,7 @@ def message_event(message: BaseMessage) -> dict[str, Any] | None:
                  for c in message.tool_calls]
         if calls:
             data["tool_calls"] = calls
-            event["call_id"] = calls[0]["id"][:200]
+            event["call_id"] = _name(calls[0]["id"])
         if message.invalid_tool_calls:
             data["invalid_tool_calls"] = _clean(message.invalid_tool_calls)
         model = message.response_metadata.get("model_name") or message.response_metadata.get("model")
@@ -240,7 +247,7 @@ def message_event(message: BaseMessage) -> dict[str, Any] | None:
         if message.usage_metadata:
             data["usage"] = _clean(dict(message.usage_metadata))
     elif isinstance(message, ToolMessage):
-        event["call_id"] = message.tool_call_id[:200]
+        event["call_id"] = _name(message.tool_call_id)
         data.update(tool_call_id=message.tool_call_id, status=message.status)
     if message.name:
         data["name"] = _clean(message.name)
@@ -276,12 +283,13 @@ class _PutPlan:
 
     args: SessionArgs
     kwargs: dict[str, Any]
-    known_key: tuple[str, str, str]
+    known_key: tuple[str, str]
     ids: list[str]  # the channel's messages, in order: all recorded once this commits
     messages: list[dict[str, Any]]  # the events of those not known to be recorded
     complete: bool = True  # False: some were left out (too many for one put, or refused)
     read_stored: bool = False
     stored: list[str] = field(default_factory=list)  # ids the thread was read to hold
+    given_up: list[str] = field(default_factory=list)  # refused: not sent again by this saver
 
     def commit_kwargs(self) -> dict[str, Any]:
         checkpoint = self.kwargs["events"][-1]
@@ -302,6 +310,7 @@ class _PutPlan:
         if isinstance(error, Conflict) and error.code == "idempotency_conflict" and not self.read_stored:
             self.read_stored = True
             return "read"
+        self.given_up = [e["client_id"] for e in self.messages]
         self.messages, self.complete = [], False
         return "retry"
 
@@ -364,18 +373,18 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
         self.app = f"{namespace}/{APP}" if namespace else APP
         self.messages_channel = messages_channel
         self._owned = False
-        # (thread_id, checkpoint_ns, "") -> client ids of the messages known to be recorded there,
+        # (thread_id, checkpoint_ns) -> client ids of the messages known to be recorded there,
         # so a put sends only new messages; the newest KNOWN_THREADS namespaces.
-        self._known: OrderedDict[tuple[str, str, str], set[str]] = OrderedDict()
+        self._known: OrderedDict[tuple[str, str], set[str]] = OrderedDict()
         self._known_lock = threading.Lock()
 
     # -- the messages channel as events (one event per message, once per namespace thread)
 
-    def _known_ids(self, key: tuple[str, str, str]) -> set[str]:
-        with self._known_lock:
-            return set(self._known.get(key, ()))
+    def _known_ids(self, key: tuple[str, str]) -> set[str] | frozenset[str]:
+        """The ids known for `key` (only read: _remember adds under the lock)."""
+        return self._known.get(key) or frozenset()
 
-    def _remember(self, key: tuple[str, str, str], ids: Sequence[str]) -> None:
+    def _remember(self, key: tuple[str, str], ids: Sequence[str]) -> None:
         with self._known_lock:
             known = self._known.setdefault(key, set())
             known.update(ids)
@@ -394,7 +403,7 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
             return []
         return [m for m in value if isinstance(m, BaseMessage) and m.type != "remove"]
 
-    def _message_events(self, key: tuple[str, str, str], values: dict[str, Any],
+    def _message_events(self, key: tuple[str, str], values: dict[str, Any],
                         run_id: str) -> tuple[list[str], list[dict[str, Any]], bool]:
         """The client ids of the channel's messages, the events of those not known to be
         recorded (in the channel's order, at most MAX_MESSAGES_PER_PUT), and whether that is
@@ -402,7 +411,8 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
         known = self._known_ids(key)
         ids: list[str] = []
         events: list[dict[str, Any]] = []
-        complete = True
+        sent: set[str] = set()  # a message listed twice is sent once
+        complete, chars = True, 0
         for index, message in enumerate(self._channel_messages(values)):
             cid = _message_client_id(message, None, index) if message.id else None
             if cid is not None and cid in known:
@@ -413,12 +423,14 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
                 continue
             cid = cid or _message_client_id(message, event, index)
             ids.append(cid)
-            if cid not in known:
-                if len(events) == MAX_MESSAGES_PER_PUT:
-                    complete = False
-                    continue
-                known.add(cid)  # a message listed twice is sent once
-                events.append({**event, "client_id": cid, "run_id": run_id})
+            if cid in known or cid in sent:
+                continue
+            chars += len(event["content"]) + len(json.dumps(event["data"])) + 200
+            if len(events) == MAX_MESSAGES_PER_PUT or (events and chars > MAX_MESSAGE_CHARS_PER_PUT):
+                complete = False
+                continue
+            sent.add(cid)
+            events.append({**event, "client_id": cid, "run_id": run_id})
         return ids, events, complete
 
     def _seed(self, tuple_: CheckpointTuple, data: dict[str, Any]) -> None:
@@ -426,7 +438,7 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
         if data.get("messages_recorded") is True:
             conf = tuple_.config["configurable"]
             messages = self._channel_messages(tuple_.checkpoint["channel_values"])
-            self._remember((conf["thread_id"], conf["checkpoint_ns"], ""), [
+            self._remember((conf["thread_id"], conf["checkpoint_ns"]), [
                 _message_client_id(m, None if m.id else message_event(m), i) for i, m in enumerate(messages)])
 
     def _after_read(self, config: RunnableConfig, read: dict[str, Any] | None,
@@ -474,13 +486,13 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
         args = (self.app, "", thread_id)
         kwargs = {"thread": _thread_name(ns), "events": [event], "blobs": blobs, "create": True}
         saved = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cid}}
-        key = (thread_id, ns, "")
+        key = (thread_id, ns)
         ids, messages, complete = self._message_events(key, values, event["run_id"])
         return _PutPlan(args, kwargs, key, ids, messages, complete=complete), saved
 
     def _put_done(self, plan: _PutPlan) -> None:
         self._remember(plan.known_key, [*(e["client_id"] for e in plan.messages), *plan.stored,
-                                        *(plan.ids if plan.complete else ())])
+                                        *plan.given_up, *(plan.ids if plan.complete else ())])
 
     def _writes_commit(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                        task_path: str) -> tuple[SessionArgs, dict[str, Any]]:
