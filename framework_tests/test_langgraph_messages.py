@@ -295,3 +295,29 @@ def test_message_event_reads_content_blocks_reasoning_and_long_text():
     assert message_event(RemoveMessage(id="a1")) is None
     system = message_event(SystemMessage("Be brief."))
     assert (system["type"], system["role"]) == ("Message", "system")
+
+
+def test_a_subgraph_records_its_messages_in_its_own_thread_and_the_parent_once(client):
+    saver = ContextStoreSaver(client, namespace=fresh_namespace())
+    model = ScriptedModel()
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    inner = StateGraph(MessagesState)
+    inner.add_node("agent", agent)
+    inner.add_node("tools", ToolNode([weather]))
+    inner.add_edge(START, "agent")
+    inner.add_conditional_edges("agent", tools_condition)
+    inner.add_edge("tools", "agent")
+    outer = StateGraph(MessagesState)
+    outer.add_node("helper", inner.compile())
+    outer.add_edge(START, "helper")
+    out = ask(outer.compile(checkpointer=saver), "t1", HumanMessage("Weather in Bern?", id="h1"))
+
+    ids = [m.id for m in out["messages"]]
+    assert [e["client_id"] for e in recorded(client, saver, "t1")] == ids
+    session = client.read_agent_session(saver.app, "", "t1", limit=0)["id"]
+    (inner_thread,) = [t.name for t in client.session_threads(session) if t.name.startswith("ns:helper:")]
+    inner = client.read_agent_session(saver.app, "", "t1", thread=inner_thread, types=list(MESSAGE_TYPES))
+    assert [e["client_id"] for e in inner["events"]] == ids  # the subgraph's own conversation
