@@ -107,8 +107,9 @@ def test_checkpoints_stored_before_blob_refs_still_read(saver):
     saver, transport = saver
     config = {"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}
     for step in range(3):
-        args, kwargs, config = saver._put_commit(config, checkpoint({"messages": [f"m{step}"]}, step + 1),
-                                                 {"source": "loop", "step": step}, {"messages": step + 1})
+        plan, config = saver._put_commit(config, checkpoint({"messages": [f"m{step}"]}, step + 1),
+                                         {"source": "loop", "step": step}, {"messages": step + 1})
+        args, kwargs = plan.args, plan.commit_kwargs()
         if step < 2:  # the first two as an older client stored them
             del kwargs["events"][0]["data"]["blob_refs"]
         saver.client.commit_agent_session(*args, **kwargs)
@@ -166,8 +167,9 @@ def test_a_long_list_fits_its_request_lines(saver, named):
     saver, transport = saver
     config = {"configurable": {"thread_id": "long", "checkpoint_ns": ""}}
     for step in range(40):
-        args, kwargs, config = saver._put_commit(config, checkpoint({"messages": [f"m{step}"]}, step + 1),
-                                                 {"source": "loop", "step": step}, {"messages": step + 1})
+        plan, config = saver._put_commit(config, checkpoint({"messages": [f"m{step}"]}, step + 1),
+                                         {"source": "loop", "step": step}, {"messages": step + 1})
+        args, kwargs = plan.args, plan.commit_kwargs()
         if not named:
             del kwargs["events"][0]["data"]["blob_refs"]
         saver.client.commit_agent_session(*args, **kwargs)

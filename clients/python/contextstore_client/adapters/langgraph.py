@@ -16,28 +16,55 @@ blobs ``w/<checkpoint id>/<task id>/<idx>`` with readable meta (task, channel, p
 Each checkpoint event names its blobs in ``data.blob_refs`` (keys, and the prefix of its
 pending writes), so a read asking for ``event_blobs`` gets them with the events.
 
-Requests: put 1 (one commit), put_writes 1, get_tuple 1 (the checkpoint event with its blobs),
-list of every checkpoint 1 (the events and all the namespace's blobs), list with a limit,
-before or filter 1, delete_thread 1, copy_thread 1 (into a thread id not used yet: an
-existing target is a Conflict), prune 1 (``keep_latest``; ``delete`` deletes each thread, 1
-each), delete_for_runs 1. Checkpoints stored before blob_refs existed cost one more request
-per ~10 of them (their blob keys fill a request line). A config without checkpoint_ns lists
-the root namespace only. Pruned and run-deleted checkpoints leave the history (kept for
-audit, as ``removed``) with their own blobs and pending writes; channel values stay, as later
-checkpoints may share them.
+The conversation reads as one: the LangChain messages of the ``messages`` channel
+(``messages_channel``) are recorded as events in the same commit as the checkpoint that first
+holds them, before its Checkpoint event (message_event: user and system messages Message, AI
+messages LLMOutput, or ToolCall with ``data.tool_calls`` when they call tools, tool messages
+ToolResult with ``data.tool_call_id``), so the thread page, search and renders show them. Each
+message once per namespace thread, client_id = its id: a put sends only those this saver does
+not know to be recorded (it learns them from its own puts and from get_tuple's checkpoint); one
+the thread holds already is skipped by the server, or refused (409) when it differs, and then
+the recorded ids are read and the rest committed. A branch from an earlier checkpoint (replay, fork,
+update_state) adds its new messages where first seen; a message edited under its id, or removed
+(RemoveMessage), keeps its first recorded form in the thread (the checkpoints hold LangGraph's
+state exactly). A put whose messages the server refuses still stores its checkpoint
+(_PutPlan).
+
+Requests: put 1 (one commit: checkpoint and new messages), put_writes 1, get_tuple 1 (the
+checkpoint event with its blobs), list of every checkpoint 1 (the events and all the
+namespace's blobs), list with a limit, before or filter 1, delete_thread 1, copy_thread 1 (into
+a thread id not used yet: an existing target is a Conflict), prune 1 (``keep_latest``;
+``delete`` deletes each thread, 1 each), delete_for_runs 1. Checkpoints stored before blob_refs
+existed cost one more request per ~10 of them (their blob keys fill a request line). A config
+without checkpoint_ns lists the root namespace only. Pruned and run-deleted checkpoints leave
+the history (kept for audit, as ``removed``) with their own blobs and pending writes; channel
+values stay, as later checkpoints may share them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import bisect
+import hashlib
 import json
 import os
+import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    FunctionMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
@@ -52,7 +79,15 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from contextstore_client import AsyncContextStore, ContextStore, NotFound
+from contextstore_client import (
+    AsyncContextStore,
+    Conflict,
+    ContextStore,
+    ContextStoreError,
+    InvalidInput,
+    NotFound,
+    PayloadTooLarge,
+)
 
 APP = "langgraph"
 # commit_agent_session's (app, user_id, key), as the sync and async methods pass it on
@@ -66,7 +101,20 @@ THREAD_BLOB_PREFIXES = ("cp/", "md/", "ch/", "w/")
 BLOB_QUERY_BUDGET = 3000  # characters of blob keys in one GET (gunicorn takes a 4,094-byte line)
 MAX_KEYS_PER_READ = 500  # the server's limit of keys and prefixes per read
 
-__all__ = ["ContextStoreSaver", "make_test_saver"]
+# The event types a message takes (message_event); the read of recorded messages asks for them.
+MESSAGE_TYPES = ("Message", "LLMOutput", "ToolCall", "ToolResult")
+MESSAGES_CHANNEL = "messages"
+# The rest of a long unrecorded history goes with the next puts (the server takes 10 MB a request).
+MAX_MESSAGES_PER_PUT = 500
+MAX_MESSAGE_CHARS_PER_PUT = 2_000_000
+CONTENT_BYTES = 120_000  # a message's text in its event is cut here (the server takes 256 kB)
+BLOCK_CHARS = 4096  # a non-text content block (an image …) longer than this as JSON is named only
+KNOWN_THREADS = 1024  # namespaces whose recorded message ids a saver remembers
+ROLE_TYPES = {"user": "Message", "human": "Message", "system": "Message", "developer": "Message",
+              "assistant": "LLMOutput", "ai": "LLMOutput", "tool": "ToolResult", "function": "ToolResult"}
+ROLES = {"human": "user", "ai": "assistant", "function": "tool"}
+
+__all__ = ["ContextStoreSaver", "make_test_saver", "message_event"]
 
 
 def _thread_name(checkpoint_ns: str) -> str:
@@ -76,6 +124,203 @@ def _thread_name(checkpoint_ns: str) -> str:
 def _readable(value: Any) -> Any:
     """A JSON copy of metadata for display and filtering (the exact value is a blob)."""
     return json.loads(json.dumps(value, default=str))
+
+
+def _clean(value: Any) -> Any:
+    """A JSON copy of a message's value the server takes: no NaN or infinity (a string then),
+    no lone surrogate (replaced); the exact value is in the checkpoint's blobs."""
+    try:
+        text = json.dumps(value, default=str, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        text = json.dumps(str(value), ensure_ascii=False)
+    return json.loads(text.encode("utf-8", "replace").decode("utf-8"))
+
+
+def _cut(text: str) -> tuple[str, int]:
+    """`text` as an event's content: cut at CONTENT_BYTES of UTF-8 (and the whole length, or 0)."""
+    raw = text.encode("utf-8", "replace")
+    if len(raw) <= CONTENT_BYTES:
+        return raw.decode("utf-8"), 0
+    return raw[:CONTENT_BYTES].decode("utf-8", "ignore"), len(text)
+
+
+def _name(value: str) -> str:
+    """An id as an event's call_id: at most 200 characters, no NUL (data keeps it exact)."""
+    return value.replace("\x00", "")[:200]
+
+
+def _content_text(content: Any) -> str:
+    """The text of a message's content: the string, or its text blocks joined as LangChain's
+    ``message.text`` joins them."""
+    if isinstance(content, str):
+        return content
+    texts = []
+    for block in content or ():
+        if isinstance(block, str):
+            texts.append(block)
+        elif isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+            texts.append(block["text"])
+    return "".join(texts)
+
+
+def _thinking_parts(message: BaseMessage) -> list[dict[str, Any]]:
+    """A message's reasoning as thinking parts (Anthropic's blocks as they are, with their
+    signature; LangChain's and OpenAI's reasoning blocks and reasoning_content as text)."""
+    parts: list[dict[str, Any]] = []
+    for block in message.content if isinstance(message.content, list) else ():
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") in ("thinking", "redacted_thinking"):
+            parts.append(_clean(block))
+        elif block.get("type") == "reasoning":
+            text = block.get("reasoning")
+            if not isinstance(text, str):
+                text = "".join(s["text"] for s in block.get("summary") or ()
+                               if isinstance(s, dict) and isinstance(s.get("text"), str))
+            if text:
+                parts.append({"type": "thinking", "thinking": text})
+    reasoning = message.additional_kwargs.get("reasoning_content")
+    if isinstance(reasoning, str) and reasoning:
+        parts.append({"type": "thinking", "thinking": reasoning})
+    return parts
+
+
+# Content blocks the event holds elsewhere: its text, thinking parts and tool calls.
+SHOWN_BLOCKS = ("text", "thinking", "redacted_thinking", "reasoning", "tool_use", "tool_call",
+                "tool_call_chunk", "function_call")
+
+
+def _other_blocks(content: Any) -> list[Any]:
+    """The content blocks the event shows nowhere else (images, files, ...), for data; one
+    longer than BLOCK_CHARS as JSON is named by its type and size only."""
+    blocks = []
+    for block in content if isinstance(content, list) else ():
+        if isinstance(block, str) or (isinstance(block, dict) and block.get("type") in SHOWN_BLOCKS):
+            continue
+        clean = _clean(block)
+        size = len(json.dumps(clean))
+        blocks.append(clean if size <= BLOCK_CHARS else {
+            "type": clean.get("type") if isinstance(clean, dict) else None, "omitted_chars": size})
+    return blocks
+
+
+def _kind(message: BaseMessage) -> tuple[str, str]:
+    """(event type, role) of a message."""
+    if isinstance(message, AIMessage):
+        return ("ToolCall" if message.tool_calls else "LLMOutput"), "assistant"
+    if isinstance(message, ToolMessage | FunctionMessage):
+        return "ToolResult", "tool"
+    if isinstance(message, SystemMessage):
+        return "Message", "system"
+    if isinstance(message, HumanMessage):
+        return "Message", "user"
+    role = message.role if isinstance(message, ChatMessage) else message.type
+    role = ROLES.get(role, role)
+    return ROLE_TYPES.get(role, "Message"), role if role in ("user", "assistant", "system", "tool",
+                                                              "developer") else ""
+
+
+def message_event(message: BaseMessage) -> dict[str, Any] | None:
+    """The contextstore event for one LangChain message (None for a RemoveMessage): a user or
+    system message a Message, an AI message an LLMOutput, or a ToolCall when it calls tools
+    (its text the content, its calls in data.tool_calls: id, name, arguments), a tool message
+    a ToolResult naming its call (data.tool_call_id). Reasoning goes in thinking parts; other
+    content blocks and the model, usage and name in data. A pure function of the message, so
+    sending it again is idempotent; the client_id is set by the caller (_message_client_id)."""
+    if message.type == "remove":
+        return None
+    etype, role = _kind(message)
+    content, whole = _cut(_content_text(message.content))
+    data: dict[str, Any] = {"message_type": message.type}
+    event: dict[str, Any] = {"type": etype, "role": role, "content": content}
+    if isinstance(message, AIMessage):
+        calls = [{"id": c.get("id") or "", "name": c["name"], "arguments": _clean(c.get("args") or {})}
+                 for c in message.tool_calls]
+        if calls:
+            data["tool_calls"] = calls
+            event["call_id"] = _name(calls[0]["id"])
+        if message.invalid_tool_calls:
+            data["invalid_tool_calls"] = _clean(message.invalid_tool_calls)
+        model = message.response_metadata.get("model_name") or message.response_metadata.get("model")
+        if isinstance(model, str) and model:
+            data["model"] = model
+        if message.usage_metadata:
+            data["usage"] = _clean(dict(message.usage_metadata))
+    elif isinstance(message, ToolMessage):
+        event["call_id"] = _name(message.tool_call_id)
+        data.update(tool_call_id=message.tool_call_id, status=message.status)
+    if message.name:
+        data["name"] = _clean(message.name)
+    blocks = _other_blocks(message.content)
+    if blocks:
+        data["blocks"] = blocks
+    if whole:
+        data["content_chars"] = whole  # the text was cut; the checkpoint keeps it whole
+    parts = _thinking_parts(message)
+    if parts:
+        event["parts"] = parts
+    event["data"] = data
+    return event
+
+
+def _message_client_id(message: BaseMessage, event: dict[str, Any] | None, index: int) -> str:
+    """A message's client_id: its id (add_messages gives every message one), hashed when longer
+    than a client_id; without an id, its place in the list and its event's hash."""
+    if isinstance(message.id, str) and message.id:
+        mid = message.id
+        return mid if len(mid) <= 200 else "id:" + hashlib.sha256(mid.encode()).hexdigest()
+    digest = hashlib.sha256(json.dumps(event, sort_keys=True).encode()).hexdigest()[:32]
+    return f"noid:{index}:{digest}"
+
+
+@dataclass
+class _PutPlan:
+    """One put's commit, and what to do when the server refuses its message events: the
+    checkpoint is never lost to them. A message stored already under its id with other content
+    (edited by update_state, or recorded by a checkpoint this process did not see) is a 409:
+    the thread's recorded ids are read and the others sent again; any other refusal of a
+    message event (or a second 409) commits the checkpoint alone, its data saying so."""
+
+    args: SessionArgs
+    kwargs: dict[str, Any]
+    known_key: tuple[str, str]
+    ids: list[str]  # the channel's messages, in order: all recorded once this commits
+    messages: list[dict[str, Any]]  # the events of those not known to be recorded
+    complete: bool = True  # False: some were left out (too many for one put, or refused)
+    read_stored: bool = False
+    stored: list[str] = field(default_factory=list)  # ids the thread was read to hold
+    given_up: list[str] = field(default_factory=list)  # refused: not sent again by this saver
+
+    def commit_kwargs(self) -> dict[str, Any]:
+        checkpoint = self.kwargs["events"][-1]
+        if self.ids:  # what get_tuple reads to know the checkpoint's messages are all recorded
+            checkpoint["data"]["messages_recorded"] = self.complete
+        return {**self.kwargs, "events": [*self.messages, checkpoint]}
+
+    def refused(self, error: ContextStoreError) -> str:
+        """What to do about a refused commit: "read" the stored ids (stored_ids) and commit
+        again, "retry" without the messages, or "" (not about them: raise it)."""
+        if not self.messages or not isinstance(error, Conflict | InvalidInput | PayloadTooLarge):
+            return ""
+        named = [int(key[7:key.index("]")]) for key in error.details
+                 if key.startswith("events[") and key[7:key.find("]")].isdigit()]
+        whole_body = not named and isinstance(error, PayloadTooLarge)  # too large, no event named
+        if not whole_body and not any(i < len(self.messages) for i in named):
+            return ""
+        if isinstance(error, Conflict) and error.code == "idempotency_conflict" and not self.read_stored:
+            self.read_stored = True
+            return "read"
+        self.given_up = [e["client_id"] for e in self.messages]
+        self.messages, self.complete = [], False
+        return "retry"
+
+    def stored_ids(self, read: dict[str, Any] | None) -> None:
+        self.stored = [e["client_id"] for e in (read or {}).get("events", ())]
+        stored = set(self.stored)
+        self.messages = [e for e in self.messages if e["client_id"] not in stored]
+
+    def read_kwargs(self) -> dict[str, Any]:
+        return {"thread": self.kwargs["thread"], "types": list(MESSAGE_TYPES), "fields": ["client_id"]}
 
 
 def _whole(filter: dict[str, Any] | None, before: RunnableConfig | None, limit: int | None) -> bool:
@@ -118,18 +363,100 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
     """BaseCheckpointSaver over contextstore, sync and async."""
 
     def __init__(self, client: ContextStore | AsyncContextStore, *, namespace: str = "",
-                 serde: SerializerProtocol | None = None):
+                 serde: SerializerProtocol | None = None, messages_channel: str | None = MESSAGES_CHANNEL):
+        """`messages_channel`: the state key whose LangChain messages are recorded as events
+        (None records none)."""
         super().__init__(serde=serde)
         if "/" in namespace:
             raise ValueError("namespace must not contain '/'")
         self.client = client
         self.app = f"{namespace}/{APP}" if namespace else APP
+        self.messages_channel = messages_channel
         self._owned = False
+        # (thread_id, checkpoint_ns) -> client ids of the messages known to be recorded there,
+        # so a put sends only new messages; the newest KNOWN_THREADS namespaces.
+        self._known: OrderedDict[tuple[str, str], set[str]] = OrderedDict()
+        self._known_lock = threading.Lock()
+
+    # -- the messages channel as events (one event per message, once per namespace thread)
+
+    def _known_ids(self, key: tuple[str, str]) -> set[str] | frozenset[str]:
+        """The ids known for `key` (only read: _remember adds under the lock)."""
+        return self._known.get(key) or frozenset()
+
+    def _remember(self, key: tuple[str, str], ids: Sequence[str]) -> None:
+        with self._known_lock:
+            known = self._known.setdefault(key, set())
+            known.update(ids)
+            self._known.move_to_end(key)
+            while len(self._known) > KNOWN_THREADS:
+                self._known.popitem(last=False)
+
+    def _forget(self, thread_id: str, ns: str | None = None) -> None:
+        with self._known_lock:
+            for key in [k for k in self._known if k[0] == thread_id and (ns is None or k[1] == ns)]:
+                del self._known[key]
+
+    def _channel_messages(self, values: dict[str, Any]) -> list[BaseMessage]:
+        value = values.get(self.messages_channel) if self.messages_channel else None
+        if not isinstance(value, list):
+            return []
+        return [m for m in value if isinstance(m, BaseMessage) and m.type != "remove"]
+
+    def _message_events(self, key: tuple[str, str], values: dict[str, Any],
+                        run_id: str) -> tuple[list[str], list[dict[str, Any]], bool]:
+        """The client ids of the channel's messages, the events of those not known to be
+        recorded (in the channel's order, at most MAX_MESSAGES_PER_PUT), and whether that is
+        all of them."""
+        known = self._known_ids(key)
+        ids: list[str] = []
+        events: list[dict[str, Any]] = []
+        sent: set[str] = set()  # a message listed twice is sent once
+        complete, chars = True, 0
+        for index, message in enumerate(self._channel_messages(values)):
+            cid = _message_client_id(message, None, index) if message.id else None
+            if cid is not None and cid in known:
+                ids.append(cid)
+                continue
+            event = message_event(message)
+            if event is None:
+                continue
+            cid = cid or _message_client_id(message, event, index)
+            ids.append(cid)
+            if cid in known or cid in sent:
+                continue
+            chars += len(event["content"]) + len(json.dumps(event["data"])) + 200
+            if len(events) == MAX_MESSAGES_PER_PUT or (events and chars > MAX_MESSAGE_CHARS_PER_PUT):
+                complete = False
+                continue
+            sent.add(cid)
+            events.append({**event, "client_id": cid, "run_id": run_id})
+        return ids, events, complete
+
+    def _seed(self, tuple_: CheckpointTuple, data: dict[str, Any]) -> None:
+        """A checkpoint read back whose messages were all recorded with it: its ids are known."""
+        if data.get("messages_recorded") is True:
+            conf = tuple_.config["configurable"]
+            messages = self._channel_messages(tuple_.checkpoint["channel_values"])
+            self._remember((conf["thread_id"], conf["checkpoint_ns"]), [
+                _message_client_id(m, None if m.id else message_event(m), i) for i, m in enumerate(messages)])
+
+    def _after_read(self, config: RunnableConfig, read: dict[str, Any] | None,
+                    found: list[CheckpointTuple], limit: int | None) -> None:
+        """get_tuple's read: the ids its checkpoint's messages were recorded under are known;
+        a namespace without checkpoints (new, or deleted by someone else) has none recorded."""
+        if limit != 1:
+            return
+        conf = config["configurable"]
+        if found and read:
+            self._seed(found[0], read["events"][-1]["data"])
+        elif not get_checkpoint_id(config):
+            self._forget(conf["thread_id"], conf.get("checkpoint_ns") or "")
 
     # -- building requests and answers (shared by the sync and async methods)
 
     def _put_commit(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
-                    new_versions: ChannelVersions) -> tuple[SessionArgs, dict[str, Any], RunnableConfig]:
+                    new_versions: ChannelVersions) -> tuple[_PutPlan, RunnableConfig]:
         conf = config["configurable"]
         thread_id, ns = conf["thread_id"], conf.get("checkpoint_ns", "")
         cid, parent = checkpoint["id"], conf.get("checkpoint_id")
@@ -159,7 +486,13 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
         args = (self.app, "", thread_id)
         kwargs = {"thread": _thread_name(ns), "events": [event], "blobs": blobs, "create": True}
         saved = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cid}}
-        return args, kwargs, saved
+        key = (thread_id, ns)
+        ids, messages, complete = self._message_events(key, values, event["run_id"])
+        return _PutPlan(args, kwargs, key, ids, messages, complete=complete), saved
+
+    def _put_done(self, plan: _PutPlan) -> None:
+        self._remember(plan.known_key, [*(e["client_id"] for e in plan.messages), *plan.stored,
+                                        *plan.given_up, *(plan.ids if plan.complete else ())])
 
     def _writes_commit(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                        task_path: str) -> tuple[SessionArgs, dict[str, Any]]:
@@ -276,12 +609,15 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
             args, kwargs = self._list_read(thread_config, filter, before, limit)
             read = self._sync().read_agent_session(*args, **kwargs)
             if read is None:
+                self._after_read(thread_config, None, [], limit)
                 continue
             blobs: dict[str, Any] = {}
             for keys, prefixes in self._blob_requests(self._unread(read), _whole(filter, before, limit)):
                 blobs.update(self._sync().agent_blobs(self.app, "", args[2], keys, prefixes=prefixes,
                                                       thread=kwargs["thread"]))
-            yield from self._tuples(args[2], read, blobs)
+            found = self._tuples(args[2], read, blobs)
+            self._after_read(thread_config, read, found, limit)
+            yield from found
 
     def _thread_configs(self, config: RunnableConfig | None) -> Iterator[RunnableConfig]:
         """The configs to list: the given one, or (config None) the root of every thread."""
@@ -299,8 +635,18 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
 
     def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
             new_versions: ChannelVersions) -> RunnableConfig:
-        args, kwargs, saved = self._put_commit(config, checkpoint, metadata, new_versions)
-        self._sync().commit_agent_session(*args, **kwargs)
+        plan, saved = self._put_commit(config, checkpoint, metadata, new_versions)
+        while True:
+            try:
+                self._sync().commit_agent_session(*plan.args, **plan.commit_kwargs())
+                break
+            except ContextStoreError as error:
+                step = plan.refused(error)
+                if not step:
+                    raise
+                if step == "read":
+                    plan.stored_ids(self._sync().read_agent_session(*plan.args, **plan.read_kwargs()))
+        self._put_done(plan)
         return saved
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
@@ -311,6 +657,7 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
         self._sync().commit_agent_session(*args, **kwargs)
 
     def delete_thread(self, thread_id: str) -> None:
+        self._forget(thread_id)
         self._sync().delete_agent_session(self.app, "", thread_id)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
@@ -356,12 +703,15 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
         args, kwargs = self._list_read(config, filter, before, limit)
         read = await self.client.read_agent_session(*args, **kwargs)
         if read is None:
+            self._after_read(config, None, [], limit)
             return
         blobs: dict[str, Any] = {}
         for keys, prefixes in self._blob_requests(self._unread(read), _whole(filter, before, limit)):
             blobs.update(await self.client.agent_blobs(self.app, "", args[2], keys, prefixes=prefixes,
                                                        thread=kwargs["thread"]))
-        for found in self._tuples(args[2], read, blobs):
+        tuples = self._tuples(args[2], read, blobs)
+        self._after_read(config, read, tuples, limit)
+        for found in tuples:
             yield found
 
     async def _acommit(self, args: SessionArgs, kwargs: dict[str, Any]) -> None:
@@ -372,9 +722,24 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
 
     async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
                    new_versions: ChannelVersions) -> RunnableConfig:
-        args, kwargs, saved = self._put_commit(config, checkpoint, metadata, new_versions)
-        await self._acommit(args, kwargs)
+        plan, saved = self._put_commit(config, checkpoint, metadata, new_versions)
+        while True:
+            try:
+                await self._acommit(plan.args, plan.commit_kwargs())
+                break
+            except ContextStoreError as error:
+                step = plan.refused(error)
+                if not step:
+                    raise
+                if step == "read":
+                    plan.stored_ids(await self._aread(plan.args, plan.read_kwargs()))
+        self._put_done(plan)
         return saved
+
+    async def _aread(self, args: SessionArgs, kwargs: dict[str, Any]) -> Any:
+        if isinstance(self.client, AsyncContextStore):
+            return await self.client.read_agent_session(*args, **kwargs)
+        return await asyncio.to_thread(lambda: self._sync().read_agent_session(*args, **kwargs))
 
     async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                           task_path: str = "") -> None:
@@ -382,6 +747,7 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
             await self._acommit(*self._writes_commit(config, writes, task_id, task_path))
 
     async def adelete_thread(self, thread_id: str) -> None:
+        self._forget(thread_id)
         if isinstance(self.client, AsyncContextStore):
             await self.client.delete_agent_session(self.app, "", thread_id)
         else:
