@@ -44,14 +44,16 @@ def install(venv: Path, *requirements: str) -> Path:
     subprocess.run([UV, "venv", "--quiet", "--python", sys.executable, venv], check=True, env=clean_env())
     python = venv / "bin" / "python"
     constraints = venv.with_name(venv.name + "-constraints.txt")
-    constraints.write_text(subprocess.run([UV, "pip", "freeze", "--python", sys.executable, "--exclude-editable"],
-                                          capture_output=True, text=True, check=True, env=clean_env()).stdout)
+    frozen = subprocess.run([UV, "pip", "freeze", "--python", sys.executable, "--exclude-editable"],
+                            capture_output=True, text=True, check=True, env=clean_env())
+    constraints.write_text(frozen.stdout)
     done = subprocess.run([UV, "pip", "install", "--quiet", "--offline", "--python", python,
                            "--constraints", constraints, "--build-constraints", constraints, *requirements],
                           capture_output=True, text=True, env=clean_env(), timeout=600)
-    assert done.returncode == 0, (f"{done.stderr}\nuv's cache lacks a package `make venv` installed: "
-                                  "`make venv` (scripts/distribution-cache) fills the cache UV_CACHE_DIR names; "
-                                  "after `uv cache clean`, run `.venv/bin/python scripts/distribution-cache --force`")
+    assert done.returncode == 0, (
+        f"{done.stderr}\nuv's cache lacks a package `make venv` installed: `make venv` fills the cache "
+        "UV_CACHE_DIR names (scripts/distribution-cache); after `uv cache clean`, run "
+        "`.venv/bin/python scripts/distribution-cache --force`")
     return python
 
 
