@@ -26,7 +26,11 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml
 	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[dev,adapters]' -e './clients/python[tiktoken]'
 	@touch $(STAMP)
 
+# The tests that install clients/python into bare virtualenvs do it offline, at this venv's
+# versions, from uv's cache: scripts/distribution-cache makes sure the cache in use holds them
+# (a no-op while its stamp holds; a fresh cache, as in .ci/run, is filled once).
 venv: $(STAMP)
+	@$(BIN)/python scripts/distribution-cache
 
 migrate: venv
 	@mkdir -p var

@@ -1,10 +1,13 @@
 """`pip install ./clients/python` into a fresh virtualenv: the client distribution alone brings
 none of the server's stack, and works there against a live server.
 
-uv builds the virtualenv and installs into it with --offline, from its cache: `make venv`
-installed these very packages (httpx, tenacity and theirs, setuptools to build) through uv,
-so nothing is downloaded. The package list comes from `uv pip list` (a uv virtualenv has no
-pip; it lists the same distributions).
+uv builds the virtualenv and installs into it with --offline, from its cache, at the versions
+of the virtualenv running the tests (its `uv pip freeze`, as constraints and build
+constraints): `make venv` installed these very packages (httpx, tenacity and theirs,
+setuptools to build) through uv, and scripts/distribution-cache, which it runs, makes sure
+uv's cache in use still holds them, so nothing is downloaded, even on a machine whose caches
+were empty. The package list comes from `uv pip list` (a uv virtualenv has no pip; it lists
+the same distributions).
 """
 
 import json
@@ -35,11 +38,22 @@ def clean_env() -> dict[str, str]:
 
 
 def install(venv: Path, *requirements: str) -> Path:
-    """A fresh virtualenv at `venv` with `requirements` installed from uv's cache; its python."""
+    """A fresh virtualenv at `venv` with `requirements` installed from uv's cache at the versions
+    this virtualenv holds (an index page newer than the cached wheels resolves to them all the
+    same); its python."""
     subprocess.run([UV, "venv", "--quiet", "--python", sys.executable, venv], check=True, env=clean_env())
     python = venv / "bin" / "python"
-    subprocess.run([UV, "pip", "install", "--quiet", "--offline", "--python", python, *requirements],
-                   check=True, env=clean_env(), timeout=600)
+    constraints = venv.with_name(venv.name + "-constraints.txt")
+    frozen = subprocess.run([UV, "pip", "freeze", "--python", sys.executable, "--exclude-editable"],
+                            capture_output=True, text=True, check=True, env=clean_env())
+    constraints.write_text(frozen.stdout)
+    done = subprocess.run([UV, "pip", "install", "--quiet", "--offline", "--python", python,
+                           "--constraints", constraints, "--build-constraints", constraints, *requirements],
+                          capture_output=True, text=True, env=clean_env(), timeout=600)
+    assert done.returncode == 0, (
+        f"{done.stderr}\nuv's cache lacks a package `make venv` installed: `make venv` fills the cache "
+        "UV_CACHE_DIR names (scripts/distribution-cache); after `uv cache clean`, run "
+        "`.venv/bin/python scripts/distribution-cache --force`")
     return python
 
 
