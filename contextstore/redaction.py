@@ -15,9 +15,11 @@ ingest call's user patterns share one deadline (REGEX_TIMEOUT_MS), and passing i
 write (`RedactionTimeout`) rather than store text that was not checked.
 """
 
+import json
 import re
 import time
 from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -354,3 +356,86 @@ def workspace_rules(workspace: Any) -> Rules | None:
     config = settings.CONTEXTSTORE
     return rules_of(workspace.redaction, default_on=bool(config["REDACT_SECRETS"]),
                     timeout_ms=int(config["REGEX_TIMEOUT_MS"]))
+
+
+# --- the storage boundary ------------------------------------------------------------------------
+# Every text and JSON column a service writes is redacted here, by its field (contextstore/fields.py:
+# get_db_prep_save, which save(), bulk_create, update(), bulk_update, db.insert_sql,
+# db.row_update_sql and the COPY paths of db.py all call), whatever the caller did before. The
+# rules are the workspace's the current request or task acts for (use_workspace, called where a
+# workspace is resolved: token authentication, the dashboard's access checks, the services that
+# write agent text); where none was named, the built-in rules under REDACT_SECRETS. A value the
+# services already redacted with the same rules costs one scan for the literals here.
+
+_UNSET: Any = object()
+_scope: ContextVar[Any] = ContextVar("redaction_scope", default=_UNSET)
+
+
+def use_workspace(workspace: Any) -> Rules | None:
+    """The rules of `workspace` (workspace_rules), made the storage boundary's rules for the rest
+    of the current context (a request, a task; reset by scope_reset). Returns them, for a service
+    that also redacts before it stores (the events' counters, a hash of the redacted text)."""
+    rules = workspace_rules(workspace)
+    _scope.set(rules)
+    return rules
+
+
+def scope_reset() -> None:
+    """Forget the workspace named by use_workspace: at the start of every request and task."""
+    _scope.set(_UNSET)
+
+
+def boundary_rules() -> Rules | None:
+    """The rules the storage boundary applies now: the workspace's (use_workspace), else the
+    built-in ones (None: REDACT_SECRETS is off, or the workspace switched redaction off)."""
+    rules = _scope.get()
+    if rules is not _UNSET:
+        return rules
+    from django.conf import settings
+
+    config = settings.CONTEXTSTORE
+    return rules_of(None, default_on=bool(config["REDACT_SECRETS"]),
+                    timeout_ms=int(config["REGEX_TIMEOUT_MS"]))
+
+
+def _may_hold_secret(rules: Rules, text: str) -> bool:
+    # The built-in rules' literals, one scan; a workspace's own patterns have none and always run.
+    return bool(rules.always) or rules.triggers.search(text) is not None
+
+
+def stored_text(text: str) -> str:
+    """A text as the storage boundary writes it: every secret replaced by its marker."""
+    rules = boundary_rules()
+    if rules is None or not text or not _may_hold_secret(rules, text):
+        return text
+    return _Run(rules).text(text)
+
+
+def stored_value(value: Any, encoded: str) -> Any:
+    """A JSON value as the storage boundary writes it, given its JSON text `encoded` (which holds
+    every literal its strings hold: the encoder escapes none of their characters): the same
+    object when nothing was found, else a redacted copy (keys and SKIP_KEYS values kept)."""
+    rules = boundary_rules()
+    if rules is None or not _may_hold_secret(rules, encoded):
+        return value
+    return _Run(rules).value(value)
+
+
+def stored_json_text(text: str, dumps: Callable[[Any], str], *, patch: bool = False) -> str:
+    """JSON text already serialized by its writer, as the storage boundary writes it: the same
+    text when nothing was found, else the redacted value serialized again by `dumps`. `patch`:
+    RFC 6902 operations, of which only the values are agent data (a path names keys, which a
+    document keeps)."""
+    rules = boundary_rules()
+    if rules is None or not text or not _may_hold_secret(rules, text):
+        return text
+    value = json.loads(text)
+    run = _Run(rules)
+    if patch and isinstance(value, list):
+        new: Any = [{**op, "value": run.value(op["value"])} if isinstance(op, dict) and "value" in op
+                    else op for op in value]
+        changed = any(isinstance(a, dict) and "value" in a and a["value"] is not b["value"]
+                      for b, a in zip(value, new, strict=True))
+        return dumps(new) if changed else text
+    new = run.value(value)
+    return text if new is value else dumps(new)
