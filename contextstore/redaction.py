@@ -48,6 +48,7 @@ class Rule:
     triggers: tuple[str, ...]
     pattern: Any  # re.Pattern or regex.Pattern
     user: bool = False
+    needs: str = ""  # a literal every match also holds (the "@" of a URL's password)
 
 
 # Hand-written, each anchored on a literal and linear: one character class per run, no
@@ -81,9 +82,9 @@ BUILTIN: tuple[Rule, ...] = (
          re.compile(r"(?i:authorization)[\"']?\s{0,5}[:=]\s{0,5}[\"']?(?i:bearer)\s{1,5}"
                     r"(?P<secret>[A-Za-z0-9._~+/\-]{20,}=*)")),
     # scheme://user:password@host: only the password goes.
-    Rule("url_password", ("://",),
-         re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]{0,20}://[^\s:/?#@\"'<>]{0,256}:"
-                    r"(?P<secret>[^\s/?#@\"'<>]{1,256})@")),
+    Rule("url_password", ("://",), needs="@",
+         pattern=re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]{0,20}://[^\s:/?#@\"'<>]{0,256}:"
+                            r"(?P<secret>[^\s/?#@\"'<>]{1,256})@")),
 )
 
 
@@ -95,26 +96,38 @@ class RedactionTimeout(DomainError):
 
 
 class Rules:
-    """The compiled rules of one setting. The built-in rules' literals are one alternation: a
-    text is scanned once for all of them, and only the rules whose literal it holds run."""
+    """The compiled rules of one setting. The built-in rules' literals are looked for first, each
+    a plain substring search (str's, several times faster than one regex alternation of them
+    all, which tries every literal at every position), and only the rules whose literal the
+    text holds run."""
 
-    __slots__ = ("rules", "timeout_ms", "triggers", "by_trigger", "always")
+    __slots__ = ("rules", "timeout_ms", "literals", "by_trigger", "always")
 
     def __init__(self, rules: tuple[Rule, ...], timeout_ms: int) -> None:
         self.rules = rules
         self.timeout_ms = timeout_ms
-        literals = sorted({t for r in rules for t in r.triggers}, key=len, reverse=True)
-        self.triggers = re.compile("|".join(map(re.escape, literals)))
-        self.by_trigger = {t: [r for r in rules if t in r.triggers] for t in literals}
+        self.literals = tuple(sorted({t for r in rules for t in r.triggers}))
+        self.by_trigger = {t: [r for r in rules if t in r.triggers] for t in self.literals}
         self.always = [r for r in rules if not r.triggers]  # a workspace's own patterns
 
     def candidates(self, text: str) -> list[Rule]:
         """The rules that may match `text`, in their order."""
-        hits = {m.group() for m in self.triggers.finditer(text)}
+        hits = [t for t in self.literals if t in text]
         if not hits:
             return self.always
-        chosen = {id(r) for t in hits for r in self.by_trigger[t]}
+        chosen = {id(r) for t in hits for r in self.by_trigger[t]
+                  if not r.needs or r.needs in text}
         return [r for r in self.rules if id(r) in chosen] + self.always
+
+    def may_match(self, text: str) -> bool:
+        """Whether any rule may match `text` (a workspace's own patterns always may)."""
+        if self.always:
+            return True
+        for literal in self.literals:
+            if literal in text:
+                return any(not r.needs or r.needs in text
+                           for t in self.literals if t in text for r in self.by_trigger[t])
+        return False
 
 
 def pattern_problem(pattern: Any) -> str | None:
@@ -245,6 +258,12 @@ class _Run:
         self.deadline = time.monotonic() + rules.timeout_ms / 1000
 
     def text(self, s: str) -> str:
+        s = self._text(s)
+        if len(s) >= _REMEMBER_FROM:
+            _remember(s, self.rules)
+        return s
+
+    def _text(self, s: str) -> str:
         for rule in self.rules.candidates(s):
             if rule.user:
                 left = self.deadline - time.monotonic()
@@ -287,6 +306,26 @@ class _Run:
                 out[k] = y
             return out if changed else v
         return v
+
+
+# Texts a redaction just produced, by id (the entry holds the text, so its id is not reused while
+# it is here), with the rules that made them: the storage boundary does not scan them again (an
+# event's content, redacted by the service for its counter, reaches the field as the same str).
+# A str cannot change, so a text found here is clean under those rules; a miss costs one scan.
+_REMEMBER_FROM = 64
+_REMEMBER_MAX = 4096
+_clean: dict[int, tuple[str, "Rules"]] = {}
+
+
+def _remember(text: str, rules: "Rules") -> None:
+    if len(_clean) >= _REMEMBER_MAX:
+        _clean.clear()
+    _clean[id(text)] = (text, rules)
+
+
+def _is_clean(text: str, rules: "Rules") -> bool:
+    entry = _clean.get(id(text))
+    return entry is not None and entry[0] is text and entry[1] is rules
 
 
 def _timeout(rule: Rule) -> RedactionTimeout:
@@ -399,14 +438,13 @@ def boundary_rules() -> Rules | None:
 
 
 def _may_hold_secret(rules: Rules, text: str) -> bool:
-    # The built-in rules' literals, one scan; a workspace's own patterns have none and always run.
-    return bool(rules.always) or rules.triggers.search(text) is not None
+    return rules.may_match(text)
 
 
 def stored_text(text: str) -> str:
     """A text as the storage boundary writes it: every secret replaced by its marker."""
     rules = boundary_rules()
-    if rules is None or not text or not _may_hold_secret(rules, text):
+    if rules is None or not text or _is_clean(text, rules) or not _may_hold_secret(rules, text):
         return text
     return _Run(rules).text(text)
 
