@@ -154,6 +154,9 @@ class RedactedCharField(models.CharField):  # type: ignore[type-arg]  # as Agent
                 value = value[:self.max_length]
         return super().get_db_prep_save(value, connection)
 
+    def pre_save(self, model_instance: models.Model, add: bool) -> Any:
+        return _redacted_on(self, model_instance, add)
+
 
 class RedactedTextField(models.TextField):  # type: ignore[type-arg]  # as AgentTextField
     """A text people write (a comment), stored as it is (no NUL escaping: not agent text), its
@@ -165,6 +168,24 @@ class RedactedTextField(models.TextField):  # type: ignore[type-arg]  # as Agent
         if isinstance(value, str):
             value = stored_text(str(value))
         return super().get_db_prep_save(value, connection)
+
+    def pre_save(self, model_instance: models.Model, add: bool) -> Any:
+        return _redacted_on(self, model_instance, add)
+
+
+def _redacted_on(field: Any, instance: models.Model, add: bool) -> Any:
+    """A short text's value redacted on the instance too, as save() and bulk_create prepare it:
+    what a service answers after writing it is what the row holds (a title, a comment). The
+    big agent columns are redacted in get_db_prep_save only (once per append)."""
+    value = models.Field.pre_save(field, instance, add)
+    if isinstance(value, str) and value:
+        redacted = stored_text(value)
+        if field.max_length is not None and len(redacted) > field.max_length:
+            redacted = redacted[:field.max_length]
+        if redacted is not value:
+            setattr(instance, field.attname, redacted)
+            value = redacted
+    return value
 
 
 class RedactedJSONTextField(models.TextField):  # type: ignore[type-arg]  # as AgentTextField

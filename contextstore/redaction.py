@@ -477,3 +477,103 @@ def stored_json_text(text: str, dumps: Callable[[Any], str], *, patch: bool = Fa
         return dumps(new) if changed else text
     new = run.value(value)
     return text if new is value else dumps(new)
+
+
+# --- which columns are redacted ------------------------------------------------------------------
+# Every CharField, TextField and JSONField (and their subclasses) of every model either redacts
+# (its field class has `redacts = True`: contextstore/fields.py) or is named here with the reason
+# it holds no text an agent or a person could paste a secret into, or why redacting it would be
+# wrong. tests/test_redaction_columns.py fails for a new column that is neither, and checks the
+# table of docs/security.md against both.
+_ID = "an id or key a client addresses the row by; a marker would make it a different row"
+_CHOICE = "one of the model's choices"
+_HASH = "a hex digest"
+_MODEL = "a model's name, read back as an identifier (prices, provider requests)"
+_SYSTEM = "a name the server writes (an audit action, a target's type or id)"
+EXEMPT_COLUMNS: dict[str, str] = {
+    "Workspace.model": _MODEL,
+    "Workspace.slug": "the workspace's slug (a letters, digits and - name)",
+    "Workspace.redaction": "the redaction setting itself: pattern names and expressions, "
+                           "checked when saved",
+    "Membership.role": _CHOICE,
+    "ApiToken.prefix": "the first characters of a token, shown to tell tokens apart; the token "
+                       "itself is never stored",
+    "ApiToken.token_hash": _HASH,
+    "ApiToken.scope": _CHOICE,
+    "Session.model": _MODEL,
+    "Session.key": _ID,
+    "Session.user_id": _ID,
+    "Session.app": _ID,
+    "SessionModel.model": _MODEL,
+    "Thread.model": _MODEL,
+    "Run.run_id": _ID,
+    "Run.status": _CHOICE,
+    "Collapse.source": _CHOICE,
+    "Event.type": "an event type: a printable name without whitespace, at most 64",
+    "Event.role": "a message role (user, assistant, tool, ...)",
+    "Event.call_id": "a tool call's id, which the provider reads back",
+    "Event.step": _ID,
+    "Event.anchor": _ID,
+    "Event.client_id": _ID,
+    "Event.payload_hash": _HASH,
+    "Event.item_key": _ID,
+    "Event.status": _CHOICE,
+    "EventSearch.text": "filled in SQL from the event's content, parts and data, which are "
+                        "redacted (services/search.py)",
+    "ContextBlock.name": _ID,
+    "ContextBlock.placement": _CHOICE,
+    "ContextBlockVersion.name": _ID,
+    "ContextBlockVersion.placement": _CHOICE,
+    "SyncUpload.upload_id": _ID,
+    "ProviderState.provider": _ID,
+    "Memory.user_id": _ID,
+    "Memory.key": _ID,
+    "Job.kind": _CHOICE,
+    "Job.status": _CHOICE,
+    "Job.pending_key": "a key the server makes of a thread id and a job kind",
+    "AuditLog.actor_type": _CHOICE,
+    "AuditLog.action": _SYSTEM,
+    "AuditLog.target_type": _SYSTEM,
+    "AuditLog.target_id": _SYSTEM,
+    "ReadAudit.actor_key": "user:<id>, token:<id> or <type>:<label> (the label is redacted): "
+                           "part of the hour's unique key",
+    "ReadAudit.actor_type": _CHOICE,
+    "ReadAudit.action": _CHOICE,
+    "ReadAudit.target_type": _SYSTEM,
+    "ReadAudit.target_id": _SYSTEM,
+    "StoredText.sha256": _HASH,
+    "RenderRecord.format": _CHOICE,
+    "RenderRecord.prefix_hash": _HASH,
+    "CallReplay.model": _MODEL,
+    "CallReplay.request_hash": _HASH,
+    "CallReplay.status": _CHOICE,
+    "ScopedState.app": _ID,
+    "ScopedState.scope": _CHOICE,
+    "ScopedState.user_id": _ID,
+    "ThreadBlob.key": _ID,
+    "CommitRecord.batch_id": _ID,
+    "CommitRecord.request_hash": _HASH,
+    "OtelSpan.trace_id": "an OpenTelemetry trace id (hex)",
+    "OtelSpan.span_id": "an OpenTelemetry span id (hex)",
+    "OtelSpan.parent_span_id": "an OpenTelemetry span id (hex)",
+    "OtelLog.trace_id": "an OpenTelemetry trace id (hex)",
+    "OtelLog.span_id": "an OpenTelemetry span id (hex)",
+    "OtelLog.digest": _HASH,
+    "OtelPending.trace_id": "an OpenTelemetry trace id (hex)",
+    "OtelTrace.trace_id": "an OpenTelemetry trace id (hex)",
+    "OtelTrace.session_key": _ID,
+    "Score.data_type": _CHOICE,
+    "ShareLink.kind": _CHOICE,
+    "ShareLink.prefix": "the first characters of a link's token, to tell links apart",
+    "ShareLink.token_hash": _HASH,
+    "DatasetItem.kind": _CHOICE,
+    "DatasetItem.user_id": _ID,
+}
+# Django's own tables: no service of contextstore writes agent or people's text into them.
+EXEMPT_APPS: dict[str, str] = {
+    "admin": "Django's admin change log: an object's str() (a redacted title, name or text) "
+             "and the names of the fields changed",
+    "auth": "Django's accounts, groups and permissions (a password is stored hashed)",
+    "contenttypes": "Django's names of the models",
+    "sessions": "Django's signed login sessions",
+}

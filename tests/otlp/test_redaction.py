@@ -64,3 +64,22 @@ def test_a_workspace_pattern_that_runs_too_long_refuses_the_export_and_keeps_not
     answer = otlp(body)
     assert answer.status_code == 422 and answer.json()["error"]["code"] == "redaction_timeout"
     assert not OtelSpan.objects.exists()
+
+
+def test_an_instrumentation_scope_and_a_log_event_name_are_kept_redacted(otlp):
+    chat = span("00f067aa0ba902b7", "chat gpt-4o", {"gen_ai.operation.name": "chat"})
+    body = export(chat, scope=f"agent-{OPENAI}")
+    body["resourceSpans"][0]["scopeSpans"][0]["scope"].update(
+        version=f"1.0+{AWS}", attributes=[attr("scope.token", JWT)])
+    assert otlp(body).status_code == 200
+    log = {"resourceLogs": [{"scopeLogs": [{
+        "scope": {"name": f"logger {OPENAI}", "version": AWS, "attributes": [attr("t", JWT)]},
+        "logRecords": [{"timeUnixNano": "1760000001000000000", "traceId": TRACE,
+                        "spanId": "00f067aa0ba902b7", "eventName": f"event {AWS}",
+                        "body": {"stringValue": "plain"}}]}]}]}
+    assert otlp(log, signal="logs").status_code == 200
+    for secret in (OPENAI, AWS, JWT):
+        assert rows_holding(secret) == [], secret
+    scope = json.dumps(OtelSpan.objects.get().scope)
+    assert all(f"[REDACTED:{kind}]" in scope for kind in ("openai_key", "aws_access_key_id", "jwt"))
+    assert OtelLog.objects.get().event_name == "event [REDACTED:aws_access_key_id]"
