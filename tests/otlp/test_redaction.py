@@ -83,3 +83,27 @@ def test_an_instrumentation_scope_and_a_log_event_name_are_kept_redacted(otlp):
     scope = json.dumps(OtelSpan.objects.get().scope)
     assert all(f"[REDACTED:{kind}]" in scope for kind in ("openai_key", "aws_access_key_id", "jwt"))
     assert OtelLog.objects.get().event_name == "event [REDACTED:aws_access_key_id]"
+
+
+def test_a_workspace_with_redaction_off_keeps_its_spans_and_derived_events_as_sent(otlp, workspace,
+                                                                                 actor):
+    """The export's request and the derivation's task each name the workspace, so its own
+    setting holds at the storage boundary (no built-in rule sneaks back in)."""
+    workspace_redaction_set(workspace=workspace, actor=actor, redaction={"enabled": False})
+    chat = span("00f067aa0ba902b7", "chat gpt-4o", {
+        "gen_ai.operation.name": "chat", "gen_ai.conversation.id": "conv-1",
+        "gen_ai.input.messages": messages("user", f"my key is {OPENAI}")})
+    assert otlp(export(chat, scope=f"agent {AWS}")).status_code == 200
+    assert OtelSpan.objects.get().scope["name"] == f"agent {AWS}"
+    assert Event.objects.get(type="Message", role="user").content == f"my key is {OPENAI}"
+
+
+def test_a_workspace_pattern_reaches_the_derived_events(otlp, workspace, actor):
+    workspace_redaction_set(workspace=workspace, actor=actor, redaction={
+        "extra_patterns": [{"name": "ticket", "pattern": "TKT-[0-9]{12}"}]})
+    chat = span("00f067aa0ba902b7", "chat gpt-4o", {
+        "gen_ai.operation.name": "chat", "gen_ai.conversation.id": "conv-1",
+        "gen_ai.input.messages": messages("user", "see TKT-123456789012")})
+    assert otlp(export(chat, scope="TKT-123456789012")).status_code == 200
+    assert rows_holding("TKT-123456789012") == []
+    assert Event.objects.get(type="Message", role="user").content == "see [REDACTED:ticket]"
