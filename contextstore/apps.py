@@ -20,3 +20,18 @@ class ContextstoreConfig(AppConfig):
         from contextstore.db import install_sqlite_regexp
 
         connection_created.connect(install_sqlite_regexp, dispatch_uid="contextstore-regexp")
+
+        # A request or task starts with no workspace named: the storage boundary redacts with
+        # the built-in rules until one is (redaction.use_workspace), never with the rules a
+        # previous request of this thread named.
+        from celery.signals import task_prerun
+        from django.core.signals import request_started
+
+        request_started.connect(_reset_redaction, dispatch_uid="contextstore-redaction-scope")
+        task_prerun.connect(_reset_redaction, dispatch_uid="contextstore-redaction-scope-task")
+
+
+def _reset_redaction(**kwargs: object) -> None:
+    from contextstore.redaction import scope_reset
+
+    scope_reset()

@@ -7,7 +7,14 @@ from django.db import models
 from django.db.models import Q
 
 from contextstore.documents import DOCUMENT_DEFAULTS, new_document
-from contextstore.fields import AgentTextField, OrderedJSONField
+from contextstore.fields import (
+    AgentTextField,
+    OrderedJSONField,
+    RedactedCharField,
+    RedactedJSONTextField,
+    RedactedPatchField,
+    RedactedTextField,
+)
 
 
 class ModelSettings(models.Model):
@@ -40,7 +47,7 @@ def redaction_default() -> dict:
 
 class Workspace(ModelSettings, Retention):
     slug = models.SlugField(max_length=64, unique=True)
-    name = models.CharField(max_length=200)
+    name = RedactedCharField(max_length=200)
     created_at = models.DateTimeField(auto_now_add=True)
     # Secrets redacted from agent text before it is stored (contextstore/redaction.py):
     # {"enabled": bool, "extra_patterns": [{"name": ..., "pattern": ...}]}, checked on save.
@@ -85,7 +92,7 @@ class ApiToken(models.Model):
         ADMIN = "admin"
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="api_tokens")
-    name = models.CharField(max_length=100, blank=True)
+    name = RedactedCharField(max_length=100, blank=True)
     prefix = models.CharField(max_length=16, db_index=True)
     token_hash = models.CharField(max_length=64, unique=True)
     scope = models.CharField(max_length=5, choices=Scope.choices, default=Scope.WRITE)
@@ -116,8 +123,8 @@ class Session(ModelSettings, Retention):
     user_id = models.CharField(max_length=255, blank=True, default="")
     # The framework application a session belongs to (ADK app_name); part of its identity.
     app = models.CharField(max_length=200, blank=True, default="")
-    agent = models.CharField(max_length=200, blank=True, default="")
-    title = models.CharField(max_length=500, blank=True, default="")
+    agent = RedactedCharField(max_length=200, blank=True, default="")
+    title = RedactedCharField(max_length=500, blank=True, default="")
     metadata = OrderedJSONField(default=dict)
     archived = models.BooleanField(default=False)
     # A legal hold exempts the session from every retention rule.
@@ -192,7 +199,7 @@ class Thread(ModelSettings):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="threads")
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="threads",
                                 db_index=False)  # thread_unique_name leads with it
-    name = models.CharField(max_length=200, default="main")
+    name = RedactedCharField(max_length=200, default="main")
     # The agent's document (state, memory, summary, clientai fields, peteos slots, framework
     # namespaces): one JSON object with one revision, written only by services/document.py.
     document = OrderedJSONField(default=new_document)
@@ -296,7 +303,7 @@ class Collapse(models.Model):
         "Event", on_delete=models.PROTECT, related_name="summary_of"
     )
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.AGENT)
-    actor = models.CharField(max_length=200, blank=True, default="")
+    actor = RedactedCharField(max_length=200, blank=True, default="")
     event_count = models.PositiveIntegerField(default=0)
     tokens_before = models.PositiveBigIntegerField(default=0)
     tokens_after = models.PositiveBigIntegerField(default=0)
@@ -321,7 +328,7 @@ class Clear(models.Model):
     context (they point to it) and the summary it emptied, so un-clear can bring both back."""
 
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="clears")
-    actor = models.CharField(max_length=200, blank=True, default="")
+    actor = RedactedCharField(max_length=200, blank=True, default="")
     summary = AgentTextField(blank=True, default="")
     event_count = models.PositiveIntegerField(default=0)
     tokens = models.PositiveBigIntegerField(default=0)
@@ -512,8 +519,8 @@ class ContextBlockVersion(models.Model):
     order = models.IntegerField(default=0)
     token_count = models.PositiveIntegerField(default=0)
     deleted = models.BooleanField(default=False)
-    actor = models.CharField(max_length=200, blank=True, default="")
-    reason = models.CharField(max_length=32, blank=True, default="")
+    actor = RedactedCharField(max_length=200, blank=True, default="")
+    reason = RedactedCharField(max_length=32, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -560,15 +567,15 @@ class StateRevision(models.Model):
     revision = models.PositiveIntegerField()
     # The whole document as JSON text (a snapshot: every SNAPSHOT_EVERY revisions, or when the
     # patches since the last one outgrow the document), else NULL.
-    document = models.TextField(null=True, blank=True)  # noqa: DJ001 - NULL: not a snapshot
+    document = RedactedJSONTextField(null=True, blank=True)  # noqa: DJ001 - NULL: not a snapshot
     # RFC 6902 operations (JSON text) from the previous revision; NULL for a snapshot that was
     # not written after one (the first revision, and revisions carried over by the migration).
-    patch = models.TextField(null=True, blank=True)  # noqa: DJ001 - NULL: no previous revision
+    patch = RedactedPatchField(null=True, blank=True)  # noqa: DJ001 - NULL: no previous revision
     base = models.PositiveIntegerField(default=0)  # the snapshot this revision is rebuilt from
     chain_bytes = models.PositiveBigIntegerField(default=0)  # patch bytes since that snapshot
     size = models.PositiveBigIntegerField(default=0)  # bytes this revision stores
-    reason = models.CharField(max_length=500, blank=True, default="")
-    actor = models.CharField(max_length=200, blank=True, default="")
+    reason = RedactedCharField(max_length=500, blank=True, default="")
+    actor = RedactedCharField(max_length=200, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -705,7 +712,7 @@ class AuditLog(models.Model):
     actor_token = models.ForeignKey(
         ApiToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False,
     )
-    actor_label = models.CharField(max_length=200, blank=True, default="")
+    actor_label = RedactedCharField(max_length=200, blank=True, default="")
     action = models.CharField(max_length=64)
     target_type = models.CharField(max_length=64)
     target_id = models.CharField(max_length=64)
@@ -773,7 +780,7 @@ class ReadAudit(models.Model):
     actor_token = models.ForeignKey(
         ApiToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False,
     )
-    actor_label = models.CharField(max_length=200, blank=True, default="")
+    actor_label = RedactedCharField(max_length=200, blank=True, default="")
     action = models.CharField(max_length=32, choices=Action.choices)
     target_type = models.CharField(max_length=64)
     target_id = models.CharField(max_length=64)
@@ -832,7 +839,7 @@ class RenderRecord(models.Model):
     prefix_hash = models.CharField(max_length=64)
     thread_revision = models.PositiveIntegerField(default=0)
     spec = OrderedJSONField(default=dict)
-    actor = models.CharField(max_length=200, blank=True, default="")
+    actor = RedactedCharField(max_length=200, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -861,13 +868,13 @@ class CallReplay(models.Model):
     status = models.CharField(max_length=8, choices=Status.choices)
     answer = AgentTextField(blank=True, default="")
     tool_calls = OrderedJSONField(default=list)
-    finish_reason = models.CharField(max_length=40, blank=True, default="")
+    finish_reason = RedactedCharField(max_length=40, blank=True, default="")
     input_tokens = models.PositiveIntegerField(null=True, blank=True)
     output_tokens = models.PositiveIntegerField(null=True, blank=True)
     cost = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
     latency_ms = models.PositiveIntegerField(default=0)
-    error = models.CharField(max_length=500, blank=True, default="")
-    actor = models.CharField(max_length=200, blank=True, default="")
+    error = RedactedCharField(max_length=500, blank=True, default="")
+    actor = RedactedCharField(max_length=200, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -911,7 +918,7 @@ class ScopedStateRevision(models.Model):
                                      db_index=False)  # scoped_state_revision_unique leads with it
     revision = models.PositiveIntegerField()
     state = OrderedJSONField(default=dict)
-    actor = models.CharField(max_length=200, blank=True, default="")
+    actor = RedactedCharField(max_length=200, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -933,7 +940,7 @@ class ThreadBlob(models.Model):
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="blobs",
                                db_index=False)  # thread_blob_unique leads with it
     key = models.CharField(max_length=500)
-    content_type = models.CharField(max_length=100, blank=True, default="")
+    content_type = RedactedCharField(max_length=100, blank=True, default="")
     data = models.BinaryField()
     meta = OrderedJSONField(null=True, blank=True)
     size = models.PositiveIntegerField(default=0)
@@ -1067,8 +1074,8 @@ class Comment(models.Model):
     seq = models.BigIntegerField(null=True, blank=True)
     author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                on_delete=models.SET_NULL, related_name="+")
-    author_label = models.CharField(max_length=200, blank=True, default="")
-    text = models.TextField()
+    author_label = RedactedCharField(max_length=200, blank=True, default="")
+    text = RedactedTextField()
     created_at = models.DateTimeField(auto_now_add=True)
     edited_at = models.DateTimeField(null=True, blank=True)
 
@@ -1099,18 +1106,18 @@ class Score(models.Model):
     thread = models.ForeignKey(Thread, null=True, blank=True, on_delete=models.CASCADE, related_name="+",
                                db_index=False)  # score_event leads with it
     seq = models.BigIntegerField(null=True, blank=True)
-    name = models.CharField(max_length=100)
+    name = RedactedCharField(max_length=100)
     data_type = models.CharField(max_length=11, choices=DataType.choices)
     # numeric: the number; boolean: 1 or 0; categorical: NULL.
     value = models.FloatField(null=True, blank=True)
     # categorical: the category; boolean: "true" or "false"; numeric: "".
-    string_value = models.CharField(max_length=200, blank=True, default="")
-    comment = models.TextField(blank=True, default="")
+    string_value = RedactedCharField(max_length=200, blank=True, default="")
+    comment = RedactedTextField(blank=True, default="")
     author_user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                     on_delete=models.SET_NULL, related_name="+")
     author_token = models.ForeignKey(ApiToken, null=True, blank=True, on_delete=models.SET_NULL,
                                      related_name="+")
-    author_label = models.CharField(max_length=200, blank=True, default="")
+    author_label = RedactedCharField(max_length=200, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -1174,7 +1181,7 @@ class Dataset(models.Model):
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="datasets",
                                   db_index=False)  # dataset_unique_name leads with it
-    name = models.CharField(max_length=200)
+    name = RedactedCharField(max_length=200)
     item_count = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

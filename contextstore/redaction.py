@@ -15,9 +15,11 @@ ingest call's user patterns share one deadline (REGEX_TIMEOUT_MS), and passing i
 write (`RedactionTimeout`) rather than store text that was not checked.
 """
 
+import json
 import re
 import time
 from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -46,6 +48,7 @@ class Rule:
     triggers: tuple[str, ...]
     pattern: Any  # re.Pattern or regex.Pattern
     user: bool = False
+    needs: str = ""  # a literal every match also holds (the "@" of a URL's password)
 
 
 # Hand-written, each anchored on a literal and linear: one character class per run, no
@@ -79,9 +82,9 @@ BUILTIN: tuple[Rule, ...] = (
          re.compile(r"(?i:authorization)[\"']?\s{0,5}[:=]\s{0,5}[\"']?(?i:bearer)\s{1,5}"
                     r"(?P<secret>[A-Za-z0-9._~+/\-]{20,}=*)")),
     # scheme://user:password@host: only the password goes.
-    Rule("url_password", ("://",),
-         re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]{0,20}://[^\s:/?#@\"'<>]{0,256}:"
-                    r"(?P<secret>[^\s/?#@\"'<>]{1,256})@")),
+    Rule("url_password", ("://",), needs="@",
+         pattern=re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]{0,20}://[^\s:/?#@\"'<>]{0,256}:"
+                            r"(?P<secret>[^\s/?#@\"'<>]{1,256})@")),
 )
 
 
@@ -93,26 +96,38 @@ class RedactionTimeout(DomainError):
 
 
 class Rules:
-    """The compiled rules of one setting. The built-in rules' literals are one alternation: a
-    text is scanned once for all of them, and only the rules whose literal it holds run."""
+    """The compiled rules of one setting. The built-in rules' literals are looked for first, each
+    a plain substring search (str's, several times faster than one regex alternation of them
+    all, which tries every literal at every position), and only the rules whose literal the
+    text holds run."""
 
-    __slots__ = ("rules", "timeout_ms", "triggers", "by_trigger", "always")
+    __slots__ = ("rules", "timeout_ms", "literals", "by_trigger", "always")
 
     def __init__(self, rules: tuple[Rule, ...], timeout_ms: int) -> None:
         self.rules = rules
         self.timeout_ms = timeout_ms
-        literals = sorted({t for r in rules for t in r.triggers}, key=len, reverse=True)
-        self.triggers = re.compile("|".join(map(re.escape, literals)))
-        self.by_trigger = {t: [r for r in rules if t in r.triggers] for t in literals}
+        self.literals = tuple(sorted({t for r in rules for t in r.triggers}))
+        self.by_trigger = {t: [r for r in rules if t in r.triggers] for t in self.literals}
         self.always = [r for r in rules if not r.triggers]  # a workspace's own patterns
 
     def candidates(self, text: str) -> list[Rule]:
         """The rules that may match `text`, in their order."""
-        hits = {m.group() for m in self.triggers.finditer(text)}
+        hits = [t for t in self.literals if t in text]
         if not hits:
             return self.always
-        chosen = {id(r) for t in hits for r in self.by_trigger[t]}
+        chosen = {id(r) for t in hits for r in self.by_trigger[t]
+                  if not r.needs or r.needs in text}
         return [r for r in self.rules if id(r) in chosen] + self.always
+
+    def may_match(self, text: str) -> bool:
+        """Whether any rule may match `text` (a workspace's own patterns always may)."""
+        if self.always:
+            return True
+        for literal in self.literals:
+            if literal in text:
+                return any(not r.needs or r.needs in text
+                           for t in self.literals if t in text for r in self.by_trigger[t])
+        return False
 
 
 def pattern_problem(pattern: Any) -> str | None:
@@ -243,6 +258,12 @@ class _Run:
         self.deadline = time.monotonic() + rules.timeout_ms / 1000
 
     def text(self, s: str) -> str:
+        s = self._text(s)
+        if len(s) >= _REMEMBER_FROM:
+            _remember(s, self.rules)
+        return s
+
+    def _text(self, s: str) -> str:
         for rule in self.rules.candidates(s):
             if rule.user:
                 left = self.deadline - time.monotonic()
@@ -285,6 +306,26 @@ class _Run:
                 out[k] = y
             return out if changed else v
         return v
+
+
+# Texts a redaction just produced, by id (the entry holds the text, so its id is not reused while
+# it is here), with the rules that made them: the storage boundary does not scan them again (an
+# event's content, redacted by the service for its counter, reaches the field as the same str).
+# A str cannot change, so a text found here is clean under those rules; a miss costs one scan.
+_REMEMBER_FROM = 64
+_REMEMBER_MAX = 4096
+_clean: dict[int, tuple[str, "Rules"]] = {}
+
+
+def _remember(text: str, rules: "Rules") -> None:
+    if len(_clean) >= _REMEMBER_MAX:
+        _clean.clear()
+    _clean[id(text)] = (text, rules)
+
+
+def _is_clean(text: str, rules: "Rules") -> bool:
+    entry = _clean.get(id(text))
+    return entry is not None and entry[0] is text and entry[1] is rules
 
 
 def _timeout(rule: Rule) -> RedactionTimeout:
@@ -354,3 +395,185 @@ def workspace_rules(workspace: Any) -> Rules | None:
     config = settings.CONTEXTSTORE
     return rules_of(workspace.redaction, default_on=bool(config["REDACT_SECRETS"]),
                     timeout_ms=int(config["REGEX_TIMEOUT_MS"]))
+
+
+# --- the storage boundary ------------------------------------------------------------------------
+# Every text and JSON column a service writes is redacted here, by its field (contextstore/fields.py:
+# get_db_prep_save, which save(), bulk_create, update(), bulk_update, db.insert_sql,
+# db.row_update_sql and the COPY paths of db.py all call), whatever the caller did before. The
+# rules are the workspace's the current request or task acts for (use_workspace, called where a
+# workspace is resolved: token authentication, the dashboard's access checks, the services that
+# write agent text); where none was named, the built-in rules under REDACT_SECRETS. A value the
+# services already redacted with the same rules costs one scan for the literals here.
+
+_UNSET: Any = object()
+_scope: ContextVar[Any] = ContextVar("redaction_scope", default=_UNSET)
+
+
+def use_workspace(workspace: Any) -> Rules | None:
+    """The rules of `workspace` (workspace_rules), made the storage boundary's rules for the rest
+    of the current context (a request, a task; reset by scope_reset). Returns them, for a service
+    that also redacts before it stores (the events' counters, a hash of the redacted text)."""
+    rules = workspace_rules(workspace)
+    _scope.set(rules)
+    return rules
+
+
+def scope_reset() -> None:
+    """Forget the workspace named by use_workspace: at the start of every request and task."""
+    _scope.set(_UNSET)
+
+
+def boundary_rules() -> Rules | None:
+    """The rules the storage boundary applies now: the workspace's (use_workspace), else the
+    built-in ones (None: REDACT_SECRETS is off, or the workspace switched redaction off)."""
+    rules = _scope.get()
+    if rules is not _UNSET:
+        return rules
+    from django.conf import settings
+
+    config = settings.CONTEXTSTORE
+    return rules_of(None, default_on=bool(config["REDACT_SECRETS"]),
+                    timeout_ms=int(config["REGEX_TIMEOUT_MS"]))
+
+
+def _may_hold_secret(rules: Rules, text: str) -> bool:
+    return rules.may_match(text)
+
+
+def stored_text(text: str) -> str:
+    """A text as the storage boundary writes it: every secret replaced by its marker."""
+    rules = boundary_rules()
+    if rules is None or not text or _is_clean(text, rules) or not _may_hold_secret(rules, text):
+        return text
+    return _Run(rules).text(text)
+
+
+def stored_value(value: Any, encoded: str) -> Any:
+    """A JSON value as the storage boundary writes it, given its JSON text `encoded` (which holds
+    every literal its strings hold: the encoder escapes none of their characters): the same
+    object when nothing was found, else a redacted copy (keys and SKIP_KEYS values kept)."""
+    rules = boundary_rules()
+    if rules is None or not _may_hold_secret(rules, encoded):
+        return value
+    return _Run(rules).value(value)
+
+
+def stored_json_text(text: str, dumps: Callable[[Any], str], *, patch: bool = False) -> str:
+    """JSON text already serialized by its writer, as the storage boundary writes it: the same
+    text when nothing was found, else the redacted value serialized again by `dumps`. `patch`:
+    RFC 6902 operations, of which only the values are agent data (a path names keys, which a
+    document keeps)."""
+    rules = boundary_rules()
+    if rules is None or not text or not _may_hold_secret(rules, text):
+        return text
+    value = json.loads(text)
+    run = _Run(rules)
+    if patch and isinstance(value, list):
+        new: Any = [{**op, "value": run.value(op["value"])} if isinstance(op, dict) and "value" in op
+                    else op for op in value]
+        changed = any(isinstance(a, dict) and "value" in a and a["value"] is not b["value"]
+                      for b, a in zip(value, new, strict=True))
+        return dumps(new) if changed else text
+    new = run.value(value)
+    return text if new is value else dumps(new)
+
+
+# --- which columns are redacted ------------------------------------------------------------------
+# Every CharField, TextField and JSONField (and their subclasses) of every model either redacts
+# (its field class has `redacts = True`: contextstore/fields.py) or is named here with the reason
+# it holds no text an agent or a person could paste a secret into, or why redacting it would be
+# wrong. tests/test_redaction_columns.py fails for a new column that is neither, and checks the
+# table of docs/security.md against both.
+_ID = "an id or key a client addresses the row by; a marker would make it a different row"
+_CHOICE = "one of the model's choices"
+_HASH = "a hex digest"
+_MODEL = "a model's name, read back as an identifier (prices, provider requests)"
+_SYSTEM = "a name the server writes (an audit action, a target's type or id)"
+EXEMPT_COLUMNS: dict[str, str] = {
+    "Workspace.model": _MODEL,
+    "Workspace.slug": "the workspace's slug (a letters, digits and - name)",
+    "Workspace.redaction": "the redaction setting itself: pattern names and expressions, "
+                           "checked when saved",
+    "Membership.role": _CHOICE,
+    "ApiToken.prefix": "the first characters of a token, shown to tell tokens apart; the token "
+                       "itself is never stored",
+    "ApiToken.token_hash": _HASH,
+    "ApiToken.scope": _CHOICE,
+    "Session.model": _MODEL,
+    "Session.key": _ID,
+    "Session.user_id": _ID,
+    "Session.app": _ID,
+    "SessionModel.model": _MODEL,
+    "Thread.model": _MODEL,
+    "Run.run_id": _ID,
+    "Run.status": _CHOICE,
+    "Collapse.source": _CHOICE,
+    "Event.type": "an event type: a printable name without whitespace, at most 64",
+    "Event.role": "a message role (user, assistant, tool, ...)",
+    "Event.call_id": "a tool call's id, which the provider reads back",
+    "Event.step": _ID,
+    "Event.anchor": _ID,
+    "Event.client_id": _ID,
+    "Event.payload_hash": _HASH,
+    "Event.item_key": _ID,
+    "Event.status": _CHOICE,
+    "EventSearch.text": "filled in SQL from the event's content, parts and data, which are "
+                        "redacted (services/search.py)",
+    "ContextBlock.name": _ID,
+    "ContextBlock.placement": _CHOICE,
+    "ContextBlockVersion.name": _ID,
+    "ContextBlockVersion.placement": _CHOICE,
+    "SyncUpload.upload_id": _ID,
+    "ProviderState.provider": _ID,
+    "Memory.user_id": _ID,
+    "Memory.key": _ID,
+    "Job.kind": _CHOICE,
+    "Job.status": _CHOICE,
+    "Job.pending_key": "a key the server makes of a thread id and a job kind",
+    "AuditLog.actor_type": _CHOICE,
+    "AuditLog.action": _SYSTEM,
+    "AuditLog.target_type": _SYSTEM,
+    "AuditLog.target_id": _SYSTEM,
+    "ReadAudit.actor_key": "user:<id>, token:<id> or <type>:<label> (the label is redacted): "
+                           "part of the hour's unique key",
+    "ReadAudit.actor_type": _CHOICE,
+    "ReadAudit.action": _CHOICE,
+    "ReadAudit.target_type": _SYSTEM,
+    "ReadAudit.target_id": _SYSTEM,
+    "StoredText.sha256": _HASH,
+    "RenderRecord.format": _CHOICE,
+    "RenderRecord.prefix_hash": _HASH,
+    "CallReplay.model": _MODEL,
+    "CallReplay.request_hash": _HASH,
+    "CallReplay.status": _CHOICE,
+    "ScopedState.app": _ID,
+    "ScopedState.scope": _CHOICE,
+    "ScopedState.user_id": _ID,
+    "ThreadBlob.key": _ID,
+    "CommitRecord.batch_id": _ID,
+    "CommitRecord.request_hash": _HASH,
+    "OtelSpan.trace_id": "an OpenTelemetry trace id (hex)",
+    "OtelSpan.span_id": "an OpenTelemetry span id (hex)",
+    "OtelSpan.parent_span_id": "an OpenTelemetry span id (hex)",
+    "OtelLog.trace_id": "an OpenTelemetry trace id (hex)",
+    "OtelLog.span_id": "an OpenTelemetry span id (hex)",
+    "OtelLog.digest": _HASH,
+    "OtelPending.trace_id": "an OpenTelemetry trace id (hex)",
+    "OtelTrace.trace_id": "an OpenTelemetry trace id (hex)",
+    "OtelTrace.session_key": _ID,
+    "Score.data_type": _CHOICE,
+    "ShareLink.kind": _CHOICE,
+    "ShareLink.prefix": "the first characters of a link's token, to tell links apart",
+    "ShareLink.token_hash": _HASH,
+    "DatasetItem.kind": _CHOICE,
+    "DatasetItem.user_id": _ID,
+}
+# Django's own tables: no service of contextstore writes agent or people's text into them.
+EXEMPT_APPS: dict[str, str] = {
+    "admin": "Django's admin change log: an object's str() (a redacted title, name or text) "
+             "and the names of the fields changed",
+    "auth": "Django's accounts, groups and permissions (a password is stored hashed)",
+    "contenttypes": "Django's names of the models",
+    "sessions": "Django's signed login sessions",
+}

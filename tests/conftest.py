@@ -10,6 +10,7 @@ from _pytest.mark.expression import Expression  # what -m parses (pytest has no 
 from django.contrib.auth import get_user_model
 from hypothesis import HealthCheck, settings
 
+from contextstore.redaction import scope_reset
 from contextstore.services.access_log import forget_seen
 from contextstore.services.common import Actor
 from contextstore.services.sessions import session_ensure, thread_ensure
@@ -93,6 +94,15 @@ def fresh_read_audit_memory():
     forget_seen()
     yield
     forget_seen()
+
+
+@pytest.fixture(autouse=True)
+def no_redaction_workspace_named():
+    """Each test starts as a request or a task does: no workspace's redaction rules named
+    (contextstore.redaction.use_workspace), so none leaks from the test before."""
+    scope_reset()
+    yield
+    scope_reset()
 
 
 @pytest.fixture

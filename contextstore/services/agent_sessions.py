@@ -37,7 +37,7 @@ from contextstore.models import (
     ThreadBlob,
     Workspace,
 )
-from contextstore.redaction import redact, redact_events, workspace_rules
+from contextstore.redaction import redact, redact_events, use_workspace
 from contextstore.selectors.agent_sessions import (
     MAX_BLOBS_PER_COMMIT,
     Identity,
@@ -126,7 +126,7 @@ def _patch_scope(
         pass
     row = ScopedState.objects.select_for_update().get(
         workspace=workspace, app=app, scope=scope, user_id=user_id)
-    patch, _ = redact(workspace_rules(workspace), patch)
+    patch, _ = redact(use_workspace(workspace), patch)
     row.state = documents.merge_patch(row.state, patch)
     row.revision += 1
     row.save(update_fields=["state", "revision", "updated_at"])
@@ -195,7 +195,7 @@ def session_create(
         _check_patch(name, patch)
     if metadata is not None and not isinstance(metadata, dict):
         raise InvalidInput("metadata must be a JSON object.", details={"metadata": "must be an object"})
-    (title, metadata), _ = redact(workspace_rules(workspace), [title, metadata])
+    (title, metadata), _ = redact(use_workspace(workspace), [title, metadata])
     with transaction.atomic():
         session, thread, created = _ensure(workspace, identity, actor, create=True, agent=agent,
                                            title=title, metadata=metadata, expect_new=True)
@@ -242,7 +242,7 @@ def session_commit(*, workspace: Workspace, identity: Identity, commit: CommitIn
     for name, patch in (("state", commit.state), ("app_state", commit.app_state),
                         ("user_state", commit.user_state)):
         _check_patch(name, patch)
-    commit = replace(commit, events=redact_events(workspace_rules(workspace), commit.events))
+    commit = replace(commit, events=redact_events(use_workspace(workspace), commit.events))
     specs = event_specs(commit.events, allow_empty=True)  # refused before any lock, as an append's
     if len(commit.blobs) > MAX_BLOBS_PER_COMMIT:
         raise InvalidInput(f"At most {MAX_BLOBS_PER_COMMIT} blobs per commit.", details={"blobs": "too many"})

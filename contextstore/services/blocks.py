@@ -9,7 +9,7 @@ from contextstore.errors import InvalidInput, NotFound
 from contextstore.expressions import compile_expr
 from contextstore.fields import NUL_IN_NAME
 from contextstore.models import ContextBlock, ContextBlockVersion, Thread
-from contextstore.redaction import redact, workspace_rules
+from contextstore.redaction import redact, use_workspace
 from contextstore.services.common import UNSET, Actor, audit, lock_thread
 from contextstore.services.history import context_inputs_changed
 from contextstore.tokens import count_tokens
@@ -45,7 +45,7 @@ def block_upsert(
     with transaction.atomic():
         locked = lock_thread(thread)  # two writers creating one name queue here, not on the index
         if isinstance(value, str):
-            value, _ = redact(workspace_rules(locked.workspace), value)
+            value, _ = redact(use_workspace(locked.workspace), value)
         result = _apply(thread=locked, name=name, actor=actor, value=value, expr=expr,
                         placement=placement, order=order, action=None)
     thread.context_generation = locked.context_generation  # the caller's thread renders anew

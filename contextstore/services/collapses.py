@@ -12,7 +12,7 @@ from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge
 from contextstore.eventspec import event_spec
 from contextstore.models import Collapse, Event, Job, Thread
 from contextstore.ranges import check_range
-from contextstore.redaction import redact_events, workspace_rules
+from contextstore.redaction import redact_events, use_workspace
 from contextstore.services import history
 from contextstore.services.common import Actor, audit, lock_thread, no_operation_pending
 
@@ -82,7 +82,7 @@ def summary_event(thread: Thread, text: str, first: int, last: int, events: int,
                   now: datetime) -> Event:
     """The Summary event of a collapse of `events` events at [first, last], standing at `first`
     (redacted as any stored text). The thread is locked."""
-    [raw] = redact_events(workspace_rules(thread.workspace), [{
+    [raw] = redact_events(use_workspace(thread.workspace), [{
         "type": "Summary", "role": "system", "content": text,
         "data": {"start_position": first, "end_position": last, "events": events}}])
     [summary] = history.events_add(thread=thread, specs=[event_spec(raw, "summary")], now=now,

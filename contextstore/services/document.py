@@ -17,7 +17,7 @@ from contextstore import documents
 from contextstore.errors import InvalidInput, StaleRevision
 from contextstore.fields import JSONText
 from contextstore.models import StateRevision, Thread
-from contextstore.redaction import redact, workspace_rules
+from contextstore.redaction import redact, use_workspace
 from contextstore.selectors.document import (  # noqa: F401 - the reads, re-exported for old callers
     revision_diff,
     revision_document,
@@ -94,7 +94,7 @@ def document_write(
     and patches are redacted first (contextstore/redaction.py): every document write is here.
     """
     if values or merge:
-        rules = workspace_rules(thread.workspace)
+        rules = use_workspace(thread.workspace)
         values, _ = redact(rules, values)
         merge, _ = redact(rules, merge)
     document = thread.document

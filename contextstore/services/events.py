@@ -13,7 +13,7 @@ from contextstore.db import insert_sql
 from contextstore.errors import Conflict
 from contextstore.eventspec import EventSpec, event_specs
 from contextstore.models import AuditLog, Event, Thread
-from contextstore.redaction import redact_events, workspace_rules
+from contextstore.redaction import redact_events, use_workspace
 from contextstore.services import history
 from contextstore.services.common import Actor, audit, audit_row, lock_thread
 from contextstore.services.renders import llm_call_prepare, texts_keep
@@ -36,7 +36,7 @@ def event_append(*, thread: Thread, events: list[Any], actor: Actor) -> AppendRe
     the same transaction. The cost depends on the batch, not on the thread's history.
     Secrets in the events' text are redacted before anything else (contextstore/redaction.py).
     """
-    events = redact_events(workspace_rules(thread.workspace), events)
+    events = redact_events(use_workspace(thread.workspace), events)
     return event_append_specs(thread=thread, specs=event_specs(events), actor=actor)
 
 

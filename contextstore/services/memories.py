@@ -6,14 +6,14 @@ from django.db import IntegrityError, transaction
 
 from contextstore.errors import InvalidInput
 from contextstore.models import Event, Memory, ProviderState, Thread, Workspace
-from contextstore.redaction import redact_each, workspace_rules
+from contextstore.redaction import redact_each, use_workspace
 from contextstore.services.common import Actor, audit
 
 
 def provider_state_put(*, thread: Thread, provider: str, state: Any, actor: Actor) -> ProviderState:
     if not isinstance(provider, str) or not provider or len(provider) > 200:
         raise InvalidInput("provider name is required (at most 200 characters).")
-    [state] = redact_each(workspace_rules(thread.workspace), [state])
+    [state] = redact_each(use_workspace(thread.workspace), [state])
     with transaction.atomic():
         try:
             with transaction.atomic():
@@ -43,7 +43,7 @@ def memory_remember(
         raise InvalidInput("user_id must be a string.", details={"user_id": "string"})
     if key is not None and (not isinstance(key, str) or not key or len(key) > 200):
         raise InvalidInput("key must be a non-empty string (at most 200 characters) or null.")
-    content, data = redact_each(workspace_rules(workspace), [content, data])
+    content, data = redact_each(use_workspace(workspace), [content, data])
     with transaction.atomic():
         if key is None:
             memory, created = Memory.objects.create(

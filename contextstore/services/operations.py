@@ -26,6 +26,7 @@ from django.utils import timezone
 from contextstore.errors import Conflict, DomainError, InvalidInput
 from contextstore.models import Clear, Collapse, Event, Job, Thread
 from contextstore.outbox import publish_after_commit
+from contextstore.redaction import use_workspace
 from contextstore.services import history
 from contextstore.services.collapses import collapse_check, collapse_create, summary_event
 from contextstore.services.common import Actor, audit, lock_thread, operation_key
@@ -132,6 +133,7 @@ def operation_job_run(*, job_id: Any) -> Job | None:
     job = Job.objects.select_related("thread__workspace").filter(pk=job_id).first()
     if job is None or job.kind not in KINDS or job.status not in PENDING:
         return job
+    use_workspace(job.thread.workspace)  # what the job stores, under the workspace's rules
     if job.attempts >= settings.SUMMARIZER_MAX_ATTEMPTS:
         return _fail(job, f"Gave up after {job.attempts} attempts (the worker kept dying).")
     claimed = Job.objects.filter(pk=job.pk, status__in=PENDING).update(

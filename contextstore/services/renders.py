@@ -72,6 +72,7 @@ def _version_ids(thread: Thread, shown: list[tuple[ContextBlock, str]]) -> dict[
 
 _INSERT_SQL: dict[str, str] = {}  # per database vendor
 _SPEC_FIELD = RenderRecord._meta.get_field("spec")
+_ACTOR_FIELD = RenderRecord._meta.get_field("actor")
 
 
 def _insert_statement(values: list[Any]) -> tuple[str, list[Any]]:
@@ -96,7 +97,9 @@ def _insert_statement(values: list[Any]) -> tuple[str, list[Any]]:
     # id, ..., spec, actor, created_at: the model's field order (a test reads the row back)
     record_id, *middle, spec, actor, created_at = values
     return sql, [record_id if connection.features.has_native_uuid_field else record_id.hex, *middle,
-                 _SPEC_FIELD.get_prep_value(spec), actor,
+                 # as every write: through the fields' storage boundary (secrets redacted)
+                 _SPEC_FIELD.get_db_prep_save(spec, connection),
+                 _ACTOR_FIELD.get_db_prep_save(actor, connection),
                  connection.ops.adapt_datetimefield_value(created_at)]
 
 

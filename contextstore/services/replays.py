@@ -22,6 +22,7 @@ from contextstore import provider_request
 from contextstore.errors import Conflict, InvalidInput
 from contextstore.llm_models import call_cost
 from contextstore.models import CallReplay, Thread, Workspace
+from contextstore.redaction import redact, use_workspace
 from contextstore.selectors.calls import LLMCall, llm_call_sent
 from contextstore.services.common import Actor, audit
 from contextstore.services.renders import texts_keep
@@ -75,7 +76,10 @@ def call_replay(*, thread: Thread, call: LLMCall, actor: Actor, model: str = "",
         raise InvalidInput("Name the model to send the call to.", details={"model": "required"})
     params = {k: v for k, v in sent["params"].items() if k not in ("stream", "stream_options")}
     body = provider_request.openai_body(model=model, turns=turns, tools=sent["tools"], params=params)
-    [request_hash] = texts_keep([provider_request.dumps(body)])
+    # The request is kept redacted (the endpoint gets it as the person wrote it): redacted
+    # before it is hashed, so the stored text is the text its hash names.
+    kept, _ = redact(use_workspace(thread.workspace), body)
+    [request_hash] = texts_keep([provider_request.dumps(kept)])
     started = time.monotonic()
     fields: dict[str, Any]
     try:

@@ -4,7 +4,7 @@ from django.db import IntegrityError, transaction
 
 from contextstore.errors import InvalidInput
 from contextstore.models import Collapse, Session, Thread, Workspace
-from contextstore.redaction import redact, workspace_rules
+from contextstore.redaction import redact, use_workspace
 from contextstore.services import history
 from contextstore.services.common import UNSET, Actor, audit, check_key
 
@@ -25,7 +25,7 @@ def session_ensure(
     if metadata is not None and not isinstance(metadata, dict):
         raise InvalidInput("metadata must be a JSON object.", details={"metadata": "must be an object"})
     # An agent's title and metadata are its text too: secrets go before they are stored.
-    (title, metadata), _ = redact(workspace_rules(workspace), [title, metadata])
+    (title, metadata), _ = redact(use_workspace(workspace), [title, metadata])
     defaults = {"agent": agent, "title": title, "metadata": metadata or {}}
     try:
         with transaction.atomic():
@@ -66,7 +66,7 @@ def session_update(
         raise InvalidInput("archived must be true or false.", details={"archived": "must be a boolean"})
     texts = {k: v for k, v in changes.items() if k in ("title", "metadata")}
     if texts:
-        redacted, _ = redact(workspace_rules(session.workspace), texts)
+        redacted, _ = redact(use_workspace(session.workspace), texts)
         changes.update(redacted)
     if not changes:
         return session

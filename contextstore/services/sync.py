@@ -47,7 +47,7 @@ from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge, StaleRe
 from contextstore.eventspec import EventSpec, event_spec
 from contextstore.fields import NUL_IN_NAME
 from contextstore.models import Event, Session, SyncUpload, Thread
-from contextstore.redaction import redact_events, workspace_rules
+from contextstore.redaction import redact_events, use_workspace
 from contextstore.services import history
 from contextstore.services.common import UNSET, Actor, audit, lock_thread
 from contextstore.services.document import document_write
@@ -146,7 +146,7 @@ def _redacted(thread: Thread, items: Any) -> Any:
     are staged or digested: a replayed save digests the same redacted item."""
     if not isinstance(items, list):
         return items
-    rules = workspace_rules(thread.workspace)
+    rules = use_workspace(thread.workspace)
     events = redact_events(rules, [i.get("event") if isinstance(i, dict) else None for i in items])
     return [{**i, "event": e} if isinstance(i, dict) and e is not i.get("event") else i
             for i, e in zip(items, events, strict=True)]

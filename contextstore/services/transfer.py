@@ -14,7 +14,7 @@ from contextstore.eventspec import EventSpec, event_spec, parse_stored_datetime
 from contextstore.fields import NUL_IN_NAME
 from contextstore.models import Clear, Collapse, Event, Thread
 from contextstore.ranges import check_position
-from contextstore.redaction import redact, redact_events, workspace_rules
+from contextstore.redaction import redact, redact_events, use_workspace
 from contextstore.services import history
 from contextstore.services.blocks import block_upsert
 from contextstore.services.common import Actor, audit
@@ -199,7 +199,7 @@ def thread_import(
         raise InvalidInput("events, blocks, collapses and clears must be lists.")
     # Secrets out of the events and the document before anything is stored (the blocks'
     # values are redacted by block_upsert).
-    rules = workspace_rules(workspace)
+    rules = use_workspace(workspace)
     raw_events = redact_events(rules, raw_events)
     document_fields, _ = redact(rules, {f: v for f, v in fields.items() if f in DOCUMENT_FIELDS})
     key = session_key or source_session.get("key") or f"import-{timezone.now():%Y%m%d%H%M%S}"

@@ -12,7 +12,7 @@ from django.utils.text import slugify
 
 from contextstore.errors import InvalidInput
 from contextstore.models import ApiToken, Membership, Workspace
-from contextstore.redaction import setting_problems
+from contextstore.redaction import setting_problems, use_workspace
 from contextstore.services.common import Actor, audit
 from contextstore.services.sessions import session_delete
 
@@ -118,6 +118,7 @@ def api_token_authenticate(raw: str) -> ApiToken | None:
     if token.last_used_at is None or now - token.last_used_at > LAST_USED_PRECISION:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         token.last_used_at = now
+    use_workspace(token.workspace)  # what this request stores is redacted by its rules
     return token
 
 

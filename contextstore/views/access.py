@@ -19,6 +19,7 @@ from django_htmx.middleware import HtmxDetails
 
 from contextstore.errors import DomainError
 from contextstore.models import Membership, ReadAudit, Session, Thread, Workspace
+from contextstore.redaction import use_workspace
 from contextstore.services.access_log import record_read
 from contextstore.services.common import Actor
 
@@ -57,6 +58,8 @@ def current_workspace(request: DashboardRequest) -> Workspace | None:
         workspace = workspaces.first()
     if workspace is not None and request.session.get(SESSION_KEY) != workspace.slug:
         request.session[SESSION_KEY] = workspace.slug
+    if workspace is not None:
+        use_workspace(workspace)  # what this request stores is redacted by its rules
     return workspace
 
 
@@ -73,6 +76,7 @@ def get_session(request: DashboardRequest, pk: int) -> Session:
     if session is None:
         raise Http404("No such session.")
     _check_member(request, session.workspace_id)
+    use_workspace(session.workspace)
     return session
 
 
@@ -83,6 +87,7 @@ def get_thread(request: DashboardRequest, pk: int) -> Thread:
     if thread is None:
         raise Http404("No such thread.")
     _check_member(request, thread.workspace_id)
+    use_workspace(thread.workspace)
     return thread
 
 

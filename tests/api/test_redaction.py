@@ -177,3 +177,35 @@ def test_a_pattern_that_runs_too_long_answers_422_and_stores_nothing(api_client,
     assert answer.status_code == 422
     assert answer.json()["error"]["code"] == "redaction_timeout"
     assert not Event.objects.exists()
+
+
+SCORED_CALL = [{"type": "Message", "role": "user", "content": "hi"},
+               {"type": "LLMCallStart", "data": {"model": "m"}},
+               {"type": "LLMComplete", "data": {"model": "m"}}]
+
+
+def test_scores_values_and_comments_are_kept_redacted(api_client, session, thread_url):
+    api_client.post(f"{thread_url}events/", {"events": SCORED_CALL}, format="json")
+    url = f"/api/v1/sessions/{session.pk}/scores/"
+    numeric = api_client.post(url, {"name": f"acc {GITHUB[:40]}", "data_type": "numeric",
+                                    "value": 0.5, "comment": f"graded with {OPENAI}"}, format="json")
+    category = api_client.post(url, {"name": "tone", "data_type": "categorical",
+                                     "value": GITHUB[:60]}, format="json")
+    assert numeric.status_code == 201 and category.status_code == 201, (numeric.content, category.content)
+    assert rows_holding(OPENAI) == [] and rows_holding(GITHUB[:40]) == []
+    assert numeric.json()["comment"] == "graded with [REDACTED:openai_key]"
+
+
+def test_a_failed_runs_error_and_a_forks_name_are_kept_redacted(api_client, thread_url):
+    api_client.post(f"{thread_url}events/", {"events": [
+        {"type": "Message", "content": "turn", "run_id": "r1"}]}, format="json")
+    run = api_client.get(f"{thread_url}runs/").json()["results"][0]
+    failed = api_client.post(f"/api/v1/runs/{run['id']}/fail/",
+                             {"error": f"401 for key {OPENAI}\n{PEM}"}, format="json")
+    assert failed.status_code == 200, failed.content
+    fork = api_client.post(f"{thread_url}fork/", {"name": f"try {GITHUB}"}, format="json")
+    assert fork.status_code == 201, fork.content
+    nowhere()
+    assert api_client.get(f"/api/v1/runs/{run['id']}/").json()["error"] == (
+        "401 for key [REDACTED:openai_key]\n[REDACTED:private_key]")
+    assert fork.json()["name"] == "try [REDACTED:github_token]"

@@ -64,3 +64,46 @@ def test_a_workspace_pattern_that_runs_too_long_refuses_the_export_and_keeps_not
     answer = otlp(body)
     assert answer.status_code == 422 and answer.json()["error"]["code"] == "redaction_timeout"
     assert not OtelSpan.objects.exists()
+
+
+def test_an_instrumentation_scope_and_a_log_event_name_are_kept_redacted(otlp):
+    chat = span("00f067aa0ba902b7", "chat gpt-4o", {"gen_ai.operation.name": "chat"})
+    body = export(chat, scope=f"agent-{OPENAI}")
+    body["resourceSpans"][0]["scopeSpans"][0]["scope"].update(
+        version=f"1.0+{AWS}", attributes=[attr("scope.token", JWT)])
+    assert otlp(body).status_code == 200
+    log = {"resourceLogs": [{"scopeLogs": [{
+        "scope": {"name": f"logger {OPENAI}", "version": AWS, "attributes": [attr("t", JWT)]},
+        "logRecords": [{"timeUnixNano": "1760000001000000000", "traceId": TRACE,
+                        "spanId": "00f067aa0ba902b7", "eventName": f"event {AWS}",
+                        "body": {"stringValue": "plain"}}]}]}]}
+    assert otlp(log, signal="logs").status_code == 200
+    for secret in (OPENAI, AWS, JWT):
+        assert rows_holding(secret) == [], secret
+    scope = json.dumps(OtelSpan.objects.get().scope)
+    assert all(f"[REDACTED:{kind}]" in scope for kind in ("openai_key", "aws_access_key_id", "jwt"))
+    assert OtelLog.objects.get().event_name == "event [REDACTED:aws_access_key_id]"
+
+
+def test_a_workspace_with_redaction_off_keeps_its_spans_and_derived_events_as_sent(otlp, workspace,
+                                                                                 actor):
+    """The export's request and the derivation's task each name the workspace, so its own
+    setting holds at the storage boundary (no built-in rule sneaks back in)."""
+    workspace_redaction_set(workspace=workspace, actor=actor, redaction={"enabled": False})
+    chat = span("00f067aa0ba902b7", "chat gpt-4o", {
+        "gen_ai.operation.name": "chat", "gen_ai.conversation.id": "conv-1",
+        "gen_ai.input.messages": messages("user", f"my key is {OPENAI}")})
+    assert otlp(export(chat, scope=f"agent {AWS}")).status_code == 200
+    assert OtelSpan.objects.get().scope["name"] == f"agent {AWS}"
+    assert Event.objects.get(type="Message", role="user").content == f"my key is {OPENAI}"
+
+
+def test_a_workspace_pattern_reaches_the_derived_events(otlp, workspace, actor):
+    workspace_redaction_set(workspace=workspace, actor=actor, redaction={
+        "extra_patterns": [{"name": "ticket", "pattern": "TKT-[0-9]{12}"}]})
+    chat = span("00f067aa0ba902b7", "chat gpt-4o", {
+        "gen_ai.operation.name": "chat", "gen_ai.conversation.id": "conv-1",
+        "gen_ai.input.messages": messages("user", "see TKT-123456789012")})
+    assert otlp(export(chat, scope="TKT-123456789012")).status_code == 200
+    assert rows_holding("TKT-123456789012") == []
+    assert Event.objects.get(type="Message", role="user").content == "see [REDACTED:ticket]"

@@ -29,6 +29,7 @@ from django.utils import timezone
 from contextstore.llm_models import call_cost
 from contextstore.models import Event, OtelLog, OtelSpan, OtelTrace, Session, Thread, Workspace
 from contextstore.otel import mapping
+from contextstore.redaction import use_workspace
 from contextstore.services.common import Actor, lock_thread
 from contextstore.services.events import event_append
 from contextstore.services.sessions import session_delete, session_ensure, session_update, thread_ensure
@@ -414,6 +415,7 @@ def traces_derive(*, workspace: Workspace, trace_ids: list[str], actor: Actor,
     are named in `failed`, and the rest go on (the spans are kept and derived again later); a
     database outage still propagates, so the caller retries."""
     trace_ids = sorted(set(trace_ids))  # every transaction takes the rows in one order
+    use_workspace(workspace)  # the sessions and events derived, under the workspace's rules
     done, failed = 0, []
     with transaction.atomic():
         OtelTrace.objects.bulk_create([OtelTrace(workspace=workspace, trace_id=t) for t in trace_ids],

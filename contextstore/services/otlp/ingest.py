@@ -13,7 +13,7 @@ from django.utils import timezone
 from contextstore.db import COPY_THRESHOLD, copy_rows
 from contextstore.models import OtelLog, OtelSpan, Workspace
 from contextstore.otel.wire import LogRecord, Span
-from contextstore.redaction import redact_each, workspace_rules
+from contextstore.redaction import redact_each, use_workspace
 from contextstore.services.common import Actor
 from contextstore.services.otlp.pending import pending_mark, pending_publish
 
@@ -26,7 +26,7 @@ def spans_store(*, workspace: Workspace, spans: list[Span]) -> list[str]:
     returns the trace ids named."""
     rows: dict[tuple[str, str], OtelSpan] = {}
     now = timezone.now()
-    rules = workspace_rules(workspace)  # secrets out of the text a span carries, ids kept
+    rules = use_workspace(workspace)  # secrets out of the text a span carries, ids kept
     for s in spans:
         if (s.trace_id, s.span_id) not in rows:  # the first of a span sent twice at once
             name, status_message, attributes, events, links, resource = redact_each(
@@ -65,7 +65,7 @@ def logs_store(*, workspace: Workspace, records: list[LogRecord]) -> list[str]:
     """Keep the log records (one already kept is left), in the caller's transaction; returns
     the trace ids named. The digest is of the record as sent; its body and attributes are
     kept redacted."""
-    rules = workspace_rules(workspace)
+    rules = use_workspace(workspace)
     rows = []
     for r in records:
         body, attributes = redact_each(rules, (r.body, r.attributes))

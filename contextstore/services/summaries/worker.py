@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from contextstore.errors import Conflict
 from contextstore.models import Collapse, Event, Job, Thread
+from contextstore.redaction import use_workspace
 from contextstore.services.collapses import collapse_create
 from contextstore.services.common import Actor, audit, lock_thread
 from contextstore.services.operations import KINDS as OPERATION_KINDS
@@ -44,6 +45,7 @@ def summary_job_run(*, job_id: Any) -> Job | None:
     job = Job.objects.select_related("thread__workspace").filter(pk=job_id).first()
     if job is None or job.status in (Job.Status.DONE, Job.Status.FAILED):
         return job  # its thread was deleted, or a redelivery of a finished job
+    use_workspace(job.thread.workspace)  # what the job stores, under the workspace's rules
     existing = Collapse.objects.filter(job=job).first()
     if existing is not None:
         return _finish(job, result=_collapse_result(existing), collapsed=True)
