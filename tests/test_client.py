@@ -359,3 +359,15 @@ def test_the_server_package_holds_no_copy_of_the_client():
     for old in ("contextstore.client", "contextstore.adapters"):
         assert importlib.util.find_spec(old) is None, old
     assert importlib.util.find_spec("contextstore_client.adapters.offline") is not None
+
+
+def test_block_names_travel_percent_encoded_and_a_slash_is_refused_with_the_rule(cs, thread):
+    handle = cs.get_thread(thread.pk)
+    name = "plan? #1 100% done"
+    handle.put_block(name, value="first")
+    handle.put_block(name, value="second")
+    assert [v["version"] for v in handle.block_versions(name)] == [2, 1]
+    assert handle.restore_block(name, 1).value == "first"
+    with pytest.raises(cs_client.ContextStoreError) as refused:
+        handle.put_block("team/plan", value="x")
+    assert refused.value.status == 400 and 'cannot contain "/"' in str(refused.value)

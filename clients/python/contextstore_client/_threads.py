@@ -183,13 +183,15 @@ class ThreadOps:
 
     @op
     def block_versions(self, name: str) -> Steps[list[dict[str, Any]]]:
-        versions: list[dict[str, Any]] = (yield self._call("GET", f"blocks/{name}/versions/"))["results"]
+        path = f"blocks/{_segment(name)}/versions/"
+        versions: list[dict[str, Any]] = (yield self._call("GET", path))["results"]
         return versions
 
     @op
     def restore_block(self, name: str, version: int) -> Steps[Block]:
         """Make an earlier kept version the block's content again (undoes an edit or delete)."""
-        return _build(Block, (yield self._call("POST", f"blocks/{name}/versions/{version}/restore/")))
+        path = f"blocks/{_segment(name)}/versions/{version}/restore/"
+        return _build(Block, (yield self._call("POST", path)))
 
     # -- state
 
