@@ -17,6 +17,7 @@ from contextstore.eventspec import EVENT_TYPES
 from contextstore.markdown import looks_like_markdown, render_markdown
 from contextstore.tokens import is_thinking, part_text
 from contextstore.toolcalls import RESULT_PART_TYPES, ToolCall, event_calls
+from contextstore.usage import cost_text
 
 register = template.Library()
 
@@ -120,8 +121,7 @@ def compact(value: int | float | Decimal | None) -> str:
 
 @register.filter
 def money(value: Decimal | float | None) -> str:
-    n = float(value or 0)
-    return f"${n:.4f}" if 0 < n < 0.01 else f"${n:.2f}"
+    return cost_text(value)
 
 
 def _result_text(part: dict) -> str | None:

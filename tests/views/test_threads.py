@@ -99,7 +99,8 @@ def test_agent_content_is_escaped_everywhere_on_the_thread_page(editor_client, t
     event_append(thread=thread, actor=actor, events=[
         {"type": "Message", "content": XSS, "data": {XSS: XSS}, "parts": [{"type": "text", "text": XSS}]},
     ])
-    block_upsert(thread=thread, name=XSS, value=XSS, actor=actor)
+    # a block name holds no "/" (one URL path segment): the hostile name without its end tag
+    block_upsert(thread=thread, name=XSS.replace("</", "<"), value=XSS, actor=actor)
     state_write(thread=thread, state={XSS: [XSS]}, actor=actor, reason=XSS)
     collapse_create(thread=thread, start_position=1, end_position=1, summary_text=XSS, actor=actor,
                     provenance={"note": XSS})
