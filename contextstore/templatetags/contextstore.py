@@ -119,6 +119,21 @@ def compact(value: int | float | Decimal | None) -> str:
     return f"{int(n)}" if n == int(n) else f"{n:.2f}"
 
 
+# Two different counts are both "tokens": what the events' stored text holds (counted with
+# cl100k_base, the counters and the context budget) and what a model call reported using (its
+# LLMComplete usage, what the provider bills). Pages label them "stored tokens" and "input /
+# output tokens", each with this title.
+TOKEN_TITLES = {
+    "stored": "Tokens of the text the events store (counted with cl100k_base); not a model's usage",
+    "usage": "Tokens the model calls reported using (their LLMComplete usage, as billed)",
+}
+
+
+@register.simple_tag
+def token_title(kind: str) -> str:
+    return TOKEN_TITLES[kind]
+
+
 @register.filter
 def money(value: Decimal | float | None) -> str:
     return cost_text(value)

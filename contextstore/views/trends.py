@@ -27,7 +27,7 @@ def _shown(value: float | None, fmt: Callable[[float], str]) -> str:
 Format = Callable[[float], str]
 METRICS: list[tuple[str, str, Callable[[Cell], float | None], Format, Format]] = [
     ("cost", "Cost (USD)", lambda c: float(c.cost), cost_text, cost_text),
-    ("tokens", "Tokens (input + output)", lambda c: c.tokens, lambda v: f"{v:,.0f}", lambda v: f"{v:,.0f}"),
+    ("tokens", "Input + output tokens", lambda c: c.tokens, lambda v: f"{v:,.0f}", lambda v: f"{v:,.0f}"),
     ("errors", "Errors", lambda c: c.errors, lambda v: f"{v:g}", lambda v: f"{v:,.0f}"),
     ("hit-rate", "Prompt-cache hit rate (%)", lambda c: c.hit_rate, lambda v: f"{v:g}%", lambda v: f"{v:g}%"),
     ("p50", "p50 call latency", lambda c: c.p50, _ms, lambda v: f"{v:,.0f} ms"),

@@ -157,7 +157,7 @@ def test_the_side_panel_shows_blocks_gauge_state_revisions_providers_memories_an
     assert 'class="g-prefix"' in html and 'class="g-history"' in html
     assert "plan" in html and "r1" in html
     assert "mem0" in html and "likes tea" in html
-    assert 'class="c-tokens"' in html and "r-1: 150 tokens" in html
+    assert 'class="c-tokens"' in html and "r-1: 150 input + output tokens" in html
 
 
 @pytest.mark.slow
