@@ -62,7 +62,7 @@ def test_a_framework_asked_for_by_name_that_cannot_run_is_an_error(db, without_l
 
 def test_a_missing_framework_is_skipped_by_name_when_none_was_asked_for(live_server, token, monkeypatch):
     monkeypatch.setattr(demo_frameworks, "venv_python", lambda name: None)
-    monkeypatch.setattr(demo_frameworks, "importable", lambda module: module == "clientai")
+    monkeypatch.setattr(demo_frameworks, "importable", lambda module: module in ("clientai", "contextstore_client"))
     out = StringIO()
 
     call_command("demo_frameworks", url=live_server.url, token=token[1], stdout=out)
@@ -91,3 +91,10 @@ def test_a_demo_that_fails_is_reported_and_the_command_exits_non_zero(live_serve
 
     assert "clientai: failed: RuntimeError: the framework changed its API" in err.getvalue()
     assert out.getvalue().splitlines()[0].startswith("peteos: session demo-peteos-")
+
+
+def test_without_the_client_installed_it_says_how_to_install_it(monkeypatch):
+    monkeypatch.setattr(demo_frameworks, "importable", lambda module: module != "contextstore_client")
+
+    with pytest.raises(CommandError, match=r"not installed here: pip install \./clients/python"):
+        call_command("demo_frameworks", url="http://127.0.0.1:9", token="cs_unused")

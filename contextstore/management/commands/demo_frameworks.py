@@ -91,6 +91,9 @@ class Command(BaseCommand):
         if unknown:
             raise CommandError(f"Unknown framework(s): {', '.join(sorted(unknown))}; "
                                f"choose from {', '.join(names)}.")
+        if not importable("contextstore_client"):  # the production image has no client
+            raise CommandError("The demos run on the Python client, which is not installed here: "
+                               "pip install ./clients/python")
         chosen = [f for f in FRAMEWORKS if not only or f.name in only]
         places = {f.name: where(f) for f in chosen}
         cannot = [f for f in chosen if places[f.name] is None]
