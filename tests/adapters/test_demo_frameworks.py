@@ -62,7 +62,8 @@ def test_a_framework_asked_for_by_name_that_cannot_run_is_an_error(db, without_l
 
 def test_a_missing_framework_is_skipped_by_name_when_none_was_asked_for(live_server, token, monkeypatch):
     monkeypatch.setattr(demo_frameworks, "venv_python", lambda name: None)
-    monkeypatch.setattr(demo_frameworks, "importable", lambda module: module in ("clientai", "contextstore_client"))
+    monkeypatch.setattr(demo_frameworks, "importable",
+                        lambda module: module in ("clientai", "contextstore_client"))
     out = StringIO()
 
     call_command("demo_frameworks", url=live_server.url, token=token[1], stdout=out)
