@@ -39,6 +39,7 @@ def test_stored_tokens_and_model_usage_have_their_own_labels_on_every_page(edito
     assert "1.2k / 34" in session_page
     thread_page = pages[f"/threads/{thread.pk}/"]
     assert "</b> stored tokens in context</span>" in thread_page
+    assert f'<span {STORED}>' in thread_page and " tok</span>" in thread_page  # each event's count
     assert f"<div {USAGE}><dt>input tokens</dt><dd>1.2k</dd>" in thread_page
     assert f"<div {USAGE}><dt>output tokens</dt><dd>34</dd>" in thread_page
     assert "r-1: 1234 input + output tokens" in thread_page
