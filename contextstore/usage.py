@@ -3,6 +3,7 @@
 Counters (services/history.py) and the dashboard's call cards (selectors) read the same numbers.
 """
 
+import math
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -66,3 +67,33 @@ def cache_usage(data: Any) -> tuple[int, int, int] | None:
         read, written = int(metric(usage, "cache_read")), int(metric(usage, "cache_creation"))
         return read, written, max(int(metric(usage, "input_tokens", "prompt_tokens")), read + written)
     return None
+
+
+SMALLEST_COST = 0.000001  # a millionth of a dollar: below it a cost shows as "<$0.000001"
+
+
+def cost_text(value: Decimal | float | None) -> str:
+    """A cost in US dollars as every page shows it: cents from $0.01 up ("$12.50", grouped
+    "$1,234.00"); below a cent two significant digits ("$0.0042", "$0.00042"), since one call
+    of a cheap model costs a fraction of a cent and "$0.00" would hide it; "<$0.000001" below
+    that; "—" when unknown (None, NaN)."""
+    try:
+        n = float(value) if value is not None else math.nan
+    except (TypeError, ValueError):
+        return "—"
+    if not math.isfinite(n):
+        return "—"
+    if n < 0:
+        return "-" + cost_text(-n)
+    if n == 0:
+        return "$0.00"
+    if n < SMALLEST_COST:
+        return f"<${SMALLEST_COST:.6f}"
+    if n < 0.01:
+        digits = 1 - math.floor(math.log10(n))  # two significant digits
+        text = f"{n:.{digits}f}".rstrip("0")
+        if float(text) < 0.01:  # 0.00999 rounds up to a cent: shown as one below
+            return f"${text}"
+    if n >= 1e15:  # beyond what a float holds to the cent
+        return f"${n:.3g}"
+    return f"${n:,.2f}"

@@ -211,6 +211,55 @@ def test_the_dependency_layer_depends_on_pyproject_alone(tmp_path):
     assert (tmp_path / "requirements.txt").read_text().split() == pins
 
 
+def test_the_venv_the_image_copies_holds_no_installer_and_no_test_suites():
+    """The build stage's last step (after the install, before the runtime copies /opt/venv)
+    uninstalls pip, setuptools and wheel and deletes every installed package's tests/."""
+    build = stages()[0]
+    install = next(i for i, (k, a) in enumerate(build) if k == "RUN" and "pip install" in a)
+    cleanup = build[-1]
+    assert cleanup[0] == "RUN" and build.index(cleanup) > install
+    assert "pip uninstall --yes --quiet pip setuptools wheel" in cleanup[1]
+    assert "-name tests -exec rm -rf" in cleanup[1]
+    runtime = stages()[-1]
+    assert ("COPY", "--from=build /opt/venv /opt/venv") in runtime
+
+
+def test_the_build_stage_cleanup_run_on_a_real_venv_keeps_the_packages_and_drops_the_rest(tmp_path):
+    """The step itself, run on a fresh venv (with pip, as python -m venv makes it) holding a
+    package with a test suite, a module named like one, and a top-level tests package."""
+    venv = tmp_path / "opt" / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    site = next(venv.glob("lib/python3*/site-packages"))
+    files = {"shop/__init__.py": "", "shop/tests/__init__.py": "", "shop/tests/test_cart.py": "",
+             "shop/testing/__init__.py": "FIXTURE = 1", "shop/contests.py": "", "tests/__init__.py": ""}
+    for name, text in files.items():
+        (site / name).parent.mkdir(parents=True, exist_ok=True)
+        (site / name).write_text(text)
+    assert (site / "pip").is_dir() and (venv / "bin" / "pip").exists()
+    command = stages()[0][-1][1].replace("/opt/venv", str(venv))
+    path = f"{venv / 'bin'}:{os.environ['PATH']}"
+    subprocess.run(["sh", "-c", command], env={"PATH": path}, check=True, timeout=120)
+
+    left = sorted(str(p.relative_to(site)) for p in site.rglob("*") if "__pycache__" not in p.parts)
+    assert left == ["shop", "shop/__init__.py", "shop/contests.py", "shop/testing",
+                    "shop/testing/__init__.py"]
+    assert not list((venv / "bin").glob("pip*"))
+    python = str(venv / "bin" / "python")
+    subprocess.run([python, "-c", "import shop.testing; assert shop.testing.FIXTURE == 1"], check=True)
+    assert subprocess.run([python, "-m", "pip", "--version"], capture_output=True).returncode != 0
+
+
+def test_the_runtime_stage_removes_the_base_images_pip():
+    runtime_runs = [a for k, a in stages()[-1] if k == "RUN"]
+    assert any("/usr/local/bin/python -m pip uninstall --yes --quiet pip setuptools wheel" in a
+               for a in runtime_runs)
+    # ... before anything of the app is copied, so no later step can count on it
+    instructions = stages()[-1]
+    uninstall = next(i for i, (k, a) in enumerate(instructions) if k == "RUN" and "pip uninstall" in a)
+    first_copy = next(i for i, (k, a) in enumerate(instructions) if k == "COPY")
+    assert uninstall < first_copy
+
+
 GLOB_TOKENS = {"**/": "(.*/)?", "**": ".*", "*": "[^/]*", "?": "[^/]"}
 
 
@@ -238,6 +287,28 @@ def test_the_build_context_leaves_out_node_modules_docs_and_secrets():
                  "static/vendor/node_modules/x.js", "README.md", "docs/api.md", "docker/.env",
                  ".env", "contextstore/__pycache__/models.cpython-312.pyc", "var/x.sqlite3"):
         assert not in_build_context(path), path
+
+
+def test_the_build_context_holds_no_tests_docs_client_or_removed_modules():
+    """What the repository would send as the build context: every tracked file .dockerignore
+    lets in. Nothing of the test suites, docs, the client distribution or the removed re-export
+    modules (contextstore/client.py, contextstore/adapters/) is in it; every COPY has files."""
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout.split()
+    context = [path for path in tracked if in_build_context(path)]
+    assert context and "contextstore/models.py" in context
+    for path in context:
+        parts = path.split("/")
+        assert parts[0] not in {"tests", "docs", "framework_tests", "clients", "scripts", "docker"}, path
+        assert "tests" not in parts and not parts[-1].startswith("test_"), path
+        assert not path.startswith(("contextstore/adapters/", "contextstore/client.py")), path
+    for path in ("tests/conftest.py", "framework_tests/x.py", "contextstore/tests/test_x.py",
+                 "contextstore/test_x.py", "static/js/tests/x.js"):
+        assert not in_build_context(path), path
+    sources = {a.split()[0].rstrip("/") for k, a in dockerfile_instructions()
+               if k == "COPY" and not a.startswith("--from=")}
+    for source in sources:
+        assert any(p == source or p.startswith(f"{source}/") for p in context), source
 
 
 def test_collectstatic_leaves_node_modules_out(tmp_path, settings):

@@ -3,6 +3,8 @@
 update or a delete), under /api/v1/threads/{id}/blocks/{name}/versions/."""
 
 from django.db.models import QuerySet
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
@@ -11,9 +13,12 @@ from rest_framework.response import Response
 
 from contextstore.api import serializers as s
 from contextstore.api.common import ThreadResponses, actor_of, body, parse, token_of
+from contextstore.api.exceptions import api_not_found
+from contextstore.errors import error_body
 from contextstore.models import ContextBlockVersion, Thread
 from contextstore.selectors.threads import block_versions, thread_blocks
 from contextstore.services import blocks
+from contextstore.services.blocks import NAME_RULE
 
 
 class ThreadBlockActions(ThreadResponses):
@@ -79,3 +84,18 @@ class BlockVersionViewSet(viewsets.GenericViewSet):
         block = blocks.block_restore(thread=self.get_object(), name=name, version=int(version),
                                      actor=actor_of(request))
         return Response(s.BlockSerializer(block).data)
+
+
+@csrf_exempt  # token-authenticated API, as api_not_found
+def block_path_not_found(request: HttpRequest, pk: str, rest: str) -> JsonResponse:
+    """A path under /threads/{id}/blocks/ that no route took: most likely a block name holding
+    "/" (which even percent-encoded reaches the server as two segments). Creating one (PUT) is
+    refused with the rule; any other method finds no such block, and says why."""
+    name = rest.rstrip("/")
+    if "/" not in name:
+        return api_not_found(request)
+    if request.method == "PUT":
+        return JsonResponse(error_body("invalid", f"name {name!r}: {NAME_RULE}.", {"name": NAME_RULE}),
+                            status=400)
+    return JsonResponse(error_body("not_found", f"No API endpoint at {request.path}: {NAME_RULE}, "
+                                   "so no block has such a name.", {"name": NAME_RULE}), status=404)

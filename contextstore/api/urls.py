@@ -49,6 +49,8 @@ urlpatterns = [
          name="workspace-retention"),
     path("v1/datasets/<int:pk>/items.jsonl", dataset_items, name="dataset-items"),
     path("v1/", include(router.urls)),
+    # What no block route took: a name holding "/" gets an answer naming the rule.
+    re_path(r"^v1/threads/(?P<pk>[0-9]+)/blocks/(?P<rest>[\s\S]+)$", blocks.block_path_not_found),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api:schema"), name="docs"),
     re_path(r"^[\s\S]*$", api_not_found),  # any path, newlines included

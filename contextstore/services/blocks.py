@@ -14,6 +14,11 @@ from contextstore.services.common import UNSET, Actor, audit, lock_thread
 from contextstore.services.history import context_inputs_changed
 from contextstore.tokens import count_tokens
 
+# A block is addressed by its name as one URL path segment (/threads/{id}/blocks/{name}/):
+# servers decode %2F before routing, so a name holding "/" could never be read, changed or
+# restored through the API. Every door that creates a block refuses it.
+NAME_RULE = 'a block name is one URL path segment, so it cannot contain "/"'
+
 
 def block_upsert(
     *, thread: Thread, name: str, actor: Actor, value: str | None = UNSET, expr: str | None = UNSET,
@@ -24,6 +29,8 @@ def block_upsert(
         raise InvalidInput("name is required (at most 200 characters).", details={"name": "invalid"})
     if "\x00" in name:
         raise InvalidInput(f"name: {NUL_IN_NAME}.", details={"name": NUL_IN_NAME})
+    if "/" in name:
+        raise InvalidInput(f"name {name!r}: {NAME_RULE}.", details={"name": NAME_RULE})
     if value is not UNSET and expr is not UNSET and value is not None and expr is not None:
         raise InvalidInput("Give a fixed value or an expr, not both.", details={"expr": "not with value"})
     if value is not UNSET and value is not None and not isinstance(value, str):

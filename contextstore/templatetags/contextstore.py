@@ -17,6 +17,7 @@ from contextstore.eventspec import EVENT_TYPES
 from contextstore.markdown import looks_like_markdown, render_markdown
 from contextstore.tokens import is_thinking, part_text
 from contextstore.toolcalls import RESULT_PART_TYPES, ToolCall, event_calls
+from contextstore.usage import cost_text
 
 register = template.Library()
 
@@ -118,10 +119,24 @@ def compact(value: int | float | Decimal | None) -> str:
     return f"{int(n)}" if n == int(n) else f"{n:.2f}"
 
 
+# Two different counts are both "tokens": what the events' stored text holds (counted with
+# cl100k_base, the counters and the context budget) and what a model call reported using (its
+# LLMComplete usage, what the provider bills). Pages label them "stored tokens" and "input /
+# output tokens", each with this title.
+TOKEN_TITLES = {
+    "stored": "Tokens of the text the events store (counted with cl100k_base); not a model's usage",
+    "usage": "Tokens the model calls reported using (their LLMComplete usage, as billed)",
+}
+
+
+@register.simple_tag
+def token_title(kind: str) -> str:
+    return TOKEN_TITLES[kind]
+
+
 @register.filter
 def money(value: Decimal | float | None) -> str:
-    n = float(value or 0)
-    return f"${n:.4f}" if 0 < n < 0.01 else f"${n:.2f}"
+    return cost_text(value)
 
 
 def _result_text(part: dict) -> str | None:

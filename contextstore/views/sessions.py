@@ -31,6 +31,7 @@ from contextstore.services import retention
 from contextstore.services.access_log import record_read
 from contextstore.services.sessions import session_archive
 from contextstore.services.sharing import EXPIRY_LABELS
+from contextstore.templatetags.contextstore import TOKEN_TITLES
 from contextstore.views.access import (
     DashboardRequest,
     actor_for,
@@ -205,7 +206,7 @@ def _format_sort_cursor(value: Any, pk: int) -> str:
     return format_cursor(value, pk) if isinstance(value, datetime) else f"{value}~{pk}"
 
 
-COLUMN_LABELS = (("threads", "Threads"), ("events", "Events"), ("tokens", "Tokens"), ("cost", "Cost"),
+COLUMN_LABELS = (("threads", "Threads"), ("events", "Events"), ("tokens", "Stored tokens"), ("cost", "Cost"),
                  ("errors", "Errors"), ("activity", "Last activity"))
 
 
@@ -216,6 +217,7 @@ def _columns(sort: str, query: str) -> list[dict[str, str]]:
         current = "descending" if sort == f"-{key}" else "ascending" if sort == key else ""
         following = key if current == "descending" else f"-{key}"
         out.append({"key": key, "label": label, "aria": current,
+                    "title": TOKEN_TITLES["stored"] if key == "tokens" else "",
                     "href": f"?{query}{'&' if query else ''}sort={following}"})
     return out
 

@@ -11,15 +11,12 @@ from django.shortcuts import render
 
 from contextstore.charts import line_chart
 from contextstore.selectors.trends import GROUPS, RANGES, Cell, Trends, workspace_trends
+from contextstore.usage import cost_text
 from contextstore.views.access import DashboardRequest, current_workspace, error_response, visible_workspaces
 
 
 def _ms(v: float) -> str:
     return f"{v / 1000:g} s" if v >= 1000 else f"{v:g} ms"
-
-
-def _money(v: float) -> str:
-    return f"${v:.4f}" if 0 < v < 0.01 else f"${v:,.2f}"
 
 
 def _shown(value: float | None, fmt: Callable[[float], str]) -> str:
@@ -29,8 +26,8 @@ def _shown(value: float | None, fmt: Callable[[float], str]) -> str:
 # (id, title, what a cell gives, tick format, cell format)
 Format = Callable[[float], str]
 METRICS: list[tuple[str, str, Callable[[Cell], float | None], Format, Format]] = [
-    ("cost", "Cost (USD)", lambda c: float(c.cost), _money, lambda v: f"${v:,.6g}"),
-    ("tokens", "Tokens (input + output)", lambda c: c.tokens, lambda v: f"{v:,.0f}", lambda v: f"{v:,.0f}"),
+    ("cost", "Cost (USD)", lambda c: float(c.cost), cost_text, cost_text),
+    ("tokens", "Input + output tokens", lambda c: c.tokens, lambda v: f"{v:,.0f}", lambda v: f"{v:,.0f}"),
     ("errors", "Errors", lambda c: c.errors, lambda v: f"{v:g}", lambda v: f"{v:,.0f}"),
     ("hit-rate", "Prompt-cache hit rate (%)", lambda c: c.hit_rate, lambda v: f"{v:g}%", lambda v: f"{v:g}%"),
     ("p50", "p50 call latency", lambda c: c.p50, _ms, lambda v: f"{v:,.0f} ms"),

@@ -1,4 +1,8 @@
-from contextstore.models import AuditLog
+import pytest
+
+from contextstore.errors import InvalidInput
+from contextstore.models import AuditLog, ContextBlock
+from contextstore.services.blocks import NAME_RULE, block_upsert
 
 
 def test_versions_are_listed_and_a_deleted_block_is_restored(api_client, thread_url):
@@ -30,3 +34,31 @@ def test_other_workspaces_and_readers_cannot_restore(api_client, read_client, ot
     assert read_client.post(f"{thread_url}blocks/goal/versions/1/restore/").status_code == 403
     assert read_client.get(f"{thread_url}blocks/goal/versions/").status_code == 200
     assert api_client.get(f"{thread_url}blocks/").json()["results"][0]["value"] == "later"
+
+
+def test_a_block_name_with_a_slash_is_refused_at_creation_naming_the_rule(api_client, thread_url):
+    response = api_client.put(f"{thread_url}blocks/team/plan/", {"value": "ship"}, format="json")
+
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "invalid" and error["details"] == {"name": NAME_RULE}
+    assert error["message"] == f"name 'team/plan': {NAME_RULE}."
+    assert api_client.get(f"{thread_url}blocks/").json()["results"] == []
+
+
+def test_reading_a_block_name_with_a_slash_says_why_there_is_none(api_client, thread_url):
+    for method, path in (("get", "team/plan/versions/"), ("delete", "team/plan/"),
+                         ("post", "team/plan/versions/1/restore/")):
+        response = getattr(api_client, method)(f"{thread_url}blocks/{path}")
+        assert response.status_code == 404, path
+        assert NAME_RULE in response.json()["error"]["message"]
+    # a path that holds no slash-name stays the plain unknown-endpoint answer
+    plain = api_client.get(f"{thread_url}blocks/goal")
+    assert plain.status_code == 404 and NAME_RULE not in plain.json()["error"]["message"]
+
+
+def test_every_other_door_refuses_a_slash_name_too(thread, actor):
+    with pytest.raises(InvalidInput) as refused:
+        block_upsert(thread=thread, name="a/b", actor=actor, value="x")
+    assert refused.value.details == {"name": NAME_RULE}
+    assert not ContextBlock.objects.filter(thread=thread).exists()

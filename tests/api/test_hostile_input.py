@@ -61,6 +61,8 @@ CORPUS: list[tuple[str, str, str, Any, dict, str, int, str]] = [
     ("Infinity in state", "put", "state/", '{"state": {"k": [Infinity]}}', {}, "", 400, "state.k[0]"),
     ("NUL in a session key", "post", "/api/v1/sessions/", '{"key": "s\\u0000"}', {}, "", 400, "key"),
     ("NUL in a block name (path)", "put", "blocks/a%00b/", {"value": "x"}, {}, "", 400, "path"),
+    ("a slash in a block name (path, percent-encoded)", "put", "blocks/a%2Fb/", {"value": "x"}, {}, "",
+     400, "name"),
     ("NUL in a query string", "get", "events/", None, {}, "q=a%00b", 400, "q"),
     ("NUL in a memory search", "get", "/api/v1/memories/", None, {}, "q=%00", 400, "q"),
     ("limit of 10^30", "get", "events/", None, {}, "limit=1000000000000000000000000000000", 400,

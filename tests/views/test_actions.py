@@ -150,6 +150,13 @@ def test_a_block_expression_that_does_not_compile_is_a_400(editor_client, histor
     assert response.status_code == 400 and not ContextBlock.objects.exists()
 
 
+def test_a_block_name_with_a_slash_is_a_400_naming_the_rule(editor_client, history):
+    response = editor_client.post(f"/threads/{history.pk}/blocks/", {
+        "name": "team/plan", "kind": "value", "value": "v", "placement": "suffix", "order": 0}, **HTMX)
+    assert response.status_code == 400 and not ContextBlock.objects.exists()
+    assert "cannot contain &quot;/&quot;" in response.content.decode()
+
+
 def test_deleting_a_block(editor_client, history, actor):
     block_upsert(thread=history, name="old", value="v", actor=actor)
     editor_client.post(f"/threads/{history.pk}/blocks/delete/", {"name": "old"}, **HTMX)

@@ -99,7 +99,8 @@ def test_agent_content_is_escaped_everywhere_on_the_thread_page(editor_client, t
     event_append(thread=thread, actor=actor, events=[
         {"type": "Message", "content": XSS, "data": {XSS: XSS}, "parts": [{"type": "text", "text": XSS}]},
     ])
-    block_upsert(thread=thread, name=XSS, value=XSS, actor=actor)
+    # a block name holds no "/" (one URL path segment): the hostile name without its end tag
+    block_upsert(thread=thread, name=XSS.replace("</", "<"), value=XSS, actor=actor)
     state_write(thread=thread, state={XSS: [XSS]}, actor=actor, reason=XSS)
     collapse_create(thread=thread, start_position=1, end_position=1, summary_text=XSS, actor=actor,
                     provenance={"note": XSS})
@@ -156,7 +157,7 @@ def test_the_side_panel_shows_blocks_gauge_state_revisions_providers_memories_an
     assert 'class="g-prefix"' in html and 'class="g-history"' in html
     assert "plan" in html and "r1" in html
     assert "mem0" in html and "likes tea" in html
-    assert 'class="c-tokens"' in html and "r-1: 150 tokens" in html
+    assert 'class="c-tokens"' in html and "r-1: 150 input + output tokens" in html
 
 
 @pytest.mark.slow
