@@ -91,7 +91,7 @@ WORKSPACE: dict[str, str] = {
     "contextstore.Job": "has",
     "contextstore.AuditLog": "has",
     "contextstore.ReadAudit": "has",
-    "contextstore.StoredText": "add via the writer's workspace",
+    "contextstore.StoredText": "has",
     "contextstore.RenderRecord": "has",
     "contextstore.ScopedState": "has",
     "contextstore.ScopedStateRevision": "add via scoped_state",
@@ -139,8 +139,6 @@ UNIQUE_EXCEPTIONS: dict[tuple[str, tuple[str, ...]], str] = {
 # Primary keys other than the automatic `id`, which the blanket rule covers.
 PRIMARY_KEY_EXCEPTIONS: dict[str, str] = {
     "contextstore.EventSearch": "(workspace_id, event_id)",
-    "contextstore.StoredText": "(workspace_id, sha256): a text is kept once per workspace, not "
-                               "once overall, and erasure no longer looks across workspaces",
     "contextstore.RenderRecord": "(workspace_id, id), the uuid as today",
     "contextstore.Job": "(workspace_id, id), the uuid as today",
 }

@@ -75,7 +75,7 @@ def call_replay(*, thread: Thread, call: LLMCall, actor: Actor, model: str = "",
         raise InvalidInput("Name the model to send the call to.", details={"model": "required"})
     params = {k: v for k, v in sent["params"].items() if k not in ("stream", "stream_options")}
     body = provider_request.openai_body(model=model, turns=turns, tools=sent["tools"], params=params)
-    [request_hash] = texts_keep([provider_request.dumps(body)])
+    [request_hash] = texts_keep(workspace_id=thread.workspace_id, texts=[provider_request.dumps(body)])
     started = time.monotonic()
     fields: dict[str, Any]
     try:

@@ -52,6 +52,7 @@ from contextstore.services import history
 from contextstore.services.common import UNSET, Actor, audit, lock_thread
 from contextstore.services.document import document_write
 from contextstore.services.peteos import thread_to_peteos
+from contextstore.services.renders import call_hashes_check
 from contextstore.services.state import check_memory
 from contextstore.services.summaries import summarization_check
 
@@ -309,6 +310,8 @@ def _apply(*, thread: Thread, namespace: str, items: list[_Item], removed: list[
             raise InvalidInput(f"items[{i}].key {item.key!r} appears twice in one save.",
                                details={f"items[{i}].key": item.key})
         seen.add(item.key)
+    # an LLM call's text hashes must name this workspace's own texts (services/renders.py)
+    call_hashes_check(workspace_id=thread.workspace_id, specs=[item.spec for item in items], where="items")
     current = _current_versions(thread, prefix, [*seen, *removed])
 
     fresh: list[EventSpec] = []

@@ -20,6 +20,7 @@ from contextstore.services.blocks import block_upsert
 from contextstore.services.common import Actor, audit
 from contextstore.services.document import document_write
 from contextstore.services.peteos import peteos_to_export
+from contextstore.services.renders import call_hashes_check
 from contextstore.services.sessions import session_ensure
 from contextstore.services.state import check_memory
 from contextstore.services.summaries import summarizer_config_clean
@@ -226,6 +227,8 @@ def thread_import(
             if [seq for _, seq, _ in checked] != list(range(first, first + len(checked))):
                 raise InvalidInput("Event seqs must run n, n+1, n+2… without gaps.")
             places = [place for _, _, place in checked]
+            # an LLM call's text hashes must name this workspace's own texts
+            call_hashes_check(workspace_id=workspace.pk, specs=[spec for spec, _, _ in checked])
             _working_positions_unique(places)
             if first > 1:
                 thread.last_seq = thread.expired_seq = first - 1
