@@ -20,3 +20,10 @@ class ContextstoreConfig(AppConfig):
         from contextstore.db import install_sqlite_regexp
 
         connection_created.connect(install_sqlite_regexp, dispatch_uid="contextstore-regexp")
+
+        from axes.signals import user_locked_out
+
+        from contextstore.services.logins import login_locked_out
+
+        user_locked_out.connect(lambda sender, **kwargs: login_locked_out(**kwargs), weak=False,
+                                dispatch_uid="contextstore-login-locked-out")

@@ -31,6 +31,11 @@ PLAN: dict[str, str] = {
     "auth.User": REFERENCE,
     "contenttypes.ContentType": REFERENCE,
     "sessions.Session": LOCAL,
+    # django-axes: failed password logins, read and written by the login alone
+    "axes.AccessAttempt": LOCAL,
+    "axes.AccessAttemptExpiration": LOCAL,
+    "axes.AccessFailureLog": LOCAL,
+    "axes.AccessLog": LOCAL,
     # contextstore
     "contextstore.Workspace": REFERENCE,
     "contextstore.Membership": REFERENCE,
