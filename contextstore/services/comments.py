@@ -1,7 +1,7 @@
 """Comments on a session or on one event of its threads (an LLM call is named by its call's
 seq, services/scores.py does the same). Anyone who may edit the workspace comments; only the
-author while they still may, or an admin of the workspace, edits or deletes a comment. Every change is audited;
-the audit row keeps the comment's length, never its text."""
+author while they still may, or an admin of the workspace, edits or deletes a comment. Every
+change is audited; the audit row keeps the comment's length, never its text."""
 
 from django.db import transaction
 from django.utils import timezone

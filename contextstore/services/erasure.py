@@ -79,6 +79,7 @@ from contextstore.models import (
     Workspace,
 )
 from contextstore.otel.mapping import USER_KEYS, first_of
+from contextstore.ranges import positive_int
 from contextstore.selectors.renders import LLM_CALL_TYPES
 from contextstore.services.common import Actor, audit, check_key, lock_thread
 from contextstore.services.retention import COUNTED, events_delete_locked
@@ -228,7 +229,7 @@ def _rows_naming(workspace: Workspace, fields: str | tuple[str, ...],
 def _someone_elses(target_type: str, target_id: str, user_id: str) -> bool:
     """Whether an audit row's session or thread still stands and is not the person's (another
     person's session may have the same key)."""
-    if not target_id.isdigit():
+    if positive_int(target_id) is None:
         return False
     if target_type == "session":
         return Session.objects.filter(pk=target_id).exclude(user_id=user_id).exists()

@@ -47,6 +47,7 @@ from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge, StaleRe
 from contextstore.eventspec import EventSpec, event_spec
 from contextstore.fields import NUL_IN_NAME
 from contextstore.models import Event, Session, SyncUpload, Thread
+from contextstore.ranges import positive_int
 from contextstore.redaction import redact_events, workspace_rules
 from contextstore.services import history
 from contextstore.services.common import UNSET, Actor, audit, lock_thread
@@ -433,8 +434,9 @@ def _current_versions(thread: Thread, prefix: str, keys: list[str]) -> dict[str,
             found[legacy[event.client_id]] = event
     seqs = {}
     for key in keys:
-        if key not in found and key.startswith(FOREIGN_PREFIX) and key[3:].isdigit():
-            seqs[int(key[3:])] = key
+        if key not in found and key.startswith(FOREIGN_PREFIX) \
+                and (seq := positive_int(key[len(FOREIGN_PREFIX):])) is not None:
+            seqs[seq] = key
     for start in range(0, len(seqs), 500):
         for event in (Event.objects.filter(thread=thread, seq__in=list(seqs)[start:start + 500])
                       .exclude(status__in=RETIRED).only(*FIELDS)):

@@ -9,6 +9,7 @@ from tests.api.conftest import (  # noqa: F401  (fixtures)
     other_client,
     thread_url,
 )
+from tests.otlp.conftest import otlp  # noqa: F401  (fixture)
 from tests.views.conftest import (  # noqa: F401  (fixtures)
     editor,
     editor_client,
