@@ -222,7 +222,9 @@ AXES_ENABLED = LOCAL_PASSWORDS
 AXES_FAILURE_LIMIT = LOGIN_FAILURE_LIMIT
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one locks: each counted on its own
 AXES_COOLOFF_TIME = "contextstore.services.logins.cooloff"
-AXES_RESET_ON_SUCCESS = True
+# A login does not clear the count: axes would clear the address's too, so an attacker with an
+# account of their own could sign in between guesses at another's and never be locked.
+AXES_RESET_ON_SUCCESS = False
 AXES_CLIENT_IP_CALLABLE = "contextstore.services.logins.client_ip"
 AXES_WHITELIST_CALLABLE = "contextstore.services.logins.not_a_password_login"
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
@@ -513,7 +515,11 @@ LOGGING = {
                     "filters": ["request_id"], "formatter": LOG_FORMAT},
     },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    # runserver prints every request already; the access line is for production servers.
-    "loggers": {"contextstore.request": {"level": "WARNING"}} if DEBUG else {},
+    "loggers": {
+        # django-axes says INFO on every login and logout; its WARNINGs (failures, lockouts) stay
+        "axes": {"level": "WARNING"},
+        # runserver prints every request already; the access line is for production servers.
+        **({"contextstore.request": {"level": "WARNING"}} if DEBUG else {}),
+    },
 }
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False

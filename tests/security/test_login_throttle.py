@@ -53,15 +53,22 @@ def test_a_username_is_locked_from_any_address_and_an_address_for_any_username(s
     assert _login(fine, "/accounts/login/", "pat", PASSWORD).status_code == 302 and _signed_in(fine)
 
 
-def test_fewer_failures_than_the_limit_still_log_in_and_start_the_count_again(staff, settings):
+def test_fewer_failures_than_the_limit_still_log_in(staff, settings):
     client = Client()
     for _ in range(settings.LOGIN_FAILURE_LIMIT - 1):
         assert _login(client, "/accounts/login/", "root", "wrong").status_code == 200
     assert _login(client, "/accounts/login/", "root", PASSWORD).status_code == 302
-    client.logout()
+
+
+def test_signing_in_as_oneself_does_not_clear_the_guesses_at_someone_else(staff, user, settings):
+    """An attacker with an account of their own, guessing root's password from one address."""
+    client = Client(REMOTE_ADDR="10.0.0.5")
     for _ in range(settings.LOGIN_FAILURE_LIMIT - 1):
         _login(client, "/accounts/login/", "root", "wrong")
-    assert _login(client, "/accounts/login/", "root", PASSWORD).status_code == 302
+    assert _login(client, "/accounts/login/", "pat", PASSWORD).status_code == 302
+    client.logout()
+    _login(client, "/accounts/login/", "root", "wrong")
+    assert _login(Client(REMOTE_ADDR="10.0.0.6"), "/accounts/login/", "root", PASSWORD).status_code == 429
 
 
 def test_each_lockout_is_audited_and_the_wait_doubles_as_failures_go_on(staff, settings):
