@@ -154,6 +154,11 @@ def render_get(*, workspace_id: int, render_id: Any) -> RenderRecord:
 
 # ------------------------------------------------------------------ LLM call links
 
+def texts_of(*, workspace_id: int, hashes: set[str]) -> dict[str, str]:
+    """{hash: text} of the hashes this workspace stored (the others are left out)."""
+    return _texts(workspace_id, hashes)
+
+
 def llm_call_logged(*, event: Event, workspace_id: int) -> tuple[list[Any] | None, int]:
     """The messages an LLMCallStart logged, back from their hashes within the call's workspace
     (None when none were), and how many are gone: a message whose text was erased (or that an

@@ -287,13 +287,14 @@ def call_hashes_check(*, workspace_id: int, specs: list, where: str = "events",
                                details={place: "unknown text"})
 
 
-def llm_call_prepare(*, thread: Thread, specs: list) -> tuple[list, list[str]]:
-    """LLMCallStart/LLMComplete may name the render they sent (`data.render_id`, a render of
-    this thread) and may carry the exact `data.messages` sent; those are replaced by their
+def llm_call_texts(*, workspace_id: int, specs: list) -> tuple[list, list[str]]:
+    """The exact `data.messages` an LLMCallStart/LLMComplete carries are replaced by their
     hashes (`data.message_hashes`), and `data.tools` by `data.tools_hash` (_request_extras);
-    returns the specs and the texts to keep. Hashes the client sent itself must name texts
-    this workspace stored (call_hashes_check)."""
-    out, refs, keep = [], [], []
+    returns the specs and the texts to keep (texts_keep, in the caller's transaction). Hashes
+    the client sent itself must name texts this workspace stored (call_hashes_check). Every way
+    events come in with their data as the client sent it: append, commit and OTLP
+    (llm_call_prepare), and import."""
+    out, keep = [], []
     sent = set()  # indexes of the specs whose data carries hashes as the client sent them
     for index, spec in enumerate(specs):
         data = spec.data
@@ -303,9 +304,6 @@ def llm_call_prepare(*, thread: Thread, specs: list) -> tuple[list, list[str]]:
         if ("message_hashes" in data and data.get("messages") is None) \
                 or ("tools_hash" in data and data.get("tools") is None):
             sent.add(index)
-        render_id = data.get("render_id")
-        if render_id is not None:
-            refs.append((index, render_id))
         messages = data.get("messages")
         if messages is not None:
             if not isinstance(messages, list) or len(messages) > MAX_LOGGED_MESSAGES:
@@ -316,20 +314,27 @@ def llm_call_prepare(*, thread: Thread, specs: list) -> tuple[list, list[str]]:
                      for m in messages]
             data = {k: v for k, v in data.items() if k != "messages"}
             data["message_hashes"] = [sha256(t) for t in texts]
-            spec = replace(spec, data=data)
             keep.extend(texts)
         data, tools_text = _request_extras(index, data)
         if tools_text is not None:
             keep.append(tools_text)
-        if data is not spec.data:
-            spec = replace(spec, data=data)
-        out.append(spec)
+        out.append(replace(spec, data=data) if data is not spec.data else spec)
     if sent:
         # (hashes this batch computed from its own messages or tools are its workspace's)
-        call_hashes_check(workspace_id=thread.workspace_id,
+        call_hashes_check(workspace_id=workspace_id,
                           specs=[spec if i in sent else replace(spec, data=None)
                                  for i, spec in enumerate(out)],
                           computed=frozenset(sha256(t) for t in keep))
+    return out, keep
+
+
+def llm_call_prepare(*, thread: Thread, specs: list) -> tuple[list, list[str]]:
+    """llm_call_texts, and `data.render_id` (the render a call sent) must be a render of this
+    thread; returns the specs and the texts to keep."""
+    refs = [(index, spec.data["render_id"]) for index, spec in enumerate(specs)
+            if spec.type in LLM_CALL_TYPES and isinstance(spec.data, dict)
+            and spec.data.get("render_id") is not None]
+    out, keep = llm_call_texts(workspace_id=thread.workspace_id, specs=specs)
     if refs:
         known = {str(pk) for pk in RenderRecord.objects.filter(  # runs before the thread's lock
             thread=thread, thread__workspace_id=thread.workspace_id,

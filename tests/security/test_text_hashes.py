@@ -118,3 +118,18 @@ def test_erasure_is_not_held_back_by_another_workspace_naming_the_hash(
     assert receipt["counts"]["stored_texts"] == 1
     assert not StoredText.objects.filter(sha256=_hash(SECRET)).exists()
     assert not type(rival).objects.filter(pk=rival.pk).exists()
+
+
+def test_an_export_carries_the_logged_texts_so_another_workspace_imports_them_as_its_own(
+        api_client, thread_url, other_client):
+    tools = [{"type": "function", "function": {"name": "ls"}}]
+    assert _call(api_client, thread_url, messages=[SECRET], tools=tools).status_code == 201
+    exported = api_client.get(f"{thread_url}export/")
+    body = json.loads(b"".join(exported.streaming_content) if exported.streaming else exported.content)
+    assert body["events"][0]["data"]["messages"] == [SECRET]
+    assert body["events"][0]["data"]["tools"] == tools and "tools_hash" not in body["events"][0]["data"]
+    imported = other_client.post("/api/v1/threads/import/?session_key=copy", body, format="json")
+    assert imported.status_code == 201
+    read = other_client.get(f"/api/v1/threads/{imported.json()['id']}/llm-calls/1/").json()
+    assert (read["messages"], read["tools"]) == ([SECRET], tools)
+    assert StoredText.objects.filter(text__contains="RivalBot").count() == 2  # one per workspace
