@@ -30,6 +30,13 @@ class ContextstoreConfig(AppConfig):
         request_started.connect(_reset_redaction, dispatch_uid="contextstore-redaction-scope")
         task_prerun.connect(_reset_redaction, dispatch_uid="contextstore-redaction-scope-task")
 
+        from axes.signals import user_locked_out
+
+        from contextstore.services.logins import login_locked_out
+
+        user_locked_out.connect(lambda sender, **kwargs: login_locked_out(**kwargs), weak=False,
+                                dispatch_uid="contextstore-login-locked-out")
+
 
 def _reset_redaction(**kwargs: object) -> None:
     from contextstore.redaction import scope_reset

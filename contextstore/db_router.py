@@ -17,8 +17,9 @@ context variable; ReplicaRouter reads it.
 - A replica that is down or more than REPLICA_MAX_LAG seconds behind is skipped; its state is
   checked at most every REPLICA_CHECK_SECONDS per process. A request whose replica failed
   mid-way (gone, not a bug of the page) is answered again from the primary.
-- Sessions, users, memberships and API tokens are always read from the primary: a login, a new
-  token or a revoked membership takes effect at once.
+- Sessions, users, memberships, API tokens, share links and failed logins are always read from
+  the primary: a login, a new token, a revoked membership, a revoked or expired share link and
+  a login lockout take effect at once.
 - Celery tasks, management commands and threads of their own never set the variable: primary.
 """
 
@@ -43,9 +44,12 @@ logger = logging.getLogger(__name__)
 # The replica alias this request's lag-tolerant reads go to; None: the primary.
 read_alias: ContextVar[str | None] = ContextVar("read_alias", default=None)
 
-# Read from the primary whatever the request: who may see what, and the login.
-PRIMARY_ONLY_APPS = frozenset({"sessions", "auth", "contenttypes", "admin"})
-PRIMARY_ONLY_MODELS = frozenset({"membership", "apitoken"})
+# Read from the primary whatever the request: who may see what, and the login (axes: the
+# failed logins that lock one out).
+PRIMARY_ONLY_APPS = frozenset({"sessions", "auth", "contenttypes", "admin", "axes"})
+# A share link too: a revoked or expired link must stop opening at once, though the page it
+# opens reads the rest from a replica.
+PRIMARY_ONLY_MODELS = frozenset({"membership", "apitoken", "sharelink"})
 # Paths never served from a replica (the probes check the primary themselves; login pages).
 PRIMARY_PREFIXES = ("/api/", "/healthz", "/readyz", "/accounts/", "/oidc/", "/otlp/", "/static/")
 # Agent API endpoints whose GET may lag (for a client that has not written lately).

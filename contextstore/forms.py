@@ -12,6 +12,7 @@ from django.utils.dateparse import parse_datetime
 from contextstore.errors import InvalidInput
 from contextstore.eventspec import EVENT_TYPES
 from contextstore.models import ContextBlock, Score
+from contextstore.ranges import positive_int
 from contextstore.selectors.scores import FILTER_HELP, ScoreFilter, parse_score_filter
 
 
@@ -24,9 +25,10 @@ def parse_cursor(raw: str | None) -> tuple[datetime, int] | None:
         when = parse_datetime(stamp)
     except ValueError:  # well formed but not a date (month 13): a malformed cursor
         return None
-    if when is None or not pk.isdigit() or not pk.isascii() or len(pk) > 18:
+    found = positive_int(pk)
+    if when is None or found is None:
         return None
-    return when, int(pk)
+    return when, found
 
 
 def format_cursor(when: datetime, pk: int) -> str:

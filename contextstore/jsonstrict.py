@@ -144,7 +144,7 @@ class JSONRefused(ValueError):
         self.message = message
 
 
-def _too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+def too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
     """Whether a parsed value nests deeper than `limit`: its containers, level by level."""
     level = [value] if isinstance(value, (dict, list)) else []
     for _ in range(limit):
@@ -180,7 +180,7 @@ def strict_loads(text: str) -> Any:
     except ValueError:
         _refuse_if_deep(text)
         raise
-    if _too_deep(data):
+    if too_deep(data):
         _refuse_if_deep(text)
         raise JSONRefused("body", f"JSON nested deeper than {MAX_JSON_DEPTH} levels.")
     if duplicate[0] or not_finite[0] or _SURROGATE_ESCAPE.search(text):

@@ -811,12 +811,21 @@ class ReadAudit(models.Model):
 
 
 class StoredText(models.Model):
-    """Text kept once per distinct content (sha256), for render records and logged prompts:
-    a summary, an evaluated block expression, one message an agent sent."""
+    """Text kept once per distinct content (sha256) within one workspace, for render records and
+    logged prompts: a summary, an evaluated block expression, one message an agent sent.
 
-    sha256 = models.CharField(max_length=64, primary_key=True)
+    A text is resolved only within the workspace that stored it: a hash names nothing outside
+    it, so naming another workspace's hash reads nothing, and erasing a person's texts looks at
+    their own workspace alone."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+",
+                                  db_index=False)  # stored_text_key leads with it
+    sha256 = models.CharField(max_length=64)
     text = AgentTextField()
     created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["workspace", "sha256"], name="stored_text_key")]
 
     def __str__(self) -> str:
         return self.sha256[:12]

@@ -9,6 +9,19 @@ from contextstore.errors import InvalidInput
 POSITION_MAX = 2**62  # far past any thread, and inside a 64-bit column with room to spare
 
 
+def positive_int(raw: object, *, zero: bool = False, maximum: int = POSITION_MAX) -> int | None:
+    """A whole number written as a query, form or header value writes one: ASCII digits alone
+    (no sign, space or underscore), from 1 (0 with `zero`) to `maximum`; None for anything else.
+
+    The one parser of numbers people and clients type: `str.isdigit()` accepts "²" and "١", which
+    int() refuses or reads as another number, and an unbounded int() overflows the database's
+    64-bit columns."""
+    if not isinstance(raw, str) or not raw or len(raw) > 19 or not (raw.isascii() and raw.isdigit()):
+        return None
+    value = int(raw)
+    return value if (1 if not zero else 0) <= value <= maximum else None
+
+
 def check_position(name: str, value: Any) -> int:
     """A position (or seq): an integer from 1 to POSITION_MAX; `name` is its place in the input."""
     if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= POSITION_MAX:

@@ -31,6 +31,11 @@ PLAN: dict[str, str] = {
     "auth.User": REFERENCE,
     "contenttypes.ContentType": REFERENCE,
     "sessions.Session": LOCAL,
+    # django-axes: failed password logins, read and written by the login alone
+    "axes.AccessAttempt": LOCAL,
+    "axes.AccessAttemptExpiration": LOCAL,
+    "axes.AccessFailureLog": LOCAL,
+    "axes.AccessLog": LOCAL,
     # contextstore
     "contextstore.Workspace": REFERENCE,
     "contextstore.Membership": REFERENCE,
@@ -91,7 +96,7 @@ WORKSPACE: dict[str, str] = {
     "contextstore.Job": "has",
     "contextstore.AuditLog": "has",
     "contextstore.ReadAudit": "has",
-    "contextstore.StoredText": "add via the writer's workspace",
+    "contextstore.StoredText": "has",
     "contextstore.RenderRecord": "has",
     "contextstore.ScopedState": "has",
     "contextstore.ScopedStateRevision": "add via scoped_state",
@@ -139,8 +144,6 @@ UNIQUE_EXCEPTIONS: dict[tuple[str, tuple[str, ...]], str] = {
 # Primary keys other than the automatic `id`, which the blanket rule covers.
 PRIMARY_KEY_EXCEPTIONS: dict[str, str] = {
     "contextstore.EventSearch": "(workspace_id, event_id)",
-    "contextstore.StoredText": "(workspace_id, sha256): a text is kept once per workspace, not "
-                               "once overall, and erasure no longer looks across workspaces",
     "contextstore.RenderRecord": "(workspace_id, id), the uuid as today",
     "contextstore.Job": "(workspace_id, id), the uuid as today",
 }

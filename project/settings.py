@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_htmx",
     "mozilla_django_oidc",
+    "axes",  # password logins throttled (contextstore/services/logins.py)
     "contextstore",
 ]
 
@@ -80,6 +81,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes asks: turns a lockout into its 429 page
 ]
 
 ROOT_URLCONF = "project.urls"
@@ -206,9 +208,28 @@ OIDC_AUTHENTICATE_CLASS = "contextstore.views.sso.SsoStart"
 OIDC_CALLBACK_CLASS = "contextstore.views.sso.SsoCallback"
 LOCAL_PASSWORDS = env_bool("LOCAL_PASSWORDS", default=True)
 AUTHENTICATION_BACKENDS = (
-    (["django.contrib.auth.backends.ModelBackend"] if LOCAL_PASSWORDS else [])
+    # first: refuses a locked-out username or address before any password is checked
+    (["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+     if LOCAL_PASSWORDS else [])
     + (["contextstore.views.sso.SsoBackend"] if OIDC_ENABLED else [])
 )
+# Password logins (dashboard and admin) throttled by django-axes (contextstore/services/logins.py):
+# LOGIN_FAILURE_LIMIT failures lock the username, and separately the address, out for
+# LOGIN_COOLOFF_MINUTES, doubled for every further LOGIN_FAILURE_LIMIT failures (at most a day).
+LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+LOGIN_COOLOFF_MINUTES = env_int("LOGIN_COOLOFF_MINUTES", 15)
+AXES_ENABLED = LOCAL_PASSWORDS
+AXES_FAILURE_LIMIT = LOGIN_FAILURE_LIMIT
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one locks: each counted on its own
+AXES_COOLOFF_TIME = "contextstore.services.logins.cooloff"
+# A login does not clear the count: axes would clear the address's too, so an attacker with an
+# account of their own could sign in between guesses at another's and never be locked.
+AXES_RESET_ON_SUCCESS = False
+AXES_CLIENT_IP_CALLABLE = "contextstore.services.logins.client_ip"
+AXES_WHITELIST_CALLABLE = "contextstore.services.logins.not_a_password_login"
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_DISABLE_ACCESS_LOG = True  # successful logins are not logged twice; lockouts are audited
+AXES_VERBOSE = False
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -494,7 +515,11 @@ LOGGING = {
                     "filters": ["request_id"], "formatter": LOG_FORMAT},
     },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    # runserver prints every request already; the access line is for production servers.
-    "loggers": {"contextstore.request": {"level": "WARNING"}} if DEBUG else {},
+    "loggers": {
+        # django-axes says INFO on every login and logout; its WARNINGs (failures, lockouts) stay
+        "axes": {"level": "WARNING"},
+        # runserver prints every request already; the access line is for production servers.
+        **({"contextstore.request": {"level": "WARNING"}} if DEBUG else {}),
+    },
 }
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False

@@ -358,3 +358,22 @@ def test_the_dashboard_pages_read_from_the_replica(replicas, dashboard, thread, 
             assert admin.get(url).status_code == 200, url
     assert len(on_the_replica) >= 2 * len(pages)
     assert db_router.replica_state(ALIAS).up
+
+
+@pytest.mark.postgres
+@reads_replica
+def test_a_revoked_share_link_stops_opening_at_once_while_the_replica_lags(replicas, workspace, actor):
+    from contextstore.models import ShareLink
+    from contextstore.services.sharing import share_link_create, share_link_revoke
+
+    session = session_ensure(workspace=workspace, key="shared", user_id="u", agent="a", actor=actor)[0]
+    link, raw = share_link_create(session=session, kind="session", actor=actor)
+    expiring, raw_expiring = share_link_create(session=session, kind="session", actor=actor)
+    assert Client().get(f"/share/{raw}/").status_code == 200
+    pause()
+    share_link_revoke(link=link, actor=actor)
+    ShareLink.objects.filter(pk=expiring.pk).update(expires_at=expiring.created_at)
+    behind()
+    assert on_replica(f"SELECT revoked_at IS NULL FROM contextstore_sharelink WHERE id = {link.pk}")[0]
+    assert Client().get(f"/share/{raw}/").status_code == 410
+    assert Client().get(f"/share/{raw_expiring}/").status_code == 410

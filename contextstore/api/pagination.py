@@ -4,6 +4,8 @@ from rest_framework.exceptions import NotFound
 from rest_framework.pagination import Cursor, CursorPagination
 from rest_framework.response import Response
 
+from contextstore.ranges import positive_int
+
 
 class OldestFirstCursorPagination(CursorPagination):
     """Cursor pages oldest first, shaped {"results": [...], "next": url|null}."""
@@ -22,7 +24,7 @@ class OldestFirstCursorPagination(CursorPagination):
         cursor = super().decode_cursor(request)
         if cursor is not None and cursor.position is not None:
             position: str = cursor.position  # type: ignore[assignment]  # decoded: a str (the stub says int)
-            if not (position.isascii() and position.isdigit() and len(position) <= 18):
+            if positive_int(position, zero=True) is None:
                 raise NotFound(self.invalid_cursor_message)
         return cursor
 

@@ -15,6 +15,7 @@ from rest_framework.parsers import JSONParser
 
 from contextstore.api.exceptions import PayloadTooLargeError
 from contextstore.jsonstrict import MAX_JSON_DEPTH, JSONRefused, strict_loads
+from contextstore.ranges import positive_int
 
 __all__ = ["MAX_JSON_DEPTH", "LimitedJSONParser", "MergePatchParser", "loads_strict"]
 
@@ -44,7 +45,8 @@ class LimitedJSONParser(JSONParser):
         if limit is not None:
             request = (parser_context or {}).get("request")
             declared = request.META.get("CONTENT_LENGTH") if request is not None else None
-            if declared and str(declared).isdigit() and int(declared) > limit:
+            size = positive_int(str(declared or ""), zero=True, maximum=2**63 - 1)
+            if size is not None and size > limit:
                 raise PayloadTooLargeError(f"The request body is larger than {limit} bytes.")
             raw = stream.read(limit + 1)
             if len(raw) > limit:

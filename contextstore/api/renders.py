@@ -101,6 +101,8 @@ class LLMCallSerializer(serializers.Serializer):
     format = serializers.CharField(allow_null=True)
     system = serializers.ListField(child=serializers.DictField(), required=False)
     messages = serializers.ListField(child=serializers.JSONField(), allow_null=True)
+    messages_expired = serializers.IntegerField(
+        help_text="How many logged messages are gone (their text erased) and left out of `messages`.")
     tools = serializers.ListField(child=serializers.DictField(), allow_null=True)
     params = serializers.DictField()
 
@@ -126,10 +128,11 @@ class LLMCallViewSet(viewsets.GenericViewSet):
         if event is None:
             raise NotFound(f"No LLM call event at seq {seq} on this thread.")
         data = event.data if isinstance(event.data, dict) else {}
+        messages, gone = renders.llm_call_logged(event=event, workspace_id=thread.workspace_id)
         out: dict[str, Any] = {"seq": event.seq, "type": event.type,
                                "render_id": data.get("render_id"), "format": None,
-                               "messages": renders.llm_call_messages(event=event),
-                               **renders.llm_call_request(event=event)}
+                               "messages": messages, "messages_expired": gone,
+                               **renders.llm_call_request(event=event, workspace_id=thread.workspace_id)}
         if out["render_id"]:
             record = renders.render_get(workspace_id=thread.workspace_id, render_id=out["render_id"])
             out.update(renders.render_rebuild(record=record))

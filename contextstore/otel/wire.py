@@ -24,6 +24,8 @@ from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
+from contextstore.jsonstrict import MAX_JSON_DEPTH, too_deep
+
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 CHUNK = 64 * 1024
@@ -238,6 +240,8 @@ def parse[M: Message](body: bytes, encoding: str, message: type[M]) -> M:
         data = json.loads(body)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise BadBody(f"The body is not JSON ({exc}).") from exc
+    if too_deep(data):  # as every JSON body the API takes (jsonstrict): the walks below recurse
+        raise BadBody(f"The body is JSON nested deeper than {MAX_JSON_DEPTH} levels.")
     if not isinstance(data, dict):
         raise BadBody(f"The body must be a JSON object ({message.__name__}).")
     _hex_ids_to_base64(data)

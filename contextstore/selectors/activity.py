@@ -12,6 +12,7 @@ from typing import Any
 from django.urls import reverse
 
 from contextstore.models import AuditLog, Thread
+from contextstore.ranges import positive_int
 
 PAGE = 50
 
@@ -68,8 +69,8 @@ def describe(row: AuditLog, thread: Thread) -> Activity:
         a.text = f"un-cleared a clear ({_plural(d.get('restored', '?'), 'event')} back in context)"
     elif action == "thread.fork":
         a.text = f"forked {span or 'the working context'} into a new thread:"
-        if row.target_id.isdigit():
-            a.href = reverse("contextstore:thread", args=[int(row.target_id)])
+        if (fork := positive_int(row.target_id)) is not None:
+            a.href = reverse("contextstore:thread", args=[fork])
             a.link_text = f"thread {row.target_id}"
     elif action == "thread.delete_fork":
         a.text = f"deleted the fork “{d.get('name', '?')}” ({_plural(d.get('events', '?'), 'event')})"

@@ -231,7 +231,7 @@ def llm_call_sent(*, thread: Thread, call: LLMCall) -> dict[str, Any]:
     request: dict[str, Any] = {"tools": None, "params": {}}
     for event in (call.start, call.end):
         if event is not None:
-            found = renders.llm_call_request(event=event)
+            found = renders.llm_call_request(event=event, workspace_id=thread.workspace_id)
             request = {"tools": request["tools"] or found["tools"],
                        "params": request["params"] or found["params"]}
     return {**_sent(thread, call), **request}
@@ -248,10 +248,10 @@ def _sent(thread: Thread, call: LLMCall) -> dict[str, Any]:
                     "expired": renders.render_expired(record)}
     for event in (call.start, call.end):
         if event is not None:
-            messages = renders.llm_call_messages(event=event)
+            messages, gone = renders.llm_call_logged(event=event, workspace_id=thread.workspace_id)
             if messages is not None:
                 return {"source": "messages", "record": None, "format": None, "system": [],
-                        "messages": messages}
+                        "messages": messages, "expired": gone}
     return {"source": None, "record": None, "format": None, "system": [], "messages": []}
 
 

@@ -25,8 +25,13 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _texts(hashes: set[str]) -> dict[str, str]:
-    return dict(StoredText.objects.filter(sha256__in=hashes).values_list("sha256", "text")) if hashes else {}
+def _texts(workspace_id: int, hashes: set[str]) -> dict[str, str]:
+    """The texts of `hashes` this workspace stored (a hash names nothing outside it); a text
+    that is gone (erased) is missing from the answer."""
+    if not hashes:
+        return {}
+    return dict(StoredText.objects.filter(workspace_id=workspace_id, sha256__in=hashes)
+                .values_list("sha256", "text"))
 
 
 # ------------------------------------------------------------------ compact event lists
@@ -114,7 +119,8 @@ def _section_text(entries: list[list[Any]], versions: dict[int, ContextBlockVers
     for entry in entries:
         version = versions[entry[0]]
         # a fixed value's block (one shown is never suppressed, so its value is a str)
-        named.append((version.name, texts[entry[1]] if len(entry) > 1 else version.value or ""))
+        # a live block's text that is gone (erased) shows empty rather than failing the rebuild
+        named.append((version.name, texts.get(entry[1], "") if len(entry) > 1 else version.value or ""))
     return join_blocks(named)
 
 
@@ -125,12 +131,12 @@ def render_rebuild(*, record: RenderRecord) -> dict[str, Any]:
     versions = {v.pk: v for v in ContextBlockVersion.objects.filter(
         thread_id=record.thread_id, pk__in=[e[0] for e in entries])}
     wanted = {e[1] for e in entries if len(e) > 1} | ({spec["summary"]} if spec["summary"] else set())
-    texts = _texts(wanted)
+    texts = _texts(record.workspace_id, wanted)
     events = record_events(record)
     units, _ = valid_items(events)
     body = build_messages(
         fmt=record.format, prefix=_section_text(spec["prefix"], versions, texts),
-        summary=texts[spec["summary"]] if spec["summary"] else "",
+        summary=texts.get(spec["summary"], "") if spec["summary"] else "",
         suffix=_section_text(spec["suffix"], versions, texts), units=units,
         strip_thinking=spec["strip"], summary_as_user=spec["v"] >= 2)  # as its render showed it
     return {"format": record.format, **body}
@@ -148,22 +154,35 @@ def render_get(*, workspace_id: int, render_id: Any) -> RenderRecord:
 
 # ------------------------------------------------------------------ LLM call links
 
-def llm_call_messages(*, event: Event) -> list[Any] | None:
-    """The messages an LLMCallStart logged, back from their hashes (None when none were)."""
+def texts_of(*, workspace_id: int, hashes: set[str]) -> dict[str, str]:
+    """{hash: text} of the hashes this workspace stored (the others are left out)."""
+    return _texts(workspace_id, hashes)
+
+
+def llm_call_logged(*, event: Event, workspace_id: int) -> tuple[list[Any] | None, int]:
+    """The messages an LLMCallStart logged, back from their hashes within the call's workspace
+    (None when none were), and how many are gone: a message whose text was erased (or that an
+    older event named without storing it) is left out and counted, never an error."""
     hashes = (event.data or {}).get("message_hashes") if isinstance(event.data, dict) else None
     if not isinstance(hashes, list):
-        return None
-    texts = _texts(set(hashes))
-    return [json.loads(texts[h]) for h in hashes]
+        return None, 0
+    texts = _texts(workspace_id, {h for h in hashes if isinstance(h, str)})
+    found = [json.loads(texts[h]) for h in hashes if isinstance(h, str) and h in texts]
+    return found, len(hashes) - len(found)
 
 
-def llm_call_request(*, event: Event) -> dict[str, Any]:
+def llm_call_messages(*, event: Event, workspace_id: int) -> list[Any] | None:
+    """The messages an LLMCallStart logged that are still there (llm_call_logged)."""
+    return llm_call_logged(event=event, workspace_id=workspace_id)[0]
+
+
+def llm_call_request(*, event: Event, workspace_id: int) -> dict[str, Any]:
     """The rest of the request an LLM-call event logged: {"tools": [...] | None, "params": {...}}."""
     data = event.data if isinstance(event.data, dict) else {}
     tools_hash = data.get("tools_hash")
     tools = None
     if isinstance(tools_hash, str):
-        text = _texts({tools_hash}).get(tools_hash)
+        text = _texts(workspace_id, {tools_hash}).get(tools_hash)
         tools = json.loads(text) if text is not None else None
     params = data.get("params")
     return {"tools": tools, "params": params if isinstance(params, dict) else {}}

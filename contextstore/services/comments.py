@@ -1,7 +1,7 @@
 """Comments on a session or on one event of its threads (an LLM call is named by its call's
 seq, services/scores.py does the same). Anyone who may edit the workspace comments; only the
-author, or an admin of the workspace, edits or deletes a comment. Every change is audited;
-the audit row keeps the comment's length, never its text."""
+author while they still may, or an admin of the workspace, edits or deletes a comment. Every
+change is audited; the audit row keeps the comment's length, never its text."""
 
 from django.db import transaction
 from django.utils import timezone
@@ -47,14 +47,19 @@ def _text(text: object) -> str:
 
 
 def may_change(comment: Comment, actor: Actor) -> bool:
-    """The author, or an admin of the comment's workspace (a superuser too)."""
+    """An admin of the comment's workspace (a superuser too), or its author while they may still
+    edit the workspace: the role is the one held now, not when the comment was written (an
+    author demoted to viewer, or removed, changes nothing)."""
     user = actor.user
     if user is None:
         return False
-    if comment.author_id == user.pk or user.is_superuser:
+    if user.is_superuser:
         return True
-    return Membership.objects.filter(workspace_id=comment.workspace_id, user=user,
-                                     role=Membership.Role.ADMIN).exists()
+    role = (Membership.objects.filter(workspace_id=comment.workspace_id, user=user)
+            .values_list("role", flat=True).first())
+    if role == Membership.Role.ADMIN:
+        return True
+    return comment.author_id == user.pk and role == Membership.Role.EDITOR
 
 
 def comment_add(*, session: Session, text: object, actor: Actor, thread: Thread | None = None,

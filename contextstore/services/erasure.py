@@ -16,8 +16,8 @@ way is finished by the next, and a run that finds nothing answers zeros):
 - dataset items copied from their sessions (found by the user id they carry, so a copy
   outlives retention's deletion of its session but not the person's erasure); share links
   to their sessions go with the sessions;
-- the stored texts (content-addressed; render records and logged prompts name them by hash)
-  their rows name and no other row names, in any workspace;
+- the stored texts (content-addressed within the workspace; render records and logged prompts
+  name them by hash) their rows name and no other row of the workspace names;
 - every session: events in batches (retention's helper, so the counters stay right between
   batches), then per thread the bulky rows (state revisions, render records, block versions,
   commit records, staged sync uploads, blobs) in batches, then the rest in one short
@@ -79,6 +79,7 @@ from contextstore.models import (
     Workspace,
 )
 from contextstore.otel.mapping import USER_KEYS, first_of
+from contextstore.ranges import positive_int
 from contextstore.selectors.renders import LLM_CALL_TYPES
 from contextstore.services.common import Actor, audit, check_key, lock_thread
 from contextstore.services.retention import COUNTED, events_delete_locked
@@ -150,7 +151,7 @@ def user_erase(*, workspace: Workspace, user_id: Any, actor: Actor,
                     counts=counts)
     _scopes_erase(workspace=workspace, user_id=user_id, batch_size=batch_size, counts=counts)
     _dataset_items_erase(workspace=workspace, user_id=user_id, batch_size=batch_size, counts=counts)
-    _texts_erase(threads=threads, counts=counts)
+    _texts_erase(workspace=workspace, threads=threads, counts=counts)
     # Found afresh each time: a session the person's agent opened meanwhile goes too.
     while session := sessions.order_by("pk").first():
         _session_erase(session=session, batch_size=batch_size, counts=counts)
@@ -228,7 +229,7 @@ def _rows_naming(workspace: Workspace, fields: str | tuple[str, ...],
 def _someone_elses(target_type: str, target_id: str, user_id: str) -> bool:
     """Whether an audit row's session or thread still stands and is not the person's (another
     person's session may have the same key)."""
-    if not target_id.isdigit():
+    if positive_int(target_id) is None:
         return False
     if target_type == "session":
         return Session.objects.filter(pk=target_id).exclude(user_id=user_id).exists()
@@ -339,23 +340,27 @@ def _texts_named(records: Any, events: Any, replays: Any) -> set[str]:
     return found
 
 
-def _texts_erase(*, threads: Any, counts: dict[str, int]) -> None:
-    """A stored text is shared by every row naming the same content, in any workspace: it goes
-    only when no row outside the person's threads names it (one pass over the other render
-    records, LLM-call events and replays, the only rows that name texts)."""
+def _texts_erase(*, workspace: Workspace, threads: Any, counts: dict[str, int]) -> None:
+    """A stored text belongs to its workspace and is shared by every row of that workspace
+    naming the same content: it goes unless a row of the workspace outside the person's threads
+    names it (one pass over the workspace's other render records, LLM-call events and replays,
+    the only rows that name texts). Rows of other workspaces have texts of their own: what they
+    name never keeps this workspace's."""
     theirs = _texts_named(RenderRecord.objects.filter(thread__in=threads),
                           Event.objects.filter(thread__in=threads),
                           CallReplay.objects.filter(thread__in=threads))
+    texts = StoredText.objects.filter(workspace=workspace)
     kept: set[str] = set()
     for hashes in batched(sorted(theirs), CHUNK):
-        kept.update(StoredText.objects.filter(sha256__in=hashes).values_list("sha256", flat=True))
+        kept.update(texts.filter(sha256__in=hashes).values_list("sha256", flat=True))
     if not kept:
         return
-    kept -= _texts_named(RenderRecord.objects.exclude(thread__in=threads),
-                         Event.objects.exclude(thread__in=threads),
-                         CallReplay.objects.exclude(thread__in=threads))
+    others = Thread.objects.filter(workspace=workspace).exclude(pk__in=threads.values("pk"))
+    kept -= _texts_named(RenderRecord.objects.filter(thread__in=others),
+                         Event.objects.filter(thread__in=others),
+                         CallReplay.objects.filter(thread__in=others))
     for hashes in batched(sorted(kept), CHUNK):
-        _add(counts, StoredText.objects.filter(sha256__in=hashes).delete()[1])
+        _add(counts, texts.filter(sha256__in=hashes).delete()[1])
 
 
 # --- sessions ----------------------------------------------------------------------------------

@@ -97,7 +97,7 @@ def _append_folded(
     with transaction.atomic(savepoint=savepoint):
         # A copy when the caller locked it: the rolled-back skip must not leave counters moved.
         locked_row = copy.copy(thread) if locked else lock_thread(thread, history_only=True)
-        texts_keep(call_texts)
+        texts_keep(workspace_id=thread.workspace_id, texts=call_texts)
 
         def audited(objs: list[Event]) -> list[tuple[str, tuple]]:  # the audit row naming the range
             return [insert_sql(AuditLog, [audit_row(
@@ -119,7 +119,7 @@ def _append_checked(
     (replays, conflicts); big batches COPY."""
     with transaction.atomic(savepoint=savepoint):
         thread = thread if locked else lock_thread(thread, history_only=True)
-        texts_keep(call_texts)
+        texts_keep(workspace_id=thread.workspace_id, texts=call_texts)
         client_ids = {s.client_id for s in specs if s.client_id}
         stored = (
             {e.client_id: e for e in Event.objects.filter(thread=thread, client_id__in=client_ids)}

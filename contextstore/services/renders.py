@@ -9,6 +9,7 @@ A record copies no event text. Agents that build their own prompt attach it to L
 import json
 import uuid
 from dataclasses import replace
+from itertools import batched
 from typing import Any
 
 from django.db import connection
@@ -29,15 +30,16 @@ MAX_LOGGED_TOOLS = 500
 MAX_PARAMS_CHARS = 10_000  # request parameters stay inline in the event: small by nature
 
 
-def _text_rows(hashes: list[str], texts: list[str]) -> list[StoredText]:
+def _text_rows(workspace_id: int, hashes: list[str], texts: list[str]) -> list[StoredText]:
     """One row per distinct text."""
-    return list({h: StoredText(sha256=h, text=t) for h, t in zip(hashes, texts, strict=True)}.values())
+    return list({h: StoredText(workspace_id=workspace_id, sha256=h, text=t)
+                 for h, t in zip(hashes, texts, strict=True)}.values())
 
 
-def texts_keep(texts: list[str]) -> list[str]:
-    """Keep each text once (content-addressed); returns their hashes in order."""
+def texts_keep(*, workspace_id: int, texts: list[str]) -> list[str]:
+    """Keep each text once in its workspace (content-addressed); returns their hashes in order."""
     hashes = [sha256(t) for t in texts]
-    rows = _text_rows(hashes, texts)
+    rows = _text_rows(workspace_id, hashes, texts)
     if rows:
         StoredText.objects.bulk_create(rows, ignore_conflicts=True)
     return hashes
@@ -103,9 +105,9 @@ def _insert_statement(values: list[Any]) -> tuple[str, list[Any]]:
                  connection.ops.adapt_datetimefield_value(created_at)]
 
 
-def _texts_statement(hashes: list[str], texts: list[str]) -> tuple[str, list[Any]]:
+def _texts_statement(workspace_id: int, hashes: list[str], texts: list[str]) -> tuple[str, list[Any]]:
     """PostgreSQL: texts_keep's INSERT of the texts not kept yet, as a statement to run with a read."""
-    sql, params = insert_sql(StoredText, _text_rows(hashes, texts), ignore_conflicts=True)
+    sql, params = insert_sql(StoredText, _text_rows(workspace_id, hashes, texts), ignore_conflicts=True)
     return sql, list(params)
 
 
@@ -158,7 +160,7 @@ def render_record(*, thread: Thread, rendered: rendering.Rendered, actor: Actor)
     # Kept before the record and outside its statement: a text is immutable and content-addressed,
     # so one kept for a record that then fails harms nothing, and a text already kept (the usual
     # case: the summary changes seldom) writes nothing and commits nothing.
-    hashes = texts_keep(_texts(shown, rendered.summary))
+    hashes = texts_keep(workspace_id=thread.workspace_id, texts=_texts(shown, rendered.summary))
     stats = rendered.body["stats"]
     values = _values(thread=thread, actor=actor, fmt=rendered.body["format"],
                      max_tokens=stats["max_tokens"], total=stats["total_tokens"],
@@ -201,7 +203,9 @@ def context_render_recorded(
                  summary=thread.summary, ids=ids, hashes=hashes, events=rows)
     values = _values(thread=thread, actor=actor, fmt=fmt, max_tokens=max_tokens,
                      total=stats["total_tokens"], prefix_hash=stats["prefix_hash"], spec=spec)
-    along = [_insert_statement(values)] + ([_texts_statement(hashes, texts)] if texts else [])
+    along = [_insert_statement(values)]
+    if texts:
+        along.append(_texts_statement(thread.workspace_id, hashes, texts))
     rendered = rendering.render_finish(planned, along=along)
     record = RenderRecord.from_db(connection.alias, None, values)  # type: ignore[arg-type]  # as above
     # Events never change, so the same events shown means the same spec and tokens.
@@ -238,20 +242,71 @@ def _request_extras(index: int, data: dict[str, Any]) -> tuple[dict[str, Any], s
     return data, text
 
 
-def llm_call_prepare(*, thread: Thread, specs: list) -> tuple[list, list[str]]:
-    """LLMCallStart/LLMComplete may name the render they sent (`data.render_id`, a render of
-    this thread) and may carry the exact `data.messages` sent; those are replaced by their
+def _is_hash(value: Any) -> bool:
+    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+
+
+def _named_hashes(index: int, data: dict[str, Any], where: str) -> list[tuple[str, list[str]]]:
+    """The text hashes an LLM-call event's data names as the client sent them: (place, hashes)."""
+    named = []
+    hashes = data.get("message_hashes")
+    if "message_hashes" in data:
+        place = f"{where}[{index}].data.message_hashes"
+        if not isinstance(hashes, list) or len(hashes) > MAX_LOGGED_MESSAGES \
+                or not all(_is_hash(h) for h in hashes):
+            raise InvalidInput(f"{place} must be a list of at most {MAX_LOGGED_MESSAGES} sha256 "
+                               "hex digests.", details={place: "invalid"})
+        named.append((place, hashes))
+    if "tools_hash" in data:
+        place = f"{where}[{index}].data.tools_hash"
+        if not _is_hash(data["tools_hash"]):
+            raise InvalidInput(f"{place} must be a sha256 hex digest.", details={place: "invalid"})
+        named.append((place, [data["tools_hash"]]))
+    return named
+
+
+def call_hashes_check(*, workspace_id: int, specs: list, where: str = "events",
+                      computed: frozenset[str] = frozenset()) -> None:
+    """Refuse an LLM-call event that names a text hash (`data.message_hashes`, `data.tools_hash`)
+    this workspace has not stored: a hash is only ever a name the server gave to this
+    workspace's own text (or one `computed` from the texts the same batch carries). Every way
+    events come in with data as the client sent it runs this (append, commit and OTLP through
+    llm_call_prepare; sync; import)."""
+    named: list[tuple[str, list[str]]] = []
+    for index, spec in enumerate(specs):
+        if spec.type in LLM_CALL_TYPES and isinstance(spec.data, dict):
+            named.extend(_named_hashes(index, spec.data, where))
+    wanted = {h for _, hashes in named for h in hashes} - computed
+    if not wanted:
+        return
+    stored: set[str] = set()
+    for chunk in batched(sorted(wanted), 500):
+        stored.update(StoredText.objects.filter(workspace_id=workspace_id, sha256__in=chunk)
+                      .values_list("sha256", flat=True))
+    for place, hashes in named:
+        if any(h not in stored and h not in computed for h in hashes):
+            raise InvalidInput(f"{place} names a text this workspace has not stored: send the "
+                               "messages or tools themselves, and the server keeps them by hash.",
+                               details={place: "unknown text"})
+
+
+def llm_call_texts(*, workspace_id: int, specs: list) -> tuple[list, list[str]]:
+    """The exact `data.messages` an LLMCallStart/LLMComplete carries are replaced by their
     hashes (`data.message_hashes`), and `data.tools` by `data.tools_hash` (_request_extras);
-    returns the specs and the texts to keep."""
-    out, refs, keep = [], [], []
+    returns the specs and the texts to keep (texts_keep, in the caller's transaction). Hashes
+    the client sent itself must name texts this workspace stored (call_hashes_check). Every way
+    events come in with their data as the client sent it: append, commit and OTLP
+    (llm_call_prepare), and import."""
+    out, keep = [], []
+    sent = set()  # indexes of the specs whose data carries hashes as the client sent them
     for index, spec in enumerate(specs):
         data = spec.data
         if spec.type not in LLM_CALL_TYPES or not isinstance(data, dict):
             out.append(spec)
             continue
-        render_id = data.get("render_id")
-        if render_id is not None:
-            refs.append((index, render_id))
+        if ("message_hashes" in data and data.get("messages") is None) \
+                or ("tools_hash" in data and data.get("tools") is None):
+            sent.add(index)
         messages = data.get("messages")
         if messages is not None:
             if not isinstance(messages, list) or len(messages) > MAX_LOGGED_MESSAGES:
@@ -262,14 +317,27 @@ def llm_call_prepare(*, thread: Thread, specs: list) -> tuple[list, list[str]]:
                      for m in messages]
             data = {k: v for k, v in data.items() if k != "messages"}
             data["message_hashes"] = [sha256(t) for t in texts]
-            spec = replace(spec, data=data)
             keep.extend(texts)
         data, tools_text = _request_extras(index, data)
         if tools_text is not None:
             keep.append(tools_text)
-        if data is not spec.data:
-            spec = replace(spec, data=data)
-        out.append(spec)
+        out.append(replace(spec, data=data) if data is not spec.data else spec)
+    if sent:
+        # (hashes this batch computed from its own messages or tools are its workspace's)
+        call_hashes_check(workspace_id=workspace_id,
+                          specs=[spec if i in sent else replace(spec, data=None)
+                                 for i, spec in enumerate(out)],
+                          computed=frozenset(sha256(t) for t in keep))
+    return out, keep
+
+
+def llm_call_prepare(*, thread: Thread, specs: list) -> tuple[list, list[str]]:
+    """llm_call_texts, and `data.render_id` (the render a call sent) must be a render of this
+    thread; returns the specs and the texts to keep."""
+    refs = [(index, spec.data["render_id"]) for index, spec in enumerate(specs)
+            if spec.type in LLM_CALL_TYPES and isinstance(spec.data, dict)
+            and spec.data.get("render_id") is not None]
+    out, keep = llm_call_texts(workspace_id=thread.workspace_id, specs=specs)
     if refs:
         known = {str(pk) for pk in RenderRecord.objects.filter(  # runs before the thread's lock
             thread=thread, thread__workspace_id=thread.workspace_id,

@@ -79,7 +79,7 @@ def call_replay(*, thread: Thread, call: LLMCall, actor: Actor, model: str = "",
     # The request is kept redacted (the endpoint gets it as the person wrote it): redacted
     # before it is hashed, so the stored text is the text its hash names.
     kept, _ = redact(use_workspace(thread.workspace), body)
-    [request_hash] = texts_keep([provider_request.dumps(kept)])
+    [request_hash] = texts_keep(workspace_id=thread.workspace_id, texts=[provider_request.dumps(kept)])
     started = time.monotonic()
     fields: dict[str, Any]
     try:

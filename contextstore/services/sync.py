@@ -47,11 +47,13 @@ from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge, StaleRe
 from contextstore.eventspec import EventSpec, event_spec
 from contextstore.fields import NUL_IN_NAME
 from contextstore.models import Event, Session, SyncUpload, Thread
+from contextstore.ranges import positive_int
 from contextstore.redaction import redact_events, use_workspace
 from contextstore.services import history
 from contextstore.services.common import UNSET, Actor, audit, lock_thread
 from contextstore.services.document import document_write
 from contextstore.services.peteos import thread_to_peteos
+from contextstore.services.renders import call_hashes_check
 from contextstore.services.state import check_memory
 from contextstore.services.summaries import summarization_check
 
@@ -309,6 +311,8 @@ def _apply(*, thread: Thread, namespace: str, items: list[_Item], removed: list[
             raise InvalidInput(f"items[{i}].key {item.key!r} appears twice in one save.",
                                details={f"items[{i}].key": item.key})
         seen.add(item.key)
+    # an LLM call's text hashes must name this workspace's own texts (services/renders.py)
+    call_hashes_check(workspace_id=thread.workspace_id, specs=[item.spec for item in items], where="items")
     current = _current_versions(thread, prefix, [*seen, *removed])
 
     fresh: list[EventSpec] = []
@@ -430,8 +434,9 @@ def _current_versions(thread: Thread, prefix: str, keys: list[str]) -> dict[str,
             found[legacy[event.client_id]] = event
     seqs = {}
     for key in keys:
-        if key not in found and key.startswith(FOREIGN_PREFIX) and key[3:].isdigit():
-            seqs[int(key[3:])] = key
+        if key not in found and key.startswith(FOREIGN_PREFIX) \
+                and (seq := positive_int(key[len(FOREIGN_PREFIX):])) is not None:
+            seqs[seq] = key
     for start in range(0, len(seqs), 500):
         for event in (Event.objects.filter(thread=thread, seq__in=list(seqs)[start:start + 500])
                       .exclude(status__in=RETIRED).only(*FIELDS)):

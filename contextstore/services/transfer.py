@@ -1,7 +1,9 @@
 """Export and import of whole threads: contextstore JSON (everything) and peteos context JSON."""
 
+import json
 from collections.abc import Iterator, Mapping
 from datetime import datetime
+from itertools import batched
 from typing import Any
 
 from django.db import DataError, IntegrityError, transaction
@@ -15,11 +17,13 @@ from contextstore.fields import NUL_IN_NAME
 from contextstore.models import Clear, Collapse, Event, Thread
 from contextstore.ranges import check_position
 from contextstore.redaction import redact, redact_events, use_workspace
+from contextstore.selectors.renders import LLM_CALL_TYPES, texts_of
 from contextstore.services import history
 from contextstore.services.blocks import block_upsert
 from contextstore.services.common import Actor, audit
 from contextstore.services.document import document_write
 from contextstore.services.peteos import peteos_to_export
+from contextstore.services.renders import llm_call_texts, texts_keep
 from contextstore.services.sessions import session_ensure
 from contextstore.services.state import check_memory
 from contextstore.services.summaries import summarizer_config_clean
@@ -95,13 +99,46 @@ def thread_export_parts(*, thread: Thread) -> tuple[dict[str, Any], Iterator[dic
 def _export_events(thread: Thread, last_seq: int) -> Iterator[dict[str, Any]]:
     rows = (thread.events.filter(seq__lte=last_seq).select_related("run").order_by("seq")
             .iterator(chunk_size=EXPORT_CHUNK))
-    for e in rows:
-        item = {f: getattr(e, f) for f in EVENT_FIELDS}
-        item["run_id"] = e.run.run_id if e.run else None
-        item["occurred_at"] = _iso(e.occurred_at)
-        item["collapse"] = e.collapse_id
-        item["cleared_by"] = e.cleared_by_id
-        yield item
+    for chunk in batched(rows, EXPORT_CHUNK):
+        texts = _logged_texts(thread.workspace_id, chunk)
+        for e in chunk:
+            item = {f: getattr(e, f) for f in EVENT_FIELDS}
+            if e.type in LLM_CALL_TYPES and isinstance(e.data, dict):
+                item["data"] = _with_texts(e.data, texts)
+            item["run_id"] = e.run.run_id if e.run else None
+            item["occurred_at"] = _iso(e.occurred_at)
+            item["collapse"] = e.collapse_id
+            item["cleared_by"] = e.cleared_by_id
+            yield item
+
+
+def _logged_texts(workspace_id: int, events: tuple[Event, ...]) -> dict[str, str]:
+    """The texts the LLM-call events of a chunk name (one query)."""
+    hashes: set[str] = set()
+    for e in events:
+        if e.type in LLM_CALL_TYPES and isinstance(e.data, dict):
+            logged = e.data.get("message_hashes")
+            hashes.update(h for h in (logged if isinstance(logged, list) else []) if isinstance(h, str))
+            if isinstance(e.data.get("tools_hash"), str):
+                hashes.add(e.data["tools_hash"])
+    return texts_of(workspace_id=workspace_id, hashes=hashes) if hashes else {}
+
+
+def _with_texts(data: dict[str, Any], texts: dict[str, str]) -> dict[str, Any]:
+    """An LLM call's data as an export carries it: the messages and tools it logged themselves,
+    not their hashes (a hash names a text of this workspace only: an import elsewhere keeps the
+    texts anew); a text that is gone is left out."""
+    out = dict(data)
+    hashes = out.get("message_hashes")
+    if isinstance(hashes, list):
+        del out["message_hashes"]
+        out["messages"] = [json.loads(texts[h]) for h in hashes if isinstance(h, str) and h in texts]
+    tools_hash = out.get("tools_hash")
+    if isinstance(tools_hash, str):
+        del out["tools_hash"]
+        if tools_hash in texts:
+            out["tools"] = json.loads(texts[tools_hash])
+    return out
 
 
 # An event of an export also carries what was stored with it (seq, position, status, its
@@ -226,13 +263,16 @@ def thread_import(
             if [seq for _, seq, _ in checked] != list(range(first, first + len(checked))):
                 raise InvalidInput("Event seqs must run n, n+1, n+2… without gaps.")
             places = [place for _, _, place in checked]
+            # an LLM call's messages and tools kept as an append keeps them (hashes it sends
+            # itself must name this workspace's own texts)
+            specs, texts = llm_call_texts(workspace_id=workspace.pk, specs=[spec for spec, _, _ in checked])
+            texts_keep(workspace_id=workspace.pk, texts=texts)
             _working_positions_unique(places)
             if first > 1:
                 thread.last_seq = thread.expired_seq = first - 1
                 thread.save(update_fields=["last_seq", "expired_seq"])
             # The new thread's seqs run on from there: each event keeps the seq it was exported with.
-            events = history.events_add(thread=thread, specs=[spec for spec, _, _ in checked],
-                                        now=now, places=places)
+            events = history.events_add(thread=thread, specs=specs, now=now, places=places)
             by_seq: dict[Any, Event] = {e.seq: e for e in events}  # looked up by what an import says
             old_collapse_ids = {}
             for c in raw_collapses:

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import BadRequest, PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -19,6 +19,7 @@ from django_htmx.middleware import HtmxDetails
 
 from contextstore.errors import DomainError
 from contextstore.models import Membership, ReadAudit, Session, Thread, Workspace
+from contextstore.ranges import positive_int
 from contextstore.redaction import use_workspace
 from contextstore.services.access_log import record_read
 from contextstore.services.common import Actor
@@ -32,6 +33,18 @@ class DashboardRequest(HttpRequest):
 
     htmx: HtmxDetails
     user: User
+
+
+def query_int(raw: str | None) -> int | None:
+    """A number from a query string or a form (ranges.positive_int; 0 allowed): None when absent
+    or empty; anything else a number is not ("²", "-1", "1e3", past 2**62) is a 400."""
+    raw = (raw or "").strip()
+    if not raw:
+        return None
+    value = positive_int(raw, zero=True)
+    if value is None:
+        raise BadRequest(f"{raw[:20]!r} is not a whole number.")
+    return value
 
 
 def visible_workspaces(user) -> QuerySet[Workspace]:

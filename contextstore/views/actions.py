@@ -13,6 +13,7 @@ from django.views.decorators.vary import vary_on_headers
 from contextstore import documents
 from contextstore.forms import BlockForm, CollapseForm, DiffForm, ForkForm, RangeForm, first_error
 from contextstore.models import Clear, Collapse, ContextBlock, Event, Job, StateRevision, Thread
+from contextstore.ranges import positive_int
 from contextstore.selectors.workspaces import actor_names
 from contextstore.services import blocks, clientai, collapses, document, operations, state, summaries, threads
 from contextstore.views.access import (
@@ -320,20 +321,20 @@ def block_delete(request: DashboardRequest, thread: Thread) -> HttpResponse:
 
 @thread_action
 def block_restore(request: DashboardRequest, thread: Thread) -> HttpResponse:
-    name, version = request.POST.get("name", ""), request.POST.get("version", "")
-    if not version.isdigit():
+    name, version = request.POST.get("name", ""), positive_int(request.POST.get("version", ""))
+    if version is None:
         return error_response(request, "Choose a block version to restore.", 400)
-    blocks.block_restore(thread=thread, name=name, version=int(version), actor=actor_for(request))
+    blocks.block_restore(thread=thread, name=name, version=version, actor=actor_for(request))
     return _panel(request, thread)
 
 
 @thread_action
 def state_restore(request: DashboardRequest, thread: Thread) -> HttpResponse:
-    revision = request.POST.get("revision", "")
-    if not revision.isdigit():
+    revision = positive_int(request.POST.get("revision", ""))
+    if revision is None:
         return error_response(request, "Choose a revision to restore.", 400)
     before = thread.revision
-    thread = state.state_restore(thread=thread, revision=int(revision), actor=actor_for(request))
+    thread = state.state_restore(thread=thread, revision=revision, actor=actor_for(request))
     offer_undo(request, thread=thread, text=f"Restored revision {revision} as revision "
                f"{thread.revision}.", url=reverse("contextstore:state-restore", args=[thread.pk]),
                fields={"revision": before}, label=f"Undo (restore r{before})")

@@ -7,15 +7,14 @@ from django.shortcuts import render
 from django.views.decorators.vary import vary_on_headers
 
 from contextstore.selectors.activity import thread_activity
-from contextstore.views.access import DashboardRequest, get_thread, visible_workspaces
+from contextstore.views.access import DashboardRequest, get_thread, query_int, visible_workspaces
 
 
 @login_required
 @vary_on_headers("HX-Request")
 def thread_activity_view(request: DashboardRequest, pk: int) -> HttpResponse:
     thread = get_thread(request, pk)
-    raw = request.GET.get("before", "")
-    before = int(raw) if raw.isdigit() else None
+    before = query_int(request.GET.get("before"))
     entries, more = thread_activity(thread=thread, before=before)
     context = {"thread": thread, "session": thread.session, "workspace": thread.workspace,
                "workspaces": visible_workspaces(request.user), "entries": entries, "more": more}

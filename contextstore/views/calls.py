@@ -7,7 +7,7 @@ replay's write and HTTP call in services/replays.py.
 """
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import BadRequest, PermissionDenied
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -35,6 +35,7 @@ from contextstore.views.access import (
     error_response,
     get_thread,
     note_read,
+    query_int,
     visible_workspaces,
 )
 
@@ -60,8 +61,7 @@ def call_sent(request: DashboardRequest, pk: int, seq: int) -> HttpResponse:
     thread = get_thread(request, pk)
     call = _call(thread, seq)
     sent = llm_call_sent(thread=thread, call=call)
-    raw = request.GET.get("from", "")
-    start = int(raw) if raw.isdigit() else 0
+    start = query_int(request.GET.get("from")) or 0
     turns = provider_request.chat(system=sent["system"], messages=sent["messages"])
     end = start + SENT_PAGE
     context = {**_base(request, thread), "call": call, "sent": sent, "first": start,
@@ -125,6 +125,14 @@ def call_request(request: DashboardRequest, pk: int, seq: int, as_: str) -> Http
     return HttpResponse(_bodies(thread, call)[as_], content_type="text/plain; charset=utf-8")
 
 
+def _message_index(raw: str) -> int:
+    """The message a replay's `text-<n>` field edits; a field naming no number is a 400."""
+    index = query_int(raw)
+    if index is None:
+        raise BadRequest("text- fields name a message by its number.")
+    return index
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def call_replay(request: DashboardRequest, pk: int, seq: int) -> HttpResponse:
@@ -135,8 +143,8 @@ def call_replay(request: DashboardRequest, pk: int, seq: int) -> HttpResponse:
     if request.method == "POST":
         if not editable:
             raise PermissionDenied("Viewers cannot replay calls.")
-        edits = {int(k[5:]): str(v).replace("\r\n", "\n") for k, v in request.POST.items()
-                 if k.startswith("text-") and k[5:].isdigit()}
+        edits = {_message_index(k[5:]): str(v).replace("\r\n", "\n")
+                 for k, v in request.POST.items() if k.startswith("text-")}
         try:
             replay = replays.call_replay(thread=thread, call=call, actor=actor_for(request),
                                          model=request.POST.get("model", ""), edits=edits)

@@ -35,9 +35,11 @@ def comments_context(request: DashboardRequest, session: Session, thread: Thread
     user = request.user
     admin = user.is_superuser or Membership.objects.filter(
         workspace_id=session.workspace_id, user=user, role=Membership.Role.ADMIN).exists()
+    editor = can_edit(user, session.workspace)  # an author demoted to viewer changes nothing
     return {
-        "comments": found, "changeable": {c.pk for c in found if admin or c.author_id == user.pk},
-        "can_comment": can_edit(user, session.workspace), "comment_session": session,
+        "comments": found,
+        "changeable": {c.pk for c in found if admin or (editor and c.author_id == user.pk)},
+        "can_comment": editor, "comment_session": session,
         "comment_thread": thread, "comment_seq": seq,
         "box_id": f"comments-e{seq}" if thread is not None else "comments-session",
         "post_url": (reverse("contextstore:event-comments", args=[thread.pk, seq])

@@ -10,6 +10,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from contextstore.errors import InvalidInput
 from contextstore.models import Dataset, DatasetItem, Thread
+from contextstore.ranges import positive_int
 from contextstore.selectors.calls import llm_call_at
 from contextstore.services.datasets import dataset_add_call, dataset_add_range, dataset_jsonl
 from contextstore.views.access import (
@@ -17,6 +18,7 @@ from contextstore.views.access import (
     actor_for,
     after_action,
     current_workspace,
+    query_int,
     thread_action,
     visible_workspaces,
 )
@@ -25,9 +27,10 @@ ITEMS_PAGE = 50
 
 
 def _position(raw: str | None) -> int:
-    if not raw or not raw.strip().isdigit():
+    position = positive_int((raw or "").strip())
+    if position is None:
         raise InvalidInput("Choose a range of positions first.")
-    return int(raw)
+    return position
 
 
 @thread_action
@@ -69,10 +72,10 @@ def _dataset(request: DashboardRequest, pk: int) -> Dataset:
 @vary_on_headers("HX-Request")
 def dataset_detail(request: DashboardRequest, pk: int) -> HttpResponse:
     dataset = _dataset(request, pk)
-    after = request.GET.get("after", "")
+    after = query_int(request.GET.get("after"))
     items = DatasetItem.objects.filter(dataset=dataset).select_related("created_by").order_by("id")
-    if after.isdigit():
-        items = items.filter(id__gt=int(after))
+    if after is not None:
+        items = items.filter(id__gt=after)
     page = list(items[: ITEMS_PAGE + 1])
     context = {"dataset": dataset, "workspace": dataset.workspace,
                "workspaces": visible_workspaces(request.user), "items": page[:ITEMS_PAGE],

@@ -16,6 +16,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from contextstore.forms import SessionFilterForm, format_cursor, parse_cursor
 from contextstore.models import ReadAudit, Session
+from contextstore.ranges import positive_int
 from contextstore.selectors.sessions import (
     SESSION_SORTS,
     session_runs,
@@ -199,7 +200,8 @@ def _parse_sort_cursor(field: str, raw: str | None) -> tuple[Any, int] | None:
         number = Decimal(value) if field == "cost_total" else int(value)
     except (InvalidOperation, ValueError):
         return None
-    return (number, int(pk)) if pk.isdigit() else None
+    found = positive_int(pk)
+    return (number, found) if found is not None else None
 
 
 def _format_sort_cursor(value: Any, pk: int) -> str:

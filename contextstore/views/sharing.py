@@ -3,7 +3,7 @@ anyone holding one, without logging in, as a read-only page of its target only
 (services/sharing.py)."""
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import BadRequest, PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -17,7 +17,7 @@ from contextstore.selectors.replays import llm_call_output
 from contextstore.selectors.sessions import session_threads
 from contextstore.services.common import Actor
 from contextstore.services.sharing import share_link_create, share_link_open, share_link_revoke
-from contextstore.views.access import DashboardRequest, actor_for, can_edit, get_session
+from contextstore.views.access import DashboardRequest, actor_for, can_edit, get_session, query_int
 
 NEW_LINK = "contextstore.new_share_link"  # the link just made, shown once on the session page
 AROUND = 10  # events shown either side of a shared event
@@ -25,8 +25,7 @@ PAGE = 20  # events a page of a shared session's thread
 SENT_MAX = 200  # newest messages of a shared call's request shown (after its system sections)
 
 
-def _int(raw: str | None) -> int | None:
-    return int(raw) if raw and raw.isdigit() else None
+_int = query_int  # a number from the query string or form, or a 400
 
 
 @login_required
@@ -77,15 +76,17 @@ def shared(request: HttpRequest, token: str) -> HttpResponse:
     except DomainError as exc:
         response = render(request, "contextstore/shared.html", {"error": exc.message}, status=exc.status)
         return _private(response)
+    try:
+        chosen, before = _int(request.GET.get("thread")), _int(request.GET.get("before"))
+    except BadRequest as exc:  # a crafted number: the error page, private as every answer here
+        return _private(render(request, "contextstore/shared.html", {"error": str(exc)}, status=400))
     session = link.session
     context: dict = {"link": link, "session": session, "token": token}
     if link.kind == ShareLink.Kind.SESSION:
         threads = list(session_threads(session=session)[:200])
         context["threads"] = threads
-        chosen = _int(request.GET.get("thread"))
         thread = next((t for t in threads if t.pk == chosen), None)
         if thread is not None:
-            before = _int(request.GET.get("before"))
             events = Event.objects.filter(thread=thread).select_related("run")
             if before is not None:
                 events = events.filter(seq__lt=before)

@@ -24,6 +24,7 @@ from contextstore.models import (
     ReadAudit,
     Thread,
 )
+from contextstore.ranges import positive_int
 from contextstore.selectors import dashboard, rendering, timeline
 from contextstore.selectors.agent_sessions import scoped_states
 from contextstore.selectors.cache import model_view_cache
@@ -36,6 +37,7 @@ from contextstore.views.access import (
     can_edit,
     get_thread,
     note_read,
+    query_int,
     visible_workspaces,
 )
 from contextstore.views.undo import offer_undo, take_undo
@@ -54,8 +56,7 @@ def _filters(request: DashboardRequest) -> tuple[EventFilterForm, dict[str, Any]
     return form, data
 
 
-def _int(raw: str | None) -> int | None:
-    return int(raw) if raw and raw.isdigit() else None
+_int = query_int  # a number from the query string, or a 400
 
 
 def budget_of(request: DashboardRequest, thread: Thread) -> int:
@@ -255,8 +256,7 @@ def jump(request: DashboardRequest, pk: int) -> HttpResponse:
         target = (error_seq(thread=thread, after=origin) if direction == "next"
                   else error_seq(thread=thread, before=origin))
         what = f"{'later' if direction == 'next' else 'earlier'} error than #{origin}"
-    elif raw.lstrip("#").isdigit():
-        seq = int(raw.lstrip("#"))
+    elif (seq := positive_int(raw.lstrip("#"), zero=True)) is not None:
         target = seq if 1 <= seq <= thread.last_seq else None
         what = f"event #{seq}"
     elif raw:

@@ -116,3 +116,20 @@ def test_a_card_at_its_start_holds_the_reply_tool_calls_and_results_and_the_run_
         screenshot(page, f"run-waterfall-{width}")
         assert axe_violations(page) == []
     assert page.problems == [], page.problems
+
+
+def test_a_call_whose_logged_text_was_erased_says_so_in_its_card_and_as_sent_page(page, thread):
+    from contextstore.models import StoredText
+
+    StoredText.objects.filter(text__contains="careful support agent").delete()  # as an erasure does
+    page.goto(f"/threads/{thread.pk}/")
+    last = page.locator("#timeline .call-card").nth(1)
+    last.locator("[data-call-sent]").click()
+    sent = last.locator(".call-sent")
+    expect(sent.locator("#messages-expired")).to_contain_text("1 message of this call is gone")
+    expect(sent.locator(".msg")).to_have_count(3)
+    page.goto(f"/threads/{thread.pk}/calls/5/sent/")
+    expect(page.locator("#messages-expired")).to_be_visible()
+    expect(page.locator(".call-sent")).not_to_contain_text("careful support agent")
+    screenshot(page, "call-as-sent-expired-1280")
+    assert page.problems == [], page.problems

@@ -78,14 +78,15 @@ def test_each_dialect_becomes_one_thread_of_messages_once_and_its_calls(otlp, na
         assert {k: end.data.get(k) for k in expected} == expected
         assert end.call_id and end.occurred_at is not None
     starts = [e for e in events if e.type == "LLMCallStart"]
-    assert [len(llm_call_messages(event=s)) for s in starts] == case["sent"]
+    sent = [llm_call_messages(event=s, workspace_id=s.thread.workspace_id) for s in starts]
+    assert [len(messages) for messages in sent] == case["sent"]
     assert all(s.call_id == end.call_id for s, end in zip(starts, ends, strict=True))
 
 
 def test_what_a_call_sent_is_exactly_its_input_messages(otlp):
     assert otlp(fixture("semconv_current.json")).status_code == 200
     second = Event.objects.filter(type="LLMCallStart").order_by("seq")[1]
-    assert llm_call_messages(event=second) == [
+    assert llm_call_messages(event=second, workspace_id=second.thread.workspace_id) == [
         {"role": "system", "parts": [{"type": "text", "content": "You plan trips."}]},
         {"role": "user", "parts": [{"type": "text", "content": "Plan Rome"}]},
         {"role": "assistant", "parts": [

@@ -109,7 +109,7 @@ def test_logged_messages_are_stored_once_per_distinct_message(thread, actor):
     assert StoredText.objects.count() == 4
     first, second = Event.objects.filter(type="LLMCallStart").order_by("seq")
     assert "messages" not in first.data and len(second.data["message_hashes"]) == 4
-    assert render_reads.llm_call_messages(event=second) == grown
+    assert render_reads.llm_call_messages(event=second, workspace_id=thread.workspace_id) == grown
 
 
 def test_a_diff_says_what_changed(busy, actor):
