@@ -576,4 +576,6 @@ EXEMPT_APPS: dict[str, str] = {
     "auth": "Django's accounts, groups and permissions (a password is stored hashed)",
     "contenttypes": "Django's names of the models",
     "sessions": "Django's signed login sessions",
+    "axes": "django-axes' login attempts and lockouts: the username typed, the address and the "
+            "browser's user agent, never a password (AXES_SENSITIVE_PARAMETERS)",
 }
