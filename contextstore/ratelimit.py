@@ -30,7 +30,7 @@ def token_rate() -> tuple[int, int] | None:
     """The token rate in force (API_THROTTLE_RATE), read on every request so settings
     overrides (tests, reloads) apply at once."""
     rates = settings.REST_FRAMEWORK.get("DEFAULT_THROTTLE_RATES") or {}
-    return parse_rate(rates.get(SCOPE))
+    return parse_rate(rates.get(SCOPE) if isinstance(rates, dict) else None)
 
 
 def token_throttle(token_pk: int, rate: tuple[int, int] | None) -> float | None:

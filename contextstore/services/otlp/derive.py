@@ -424,19 +424,19 @@ def _runs_end(thread: Thread, traces: list[_Trace], actor: Actor) -> None:
                 first[run_id] = min(first.get(run_id, span.start_ns), span.start_ns)
             if spans.get(run_id) is None:
                 root = roots[0] if run_id == trace.trace_id and roots else None
-                spans[run_id] = trace.by_id.get(run_id) or root
+                spans[run_id] = trace.by_id.get(run_id, root)
     for run in Run.objects.filter(thread=thread, run_id__in=list(spans)):
-        span = spans[run.run_id]
-        if span is None or span.end_ns <= 0:
+        own = spans[run.run_id]
+        if own is None or own.end_ns <= 0:
             if run.status == Run.Status.RUNNING and run.run_id in first:
                 Run.objects.filter(pk=run.pk).update(started_at=_dt(first[run.run_id]))
             continue
-        failed = span.status_code == STATUS_ERROR
+        failed = own.status_code == STATUS_ERROR
         try:
             run_finish(run=run, actor=actor, status=Run.Status.FAILED if failed else Run.Status.COMPLETED,
-                       error=(span.status_message or "error") if failed else "",
-                       started_at=_dt(span.start_ns) if span.start_ns > 0 else None,
-                       ended_at=_dt(max(span.end_ns, span.start_ns)))
+                       error=(own.status_message or "error") if failed else "",
+                       started_at=_dt(own.start_ns) if own.start_ns > 0 else None,
+                       ended_at=_dt(max(own.end_ns, own.start_ns)))
         except Conflict:  # ended already otherwise (an agent or a person finished it): kept
             pass
 
