@@ -8,7 +8,8 @@ short chat spans, 500 spans an export, 2 exporters) as fast as the server takes 
 they are all accepted, workspace `bench-quiet` exports one trace of two LLM calls. Printed:
 the flood's backlog (outbox rows) when the quiet trace was sent, the seconds from its export's
 answer until its two calls are readable (both LLMComplete events committed in its thread),
-the backlog left at that moment, and the seconds until the flood is derived too.
+the backlog left at that moment, and (unless `--no-drain`) the seconds until the flood is
+derived too; with `--no-drain` the rest of the flood stays in the outbox for the next worker.
 """
 
 import os
@@ -65,7 +66,7 @@ class FairnessBench:
     def __init__(self, stdout: OutputWrapper) -> None:
         self.stdout = stdout
 
-    def run(self, *, url: str | None, spans: int, derive_workers: int) -> None:
+    def run(self, *, url: str | None, spans: int, derive_workers: int, drain: bool = True) -> None:
         flood_token = bench_token("bench_otlp_fairness")
         quiet, _ = workspace_ensure(slug="bench-quiet", name="Benchmarks (quiet)")
         quiet_token = api_token_create(workspace=quiet, name="bench_otlp_fairness", scope="write",
@@ -75,13 +76,14 @@ class FairnessBench:
             if url is None:
                 server, url = start_server(self.stdout, None)
                 processes = [server, start_worker(self.stdout, derive_workers)]
-            self.measure(url.rstrip("/"), flood_token, quiet_token, quiet.pk, spans)
+            self.measure(url.rstrip("/"), flood_token, quiet_token, quiet.pk, spans, drain)
         finally:
             for process in processes:
                 process.terminate()
                 process.wait(timeout=30)
 
-    def measure(self, url: str, flood_token: str, quiet_token: str, quiet_pk: int, spans: int) -> None:
+    def measure(self, url: str, flood_token: str, quiet_token: str, quiet_pk: int, spans: int,
+                drain: bool) -> None:
         self.stdout.write(f"server {url}, database {settings.DATABASES['default']['ENGINE']}, broker "
                           f"{settings.CELERY_BROKER_URL.split('://')[0]}, {os.cpu_count()} CPUs, "
                           f"load average {load()}")
@@ -120,6 +122,8 @@ class FairnessBench:
         left = OtelPending.objects.exclude(workspace=quiet_pk).count()
         self.stdout.write(f"quiet workspace's 2-call trace readable {waited:.2f} s after its export "
                           f"({left:,} flood traces still waiting)")
+        if not drain:
+            return
         while OtelPending.objects.exists():
             if time.perf_counter() - sent > 3600:
                 raise CommandError("the flood was not derived within an hour")

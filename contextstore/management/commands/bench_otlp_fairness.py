@@ -17,6 +17,10 @@ class Command(BaseCommand):
         parser.add_argument("--spans", type=int, default=50_000, help="Spans of the flood (50,000).")
         parser.add_argument("--derive-workers", type=int, default=1,
                             help="Processes of the worker started here (default 1).")
+        parser.add_argument("--no-drain", action="store_true",
+                            help="Stop once the quiet trace is readable; the flood's rest stays queued.")
 
-    def handle(self, *args: Any, url: str | None, spans: int, derive_workers: int, **options: Any) -> None:
-        FairnessBench(self.stdout).run(url=url, spans=spans, derive_workers=derive_workers)
+    def handle(self, *args: Any, url: str | None, spans: int, derive_workers: int, no_drain: bool,
+               **options: Any) -> None:
+        FairnessBench(self.stdout).run(url=url, spans=spans, derive_workers=derive_workers,
+                                       drain=not no_drain)

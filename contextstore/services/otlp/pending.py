@@ -11,9 +11,8 @@ its rows, due again after a backoff; a database outage rolls the whole pass back
 
 A pass takes due rows round robin across workspaces (each workspace's oldest first), so one
 workspace's backlog never holds back another's trace. Passes never wait for each other's
-claims (SKIP LOCKED); two passes deriving the same trace
-are serialised by the trace's row lock in `traces_derive`, and the later one reads every span
-committed before it began.
+claims (SKIP LOCKED); two passes deriving the same trace are serialised by the trace's row
+lock in `traces_derive`, and the later one reads every span committed before it began.
 """
 
 import logging
