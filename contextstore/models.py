@@ -861,9 +861,12 @@ class RenderRecord(models.Model):
 class CallReplay(models.Model):
     """A recorded LLM call sent again to the playground endpoint (services/replays.py): as it
     was or with messages edited. The request body is kept once in StoredText (`request_hash`);
-    a failed replay keeps its error and no answer."""
+    a failed replay keeps its error and no answer. A replay is a worker's job: `queued` when
+    asked, `running` while a worker sends it, then `ok` or `error`."""
 
     class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
         OK = "ok"
         ERROR = "error"
 
@@ -884,10 +887,17 @@ class CallReplay(models.Model):
     latency_ms = models.PositiveIntegerField(default=0)
     error = RedactedCharField(max_length=500, blank=True, default="")
     actor = RedactedCharField(max_length=200, blank=True, default="")
+    # Who asked (their pending replays are capped: PLAYGROUND_MAX_PER_USER).
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, related_name="+",
+                             on_delete=models.SET_NULL, db_index=False)  # replay_pending leads with it
     created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        indexes = [models.Index(fields=["thread", "call_seq"], name="replay_call")]
+        indexes = [models.Index(fields=["thread", "call_seq"], name="replay_call"),
+                   # the caps count pending replays, a handful among every replay ever made
+                   models.Index(fields=["user", "status"], name="replay_pending",
+                                condition=models.Q(status__in=["queued", "running"]))]
 
     def __str__(self) -> str:
         return f"replay of #{self.call_seq} ({self.status})"

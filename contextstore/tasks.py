@@ -11,7 +11,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from contextstore.services import operations, retention, search, summaries
+from contextstore.services import operations, replays, retention, search, summaries
 from contextstore.services.otlp import pending
 
 logger = logging.getLogger(__name__)
@@ -32,6 +32,13 @@ def operation_job(job_id: str) -> dict | None:
     """A long clear, un-clear or collapse, in batches (services/operations.py)."""
     job = operations.operation_job_run(job_id=job_id)
     return None if job is None else {"status": job.status, "progress": job.progress}
+
+
+@shared_task(**JOB_RETRIES)
+def replay_call(replay_id: int) -> str | None:
+    """A dashboard replay: the recorded call sent again to the playground (services/replays.py)."""
+    replay = replays.replay_run(replay_id=replay_id)
+    return None if replay is None else replay.status
 
 
 @shared_task

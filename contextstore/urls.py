@@ -49,6 +49,8 @@ urlpatterns = [
     path("threads/<int:pk>/calls/<int:seq>/diff/", calls.call_diff, name="call-diff"),
     path("threads/<int:pk>/calls/<int:seq>/request/<str:as_>/", calls.call_request, name="call-request"),
     path("threads/<int:pk>/calls/<int:seq>/replay/", calls.call_replay, name="call-replay"),
+    path("threads/<int:pk>/calls/<int:seq>/replays/<int:replay_pk>/", calls.call_replay_status,
+         name="call-replay-status"),
     path("threads/<int:pk>/runs/<path:run_id>/spans/", spans.run_waterfall, name="run-spans"),
     path("threads/<int:pk>/export/", threads.thread_export_view, name="export"),
     path("threads/<int:pk>/export/size/", threads.export_size, name="export-size"),

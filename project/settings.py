@@ -11,6 +11,7 @@ from typing import Any
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from kombu import Exchange, Queue
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("CONTEXTSTORE_VAR_DIR", BASE_DIR / "var"))
@@ -287,6 +288,11 @@ CONTEXTSTORE = {
     "TOKEN_CACHE_SECONDS": env_int("TOKEN_CACHE_SECONDS", 5),
     # Largest OTLP export body once decompressed (/otlp/v1/traces, logs); over it: 413.
     "OTLP_MAX_BYTES": env_int("OTLP_MAX_BYTES", 20 * 1024 * 1024),
+    # Most spans one OTLP export may hold; over it: 413 and nothing kept (SDKs send 512).
+    "OTLP_MAX_SPANS_PER_EXPORT": env_int("OTLP_MAX_SPANS_PER_EXPORT", 20_000),
+    # Spans (or log records) one transaction of an export keeps: a big export is stored in
+    # several short transactions, each holding locks this long at most.
+    "OTLP_STORE_CHUNK": env_int("OTLP_STORE_CHUNK", 2_000),
     # Most event ids one search-index batch (one short transaction) covers (services/search.py).
     "SEARCH_INDEX_BATCH": env_int("SEARCH_INDEX_BATCH", 5000),
 }
@@ -345,6 +351,16 @@ SPECTACULAR_SETTINGS = {
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "contextstore")
+# OTLP derivation has a queue of its own, so a flood of exports never stands between a summary
+# (or a replay) and a worker: a worker consuming both takes from each in turn. Both are
+# declared, so a worker started without -Q consumes both; CELERY_WORKER_QUEUES is what a worker
+# command line passes as -Q to say so (`-Q contextstore,contextstore.otlp`), and a worker given
+# only one of them serves that one alone (docs/scaling.md).
+CELERY_OTLP_QUEUE = env_str("CELERY_OTLP_QUEUE", f"{CELERY_TASK_DEFAULT_QUEUE}.otlp")
+CELERY_WORKER_QUEUES = ",".join(dict.fromkeys([CELERY_TASK_DEFAULT_QUEUE, CELERY_OTLP_QUEUE]))
+CELERY_TASK_QUEUES = [Queue(name, Exchange(name), routing_key=name)
+                      for name in CELERY_WORKER_QUEUES.split(",")]
+CELERY_TASK_ROUTES = {"contextstore.tasks.derive_otlp": {"queue": CELERY_OTLP_QUEUE}}
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -439,6 +455,11 @@ PLAYGROUND_API_KEY = env_str("PLAYGROUND_API_KEY")
 PLAYGROUND_TIMEOUT = float(env_str("PLAYGROUND_TIMEOUT", "60"))
 # A workspace's own endpoint, by slug: {"acme": {"base_url": "…/v1", "api_key": "…"}}.
 PLAYGROUND_WORKSPACES = env_json("PLAYGROUND_WORKSPACES", {})
+# Replays are worker jobs: at most this many queued or running per person, and in all (more are
+# refused, 429); one pending longer than PLAYGROUND_TIMEOUT + PLAYGROUND_QUEUE_SECONDS is failed.
+PLAYGROUND_MAX_PER_USER = env_int("PLAYGROUND_MAX_PER_USER", 2)
+PLAYGROUND_MAX_PENDING = env_int("PLAYGROUND_MAX_PENDING", 8)
+PLAYGROUND_QUEUE_SECONDS = env_int("PLAYGROUND_QUEUE_SECONDS", 120)
 SUMMARIZER_RETRIES = env_int("SUMMARIZER_RETRIES", 2)
 SUMMARIZER_BACKOFF = float(env_str("SUMMARIZER_BACKOFF", "2"))
 SUMMARIZER_FALLBACK_EXTRACTIVE = env_bool("SUMMARIZER_FALLBACK_EXTRACTIVE", False)

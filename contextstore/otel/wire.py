@@ -20,6 +20,7 @@ from typing import Any
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError, Message
+from google.rpc import code_pb2, status_pb2
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
@@ -37,6 +38,11 @@ class BadBody(ValueError):
 
 class TooLarge(ValueError):
     """The body, once decompressed, is larger than the limit; the answer is 413."""
+
+
+class TooManySpans(ValueError):
+    """The export holds more spans than one export may (OTLP_MAX_SPANS_PER_EXPORT); the answer
+    is 413 and nothing of it is kept."""
 
 
 def encoding_of(content_type: str) -> str | None:
@@ -259,6 +265,22 @@ def answer(message: Message, encoding: str) -> bytes:
         return serialized
     text: str = json_format.MessageToJson(message, indent=None)
     return text.encode()
+
+
+def status_answer(code: int, message: str, encoding: str) -> bytes:
+    """A refusal's body as the OTLP/HTTP specification asks: a `google.rpc.Status` (its gRPC
+    `code` and `message`) in the request's encoding."""
+    return answer(status_pb2.Status(code=code, message=message), encoding)
+
+
+RESOURCE_EXHAUSTED = code_pb2.RESOURCE_EXHAUSTED
+INVALID_ARGUMENT = code_pb2.INVALID_ARGUMENT
+
+
+def span_count(request: trace_service_pb2.ExportTraceServiceRequest) -> int:
+    """How many spans an export holds, counted before any of them is read into values."""
+    return sum(len(scope_spans.spans) for resource_spans in request.resource_spans
+               for scope_spans in resource_spans.scope_spans)
 
 
 def traces_answer(rejected: int, errors: list[str], encoding: str) -> bytes:

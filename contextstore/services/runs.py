@@ -1,5 +1,6 @@
 """Runs: one invocation (AgentScope run id, clientai interaction, Nooa method call)."""
 
+from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -31,9 +32,12 @@ def run_start(
     return run, created
 
 
-def run_finish(*, run: Run, status: str, actor: Actor, error: str = "") -> Run:
+def run_finish(*, run: Run, status: str, actor: Actor, error: str = "",
+               started_at: datetime | None = None, ended_at: datetime | None = None) -> Run:
     """Mark a run completed, failed or interrupted. Finishing twice with the same status is a
-    no-op (retries are safe); a different final status is a conflict."""
+    no-op (retries are safe); a different final status is a conflict. `started_at` and
+    `ended_at` are the run's own times when the caller knows them (OTLP: its span's), else it
+    ends now."""
     if status not in FINISHED:
         raise InvalidInput(f"Unknown final status {status!r}.", details={"status": status})
     with transaction.atomic():
@@ -45,8 +49,10 @@ def run_finish(*, run: Run, status: str, actor: Actor, error: str = "") -> Run:
                            details={"status": run.status})
         run.status = status
         run.error = error or ""
-        run.ended_at = timezone.now()
-        run.save(update_fields=["status", "error", "ended_at"])
+        run.ended_at = ended_at or timezone.now()
+        if started_at is not None:
+            run.started_at = started_at
+        run.save(update_fields=["status", "error", "ended_at", "started_at"])
         audit(actor=actor, action=f"run.{status}", target=run, workspace=run.thread.workspace,
               run_id=run.run_id)
     if status == Run.Status.COMPLETED:

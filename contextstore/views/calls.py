@@ -3,7 +3,8 @@ request body), how it differs from the call before, and its replays.
 
 "As sent" and the diff are pages of their own (links work without JavaScript) and, for htmx,
 a fragment that opens inside the call's card. Reads live in contextstore.selectors, the
-replay's write and HTTP call in services/replays.py.
+replay's write and HTTP call in services/replays.py. A replay is a worker's job: the POST only
+queues it, and the page follows it by polling its card (`call_replay_status`).
 """
 
 from django.contrib.auth.decorators import login_required
@@ -146,8 +147,8 @@ def call_replay(request: DashboardRequest, pk: int, seq: int) -> HttpResponse:
         edits = {_message_index(k[5:]): str(v).replace("\r\n", "\n")
                  for k, v in request.POST.items() if k.startswith("text-")}
         try:
-            replay = replays.call_replay(thread=thread, call=call, actor=actor_for(request),
-                                         model=request.POST.get("model", ""), edits=edits)
+            replay = replays.replay_request(thread=thread, call=call, actor=actor_for(request),
+                                            model=request.POST.get("model", ""), edits=edits)
         except DomainError as exc:
             return error_response(request, exc.message, exc.status)
         url = reverse("contextstore:call-replay", args=[thread.pk, call.seq]) + f"#replay-{replay.pk}"
@@ -168,3 +169,14 @@ def call_replay(request: DashboardRequest, pk: int, seq: int) -> HttpResponse:
                "edit_turns": [(i, t) for i, t in enumerate(turns) if i >= first_edit or t.role == "system"]}
     note_read(request, ReadAudit.Action.CALL_SENT, thread)
     return render(request, "contextstore/call_replay.html", context)
+
+
+@login_required
+def call_replay_status(request: DashboardRequest, pk: int, seq: int, replay_pk: int) -> HttpResponse:
+    """One replay's card: what the replay page polls while the worker has it."""
+    thread = get_thread(request, pk)
+    replays.replays_fail_stale()  # a replay no worker took in time ends here, not spinning on
+    replay = call_replays(thread=thread, call=_call(thread, seq)).filter(pk=replay_pk).first()
+    if replay is None:
+        raise Http404("No such replay of this call.")
+    return render(request, "contextstore/_replay.html", {"r": replay, "thread": thread})

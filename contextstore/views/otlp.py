@@ -5,9 +5,11 @@ protocol specifies them, so `OTEL_EXPORTER_OTLP_ENDPOINT=https://host/otlp` and
 The view checks the token, reads the body (decompressed within OTLP_MAX_BYTES), decodes it
 (contextstore/otel/wire.py) and hands the spans to one service. Answers: 200 with an empty
 export response (or its partial_success) in the request's encoding; 400 for a body that does
-not decode, 401/403 for a bad or read-only token, 413 over the limit, 415 for another
-encoding, 503 with Retry-After while the database is unavailable (contextstore.outage; the
-exporters retry it).
+not decode, 401/403 for a bad or read-only token, 413 over the byte or span limit, 415 for
+another encoding, 429 with Retry-After when the token is over its rate (the API's own window,
+contextstore.ratelimit), 503 with Retry-After while the database is unavailable
+(contextstore.outage). Exporters retry 429 and 503 after Retry-After; those refusals (and the
+span limit's) carry a `google.rpc.Status` in the request's encoding, as the specification asks.
 """
 
 from collections.abc import Callable
@@ -20,6 +22,7 @@ from django.views.decorators.http import require_POST
 from contextstore.errors import DomainError, error_body
 from contextstore.models import ApiToken
 from contextstore.otel import wire
+from contextstore.ratelimit import retry_after_header, token_rate, token_throttle
 from contextstore.services.common import Actor
 from contextstore.services.otlp.ingest import export_ingest
 from contextstore.services.workspaces import api_token_authenticate
@@ -43,6 +46,12 @@ def _token(request: HttpRequest) -> ApiToken | JsonResponse:
     return token
 
 
+def _status(status: int, code: int, message: str, encoding: str,
+            headers: dict[str, str] | None = None) -> HttpResponse:
+    return HttpResponse(wire.status_answer(code, message, encoding), status=status,
+                        content_type=encoding, headers=headers)
+
+
 def _export(request: HttpRequest, handle: Callable[[ApiToken, bytes, str], bytes]) -> HttpResponse:
     # A database outage raised here answers 503 + Retry-After (contextstore.outage's middleware).
     token = _token(request)
@@ -52,12 +61,18 @@ def _export(request: HttpRequest, handle: Callable[[ApiToken, bytes, str], bytes
     if encoding is None:
         return _error(415, "unsupported_media_type",
                       "Send application/x-protobuf or application/json.")
+    wait = token_throttle(token.pk, token_rate())  # before the body is read: a refusal costs nothing
+    if wait is not None:
+        return _status(429, wire.RESOURCE_EXHAUSTED, "Too many requests for this API token; retry later.",
+                       encoding, {"Retry-After": retry_after_header(wait)})
     limit = settings.CONTEXTSTORE["OTLP_MAX_BYTES"]
     try:
         body = wire.read_limited(request.read, request.headers.get("Content-Encoding", ""), limit)
         answer = handle(token, body, encoding)
     except wire.TooLarge as exc:
         return _error(413, "payload_too_large", str(exc))
+    except wire.TooManySpans as exc:
+        return _status(413, wire.INVALID_ARGUMENT, str(exc), encoding)
     except wire.BadBody as exc:
         return _error(400, "invalid", str(exc))
     except DomainError as exc:  # a workspace's redaction pattern ran too long: nothing kept
@@ -66,7 +81,14 @@ def _export(request: HttpRequest, handle: Callable[[ApiToken, bytes, str], bytes
 
 
 def _traces(token: ApiToken, body: bytes, encoding: str) -> bytes:
-    decoded = wire.spans_of(wire.parse(body, encoding, wire.TraceRequest))
+    request = wire.parse(body, encoding, wire.TraceRequest)
+    cap = settings.CONTEXTSTORE["OTLP_MAX_SPANS_PER_EXPORT"]
+    if (count := wire.span_count(request)) > cap:
+        raise wire.TooManySpans(
+            f"The export holds {count} spans; at most {cap} are taken in one export. Nothing was "
+            "kept: send smaller batches (OTEL_BSP_MAX_EXPORT_BATCH_SIZE, the collector's "
+            "send_batch_max_size).")
+    decoded = wire.spans_of(request)
     export_ingest(workspace=token.workspace, spans=decoded.items, actor=Actor.for_token(token))
     return wire.traces_answer(decoded.rejected, decoded.errors, encoding)
 

@@ -82,15 +82,15 @@ def test_a_token_over_its_rate_gets_429_with_retry_after(tight_throttle, api_cli
 
 def test_the_rate_is_counted_on_redis(settings, tight_throttle, api_client, thread_url,
                                      monkeypatch):
-    # Redis counts in one pipeline (INCR, EXPIRE: api/throttling._count); the same limit holds.
+    # Redis counts in one pipeline (INCR, EXPIRE: ratelimit._count); the same limit holds.
     if not settings.CELERY_BROKER_URL.startswith("redis://"):
         pytest.skip("needs a Redis server (CELERY_BROKER_URL)")
     from django.core.cache.backends.redis import RedisCache
 
-    from contextstore.api import throttling
+    from contextstore import ratelimit
 
     redis = RedisCache(settings.CELERY_BROKER_URL, {"KEY_PREFIX": f"test-{uuid.uuid4().hex}"})
-    monkeypatch.setattr(throttling, "caches", {"default": redis})
+    monkeypatch.setattr(ratelimit, "caches", {"default": redis})
     assert [api_client.get(thread_url).status_code for _ in range(4)] == [200, 200, 200, 429]
     client = redis._cache.get_client(write=True)
     [key] = client.scan_iter(f"{redis.key_prefix}:*")

@@ -1,5 +1,6 @@
 """'As sent' as a chat with its tools and params, a Copy button, and a replay against a local
-fake endpoint shown beside the original; axe finds nothing at either size."""
+fake endpoint shown beside the original; axe finds nothing at either size. The replay is a
+real worker's job (the embedded filesystem broker): the page shows it queued and follows it."""
 
 import json
 import re
@@ -40,7 +41,7 @@ def thread(workspace, actor):
     return thread
 
 
-def test_as_sent_copy_and_replay_beside_the_original(page, thread, settings):
+def test_as_sent_copy_and_replay_beside_the_original(page, thread, settings, make_fs_worker):
     page.goto(f"/threads/{thread.pk}/calls/1/sent/")
     sent = page.locator(".call-sent")
     expect(sent.locator(".msg.turn")).to_have_count(4)
@@ -62,13 +63,17 @@ def test_as_sent_copy_and_replay_beside_the_original(page, thread, settings):
 
     with fake_chat() as server:
         settings.PLAYGROUND_BASE_URL = server.base_url
+        make_fs_worker(PLAYGROUND_BASE_URL=server.base_url).start()
         page.set_viewport_size({"width": 1440, "height": 900})
         sent.locator("[data-replay]").click()
         page.locator("details.replay-edit summary").click()
         page.locator("#text-1").fill("Why does CI fail on main?")
         page.locator("text=Replay with these messages").click()
         latest = page.locator("#latest-replay")
-        expect(latest).to_contain_text("Replayed answer to: FAILED tests/test_a.py")
+        # Answered by the web request at once: the replay is queued, and its card polls.
+        expect(latest.locator(".replay.pending")).to_have_count(1)
+        expect(latest).to_contain_text("Replayed answer to: FAILED tests/test_a.py", timeout=60_000)
+        expect(latest.locator(".replay.pending")).to_have_count(0)
         expect(latest).to_contain_text("1 message edited")
         expect(page.locator(".replay-side").first).to_contain_text("test_x fails: a missing fixture.")
         edited = server.requests[0]["body"]["messages"][1]

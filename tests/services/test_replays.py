@@ -7,7 +7,7 @@ from contextstore.models import AuditLog, CallReplay, StoredText
 from contextstore.selectors.calls import llm_call_at
 from contextstore.services.erasure import user_erase
 from contextstore.services.events import event_append
-from contextstore.services.replays import call_replay
+from contextstore.services.replays import replay_request, replay_run
 from tests.fake_chat import fake_chat
 
 SENT = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Which tests fail?"}]
@@ -21,6 +21,11 @@ def call(thread, actor):
                                           "params": {"temperature": 0.3, "stream": True}}},
         {"type": "LLMComplete", "data": {"model": "gpt-4o", "input_tokens": 1000, "output_tokens": 20}}])
     return llm_call_at(thread=thread, seq=1)
+
+
+def call_replay(**kwargs):
+    """Asked as the dashboard asks, then run as the worker runs it."""
+    return replay_run(replay_id=replay_request(**kwargs).pk)
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ import pytest
 
 from contextstore.models import CallReplay
 from contextstore.services.events import event_append
+from contextstore.services.replays import replay_run
 from tests.fake_chat import fake_chat
 from tests.views.conftest import HTMX
 
@@ -54,14 +55,22 @@ def test_the_copy_bodies_are_each_provider_s_request(editor_client, recorded, se
     assert editor_client.get(f"/threads/{recorded.pk}/calls/1/request/yaml/").status_code == 404
 
 
-def test_an_editor_replays_and_sees_the_answer_beside_the_original(editor_client, recorded, settings):
+def test_an_editor_replays_and_sees_the_answer_beside_the_original(editor_client, recorded, settings,
+                                                                   django_capture_on_commit_callbacks):
     with fake_chat() as server:
         settings.PLAYGROUND_BASE_URL = server.base_url
         response = editor_client.post(f"/threads/{recorded.pk}/calls/1/replay/",
                                       {"model": "gpt-4o-mini", "text-1": "List the docs."})
         replay = CallReplay.objects.get()
         assert response.status_code == 302 and response["Location"].endswith(f"#replay-{replay.pk}")
+        assert replay.status == "queued" and server.requests == []  # the request only queued it
+        page = editor_client.get(f"/threads/{recorded.pk}/calls/1/replay/").content.decode()
+        status_url = f"/threads/{recorded.pk}/calls/1/replays/{replay.pk}/"
+        assert f'hx-get="{status_url}" hx-trigger="every 1s"' in page and "queued for a worker" in page
+        replay_run(replay_id=replay.pk)  # the worker's part
         assert server.requests[0]["body"]["messages"][1]["content"] == "List the docs."
+        card = editor_client.get(status_url, **HTMX).content.decode()
+        assert "Replayed answer to: test_a.py" in card and "hx-get" not in card
     html = editor_client.get(f"/threads/{recorded.pk}/calls/1/replay/").content.decode()
     original, replayed = html.split('id="latest-replay"')
     assert "Two tests." in original and "gpt-4o" in original

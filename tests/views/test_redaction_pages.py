@@ -4,6 +4,7 @@ names. Each checked by reading every row of every table (tests/redaction_corpus.
 
 from contextstore.models import CallReplay, Comment, Dataset, Score, StoredText
 from contextstore.services.events import event_append
+from contextstore.services.replays import replay_run
 from tests.fake_chat import fake_chat
 from tests.redaction_corpus import rows_holding
 from tests.views.conftest import HTMX
@@ -48,8 +49,9 @@ def test_a_replays_edits_and_answer_are_stored_redacted(editor_client, thread, a
         response = editor_client.post(f"/threads/{thread.pk}/calls/2/replay/",
                                       {"model": "gpt-4o-mini", "text-1": f"Use {OPENAI} for it."})
         assert response.status_code == 302, response.content
-        # the endpoint gets the text as the person wrote it; only the stored copy is redacted
-        assert server.requests[0]["body"]["messages"][1]["content"] == f"Use {OPENAI} for it."
+        replay_run(replay_id=CallReplay.objects.get().pk)  # the worker's part
+        # the worker sends the request as it is kept: the secret never leaves as typed
+        assert server.requests[0]["body"]["messages"][1]["content"] == "Use [REDACTED:openai_key] for it."
     nowhere(OPENAI)
     replay = CallReplay.objects.get()
     assert "[REDACTED:openai_key]" in replay.answer

@@ -21,6 +21,7 @@ from urllib.parse import quote, urlparse
 import pytest
 import redis
 from django.db import connection
+from kombu import Exchange, Queue
 
 from project.celery import app
 
@@ -53,12 +54,15 @@ def _reset_producers() -> None:
 
 def _use_broker(url: str, queue: str, options: dict) -> dict:
     saved = {key: app.conf[key] for key in ("broker_url", "broker_write_url", "task_default_queue",
-                                            "broker_transport_options")}
+                                            "broker_transport_options", "task_queues", "task_routes")}
     saved["env"] = os.environ.get("CELERY_BROKER_URL")
     # Celery reads CELERY_BROKER_URL from the environment before its own configuration.
     os.environ["CELERY_BROKER_URL"] = url
+    # As settings do for CELERY_QUEUE: derivation on the queue's own ".otlp" sibling.
+    queues = [Queue(name, Exchange(name), routing_key=name) for name in (queue, f"{queue}.otlp")]
     app.conf.update(broker_url=url, broker_write_url=url, task_default_queue=queue,
-                    broker_transport_options=options)
+                    broker_transport_options=options, task_queues=queues,
+                    task_routes={"contextstore.tasks.derive_otlp": {"queue": f"{queue}.otlp"}})
     _reset_producers()
     return saved
 
@@ -140,7 +144,8 @@ class Worker:
                "LOG_FORMAT": "text", **self.broker.env, **self.env}
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "project", "worker", "-Q", self.broker.queue,
+                [sys.executable, "-m", "celery", "-A", "project", "worker", "-Q",
+                 f"{self.broker.queue},{self.broker.queue}.otlp",
                  "--concurrency", "1", "--without-mingle", "--without-gossip", "--loglevel", "INFO",
                  "--hostname", f"{self.broker.queue}-{self.starts}@%h"],
                 stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,

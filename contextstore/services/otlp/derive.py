@@ -26,12 +26,14 @@ from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import Min
 from django.utils import timezone
 
+from contextstore.errors import Conflict
 from contextstore.llm_models import call_cost
-from contextstore.models import Event, OtelLog, OtelSpan, OtelTrace, Session, Thread, Workspace
+from contextstore.models import Event, OtelLog, OtelSpan, OtelTrace, Run, Session, Thread, Workspace
 from contextstore.otel import mapping
 from contextstore.redaction import use_workspace
 from contextstore.services.common import Actor, lock_thread
 from contextstore.services.events import event_append
+from contextstore.services.runs import run_finish
 from contextstore.services.sessions import session_delete, session_ensure, session_update, thread_ensure
 
 logger = logging.getLogger(__name__)
@@ -342,6 +344,7 @@ def _session_derive(*, workspace: Workspace, key: str, user: str, traces: list[_
             thread = lock_thread(thread_ensure(session=session, actor=actor)[0], history_only=True)
             held = set()
         _append_new(thread, events, held, actor)
+        _runs_end(thread, traces, actor)
         now = timezone.now()
         for ot in rows:
             ot.thread, ot.session_key, ot.mapped_at = thread, key, now
@@ -401,6 +404,42 @@ def _append_new(thread: Thread, events: list[dict[str, Any]], held: set[str], ac
             fresh.append(_fitted({k: v for k, v in event.items() if v is not None}))
     for i in range(0, len(fresh), APPEND_BATCH):
         event_append(thread=thread, events=fresh[i:i + APPEND_BATCH], actor=actor)
+
+
+def _dt(ns: int) -> datetime:
+    return datetime.fromtimestamp(ns / 1e9, UTC)
+
+
+def _runs_end(thread: Thread, traces: list[_Trace], actor: Actor) -> None:
+    """A run from OTLP is its agent span (or, for events under none, the trace's root span): it
+    starts when that span starts and ends when it ends (a span is exported once it ended),
+    failed when its status is ERROR. Until the span arrives the run is running, started at the
+    first span seen of it."""
+    spans: dict[str, OtelSpan | None] = {}
+    first: dict[str, int] = {}
+    for trace in traces:
+        roots = [s for s in trace.spans if not s.parent_span_id]
+        for span in trace.spans:
+            run_id = trace.run_id(span)
+            if span.start_ns > 0:
+                first[run_id] = min(first.get(run_id, span.start_ns), span.start_ns)
+            if spans.get(run_id) is None:
+                root = roots[0] if run_id == trace.trace_id and roots else None
+                spans[run_id] = trace.by_id.get(run_id, root)
+    for run in Run.objects.filter(thread=thread, run_id__in=list(spans)):
+        own = spans[run.run_id]
+        if own is None or own.end_ns <= 0:
+            if run.status == Run.Status.RUNNING and run.run_id in first:
+                Run.objects.filter(pk=run.pk).update(started_at=_dt(first[run.run_id]))
+            continue
+        failed = own.status_code == STATUS_ERROR
+        try:
+            run_finish(run=run, actor=actor, status=Run.Status.FAILED if failed else Run.Status.COMPLETED,
+                       error=(own.status_message or "error") if failed else "",
+                       started_at=_dt(own.start_ns) if own.start_ns > 0 else None,
+                       ended_at=_dt(max(own.end_ns, own.start_ns)))
+        except Conflict:  # ended already otherwise (an agent or a person finished it): kept
+            pass
 
 
 class Derived(NamedTuple):

@@ -1,12 +1,13 @@
 """Keeping what an OTLP export sent: every span and log record raw, once per (trace id, span id)
-(a log record once per its digest), and the traces it touched marked for derivation, all in
-the request's own transaction. Deriving is a worker's (`pending`). An exporter re-sending a
-batch, at any time later, changes nothing."""
+(a log record once per its digest), and the traces it touched marked for derivation, in
+short transactions of at most OTLP_STORE_CHUNK spans each. Deriving is a worker's
+(`pending`). An exporter re-sending a batch, at any time later, changes nothing."""
 
 import hashlib
 import json
 import logging
 
+from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
@@ -78,13 +79,23 @@ def logs_store(*, workspace: Workspace, records: list[LogRecord]) -> list[str]:
 
 def export_ingest(*, workspace: Workspace, spans: list[Span] | None = None,
                   records: list[LogRecord] | None = None, actor: Actor) -> None:
-    """One export, kept durably in one transaction with its traces' outbox rows (an error there
-    reaches the caller, who answers 503 or 500, and the exporter retries). After commit a worker
-    is asked to derive them; the exporter does not wait for it, nor for the broker."""
-    with transaction.atomic():
-        trace_ids = spans_store(workspace=workspace, spans=spans or [])
-        trace_ids += logs_store(workspace=workspace, records=records or [])
-        trace_ids = list(dict.fromkeys(trace_ids))
-        pending_mark(workspace=workspace, trace_ids=trace_ids, token=actor.token)
-    if trace_ids:
+    """One export, kept durably with its traces' outbox rows (an error reaches the caller, who
+    answers 503 or 500, and the exporter retries the whole export, which changes nothing for
+    what was kept already). A big export is kept in chunks of OTLP_STORE_CHUNK spans or records,
+    each its own short transaction with its traces' outbox rows, so no transaction holds its
+    locks (SQLite's one write lock among them) for the whole export. After the last commit a
+    worker is asked to derive them; the exporter does not wait for it, nor for the broker."""
+    chunk = max(1, settings.CONTEXTSTORE["OTLP_STORE_CHUNK"])
+    # A trace's spans side by side, so most traces are kept (and marked) by one chunk.
+    ordered_spans = sorted(spans or [], key=lambda s: s.trace_id)
+    ordered_records = sorted(records or [], key=lambda r: r.trace_id)
+    marked = False
+    for start in range(0, max(len(ordered_spans), len(ordered_records)), chunk):
+        with transaction.atomic():
+            trace_ids = spans_store(workspace=workspace, spans=ordered_spans[start:start + chunk])
+            trace_ids += logs_store(workspace=workspace, records=ordered_records[start:start + chunk])
+            trace_ids = list(dict.fromkeys(trace_ids))
+            pending_mark(workspace=workspace, trace_ids=trace_ids, token=actor.token)
+        marked = marked or bool(trace_ids)
+    if marked:
         transaction.on_commit(pending_publish)

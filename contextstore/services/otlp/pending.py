@@ -9,19 +9,22 @@ pass every OTLP_DERIVE_RECOVER_EVERY seconds, so rows left by a crash between co
 publish, a lost message or a dead worker are derived then. A pass that fails on a trace leaves
 its rows, due again after a backoff; a database outage rolls the whole pass back.
 
-Passes never wait for each other's claims (SKIP LOCKED); two passes deriving the same trace
-are serialised by the trace's row lock in `traces_derive`, and the later one reads every span
-committed before it began.
+A pass takes due rows round robin across workspaces (each workspace's oldest first), so one
+workspace's backlog never holds back another's trace. Passes never wait for each other's
+claims (SKIP LOCKED); two passes deriving the same trace are serialised by the trace's row
+lock in `traces_derive`, and the later one reads every span committed before it began.
 """
 
 import logging
 import time
 from collections import defaultdict
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from celery import current_app
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
+from django.db.models import F, Window
+from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from contextstore.models import ApiToken, OtelPending, Workspace
@@ -35,7 +38,7 @@ DERIVE_TASK = "contextstore.tasks.derive_otlp"  # registered by apps.ready
 # the database's one write lock, which exports wait for) until it commits; the task repeats
 # passes while they come back full, for TASK_SECONDS at most (a sustained load's backlog is
 # continued by the next export's message, or beat's, and the worker serves summaries between).
-PASS_ROWS = 100
+PASS_ROWS = 25
 TASK_SECONDS = 60
 MAX_BACKOFF = 3600
 
@@ -76,12 +79,24 @@ def pending_traces_derive(*, rows: int = PASS_ROWS) -> dict[str, int]:
             return total
 
 
+def _fair_ids(now: datetime, limit: int) -> list[int]:
+    """The due outbox rows a pass takes, round robin across workspaces: every workspace's
+    oldest row first, then every workspace's second, and so on (ROW_NUMBER per workspace). A
+    workspace's backlog of thousands of traces is shared with, never ahead of, another's one
+    trace, which is taken by the very next pass."""
+    rank = Window(RowNumber(), partition_by=[F("workspace_id")], order_by=F("pk").asc())
+    return list(OtelPending.objects.filter(due_at__lte=now).annotate(rank=rank)
+                .order_by("rank", "pk").values_list("pk", flat=True)[:limit])
+
+
 def _pass(limit: int) -> tuple[int, int, int]:
     now = timezone.now()
     with transaction.atomic():
+        # Rows another pass holds are skipped (SKIP LOCKED), not waited for; FOR UPDATE cannot
+        # go with a window function, so the ids are chosen first and locked by key.
         claimed = list(OtelPending.objects.select_for_update(skip_locked=True, of=("self",))
-                       .filter(due_at__lte=now).select_related("workspace", "token")
-                       .order_by("pk")[:limit])
+                       .filter(pk__in=_fair_ids(now, limit), due_at__lte=now)
+                       .select_related("workspace", "token").order_by("pk"))
         by_workspace: dict[int, list[OtelPending]] = defaultdict(list)
         for row in claimed:
             by_workspace[row.workspace_id].append(row)
