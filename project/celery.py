@@ -9,9 +9,15 @@ from pathlib import Path
 from celery import Celery
 from celery.apps.beat import Beat as CeleryBeat
 from celery.signals import import_modules
+from kombu.transport import TRANSPORT_ALIASES
 from kombu.utils.objects import cached_property
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
+
+# `filesystem://` (the embedded default) is kombu's transport with whole-message writes and
+# unreadable messages set aside (project/broker.py); every process that loads the project
+# (web, worker, beat) registers it before its first connection.
+TRANSPORT_ALIASES["filesystem"] = "project.broker:Transport"
 
 
 class Beat(CeleryBeat):
