@@ -36,7 +36,8 @@ TEMP_PREFIX = ".writing-"  # never ends in ".<queue>.msg", so no consumer takes 
 
 
 class Channel(filesystem.Channel):
-    def _put(self, queue: str, payload: Any, **kwargs: Any) -> None:
+    # the stubs of kombu.transport.filesystem.Channel and its base name the argument differently
+    def _put(self, queue: str, payload: dict[str, Any], **kwargs: Any) -> None:  # type: ignore[override]
         # kombu's own name: milliseconds first, so the folder's sort order is publish order.
         name = f"{round(monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg"
         folder = self.data_folder_out
@@ -52,7 +53,7 @@ class Channel(filesystem.Channel):
                 pass
             raise ChannelError(f"Cannot add file {name!r} to directory") from exc
 
-    def _get(self, queue: str) -> Any:
+    def _get(self, queue: str, timeout: float | None = None) -> Any:
         """kombu's `_get`, but a message that cannot be decoded is moved aside, not raised."""
         wanted = f"{queue}.msg"
         processed = self.processed_folder if self.store_processed else tempfile.gettempdir()
@@ -92,3 +93,9 @@ class Channel(filesystem.Channel):
 
 class Transport(filesystem.Transport):
     Channel = Channel
+
+    @property
+    def default_connection_params(self) -> dict[str, Any]:
+        # A folder, not a host: without a default hostname kombu does not warn at every start
+        # that "No hostname was supplied" (twice per worker start under `make run`).
+        return {"port": self.default_port}
