@@ -67,12 +67,12 @@ def test_an_unreadable_message_is_set_aside_and_the_next_one_delivered(tmp_path,
     with Connection("filesystem://", transport_options=options) as conn:
         queue = conn.SimpleQueue("jobs")
         # older than anything published now: the consumer meets it first
-        (tmp_path / "queue" / "1_torn.jobs.msg").write_bytes(b'{"body": "eyJ')
+        (tmp_path / "queue" / "0_torn.jobs.msg").write_bytes(b'{"body": "eyJ')
         queue.put({"job": 7})
         message = queue.get(timeout=5)
         message.ack()
     assert message.payload == {"job": 7}
-    assert [p.name for p in (tmp_path / "bad").iterdir()] == ["1_torn.jobs.msg"]
-    assert (tmp_path / "bad" / "1_torn.jobs.msg").read_bytes() == b'{"body": "eyJ'
-    assert "1_torn.jobs.msg is not a message" in caplog.text
+    assert [p.name for p in (tmp_path / "bad").iterdir()] == ["0_torn.jobs.msg"]
+    assert (tmp_path / "bad" / "0_torn.jobs.msg").read_bytes() == b'{"body": "eyJ'
+    assert "0_torn.jobs.msg is not a message" in caplog.text
     assert list((tmp_path / "queue").iterdir()) == []  # no temporary file left behind either
