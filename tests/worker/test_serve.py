@@ -50,7 +50,7 @@ class Serve:
                               timeout=120)
 
     def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
     def children(self, name: str) -> list[int]:
         return [int(p) for p in re.findall(rf"{name} started \(pid (\d+)\)", self.log())]
