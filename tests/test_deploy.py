@@ -416,9 +416,16 @@ def beat_command() -> list[str]:
     return [sys.executable, "-m", "celery", *command[1:]]
 
 
+def compose_environment(service: str) -> dict[str, str]:
+    """A service's `environment:` as compose passes it with nothing set in the shell or .env:
+    `${NAME:-default}` is the default."""
+    return {name: re.sub(r"\$\{[A-Z][A-Z0-9_]*:-([^}]*)\}", r"\1", str(value))
+            for name, value in compose()["services"][service]["environment"].items()}
+
+
 def beat_env(tmp_path: Path) -> dict[str, str]:
     """compose's app environment; the broker refuses at once (beat sends nothing this soon)."""
-    env = production_env(tmp_path) | compose()["services"]["beat"]["environment"] | {
+    env = production_env(tmp_path) | compose_environment("beat") | {
         "CELERY_BROKER_URL": "redis://127.0.0.1:1/0", "LOG_FORMAT": "json"}
     env.pop("DATABASE_URL", None)
     return env
