@@ -1247,3 +1247,16 @@ class DatasetItem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.dataset_id}/{self.pk} ({self.kind})"
+
+
+class WorkerHeartbeat(models.Model):
+    """The last sign of life of each Celery worker, by its node name: written every
+    WORKER_HEARTBEAT_EVERY seconds from the worker's main loop (project/celery.py); /readyz
+    reads the newest one when WORKER_HEARTBEAT_MAX_AGE is set (views/health.py)."""
+
+    hostname = models.CharField(max_length=255, primary_key=True)
+    pid = models.IntegerField()
+    seen_at = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"{self.hostname} (pid {self.pid}) at {self.seen_at:%Y-%m-%d %H:%M:%S}"

@@ -1,17 +1,28 @@
 """The Celery app, configured from Django settings (the CELERY_* names in project/settings.py)."""
 
 import json
+import logging
 import os
+import signal
 import sys
+import threading
+import time
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
-from celery import Celery
+from celery import Celery, bootsteps
 from celery.apps.beat import Beat as CeleryBeat
-from celery.signals import import_modules
+from celery.signals import beat_init, import_modules, worker_init
+from kombu.transport import TRANSPORT_ALIASES
 from kombu.utils.objects import cached_property
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
+
+# `filesystem://` (the embedded default) is kombu's transport with whole-message writes and
+# unreadable messages set aside (project/broker.py); every process that loads the project
+# (web, worker, beat) registers it before its first connection.
+TRANSPORT_ALIASES["filesystem"] = "project.broker:Transport"
 
 
 class Beat(CeleryBeat):
@@ -37,9 +48,73 @@ class App(Celery):
         return self.subclass_with_self(Beat)
 
 
+logger = logging.getLogger("contextstore.worker")
+
+
+class Heartbeat(bootsteps.StartStopStep):
+    """Writes this worker's heartbeat (contextstore.services.workers) when it starts consuming
+    and every WORKER_HEARTBEAT_EVERY seconds after, on the timer of its main loop: a worker
+    whose process died or whose loop is stuck stops writing, and /readyz says so."""
+
+    def __init__(self, parent: Any, **kwargs: Any) -> None:
+        super().__init__(parent, **kwargs)
+        self.timer_entry: Any = None
+
+    def start(self, parent: Any) -> None:
+        from django.conf import settings
+
+        self.beat(parent)
+        self.timer_entry = parent.timer.call_repeatedly(settings.WORKER_HEARTBEAT_EVERY,
+                                                        self.beat, (parent,))
+
+    def stop(self, parent: Any) -> None:
+        if self.timer_entry is not None:
+            self.timer_entry.cancel()
+            self.timer_entry = None
+
+    def beat(self, parent: Any) -> None:
+        from django.db import connection
+
+        from contextstore.services.workers import worker_heartbeat
+
+        try:
+            worker_heartbeat(hostname=parent.hostname, pid=os.getpid())
+        except Exception:  # a database outage must not stop the worker; /readyz will tell
+            logger.warning("could not write the worker's heartbeat", exc_info=True)
+        finally:
+            connection.close()  # the main process forks the pool: it keeps no connection open
+
+
 app = App("contextstore")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+app.steps["consumer"].add(Heartbeat)
+
+# Set by `manage.py serve` for the worker and beat it starts and supervises.
+SERVE_PID_VARIABLE = "CONTEXTSTORE_SERVE_PID"
+
+
+def _stop_when_serve_is_gone(**kwargs: object) -> None:
+    """A worker or beat started by `manage.py serve` stops when serve is gone, however it went
+    (SIGKILL included): a watchdog thread sees its parent pid change (within a second) and sends
+    its own process SIGTERM, Celery's warm shutdown. A thread rather than Linux's
+    PR_SET_PDEATHSIG: it works on every POSIX system (macOS too) and needs no preexec_fn in a
+    threaded parent."""
+    serve_pid = os.environ.get(SERVE_PID_VARIABLE)
+    if not serve_pid:
+        return
+
+    def watch() -> None:
+        while os.getppid() == int(serve_pid):
+            time.sleep(1)
+        logger.warning("manage.py serve (pid %s) is gone: stopping", serve_pid)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="serve-watchdog", daemon=True).start()
+
+
+worker_init.connect(_stop_when_serve_is_gone)
+beat_init.connect(_stop_when_serve_is_gone)
 
 
 def ensure_broker_folders() -> None:

@@ -65,6 +65,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "contextstore.middleware.RequestIdMiddleware",  # first: every response and log line gets an id
+    # /healthz and /readyz whatever the Host header (a probe by IP), before the host check.
+    "contextstore.views.health.ProbeMiddleware",
     # Dashboard pages compress (HTML only; see the class).
     "contextstore.middleware.HtmlGZipMiddleware",
     # A database that cannot be reached answers 503 + Retry-After, not a 500 (contextstore/outage.py).
@@ -416,6 +418,13 @@ CELERY_BEAT_SCHEDULE = {
     "index-search": {"task": "contextstore.tasks.index_search",
                      "schedule": env_int("SEARCH_INDEX_EVERY", 5)},
 }
+# The workers' heartbeat: each worker writes one every WORKER_HEARTBEAT_EVERY seconds from its main
+# loop (project/celery.py); /readyz answers 503 naming the worker when the newest is older than
+# WORKER_HEARTBEAT_MAX_AGE seconds. 0 (the default) checks nothing, for a process beside which no
+# worker is expected (tests, a web-only node); `manage.py serve` checks 60 s unless this is set,
+# and compose sets it for its web service.
+WORKER_HEARTBEAT_EVERY = env_int("WORKER_HEARTBEAT_EVERY", 10)
+WORKER_HEARTBEAT_MAX_AGE = env_int("WORKER_HEARTBEAT_MAX_AGE", 0)
 # Seconds before a trace whose derivation failed is tried again (doubling, at most an hour).
 OTLP_DERIVE_BACKOFF = env_int("OTLP_DERIVE_BACKOFF", 30)
 # Retention (services/retention.py): each beat run deletes at most RETENTION_MAX_BATCHES batches

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 import tomllib
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ import yaml
 from django.conf import settings
 from django.core.management import call_command
 from django.test import Client
+from django.utils import timezone
 
 from contextstore.views import health
 from project.celery import app as celery_app
@@ -485,9 +487,16 @@ def beat_command() -> list[str]:
     return [sys.executable, "-m", "celery", *command[1:]]
 
 
+def compose_environment(service: str) -> dict[str, str]:
+    """A service's `environment:` as compose passes it with nothing set in the shell or .env:
+    `${NAME:-default}` is the default."""
+    return {name: re.sub(r"\$\{[A-Z][A-Z0-9_]*:-([^}]*)\}", r"\1", str(value))
+            for name, value in compose()["services"][service]["environment"].items()}
+
+
 def beat_env(tmp_path: Path) -> dict[str, str]:
     """compose's app environment; the broker refuses at once (beat sends nothing this soon)."""
-    env = production_env(tmp_path) | compose()["services"]["beat"]["environment"] | {
+    env = production_env(tmp_path) | compose_environment("beat") | {
         "CELERY_BROKER_URL": "redis://127.0.0.1:1/0", "LOG_FORMAT": "json"}
     env.pop("DATABASE_URL", None)
     return env
@@ -762,6 +771,65 @@ def test_readyz_gives_up_on_a_broker_that_accepts_but_never_answers(client, db, 
     assert response.status_code == 503
     assert response.json()["checks"]["broker"].startswith("error: ")
     assert elapsed < health.BROKER_TIMEOUT_SECONDS * 3
+
+
+@pytest.mark.parametrize("host", ["10.42.0.17:8000", "127.0.0.1", "[fd00::5]:8000"])
+def test_probes_answer_whatever_the_host_header_while_pages_keep_the_host_check(db, settings, host):
+    settings.ALLOWED_HOSTS = ["contextstore.example.com", "localhost"]  # as docker/.env.example
+    client = Client()
+    assert client.get("/healthz", headers={"Host": host}).status_code == 200
+    assert client.get("/readyz", headers={"Host": host}).status_code == 200
+    assert client.post("/healthz", headers={"Host": host}).status_code == 405
+    assert client.get("/accounts/login/", headers={"Host": host}).status_code == 400
+    assert client.get("/accounts/login/", headers={"Host": "contextstore.example.com"}).status_code == 200
+
+
+def test_readyz_checks_no_worker_heartbeat_unless_a_limit_is_set(client, db, settings):
+    settings.WORKER_HEARTBEAT_MAX_AGE = 0
+    assert "worker" not in client.get("/readyz").json()["checks"]
+
+
+def test_readyz_is_503_naming_the_worker_until_a_worker_writes_its_heartbeat(client, db, settings):
+    settings.WORKER_HEARTBEAT_MAX_AGE = 60
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    assert response.json()["checks"]["worker"] == "error: no worker has written a heartbeat yet"
+
+
+def test_readyz_is_ready_with_a_recent_heartbeat_and_503_once_it_is_older_than_the_limit(
+        client, db, settings):
+    from contextstore.models import WorkerHeartbeat
+    from contextstore.services.workers import worker_heartbeat
+
+    settings.WORKER_HEARTBEAT_MAX_AGE = 60
+    worker_heartbeat(hostname="celery@old", pid=7)
+    worker_heartbeat(hostname="celery@node", pid=8)
+
+    def last_seen(old: int, newest: int) -> None:
+        now = timezone.now()
+        WorkerHeartbeat.objects.filter(hostname="celery@old").update(seen_at=now - timedelta(seconds=old))
+        WorkerHeartbeat.objects.filter(hostname="celery@node").update(seen_at=now - timedelta(seconds=newest))
+
+    last_seen(old=50, newest=10)  # the newest worker's counts
+    ready = client.get("/readyz")
+    assert ready.status_code == 200
+    assert ready.json()["checks"]["worker"] == "ok, heartbeat 10 s ago"
+    last_seen(old=115, newest=75)
+    stale = client.get("/readyz")
+    assert stale.status_code == 503
+    assert stale.json()["checks"]["worker"] == "error: no worker heartbeat for 75 s (limit 60 s)"
+    assert stale["Retry-After"]
+
+
+def test_a_heartbeat_forgets_workers_gone_for_a_day(db):
+    from contextstore.models import WorkerHeartbeat
+    from contextstore.services.workers import worker_heartbeat
+
+    worker_heartbeat(hostname="celery@replaced", pid=7)
+    WorkerHeartbeat.objects.update(seen_at=timezone.now() - timedelta(days=1, seconds=1))
+    worker_heartbeat(hostname="celery@node", pid=8)
+    worker_heartbeat(hostname="celery@node", pid=9)
+    assert list(WorkerHeartbeat.objects.values_list("hostname", "pid")) == [("celery@node", 9)]
 
 
 def test_probes_take_only_get(client, db):

@@ -148,6 +148,8 @@ def layout(tmp_path: Path) -> Iterator[Processes]:
             "GUNICORN_BIND": f"127.0.0.1:{free_port()}",
             "GUNICORN_WORKERS": "2",
             "GUNICORN_THREADS": "4",
+            # As compose.yml: /readyz wants a worker's heartbeat.
+            "WORKER_HEARTBEAT_MAX_AGE": "60",
         }
         processes = Processes(tmp_path, env)
         try:
@@ -174,13 +176,17 @@ def test_the_production_layout_serves_summarizes_and_shuts_down_cleanly(layout, 
     assert re.match(r"error: \d+ migration\(s\) not applied",
                     unready.json()["checks"]["migrations"])
     layout.run("migrate", "manage.py", "migrate", "--noinput")
-    ready = web.get("/readyz")
-    assert ready.status_code == 200, ready.text
-    assert ready.json() == {"status": "ok",
-                            "checks": {"database": "ok", "broker": "ok", "migrations": "ok"}}
+    # Migrated, but no worker yet: /readyz names it.
+    no_worker = web.get("/readyz")
+    assert no_worker.status_code == 503, no_worker.text
+    assert no_worker.json()["checks"] == {"database": "ok", "broker": "ok", "migrations": "ok",
+                                          "worker": "error: no worker has written a heartbeat yet"}
 
     layout.start("worker", sys.executable, "-m", "celery", "--app", "project", "worker",
                  "--loglevel", "INFO", "--concurrency", "2", "--hostname", "layout@%h")
+    wait_for("/readyz with the worker's heartbeat",
+             lambda: web.get("/readyz").status_code == 200, 60, layout)
+    assert re.fullmatch(r"ok, heartbeat \d+ s ago", web.get("/readyz").json()["checks"]["worker"])
     layout.start("beat", sys.executable, "-m", "celery", "--app", "project", "beat",
                  "--loglevel", "INFO", "--schedule", str(tmp_path / "celerybeat-schedule"))
     raw_token = layout.run("token", "manage.py", "create_api_token", "--workspace", "layout",
