@@ -7,11 +7,13 @@
 
 An ADK session is a contextstore session (app = app_name, user_id, key = session id). Each
 event is one contextstore event, readable in the dashboard: user text a Message, model text
-an LLMOutput, function calls / responses ToolCall / ToolResult with the call id, thoughts
-Reasoning; invocation_id is the run, the event id the client_id, its timestamp occurred_at,
-and the rest of the event is kept in ``data["adk"]``: its id, invocation id and (of a single
-text part) text are not copied there but read back from the row (``data["adk_row"]`` lists
-them), so each is stored once. Session state is the thread's state;
+an LLMOutput, function calls a ToolCall (the model's text beside them its content, the calls in
+``data["tool_calls"]``: id, name, arguments) and function responses a ToolResult naming the
+call in ``data["tool_call_id"]`` (its text the response's ``result``, or the response as JSON),
+so renders pair them; thoughts Reasoning; invocation_id is the run, the event id the
+client_id, its timestamp occurred_at, and the rest of the event is kept in ``data["adk"]``: its
+id, invocation id and (of a single text part) text are not copied there but read back from the
+row (``data["adk_row"]`` lists them), so each is stored once. Session state is the thread's state;
 ``app:`` and ``user:`` keys live in contextstore's app and user scopes (shared across
 sessions, revisioned); ``temp:`` keys are never stored.
 
@@ -25,6 +27,7 @@ one per page of 500.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import uuid
 from datetime import datetime, timezone
@@ -88,12 +91,16 @@ def event_record(event: Event) -> dict[str, Any]:
     calls = [p.function_call for p in parts if p.function_call]
     responses = [p.function_response for p in parts if p.function_response]
     record: dict[str, Any] = {"role": "user" if event.author == "user" else "assistant", "call_id": ""}
+    paired: dict[str, Any] = {}  # beside the ADK event in data: its calls, or the call it answers
     if calls:
-        record.update(type="ToolCall", call_id=calls[0].id or "",
-                      content="\n".join(f"{c.name}({c.args})" for c in calls))
+        # The model's text beside its calls is the content; the calls are data.tool_calls.
+        record.update(type="ToolCall", call_id=calls[0].id or "", content="\n".join(texts))
+        paired["tool_calls"] = [{"id": c.id or "", "name": c.name or "", "arguments": c.args or {}}
+                                for c in calls]
     elif responses:
         record.update(type="ToolResult", role="tool", call_id=responses[0].id or "",
-                      content="\n".join(f"{r.name}: {r.response}" for r in responses))
+                      content="\n".join(_response_text(r.response) for r in responses))
+        paired["tool_call_id"] = responses[0].id or ""
     elif texts:
         record.update(type="Message" if event.author == "user" else "LLMOutput", content="\n".join(texts))
     elif thoughts:
@@ -105,8 +112,16 @@ def event_record(event: Event) -> dict[str, Any]:
         client_id=event.id, run_id=(event.invocation_id or "")[:200], step=(event.author or "")[:200],
         occurred_at=_iso(event.timestamp), call_id=record["call_id"][:200],
     )
-    record["data"] = _slim(event.model_dump(mode="json", exclude_none=True), record)
+    record["data"] = {**_slim(event.model_dump(mode="json", exclude_none=True), record), **paired}
     return record
+
+
+def _response_text(response: Any) -> str:
+    """A function response as the text a model reads: a lone ``result`` string as it is, any
+    other response as JSON."""
+    if isinstance(response, dict) and len(response) == 1 and isinstance(response.get("result"), str):
+        return str(response["result"])
+    return json.dumps(response, ensure_ascii=False, default=str)
 
 
 def _slim(whole: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
