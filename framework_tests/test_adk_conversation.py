@@ -17,6 +17,10 @@ from google.genai import types
 from framework_tests.counting import counting_client, fresh_namespace
 
 
+def openai_call(call_id: str, arguments: str) -> dict:
+    return {"id": call_id, "type": "function", "function": {"name": "weather", "arguments": arguments}}
+
+
 class ScriptedModel(BaseLlm):
     """Calls weather for Paris and Oslo at once, then answers from the results."""
 
@@ -50,7 +54,8 @@ def test_an_adk_tool_call_reads_as_a_conversation():
     async def run() -> list:
         await service.create_session(app_name="shop", user_id="ann", session_id="adk-weather")
         message = types.Content(role="user", parts=[types.Part(text="Weather in Paris?")])
-        return [e async for e in runner.run_async(user_id="ann", session_id="adk-weather", new_message=message)]
+        run = runner.run_async(user_id="ann", session_id="adk-weather", new_message=message)
+        return [e async for e in run]
 
     events = asyncio.run(run())
     stored = client.read_agent_session(service._app("shop"), "ann", "adk-weather")
@@ -63,8 +68,7 @@ def test_an_adk_tool_call_reads_as_a_conversation():
     assert thread.context(format="openai", record=False).messages == [
         {"role": "user", "content": "Weather in Paris?"},
         {"role": "assistant", "content": "Let me look.", "tool_calls": [
-            {"id": "call-1", "type": "function", "function": {"name": "weather", "arguments": '{"city":"Paris"}'}},
-            {"id": "call-2", "type": "function", "function": {"name": "weather", "arguments": '{"city":"Oslo"}'}}]},
+            openai_call("call-1", '{"city":"Paris"}'), openai_call("call-2", '{"city":"Oslo"}')]},
         {"role": "tool", "tool_call_id": "call-1", "content": "18C, cloudy in Paris"},
         {"role": "tool", "tool_call_id": "call-2", "content": "18C, cloudy in Oslo"},
         {"role": "assistant", "content": "It is 18C, cloudy in Paris."},
@@ -84,11 +88,13 @@ def test_an_adk_tool_call_reads_as_a_conversation():
     # ADK reads back exactly the events it appended (the parallel responses one event), and
     # num_recent_events counts ADK events.
     async def read(config: GetSessionConfig | None = None) -> list:
-        session = await service.get_session(app_name="shop", user_id="ann", session_id="adk-weather", config=config)
+        session = await service.get_session(app_name="shop", user_id="ann", session_id="adk-weather",
+                                            config=config)
         return session.events
 
     whole = asyncio.run(read())
     assert [e.content.parts[0].text for e in whole[:1]] == ["Weather in Paris?"]
     assert [e.model_dump() for e in whole[1:]] == [e.model_dump() for e in events]
-    assert [e.id for e in asyncio.run(read(GetSessionConfig(num_recent_events=2)))] == [e.id for e in whole[-2:]]
+    recent = asyncio.run(read(GetSessionConfig(num_recent_events=2)))
+    assert [e.id for e in recent] == [e.id for e in whole[-2:]]
     client.close()

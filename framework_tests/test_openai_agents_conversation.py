@@ -13,6 +13,10 @@ from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessa
 from framework_tests.counting import counting_client, fresh_namespace
 
 
+def openai_call(call_id: str, arguments: str) -> dict:
+    return {"id": call_id, "type": "function", "function": {"name": "weather", "arguments": arguments}}
+
+
 def text(value: str) -> ResponseOutputMessage:
     return ResponseOutputMessage(id="msg", type="message", role="assistant", status="completed", content=[
         ResponseOutputText(type="output_text", text=value, annotations=[])])
@@ -27,10 +31,10 @@ class ScriptedModel(Model):
             output = [text("It is 18C, cloudy in Paris.")]
         else:
             output = [text("Let me look."),
-                      ResponseFunctionToolCall(id="fc1", call_id="call-1", type="function_call", name="weather",
-                                               arguments='{"city": "Paris"}'),
-                      ResponseFunctionToolCall(id="fc2", call_id="call-2", type="function_call", name="weather",
-                                               arguments='{"city": "Oslo"}')]
+                      ResponseFunctionToolCall(id="fc1", call_id="call-1", type="function_call",
+                                               name="weather", arguments='{"city": "Paris"}'),
+                      ResponseFunctionToolCall(id="fc2", call_id="call-2", type="function_call",
+                                               name="weather", arguments='{"city": "Oslo"}')]
         return ModelResponse(output=output, usage=Usage(), response_id=None)
 
     def stream_response(self, *args, **kwargs):
@@ -61,8 +65,7 @@ async def test_an_openai_agents_tool_call_reads_as_a_conversation():
         {"role": "user", "content": "Weather in Paris?"},
         {"role": "assistant", "content": "Let me look."},
         {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call-1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Paris"}'}},
-            {"id": "call-2", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Oslo"}'}}]},
+            openai_call("call-1", '{"city": "Paris"}'), openai_call("call-2", '{"city": "Oslo"}')]},
         {"role": "tool", "tool_call_id": "call-1", "content": "18C, cloudy in Paris"},
         {"role": "tool", "tool_call_id": "call-2", "content": "18C, cloudy in Oslo"},
         {"role": "assistant", "content": "It is 18C, cloudy in Paris."},

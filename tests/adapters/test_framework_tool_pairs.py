@@ -26,14 +26,18 @@ from pydantic import BaseModel
 
 from tests.provider_types import assert_anthropic_request, assert_openai_request
 
-PARIS = {"city": "Paris"}
-# What every render of the conversation must read: the question, the call paired with its
-# result, the answer (two parallel calls when `two`).
+
+def openai_call(call_id: str, city: str) -> dict:
+    return {"id": call_id, "type": "function",
+            "function": {"name": "weather", "arguments": f'{{"city": "{city}"}}'}}
+
+
+# What every render of the conversation must read: the question, the two parallel calls each
+# paired with its result, the answer.
 OPENAI = [
     {"role": "user", "content": "Weather in Paris?"},
     {"role": "assistant", "content": "Let me look.", "tool_calls": [
-        {"id": "call-1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Paris"}'}},
-        {"id": "call-2", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Oslo"}'}}]},
+        openai_call("call-1", "Paris"), openai_call("call-2", "Oslo")]},
     {"role": "tool", "tool_call_id": "call-1", "content": "18C, cloudy in Paris"},
     {"role": "tool", "tool_call_id": "call-2", "content": "18C, cloudy in Oslo"},
     {"role": "assistant", "content": "It is 18C, cloudy in Paris."},
@@ -42,7 +46,7 @@ ANTHROPIC = [
     {"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"}]},
     {"role": "assistant", "content": [
         {"type": "text", "text": "Let me look."},
-        {"type": "tool_use", "id": "call-1", "name": "weather", "input": PARIS},
+        {"type": "tool_use", "id": "call-1", "name": "weather", "input": {"city": "Paris"}},
         {"type": "tool_use", "id": "call-2", "name": "weather", "input": {"city": "Oslo"}}]},
     {"role": "user", "content": [
         {"type": "tool_result", "tool_use_id": "call-1", "content": "18C, cloudy in Paris"},
@@ -51,14 +55,11 @@ ANTHROPIC = [
 ]
 
 
-def assert_reads_as_a_conversation(thread, arguments: dict[str, str]) -> None:
-    """The thread's openai and anthropic renders are OPENAI and ANTHROPIC (the calls' arguments
-    as the framework keeps them: `arguments` maps each call id to its JSON text)."""
+def assert_reads_as_a_conversation(thread) -> None:
+    """The thread's openai and anthropic renders are OPENAI and ANTHROPIC, requests the
+    providers accept."""
     openai = thread.context(format="openai", record=False).messages
-    expected = [dict(m) for m in OPENAI]
-    expected[1] = {**expected[1], "tool_calls": [
-        {**c, "function": {**c["function"], "arguments": arguments[c["id"]]}} for c in OPENAI[1]["tool_calls"]]}
-    assert openai == expected
+    assert openai == OPENAI
     assert_openai_request(openai)
     rendered = thread.context(format="anthropic", record=False)
     assert rendered.messages == ANTHROPIC
@@ -112,7 +113,7 @@ def test_an_agentscope_tool_call_is_paired_with_its_result_in_renders(store):
         ("Message", "Weather in Paris?"), ("ToolCall", "Let me look."),
         ("ToolResult", "18C, cloudy in Paris"), ("ToolResult", "18C, cloudy in Oslo"),
         ("LLMOutput", "It is 18C, cloudy in Paris.")]
-    assert_reads_as_a_conversation(thread, {"call-1": '{"city": "Paris"}', "call-2": '{"city": "Oslo"}'})
+    assert_reads_as_a_conversation(thread)
 
     # AgentScope gets its messages back as they were, the reply one message, and saving them
     # unchanged is no change.
@@ -129,7 +130,8 @@ class FunctionCallingClient(FunctionInvocationLayer, BaseChatClient):
 
     async def _inner_get_response(self, *, messages, stream, options, **kwargs):
         if any(c.type == "function_result" for m in messages for c in m.contents):
-            return ChatResponse(messages=[Message(role="assistant", contents=["It is 18C, cloudy in Paris."])])
+            answer = "It is 18C, cloudy in Paris."
+            return ChatResponse(messages=[Message(role="assistant", contents=[answer])])
         return ChatResponse(messages=[Message(role="assistant", contents=[
             Content.from_text("Let me look."),
             Content.from_function_call(call_id="call-1", name="weather", arguments='{"city": "Paris"}'),
@@ -155,7 +157,7 @@ def test_an_agent_framework_tool_call_is_paired_with_its_result_in_renders(store
         ("Message", "Weather in Paris?"), ("ToolCall", "Let me look."),
         ("ToolResult", "18C, cloudy in Paris"), ("ToolResult", "18C, cloudy in Oslo"),
         ("LLMOutput", "It is 18C, cloudy in Paris.")]
-    assert_reads_as_a_conversation(thread, {"call-1": '{"city": "Paris"}', "call-2": '{"city": "Oslo"}'})
+    assert_reads_as_a_conversation(thread)
 
     # The framework reads its messages back as they were: one tool message with both results.
     messages = asyncio.run(history.get_messages("weather"))
