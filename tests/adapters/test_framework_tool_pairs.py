@@ -1,6 +1,7 @@
 """A conversation with a tool call, run by the real framework (AgentScope, Microsoft Agent
 Framework) and saved by its adapter, reads as a conversation: the openai and anthropic renders
-give the call as a tool call, paired with its result, and show the text around them."""
+give each call as a tool call, paired with its result, and show the text around them, as do the
+thread page and its search."""
 
 import asyncio
 
@@ -22,8 +23,12 @@ from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.tool import FunctionTool, Toolkit
 from contextstore_client.adapters.agent_framework import ContextStoreHistoryProvider
 from contextstore_client.adapters.agentscope import ContextStoreStateStore
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.urls import reverse
 from pydantic import BaseModel
 
+from contextstore.models import Membership
 from tests.provider_types import assert_anthropic_request, assert_openai_request
 
 
@@ -55,15 +60,28 @@ ANTHROPIC = [
 ]
 
 
-def assert_reads_as_a_conversation(thread) -> None:
+def assert_reads_as_a_conversation(thread, workspace) -> None:
     """The thread's openai and anthropic renders are OPENAI and ANTHROPIC, requests the
-    providers accept."""
+    providers accept; its page shows the text, the calls and the results, and its search finds
+    a result."""
     openai = thread.context(format="openai", record=False).messages
     assert openai == OPENAI
     assert_openai_request(openai)
     rendered = thread.context(format="anthropic", record=False)
     assert rendered.messages == ANTHROPIC
     assert_anthropic_request(rendered.system, rendered.messages)
+
+    person = get_user_model().objects.create_user("lee", password="pw-for-tests-123")
+    Membership.objects.create(workspace=workspace, user=person, role=Membership.Role.VIEWER)
+    browser = Client()
+    browser.force_login(person)
+    url = reverse("contextstore:thread", args=[thread.id])
+    page = browser.get(url).content.decode()
+    for text in ("Weather in Paris?", "Let me look.", "weather(", "18C, cloudy in Paris",
+                 "18C, cloudy in Oslo", "It is 18C, cloudy in Paris."):
+        assert text in page, text
+    found = browser.get(url, {"q": "cloudy in Oslo"}).content.decode()
+    assert "18C, cloudy in Oslo" in found
 
 
 # ---------------------------------------------------------------- AgentScope
@@ -98,7 +116,7 @@ def agentscope_weather(city: str) -> str:
     return f"18C, cloudy in {city}"
 
 
-def test_an_agentscope_tool_call_is_paired_with_its_result_in_renders(store):
+def test_an_agentscope_tool_call_is_paired_with_its_result_in_renders(store, workspace):
     states = ContextStoreStateStore(store)
     state = states.load("alice", "weather")
     tools = Toolkit(tools=[FunctionTool(agentscope_weather, name="weather", is_read_only=True,
@@ -113,7 +131,7 @@ def test_an_agentscope_tool_call_is_paired_with_its_result_in_renders(store):
         ("Message", "Weather in Paris?"), ("ToolCall", "Let me look."),
         ("ToolResult", "18C, cloudy in Paris"), ("ToolResult", "18C, cloudy in Oslo"),
         ("LLMOutput", "It is 18C, cloudy in Paris.")]
-    assert_reads_as_a_conversation(thread)
+    assert_reads_as_a_conversation(thread, workspace)
 
     # AgentScope gets its messages back as they were, the reply one message, and saving them
     # unchanged is no change.
@@ -144,7 +162,7 @@ def weather(city: str) -> str:
     return f"18C, cloudy in {city}"
 
 
-def test_an_agent_framework_tool_call_is_paired_with_its_result_in_renders(store):
+def test_an_agent_framework_tool_call_is_paired_with_its_result_in_renders(store, workspace):
     history = ContextStoreHistoryProvider(store, user_id="ann")
     agent = Agent(client=FunctionCallingClient(), instructions="Be brief.", tools=[weather],
                   context_providers=[history])
@@ -157,7 +175,7 @@ def test_an_agent_framework_tool_call_is_paired_with_its_result_in_renders(store
         ("Message", "Weather in Paris?"), ("ToolCall", "Let me look."),
         ("ToolResult", "18C, cloudy in Paris"), ("ToolResult", "18C, cloudy in Oslo"),
         ("LLMOutput", "It is 18C, cloudy in Paris.")]
-    assert_reads_as_a_conversation(thread)
+    assert_reads_as_a_conversation(thread, workspace)
 
     # The framework reads its messages back as they were: one tool message with both results.
     messages = asyncio.run(history.get_messages("weather"))

@@ -1,7 +1,7 @@
 """A conversation with tool calls run by the real OpenAI Agents SDK and ADK (in their own
 virtualenvs, against the live server: framework_tests/test_*_conversation.py) reads as a
-conversation: the renders pair each call with its result (asserted there), and the thread page
-shows the text, the calls and their results."""
+conversation: the renders pair each call with its result (asserted there), the thread page
+shows the text, the calls and their results, and its search finds a result."""
 
 import os
 import subprocess
@@ -36,7 +36,9 @@ def test_a_framework_conversation_with_tool_calls_reads_as_one(framework, key, l
     Membership.objects.create(workspace=workspace, user=person, role=Membership.Role.VIEWER)
     client = Client()
     client.force_login(person)
-    page = client.get(reverse("contextstore:thread", args=[thread.pk])).content.decode()
+    url = reverse("contextstore:thread", args=[thread.pk])
+    page = client.get(url).content.decode()
     for text in ("Weather in Paris?", "Let me look.", "weather(", "18C, cloudy in Paris",
                  "18C, cloudy in Oslo", "It is 18C, cloudy in Paris."):
         assert text in page, text
+    assert "18C, cloudy in Oslo" in client.get(url, {"q": "cloudy in Oslo"}).content.decode()
