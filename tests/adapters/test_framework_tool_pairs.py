@@ -4,6 +4,7 @@ give each call as a tool call, paired with its result, and show the text around 
 thread page and its search."""
 
 import asyncio
+import json
 
 from agent_framework import (
     Agent,
@@ -182,3 +183,24 @@ def test_an_agent_framework_tool_call_is_paired_with_its_result_in_renders(store
     assert [(str(m.role), [c.type for c in m.contents]) for m in messages] == [
         ("user", ["text"]), ("assistant", ["text", "function_call", "function_call"]),
         ("tool", ["function_result", "function_result"]), ("assistant", ["text"])]
+
+
+# ---------------------------------------------------------------- OpenAI Agents items, offline
+
+def test_an_openai_agents_call_keeps_its_arguments_once_and_comes_back_exactly():
+    from contextstore_client.adapters.openai_agents import item_event, stored_item
+
+    call = {"arguments": '{"city": "Paris"}', "call_id": "call-1", "name": "weather",
+            "type": "function_call", "id": "fc1", "status": "completed"}
+    output = {"call_id": "call-1", "output": [{"type": "input_text", "text": "18C"}],
+              "type": "function_call_output"}
+    made = [item_event(call), item_event(output)]
+
+    assert made[0]["data"]["tool_calls"] == [{"id": "call-1", "name": "weather",
+                                              "arguments": '{"city": "Paris"}'}]
+    assert made[0]["data"]["item"]["arguments"] is None and made[0]["content"] == ""
+    assert made[1]["data"]["tool_call_id"] == "call-1"
+    # What the server stores is JSON: the items come back with their keys in order.
+    for item, event in zip([call, output], made, strict=True):
+        back = stored_item(json.loads(json.dumps(event)))
+        assert json.dumps(back) == json.dumps(item)
