@@ -9,8 +9,9 @@ An ADK session is a contextstore session (app = app_name, user_id, key = session
 event is one contextstore event, readable in the dashboard: user text a Message, model text
 an LLMOutput, function calls a ToolCall (the model's text beside them its content, the calls in
 ``data["tool_calls"]``: id, name, arguments) and function responses a ToolResult naming the
-call in ``data["tool_call_id"]`` (its text the response's ``result``, or the response as JSON),
-so renders pair them; thoughts Reasoning; invocation_id is the run, the event id the
+call in ``data["tool_call_id"]`` (its text the response's ``result``, or the response as JSON;
+an event answering parallel calls adds a FunctionResponse row for each further response,
+event_records), so renders pair them; thoughts Reasoning; invocation_id is the run, the event id the
 client_id, its timestamp occurred_at, and the rest of the event is kept in ``data["adk"]``: its
 id, invocation id and (of a single text part) text are not copied there but read back from the
 row (``data["adk_row"]`` lists them), so each is stored once. Session state is the thread's state;
