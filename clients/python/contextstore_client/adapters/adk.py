@@ -7,11 +7,14 @@
 
 An ADK session is a contextstore session (app = app_name, user_id, key = session id). Each
 event is one contextstore event, readable in the dashboard: user text a Message, model text
-an LLMOutput, function calls / responses ToolCall / ToolResult with the call id, thoughts
-Reasoning; invocation_id is the run, the event id the client_id, its timestamp occurred_at,
-and the rest of the event is kept in ``data["adk"]``: its id, invocation id and (of a single
-text part) text are not copied there but read back from the row (``data["adk_row"]`` lists
-them), so each is stored once. Session state is the thread's state;
+an LLMOutput, function calls a ToolCall (the model's text beside them its content, the calls in
+``data["tool_calls"]``: id, name, arguments) and function responses a ToolResult naming the
+call in ``data["tool_call_id"]`` (its text the response's ``result``, or the response as JSON;
+an event answering parallel calls adds a FunctionResponse row for each further response,
+event_records), so renders pair them; thoughts Reasoning; invocation_id is the run, the event id the
+client_id, its timestamp occurred_at, and the rest of the event is kept in ``data["adk"]``: its
+id, invocation id and (of a single text part) text are not copied there but read back from the
+row (``data["adk_row"]`` lists them), so each is stored once. Session state is the thread's state;
 ``app:`` and ``user:`` keys live in contextstore's app and user scopes (shared across
 sessions, revisioned); ``temp:`` keys are never stored.
 
@@ -25,6 +28,7 @@ one per page of 500.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import uuid
 from datetime import datetime, timezone
@@ -43,11 +47,12 @@ from google.adk.sessions.state import State
 
 from contextstore_client import AsyncContextStore, Conflict, ContextStore, StaleRevision
 
-__all__ = ["ContextStoreSessionService", "event_record", "make_test_service"]
+__all__ = ["ContextStoreSessionService", "event_record", "event_records", "make_test_service"]
 
 # EventActions' maps that default to empty: left out of the stored copy when empty.
 EMPTY_ACTION_MAPS = ("state_delta", "artifact_delta", "requested_auth_configs",
                      "requested_tool_confirmations")
+PART_TYPE = "FunctionResponse"  # a parallel call's response after the first (event_records)
 STALE_MESSAGE = ("The session has been modified in storage since it was loaded. "
                  "Please reload the session before appending more events.")
 
@@ -88,12 +93,16 @@ def event_record(event: Event) -> dict[str, Any]:
     calls = [p.function_call for p in parts if p.function_call]
     responses = [p.function_response for p in parts if p.function_response]
     record: dict[str, Any] = {"role": "user" if event.author == "user" else "assistant", "call_id": ""}
+    paired: dict[str, Any] = {}  # beside the ADK event in data: its calls, or the call it answers
     if calls:
-        record.update(type="ToolCall", call_id=calls[0].id or "",
-                      content="\n".join(f"{c.name}({c.args})" for c in calls))
-    elif responses:
+        # The model's text beside its calls is the content; the calls are data.tool_calls.
+        record.update(type="ToolCall", call_id=calls[0].id or "", content="\n".join(texts))
+        paired["tool_calls"] = [{"id": c.id or "", "name": c.name or "", "arguments": c.args or {}}
+                                for c in calls]
+    elif responses:  # the first response; event_records adds one event for each other
         record.update(type="ToolResult", role="tool", call_id=responses[0].id or "",
-                      content="\n".join(f"{r.name}: {r.response}" for r in responses))
+                      content=_response_text(responses[0].response))
+        paired["tool_call_id"] = responses[0].id or ""
     elif texts:
         record.update(type="Message" if event.author == "user" else "LLMOutput", content="\n".join(texts))
     elif thoughts:
@@ -105,8 +114,35 @@ def event_record(event: Event) -> dict[str, Any]:
         client_id=event.id, run_id=(event.invocation_id or "")[:200], step=(event.author or "")[:200],
         occurred_at=_iso(event.timestamp), call_id=record["call_id"][:200],
     )
-    record["data"] = _slim(event.model_dump(mode="json", exclude_none=True), record)
+    record["data"] = {**_slim(event.model_dump(mode="json", exclude_none=True), record), **paired}
     return record
+
+
+def event_records(event: Event) -> list[dict[str, Any]]:
+    """The contextstore events for one ADK event: event_record, and when the event answers
+    parallel calls (ADK merges their responses into one event) a FunctionResponse for each
+    response after the first, naming its call (``data.tool_call_id``) and the ADK event
+    (``data.adk_part``), so renders pair every call with its result. get_session reads only
+    event_record's types (ADK_TYPES), so they are no ADK events of their own."""
+    record = event_record(event)
+    parts = list(event.content.parts or []) if event.content and record["type"] == "ToolResult" else []
+    responses = [p.function_response for p in parts if p.function_response]
+    records = [record]
+    for n, response in enumerate(responses[1:], start=1):
+        records.append({
+            "type": PART_TYPE, "role": "tool", "content": _response_text(response.response),
+            "call_id": (response.id or "")[:200], "client_id": f"{event.id}#{n}"[:200],
+            "run_id": record["run_id"], "step": record["step"], "occurred_at": record["occurred_at"],
+            "data": {"tool_call_id": response.id or "", "adk_part": event.id}})
+    return records
+
+
+def _response_text(response: Any) -> str:
+    """A function response as the text a model reads: a lone ``result`` string as it is, any
+    other response as JSON."""
+    if isinstance(response, dict) and len(response) == 1 and isinstance(response.get("result"), str):
+        return str(response["result"])
+    return json.dumps(response, ensure_ascii=False, default=str)
 
 
 def _slim(whole: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
@@ -131,6 +167,9 @@ def _slim(whole: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
 
 
 READ_FIELDS = ["client_id", "run_id", "content", "data"]  # what get_session reads of each event (_whole)
+# The types event_record gives an ADK event: get_session reads only these (not event_records'
+# FunctionResponse parts), so num_recent_events counts ADK events.
+ADK_TYPES = ["Message", "LLMOutput", "ToolCall", "ToolResult", "Reasoning", "AgentEvent"]
 
 
 def _whole(stored: dict[str, Any]) -> dict[str, Any]:
@@ -192,7 +231,8 @@ class ContextStoreSessionService(BaseSessionService):
         config = config or GetSessionConfig()
         after = _iso(config.after_timestamp) if config.after_timestamp is not None else None
         read = await self._call("read_agent_session", self._app(app_name), user_id, session_id,
-                                limit=config.num_recent_events, after=after, fields=READ_FIELDS)
+                                limit=config.num_recent_events, after=after, types=ADK_TYPES,
+                                fields=READ_FIELDS)
         if read is None:
             return None
         events = [Event.model_validate(_whole(e)) for e in read["events"]
@@ -233,7 +273,7 @@ class ContextStoreSessionService(BaseSessionService):
         try:
             result = await self._call(
                 "commit_agent_session", self._app(session.app_name), session.user_id, session.id,
-                events=[event_record(event)], state=session_delta or None, app_state=app_delta or None,
+                events=event_records(event), state=session_delta or None, app_state=app_delta or None,
                 user_state=user_delta or None, expected_last_seq=int(marker) if marker is not None else None)
         except StaleRevision as exc:
             raise StaleSessionError(STALE_MESSAGE) from exc

@@ -34,6 +34,7 @@ An Agent Framework session id is a contextstore session key (one thread, ``main`
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -55,6 +56,7 @@ from pydantic import BaseModel
 from contextstore_client import ContextStore, SyncItem, ThreadHandle
 
 KEY = "agent_framework"
+PART = "agent_framework_part"  # data key of an event showing part of a message another event holds
 SESSION_PROVIDER = "agent_framework.session"
 TYPES = {"user": "Message", "assistant": "LLMOutput", "system": "Notification", "tool": "ToolResult"}
 
@@ -76,8 +78,11 @@ class _Threads:
 
 
 def _message(item: SyncItem) -> Message | None:
-    """A loaded item as an Agent Framework message (None: not part of the conversation)."""
+    """A loaded item as an Agent Framework message (None: not part of the conversation, or a
+    part of a message another event holds, _events)."""
     event = item.event
+    if isinstance(event.data, dict) and PART in event.data:
+        return None
     stored = event.data.get(KEY) if isinstance(event.data, dict) else None
     if isinstance(stored, dict):
         return Message.from_dict(stored)
@@ -89,9 +94,65 @@ def _message(item: SyncItem) -> Message | None:
     return Message(role=role, contents=[event.content], message_id=item.key)
 
 
+def _result_text(result: Any) -> str:
+    return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
+
+
+def _events(message: Message, key: str) -> list[tuple[str, dict[str, Any]]]:
+    """The (key, event) pairs of one message, in the shape renders pair: text and the function
+    calls after it a ToolCall (calls in ``data.tool_calls``: id, name, arguments), each function
+    result its own ToolResult naming its call (``data.tool_call_id``), other messages one event
+    of their role. The first event keeps the message whole (``data["agent_framework"]``, the
+    message's key); the others (keys ``<key>#1``, ``#2`` ...: a tool message answering parallel
+    calls) name it in ``data["agent_framework_part"]``."""
+    whole = message.to_dict()
+    role = str(message.role)
+    contents = [c for c in whole.get("contents") or () if isinstance(c, dict)]
+    if not any(c.get("type") in ("function_call", "function_result") for c in contents):
+        return [(key, {"type": TYPES.get(role, "Message"), "role": role, "content": message.text or "",
+                       "data": {KEY: whole}})]
+    events: list[dict[str, Any]] = []
+    texts: list[str] = []  # of the open text/call event (events[-1])
+    for content in contents:
+        kind = content.get("type")
+        if kind == "function_result":
+            call_id = str(content.get("call_id") or "")
+            data: dict[str, Any] = {"tool_call_id": call_id}
+            if content.get("exception"):
+                data["exception"] = content["exception"]
+            events.append({"type": "ToolResult", "role": "tool", "call_id": call_id[:200],
+                           "content": _result_text(content.get("result")), "data": data})
+            continue
+        if kind not in ("function_call", "text"):
+            continue
+        if not events or events[-1]["type"] == "ToolResult":
+            events.append({"type": TYPES.get(role, "Message"), "role": role, "content": "", "data": {}})
+            texts = []
+        current = events[-1]
+        if kind == "function_call":
+            call_id = str(content.get("call_id") or "")
+            current.update(type="ToolCall", role="assistant")
+            current.setdefault("call_id", call_id[:200])
+            current["data"].setdefault("tool_calls", []).append(
+                {"id": call_id, "name": str(content.get("name") or ""),
+                 "arguments": content.get("arguments") or {}})
+        elif isinstance(content.get("text"), str):
+            texts.append(content["text"])
+            current["content"] = "".join(texts)  # as Message.text joins its texts
+    pairs = []
+    for n, event in enumerate(events):
+        if n == 0:
+            event["data"] = {KEY: whole, **event["data"]}
+            pairs.append((key, event))
+        else:
+            event["data"][PART] = key
+            pairs.append((f"{key}#{n}", event))
+    return pairs
+
+
 def _event(message: Message) -> dict[str, Any]:
-    return {"type": TYPES.get(str(message.role), "Message"), "role": str(message.role),
-            "content": message.text or "", "data": {KEY: message.to_dict()}}
+    """The event that keeps `message` whole (the first of _events)."""
+    return _events(message, "")[0][1]
 
 
 class ContextStoreHistoryProvider(HistoryProvider):
@@ -122,7 +183,8 @@ class ContextStoreHistoryProvider(HistoryProvider):
         # A history only grows: appends need no base revision (two processes' turns interleave
         # as in the framework's service-side stores); the key is the message id when it has one.
         self.threads(session_id).sync_save(KEY, items=[
-            {"key": m.message_id or uuid.uuid4().hex, "event": _event(m)} for m in new])
+            {"key": key, "event": event} for m in new
+            for key, event in _events(m, m.message_id or uuid.uuid4().hex)])
 
 
 class ContextStoreContextProvider(ContextProvider):

@@ -44,6 +44,7 @@ from agentscope.state import AgentState
 from contextstore_client import ContextStore, Event, StaleRevision, SyncTracker, ThreadHandle
 
 KEY = "agentscope"
+PART = "agentscope_part"  # data key of an event showing part of a message another event holds
 ROLE_TYPES = {"user": "Message", "assistant": "LLMOutput", "system": "Notification"}
 
 if TYPE_CHECKING:
@@ -66,8 +67,67 @@ def _event(message: dict[str, Any], run_id: str = "") -> dict[str, Any]:
             "data": {KEY: message}, "run_id": run_id}
 
 
+def _result_text(output: Any) -> str:
+    if isinstance(output, str):
+        return output
+    return "\n".join(b["text"] for b in output or () if isinstance(b, dict)
+                     and b.get("type") == "text" and isinstance(b.get("text"), str))
+
+
+def _events(message: dict[str, Any], run_id: str = "") -> list[tuple[str, dict[str, Any]]]:
+    """The (key, event) pairs of one message. AgentScope keeps a whole reply in one message
+    (text, tool_call and tool_result blocks in turn), so a message with tool blocks is split
+    where renders pair them: text and the calls after it a ToolCall (calls in
+    ``data.tool_calls``), each result a ToolResult (``data.tool_call_id``), text after results
+    an LLMOutput. The first event keeps the message whole (``data["agentscope"]``, key = its id);
+    the others (keys ``<id>#1``, ``#2`` ...) name it in ``data["agentscope_part"]``."""
+    blocks = message.get("content")
+    if not isinstance(blocks, list) or not any(
+            isinstance(b, dict) and b.get("type") in ("tool_call", "tool_result") for b in blocks):
+        return [(message["id"], _event(message, run_id))]
+    role = message.get("role", "")
+    events: list[dict[str, Any]] = []
+    texts: list[str] = []  # of the open text/call event (events[-1])
+    for block in blocks:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "tool_result":
+            call_id = str(block.get("id") or "")
+            events.append({"type": "ToolResult", "role": "tool", "call_id": call_id[:200],
+                           "content": _result_text(block.get("output")), "data": {"tool_call_id": call_id}})
+            texts = []
+            continue
+        if not events or events[-1]["type"] == "ToolResult":
+            events.append({"type": ROLE_TYPES.get(role, "Message"), "role": role, "content": "", "data": {}})
+            texts = []
+        current = events[-1]
+        if kind == "tool_call":
+            call_id = str(block.get("id") or "")
+            current.update(type="ToolCall", role="assistant")
+            current.setdefault("call_id", call_id[:200])
+            current["data"].setdefault("tool_calls", []).append(
+                {"id": call_id, "name": str(block.get("name") or ""), "arguments": block.get("input", "")})
+        elif kind == "text" and isinstance(block.get("text"), str):
+            texts.append(block["text"])
+            current["content"] = "\n".join(texts)
+    pairs = []
+    for n, event in enumerate(events):
+        event["run_id"] = run_id
+        if n == 0:
+            event["data"][KEY] = message
+            pairs.append((message["id"], event))
+        else:
+            event["data"][PART] = message["id"]
+            pairs.append((f"{message['id']}#{n}", event))
+    return pairs
+
+
 def _message(key: str, event: Event) -> dict[str, Any] | None:
-    """A loaded event as an AgentScope message dict (None: not part of the conversation)."""
+    """A loaded event as an AgentScope message dict (None: not part of the conversation, or a
+    part of a message another event holds, _events)."""
+    if isinstance(event.data, dict) and PART in event.data:
+        return None
     stored = event.data.get(KEY) if isinstance(event.data, dict) else None
     if isinstance(stored, dict):
         return {**stored, "id": key}
@@ -104,7 +164,8 @@ class ContextStoreStateStore:
         state = AgentState.model_validate(data)
         # What an unchanged message looks like when saved: not a change.
         for message in state.model_dump(mode="json")["context"]:
-            tracker.seen(message["id"], _event(message))
+            for key, event in _events(message):
+                tracker.seen(key, event)
         self._slots[(user_id, session_id, thread)] = tracker
         return state
 
@@ -120,7 +181,7 @@ class ContextStoreStateStore:
         text = summary if isinstance(summary, str) else "\n".join(
             b.get("text", "") for b in summary if isinstance(b, dict))
         result = tracker.save(
-            [(m["id"], _event(m, state.reply_id or "")) for m in messages],
+            [pair for m in messages for pair in _events(m, state.reply_id or "")],
             state=dump, summary=text,
             document={"summary": summary} if not isinstance(summary, str) else None)
         return result["revision"] if result else tracker.revision or 0

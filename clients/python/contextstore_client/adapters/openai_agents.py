@@ -7,10 +7,11 @@
     await Runner.run(agent, "hi", session=session)
 
 Each input item is one event, readable in the dashboard: user text is a Message, assistant
-text an LLMOutput, function calls and their outputs ToolCall / ToolResult with the call id,
+text an LLMOutput, a function call a ToolCall with the call in ``data["tool_calls"]`` and its
+output a ToolResult naming the call in ``data["tool_call_id"]`` (so renders pair them),
 reasoning a Reasoning; the item itself is kept in ``data["item"]`` so it comes back exactly,
-but for a text the event's content holds already (a message's string content, a tool's string
-output), which is stored once and put back on read.
+but for a text the event holds already (a message's string content, a tool's string output, a
+call's arguments), which is stored once and put back on read.
 Each SDK call is one request: add_items a commit, get_items a read of the newest N,
 pop_item a retract (the row stays, retracted, for audit), clear_session a clear.
 
@@ -49,20 +50,30 @@ def _text(content: Any) -> str:
 
 
 def item_event(item: dict[str, Any]) -> dict[str, Any]:
-    """The contextstore event for one SDK input item (the item kept whole in data)."""
+    """The contextstore event for one SDK input item (the item kept whole in data).
+
+    A function call is a ToolCall whose call is in ``data["tool_calls"]`` ({id, name, arguments},
+    the arguments the model's JSON text) and its output a ToolResult naming it in
+    ``data["tool_call_id"]``: the shape renders pair (an openai/anthropic render gives the call
+    as a tool call and its output as the call's result)."""
     kind = item.get("type") or ("message" if "role" in item else "")
     role = item.get("role") or ""
-    event: dict[str, Any] = {"data": {"item": item}, "role": role}
+    event: dict[str, Any] = {"role": role, "content": ""}
+    extra: dict[str, Any] = {}  # data beside the item: what renders read
     if kind == "message":
         event.update(type="LLMOutput" if role == "assistant" else "Message",
                      content=_text(item.get("content")))
     elif kind == "function_call":
-        event.update(type="ToolCall", role="assistant", call_id=str(item.get("call_id") or ""),
-                     content=f"{item.get('name', '')}({item.get('arguments', '')})")
+        call_id = str(item.get("call_id") or "")
+        event.update(type="ToolCall", role="assistant", call_id=call_id)
+        extra["tool_calls"] = [{"id": call_id, "name": str(item.get("name") or ""),
+                                "arguments": item.get("arguments", "")}]
     elif kind == "function_call_output":
         output = item.get("output")
-        event.update(type="ToolResult", role="tool", call_id=str(item.get("call_id") or ""),
+        call_id = str(item.get("call_id") or "")
+        event.update(type="ToolResult", role="tool", call_id=call_id,
                      content=output if isinstance(output, str) else json.dumps(output, default=str))
+        extra["tool_call_id"] = call_id
     elif kind == "reasoning":
         event.update(type="Reasoning", role="assistant",
                      content="\n".join(s.get("text", "") for s in item.get("summary") or []
@@ -72,23 +83,35 @@ def item_event(item: dict[str, Any]) -> dict[str, Any]:
         event.update(type="ResponseItem", content=json.dumps(item, default=str)[:2000])
     if event["role"] not in ("", "user", "assistant", "system", "developer", "tool"):
         event["role"] = ""
-    # A text the row's content holds already is not copied into data: "item_text" names the
-    # item's field that get_items fills back from content.
+    if "call_id" in event:  # the row's call_id is at most 200 characters; data keeps it whole
+        event["call_id"] = event["call_id"][:200]
+    # A text the row holds already is not copied into the item: "item_text" names the item's
+    # field that get_items fills back from content, "item_arguments" a call's arguments it
+    # fills back from data["tool_calls"]. null keeps the field's place: the item comes back
+    # with its keys in order.
+    kept = dict(item)
     for field in TEXT_FIELDS:
-        if isinstance(item.get(field), str) and item[field] == event["content"]:
-            # null keeps the field's place: the item comes back with its keys in order
-            event["data"] = {"item": {**item, field: None}, "item_text": field}
+        if isinstance(item.get(field), str) and item[field] and item[field] == event["content"]:
+            kept[field] = None
+            extra["item_text"] = field
             break
+    if extra.get("tool_calls") and isinstance(item.get("arguments"), str):
+        kept["arguments"] = None
+        extra["item_arguments"] = True
+    event["data"] = {"item": kept, **extra}
     return event
 
 
 def stored_item(event: dict[str, Any]) -> Any:
-    """The SDK item a stored event holds, its text put back from content (item_event)."""
+    """The SDK item a stored event holds, with what item_event left to the row put back."""
     data = event["data"]
+    item = data["item"]
     field = data.get("item_text")
-    if field not in TEXT_FIELDS:
-        return data["item"]
-    return {**data["item"], field: event["content"]}
+    if field in TEXT_FIELDS:
+        item = {**item, field: event["content"]}
+    if data.get("item_arguments") is True and isinstance(data.get("tool_calls"), list):
+        item = {**item, "arguments": data["tool_calls"][0]["arguments"]}
+    return item
 
 
 class ContextStoreSession(SessionABC):
