@@ -148,13 +148,19 @@ def plan_history(*, budget: int, strip_thinking: bool, newest: Iterable[tuple],
         plan.left_out.extend({"seq": r.seq, "position": r.position, "tokens": r.cost,
                               "reason": reason} for unit in units for r in reversed(unit))
 
+    def units() -> Iterator[list[Row]]:
+        for unit in group_units(rows()):
+            if unit[-1].kind != "result":
+                yield unit
+                continue
+            # results with no call before them: no provider takes them; asides among them stay
+            leave([[r for r in unit if r.kind != "aside"]], "orphan_tool_result")
+            yield from ([r] for r in unit if r.kind == "aside")
+
     used, skips_in_a_row = 0, 0
     turn: list[list[Row]] = []  # the turn being read, newest unit first
     cost = rows_read = 0
-    for unit in group_units(rows()):
-        if unit[-1].kind == "result":  # results with no call before them: no provider takes them
-            leave([unit], "orphan_tool_result")
-            continue
+    for unit in units():
         turn.append(unit)
         cost += unit[0].cost if len(unit) == 1 else sum(r.cost for r in unit)  # most are one row
         rows_read += len(unit)
