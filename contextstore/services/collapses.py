@@ -12,8 +12,8 @@ from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge
 from contextstore.eventspec import event_spec
 from contextstore.models import Collapse, Event, Job, Thread
 from contextstore.ranges import check_range
-from contextstore.selectors.exchanges import range_respecting
 from contextstore.redaction import redact_events, workspace_rules
+from contextstore.selectors.exchanges import range_respecting
 from contextstore.services import history
 from contextstore.services.common import Actor, audit, lock_thread, no_operation_pending
 
