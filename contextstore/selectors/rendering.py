@@ -6,7 +6,8 @@ first and stops when the budget is spent, then loads just the events it keeps.
 
 History is planned in whole turns (render_format.opens_turn): a user message (or a collapse's
 summary, which stands for what it replaced) and everything after it up to the next one, so its
-tool calls with all their results and its thinking with the message it belongs to. A turn larger
+tool calls with all their results (and the asides, errors or notes, logged between them:
+render_format.kind_of) and its thinking with the message it belongs to. A turn larger
 than the budget left is skipped and the walk goes on with older turns (`on_oversize="skip"`), or
 the walk stops there (`"stop"`); events before the first turn's start are left out, as are
 results with no call before them. Every event left out is reported with its reason, and `fits`
