@@ -132,10 +132,13 @@ class RangeForm(forms.Form):
 
 class CollapseForm(RangeForm):
     summary = forms.CharField(max_length=20_000, strip=True)
+    # the person confirmed the range grown to the tool exchanges it would split
+    widen = forms.BooleanField(required=False)
 
 
 class ForkForm(RangeForm):
     name = forms.CharField(max_length=200)
+    widen = forms.BooleanField(required=False)
 
 
 class BlockForm(forms.Form):

@@ -2,6 +2,7 @@
 (collapse, summarize, fork) or a stored position (import) holds it to the same rules and
 refuses it in the same words."""
 
+from dataclasses import asdict, dataclass
 from typing import Any, overload
 
 from contextstore.errors import InvalidInput
@@ -46,3 +47,54 @@ def check_range(start_position: Any, end_position: Any, *,
     if start_position is not None and end_position is not None and start_position > end_position:
         raise InvalidInput("start_position must not be after end_position.", details=ends)
     return start_position, end_position
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """A tool exchange a range would split: its calls (ids as renders give them) and results,
+    by working-context position (selectors/exchanges.py finds them)."""
+
+    first_position: int
+    last_position: int
+    call_ids: list[str]
+    call_positions: list[int]
+    result_positions: list[int]
+
+
+SPLITS_TOOL_EXCHANGE = "splits_tool_exchange"
+
+
+def widened(start_position: int | None, end_position: int | None,
+            exchanges: list[Exchange]) -> tuple[int | None, int | None]:
+    """The range grown to hold every exchange it splits whole (an open end stays open)."""
+    if start_position is not None:
+        start_position = min([start_position] + [x.first_position for x in exchanges])
+    if end_position is not None:
+        end_position = max([end_position] + [x.last_position for x in exchanges])
+    return start_position, end_position
+
+
+def respect_exchanges(start_position: int | None, end_position: int | None,
+                      exchanges: list[Exchange], *, widen: bool) -> tuple[int | None, int | None]:
+    """The range to use: as given when it splits no tool exchange, else widened to the whole
+    exchanges (`widen`), else refused naming them: a boundary between a call and its results
+    would leave one side to every render without the other."""
+    if not exchanges:
+        return start_position, end_position
+    wide = widened(start_position, end_position, exchanges)
+    if widen:
+        return wide
+    shown = "; ".join(f"calls {', '.join(x.call_ids) or '(none named)'} at "
+                      f"{', '.join(map(str, x.call_positions))} with results at "
+                      f"{', '.join(map(str, x.result_positions)) or '(none yet)'}" for x in exchanges)
+    raise InvalidInput(
+        f"The range {_ends(start_position, end_position)} splits a tool call from its results "
+        f"({shown}). Take the whole exchange, {_ends(*wide)}, or send widen=true.",
+        code=SPLITS_TOOL_EXCHANGE,
+        details={"start_position": start_position, "end_position": end_position,
+                 "exchanges": [asdict(x) for x in exchanges],
+                 "widened": {"start_position": wide[0], "end_position": wide[1]}})
+
+
+def _ends(start: int | None, end: int | None) -> str:
+    return f"{'start' if start is None else start}-{'end' if end is None else end}"

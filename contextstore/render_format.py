@@ -91,11 +91,28 @@ def event_role(event: EventFields) -> str:
     return role_of(event.type, event.role)
 
 
+# The types of the provider conversation itself: what a user, the model or a tool said. Every
+# other type (Error, Notification, the runtime types, a framework's own: spans, state changes,
+# checkpoints) is an aside: shown to the model, but never part of a tool exchange's structure.
+CONVERSATION_TYPES = frozenset({
+    "Task", "Input", "Feedback", "Message", "LLMOutput", "Reasoning", "ToolCall", "StepResult",
+    "ToolResult", "PythonOutput", "Summary",
+})
+
+
 def kind_of(type_: str, role: str) -> str:
-    """call, result or other: all the walk needs to know to keep units whole."""
-    if role_of(type_, role) == "tool" or type_ == "ToolResult":  # peteos keeps results as user
+    """How an event takes part in a turn, all the walk needs to know to keep units whole:
+    `result` (a tool result: type ToolResult or role tool), `call` (a ToolCall), `aside` (not
+    part of the provider conversation: any other type, unless the model wrote it, role
+    assistant) or `other` (a message: a user's, the model's, a summary). An aside inside a tool
+    exchange stays with the exchange and is shown right after its last result (valid_items);
+    elsewhere it is shown where it stands."""
+    shown_as = role_of(type_, role)
+    if shown_as == "tool" or type_ == "ToolResult":  # peteos keeps results as user
         return "result"
-    return "call" if type_ == "ToolCall" else "other"
+    if type_ == "ToolCall":
+        return "call"
+    return "aside" if type_ not in CONVERSATION_TYPES and shown_as != "assistant" else "other"
 
 
 def opens_turn(type_: str, role: str) -> bool:
@@ -139,13 +156,19 @@ def group_units(rows: Iterator[Row]) -> Iterator[list[Row]]:
 
     A unit is [head?][calls...][results...] read forward: results attach to the calls right
     before them (parallel calls may be separate events); an assistant event just before results
-    with no ToolCall event may carry the calls in its parts. Anything else is a unit alone.
+    with no ToolCall event may carry the calls in its parts. Asides between its first call (or
+    head) and its last result belong to it, so an Error logged between two results never breaks
+    the exchange; asides before its first call are not its own (_closed). Anything else is a
+    unit alone.
     """
     unit: list[Row] = []
     phase = ""
     for row in rows:
-        if not unit and row.kind == "other":  # a lone message, most of history: a unit alone
+        if not unit and row.kind in ("other", "aside"):  # a lone message, most of history
             yield [row]
+            continue
+        if unit and row.kind == "aside":  # inside an exchange (a unit is open only in one)
+            unit.append(row)
             continue
         if unit and phase == "results" and row.kind == "result":
             unit.append(row)
@@ -160,13 +183,27 @@ def group_units(rows: Iterator[Row]) -> Iterator[list[Row]]:
             unit, phase = [], ""
             continue
         if unit:
-            yield unit
+            yield from _closed(unit)
         unit, phase = [row], {"result": "results", "call": "calls"}.get(row.kind, "")
         if row.kind == "other":
             yield unit
             unit = []
     if unit:
+        yield from _closed(unit)
+
+
+def _closed(unit: list[Row]) -> Iterator[list[Row]]:
+    """A unit group_units closes, without the asides read after its oldest call or result:
+    those stand before the exchange, each a unit alone (newest first, as ever)."""
+    n = len(unit)
+    while unit[n - 1].kind == "aside":
+        n -= 1
+    if n == len(unit):
         yield unit
+        return
+    yield unit[:n]
+    for row in unit[n:]:
+        yield [row]
 
 
 # ------------------------------------------------------------------ validating units
@@ -188,7 +225,9 @@ def valid_items(events: Sequence[EventFields], walked: list[list[Row]] | None = 
 
     Calls without an id get `call_<seq>_<n>`; a result without one answers the first open call
     of its unit. A result answering nothing in its unit is an orphan; a unit whose calls are not
-    all answered is dropped whole.
+    all answered is dropped whole. A unit's asides come after its last result, where every
+    provider takes them (tool results must follow their calls at once), and stay when the
+    exchange around them is dropped: they were never part of it.
 
     `walked`: group_units of exactly these events (newest first), when the caller has them
     already (the render's walk: selectors/rendering.walked_units); grouping again costs as much
@@ -204,7 +243,7 @@ def valid_items(events: Sequence[EventFields], walked: list[list[Row]] | None = 
     at = 0
     units, dropped = [], []
     for unit_rows in walked:
-        if len(unit_rows) == 1 and unit_rows[0].kind == "other":
+        if len(unit_rows) == 1 and unit_rows[0].kind in ("other", "aside"):
             r, e = unit_rows[0], newest_first[at]
             at += 1
             if r.role != "assistant" or not e.parts:  # makes no call (most events): nothing to pair
@@ -215,6 +254,9 @@ def valid_items(events: Sequence[EventFields], walked: list[list[Row]] | None = 
         items = [Item(e, r.kind, r.role)
                  for r, e in zip(reversed(unit_rows), reversed(newest_first[at - len(unit_rows):at]),
                                  strict=True)]
+        asides = [i for i in items if i.kind == "aside"]
+        if asides:
+            items = [i for i in items if i.kind != "aside"]
         open_ids: list[str] = []
         for item in items:
             if item.kind in ("call", "other") and item.role == "assistant":
@@ -238,9 +280,9 @@ def valid_items(events: Sequence[EventFields], walked: list[list[Row]] | None = 
             kept.append(item)
         if set(open_ids) - answered:
             dropped.extend(_dropped(i.event, "unanswered_tool_call") for i in kept)
-            continue
-        if kept:
-            units.append(kept)
+            kept = []
+        if kept or asides:
+            units.append(kept + asides)
     return units[::-1], dropped
 
 

@@ -107,6 +107,24 @@ def test_the_worker_collapses_the_oldest_events_and_the_render_fits(budgeted, ac
     assert Event.objects.filter(thread=thread).count() == 61
 
 
+def test_the_budget_summary_takes_a_tool_exchange_across_preserve_recent_whole(budgeted, actor):
+    # the 4 newest events start inside the exchange: two results, an Error between them, the answer
+    calls = [{"id": f"c{i}", "name": "search", "arguments": {"q": i}} for i in range(2)]
+    event_append(thread=budgeted, actor=actor, events=messages(60) + [
+        {"type": "ToolCall", "data": {"tool_calls": calls}},
+        {"type": "ToolResult", "content": "one", "data": {"tool_call_id": "c0"}},
+        {"type": "Error", "content": "rate limited once, retried"},
+        {"type": "ToolResult", "content": "two", "data": {"tool_call_id": "c1"}},
+        {"type": "LLMOutput", "content": "both found"}])
+    (job,) = run_pending()
+    collapse = Collapse.objects.get()
+    assert job.status == "done"
+    assert (collapse.start_position, collapse.end_position) == (1, 64)  # not 1-61: the call's results
+    out = rendering.context_render(thread=fresh(budgeted), max_tokens=2000, fmt="openai")
+    assert [m["role"] for m in out["messages"]] == ["user", "assistant"]
+    assert out["stats"]["skipped"] == []
+
+
 def test_running_a_job_twice_makes_one_collapse(budgeted, actor):
     event_append(thread=budgeted, events=messages(60), actor=actor)
     job = Job.objects.get()

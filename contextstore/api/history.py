@@ -45,12 +45,12 @@ class ThreadHistoryActions(ThreadResponses):
         if data["summarize"]:
             job = summaries.summarize_range_request(
                 thread=thread, start_position=data["start_position"],
-                end_position=data["end_position"], actor=actor_of(request))
+                end_position=data["end_position"], actor=actor_of(request), widen=data["widen"])
             return Response({"job_id": str(job.pk)}, status=status.HTTP_202_ACCEPTED)
         collapse = collapses.collapse_create(
             thread=thread, start_position=data["start_position"], end_position=data["end_position"],
             summary_text=data["summary_text"], actor=actor_of(request),
-            source=Collapse.Source.AGENT)
+            source=Collapse.Source.AGENT, widen=data["widen"])
         return Response(s.CollapseSerializer(collapse).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(parameters=[OpenApiParameter(

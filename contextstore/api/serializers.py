@@ -417,6 +417,10 @@ def _only(value: Any) -> dict[str, Any]:
     return {"allOf": [{"enum": [value]}]}
 
 
+WIDEN_HELP = ("A range that would split a tool call from its results is refused (400 "
+              "splits_tool_exchange, naming them); true grows it to the whole exchange instead.")
+
+
 @extend_schema_serializer(deprecate_fields=["start_seq", "end_seq"])
 class CollapseInSerializer(serializers.Serializer):
     start_position = serializers.IntegerField(min_value=1, max_value=SEQ_MAX, required=False,
@@ -429,6 +433,7 @@ class CollapseInSerializer(serializers.Serializer):
                                        help_text="Deprecated: use end_position (same meaning).")
     summary_text = AgentText(required=False, trim_whitespace=False)
     summarize = serializers.BooleanField(required=False, default=False)
+    widen = serializers.BooleanField(required=False, default=False, help_text=WIDEN_HELP)
 
     schema_rules = {
         "description": "Each end by its name or its deprecated one (not both); a summary_text, "
@@ -680,6 +685,7 @@ class ForkInSerializer(serializers.Serializer):
         help_text="Deprecated: use end_position. Exclusive, as before: end_position = end_seq - 1.")
     system_prompt = AgentText(required=False, allow_null=True, default=None, allow_blank=True,
                               trim_whitespace=False)
+    widen = serializers.BooleanField(required=False, default=False, help_text=WIDEN_HELP)
 
     schema_rules = {
         "description": "Each end by its name or its deprecated one, not both. start_position "

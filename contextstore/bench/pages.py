@@ -146,7 +146,7 @@ class PagesBench:
             event_append(thread=thread, actor=actor, events=events[offset:offset + BATCH])
         for run in thread.runs.order_by("pk")[: max(thread.runs.count() - 1, 0)]:
             run_finish(run=run, status="completed", actor=actor)
-        collapse_create(thread=thread, start_position=n // 3, end_position=n // 3 + 50,
+        collapse_create(thread=thread, start_position=n // 3, end_position=n // 3 + 50, widen=True,
                         summary_text="An earlier stretch, summarized.", actor=actor)
         block_upsert(thread=thread, name="persona", value="You are a careful operator.",
                      placement="prefix", actor=actor)

@@ -6,7 +6,8 @@ first and stops when the budget is spent, then loads just the events it keeps.
 
 History is planned in whole turns (render_format.opens_turn): a user message (or a collapse's
 summary, which stands for what it replaced) and everything after it up to the next one, so its
-tool calls with all their results and its thinking with the message it belongs to. A turn larger
+tool calls with all their results (and the asides, errors or notes, logged between them:
+render_format.kind_of) and its thinking with the message it belongs to. A turn larger
 than the budget left is skipped and the walk goes on with older turns (`on_oversize="skip"`), or
 the walk stops there (`"stop"`); events before the first turn's start are left out, as are
 results with no call before them. Every event left out is reported with its reason, and `fits`
@@ -148,13 +149,19 @@ def plan_history(*, budget: int, strip_thinking: bool, newest: Iterable[tuple],
         plan.left_out.extend({"seq": r.seq, "position": r.position, "tokens": r.cost,
                               "reason": reason} for unit in units for r in reversed(unit))
 
+    def units() -> Iterator[list[Row]]:
+        for unit in group_units(rows()):
+            if unit[-1].kind != "result":
+                yield unit
+                continue
+            # results with no call before them: no provider takes them; asides among them stay
+            leave([[r for r in unit if r.kind != "aside"]], "orphan_tool_result")
+            yield from ([r] for r in unit if r.kind == "aside")
+
     used, skips_in_a_row = 0, 0
     turn: list[list[Row]] = []  # the turn being read, newest unit first
     cost = rows_read = 0
-    for unit in group_units(rows()):
-        if unit[-1].kind == "result":  # results with no call before them: no provider takes them
-            leave([unit], "orphan_tool_result")
-            continue
+    for unit in units():
         turn.append(unit)
         cost += unit[0].cost if len(unit) == 1 else sum(r.cost for r in unit)  # most are one row
         rows_read += len(unit)

@@ -13,6 +13,7 @@ from contextstore.eventspec import event_spec
 from contextstore.models import Collapse, Event, Job, Thread
 from contextstore.ranges import check_range
 from contextstore.redaction import redact_events, use_workspace
+from contextstore.selectors.exchanges import range_respecting
 from contextstore.services import history
 from contextstore.services.common import Actor, audit, lock_thread, no_operation_pending
 
@@ -20,13 +21,15 @@ from contextstore.services.common import Actor, audit, lock_thread, no_operation
 def collapse_create(
     *, thread: Thread, start_position: int, end_position: int, summary_text: str, actor: Actor,
     source: str = Collapse.Source.AGENT, provenance: dict[str, Any] | None = None,
-    job: Job | None = None,
+    job: Job | None = None, widen: bool = False,
 ) -> Collapse:
     """Replace the active events at positions [start_position, end_position] (inclusive) with
     one Summary event.
 
     The originals keep their rows, get status `collapsed` and point to the collapse; the summary
     stands at the first position it replaces. A range may contain earlier summaries (nesting).
+    A range that would split a tool call from its results is refused (`splits_tool_exchange`),
+    or with `widen` grown to the whole exchange (selectors/exchanges.py).
     With a job, a second call for the same job returns the first collapse (retries are safe).
     """
     collapse_check(start_position, end_position, summary_text, source)
@@ -38,6 +41,7 @@ def collapse_create(
             existing = Collapse.objects.filter(job=job).first()
             if existing is not None:
                 return existing
+        start_position, end_position = whole_exchanges(thread, start_position, end_position, widen)
         # Counted and moved by the database (a set-based UPDATE), not row by row in Python.
         members = Event.objects.filter(thread=thread, status=Event.Status.ACTIVE,
                                        position__gte=start_position, position__lte=end_position)
@@ -63,6 +67,15 @@ def collapse_create(
               events=count, tokens_before=left.tokens, tokens_after=summary.token_count,
               source=source)
     return collapse
+
+
+def whole_exchanges(thread: Thread, start_position: int, end_position: int,
+                    widen: bool) -> tuple[int, int]:
+    """A closed range that splits no tool exchange: as given, widened, or refused."""
+    start, end = range_respecting(thread_id=thread.pk, start_position=start_position,
+                                  end_position=end_position, widen=widen)
+    assert start is not None and end is not None  # a closed range stays closed
+    return start, end
 
 
 def collapse_check(start_position: Any, end_position: Any, summary_text: Any, source: str) -> None:

@@ -168,10 +168,13 @@ def replay_run(*, replay_id: int) -> CallReplay | None:
     if not taken:
         return None
     replay = CallReplay.objects.select_related("thread__workspace", "user").get(pk=replay_id)
-    body = json.loads(StoredText.objects.get(workspace_id=replay.workspace_id, sha256=replay.request_hash).text)
+    kept = StoredText.objects.filter(workspace_id=replay.workspace_id, sha256=replay.request_hash).first()
     started = time.monotonic()
     fields: dict[str, Any]
     try:
+        if kept is None:  # erased while it waited
+            raise ReplayFailed("The request was erased before a worker sent it.")
+        body = json.loads(kept.text)
         endpoint = playground_endpoint(replay.thread.workspace)
         fields = {"status": CallReplay.Status.OK, **_send(body, *endpoint)}
     except ReplayFailed as exc:

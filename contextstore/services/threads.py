@@ -12,6 +12,7 @@ from django.utils import timezone
 from contextstore.errors import Conflict, InvalidInput
 from contextstore.models import Clear, Collapse, ContextBlock, Event, Thread
 from contextstore.ranges import check_range
+from contextstore.selectors.exchanges import range_respecting
 from contextstore.services import history
 from contextstore.services.common import Actor, audit, lock_thread, no_operation_pending
 from contextstore.services.document import document_write
@@ -83,7 +84,7 @@ def thread_unclear(*, clear: Clear, actor: Actor) -> Clear:
 
 def thread_fork(
     *, thread: Thread, name: str, actor: Actor, start_position: int | None = None,
-    end_position: int | None = None, system_prompt: str | None = None,
+    end_position: int | None = None, system_prompt: str | None = None, widen: bool = False,
 ) -> Thread:
     """peteos fork: a new thread holding exactly the working context at positions
     [start_position, end_position] (inclusive; None = open end).
@@ -97,6 +98,9 @@ def thread_fork(
     a collapse keeps its `expired_count` (undo is refused in the child too), and a summary whose
     originals all went is copied in position order as an ordinary row is.
 
+    A range that would split a tool call from its results is refused (`splits_tool_exchange`),
+    or with `widen` grown to the whole exchange (selectors/exchanges.py).
+
     The fork keeps the parent's state, memory, summary, blocks, tool definitions and (unless
     given a new one) system prompt, and records its lineage.
     """
@@ -108,6 +112,8 @@ def thread_fork(
 
     with transaction.atomic():
         parent = lock_thread(thread)
+        start_position, end_position = range_respecting(
+            thread_id=parent.pk, start_position=start_position, end_position=end_position, widen=widen)
         working = Event.objects.filter(thread=parent, status=Event.Status.ACTIVE)
         if start_position is not None:
             working = working.filter(position__gte=start_position)

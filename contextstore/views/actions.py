@@ -13,7 +13,8 @@ from django.views.decorators.vary import vary_on_headers
 from contextstore import documents
 from contextstore.forms import BlockForm, CollapseForm, DiffForm, ForkForm, RangeForm, first_error
 from contextstore.models import Clear, Collapse, ContextBlock, Event, Job, StateRevision, Thread
-from contextstore.ranges import positive_int
+from contextstore.ranges import positive_int, widened
+from contextstore.selectors.exchanges import exchanges_across
 from contextstore.selectors.workspaces import actor_names
 from contextstore.services import blocks, clientai, collapses, document, operations, state, summaries, threads
 from contextstore.views.access import (
@@ -34,15 +35,43 @@ def _invalid(request: DashboardRequest, form) -> HttpResponse:
     return error_response(request, first_error(form), 400)
 
 
+def _split_exchanges(request: DashboardRequest, thread: Thread, form: CollapseForm | ForkForm,
+                     operation: str) -> HttpResponse | None:
+    """The confirm step of a collapse or fork whose range would split a tool call from its
+    results: nothing is done as selected; the person sees the exchanges and the whole range
+    and confirms that (widen), or picks another. None when the range splits nothing or the
+    widened range was confirmed."""
+    data = form.cleaned_data
+    if data["widen"]:
+        return None
+    start, end = data["start_position"], data["end_position"]
+    found = exchanges_across(thread_id=thread.pk, start_position=start, end_position=end)
+    if not found:
+        return None
+    wide = widened(start, end, found)
+    context = {"thread": thread, "operation": operation, "start": start, "end": end,
+               "exchanges": found, "wide_start": wide[0], "wide_end": wide[1],
+               "fields": {k: v for k, v in data.items() if k != "widen"},
+               "action": reverse(f"contextstore:{'collapse-range' if operation == 'collapse' else 'fork'}",
+                                 args=[thread.pk]),
+               "workspaces": visible_workspaces(request.user)}
+    template_name = "contextstore/range_confirm.html" + ("#confirm" if request.htmx else "")
+    return render(request, template_name, context)
+
+
 @thread_action
 def collapse_range(request: DashboardRequest, thread: Thread) -> HttpResponse:
     form = CollapseForm(request.POST)
     if not form.is_valid():
         return _invalid(request, form)
+    confirm = _split_exchanges(request, thread, form, "collapse")
+    if confirm is not None:
+        return confirm
     done = operations.collapse_or_queue(
         thread=thread, start_position=form.cleaned_data["start_position"],
         end_position=form.cleaned_data["end_position"],
         summary_text=form.cleaned_data["summary"], actor=actor_for(request),
+        widen=form.cleaned_data["widen"],
     )
     if isinstance(done, Job):
         return _operation_queued(request, thread, done)
@@ -193,10 +222,13 @@ def fork_range(request: DashboardRequest, thread: Thread) -> HttpResponse:
     form = ForkForm(request.POST)
     if not form.is_valid():
         return _invalid(request, form)
+    confirm = _split_exchanges(request, thread, form, "fork")
+    if confirm is not None:
+        return confirm
     child = threads.thread_fork(
         thread=thread, name=form.cleaned_data["name"], actor=actor_for(request),
         start_position=form.cleaned_data["start_position"],
-        end_position=form.cleaned_data["end_position"],
+        end_position=form.cleaned_data["end_position"], widen=form.cleaned_data["widen"],
     )
     offer_undo(request, thread=child,
                text=f"Forked {child.event_count} events of {thread.name} into {child.name}.",

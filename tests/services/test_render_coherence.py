@@ -230,13 +230,15 @@ def test_a_collapse_summary_opens_history_as_a_user_message_and_old_records_rebu
         thread, actor):
     event_append(thread=thread, actor=actor, events=agent_turn(0, 20) + agent_turn(1, 20))
     # the summarizer collapses the oldest events, turn 1's user message and tool call among them
+    # (and so the call's results: a range never splits a tool exchange)
     collapse_create(thread=thread, start_position=1, end_position=11, summary_text="s earlier work",
-                    actor=actor)
+                    actor=actor, widen=True)
     thread.refresh_from_db()
     rendered, record = renders.context_render_recorded(thread=thread, max_tokens=100_000, fmt="openai",
                                                        actor=actor)
     assert_coherent(rendered.body, "openai")
-    assert [m["role"] for m in rendered.body["messages"]] == ["user", "assistant"]  # results orphaned
+    assert [m["role"] for m in rendered.body["messages"]] == ["user", "assistant"]
+    assert rendered.body["stats"]["skipped"] == []
     assert rendered.body["messages"][0] == {"role": "user", "content": "s earlier work"}
     assert render_reads.render_rebuild(record=record)["messages"] == rendered.body["messages"]
     # a record written before version 2 showed it as a system message, and rebuilds so

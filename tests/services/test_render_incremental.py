@@ -206,7 +206,7 @@ def test_a_change_on_another_connection_between_renders_is_seen(session, actor):
     changes = [
         lambda t: event_append(thread=t, actor=actor, events=[
             {"type": "Message", "role": "user", "content": words(12)}]),
-        lambda t: collapse_create(thread=t, start_position=3, end_position=6, summary_text="Earlier.",
+        lambda t: collapse_create(thread=t, start_position=4, end_position=6, summary_text="Earlier.",
                                   actor=actor),
         lambda t: block_upsert(thread=t, name="persona", actor=actor, value="Be brief."),
         lambda t: thread_clear_context(thread=t, actor=actor),

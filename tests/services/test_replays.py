@@ -61,6 +61,13 @@ def test_an_edited_replay_sends_the_edited_text_and_says_which_changed(thread, c
     assert replay.edited == [1] and replay.answer.endswith("Which tests pass?")
 
 
+def test_a_replay_erased_while_queued_fails_and_sends_nothing(thread, call, actor, endpoint):
+    queued = replay_request(thread=thread, call=call, actor=actor)
+    StoredText.objects.filter(sha256=queued.request_hash).delete()
+    replay = replay_run(replay_id=queued.pk)
+    assert replay.status == "error" and "erased" in replay.error and endpoint.requests == []
+
+
 @pytest.mark.parametrize(("mode", "said"), [("500", "HTTP 500"), ("slow", "did not answer within 1 s")])
 def test_a_failing_endpoint_is_kept_as_an_error_never_as_an_answer(thread, call, actor, endpoint, settings,
                                                                     mode, said):

@@ -93,6 +93,7 @@ class Command(BaseCommand):
                             actor=actor)
         if n == 0:
             collapse_create(thread=thread, start_position=2, end_position=60, actor=actor, source="person",
+                            widen=True,
                             summary_text="Reproduced the export failure: replica lag caused stale "
                                          "reads; retries had no backoff.")
             fork = thread_fork(thread=thread, name="what-if-primary", start_position=1, end_position=119,

@@ -16,6 +16,7 @@ from contextstore.errors import Conflict, InvalidInput
 from contextstore.models import Event, Job, Run, Thread
 from contextstore.outbox import publish_after_commit
 from contextstore.ranges import check_range
+from contextstore.services.collapses import whole_exchanges
 from contextstore.services.common import Actor, audit, lock_thread
 from contextstore.services.summaries.config import (
     budget_tokens,
@@ -74,11 +75,14 @@ def run_completed_check(*, run: Run) -> Job | None:
 
 
 def summarize_range_request(
-    *, thread: Thread, start_position: Any, end_position: Any, actor: Actor
+    *, thread: Thread, start_position: Any, end_position: Any, actor: Actor, widen: bool = False,
 ) -> Job:
     """Queue a summary of the working-context positions [start_position, end_position] (both
-    inclusive). The same range asked again while pending returns the same job."""
+    inclusive). The same range asked again while pending returns the same job. A range that
+    would split a tool call from its results is refused, or with `widen` grown to the whole
+    exchange (selectors/exchanges.py): the job collapses what it summarized."""
     start, end = check_range(start_position, end_position)
+    start, end = whole_exchanges(thread, start, end, widen)
     cap = settings.SUMMARIZER_MAX_EVENTS_PER_JOB
     count = range_events(thread, start, end)[: cap + 1].count()
     if count == 0:

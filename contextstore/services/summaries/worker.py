@@ -16,7 +16,7 @@ from django.utils import timezone
 from contextstore.errors import Conflict
 from contextstore.models import Collapse, Event, Job, Thread
 from contextstore.redaction import use_workspace
-from contextstore.services.collapses import collapse_create
+from contextstore.services.collapses import collapse_create, whole_exchanges
 from contextstore.services.common import Actor, audit, lock_thread
 from contextstore.services.operations import KINDS as OPERATION_KINDS
 from contextstore.services.operations import send_operation
@@ -130,7 +130,14 @@ def _decide_range(job: Job, thread: Thread, config: dict) -> tuple[int, int, lis
             return "nothing_outside_preserve_recent"
         if len(members) == 1 and members[0].type == "Summary":
             return "only_a_summary_left"  # re-summarizing one summary would loop, not shrink
-        return members[0].position, members[-1].position, members, cap
+        start, end = members[0].position, members[-1].position
+        # A range never splits a tool call from its results: grown to the whole exchange.
+        wide = whole_exchanges(thread, start, end, True)
+        if wide == (start, end):
+            return start, end, members, cap
+        start, end = wide
+        members = list(range_events(thread, start, end).order_by("position")[: limit + 1])
+        return (start, end, members, cap) if len(members) <= limit else "range_too_large"
     if job.kind == Job.Kind.PER_RUN:
         run_events = active.filter(run_id=job.params.get("run")).order_by("position")
         first = run_events.values_list("position", flat=True).first()
@@ -140,7 +147,7 @@ def _decide_range(job: Job, thread: Thread, config: dict) -> tuple[int, int, lis
         per_run = config.get("per_run") or {}
         if run_events.count() < per_run.get("min_events", 1):
             return "fewer_than_min_events"
-        start, end = first, last
+        start, end = whole_exchanges(thread, first, last, True)  # its calls' results too
     else:
         # Jobs queued before positions were named carry start_seq/end_seq (the same positions).
         start = job.params.get("start_position", job.params.get("start_seq"))
