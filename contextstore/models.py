@@ -889,15 +889,14 @@ class CallReplay(models.Model):
     actor = RedactedCharField(max_length=200, blank=True, default="")
     # Who asked (their pending replays are capped: PLAYGROUND_MAX_PER_USER).
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, related_name="+",
-                             on_delete=models.SET_NULL, db_index=False)  # replay_pending leads with it
+                             on_delete=models.SET_NULL, db_index=False)  # replay_user leads with it
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["thread", "call_seq"], name="replay_call"),
-                   # the caps count pending replays, a handful among every replay ever made
-                   models.Index(fields=["user", "status"], name="replay_pending",
-                                condition=models.Q(status__in=["queued", "running"]))]
+                   # the caps count a person's pending replays; a user's deletion finds theirs
+                   models.Index(fields=["user", "status"], name="replay_user")]
 
     def __str__(self) -> str:
         return f"replay of #{self.call_seq} ({self.status})"

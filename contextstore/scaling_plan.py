@@ -74,6 +74,7 @@ PLAN: dict[str, str] = {
     "contextstore.ShareLink": DISTRIBUTED,
     "contextstore.Dataset": DISTRIBUTED,
     "contextstore.DatasetItem": DISTRIBUTED,
+    "contextstore.WorkerHeartbeat": LOCAL,  # one row per worker, read by /readyz alone
 }
 
 # Distributed tables: where workspace_id comes from.

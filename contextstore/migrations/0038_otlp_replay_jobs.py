@@ -30,6 +30,6 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name='callreplay',
-            index=models.Index(condition=models.Q(('status__in', ['queued', 'running'])), fields=['user', 'status'], name='replay_pending'),
+            index=models.Index(fields=['user', 'status'], name='replay_user'),
         ),
     ]
