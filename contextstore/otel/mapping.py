@@ -78,6 +78,12 @@ def json_value(value: Any) -> Any:
     return value
 
 
+def _index(step: str) -> int | str:
+    """A list index of a flattened attribute key: ASCII digits alone ("²".isdigit() is true,
+    and int() refuses it; a crafted key stays a name, never a failed derivation)."""
+    return int(step) if step.isascii() and step.isdigit() and len(step) <= 18 else step
+
+
 def unflatten(attrs: Attrs, prefix: str) -> Any:
     """`prefix.0.message.role = x` style attributes as nested lists and dicts."""
     root: dict[Any, Any] = {}
@@ -87,11 +93,11 @@ def unflatten(attrs: Attrs, prefix: str) -> Any:
         node = root
         *path, last = key[len(prefix):].split(".")
         for step in path:
-            node = node.setdefault(int(step) if step.isdigit() else step, {})
+            node = node.setdefault(_index(step), {})
             if not isinstance(node, dict):
                 break
         else:
-            node[int(last) if last.isdigit() else last] = value
+            node[_index(last)] = value
     return _listed(root)
 
 
@@ -356,8 +362,8 @@ def _int(value: Any) -> int | None:
         return None
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
+    if isinstance(value, str) and isinstance(number := _index(value), int):
+        return number
     return None
 
 

@@ -107,3 +107,13 @@ def test_otlp_json_nested_too_deep_is_a_400(otlp):
     assert response.status_code == 400
     assert f"nested deeper than {MAX_JSON_DEPTH} levels".encode() in response.content
     assert not OtelSpan.objects.exists()
+
+
+def test_a_crafted_index_in_a_span_attribute_key_stays_a_name_and_never_fails_derivation():
+    from contextstore.otel.mapping import _int, unflatten
+
+    attrs = {"gen_ai.prompt.0.role": "user", "gen_ai.prompt.\u00b2.role": "system",
+             "gen_ai.prompt.1" + "0" * 30 + ".role": "tool"}
+    assert unflatten(attrs, "gen_ai.prompt.") == {0: {"role": "user"}, "\u00b2": {"role": "system"},
+                                                  "1" + "0" * 30: {"role": "tool"}}
+    assert (_int("\u00b2"), _int("12"), _int("9" * 5000)) == (None, 12, None)
