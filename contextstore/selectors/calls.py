@@ -313,10 +313,27 @@ def _names_other_call(event: Event, call: LLMCall, span: str | None) -> bool:
 
 
 def llm_call_reply(*, thread: Thread, call: LLMCall) -> CallReply:
-    """What the call answered (see the shapes above). Output events are looked for from the
-    call's start (else its end) within REPLY_WINDOW events, until the next call of its run
-    starts, another call ends, or, once the call has ended, its run logs anything else (user
-    input, a tool result, an error). Reasoning is kept in `events` but is not the reply's text."""
+    """What the call answered (see the shapes above). An LLMComplete that carries the reply
+    (content, tool-call parts or data.tool_calls) is the call's own record of it and wins.
+    Else output events are looked for from the call's start (else its end) within
+    REPLY_WINDOW events, until the next call of its run starts, another call ends, or, once
+    the call has ended, its run logs anything else (user input, a tool result, an error).
+    Reasoning is kept in `events` but is not the reply's text."""
+    end = call.end
+    if end is not None:
+        data = end.data if isinstance(end.data, dict) else {}
+        listed = isinstance(data.get("tool_calls"), list)
+        calls = part_calls(end.parts) or (data_calls(data) if listed else [])
+        if end.content or calls:
+            return CallReply(events=[], text=end.content, tool_calls=calls)
+    events = _reply_events(thread, call)
+    answered = [e for e in events if e.type != "Reasoning"]
+    text = "\n".join(e.content for e in answered if e.type != "ToolCall" and e.content)
+    calls = [c for e in answered for c in event_calls(e.type, e.parts, e.data)]
+    return CallReply(events=events, text=text, tool_calls=calls)
+
+
+def _reply_events(thread: Thread, call: LLMCall) -> list[Event]:
     anchor = call.start or call.end
     assert anchor is not None  # noqa: S101 - an LLMCall has a start or an end
     span = _span_id(call.start) or _span_id(call.end)
@@ -336,18 +353,7 @@ def llm_call_reply(*, thread: Thread, call: LLMCall) -> CallReply:
                 events.append(event)
         elif same_run and (call.end is None or event.seq > call.end.seq):
             break
-    answered = [e for e in events if e.type != "Reasoning"]
-    if answered:
-        text = "\n".join(e.content for e in answered if e.type != "ToolCall" and e.content)
-        calls = [c for e in answered for c in event_calls(e.type, e.parts, e.data)]
-        return CallReply(events=events, text=text, tool_calls=calls)
-    end = call.end
-    if end is not None:
-        data = end.data if isinstance(end.data, dict) else {}
-        listed = isinstance(data.get("tool_calls"), list)
-        calls = part_calls(end.parts) or (data_calls(data) if listed else [])
-        return CallReply(events=events, text=end.content or "", tool_calls=calls)
-    return CallReply(events=events, text="", tool_calls=[])
+    return events
 
 
 # ------------------------------------------------------------------ tool calls

@@ -44,12 +44,12 @@ def test_a_reply_of_tool_calls_alone_is_those_calls(thread, actor):
     assert reply_at(thread, 5).as_message() == {"role": "assistant", "content": "It is warm."}
 
 
-def test_an_llm_complete_that_carries_the_reply_is_read_when_no_output_was_logged(thread, actor):
+def test_an_llm_complete_that_carries_the_reply_is_the_reply_before_any_later_message(thread, actor):
     event_append(thread=thread, actor=actor, events=[
         START, {"type": "LLMComplete", "role": "assistant", "content": "from the complete",
                 "data": {"model": "m", "tool_calls": [{"id": "t2", "type": "function", "function": {
                     "name": "ls", "arguments": '{"path": "."}'}}]}},
-        {"type": "Message", "role": "user", "content": "next"}])
+        {"type": "Message", "role": "assistant", "content": "what the agent said next"}])
     reply = reply_at(thread, 1)
     assert reply.events == [] and reply.as_message() == {
         "role": "assistant", "content": "from the complete",
