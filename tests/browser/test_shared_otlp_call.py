@@ -34,8 +34,8 @@ def test_a_shared_otlp_call_shows_its_reply_to_someone_logged_out(browser, page,
             {"type": "text", "content": "Weather in Rome?"}]}]),
         "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [
             {"type": "text", "content": "It is warm in <b>Rome</b>."}]}])})
-    response = Client().post("/otlp/v1/traces", data=json.dumps(export(chat)), content_type="application/json",
-                             headers={"Authorization": f"Bearer {token[1]}"})
+    response = Client().post("/otlp/v1/traces", data=json.dumps(export(chat)),
+                             content_type="application/json", headers={"Authorization": f"Bearer {token[1]}"})
     assert response.status_code == 200
     thread = Thread.objects.get()
     seq = Event.objects.get(type="LLMCallStart").seq

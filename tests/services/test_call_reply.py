@@ -35,7 +35,8 @@ def test_an_assistant_message_between_start_and_complete_is_the_reply(thread, ac
 
 def test_a_reply_of_tool_calls_alone_is_those_calls(thread, actor):
     event_append(thread=thread, actor=actor, events=[
-        START, END, {"type": "ToolCall", "role": "assistant", "content": "Calling weather", "parts": [WEATHER]},
+        START, END,
+        {"type": "ToolCall", "role": "assistant", "content": "Calling weather", "parts": [WEATHER]},
         {"type": "ToolResult", "role": "tool", "content": "warm", "data": {"tool_call_id": "t1"}},
         START, END, {"type": "LLMOutput", "role": "assistant", "content": "It is warm."}])
     assert reply_at(thread, 1).as_message() == {

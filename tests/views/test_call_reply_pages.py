@@ -30,7 +30,8 @@ def test_the_replay_page_shows_an_llm_complete_s_content_and_says_when_nothing_w
         START, {"type": "LLMComplete", "data": {"model": "m"}}])
     first = editor_client.get(f"/threads/{thread.pk}/calls/1/replay/").content.decode()
     assert "the complete&#x27;s answer" in first and "No reply was logged" not in first
-    assert "No reply was logged" in editor_client.get(f"/threads/{thread.pk}/calls/3/replay/").content.decode()
+    second = editor_client.get(f"/threads/{thread.pk}/calls/3/replay/").content.decode()
+    assert "No reply was logged" in second
 
 
 def test_a_shared_call_shows_its_tool_calls_when_that_was_its_reply(session, thread, actor, user):
@@ -47,7 +48,8 @@ def test_adding_a_call_to_a_dataset_keeps_its_reply_tools_and_params(editor_clie
     event_append(thread=thread, actor=actor, events=[
         START, {"type": "LLMComplete", "data": {"model": "m"}},
         {"type": "LLMOutput", "role": "assistant", "content": "the answer"}])
-    assert editor_client.post(f"/threads/{thread.pk}/calls/1/dataset/", {"dataset": "evals"}).status_code == 302
+    response = editor_client.post(f"/threads/{thread.pk}/calls/1/dataset/", {"dataset": "evals"})
+    assert response.status_code == 302
     item = DatasetItem.objects.get()
     assert item.output == {"role": "assistant", "content": "the answer"}
     assert item.input == {"messages": [{"role": "user", "content": "hi"}], "tools": TOOLS,
