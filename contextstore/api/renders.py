@@ -16,6 +16,7 @@ from contextstore.errors import NotFound
 from contextstore.models import Event, ReadAudit, RenderRecord, Thread
 from contextstore.selectors import renders
 from contextstore.selectors.cache import records_compare
+from contextstore.selectors.calls import LLMCall, llm_call_at, llm_call_reply
 
 UUID = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 
@@ -105,6 +106,11 @@ class LLMCallSerializer(serializers.Serializer):
         help_text="How many logged messages are gone (their text erased) and left out of `messages`.")
     tools = serializers.ListField(child=serializers.DictField(), allow_null=True)
     params = serializers.DictField()
+    reply = serializers.DictField(
+        allow_null=True, help_text="What the call answered, as one assistant message (`role`, `content`, "
+        "`tool_calls` when it made any), however it was logged: an LLMOutput, an assistant Message, "
+        "ToolCalls, the LLMComplete's content, or an OTLP span's output messages. "
+        "Null when nothing was logged.")
 
 
 @extend_schema(tags=["renders"])
@@ -136,5 +142,7 @@ class LLMCallViewSet(viewsets.GenericViewSet):
         if out["render_id"]:
             record = renders.render_get(workspace_id=thread.workspace_id, render_id=out["render_id"])
             out.update(renders.render_rebuild(record=record))
+        call = llm_call_at(thread=thread, seq=event.seq) or LLMCall(start=None, end=event)
+        out["reply"] = llm_call_reply(thread=thread, call=call).as_message()
         note_read(request, ReadAudit.Action.CALL_SENT, thread)
         return Response(out)

@@ -8,7 +8,7 @@ from typing import Any
 
 from contextstore.models import Event, RenderRecord, Thread
 from contextstore.selectors import renders
-from contextstore.toolcalls import event_calls, result_call_id
+from contextstore.toolcalls import ToolCall, data_calls, event_calls, part_calls, result_call_id
 from contextstore.usage import event_cost, event_usage
 
 # A model call is logged as an LLMCallStart and, when it returns, an LLMComplete (usage, cost,
@@ -253,6 +253,107 @@ def _sent(thread: Thread, call: LLMCall) -> dict[str, Any]:
                 return {"source": "messages", "record": None, "format": None, "system": [],
                         "messages": messages, "expired": gone}
     return {"source": None, "record": None, "format": None, "system": [], "messages": []}
+
+
+# ------------------------------------------------------------------ the reply
+
+# "The reply of a call" is decided here alone; the replay page, the shared call page, dataset
+# items and the API's llm-calls endpoint all read it through llm_call_reply. An agent logs
+# what the model answered in one of these shapes:
+# - output events (an LLMOutput, an assistant Message, ToolCalls, Reasoning) between the
+#   call's start and its end, or right after its end (OTLP derivation writes the span's output
+#   messages as assistant Messages and ToolCalls between the pair, each naming the span in
+#   data.otel.span_id);
+# - the LLMComplete itself: its content, parts and data.tool_calls.
+REPLY_TYPES = ("LLMOutput", "ToolCall", "Reasoning")
+REPLY_WINDOW = 40  # events looked at after the call's start for what it produced
+
+
+@dataclass
+class CallReply:
+    """What a call answered: the events that hold it (none when only its LLMComplete does),
+    its text and the tool calls the model made."""
+
+    events: list[Event]
+    text: str
+    tool_calls: list[ToolCall]
+
+    def as_message(self) -> dict[str, Any] | None:
+        """The reply as one assistant message (None when nothing was logged): what a dataset
+        item expects and the API returns."""
+        if not self.text and not self.tool_calls:
+            return None
+        message: dict[str, Any] = {"role": "assistant", "content": self.text}
+        if self.tool_calls:
+            message["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments}
+                                     for c in self.tool_calls]
+        return message
+
+
+def _is_reply(event: Event) -> bool:
+    return event.type in REPLY_TYPES or (event.type == "Message" and event.role == "assistant")
+
+
+def _span_id(event: Event | None) -> str | None:
+    data = event.data if event is not None and isinstance(event.data, dict) else {}
+    otel = data.get("otel")
+    return str(otel["span_id"]) if isinstance(otel, dict) and otel.get("span_id") else None
+
+
+def _names_other_call(event: Event, call: LLMCall, span: str | None) -> bool:
+    """An output that says it belongs elsewhere: another span, another run, or (not a tool
+    call, whose call_id is often the tool call's own id) another call_id."""
+    anchor = call.start or call.end
+    if span is not None and (own := _span_id(event)) is not None and own != span:
+        return True
+    if anchor is not None and anchor.run_id and event.run_id and event.run_id != anchor.run_id:
+        return True
+    return (event.type != "ToolCall" and bool(event.call_id) and bool(call.seq_call_id)
+            and event.call_id != call.seq_call_id)
+
+
+def llm_call_reply(*, thread: Thread, call: LLMCall) -> CallReply:
+    """What the call answered (see the shapes above). An LLMComplete that carries the reply
+    (content, tool-call parts or data.tool_calls) is the call's own record of it and wins.
+    Else output events are looked for from the call's start (else its end) within
+    REPLY_WINDOW events, until the next call of its run starts, another call ends, or, once
+    the call has ended, its run logs anything else (user input, a tool result, an error).
+    Reasoning is kept in `events` but is not the reply's text."""
+    end = call.end
+    if end is not None:
+        data = end.data if isinstance(end.data, dict) else {}
+        listed = isinstance(data.get("tool_calls"), list)
+        calls = part_calls(end.parts) or (data_calls(data) if listed else [])
+        if end.content or calls:
+            return CallReply(events=[], text=end.content, tool_calls=calls)
+    events = _reply_events(thread, call)
+    answered = [e for e in events if e.type != "Reasoning"]
+    text = "\n".join(e.content for e in answered if e.type != "ToolCall" and e.content)
+    calls = [c for e in answered for c in event_calls(e.type, e.parts, e.data)]
+    return CallReply(events=events, text=text, tool_calls=calls)
+
+
+def _reply_events(thread: Thread, call: LLMCall) -> list[Event]:
+    anchor = call.start or call.end
+    assert anchor is not None  # noqa: S101 - an LLMCall has a start or an end
+    span = _span_id(call.start) or _span_id(call.end)
+    run = anchor.run_id
+    events: list[Event] = []
+    rows = Event.objects.filter(thread=thread, seq__gt=anchor.seq).order_by("seq")[:REPLY_WINDOW]
+    for event in rows:
+        same_run = not run or not event.run_id or event.run_id == run
+        if event.type == CALL_START and same_run:
+            break
+        if event.type in RUNTIME_ROWS:
+            if call.end is not None and event.seq > call.end.seq and event.type == CALL_END and same_run:
+                break
+            continue
+        if _is_reply(event):
+            if not _names_other_call(event, call, span):
+                events.append(event)
+        elif same_run and (call.end is None or event.seq > call.end.seq):
+            break
+    return events
 
 
 # ------------------------------------------------------------------ tool calls

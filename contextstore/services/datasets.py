@@ -17,7 +17,7 @@ from django.db.models import F
 
 from contextstore.errors import InvalidInput
 from contextstore.models import Dataset, DatasetItem, Event, Thread, Workspace
-from contextstore.selectors.calls import LLMCall, llm_call_sent
+from contextstore.selectors.calls import LLMCall, llm_call_reply, llm_call_sent
 from contextstore.services.common import Actor, audit
 
 MAX_RANGE = 500  # events in one range item
@@ -76,21 +76,16 @@ def _add(*, dataset_name: str, thread: Thread, kind: str, input: Any, output: An
 
 
 def dataset_add_call(*, dataset_name: str, thread: Thread, call: LLMCall, actor: Actor) -> DatasetItem:
-    """The call's input messages as it was sent (render record rebuilt, or the messages the
-    agent logged) and its output (the LLMComplete's reply and tool calls)."""
+    """The call's input as it was sent (render record rebuilt, or the messages the agent
+    logged), with the tools and params it logged, and its output: the reply as one assistant
+    message (llm_call_reply: however the agent logged it), None when nothing was logged."""
     sent = llm_call_sent(thread=thread, call=call)
     if sent["source"] is None:
         raise InvalidInput("This call carries neither a render record nor the messages it sent.")
-    input: dict[str, Any] = {"messages": sent["messages"]}
+    input: dict[str, Any] = {"messages": sent["messages"], "tools": sent["tools"], "params": sent["params"]}
     if sent["system"]:
         input = {"system": sent["system"], **input}
-    output = None
-    if call.end is not None:
-        output = {"role": call.end.role or "assistant", "content": call.end.content}
-        if call.end.parts is not None:
-            output["parts"] = call.end.parts
-        if isinstance(call.end.data, dict) and call.end.data.get("tool_calls"):
-            output["tool_calls"] = call.end.data["tool_calls"]
+    output = llm_call_reply(thread=thread, call=call).as_message()
     source = _source(thread, seq=call.seq, model=call.model or None)
     return _add(dataset_name=dataset_name, thread=thread, kind=DatasetItem.Kind.CALL, input=input,
                 output=output, source=source, actor=actor)

@@ -25,9 +25,10 @@ from contextstore.selectors.calls import (
     LLMCall,
     llm_call_at,
     llm_call_previous,
+    llm_call_reply,
     llm_call_sent,
 )
-from contextstore.selectors.replays import call_replays, llm_call_output
+from contextstore.selectors.replays import call_replays
 from contextstore.services import replays
 from contextstore.views.access import (
     DashboardRequest,
@@ -159,7 +160,7 @@ def call_replay(request: DashboardRequest, pk: int, seq: int) -> HttpResponse:
         turns = []
     first_edit = max(0, len(turns) - EDIT_TURNS)
     tokens_in, tokens_out = call.tokens
-    context = {**_base(request, thread), "call": call, "output": llm_call_output(thread=thread, call=call),
+    context = {**_base(request, thread), "call": call, "reply": llm_call_reply(thread=thread, call=call),
                # what the agent reported, else the list price of its usage (as the replay's)
                "original_cost": call.cost or call_cost(call.model, {"input_tokens": tokens_in,
                                                                     "output_tokens": tokens_out}),

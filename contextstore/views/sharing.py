@@ -12,8 +12,7 @@ from django.views.decorators.http import require_POST
 from contextstore import provider_request
 from contextstore.errors import DomainError
 from contextstore.models import Event, ShareLink, Thread
-from contextstore.selectors.calls import llm_call_at, llm_call_sent
-from contextstore.selectors.replays import llm_call_output
+from contextstore.selectors.calls import llm_call_at, llm_call_reply, llm_call_sent
 from contextstore.selectors.sessions import session_threads
 from contextstore.services.common import Actor
 from contextstore.services.sharing import share_link_create, share_link_open, share_link_revoke
@@ -113,7 +112,7 @@ def shared(request: HttpRequest, token: str) -> HttpResponse:
         cut = max(lead, len(turns) - SENT_MAX)
         context.update({"thread": link.thread, "call": call, "sent": sent, "total": len(turns),
                         "turns": turns[:lead] + turns[cut:], "cut": cut, "older_messages": cut - lead,
-                        "output": llm_call_output(thread=link.thread, call=call)})
+                        "reply": llm_call_reply(thread=link.thread, call=call)})
     return _private(render(request, "contextstore/shared.html", context))
 
 

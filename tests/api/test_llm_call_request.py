@@ -37,3 +37,22 @@ def test_bad_tools_or_params_are_refused_and_nothing_is_appended(api_client, thr
         assert "data.tools" in message or "data.params" in message
     assert api_client.get(f"{thread_url}events/").json()["results"] == []
 
+
+
+def test_the_call_carries_its_reply_however_the_agent_logged_it(api_client, thread_url):
+    start = {"type": "LLMCallStart", "data": {"model": "m", "messages": [{"role": "user", "content": "hi"}]}}
+    end = {"type": "LLMComplete", "data": {"model": "m"}}
+    assert api_client.post(f"{thread_url}events/", {"events": [
+        start, {"type": "Message", "role": "assistant", "content": "as a message"}, end,
+        start, end, {"type": "ToolCall", "role": "assistant", "content": "Calling ls",
+                     "parts": [{"type": "tool_call", "id": "t1", "name": "ls", "arguments": {}}]},
+        {"type": "ToolResult", "role": "tool", "content": "a.py", "data": {"tool_call_id": "t1"}},
+        start, {"type": "LLMComplete", "role": "assistant", "content": "in the complete", "data": {}},
+        start, end]}, format="json").status_code == 201
+    replies = [api_client.get(f"{thread_url}llm-calls/{seq}/").json()["reply"] for seq in (1, 4, 8, 10)]
+    assert replies == [
+        {"role": "assistant", "content": "as a message"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "t1", "name": "ls", "arguments": {}}]},
+        {"role": "assistant", "content": "in the complete"},
+        None]
+    assert api_client.get(f"{thread_url}llm-calls/9/").json()["reply"] == replies[2]  # by its LLMComplete

@@ -95,7 +95,7 @@ def test_a_call_and_a_range_export_as_these_jsonl_lines(session, chat, person):
     stamp = [item.created_at.isoformat().replace("+00:00", "Z") for item in (call_item, range_item)]
     source = {"session": "s-1", "session_id": session.pk, "thread": "main", "thread_id": chat.pk}
     assert [json.loads(line) for line in lines] == [
-        {"input": {"messages": [{"content": "hi", "role": "user"}]},
+        {"input": {"messages": [{"content": "hi", "role": "user"}], "tools": None, "params": {}},
          "expected_output": {"role": "assistant", "content": "hello"},
          "metadata": {"kind": "call", "source": {**source, "seq": 2, "model": "m"},
                       "added_at": stamp[0], "added_by": "pat"}},
