@@ -56,7 +56,8 @@ _LEGACY_EVENTS = {"gen_ai.system.message": "system", "gen_ai.user.message": "use
 # What each rule reads (so the rest can be kept as the call's unmapped attributes).
 _MAPPED_PREFIXES = (
     "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions",
-    "gen_ai.tool.definitions", "gen_ai.usage.", "gen_ai.response.", "gen_ai.request.model",
+    "gen_ai.tool.definitions", "gen_ai.usage.", "gen_ai.response.", "gen_ai.request.",
+    "llm.invocation_parameters",
     "gen_ai.provider.name", "gen_ai.system", "gen_ai.operation.name", "gen_ai.prompt.",
     "gen_ai.completion.", "gen_ai.conversation.id", "gen_ai.agent.name",
     "llm.input_messages.", "llm.output_messages.", "llm.token_count.", "llm.model_name",
@@ -354,6 +355,7 @@ class LLMCall:
     finish_reasons: list[str] = field(default_factory=list)
     response_id: str = ""
     tools: Any = None
+    params: dict[str, Any] = field(default_factory=dict)
     unmapped: Attrs = field(default_factory=dict)
 
 
@@ -475,8 +477,21 @@ def llm_call(attrs: Attrs, events: Iterable[dict[str, Any]]) -> LLMCall:
         cost=float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None,
         finish_reasons=[str(f) for f in finish] if isinstance(finish, list | tuple) else [str(finish)],
         response_id=str(attrs.get("gen_ai.response.id") or ""),
-        tools=tools, unmapped=unmapped(attrs),
+        tools=tools, params=request_params(attrs), unmapped=unmapped(attrs),
     )
+
+
+def request_params(attrs: Attrs) -> dict[str, Any]:
+    """The request's parameters (temperature, max_tokens, top_p, stop_sequences, seed, ...): the
+    GenAI conventions' `gen_ai.request.*` but the model, or OpenInference's
+    `llm.invocation_parameters` (a JSON object), as the call's `params`."""
+    params = json_value(attrs.get("llm.invocation_parameters"))
+    found = {k: v for k, v in params.items() if k not in ("model", "messages", "tools", "input")} \
+        if isinstance(params, dict) else {}
+    prefix = "gen_ai.request."
+    found |= {key[len(prefix):]: value for key, value in attrs.items()
+              if key.startswith(prefix) and key != "gen_ai.request.model"}
+    return found
 
 
 def unmapped(attrs: Attrs) -> Attrs:

@@ -26,6 +26,7 @@ def chat(span_id: str, inputs: list, outputs: list, *, start: int) -> dict:
     return span(span_id, "chat gpt-4o", {
         "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
         "gen_ai.conversation.id": "conv-1", "gen_ai.tool.definitions": json.dumps(TOOLS),
+        "gen_ai.request.temperature": 0.2, "gen_ai.request.max_tokens": 300,
         "gen_ai.input.messages": json.dumps(inputs), "gen_ai.output.messages": json.dumps(outputs)},
         start=start, end=start + 1)
 
@@ -93,11 +94,23 @@ def test_the_shared_call_page_shows_the_derived_call_s_reply(otlp, user):
     assert "get_weather(city=" in answer and "It is warm" not in answer
 
 
-def test_a_dataset_item_from_a_derived_call_expects_its_reply_and_keeps_its_tools(otlp, editor_client):  # noqa: F811
+def test_a_dataset_item_from_a_derived_call_expects_its_reply_keeps_tools_and_params(otlp,
+                                                                                     editor_client):  # noqa: F811
     thread, _, second = two_calls(otlp)
     response = editor_client.post(f"/threads/{thread.pk}/calls/{second}/dataset/", {"dataset": "evals"})
     assert response.status_code == 302
     item = DatasetItem.objects.get()
     assert item.output == {"role": "assistant", "content": "It is warm in <b>Rome</b>."}
-    assert item.input["tools"] == TOOLS and item.input["params"] == {}
+    assert item.input["tools"] == TOOLS and item.input["params"] == {"temperature": 0.2, "max_tokens": 300}
     assert [m["role"] for m in item.input["messages"]] == ["user", "assistant", "tool"]
+
+
+def test_openinference_invocation_parameters_are_the_derived_call_s_params(otlp):
+    assert otlp(export(span("00f067aa0ba90209", "ChatCompletion", {
+        "openinference.span.kind": "LLM", "llm.model_name": "gpt-4o", "session.id": "conv-3",
+        "llm.invocation_parameters": json.dumps({"model": "gpt-4o", "temperature": 0, "seed": 7}),
+        "llm.input_messages.0.message.role": "user", "llm.input_messages.0.message.content": "hi"}))
+    ).status_code == 200
+    start = Event.objects.get(type="LLMCallStart")
+    assert start.data["params"] == {"temperature": 0, "seed": 7}
+    assert "llm.invocation_parameters" not in start.data.get("attributes", {})

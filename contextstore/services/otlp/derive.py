@@ -177,6 +177,8 @@ def _call_events(span: OtelSpan, call: mapping.LLMCall, run_id: str) -> list[dic
                                   "messages": call.inputs, "otel": otel}
     if call.tools is not None:
         start_data["tools"] = call.tools
+    if call.params:
+        start_data["params"] = call.params
     if call.unmapped:
         start_data["attributes"] = call.unmapped
     events.append({"type": "LLMCallStart", "run_id": run_id, "call_id": span.span_id,
