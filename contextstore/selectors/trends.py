@@ -277,11 +277,11 @@ def _model_errors(events: QuerySet[Event]) -> dict[tuple[date, str], int]:
     (`error`, or `status` error / failed) counts once, unless an error row of its call already
     did. Anything else counts against no model."""
     fields = ("thread_id", "seq", "type", "call_id", "run_id", "day", "model", "is_error", "failed")
-    failed = Q(err__gt="") | Q(err_message__gt="") | Q(status__in=FAILED_STATUSES)
+    failed = Q(err__gt="") | Q(err_message__gt="") | Q(said_status__in=FAILED_STATUSES)
     rows = events.annotate(
         day=TruncDate("occurred_at"), model=JSONPath(F("data"), "model", text=True),
         err=JSONPath(F("data"), "error", text=True), err_message=JSONPath(F("data"), "error", "message", text=True),
-        status=Coalesce(JSONPath(F("data"), "status", text=True), Value(""), output_field=CharField()))
+        said_status=Coalesce(JSONPath(F("data"), "status", text=True), Value(""), output_field=CharField()))
     erring = set(rows.filter(Q(is_error=True) | Q(type=CALL_END) & failed).values_list("thread_id", flat=True))
     if not erring:
         return {}
