@@ -41,7 +41,8 @@ USAGE_KEYS: dict[str, tuple[str, ...]] = {
                     "gen_ai.usage.cache_creation_input_tokens"),
     # OpenAI's details: what the request wrote to the cache, inside its prompt tokens
     "included_write": ("cache_write_tokens",),
-    "reasoning": ("reasoning_tokens", "gen_ai.usage.reasoning_tokens", "gen_ai.usage.reasoning.output_tokens"),
+    "reasoning": ("reasoning_tokens", "gen_ai.usage.reasoning_tokens",
+                  "gen_ai.usage.reasoning.output_tokens"),
 }
 # The details objects OpenAI nests cached and reasoning tokens in (Chat Completions, Responses).
 INPUT_DETAILS = ("prompt_tokens_details", "input_tokens_details")

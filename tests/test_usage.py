@@ -94,7 +94,8 @@ GEMINI_REST = {"promptTokenCount": 2000, "candidatesTokenCount": 172, "cachedCon
                "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 2000}]}
 GEMINI_SDK = {"cache_tokens_details": None, "cached_content_token_count": 1536, "candidates_token_count": 172,
               "candidates_tokens_details": None, "prompt_token_count": 2000,
-              "prompt_tokens_details": [{"modality": "TEXT", "token_count": 2000}], "thoughts_token_count": 128,
+              "prompt_tokens_details": [{"modality": "TEXT", "token_count": 2000}],
+              "thoughts_token_count": 128,
               "tool_use_prompt_token_count": None, "tool_use_prompt_tokens_details": None,
               "total_token_count": 2300, "traffic_type": None}
 

@@ -280,9 +280,11 @@ def _model_errors(events: QuerySet[Event]) -> dict[tuple[date, str], int]:
     failed = Q(err__gt="") | Q(err_message__gt="") | Q(said_status__in=FAILED_STATUSES)
     rows = events.annotate(
         day=TruncDate("occurred_at"), model=JSONPath(F("data"), "model", text=True),
-        err=JSONPath(F("data"), "error", text=True), err_message=JSONPath(F("data"), "error", "message", text=True),
+        err=JSONPath(F("data"), "error", text=True),
+        err_message=JSONPath(F("data"), "error", "message", text=True),
         said_status=Coalesce(JSONPath(F("data"), "status", text=True), Value(""), output_field=CharField()))
-    erring = set(rows.filter(Q(is_error=True) | Q(type=CALL_END) & failed).values_list("thread_id", flat=True))
+    erring = set(rows.filter(Q(is_error=True) | Q(type=CALL_END) & failed)
+                 .values_list("thread_id", flat=True))
     if not erring:
         return {}
     rows = (rows.filter(thread_id__in=erring).filter(Q(is_error=True) | Q(type__in=(CALL_START, CALL_END)))
@@ -291,7 +293,8 @@ def _model_errors(events: QuerySet[Event]) -> dict[tuple[date, str], int]:
     open_calls: dict[tuple[int, str, Any], list[Any]] = {}  # (thread, call key) -> [model, erred]
     by_call_id: dict[tuple[int, str], list[Any]] = {}
     for thread_id, _, type_, call_id, run_id, day, model, is_error, has_failed in rows:
-        key = (thread_id, *(("call", call_id) if call_id else ("run", run_id) if run_id else ("thread", None)))
+        kind = ("call", call_id) if call_id else ("run", run_id) if run_id else ("thread", None)
+        key = (thread_id, *kind)
         day = _day(day)
         if type_ == CALL_START:
             call = open_calls[key] = [model or "", False]

@@ -130,9 +130,8 @@ def test_a_call_whose_data_holds_a_nul_character_is_counted_without_breaking_the
 
 
 def test_trends_read_every_providers_usage_as_read_usage_does(workspace, other_workspace, actor):
-    from tests.test_usage import GEMINI_REST, GEMINI_SDK, _anthropic, _openai_chat, _openai_responses
-
     from contextstore.usage import read_usage
+    from tests.test_usage import GEMINI_REST, GEMINI_SDK, _anthropic, _openai_chat, _openai_responses
     shapes = {"openai-chat": {"usage": _openai_chat()}, "openai-responses": {"usage": _openai_responses()},
               "anthropic": {"usage": _anthropic()}, "gemini-rest": {"usageMetadata": GEMINI_REST},
               "gemini-sdk": {"usage_metadata": GEMINI_SDK},
@@ -148,8 +147,8 @@ def test_trends_read_every_providers_usage_as_read_usage_does(workspace, other_w
         for model in names:
             usage, cell = read_usage(shapes[model]), t.cell(TODAY, model)
             assert (cell.input, cell.output) == (usage.input, usage.output) != (0, 0), model
-            assert (cell.cache_read, cell.cache_input) == ((usage.cache_read, usage.input) if usage.reports_cache
-                                                           else (0, 0)), model
+            cached = (usage.cache_read, usage.input) if usage.reports_cache else (0, 0)
+            assert (cell.cache_read, cell.cache_input) == cached, model
     assert t.cell(TODAY, "gemini-sdk").output == 300  # its answer's 172 and its thinking's 128
 
 
@@ -162,7 +161,8 @@ def test_an_llm_calls_error_counts_against_its_model(workspace, actor):
         {"type": "LLMComplete", "occurred_at": "2026-03-10T10:00:02+00:00", "data": {"model": "gpt-4o"}},
         # an Error naming its call's call_id, logged after the call ended
         *_call("k1", "2026-03-10", "10:01:00", 10, model="claude-sonnet-4", input_tokens=5),
-        {"type": "Error", "call_id": "k1", "content": "bad answer", "occurred_at": "2026-03-10T10:01:05+00:00"},
+        {"type": "Error", "call_id": "k1", "content": "bad answer",
+         "occurred_at": "2026-03-10T10:01:05+00:00"},
         # a call that reports its own failure, once (its Error already counted), and one alone
         *_call("k2", "2026-03-10", "10:02:00", 10, model="gemini-2.5-pro", status="error"),
         *_call("k3", "2026-03-10", "10:03:00", 10, model="gemini-2.5-pro", error={"message": "overloaded"}),
