@@ -12,6 +12,7 @@ interpolation) there, and the same computation in Python on SQLite.
 
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
@@ -287,15 +288,18 @@ def _model_errors(events: QuerySet[Event]) -> dict[tuple[date, str], int]:
                  .values_list("thread_id", flat=True))
     if not erring:
         return {}
-    rows = (rows.filter(thread_id__in=erring).filter(Q(is_error=True) | Q(type__in=(CALL_START, CALL_END)))
-            .annotate(failed=Q(type=CALL_END) & failed).values_list(*fields).order_by("thread_id", "seq"))
+    table: Iterator[tuple[Any, ...]] = (
+        rows.filter(thread_id__in=erring).filter(Q(is_error=True) | Q(type__in=(CALL_START, CALL_END)))
+        .annotate(failed=Q(type=CALL_END) & failed).values_list(*fields).order_by("thread_id", "seq")
+        .iterator(chunk_size=2000))
     counts: dict[tuple[date, str], int] = {}
     open_calls: dict[tuple[int, str, Any], list[Any]] = {}  # (thread, call key) -> [model, erred]
     by_call_id: dict[tuple[int, str], list[Any]] = {}
-    for thread_id, _, type_, call_id, run_id, day, model, is_error, has_failed in rows:
+    call: list[Any] | None
+    for thread_id, _, type_, call_id, run_id, when, model, is_error, has_failed in table:
         kind = ("call", call_id) if call_id else ("run", run_id) if run_id else ("thread", None)
         key = (thread_id, *kind)
-        day = _day(day)
+        day = _day(when)
         if type_ == CALL_START:
             call = open_calls[key] = [model or "", False]
             if call_id:
