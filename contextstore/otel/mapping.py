@@ -29,6 +29,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from contextstore.usage import read_usage
+
 Message = dict[str, Any]
 Attrs = dict[str, Any]
 
@@ -305,12 +307,11 @@ def _adk(attrs: Attrs) -> tuple[list[Message], list[Message], dict[str, Any]]:
         message = _adk_message(response.get("content"))
         if message:
             outputs.append(message)
-        usage = _dict(response.get("usage_metadata"))
-        for ours, theirs in (("input_tokens", "prompt_token_count"),
-                             ("output_tokens", "candidates_token_count"),
-                             ("cache_read_tokens", "cached_content_token_count")):
-            if isinstance(usage.get(theirs), int):
-                extra[ours] = usage[theirs]
+        usage = read_usage(_dict(response.get("usage_metadata")))
+        if usage is not None:  # Gemini's: its output counts the thinking's tokens too
+            extra.update(input_tokens=usage.input, output_tokens=usage.output)
+            if usage.reports_cache:
+                extra["cache_read_tokens"] = usage.cache_read
         if response.get("finish_reason"):
             extra["finish_reasons"] = [str(response["finish_reason"]).lower()]
     return inputs, outputs, extra

@@ -12,6 +12,7 @@ interpolation) there, and the same computation in Python on SQLite.
 
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
@@ -36,6 +37,7 @@ from django.utils import timezone
 
 from contextstore.models import Event, Session, Workspace
 from contextstore.selectors.calls import CALL_END, CALL_START
+from contextstore.usage import INPUT_DETAILS, USAGE_KEYS, USAGE_OBJECTS
 
 RANGES = (7, 30, 90)  # days a trends page looks back
 GROUPS = ("model", "agent")
@@ -89,37 +91,44 @@ def percentile(values: list[float], p: float) -> float | None:
 
 # ------------------------------------------------------------------ the calls' numbers, in SQL
 
+_PATH_KEY = re.compile(r"^[A-Za-z_][A-Za-z_.]*$")
+
+
 def _number(pg: bool, *path: str) -> str:
-    """A JSON number at `path` in the parsed document `j`, else NULL (paths are written here)."""
-    assert all(_KEY.match(k) for k in path)
+    """A JSON number at `path` in the parsed document `j`, else NULL (paths are written here;
+    each key quoted, since OpenTelemetry's hold dots)."""
+    assert all(_PATH_KEY.match(k) for k in path)
     if pg:
-        at = "'{" + ",".join(path) + "}'"
+        at = "'{" + ",".join(f'"{k}"' for k in path) + "}'"
         return f"CASE WHEN jsonb_typeof(j #> {at}) = 'number' THEN (j #>> {at})::double precision END"
-    at = "'$." + ".".join(path) + "'"
+    at = "'$" + "".join(f'."{k}"' for k in path) + "'"
     return f"CASE WHEN json_type(j, {at}) IN ('integer', 'real') THEN json_extract(j, {at}) END"
 
 
-def _first(pg: bool, *keys: str) -> str:
-    """The first of `keys` the call reports, in its data or in a provider's `usage` object there."""
-    return "COALESCE(" + ", ".join(_number(pg, *where, k) for k in keys for where in ((), ("usage",))) + ")"
+def _first(pg: bool, *keys: str, within: tuple[str, ...] = ()) -> str:
+    """The first of `keys` the call reports, in its data or in a provider's usage object there
+    (usage.USAGE_OBJECTS), in the order usage.read_usage looks (optionally inside one of
+    `within`, the details objects)."""
+    places = [(), *((o,) for o in USAGE_OBJECTS)]
+    paths = [(*where, d) for where in places for d in within] if within else places
+    return "COALESCE(" + ", ".join(_number(pg, *where, k) for k in keys for where in paths) + ")"
 
 
 def _call_columns(pg: bool) -> tuple[dict[str, str], dict[str, str]]:
-    """Each call's numbers, as contextstore.usage reads them: what its JSON says (read once
-    each), then what follows (cache_usage: the convention the usage follows decides what its
-    cache tokens are counted against)."""
+    """Each call's numbers, as contextstore.usage.read_usage reads them (the same keys,
+    USAGE_KEYS, in the same order): what its JSON says (read once each), then what follows
+    (the convention the usage follows decides what its cache tokens are counted against)."""
     model = ("CASE WHEN jsonb_typeof(j -> 'model') = 'string' THEN j ->> 'model' END" if pg
              else "CASE WHEN json_type(j, '$.model') = 'text' THEN json_extract(j, '$.model') END")
     said = {
-        "cost": _first(pg, "cost"), "inp": f"COALESCE({_first(pg, 'input_tokens', 'prompt_tokens')}, 0)",
-        "output": f"COALESCE({_first(pg, 'output_tokens', 'completion_tokens')}, 0)",
-        "a_read": _first(pg, "cache_read_input_tokens"),
-        "a_made": _first(pg, "cache_creation_input_tokens"),
-        "o_read": "COALESCE(" + ", ".join(
-            [_number(pg, *where, details, "cached_tokens")
-             for details in ("prompt_tokens_details", "input_tokens_details") for where in ((), ("usage",))]
-            + [_first(pg, "cached_tokens")]) + ")",
-        "g_read": _first(pg, "cache_read"), "g_made": _first(pg, "cache_creation"),
+        "cost": _first(pg, "cost"), "inp": f"COALESCE({_first(pg, *USAGE_KEYS['input'])}, 0)",
+        "out": _first(pg, *USAGE_KEYS["output"]),
+        "cand": _first(pg, *USAGE_KEYS["candidates"]), "thought": _first(pg, *USAGE_KEYS["thoughts"]),
+        "a_read": _first(pg, *USAGE_KEYS["anthropic_read"]),
+        "a_made": _first(pg, *USAGE_KEYS["anthropic_write"]),
+        "o_read": f"COALESCE({_first(pg, *USAGE_KEYS['included_read'], within=INPUT_DETAILS)}, "
+                  f"{_first(pg, *USAGE_KEYS['included_read'])})",
+        "g_read": _first(pg, *USAGE_KEYS["genai_read"]), "g_made": _first(pg, *USAGE_KEYS["genai_write"]),
         "reported_ms": _first(pg, "latency_ms"), "model": f"COALESCE({model}, '')",
     }
     anthropic = "(a_read IS NOT NULL OR a_made IS NOT NULL)"
@@ -131,8 +140,11 @@ def _call_columns(pg: bool) -> tuple[dict[str, str], dict[str, str]]:
                    f"WHEN o_read IS NOT NULL THEN inp "
                    f"WHEN {genai} THEN {greatest}(inp, COALESCE(g_read, 0) + COALESCE(g_made, 0)) END")
     derived = {
-        # every input token, as usage.event_usage counts them (Anthropic's plus its cache's)
-        "cost": "cost", "input": f"COALESCE({cache_input}, inp)", "output": "output", "model": "model",
+        # every input token, as read_usage counts them (Anthropic's plus its cache's)
+        "cost": "cost", "input": f"COALESCE({cache_input}, inp)", "model": "model",
+        # Gemini's output is its answer's tokens plus its thinking's
+        "output": "COALESCE(out, CASE WHEN cand IS NOT NULL OR thought IS NOT NULL "
+                  "THEN COALESCE(cand, 0) + COALESCE(thought, 0) END, 0)",
         "cache_read": f"CASE WHEN {anthropic} THEN COALESCE(a_read, 0) WHEN o_read IS NOT NULL THEN o_read "
                       f"WHEN {genai} THEN COALESCE(g_read, 0) END",
         "cache_input": cache_input,
@@ -239,9 +251,13 @@ def workspace_trends(*, workspace: Workspace, days: int = 30, group: str = "mode
             p50=_float(lat[0]) if lat else None, p95=_float(lat[1]) if lat else None)
     if not pg:
         _latencies(calls, group, cells)
-    errors = events.filter(is_error=True).annotate(day=TruncDate("occurred_at"), key=_group_key(group))
-    for err in errors.values("day", "key").annotate(n=Count("id")).order_by():
-        cells.setdefault((err["day"], err["key"] or NONE), Cell()).errors = err["n"]
+    if group == "model":
+        for (day, key), n in _model_errors(events).items():
+            cells.setdefault((day, key or NONE), Cell()).errors = n
+    else:
+        errors = events.filter(is_error=True).annotate(day=TruncDate("occurred_at"), key=_group_key(group))
+        for err in errors.values("day", "key").annotate(n=Count("id")).order_by():
+            cells.setdefault((err["day"], err["key"] or NONE), Cell()).errors = err["n"]
     totals: dict[str, Cell] = {}
     for (_, key), c in cells.items():
         _add(totals.setdefault(key, Cell()), c)
@@ -249,6 +265,59 @@ def workspace_trends(*, workspace: Workspace, days: int = 30, group: str = "mode
     if len(ranked) <= MAX_SERIES:
         return Trends(days=span, group=group, keys=ranked, cells=cells, totals=totals)
     return _folded(span, group, ranked[:MAX_SERIES - 1], cells, totals, calls)
+
+
+FAILED_STATUSES = ("error", "failed", "failure")
+
+
+def _model_errors(events: QuerySet[Event]) -> dict[tuple[date, str], int]:
+    """Errors per day and model. An error row (is_error: an `Error` event, a failed tool
+    result) counts against the model it names, else against the LLM call it belongs to: the
+    call with its call_id, else the call open in its thread when it was logged (an LLMCallStart
+    of its run not yet closed by its LLMComplete). An LLMComplete that reports its own failure
+    (`error`, or `status` error / failed) counts once, unless an error row of its call already
+    did. Anything else counts against no model."""
+    fields = ("thread_id", "seq", "type", "call_id", "run_id", "day", "model", "is_error", "failed")
+    failed = Q(err__gt="") | Q(err_message__gt="") | Q(said_status__in=FAILED_STATUSES)
+    rows = events.annotate(
+        day=TruncDate("occurred_at"), model=JSONPath(F("data"), "model", text=True),
+        err=JSONPath(F("data"), "error", text=True),
+        err_message=JSONPath(F("data"), "error", "message", text=True),
+        said_status=Coalesce(JSONPath(F("data"), "status", text=True), Value(""), output_field=CharField()))
+    erring = set(rows.filter(Q(is_error=True) | Q(type=CALL_END) & failed)
+                 .values_list("thread_id", flat=True))
+    if not erring:
+        return {}
+    table: Iterator[tuple[Any, ...]] = (
+        rows.filter(thread_id__in=erring).filter(Q(is_error=True) | Q(type__in=(CALL_START, CALL_END)))
+        .annotate(failed=Q(type=CALL_END) & failed).values_list(*fields).order_by("thread_id", "seq")
+        .iterator(chunk_size=2000))
+    counts: dict[tuple[date, str], int] = {}
+    open_calls: dict[tuple[int, str, Any], list[Any]] = {}  # (thread, call key) -> [model, erred]
+    by_call_id: dict[tuple[int, str], list[Any]] = {}
+    call: list[Any] | None
+    for thread_id, _, type_, call_id, run_id, when, model, is_error, has_failed in table:
+        kind = ("call", call_id) if call_id else ("run", run_id) if run_id else ("thread", None)
+        key = (thread_id, *kind)
+        day = _day(when)
+        if type_ == CALL_START:
+            call = open_calls[key] = [model or "", False]
+            if call_id:
+                by_call_id[(thread_id, call_id)] = call
+        elif is_error:
+            call = (by_call_id.get((thread_id, call_id)) if call_id else None) or open_calls.get(key)
+            if call is not None:
+                call[1] = True
+            name = model or (call[0] if call is not None else "")
+            counts[(day, name)] = counts.get((day, name), 0) + 1
+        elif type_ == CALL_END:
+            call = open_calls.pop(key, None) or (by_call_id.get((thread_id, call_id)) if call_id else None)
+            if has_failed and not (call is not None and call[1]):
+                name = model or (call[0] if call is not None else "")
+                counts[(day, name)] = counts.get((day, name), 0) + 1
+            if call is not None:
+                call[1] = True
+    return counts
 
 
 def _latencies(calls: QuerySet[Event], group: str, cells: dict[tuple[date, str], Cell],

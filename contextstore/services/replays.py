@@ -40,6 +40,7 @@ from contextstore.redaction import redact, use_workspace
 from contextstore.selectors.calls import LLMCall, llm_call_sent
 from contextstore.services.common import Actor, audit
 from contextstore.services.renders import texts_keep
+from contextstore.usage import read_usage
 
 logger = logging.getLogger(__name__)
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024  # a chat completion is small; more is a broken endpoint
@@ -226,18 +227,14 @@ def _send(body: dict[str, Any], base_url: str, key: str) -> dict[str, Any]:
         payload = json.loads(text)
         choice = payload["choices"][0]
         message = choice["message"]
-        usage = payload.get("usage") or {}
+        usage = read_usage(payload)  # the same reading as every logged call's usage
         calls = message.get("tool_calls") or []
         return {"answer": message.get("content") or "",
                 "tool_calls": [{"id": c.get("id", ""), "name": c["function"]["name"],
                                 "arguments": c["function"].get("arguments", "")} for c in calls],
                 "finish_reason": str(choice.get("finish_reason") or "")[:40],
-                "input_tokens": _count(usage.get("prompt_tokens")),
-                "output_tokens": _count(usage.get("completion_tokens"))}
+                "input_tokens": usage.input if usage is not None else None,
+                "output_tokens": usage.output if usage is not None else None}
     except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
         raise ReplayFailed(f"The endpoint's answer is not a chat completion "
                            f"({type(exc).__name__}: {exc}).") from exc
-
-
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

@@ -127,3 +127,53 @@ def test_a_call_whose_data_holds_a_nul_character_is_counted_without_breaking_the
     t = workspace_trends(workspace=workspace, days=7, group="agent", today=TODAY)
     assert t.cell(TODAY, "nul").calls == 1  # PostgreSQL's jsonb refuses the NUL: its numbers are absent there
     assert cache_totals(workspace=workspace)["calls"] == 1
+
+
+def test_trends_read_every_providers_usage_as_read_usage_does(workspace, other_workspace, actor):
+    from contextstore.usage import read_usage
+    from tests.test_usage import GEMINI_REST, GEMINI_SDK, _anthropic, _openai_chat, _openai_responses
+    shapes = {"openai-chat": {"usage": _openai_chat()}, "openai-responses": {"usage": _openai_responses()},
+              "anthropic": {"usage": _anthropic()}, "gemini-rest": {"usageMetadata": GEMINI_REST},
+              "gemini-sdk": {"usage_metadata": GEMINI_SDK},
+              "otel": {"gen_ai.usage.input_tokens": 900, "gen_ai.usage.output_tokens": 30,
+                       "gen_ai.usage.cache_read.input_tokens": 800},
+              "otel-old": {"gen_ai.usage.prompt_tokens": 70, "gen_ai.usage.completion_tokens": 8}}
+    for space, names in ((workspace, list(shapes)[:4]), (other_workspace, list(shapes)[4:])):  # < MAX_SERIES
+        thread = _thread(space, actor, "s-shapes", "alpha")
+        event_append(thread=thread, actor=actor, events=[
+            _call(model, "2026-03-10", f"10:0{i}:00", None, model=model, **shapes[model])[0]
+            for i, model in enumerate(names)])
+        t = workspace_trends(workspace=space, days=7, group="model", today=TODAY)
+        for model in names:
+            usage, cell = read_usage(shapes[model]), t.cell(TODAY, model)
+            assert (cell.input, cell.output) == (usage.input, usage.output) != (0, 0), model
+            cached = (usage.cache_read, usage.input) if usage.reports_cache else (0, 0)
+            assert (cell.cache_read, cell.cache_input) == cached, model
+    assert t.cell(TODAY, "gemini-sdk").output == 300  # its answer's 172 and its thinking's 128
+
+
+def test_an_llm_calls_error_counts_against_its_model(workspace, actor):
+    thread = _thread(workspace, actor, "s-err", "alpha")
+    event_append(thread=thread, actor=actor, events=[
+        # an Error logged inside a call (its start open, no call_id)
+        {"type": "LLMCallStart", "occurred_at": "2026-03-10T10:00:00+00:00", "data": {"model": "gpt-4o"}},
+        {"type": "Error", "content": "rate limited", "occurred_at": "2026-03-10T10:00:01+00:00"},
+        {"type": "LLMComplete", "occurred_at": "2026-03-10T10:00:02+00:00", "data": {"model": "gpt-4o"}},
+        # an Error naming its call's call_id, logged after the call ended
+        *_call("k1", "2026-03-10", "10:01:00", 10, model="claude-sonnet-4", input_tokens=5),
+        {"type": "Error", "call_id": "k1", "content": "bad answer",
+         "occurred_at": "2026-03-10T10:01:05+00:00"},
+        # a call that reports its own failure, once (its Error already counted), and one alone
+        *_call("k2", "2026-03-10", "10:02:00", 10, model="gemini-2.5-pro", status="error"),
+        *_call("k3", "2026-03-10", "10:03:00", 10, model="gemini-2.5-pro", error={"message": "overloaded"}),
+        {"type": "LLMCallStart", "call_id": "k4", "occurred_at": "2026-03-10T10:04:00+00:00",
+         "data": {"model": "gemini-2.5-pro"}},
+        {"type": "Error", "call_id": "k4", "content": "timeout", "occurred_at": "2026-03-10T10:04:01+00:00"},
+        {"type": "LLMComplete", "call_id": "k4", "occurred_at": "2026-03-10T10:04:02+00:00",
+         "data": {"model": "gemini-2.5-pro", "error": "timeout"}},
+        # an error of no call
+        {"type": "Error", "content": "disk full", "occurred_at": "2026-03-10T11:00:00+00:00"},
+    ])
+    t = workspace_trends(workspace=workspace, days=7, group="model", today=TODAY)
+    errors = {k: t.cell(TODAY, k).errors for k in t.keys}
+    assert errors == {"gpt-4o": 1, "claude-sonnet-4": 1, "gemini-2.5-pro": 3, NONE: 1}

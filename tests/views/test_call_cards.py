@@ -49,6 +49,20 @@ def test_a_call_is_one_card_with_model_tokens_latency_cost_and_finish(editor_cli
         assert text in card, text
 
 
+def test_an_openai_usage_object_shows_its_tokens_on_the_card_and_in_the_runs_totals(editor_client, thread,
+                                                                                     actor):
+    from openai.types import CompletionUsage
+    usage = CompletionUsage(prompt_tokens=1234, completion_tokens=87, total_tokens=1321).model_dump()
+    event_append(thread=thread, actor=actor, events=[
+        {**event, "run_id": "r1"} for event in call(usage=usage)])
+    html = editor_client.get(f"/threads/{thread.pk}/").content.decode()
+    card = html[html.index('id="e1"'):]
+    card = card[:card.index("</article>")]
+    assert "1.2k" in card and "87" in card  # its output was 0
+    run = Run.objects.get(thread=thread, run_id="r1")
+    assert (run.input_tokens, run.output_tokens) == (1234, 87)
+
+
 def test_calls_pair_by_call_id_across_interleaving_and_pages(editor_client, thread, actor):
     event_append(thread=thread, actor=actor, events=[
         {"type": "LLMCallStart", "call_id": "a", "data": {"model": "m-a"},
