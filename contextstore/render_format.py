@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from contextstore.tokens import count_tokens, is_thinking, part_text
+from contextstore.tokens import count_tokens, is_peteos_thinking, is_thinking, part_text, peteos_message
 from contextstore.toolcalls import (
     CALL_PART_TYPES,
     RESULT_PART_TYPES,
@@ -128,10 +128,19 @@ def event_class(type_: str, role: str) -> tuple[str, str, bool]:
     return kind_of(type_, role), role_of(type_, role), opens_turn(type_, role)
 
 
+def _stripped(event: EventFields, part: Any) -> bool:
+    """Whether strip_thinking removes `part` of `event`: of a peteos message what peteos'
+    ``Context.strip_thinking`` removes, so the render shows the messages peteos' stripped
+    context has; of any other event every thinking part."""
+    if peteos_message(event.data) is not None:
+        return is_peteos_thinking(part)
+    return is_thinking(part)
+
+
 def event_parts(event: EventFields, *, strip_thinking: bool) -> list[Any] | None:
     if not event.parts or not strip_thinking:
         return event.parts
-    return [p for p in event.parts if not is_thinking(p)]
+    return [p for p in event.parts if not _stripped(event, p)]
 
 
 def event_cost(token_count: int, thinking_tokens: int, strip_thinking: bool) -> int:
@@ -311,6 +320,11 @@ def without_emptied(units: list[list[Item]], strip_thinking: bool
 def _thinking_only(item: Item) -> bool:
     """An assistant event that shows nothing but thinking (a Reasoning event, mostly)."""
     e = item.event
+    if peteos_message(e.data) is not None:
+        # peteos keeps a message with any part besides "thinking" (an empty text, a redacted
+        # thinking): only one of nothing but thinking parts is thinking only.
+        return (item.role == "assistant" and bool(e.parts)
+                and all(is_peteos_thinking(p) for p in e.parts or ()))
     return (item.role == "assistant" and item.kind != "result" and not item.calls
             and any(is_thinking(p) for p in e.parts or ()) and not _text_of(e, keep_thinking=False)[0])
 

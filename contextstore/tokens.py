@@ -83,13 +83,19 @@ def peteos_message_tokens(message: dict[str, Any]) -> int:
     return _peteos_count(message.get("role", ""), message.get("content", []))
 
 
+def is_peteos_thinking(part: Any) -> bool:
+    """What peteos' ``Context.strip_thinking`` removes: parts of type "thinking" only (a
+    "redacted_thinking" part is no thinking to peteos and stays)."""
+    return isinstance(part, dict) and part.get("type") == "thinking"
+
+
 def peteos_stripped_content(message: dict[str, Any]) -> Any:
     """The content peteos' ``Context.strip_thinking`` keeps; None when it drops the message
-    (nothing but thinking, or empty to begin with)."""
+    (nothing but thinking, or empty to begin with). A part left, even an empty text, keeps it."""
     content = message.get("content") or []
     if not isinstance(content, list):
         return content
-    kept = [p for p in content if not is_thinking(p)]
+    kept = [p for p in content if not is_peteos_thinking(p)]
     return kept or None
 
 

@@ -145,16 +145,24 @@ class SeedUserInfoMemory(ContextProvider):
                 self.user_info.age = self.user_info.age or result.value.age
 
     async def before_run(self, *, agent, session, context, state) -> None:
-        # The seed's InvokingAsync: a StringBuilder, AppendLine(name line).AppendLine(age line),
-        # so each line ends with a newline (Environment.NewLine; "\n" here), the last one too.
-        instructions = "".join(line + "\n" for line in (
-            "Ask the user for their name and politely decline to answer any questions until "
-            "they provide it." if self.user_info.name is None
-            else f"The user's name is {self.user_info.name}.",
-            "Ask the user for their age and politely decline to answer any questions until "
-            "they provide it." if self.user_info.age is None
-            else f"The user's age is {self.user_info.age}."))
-        context.extend_instructions(self.source_id, instructions)
+        # The seed's Python invoking, line for line; its Context(instructions=...) is today's
+        # extend_instructions.
+        instructions: list[str] = []
+        if self.user_info.name is None:
+            instructions.append(
+                "Ask the user for their name and politely decline to answer any questions until "
+                "they provide it."
+            )
+        else:
+            instructions.append(f"The user's name is {self.user_info.name}.")
+        if self.user_info.age is None:
+            instructions.append(
+                "Ask the user for their age and politely decline to answer any questions until "
+                "they provide it."
+            )
+        else:
+            instructions.append(f"The user's age is {self.user_info.age}.")
+        context.extend_instructions(self.source_id, " ".join(instructions))
 
 
 INSTRUCTIONS = "You are a friendly assistant. Always address the user by their name."
@@ -199,8 +207,14 @@ def test_the_model_sees_what_the_seed_agent_on_its_own_history_sees(live_server,
             if number == 3:
                 person.clear_context()
     assert actual == expected
-    assert expected[3][1] == (f"{INSTRUCTIONS}\nThe user's name is Ruaidhri.\n"
-                              "The user's age is 20.\n")  # the seed's text, as the model gets it
+    # the seed's text, as the model gets it: the framework joins instructions with a newline,
+    # the seed's provider its two sentences with a space
+    assert expected[0][1] == (
+        f"{INSTRUCTIONS}\nAsk the user for their name and politely decline to answer any questions "
+        "until they provide it. Ask the user for their age and politely decline to answer any "
+        "questions until they provide it.")
+    assert len(actual[0][1]) == len(expected[0][1]) == 259
+    assert expected[3][1] == f"{INSTRUCTIONS}\nThe user's name is Ruaidhri. The user's age is 20."
     assert len(expected) == 6 and expected[3][0][0] == ("system", SUMMARY)
     assert (("user", NOTE) in expected[2][0]) and len(expected[4][0]) == 1  # note; after the clear
     assert len(person.events()) == 4  # two turns since the clear, nothing twice

@@ -252,3 +252,53 @@ def test_a_contextstore_fork_of_a_peteos_thread_exports_as_a_peteos_fork(workspa
 def test_it_refuses_a_context_whose_messages_are_not_objects(workspace, actor):
     with pytest.raises(InvalidInput):
         thread_import(workspace=workspace, data={"messages": ["hello"]}, actor=actor)
+
+
+def thinking_mix(turns: int) -> Context:
+    """A generated conversation of every shape strip_thinking treats: thinking only, empty, no
+    content, text with thinking, redacted thinking alone and with text, thinking beside an empty
+    text, an image; some messages with a cached token count."""
+    shapes = [
+        [{"type": "thinking", "thinking": "weighing the options"}],
+        [],
+        None,
+        [{"type": "thinking", "thinking": "plan"}, {"type": "text", "text": "the answer"}],
+        [{"type": "redacted_thinking", "data": "c2VjcmV0IHJlYXNvbmluZw=="}],
+        [{"type": "redacted_thinking", "data": "bW9yZQ=="}, {"type": "text", "text": "said"}],
+        [{"type": "thinking", "thinking": "nothing to say"}, {"type": "text", "text": ""}],
+        [{"type": "thinking", "thinking": ""}],
+        [ContentPart.create_image(PNG).raw_dict],
+    ]
+    ctx = Context.create(SystemPromptMessage.create("You are terse."))
+    for turn in range(turns):
+        ctx.append(text("user", f"question {turn}"))
+        content = shapes[turn % len(shapes)]
+        role = "assistant" if turn % 4 else "user"
+        ctx.append(Message({"role": role} if content is None else {"role": role, "content": content}))
+        if turn % 3 == 0:
+            ctx.messages[-1].count_tokens()
+        ctx.append(text("assistant", f"reply {turn}"))
+    return ctx
+
+
+def test_a_strip_thinking_render_shows_the_messages_and_tokens_of_peteos_stripped_context(
+    workspace, actor
+):
+    ctx = thinking_mix(27)
+    thread = imported(workspace, actor, ctx)
+    stripped = Context.load_from_dict(plain(ctx.raw_dict)).strip_thinking()
+    theirs = Context.load_from_dict(plain(stripped.raw_dict))
+    kept = [m for m in theirs.messages if m is not theirs.system_prompt_message]
+
+    rendered = rendering.context_render(thread=thread, max_tokens=1_000_000, strip_thinking=True)
+    exported = thread_to_peteos(thread=thread, strip_thinking=True)
+
+    ids = {e.seq: e.data["peteos"]["id"] for e in thread.events.all()}
+    history = [m for m in rendered["messages"] if m["section"] == "history"]
+    assert [ids[m["seq"]] for m in history] == [m.id for m in kept]
+    assert [m["tokens"] for m in history] == [m.count_tokens() for m in kept]
+    assert [m.get("parts") for m in history] == [m.raw_dict.get("content") for m in kept]
+    assert rendered["stats"]["sections"]["history"]["tokens"] == (
+        theirs.total_token_count() - theirs.system_prompt_message.count_tokens())
+    assert [(m["id"], m["content"]) for m in exported["messages"]] == [
+        (m.id, m.raw_dict["content"]) for m in theirs.messages]

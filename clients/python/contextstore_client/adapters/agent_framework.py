@@ -262,8 +262,8 @@ class UserInfoMemory(ContextProvider):
     """The seed document's UserInfoMemory, its state kept in contextstore.
 
     The model gets exactly the seed's instructions: one string, "Ask the user for their name
-    ..." or "The user's name is X.", then the same for the age, each line ended by a newline
-    (the seed's ``AppendLine``). After each run it asks the chat
+    ..." or "The user's name is X.", then the same for the age, joined by one space (the
+    seed's Python ``invoking``: ``" ".join(instructions)``). After each run it asks the chat
     client to extract the name and age from the user's messages, as the seed does. The provider
     state (``{"user_info": {...}}``) is the thread's provider state, so a new process resumes
     it; the facts are also remembered as the user's memories (keys ``name`` and ``age``) for
@@ -295,8 +295,9 @@ class UserInfoMemory(ContextProvider):
             "Ask the user for their age and politely decline to answer any questions until "
             "they provide it." if info.age is None else f"The user's age is {info.age}.",
         )
-        # The seed's StringBuilder.AppendLine: every line ends with a newline, the last one too.
-        context.extend_instructions(self.source_id, "".join(line + "\n" for line in lines))
+        # The seed's Python invoking: Context(instructions=" ".join(instructions)), no newline
+        # after the last one (the C# example's AppendLine is not what the Python package runs).
+        context.extend_instructions(self.source_id, " ".join(lines))
 
     async def after_run(self, *, agent: SupportsAgentRun, session: AgentSession,
                         context: SessionContext, state: dict[str, Any]) -> None:
