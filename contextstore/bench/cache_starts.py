@@ -48,7 +48,8 @@ def sessions(count: int = 120, seed: int = 7) -> list[Session]:
                 for _ in range(calls):
                     events.append(("ToolCall", "assistant", rng.randint(15, 60), 0, False))
                 for c in range(calls):
-                    size = rng.randint(budget, budget * 2) if big and rng.random() < 0.5 else rng.randint(20, 600)
+                    huge = big and rng.random() < 0.5
+                    size = rng.randint(budget, budget * 2) if huge else rng.randint(20, 600)
                     if rng.random() < 0.05:
                         events.append(("Error", "", rng.randint(10, 40), 0, False))  # an aside
                     events.append(("ToolResult", tool_role, size, 0, c == calls - 1))
@@ -92,7 +93,7 @@ def replay(session: Session, start_chunk: float) -> Replay:
             continue
         plan = plan_history(budget=session.budget, strip_thinking=False, newest=rows,
                             start_chunk=start_chunk, total=total, upto_seq=position)
-        shown = sorted(((r.pk, r.cost) for unit in plan.units for r in unit))
+        shown = sorted((r.pk, r.cost) for unit in plan.units for r in unit)
         cached = SYSTEM_TOKENS if result.calls else 0
         for a, b in zip(before, shown, strict=False):
             if a != b:

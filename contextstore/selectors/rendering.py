@@ -10,7 +10,8 @@ tool calls with all their results (and the asides, errors or notes, logged betwe
 render_format.kind_of) and its thinking with the message it belongs to. A turn larger
 than the budget left is skipped and the walk goes on with older turns (`on_oversize="skip"`), or
 the walk stops there (`"stop"`); events before the first turn's start are left out, as are
-results with no call before them.
+results with no call before them. Every event left out is reported with its reason, and `fits`
+is false whenever one was left out for size.
 
 Stable starts (`start_chunk`, a share of the history budget; 0 turns it off): a render does not
 slide its start one turn at a time, which would change the provider's cached prompt prefix on
@@ -24,8 +25,9 @@ at most once between, when the turn over the floor stops fitting: it stays put o
 no state is kept and the walk still reads only about the budget. A turn over the floor too large
 for the budget is left out (skip) and nothing older comes in its place. Any other change to the
 working context than appends at its end (collapse, clear, hide, retention, a fork's new thread)
-recounts its tokens and may move the start anywhere, once. Every event left out is reported with its reason, and `fits`
-is false whenever one was left out for size. The messages themselves are built by
+recounts its tokens and may move the start anywhere, once.
+
+The messages themselves are built by
 render_format.py, which reads no database; it also drops what the loaded events still hold that
 a provider refuses (render_format.valid_items, coherent).
 
@@ -192,7 +194,7 @@ def plan_history(*, budget: int, strip_thinking: bool, newest: Iterable[tuple],
     turn: list[list[Row]] = []  # the turn being read, newest unit first
     cost = rows_read = 0
     offset = end = total  # where the oldest row read starts, and its turn ends (stable starts)
-    past_floor = False  # the turn reaching back over the floor came: the next is before the start
+    past_floor = False  # the turn reaching back over the floor was read: the next is before the start
     for unit in units():
         if not turn:
             end = offset
@@ -207,11 +209,8 @@ def plan_history(*, budget: int, strip_thinking: bool, newest: Iterable[tuple],
             return plan
         if not unit[-1].opens:
             continue
-        if floor is not None and offset < floor and (past_floor or end <= floor or over):
-            # before the start (the turn reaching back over the floor came, or did not fit)
-            if over and not past_floor and end > floor:
-                leave(turn, "oversize")
-                turn = []
+        if floor is not None and offset < floor and (past_floor or end <= floor):
+            # before the start: the turn reaching back over the floor was the last to consider
             leave(turn, "window_start")
             plan.stopped = True
             return plan

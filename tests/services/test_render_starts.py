@@ -106,7 +106,7 @@ def test_skip_leaves_out_an_oversized_turn_and_nothing_older_comes_instead(threa
     thread.refresh_from_db()
     after = rendering.render(thread=thread, max_tokens=1500, start_chunk=0.25)
     stats = after.body["stats"]
-    assert {s["reason"] for s in stats["skipped"]} == {"oversize"}
+    assert {s["reason"] for s in stats["skipped"]} == {"oversize", "window_start"}
     assert stats["fits"] is False and stats["sections"]["history"]["older_not_examined"]
     assert start_of(before) is not None and start_of(after) is None
     # the sliding walk would have shown the older turns again
