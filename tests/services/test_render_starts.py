@@ -142,3 +142,13 @@ def test_the_setting_gives_the_default_chunk(thread, actor, settings):
     append_turn(thread, actor, (5, [], 5, 1), 0)
     thread.refresh_from_db()
     assert rendering.render(thread=thread, max_tokens=500).body["stats"]["start_chunk"] == 0.1
+
+
+def test_the_cache_bench_finds_stable_starts_never_move_back_and_cache_more():
+    from contextstore.bench.cache_starts import measure, sessions
+
+    shapes = {s.shape for s in sessions(10)}
+    assert shapes == {"openai", "anthropic"}
+    results = measure([0, 0.25], count=10)
+    assert results[0].backward > 0 and results[0.25].backward == 0
+    assert results[0.25].cached_share > results[0].cached_share
