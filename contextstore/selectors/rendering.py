@@ -181,19 +181,24 @@ def plan_history(*, budget: int, strip_thinking: bool, newest: Iterable[tuple],
         plan.left_out.extend({"seq": r.seq, "position": r.position, "tokens": r.cost,
                               "reason": reason} for unit in units for r in reversed(unit))
 
+    offset = total  # where the oldest row read starts, in stored tokens (stable starts)
+
     def units() -> Iterator[list[Row]]:
+        nonlocal offset
         for unit in group_units(rows()):
             if unit[-1].kind != "result":
                 yield unit
                 continue
             # results with no call before them: no provider takes them; asides among them stay
-            leave([[r for r in unit if r.kind != "aside"]], "orphan_tool_result")
+            orphans = [r for r in unit if r.kind != "aside"]
+            offset -= sum(raw[r.pk] for r in orphans)
+            leave([orphans], "orphan_tool_result")
             yield from ([r] for r in unit if r.kind == "aside")
 
     used, skips_in_a_row = 0, 0
     turn: list[list[Row]] = []  # the turn being read, newest unit first
     cost = rows_read = 0
-    offset = end = total  # where the oldest row read starts, and its turn ends (stable starts)
+    end = total  # where the turn being read ends, in stored tokens
     past_floor = False  # the turn reaching back over the floor was read: the next is before the start
     for unit in units():
         if not turn:

@@ -152,3 +152,21 @@ def test_the_cache_bench_finds_stable_starts_never_move_back_and_cache_more():
     results = measure([0, 0.25], count=10)
     assert results[0].backward > 0 and results[0.25].backward == 0
     assert results[0.25].cached_share > results[0].cached_share
+
+
+def test_an_orphan_result_counts_in_the_offsets_the_start_is_placed_by():
+    # rows newest first: (position, seq, tokens, thinking, type, role, id); turns of 100 tokens
+    # and an orphan result of 300 at position 5: 1,200 tokens, the floor at 660 (chunk 55)
+    rows = []
+    for p in range(1, 11):
+        rows.insert(0, (p, p, 300 if p == 5 else 100, 0, "ToolResult" if p == 5 else "Message",
+                        "tool" if p == 5 else "user", p))
+    total = sum(r[2] for r in rows)
+    plan = rendering.plan_history(budget=550, strip_thinking=False, newest=rows, start_chunk=0.1,
+                                  total=total, upto_seq=10)
+    assert rendering.window_floor(total, 550, 0.1) == 660
+    # turns 6–10 start at 700–1,100; turn 4 spans 300–400, wholly before the floor (had the
+    # orphan's tokens not been counted it would seem to reach over it, at 600–700)
+    assert sorted(r.position for unit in plan.units for r in unit) == [6, 7, 8, 9, 10]
+    reasons = {x["position"]: x["reason"] for x in plan.left_out}
+    assert reasons == {5: "orphan_tool_result", 4: "window_start"}
