@@ -285,6 +285,9 @@ CONTEXTSTORE = {
     # Threads whose last render a process keeps, to render them again reading only what was
     # appended since (selectors/rendering.Kept); 0 keeps none.
     "RENDER_KEEP_THREADS": env_int("RENDER_KEEP_THREADS", 256),
+    # A render's start moves forward by this share of its history budget at a time, so the
+    # provider's prompt cache holds across calls (selectors/rendering.py); 0: it slides.
+    "RENDER_START_CHUNK_PERCENT": env_int("RENDER_START_CHUNK_PERCENT", 25),
     # How long a process trusts an API token it has checked; a revoked token is refused by
     # every process at most this many seconds later (at once by the process that revoked it).
     "TOKEN_CACHE_SECONDS": env_int("TOKEN_CACHE_SECONDS", 5),

@@ -634,6 +634,11 @@ class ContextQuerySerializer(serializers.Serializer):
         help_text="History is kept in whole turns (a user message through everything before the "
                   "next): a turn larger than the remaining budget is skipped (older turns still "
                   "come) or ends the history there.")
+    start_chunk = serializers.FloatField(
+        required=False, min_value=0.0, max_value=1.0,
+        help_text="Stable starts: the history's start moves forward only, by this share of the "
+                  "history budget at a time, so the provider's prompt cache holds across calls; "
+                  "0 slides it turn by turn. Default: the server's RENDER_START_CHUNK_PERCENT.")
     record = serializers.BooleanField(
         required=False, default=False,
         help_text="Keep a render record (write scope); the response carries its render_id, "

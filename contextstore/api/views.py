@@ -250,7 +250,8 @@ class ThreadViewSet(ThreadHistoryActions, ThreadStateActions, ThreadBlockActions
             raise PermissionDenied("Recording a render needs a token with write scope.")
         max_tokens = query.get("max_tokens") or thread_model_settings(thread).budget
         options = {"thread": thread, "max_tokens": max_tokens, "strip_thinking": query["strip_thinking"],
-                   "fmt": query["format"], "on_oversize": query["on_oversize"]}
+                   "fmt": query["format"], "on_oversize": query["on_oversize"],
+                   "start_chunk": query.get("start_chunk")}
         if not query["record"]:
             response = Response(rendering.render(**options).body)
         else:

@@ -11,7 +11,23 @@ render_format.kind_of) and its thinking with the message it belongs to. A turn l
 than the budget left is skipped and the walk goes on with older turns (`on_oversize="skip"`), or
 the walk stops there (`"stop"`); events before the first turn's start are left out, as are
 results with no call before them. Every event left out is reported with its reason, and `fits`
-is false whenever one was left out for size. The messages themselves are built by
+is false whenever one was left out for size.
+
+Stable starts (`start_chunk`, a share of the history budget; 0 turns it off): a render does not
+slide its start one turn at a time, which would change the provider's cached prompt prefix on
+every call once the window is full. Its start follows the *floor*: the smallest multiple of the
+chunk (share × budget) at or above (working-context tokens − budget), counted in stored tokens
+from the working context's oldest event (window_floor). As the thread grows the floor only moves
+forward, a chunk at a time. The start is the turn reaching back over the floor while everything
+from it on fits the budget, else the first turn starting at or after the floor (what follows the
+floor always fits: it is at most the budget). So the start moves only when the floor moves and,
+at most once between, when the turn over the floor stops fitting: it stays put over many calls,
+no state is kept and the walk still reads only about the budget. A turn over the floor too large
+for the budget is left out (skip) and nothing older comes in its place. Any other change to the
+working context than appends at its end (collapse, clear, hide, retention, a fork's new thread)
+recounts its tokens and may move the start anywhere, once.
+
+The messages themselves are built by
 render_format.py, which reads no database; it also drops what the loaded events still hold that
 a provider refuses (render_format.valid_items, coherent).
 
@@ -61,12 +77,14 @@ MAX_CONSECUTIVE_SKIPS = 8
 MAX_SKIPPED_ROWS = 4096
 
 # The reasons that make a render not fit: the rest say a provider would refuse the event.
-FOR_SIZE = ("oversize", "budget", "stop")
+FOR_SIZE = ("oversize", "budget", "stop", "window_start")
 # Why an event was left out of a render (stats.skipped[].reason), in words for people.
 SKIP_REASONS = {
     "oversize": "larger than the budget left; older events still came",
     "budget": "the budget was spent; this and older events were left out",
     "stop": "did not fit and on_oversize=stop: history ends here",
+    "window_start": "before the render's start, which moves forward in chunks (start_chunk) so "
+                    "the provider's prompt cache holds; this and older events were left out",
     "orphan_tool_result": "a tool result whose call is not in the context (providers reject it)",
     "no_turn_start": "before the first user message: a history a provider takes starts with one",
     "orphan_thinking": "thinking whose assistant message is not in the context (providers reject it)",
@@ -132,14 +150,28 @@ class Newest:
             self.complete = len(got) < size
 
 
+def window_floor(total: int, budget: int, chunk: float) -> int:
+    """The stable start's floor (module doc): the smallest multiple of the chunk at or above
+    `total` − `budget`, in tokens from the working context's oldest event."""
+    step = max(int(budget * chunk), 1)
+    return max(-(-(total - budget) // step) * step, 0)
+
+
 def plan_history(*, budget: int, strip_thinking: bool, newest: Iterable[tuple],
-                 on_oversize: str = "skip") -> HistoryPlan:
+                 on_oversize: str = "skip", start_chunk: float = 0.0, total: int = 0,
+                 upto_seq: int | None = None) -> HistoryPlan:
     """Choose the turns that fit, newest first, reading only (position, seq, tokens, type, role):
-    `newest`, the working context newest first (a Newest, which reads on only while asked)."""
+    `newest`, the working context newest first (a Newest, which reads on only while asked).
+
+    start_chunk > 0: the stable start (module doc), from `total`, the working context's stored
+    tokens as of its event `upto_seq` (rows appended after it stand past the end: not counted)."""
+    floor = window_floor(total, budget, start_chunk) if start_chunk > 0 else None
+    raw: dict[int, int] = {}  # stored tokens of each row read, by id, for the turns' offsets
 
     def rows() -> Iterator[Row]:
         for position, seq, tokens, think, type_, role, pk in newest:
             kind, shown_as, opens = event_class(type_, role)
+            raw[pk] = tokens if upto_seq is None or seq <= upto_seq else 0
             yield Row(position, seq, event_cost(tokens, think, strip_thinking), kind, shown_as, pk,
                       opens)
 
@@ -149,22 +181,32 @@ def plan_history(*, budget: int, strip_thinking: bool, newest: Iterable[tuple],
         plan.left_out.extend({"seq": r.seq, "position": r.position, "tokens": r.cost,
                               "reason": reason} for unit in units for r in reversed(unit))
 
+    offset = total  # where the oldest row read starts, in stored tokens (stable starts)
+
     def units() -> Iterator[list[Row]]:
+        nonlocal offset
         for unit in group_units(rows()):
             if unit[-1].kind != "result":
                 yield unit
                 continue
             # results with no call before them: no provider takes them; asides among them stay
-            leave([[r for r in unit if r.kind != "aside"]], "orphan_tool_result")
+            orphans = [r for r in unit if r.kind != "aside"]
+            offset -= sum(raw[r.pk] for r in orphans)
+            leave([orphans], "orphan_tool_result")
             yield from ([r] for r in unit if r.kind == "aside")
 
     used, skips_in_a_row = 0, 0
     turn: list[list[Row]] = []  # the turn being read, newest unit first
     cost = rows_read = 0
+    end = total  # where the turn being read ends, in stored tokens
+    past_floor = False  # the turn reaching back over the floor was read: the next is before the start
     for unit in units():
+        if not turn:
+            end = offset
         turn.append(unit)
         cost += unit[0].cost if len(unit) == 1 else sum(r.cost for r in unit)  # most are one row
         rows_read += len(unit)
+        offset -= sum(raw[r.pk] for r in unit)
         over = used + cost > budget
         if over and (on_oversize == "stop" or used >= budget or rows_read > MAX_SKIPPED_ROWS):
             leave(turn, "stop" if on_oversize == "stop" else "budget")
@@ -172,6 +214,12 @@ def plan_history(*, budget: int, strip_thinking: bool, newest: Iterable[tuple],
             return plan
         if not unit[-1].opens:
             continue
+        if floor is not None and offset < floor and (past_floor or end <= floor):
+            # before the start: the turn reaching back over the floor was the last to consider
+            leave(turn, "window_start")
+            plan.stopped = True
+            return plan
+        past_floor = floor is not None and offset < floor
         if not over:
             plan.units.extend(turn)
             used += cost
@@ -384,8 +432,8 @@ def _answer_key(thread: Thread, max_tokens: int, fmt: str, options: dict[str, An
     """What a render's answer depends on besides the working context and the blocks: its
     options, and the thread's document (the summary, what expressions read: its revision),
     name and event count (expressions read them too)."""
-    return (max_tokens, fmt, options["strip_thinking"], options["on_oversize"], thread.revision,
-            thread.name, thread.event_count)
+    return (max_tokens, fmt, options["strip_thinking"], options["on_oversize"],
+            options["start_chunk"], thread.revision, thread.name, thread.event_count)
 
 
 def _reuse(thread: Thread, page_size: int
@@ -454,7 +502,7 @@ def forget_kept() -> None:
 
 def render_plan(
     *, thread: Thread, max_tokens: int, strip_thinking: bool = False, fmt: str = "raw",
-    on_oversize: str = "skip", reuse: bool = True,
+    on_oversize: str = "skip", start_chunk: float | None = None, reuse: bool = True,
 ) -> Planned:
     """Plan a render of `thread`, read fresh by the caller (its counters say what to reuse).
     reuse=False reads everything and keeps nothing (the answer is the same)."""
@@ -462,7 +510,9 @@ def render_plan(
     summary_tokens = count_tokens(thread.summary)
     page_size = first_page_size(thread, max(max_tokens - summary_tokens, 0))
     reused = _reuse(thread, page_size) if reuse else None
-    options = {"strip_thinking": strip_thinking, "on_oversize": on_oversize}
+    if start_chunk is None:
+        start_chunk = default_start_chunk()
+    options = {"strip_thinking": strip_thinking, "on_oversize": on_oversize, "start_chunk": start_chunk}
     if isinstance(reused, Kept):  # nothing new since the kept render
         if reused.answer is not None:
             key, before, rendered = reused.answer
@@ -483,9 +533,15 @@ def render_plan(
     suffix = block_section("suffix", [b for b in blocks if b.placement == "suffix"], thread)
     fixed = prefix.tokens + summary_tokens + suffix.tokens
     plan = plan_history(budget=max(max_tokens - fixed, 0), strip_thinking=strip, newest=newest,
-                        on_oversize=on_oversize)
+                        on_oversize=on_oversize, start_chunk=start_chunk, total=thread.active_tokens,
+                        upto_seq=thread.last_seq)
     return Planned(thread, max_tokens, fmt, strip, options, prefix, suffix, summary_tokens, fixed,
                    plan, blocks, newest, known, keep=reuse)
+
+
+def default_start_chunk() -> float:
+    """settings.CONTEXTSTORE["RENDER_START_CHUNK_PERCENT"] as a share of the budget."""
+    return settings.CONTEXTSTORE["RENDER_START_CHUNK_PERCENT"] / 100
 
 
 def render_stats(planned: Planned, *, used: int, included: int,
@@ -503,6 +559,7 @@ def render_stats(planned: Planned, *, used: int, included: int,
         "fits": total <= planned.max_tokens and not any(x["reason"] in FOR_SIZE for x in plan.left_out),
         "prefix_hash": prefix_hash(prefix.text),
         "on_oversize": planned.options["on_oversize"],
+        "start_chunk": planned.options["start_chunk"],
         "strip_thinking": planned.strip,
         "skipped": sorted(plan.left_out + invalid, key=lambda x: -x["position"]),
         "sections": {
@@ -543,16 +600,16 @@ def render_finish(planned: Planned, *, along: Sequence[tuple[str, list]] = ()) -
 
 def render(
     *, thread: Thread, max_tokens: int, strip_thinking: bool = False, fmt: str = "raw",
-    on_oversize: str = "skip", reuse: bool = True,
+    on_oversize: str = "skip", start_chunk: float | None = None, reuse: bool = True,
 ) -> Rendered:
     return render_finish(render_plan(thread=thread, max_tokens=max_tokens,
                                      strip_thinking=strip_thinking, fmt=fmt, on_oversize=on_oversize,
-                                     reuse=reuse))
+                                     start_chunk=start_chunk, reuse=reuse))
 
 
 def context_render(
     *, thread: Thread, max_tokens: int, strip_thinking: bool = False, fmt: str = "raw",
-    on_oversize: str = "skip",
+    on_oversize: str = "skip", start_chunk: float | None = None,
 ) -> dict[str, Any]:
     """Prefix blocks, the summary, the newest valid history units that fit, suffix blocks.
 
@@ -561,4 +618,4 @@ def context_render(
     the prefix so an agent can see its prompt cache invalidated.
     """
     return render(thread=thread, max_tokens=max_tokens, strip_thinking=strip_thinking, fmt=fmt,
-                  on_oversize=on_oversize).body
+                  on_oversize=on_oversize, start_chunk=start_chunk).body

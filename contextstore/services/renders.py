@@ -174,7 +174,7 @@ def render_record(*, thread: Thread, rendered: rendering.Rendered, actor: Actor)
 
 def context_render_recorded(
     *, thread: Thread, max_tokens: int, actor: Actor, strip_thinking: bool = False,
-    fmt: str = "raw", on_oversize: str = "skip",
+    fmt: str = "raw", on_oversize: str = "skip", start_chunk: float | None = None,
 ) -> tuple[rendering.Rendered, RenderRecord]:
     """Render and keep the record of it, for the price of the render alone where possible.
 
@@ -186,7 +186,8 @@ def context_render_recorded(
     reads no events or skips some inside its window, the record is written after the render.
     """
     planned = rendering.render_plan(thread=thread, max_tokens=max_tokens,
-                                    strip_thinking=strip_thinking, fmt=fmt, on_oversize=on_oversize)
+                                    strip_thinking=strip_thinking, fmt=fmt, on_oversize=on_oversize,
+                                    start_chunk=start_chunk)
     plan = planned.plan
     if connection.vendor != "postgresql" or not plan.units or rendering.skipped_inside(plan):
         rendered = rendering.render_finish(planned)

@@ -60,3 +60,11 @@ def test_bad_format_or_on_oversize_is_a_400(api_client, thread_url):
     for query in ("format=gemini", "on_oversize=truncate"):
         response = api_client.get(f"{thread_url}context/?{query}")
         assert response.status_code == 400 and response.json()["error"]["code"]
+
+
+def test_start_chunk_is_a_share_of_the_budget_and_anything_else_is_a_400(api_client, thread_url):
+    for query in ("start_chunk=2", "start_chunk=-0.1", "start_chunk=nan", "start_chunk=x"):
+        response = api_client.get(f"{thread_url}context/?{query}")
+        assert response.status_code == 400 and response.json()["error"]["code"]
+    body = api_client.get(f"{thread_url}context/?start_chunk=0.5").json()
+    assert body["stats"]["start_chunk"] == 0.5

@@ -15,7 +15,7 @@ from contextstore.services.sessions import thread_ensure
 from tests.provider_types import assert_anthropic_request, assert_openai_request
 
 names = itertools.count()
-FOR_SIZE = {"oversize", "budget", "stop"}
+FOR_SIZE = {"oversize", "budget", "stop", "window_start"}
 ASIDES = [
     {"type": "Error", "content": "rate limited once, retried"},
     {"type": "Notification", "content": "note: the cache was warmed"},

@@ -24,7 +24,7 @@ from contextstore.services.threads import thread_clear_context
 from tests.provider_types import assert_anthropic_request, assert_openai_request
 
 names = itertools.count()
-FOR_SIZE = {"oversize", "budget", "stop"}
+FOR_SIZE = {"oversize", "budget", "stop", "window_start"}
 INVALID = {"orphan_tool_result", "unanswered_tool_call", "empty_after_strip", "no_turn_start",
            "orphan_thinking"}
 
@@ -132,7 +132,7 @@ def check(thread, render, budget: int, fmt: str) -> None:
     skipped = {s["seq"]: s["reason"] for s in stats["skipped"]}
     active = list(Event.objects.filter(thread=thread, status="active", visible=True)
                   .order_by("position").values_list("seq", "position"))
-    cut = min((s["position"] for s in stats["skipped"] if s["reason"] in ("budget", "stop")),
+    cut = min((s["position"] for s in stats["skipped"] if s["reason"] in ("budget", "stop", "window_start")),
               default=None)
     unaccounted = history["events_included"] + len(skipped)
     reported = [seq for seq, pos in active if cut is None or pos >= cut]

@@ -85,7 +85,8 @@ def test_a_huge_newest_event_is_skipped_and_older_history_still_comes(thread, ac
     # a huge plain message (not a tool result) after them
     append(thread, actor, [{"type": "Message", "content": "log " * 30_000},
                            {"type": "Message", "content": "what now?"}])
-    render = rendering.context_render(thread=thread, max_tokens=8000)
+    # the sliding walk (start_chunk=0): older turns still come behind the skipped one
+    render = rendering.context_render(thread=thread, max_tokens=8000, start_chunk=0)
     seqs = [m["seq"] for m in history(render)]
     assert seqs == [1, 2, 3, 4, 5, 8]
     stats = render["stats"]
@@ -93,6 +94,11 @@ def test_a_huge_newest_event_is_skipped_and_older_history_still_comes(thread, ac
     # the huge result answers no call: left out as a provider would refuse it, not for size
     assert {s["seq"]: s["reason"] for s in stats["skipped"]} == {7: "oversize", 6: "orphan_tool_result"}
     assert next(s for s in stats["skipped"] if s["seq"] == 7)["tokens"] > 8000
+    # a stable start (the default) is past the huge events: they push it forward, never back
+    stable = rendering.context_render(thread=thread, max_tokens=8000)
+    assert [m["seq"] for m in history(stable)] == [8]
+    assert {s["seq"]: s["reason"] for s in stable["stats"]["skipped"]} == {
+        7: "oversize", 6: "orphan_tool_result", 5: "window_start"}
 
 
 def test_on_oversize_stop_ends_history_at_the_first_event_that_does_not_fit(thread, actor):

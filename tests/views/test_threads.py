@@ -222,7 +222,9 @@ def test_what_the_model_sees_says_why_each_event_was_left_out(editor_client, thr
     assert 'data-skipped="4" data-reason="orphan_tool_result"' in html
     assert "larger than the budget left" in html and "history cut to fit" in html
     assert "lookup(" in html and "&lt;i&gt;" in html and "<i>" not in html
-    assert "turn 0:" in html  # older history still came after the skipped one
+    # the render's start stays past the huge turn (stable starts): older turns do not come back
+    assert "turn 0:" not in html and 'data-reason="window_start"' in html
+    assert "moves forward in chunks" in html
 
 
 def test_the_side_panel_uses_the_thread_model_budget(editor_client, thread, actor):
