@@ -204,7 +204,7 @@ async def test_a_read_scoped_token_cannot_create_the_default_thread(connect, wor
 # ------------------------------------------------------------------------------ resources
 
 async def test_resources_read_the_context_a_block_and_a_session(connect, thread):
-    await in_db(person_edit, thread, name="a b/c?", value="odd name")
+    await in_db(person_edit, thread, name="a b#c?", value="odd name")
     await in_db(person_edit, thread, name="persona", value="You plan trips.", placement="prefix")
     async with connect() as client:
         templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
@@ -220,7 +220,7 @@ async def test_resources_read_the_context_a_block_and_a_session(connect, thread)
         context = await read(f"contextstore://threads/{thread.pk}/context")
         assert context["messages"][0]["content"] == "## persona\nYou plan trips."
         assert (await read(f"contextstore://threads/{thread.pk}/blocks/persona"))["version"] == 1
-        assert (await read(f"contextstore://threads/{thread.pk}/blocks/a%20b%2Fc%3F"))["value"] == "odd name"
+        assert (await read(f"contextstore://threads/{thread.pk}/blocks/a%20b%23c%3F"))["value"] == "odd name"
         session = await read(f"contextstore://sessions/{thread.session_id}")
         assert session["session"]["key"] == "s-1" and [t["id"] for t in session["threads"]] == [thread.pk]
 
