@@ -3,11 +3,13 @@
 every denormalised counter that follows the event rows.
 
 Every service that adds events (append, commit, sync, import, fork, the Summary of a collapse
-and so the summary worker) does it through `events_add`, and every service that moves events
-in or out of the working context (collapse, undo, clear, un-clear, retract, a sync's rewrites
-and removals) tells `working_context_changed`, inside its own transaction, holding the thread's
-row lock, so the counters always equal a recount from the rows (see `counters_recount`, used by
-the property test):
+and so the summary worker) does it through `events_add`; every service that moves events in or
+out of the working context moves them with `events_move` (collapse, clear, un-clear, inline or
+in a job's batches) or tells `working_context_changed` (undo, retract, a sync's rewrites and
+removals); rows deleted (retention, erasure) leave through `history_removed`, a deleted fork
+through `thread_removed`. Each inside the caller's transaction, holding the thread's row lock,
+so the counters always equal a recount from the rows (see `counters_recount`, used by the
+property test). No other module writes them:
 
 - Thread: last_seq (newest seq), event_count / token_total / error_count (every row),
   active_event_count / active_tokens (visible rows with status active: the working context),
