@@ -250,24 +250,25 @@ _INSTANCE_PRINTED = [(name, column, None if column in _PARSED else make)
                      for name, column, make in _EVENT_PRINTED]
 
 
-def event_rows(rows: list[dict[str, Any]], fields: list[str] | None = None, *,
-               parsed: bool = False) -> list[dict[str, Any]]:
+def _printed(row: dict[str, Any], spec: list[tuple[str, str, Callable[[Any], Any] | None]]
+             ) -> dict[str, Any]:
+    return {name: make(row[column]) if make else row[column] for name, column, make in spec}
+
+
+def event_rows(rows: list[dict[str, Any]], fields: list[str] | None = None) -> list[dict[str, Any]]:
     """Events as the API prints them, from rows of EVENT_ROW_VALUES' columns: every field or
-    (fields) only those. parsed: the rows hold parts and data as values (event_data), not text."""
-    if fields is not None:
-        spec = [(name, *EVENT_ROW_VALUES[name]) for name in fields]
-    else:
-        spec = _INSTANCE_PRINTED if parsed else _EVENT_PRINTED
-    return [{name: make(row[column]) if make else row[column] for name, column, make in spec}
-            for row in rows]
+    (fields) only those."""
+    spec = _EVENT_PRINTED if fields is None else [(name, *EVENT_ROW_VALUES[name]) for name in fields]
+    return [_printed(row, spec) for row in rows]
 
 
 def event_data(e: Event) -> dict[str, Any]:
-    """An Event instance as the API prints it (EventSerializer's JSON): its row, printed."""
+    """An Event instance as the API prints it (EventSerializer's JSON): its row, printed by the
+    same table, parts and data being values already."""
     row = {column: getattr(e, _PARSED.get(column, column)) for _, column, _ in _EVENT_PRINTED
            if column != "run__run_id"}
     row["run__run_id"] = e.run.run_id if e.run else None
-    return event_rows([row], parsed=True)[0]
+    return _printed(row, _INSTANCE_PRINTED)
 
 
 def _iso(value: Any) -> str | None:
