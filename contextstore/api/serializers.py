@@ -31,6 +31,7 @@ from contextstore.models import (
 )
 from contextstore.ranges import POSITION_MAX
 from contextstore.selectors.scores import FILTER_HELP, ScoreFilter, parse_score_filter
+from contextstore.selectors.threads import THREAD_DATA_FIELDS
 
 JSON_ANY = serializers.JSONField  # any JSON value (the models keep it as ordered text)
 
@@ -144,11 +145,7 @@ class ThreadSerializer(serializers.ModelSerializer):
         # By hand, like EventSerializer: every agent step reads its thread, and building the
         # ModelSerializer's fields cost more than the query. The declared fields above are the
         # schema; test_thread_and_state_serializers_match_drf pins this to DRF's output.
-        return thread_data((
-            t.pk, t.session_id, t.session.key, t.session.user_id, t.name, t.parent_id,
-            t.fork_start_position, t.fork_end_position, t.revision, t.document, t.summarizer,
-            t.last_seq, t.event_count, t.token_total, t.active_event_count, t.active_tokens,
-            t.last_event_at, t.created_at, t.updated_at))
+        return thread_data([_attribute(t, name) for name in THREAD_DATA_FIELDS])
 
     def get_fork_start_seq(self, thread: Thread) -> int | None:
         return thread.fork_start_position
@@ -161,28 +158,36 @@ class ThreadSerializer(serializers.ModelSerializer):
 _DOCUMENT_DEFAULTS = dict(DOCUMENT_DEFAULTS)
 
 
+def _attribute(obj: Any, path: str) -> Any:
+    """The value a values() lookup names (`session__key`), read from the instance."""
+    for name in path.split("__"):
+        obj = getattr(obj, name)
+    return obj
+
+
 def thread_data(row: Sequence[Any]) -> dict[str, Any]:
-    """A thread as the API prints it (ThreadSerializer's JSON), from a row in the order of
-    selectors.threads.THREAD_DATA_FIELDS: GET /threads/{id}/ reads that row alone, every other
-    answer with a thread builds it from the instance, so both print the same."""
-    (pk, session_id, session_key, user_id, name, parent_id, start, end, revision, document,
-     summarizer, last_seq, event_count, token_total, active_event_count, active_tokens,
-     last_event_at, created_at, updated_at) = row
+    """A thread as the API prints it (ThreadSerializer's JSON), from its values of
+    selectors.threads.THREAD_DATA_FIELDS, in that order: GET /threads/{id}/ reads them as one
+    row, every other answer with a thread reads them off the instance, so both print the same."""
+    t = dict(zip(THREAD_DATA_FIELDS, row, strict=True))
+    document, start, end = t["document"], t["fork_start_position"], t["fork_end_position"]
+
     def field(name: str) -> Any:  # as Thread's attribute of that name reads it (models.InDocument)
         return document.get(name, _DOCUMENT_DEFAULTS[name])
 
     return {
-        "id": pk, "session": session_id, "session_key": session_key, "user_id": user_id,
-        "name": name, "parent": parent_id, "fork_start_position": start, "fork_end_position": end,
+        "id": t["id"], "session": t["session_id"], "session_key": t["session__key"],
+        "user_id": t["session__user_id"], "name": t["name"], "parent": t["parent_id"],
+        "fork_start_position": start, "fork_end_position": end,
         "fork_start_seq": start, "fork_end_seq": None if end is None else end + 1,
-        "revision": revision, "iteration": _int(field("iteration")),
+        "revision": t["revision"], "iteration": _int(field("iteration")),
         "max_history_size": _int(field("max_history_size")),
-        "summary": _str(field("summary")), "summarizer": summarizer,
-        "system_prompt": _str(field("system_prompt")), "last_seq": last_seq,
-        "event_count": event_count, "token_total": token_total,
-        "active_event_count": active_event_count, "active_tokens": active_tokens,
-        "last_event_at": _iso(last_event_at), "created_at": _iso(created_at),
-        "updated_at": _iso(updated_at),
+        "summary": _str(field("summary")), "summarizer": t["summarizer"],
+        "system_prompt": _str(field("system_prompt")), "last_seq": t["last_seq"],
+        "event_count": t["event_count"], "token_total": t["token_total"],
+        "active_event_count": t["active_event_count"], "active_tokens": t["active_tokens"],
+        "last_event_at": _iso(t["last_event_at"]), "created_at": _iso(t["created_at"]),
+        "updated_at": _iso(t["updated_at"]),
     }
 
 
@@ -219,38 +224,17 @@ class EventSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
     def to_representation(self, e: Event) -> dict[str, Any]:
-        return {
-            "id": e.pk, "seq": e.seq, "position": e.position, "type": e.type, "role": e.role,
-            "content": e.content, "parts": e.parts, "data": e.data,
-            "run_id": e.run.run_id if e.run else None, "call_id": e.call_id, "step": e.step,
-            "anchor": e.anchor, "client_id": e.client_id, "token_count": e.token_count,
-            "visible": e.visible, "status": e.status, "collapse": e.collapse_id,
-            "occurred_at": _iso(e.occurred_at), "created_at": _iso(e.created_at),
-        }
-
-
-def event_row(row: dict[str, Any]) -> dict[str, Any]:
-    """EventSerializer's representation of an event read as a row of values
-    (selectors.agent_sessions.EVENT_ROW_FIELDS, run__run_id and EVENT_ROW_TEXT): parts and
-    data are their stored JSON text, which the renderer copies into the answer as it is."""
-    parts, data = row["parts_text"], row["data_text"]
-    return {
-        "id": row["id"], "seq": row["seq"], "position": row["position"], "type": row["type"],
-        "role": row["role"], "content": row["content"],
-        "parts": None if parts is None else StoredJSON(parts),
-        "data": None if data is None else StoredJSON(data),
-        "run_id": row["run__run_id"], "call_id": row["call_id"], "step": row["step"],
-        "anchor": row["anchor"], "client_id": row["client_id"], "token_count": row["token_count"],
-        "visible": row["visible"], "status": row["status"], "collapse": row["collapse_id"],
-        "occurred_at": _iso(row["occurred_at"]), "created_at": _iso(row["created_at"]),
-    }
+        return event_data(e)
 
 
 def _stored(text: str | None) -> StoredJSON | None:
     return None if text is None else StoredJSON(text)
 
 
-# Each field of event_row: the row's value it is made of, and what makes it (None: as it is).
+# An event as the API prints it, once for every answer: each field, the column of a row of
+# values that holds it (selectors.agent_sessions reads such rows: EVENT_ROW_FIELDS, run__run_id
+# and EVENT_ROW_TEXT, where parts and data are their stored JSON text, which the renderer copies
+# into the answer as it is), and what makes the field of that value (None: as it is).
 EVENT_ROW_VALUES: dict[str, tuple[str, Callable[[Any], Any] | None]] = {
     "id": ("id", None), "seq": ("seq", None), "position": ("position", None), "type": ("type", None),
     "role": ("role", None), "content": ("content", None), "parts": ("parts_text", _stored),
@@ -260,15 +244,31 @@ EVENT_ROW_VALUES: dict[str, tuple[str, Callable[[Any], Any] | None]] = {
     "collapse": ("collapse_id", None), "occurred_at": ("occurred_at", lambda v: _iso(v)),
     "created_at": ("created_at", lambda v: _iso(v)),
 }
+_PARSED = {"parts_text": "parts", "data_text": "data"}  # an instance's parts and data: values
+_EVENT_PRINTED = [(name, column, make) for name, (column, make) in EVENT_ROW_VALUES.items()]
+_INSTANCE_PRINTED = [(name, column, None if column in _PARSED else make)
+                     for name, column, make in _EVENT_PRINTED]
 
 
-def event_rows(rows: list[dict[str, Any]], fields: list[str] | None) -> list[dict[str, Any]]:
-    """event_row of each row, or (fields) only those fields of it."""
-    if fields is None:
-        return [event_row(row) for row in rows]
-    spec = [(name, *EVENT_ROW_VALUES[name]) for name in fields]
-    return [{name: make(row[column]) if make else row[column] for name, column, make in spec}
-            for row in rows]
+def _printed(row: dict[str, Any], spec: list[tuple[str, str, Callable[[Any], Any] | None]]
+             ) -> dict[str, Any]:
+    return {name: make(row[column]) if make else row[column] for name, column, make in spec}
+
+
+def event_rows(rows: list[dict[str, Any]], fields: list[str] | None = None) -> list[dict[str, Any]]:
+    """Events as the API prints them, from rows of EVENT_ROW_VALUES' columns: every field or
+    (fields) only those."""
+    spec = _EVENT_PRINTED if fields is None else [(name, *EVENT_ROW_VALUES[name]) for name in fields]
+    return [_printed(row, spec) for row in rows]
+
+
+def event_data(e: Event) -> dict[str, Any]:
+    """An Event instance as the API prints it (EventSerializer's JSON): its row, printed by the
+    same table, parts and data being values already."""
+    row = {column: getattr(e, _PARSED.get(column, column)) for _, column, _ in _EVENT_PRINTED
+           if column != "run__run_id"}
+    row["run__run_id"] = e.run.run_id if e.run else None
+    return _printed(row, _INSTANCE_PRINTED)
 
 
 def _iso(value: Any) -> str | None:

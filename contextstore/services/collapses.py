@@ -5,7 +5,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Max, Min
+from django.db.models import Count, F, Max, Min
 from django.utils import timezone
 
 from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge
@@ -42,31 +42,59 @@ def collapse_create(
             if existing is not None:
                 return existing
         start_position, end_position = whole_exchanges(thread, start_position, end_position, widen)
-        # Counted and moved by the database (a set-based UPDATE), not row by row in Python.
-        members = Event.objects.filter(thread=thread, status=Event.Status.ACTIVE,
-                                       position__gte=start_position, position__lte=end_position)
-        span = members.aggregate(first=Min("position"), last=Max("position"), count=Count("pk"))
+        progress: dict[str, Any] = {}
+        collapse_step(thread=thread, actor=actor, progress=progress, start_position=start_position,
+                      end_position=end_position, summary_text=summary_text, source=source,
+                      provenance=provenance, job=job)
+    return Collapse.objects.get(pk=progress["collapse"])
+
+
+def collapse_step(
+    *, thread: Thread, actor: Actor, progress: dict[str, Any], start_position: int,
+    end_position: int, summary_text: str, source: str = Collapse.Source.PERSON,
+    provenance: dict[str, Any] | None = None, limit: int | None = None, job: Job | None = None,
+) -> bool:
+    """One batch of a collapse: at most `limit` events (None: all); True when it is done. The
+    thread is locked; the first batch writes the Summary event (at the range's first position)
+    and the Collapse, so its undo brings back whatever was moved."""
+    if "collapse" not in progress:
+        span = Event.objects.filter(
+            thread=thread, status=Event.Status.ACTIVE, position__gte=start_position,
+            position__lte=end_position,
+        ).aggregate(first=Min("position"), last=Max("position"), count=Count("pk"))
         if not span["count"]:
             raise InvalidInput(f"No active events between positions {start_position} and "
                                f"{end_position}.", code="empty_range",
                                details={"start_position": start_position, "end_position": end_position})
-        left = history.Moved.counted(members)
-        now = timezone.now()
-        first, last, count = span["first"], span["last"], span["count"]
-        summary = summary_event(thread, summary_text, first, last, count, now)
+        summary = summary_event(thread, summary_text, span["first"], span["last"], span["count"],
+                                timezone.now())
         collapse = Collapse.objects.create(
-            thread=thread, start_position=first, end_position=last,
-            summary_event=summary, source=source, actor=actor.label[:200],
-            event_count=count, tokens_before=left.tokens, tokens_after=summary.token_count,
-            provenance=provenance or {}, job=job,
-        )
-        members.exclude(pk=summary.pk).update(status=Event.Status.COLLAPSED, collapse=collapse)
-        history.working_context_changed(thread=thread, now=now, left=left)
-        audit(actor=actor, action="collapse.create", target=collapse, workspace=thread.workspace,
-              thread=thread.pk, start_position=first, end_position=last,
-              events=count, tokens_before=left.tokens, tokens_after=summary.token_count,
-              source=source)
-    return collapse
+            thread=thread, start_position=span["first"], end_position=span["last"],
+            summary_event=summary, source=source, actor=actor.label[:200], event_count=0,
+            tokens_before=0, tokens_after=summary.token_count, provenance=provenance or {}, job=job)
+        progress.update(collapse=collapse.pk, summary=summary.pk, total=span["count"])
+    collapse = Collapse.objects.get(pk=progress["collapse"])
+    if collapse.undone_at is not None:
+        raise Conflict("The collapse was undone while it was being done.")
+    # Counted and moved by the database (a set-based UPDATE), not row by row in Python.
+    members = Event.objects.filter(
+        thread=thread, status=Event.Status.ACTIVE, position__gte=collapse.start_position,
+        position__lte=collapse.end_position).exclude(pk=progress["summary"])
+    count, left = history.events_move(thread=thread, events=members, now=timezone.now(),
+                                      entering=False, limit=limit,
+                                      status=Event.Status.COLLAPSED, collapse=collapse)
+    Collapse.objects.filter(pk=collapse.pk).update(event_count=F("event_count") + count,
+                                                   tokens_before=F("tokens_before") + left.tokens)
+    progress["done"] = progress.get("done", 0) + count
+    if limit is not None and count == limit:
+        return False
+    collapse.refresh_from_db()
+    audit(actor=actor, action="collapse.create", target=collapse, workspace=thread.workspace,
+          thread=thread.pk, start_position=collapse.start_position,
+          end_position=collapse.end_position, events=collapse.event_count,
+          tokens_before=collapse.tokens_before, tokens_after=collapse.tokens_after,
+          source=collapse.source, **({"job": str(job.pk)} if job else {}))
+    return True
 
 
 def whole_exchanges(thread: Thread, start_position: int, end_position: int,

@@ -3,11 +3,13 @@
 every denormalised counter that follows the event rows.
 
 Every service that adds events (append, commit, sync, import, fork, the Summary of a collapse
-and so the summary worker) does it through `events_add`, and every service that moves events
-in or out of the working context (collapse, undo, clear, un-clear, retract, a sync's rewrites
-and removals) tells `working_context_changed`, inside its own transaction, holding the thread's
-row lock, so the counters always equal a recount from the rows (see `counters_recount`, used by
-the property test):
+and so the summary worker) does it through `events_add`; every service that moves events in or
+out of the working context moves them with `events_move` (collapse, clear, un-clear, inline or
+in a job's batches) or tells `working_context_changed` (undo, retract, a sync's rewrites and
+removals); rows deleted (retention, erasure) leave through `history_removed`, a deleted fork
+through `thread_removed`. Each inside the caller's transaction, holding the thread's row lock,
+so the counters always equal a recount from the rows (see `counters_recount`, used by the
+property test). No other module writes them:
 
 - Thread: last_seq (newest seq), event_count / token_total / error_count (every row),
   active_event_count / active_tokens (visible rows with status active: the working context),
@@ -29,7 +31,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connection
-from django.db.models import Count, F, Q, QuerySet, Sum
+from django.db.models import Count, F, Max, Q, QuerySet, Sum
 
 from contextstore.db import PreparedGet, bulk_insert_events, insert_sql, one_statement, row_update_sql
 from contextstore.eventspec import EventSpec
@@ -233,6 +235,60 @@ def _added_updates(
     ]
 
 
+def history_removed(*, thread: Thread, events: list[Event], now: datetime) -> None:
+    """Take rows about to be deleted (retention, erasure) out of every counter they fed: the
+    inverse of history_added. The thread is locked and fresh; its in-memory counters move too.
+    The session's last activity stays: deleting is not activity."""
+    count, tokens = _working(events)
+    errors = sum(1 for e in events if e.is_error)
+    total_tokens = sum(e.token_count for e in events)
+    cost = sum((event_cost(e) for e in events), Decimal(0))
+    thread.event_count -= len(events)
+    thread.token_total -= total_tokens
+    thread.error_count -= errors
+    thread.active_event_count -= count
+    thread.active_tokens -= tokens
+    thread.expired_seq = max(thread.expired_seq, max(e.seq for e in events))
+    if thread.last_event_at is not None and any(e.created_at >= thread.last_event_at for e in events):
+        gone = {e.pk for e in events}
+        thread.last_event_at = (Event.objects.filter(thread=thread).exclude(pk__in=gone)
+                                .aggregate(newest=Max("created_at"))["newest"])
+    Thread.objects.filter(pk=thread.pk).update(
+        event_count=thread.event_count, token_total=thread.token_total,
+        error_count=thread.error_count, active_event_count=thread.active_event_count,
+        active_tokens=thread.active_tokens, expired_seq=thread.expired_seq,
+        last_event_at=thread.last_event_at, updated_at=now)
+    Session.objects.filter(pk=thread.session_id).update(
+        event_count=F("event_count") - len(events), error_count=F("error_count") - errors,
+        token_total=F("token_total") - total_tokens, cost_total=F("cost_total") - cost)
+    per_run: dict[int, list[Any]] = {}
+    for e in events:
+        if e.run_id is not None:
+            agg = per_run.setdefault(e.run_id, [0, 0, 0, Decimal(0)])
+            used_in, used_out = event_usage(e)
+            agg[0] += 1
+            agg[1] += used_in
+            agg[2] += used_out
+            agg[3] += event_cost(e)
+    for pk, (n, used_in, used_out, run_cost) in per_run.items():
+        Run.objects.filter(pk=pk).update(
+            event_count=F("event_count") - n, input_tokens=F("input_tokens") - used_in,
+            output_tokens=F("output_tokens") - used_out, cost=F("cost") - run_cost)
+    names = {name for e in events if (name := model_of(e)) is not None}
+    if names:  # keep the names rows that stay still report
+        gone_pks = [e.pk for e in events]
+        names -= _models_of(Event.objects.filter(thread__session_id=thread.session_id)
+                                    .exclude(pk__in=gone_pks))
+        SessionModel.objects.filter(session_id=thread.session_id, model__in=names).delete()
+
+
+def seqs_expired_before(*, thread: Thread, seq: int) -> None:
+    """An import of a thread whose oldest rows had expired: its seqs run on from `seq`, as if
+    retention had deleted the rows before it here. The thread is new and has no rows yet."""
+    thread.last_seq = thread.expired_seq = seq - 1
+    Thread.objects.filter(pk=thread.pk).update(last_seq=thread.last_seq, expired_seq=thread.expired_seq)
+
+
 def _runs_count(events: list[Event]) -> None:
     """Count new rows on the runs they name."""
     per_run: dict[int, dict[str, Any]] = defaultdict(
@@ -332,6 +388,30 @@ def working_context_changed(
         active_event_count=thread.active_event_count, active_tokens=thread.active_tokens,
         context_generation=thread.context_generation, updated_at=now,
     )
+
+
+def events_move(
+    *, thread: Thread, events: QuerySet[Event], now: datetime, entering: bool,
+    limit: int | None = None, **changes: Any,
+) -> tuple[int, Moved]:
+    """Move `events` into (entering) or out of the working context, setting `changes` on them
+    (their new status and link): a clear, un-clear or collapse, done inline or as a job's
+    batch (services/operations.py). At most `limit` of them, oldest seq first; None: all of
+    them, counted and moved by the database without reading a row. The thread is locked and
+    fresh. Returns how many rows moved, and what of them the working context counts."""
+    if limit is not None:
+        rows = list(events.order_by("seq").values_list("pk", "visible", "token_count")[:limit])
+        visible = [tokens for _, shown, tokens in rows if shown]
+        moved = Moved(len(visible), sum(visible))
+        events = Event.objects.filter(pk__in=[pk for pk, _, _ in rows])
+    else:
+        moved = Moved.counted(events)
+    count = events.update(**changes)
+    if entering:
+        working_context_changed(thread=thread, now=now, entered=moved)
+    else:
+        working_context_changed(thread=thread, now=now, left=moved)
+    return count, moved
 
 
 def context_inputs_changed(*, thread: Thread) -> None:

@@ -1,8 +1,11 @@
 """Long dashboard operations: a clear, un-clear or collapse that moves more than
 LONG_OPERATION_EVENTS events is queued as a Job and done by the worker in batches.
 
-Smaller ones stay synchronous (services/threads.py, services/collapses.py); the result is the
-same rows either way. A request fixes what the operation covers (a clear: the events up to the
+Each operation is written once, as a step that moves one batch (`clear_step` and
+`unclear_step` in services/threads.py, `collapse_step` in services/collapses.py); smaller ones
+run it inline as one batch of everything, in the request's transaction (`thread_clear_context`,
+`thread_unclear`, `collapse_create`, which the API always uses), so the rows are the same
+either way. A request fixes what the operation covers (a clear: the events up to the
 thread's last seq at the click; a collapse: its positions), queues the job through the outbox
 the summary jobs use, and holds the thread's one operation slot (common.operation_key): while
 it is pending, clear, un-clear, collapse and undo on the thread are refused (409), but appends
@@ -20,18 +23,16 @@ from celery import current_app
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
-from django.db.models import Count, F, Max, Min
+from django.db.models import F
 from django.utils import timezone
 
-from contextstore.errors import Conflict, DomainError, InvalidInput
+from contextstore.errors import Conflict, DomainError
 from contextstore.models import Clear, Collapse, Event, Job, Thread
 from contextstore.outbox import publish_after_commit
 from contextstore.redaction import use_workspace
-from contextstore.services import history
-from contextstore.services.collapses import collapse_check, collapse_create, summary_event, whole_exchanges
+from contextstore.services.collapses import collapse_check, collapse_create, collapse_step, whole_exchanges
 from contextstore.services.common import Actor, audit, lock_thread, operation_key
-from contextstore.services.document import document_write
-from contextstore.services.threads import thread_clear_context, thread_unclear
+from contextstore.services.threads import clear_step, thread_clear_context, thread_unclear, unclear_step
 
 logger = logging.getLogger(__name__)
 
@@ -182,108 +183,23 @@ def _fail(job: Job, error: str) -> Job:
     return job
 
 
-def _batch(events) -> tuple[list[int], history.Moved]:
-    rows = list(events.order_by("seq").values_list("pk", "visible", "token_count")[:OPERATION_BATCH])
-    visible = [tokens for _, shown, tokens in rows if shown]
-    return [pk for pk, _, _ in rows], history.Moved(len(visible), sum(visible))
+def _clear(job: Job, thread: Thread, progress: dict, actor: Actor) -> bool:
+    return clear_step(thread=thread, actor=actor, progress=progress,
+                      upto_seq=job.params["upto_seq"], limit=OPERATION_BATCH, job=job)
 
 
-def _clear_step(job: Job, thread: Thread, progress: dict, actor: Actor) -> bool:
-    """One batch of a clear; the first also writes the Clear and empties the summary, as the
-    synchronous clear does, so an undo finds them whatever happens next."""
-    if "clear" not in progress:
-        clear = Clear.objects.create(thread=thread, actor=actor.label[:200], summary=thread.summary,
-                                     event_count=0, tokens=0)
-        document_write(thread=thread, actor=actor, reason="clear_context", values={"summary": ""})
-        progress["clear"] = clear.pk
-    clear = Clear.objects.get(pk=progress["clear"])
-    if clear.undone_at is not None:
-        raise Conflict("The clear was undone while it was being done; nothing more to clear.")
-    ids, left = _batch(Event.objects.filter(thread=thread, status=Event.Status.ACTIVE,
-                                            seq__lte=job.params["upto_seq"]))
-    Event.objects.filter(pk__in=ids).update(status=Event.Status.CLEARED, cleared_by=clear)
-    Clear.objects.filter(pk=clear.pk).update(event_count=F("event_count") + len(ids),
-                                             tokens=F("tokens") + left.tokens)
-    history.working_context_changed(thread=thread, now=timezone.now(), left=left)
-    progress["done"] = progress.get("done", 0) + len(ids)
-    if len(ids) == OPERATION_BATCH:
-        return False
-    clear.refresh_from_db()
-    progress["total"] = clear.event_count
-    audit(actor=actor, action="thread.clear_context", target=thread, workspace=thread.workspace,
-          clear=clear.pk, cleared=clear.event_count, summary_chars=len(clear.summary), job=str(job.pk))
-    return True
+def _unclear(job: Job, thread: Thread, progress: dict, actor: Actor) -> bool:
+    return unclear_step(thread=thread, actor=actor, progress=progress,
+                        clear_id=job.params["clear"], limit=OPERATION_BATCH, job=job)
 
 
-def _unclear_step(job: Job, thread: Thread, progress: dict, actor: Actor) -> bool:
-    """One batch of an un-clear; the first marks the Clear undone and writes its summary back
-    (only when the thread's summary is still empty), as the synchronous un-clear does."""
-    clear = Clear.objects.filter(pk=job.params["clear"], thread=thread).first()
-    if clear is None:
-        raise InvalidInput("The clear is gone.")
-    if "summary_restored" not in progress:
-        if clear.undone_at is not None:
-            raise Conflict("This clear was already undone.", code="already_undone")
-        Clear.objects.filter(pk=clear.pk).update(undone_at=timezone.now())
-        progress["summary_restored"] = bool(clear.summary) and thread.summary == ""
-        if progress["summary_restored"]:
-            document_write(thread=thread, actor=actor, reason=f"unclear {clear.pk}",
-                           values={"summary": clear.summary})
-        progress["clear"] = clear.pk
-    ids, entered = _batch(Event.objects.filter(cleared_by=clear, status=Event.Status.CLEARED))
-    Event.objects.filter(pk__in=ids).update(status=Event.Status.ACTIVE, cleared_by=None)
-    history.working_context_changed(thread=thread, now=timezone.now(), entered=entered)
-    progress["done"] = progress.get("done", 0) + len(ids)
-    if len(ids) == OPERATION_BATCH:
-        return False
-    progress["total"] = progress["done"]
-    audit(actor=actor, action="thread.unclear", target=thread, workspace=thread.workspace,
-          clear=clear.pk, restored=progress["done"], summary_restored=progress["summary_restored"],
-          job=str(job.pk))
-    return True
-
-
-def _collapse_step(job: Job, thread: Thread, progress: dict, actor: Actor) -> bool:
-    """One batch of a collapse; the first writes the Summary event (at the range's first
-    position) and the Collapse, so its undo brings back whatever was moved."""
-    if "collapse" not in progress:
-        start, end = job.params["start_position"], job.params["end_position"]
-        span = Event.objects.filter(thread=thread, status=Event.Status.ACTIVE,
-                                    position__gte=start, position__lte=end).aggregate(
-            first=Min("position"), last=Max("position"), count=Count("pk"))
-        if not span["count"]:
-            raise InvalidInput(f"No active events between positions {start} and {end}.",
-                               code="empty_range")
-        now = timezone.now()
-        summary = summary_event(thread, job.params["summary"], span["first"], span["last"],
-                                span["count"], now)
-        collapse = Collapse.objects.create(
-            thread=thread, start_position=span["first"], end_position=span["last"],
-            summary_event=summary, source=Collapse.Source.PERSON, actor=actor.label[:200],
-            event_count=0, tokens_before=0, tokens_after=summary.token_count, job=job)
-        progress.update(collapse=collapse.pk, summary=summary.pk, total=span["count"])
-    collapse = Collapse.objects.get(pk=progress["collapse"])
-    if collapse.undone_at is not None:
-        raise Conflict("The collapse was undone while it was being done.")
-    ids, left = _batch(Event.objects.filter(
-        thread=thread, status=Event.Status.ACTIVE, position__gte=collapse.start_position,
-        position__lte=collapse.end_position).exclude(pk=progress["summary"]))
-    Event.objects.filter(pk__in=ids).update(status=Event.Status.COLLAPSED, collapse=collapse)
-    Collapse.objects.filter(pk=collapse.pk).update(event_count=F("event_count") + len(ids),
-                                                   tokens_before=F("tokens_before") + left.tokens)
-    history.working_context_changed(thread=thread, now=timezone.now(), left=left)
-    progress["done"] = progress.get("done", 0) + len(ids)
-    if len(ids) == OPERATION_BATCH:
-        return False
-    collapse.refresh_from_db()
-    audit(actor=actor, action="collapse.create", target=collapse, workspace=thread.workspace,
-          thread=thread.pk, start_position=collapse.start_position,
-          end_position=collapse.end_position, events=collapse.event_count,
-          tokens_before=collapse.tokens_before, tokens_after=collapse.tokens_after,
-          source=collapse.source, job=str(job.pk))
-    return True
+def _collapse(job: Job, thread: Thread, progress: dict, actor: Actor) -> bool:
+    return collapse_step(thread=thread, actor=actor, progress=progress,
+                         start_position=job.params["start_position"],
+                         end_position=job.params["end_position"],
+                         summary_text=job.params["summary"], limit=OPERATION_BATCH, job=job)
 
 
 STEPS: dict[str, Callable[[Job, Thread, dict, Actor], bool]] = {
-    Job.Kind.CLEAR: _clear_step, Job.Kind.UNCLEAR: _unclear_step, Job.Kind.COLLAPSE: _collapse_step,
+    Job.Kind.CLEAR: _clear, Job.Kind.UNCLEAR: _unclear, Job.Kind.COLLAPSE: _collapse,
 }

@@ -24,12 +24,11 @@ commit within seconds, and the records were ~500 of the ~2,300 bytes an ADK even
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Max, Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from contextstore.errors import InvalidInput
@@ -38,9 +37,7 @@ from contextstore.models import (
     CommitRecord,
     Event,
     Memory,
-    Run,
     Session,
-    SessionModel,
     Thread,
     Workspace,
 )
@@ -271,7 +268,7 @@ def events_delete_locked(*, thread: Thread, events: list[Event], now: datetime) 
     for e in events:  # the rows that report usage, cost or a model name, with their data
         if e.pk in llm:
             e.data = llm[e.pk].data
-    _count_out(thread=thread, events=events, now=now)
+    history.history_removed(thread=thread, events=events, now=now)
     # What points at the rows: collapses they summarise go, collapses they belong to count
     # them, memories keep their text, newer versions stop naming them.
     summaries = list(Collapse.objects.filter(summary_event_id__in=pks).values_list("pk", flat=True))
@@ -291,52 +288,6 @@ def events_delete_locked(*, thread: Thread, events: list[Event], now: datetime) 
     Event.objects.filter(pk__in=pks)._raw_delete(Event.objects.db)
     return {"collapses_deleted": len(summaries), "collapses_expired": len(members),
             "memories": memories}
-
-
-def _count_out(*, thread: Thread, events: list[Event], now: datetime) -> None:
-    """Take rows about to be deleted out of every counter they fed (history's counters); the
-    thread is locked and fresh. The session's last activity stays: deleting is not activity."""
-    count, tokens = history._working(events)
-    errors = sum(1 for e in events if e.is_error)
-    total_tokens = sum(e.token_count for e in events)
-    cost = sum((history.event_cost(e) for e in events), Decimal(0))
-    thread.event_count -= len(events)
-    thread.token_total -= total_tokens
-    thread.error_count -= errors
-    thread.active_event_count -= count
-    thread.active_tokens -= tokens
-    thread.expired_seq = max(thread.expired_seq, max(e.seq for e in events))
-    if thread.last_event_at is not None and any(e.created_at >= thread.last_event_at for e in events):
-        gone = {e.pk for e in events}
-        thread.last_event_at = (Event.objects.filter(thread=thread).exclude(pk__in=gone)
-                                .aggregate(newest=Max("created_at"))["newest"])
-    Thread.objects.filter(pk=thread.pk).update(
-        event_count=thread.event_count, token_total=thread.token_total,
-        error_count=thread.error_count, active_event_count=thread.active_event_count,
-        active_tokens=thread.active_tokens, expired_seq=thread.expired_seq,
-        last_event_at=thread.last_event_at, updated_at=now)
-    Session.objects.filter(pk=thread.session_id).update(
-        event_count=F("event_count") - len(events), error_count=F("error_count") - errors,
-        token_total=F("token_total") - total_tokens, cost_total=F("cost_total") - cost)
-    per_run: dict[int, list[Any]] = {}
-    for e in events:
-        if e.run_id is not None:
-            agg = per_run.setdefault(e.run_id, [0, 0, 0, Decimal(0)])
-            used_in, used_out = history.event_usage(e)
-            agg[0] += 1
-            agg[1] += used_in
-            agg[2] += used_out
-            agg[3] += history.event_cost(e)
-    for pk, (n, used_in, used_out, run_cost) in per_run.items():
-        Run.objects.filter(pk=pk).update(
-            event_count=F("event_count") - n, input_tokens=F("input_tokens") - used_in,
-            output_tokens=F("output_tokens") - used_out, cost=F("cost") - run_cost)
-    names = {name for e in events if (name := history.model_of(e)) is not None}
-    if names:  # keep the names rows that stay still report
-        gone_pks = [e.pk for e in events]
-        names -= history._models_of(Event.objects.filter(thread__session_id=thread.session_id)
-                                    .exclude(pk__in=gone_pks))
-        SessionModel.objects.filter(session_id=thread.session_id, model__in=names).delete()
 
 
 # --- commit records ----------------------------------------------------------------------------

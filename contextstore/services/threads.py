@@ -5,12 +5,14 @@ Ranges are working-context positions, both ends inclusive (see docs/api.md, "Ran
 """
 
 from datetime import datetime
+from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from contextstore.errors import Conflict, InvalidInput
-from contextstore.models import Clear, Collapse, ContextBlock, Event, Thread
+from contextstore.models import Clear, Collapse, ContextBlock, Event, Job, Thread
 from contextstore.ranges import check_range
 from contextstore.selectors.exchanges import range_respecting
 from contextstore.services import history
@@ -24,25 +26,46 @@ def thread_clear_context(*, thread: Thread, actor: Actor) -> Clear:
     State (tasks, permissions, plan, tool sub-state), memory and blocks stay; nothing is deleted:
     the events get status `cleared` and point to the returned Clear, which also keeps the
     summary it emptied, so `thread_unclear` can bring both back. The summary is emptied through
-    the state service, so the clear is a revision of the agent's document too.
+    the state service, so the clear is a revision of the agent's document too. Done inline, in
+    one batch; a long one is a job of `clear_step`'s batches (services/operations.py).
     """
     with transaction.atomic():
         locked = lock_thread(thread)
         no_operation_pending(locked)
-        members = Event.objects.filter(thread=locked, status=Event.Status.ACTIVE)
-        left = history.Moved.counted(members)
-        summary = locked.summary
-        clear = Clear.objects.create(thread=locked, actor=actor.label[:200], summary=summary,
-                                     event_count=left.count, tokens=left.tokens)
-        cleared = members.update(status=Event.Status.CLEARED, cleared_by=clear)
-        if cleared != clear.event_count:  # runtime events leave too; count every row
-            Clear.objects.filter(pk=clear.pk).update(event_count=cleared)
-            clear.event_count = cleared
-        history.working_context_changed(thread=locked, now=timezone.now(), left=left)
-        document_write(thread=locked, actor=actor, reason="clear_context", values={"summary": ""})
-        audit(actor=actor, action="thread.clear_context", target=locked, workspace=locked.workspace,
-              clear=clear.pk, cleared=cleared, summary_chars=len(summary))
-    return clear
+        progress: dict[str, Any] = {}
+        clear_step(thread=locked, actor=actor, progress=progress, upto_seq=locked.last_seq)
+    return Clear.objects.get(pk=progress["clear"])
+
+
+def clear_step(*, thread: Thread, actor: Actor, progress: dict[str, Any], upto_seq: int,
+               limit: int | None = None, job: Job | None = None) -> bool:
+    """One batch of a clear of the active events up to `upto_seq`: at most `limit` events (None:
+    all); True when the clear is done. The thread is locked; `progress` carries what the batches
+    share (the first writes the Clear and empties the summary, so an undo finds them whatever
+    happens next)."""
+    if "clear" not in progress:
+        clear = Clear.objects.create(thread=thread, actor=actor.label[:200], summary=thread.summary,
+                                     event_count=0, tokens=0)
+        document_write(thread=thread, actor=actor, reason="clear_context", values={"summary": ""})
+        progress["clear"] = clear.pk
+    clear = Clear.objects.get(pk=progress["clear"])
+    if clear.undone_at is not None:
+        raise Conflict("The clear was undone while it was being done; nothing more to clear.")
+    members = Event.objects.filter(thread=thread, status=Event.Status.ACTIVE, seq__lte=upto_seq)
+    count, left = history.events_move(thread=thread, events=members, now=timezone.now(),
+                                      entering=False, limit=limit,
+                                      status=Event.Status.CLEARED, cleared_by=clear)
+    Clear.objects.filter(pk=clear.pk).update(event_count=F("event_count") + count,
+                                             tokens=F("tokens") + left.tokens)
+    progress["done"] = progress.get("done", 0) + count
+    if limit is not None and count == limit:
+        return False
+    clear.refresh_from_db()
+    progress["total"] = clear.event_count
+    audit(actor=actor, action="thread.clear_context", target=thread, workspace=thread.workspace,
+          clear=clear.pk, cleared=clear.event_count, summary_chars=len(clear.summary),
+          **({"job": str(job.pk)} if job else {}))
+    return True
 
 
 def thread_unclear(*, clear: Clear, actor: Actor) -> Clear:
@@ -57,29 +80,49 @@ def thread_unclear(*, clear: Clear, actor: Actor) -> Clear:
       left it). A summary written since is newer and stays; the cleared one remains readable
       in the Clear record and in the revision history.
     - Clears are independent: each brings back only its own events, in any order.
+
+    Done inline, in one batch; a long one is a job of `unclear_step`'s batches.
     """
     with transaction.atomic():
         thread = lock_thread(clear.thread)
         no_operation_pending(thread)
-        clear = Clear.objects.get(pk=clear.pk)
+        progress: dict[str, Any] = {}
+        unclear_step(thread=thread, actor=actor, progress=progress, clear_id=clear.pk)
+    clear = Clear.objects.get(pk=clear.pk)
+    clear.restored = progress["done"]
+    clear.summary_restored = progress["summary_restored"]
+    return clear
+
+
+def unclear_step(*, thread: Thread, actor: Actor, progress: dict[str, Any], clear_id: int,
+                 limit: int | None = None, job: Job | None = None) -> bool:
+    """One batch of an un-clear: at most `limit` events (None: all); True when it is done. The
+    first marks the Clear undone and writes its summary back (only when the thread's summary is
+    still empty)."""
+    clear = Clear.objects.filter(pk=clear_id, thread=thread).first()
+    if clear is None:
+        raise InvalidInput("The clear is gone.")
+    if "summary_restored" not in progress:
         if clear.undone_at is not None:
             raise Conflict("This clear was already undone.", code="already_undone")
-        members = Event.objects.filter(cleared_by=clear, status=Event.Status.CLEARED)
-        entered = history.Moved.counted(members)
-        restored = members.update(status=Event.Status.ACTIVE, cleared_by=None)
-        now = timezone.now()
-        clear.undone_at = now
-        clear.save(update_fields=["undone_at"])
-        history.working_context_changed(thread=thread, now=now, entered=entered)
-        summary_restored = bool(clear.summary) and thread.summary == ""
-        if summary_restored:
+        Clear.objects.filter(pk=clear.pk).update(undone_at=timezone.now())
+        progress["summary_restored"] = bool(clear.summary) and thread.summary == ""
+        if progress["summary_restored"]:
             document_write(thread=thread, actor=actor, reason=f"unclear {clear.pk}",
                            values={"summary": clear.summary})
-        audit(actor=actor, action="thread.unclear", target=thread, workspace=thread.workspace,
-              clear=clear.pk, restored=restored, summary_restored=summary_restored)
-    clear.restored = restored
-    clear.summary_restored = summary_restored
-    return clear
+        progress["clear"] = clear.pk
+    members = Event.objects.filter(cleared_by=clear, status=Event.Status.CLEARED)
+    count, _ = history.events_move(thread=thread, events=members, now=timezone.now(),
+                                   entering=True, limit=limit,
+                                   status=Event.Status.ACTIVE, cleared_by=None)
+    progress["done"] = progress.get("done", 0) + count
+    if limit is not None and count == limit:
+        return False
+    progress["total"] = progress["done"]
+    audit(actor=actor, action="thread.unclear", target=thread, workspace=thread.workspace,
+          clear=clear.pk, restored=progress["done"], summary_restored=progress["summary_restored"],
+          **({"job": str(job.pk)} if job else {}))
+    return True
 
 
 def thread_fork(

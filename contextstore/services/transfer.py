@@ -269,8 +269,7 @@ def thread_import(
             texts_keep(workspace_id=workspace.pk, texts=texts)
             _working_positions_unique(places)
             if first > 1:
-                thread.last_seq = thread.expired_seq = first - 1
-                thread.save(update_fields=["last_seq", "expired_seq"])
+                history.seqs_expired_before(thread=thread, seq=first)
             # The new thread's seqs run on from there: each event keeps the seq it was exported with.
             events = history.events_add(thread=thread, specs=specs, now=now, places=places)
             by_seq: dict[Any, Event] = {e.seq: e for e in events}  # looked up by what an import says

@@ -11,8 +11,8 @@ from django.utils import timezone
 from contextstore.errors import Conflict, InvalidInput
 from contextstore.models import AuditLog, Collapse, Event, Session, SessionModel, Thread
 from contextstore.selectors import rendering, renders
+from contextstore.services import history, retention
 from contextstore.services import renders as render_service
-from contextstore.services import retention
 from contextstore.services.collapses import collapse_create, collapse_undo
 from contextstore.services.common import Actor
 from contextstore.services.events import event_append
@@ -121,18 +121,18 @@ def test_a_crash_between_or_inside_batches_leaves_a_consistent_record_and_the_ne
     assert retention.retention_run(batch_size=5, max_batches=1)["events"] == 5
     assert_counters_match(session)
     # A crash inside a batch rolls the whole batch back.
-    real = retention._count_out
+    real = history.history_removed
 
     def crash(**kwargs):
         real(**kwargs)
         raise RuntimeError("worker died")
 
-    monkeypatch.setattr(retention, "_count_out", crash)
+    monkeypatch.setattr(history, "history_removed", crash)
     with pytest.raises(RuntimeError):
         retention.retention_run(batch_size=5)
     assert Event.objects.filter(thread=thread).count() == 7
     assert_counters_match(session)
-    monkeypatch.setattr(retention, "_count_out", real)
+    monkeypatch.setattr(history, "history_removed", real)
     assert retention.retention_run(batch_size=5)["events"] == 7
     assert_counters_match(session)
     assert AuditLog.objects.filter(action="retention.events_delete").count() == 3
