@@ -109,7 +109,7 @@ class EventSearch(models.Model):
     SQLite, which searches the event columns themselves."""
 
     # Deleting events deletes these in the database: on PostgreSQL the constraint is ON DELETE
-    # CASCADE (migration 0025; Django's DB_CASCADE cannot follow Event's Python CASCADE), so no
+    # CASCADE (migrations/0001_initial.py; Django's DB_CASCADE cannot follow Event's Python CASCADE), so no
     # delete of events, the ORM's or raw SQL, pays a query for them or leaves text behind.
     event = models.OneToOneField(Event, primary_key=True, on_delete=models.DO_NOTHING,
                                  db_constraint=False, related_name="+")
