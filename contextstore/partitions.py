@@ -13,7 +13,7 @@
    version; a row the trigger already mirrored is skipped.
 3. swap, one short transaction under the old table's ACCESS EXCLUSIVE lock (taken with a
    lock_timeout, retried): the trigger dropped, the new identity sequence moved past the old
-   one, the search triggers (migration 0025) and the foreign keys that point at events moved
+   one, the search triggers (migrations/0001_initial.py) and the foreign keys that point at events moved
    over, then every name (table, indexes, sequence) swapped. Statements waiting on the lock
    run against the new table once it is released: PostgreSQL resolves the name again.
 4. after: the moved foreign keys validated (NOT VALID above: no scan under the lock), ANALYZE,
@@ -23,7 +23,7 @@
 Foreign keys that point at an event by id alone cannot point at a partitioned table, whose id
 is unique only with thread_id. contextstore_collapse's summary event points at (thread_id, id).
 contextstore_eventsearch keeps none: a statement trigger on the partitioned table (FORGET)
-deletes the indexed text of deleted events, as 0025's ON DELETE CASCADE did, without a check
+deletes the indexed text of deleted events, as the initial migration's ON DELETE CASCADE does, without a check
 through the partitions for every indexed event. Memory.source_event (no thread) and
 Event.replaced_by (PostgreSQL cannot add a partitioned table's foreign key NOT VALID, and
 validating it would scan the table under the lock) keep no constraint in the database:

@@ -35,10 +35,10 @@ FIXTURE_MARKS = {"live_server": "slow", "make_worker": "worker", "make_fs_worker
 # pass (deploy files, packaging, documentation, the pure modules).
 DATABASE_FIXTURES = {"db", "transactional_db", "live_server", "django_db_reset_sequences",
                      "django_db_serialized_rollback"}
-# Modules whose every test is slow: schema fuzzing, migrations replayed from the first one,
-# deploy checks that start gunicorn, celery or manage.py as processes, and the adapters' tests
-# that drive a framework against a live server (a fast test belongs in another module).
-SLOW_MODULES = ("test_schemathesis.py", "test_fuzz.py", "test_migration_", "test_deploy.py",
+# Modules whose every test is slow: schema fuzzing, deploy checks that start gunicorn, celery or
+# manage.py as processes, and the adapters' tests that drive a framework against a live server
+# (a fast test belongs in another module).
+SLOW_MODULES = ("test_schemathesis.py", "test_fuzz.py", "test_deploy.py",
                 "test_production_layout.py", "test_nooa.py", "test_agent_framework.py",
                 "test_agentscope.py", "test_peteos_adapter.py", "test_demo_frameworks.py")
 

@@ -284,7 +284,7 @@ def in_build_context(path: str) -> bool:
 
 def test_the_build_context_leaves_out_node_modules_docs_and_secrets():
     assert in_build_context("pyproject.toml") and in_build_context("static/js/app.js")
-    assert in_build_context("contextstore/models.py")
+    assert in_build_context("contextstore/models/threads.py")
     for path in ("static/node_modules/axe-core/axe.min.js", "node_modules/axe-core/axe.min.js",
                  "static/vendor/node_modules/x.js", "README.md", "docs/api.md", "docker/.env",
                  ".env", "contextstore/__pycache__/models.cpython-312.pyc", "var/x.sqlite3"):
@@ -298,7 +298,7 @@ def test_the_build_context_holds_no_tests_docs_client_or_removed_modules():
     tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
                              check=True).stdout.split()
     context = [path for path in tracked if in_build_context(path)]
-    assert context and "contextstore/models.py" in context
+    assert context and "contextstore/models/__init__.py" in context
     for path in context:
         parts = path.split("/")
         assert parts[0] not in {"tests", "docs", "framework_tests", "clients", "scripts", "docker"}, path

@@ -205,18 +205,13 @@ def _within_the_thread(case, thread) -> None:
         return
     held = sorted(Event.objects.filter(thread=thread, status=Event.Status.ACTIVE)
                   .values_list("position", flat=True))
-    ends = []  # (name, position or None)
-    for new, old in (("start_position", "start_seq"), ("end_position", "end_seq")):
-        name = new if case.body.get(new) is not None else old
-        value = case.body.get(name)
-        ends.append((name, held[value % len(held)] if isinstance(value, int) and held else None))
-    (start_name, start), (end_name, end) = ends
+    start, end = (held[value % len(held)] if isinstance(value := case.body.get(name), int) and held
+                  else None for name in ("start_position", "end_position"))
     if start is not None and end is not None and start > end:
         start, end = end, start
-    exclusive = action == "fork" and end_name == "end_seq"  # fork's deprecated end_seq
-    for name, value in ((start_name, start), (end_name, None if end is None else end + exclusive)):
-        if value is not None:
-            case.body[name] = value
+    for name, position in (("start_position", start), ("end_position", end)):
+        if position is not None:
+            case.body[name] = position
 
 
 @schema.parametrize()

@@ -34,7 +34,7 @@ def test_folders_and_fixtures_mark_the_tiers_without_anyone_remembering_a_mark()
     assert tiers("mcp/test_mcp_server.py") == ["mcp"]
     assert tiers("api/test_new_endpoint.py", "live_server") == ["slow"]
     assert tiers("views/test_jobs.py", "make_fs_worker") == ["worker"]
-    assert tiers("test_migration_new_field.py") == tiers("test_schemathesis.py") == ["slow"]
+    assert tiers("test_fuzz.py") == tiers("test_schemathesis.py") == ["slow"]
 
 
 def test_a_test_that_cannot_reach_the_database_is_nodb():

@@ -49,7 +49,7 @@ _NOT_PLACES = {"The", "A", "An", "No", "At", "Each", "Two", "Event", "Not", "Unk
 
 def _place_of(message: str) -> str:
     """The place a domain error without details is about: the field its message starts with
-    (`events[0].seq must be...`, `start_seq must...`), else the body as a whole."""
+    (`events[0].seq must be...`, `start_position must...`), else the body as a whole."""
     match = _LEADING_PLACE.match(message)
     if match and match[1] not in _NOT_PLACES:
         return match[1]

@@ -36,8 +36,7 @@ class ThreadHistoryActions(ThreadResponses):
                    responses={201: s.CollapseSerializer, 202: s.JobAcceptedSerializer},
                    summary="Collapse positions [start_position, end_position] into a summary "
                            "(or queue a summarizer)",
-                   description="Both ends are working-context positions and both are included. "
-                               "start_seq/end_seq are accepted for one more version (deprecated).")
+                   description="Both ends are working-context positions and both are included.")
     @action(detail=True, methods=["post"])
     def collapse(self, request: Request, pk: str) -> Response:
         thread = self.get_object()

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.core.validators import ProhibitNullCharactersValidator, RegexValidator
-from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from contextstore.api.renderers import StoredJSON
@@ -113,7 +113,6 @@ class SessionQuerySerializer(serializers.Serializer):
 RANGE_HELP = "Working-context position; ranges include both ends."
 
 
-@extend_schema_serializer(deprecate_fields=["fork_start_seq", "fork_end_seq"])
 class ThreadSerializer(serializers.ModelSerializer):
     session_key = serializers.CharField(source="session.key", read_only=True)
     user_id = serializers.CharField(source="session.user_id", read_only=True)
@@ -125,17 +124,12 @@ class ThreadSerializer(serializers.ModelSerializer):
     system_prompt = serializers.CharField(read_only=True)
     fork_start_position = serializers.IntegerField(allow_null=True, help_text=RANGE_HELP)
     fork_end_position = serializers.IntegerField(allow_null=True, help_text=RANGE_HELP)
-    fork_start_seq = serializers.SerializerMethodField(
-        help_text="Deprecated: use fork_start_position (the same value).")
-    fork_end_seq = serializers.SerializerMethodField(
-        help_text="Deprecated: use fork_end_position. The old exclusive end: fork_end_position + 1.")
 
     class Meta:
         model = Thread
         fields = [
             "id", "session", "session_key", "user_id", "name", "parent", "fork_start_position",
-            "fork_end_position", "fork_start_seq", "fork_end_seq", "revision", "iteration",
-            "max_history_size", "summary", "summarizer",
+            "fork_end_position", "revision", "iteration", "max_history_size", "summary", "summarizer",
             "system_prompt", "last_seq", "event_count", "token_total", "active_event_count",
             "active_tokens", "last_event_at", "created_at", "updated_at",
         ]
@@ -146,13 +140,6 @@ class ThreadSerializer(serializers.ModelSerializer):
         # ModelSerializer's fields cost more than the query. The declared fields above are the
         # schema; test_thread_and_state_serializers_match_drf pins this to DRF's output.
         return thread_data([_attribute(t, name) for name in THREAD_DATA_FIELDS])
-
-    def get_fork_start_seq(self, thread: Thread) -> int | None:
-        return thread.fork_start_position
-
-    def get_fork_end_seq(self, thread: Thread) -> int | None:
-        end = thread.fork_end_position
-        return None if end is None else end + 1
 
 
 _DOCUMENT_DEFAULTS = dict(DOCUMENT_DEFAULTS)
@@ -179,7 +166,6 @@ def thread_data(row: Sequence[Any]) -> dict[str, Any]:
         "id": t["id"], "session": t["session_id"], "session_key": t["session__key"],
         "user_id": t["session__user_id"], "name": t["name"], "parent": t["parent_id"],
         "fork_start_position": start, "fork_end_position": end,
-        "fork_start_seq": start, "fork_end_seq": None if end is None else end + 1,
         "revision": t["revision"], "iteration": _int(field("iteration")),
         "max_history_size": _int(field("max_history_size")),
         "summary": _str(field("summary")), "summarizer": t["summarizer"],
@@ -365,43 +351,21 @@ class EventPageSerializer(serializers.Serializer):
 
 # ---------------------------------------------------------------- collapses and blocks
 
-@extend_schema_serializer(deprecate_fields=["start_seq", "end_seq"])
 class CollapseSerializer(serializers.ModelSerializer):
     summary_event = EventSerializer()
     provenance = JSON_ANY()
     start_position = serializers.IntegerField(help_text=RANGE_HELP)
     end_position = serializers.IntegerField(help_text=RANGE_HELP)
-    start_seq = serializers.IntegerField(source="start_position",
-                                         help_text="Deprecated: use start_position.")
-    end_seq = serializers.IntegerField(source="end_position", help_text="Deprecated: use end_position.")
 
     class Meta:
         model = Collapse
         fields = [
-            "id", "thread", "start_position", "end_position", "start_seq", "end_seq", "source",
+            "id", "thread", "start_position", "end_position", "source",
             "actor", "event_count",
             "tokens_before", "tokens_after", "provenance", "summary_event", "job", "created_at",
             "undone_at",
         ]
         read_only_fields = fields
-
-
-def _positions(attrs: dict[str, Any], *, end_exclusive_seq: bool = False,
-               required: bool = True) -> dict[str, Any]:
-    """start_position/end_position from the new names or the deprecated start_seq/end_seq
-    (one version of grace). A deprecated end_seq that was exclusive (fork) becomes end - 1.
-    The range itself (start not after end) is the service's to check (ranges.check_range)."""
-    for new, old in (("start_position", "start_seq"), ("end_position", "end_seq")):
-        if old in attrs:
-            if attrs.get(new) is not None:
-                raise serializers.ValidationError({old: f"give {new} (or the deprecated {old}), not both"})
-            value = attrs.pop(old)
-            if old == "end_seq" and end_exclusive_seq and value is not None:
-                value -= 1
-            attrs[new] = value
-        elif required and attrs.get(new) is None:
-            raise serializers.ValidationError({new: "This field is required."})
-    return attrs
 
 
 # Text with something besides whitespace: a character Python's str.strip() keeps (an
@@ -421,27 +385,18 @@ WIDEN_HELP = ("A range that would split a tool call from its results is refused 
               "splits_tool_exchange, naming them); true grows it to the whole exchange instead.")
 
 
-@extend_schema_serializer(deprecate_fields=["start_seq", "end_seq"])
 class CollapseInSerializer(serializers.Serializer):
-    start_position = serializers.IntegerField(min_value=1, max_value=SEQ_MAX, required=False,
-                                           help_text=RANGE_HELP)
-    end_position = serializers.IntegerField(min_value=1, max_value=SEQ_MAX, required=False,
-                                         help_text=RANGE_HELP)
-    start_seq = serializers.IntegerField(min_value=1, max_value=SEQ_MAX, required=False,
-                                         help_text="Deprecated: use start_position (same meaning).")
-    end_seq = serializers.IntegerField(min_value=1, max_value=SEQ_MAX, required=False,
-                                       help_text="Deprecated: use end_position (same meaning).")
+    start_position = serializers.IntegerField(min_value=1, max_value=SEQ_MAX, help_text=RANGE_HELP)
+    end_position = serializers.IntegerField(min_value=1, max_value=SEQ_MAX, help_text=RANGE_HELP)
     summary_text = AgentText(required=False, trim_whitespace=False)
     summarize = serializers.BooleanField(required=False, default=False)
     widen = serializers.BooleanField(required=False, default=False, help_text=WIDEN_HELP)
 
     schema_rules = {
-        "description": "Each end by its name or its deprecated one (not both); a summary_text, "
-                       "or summarize: true. start_position must not be after end_position.",
+        "description": "A summary_text, or summarize: true. start_position must not be after "
+                       "end_position.",
         "x-at-most": {"start_position": "end_position"},
         "allOf": [
-            {"oneOf": [{"required": ["start_position"]}, {"required": ["start_seq"]}]},
-            {"oneOf": [{"required": ["end_position"]}, {"required": ["end_seq"]}]},
             {"oneOf": [
                 {"required": ["summary_text"], "properties": {
                     "summary_text": {"minLength": 1, "pattern": NOT_BLANK},
@@ -453,7 +408,6 @@ class CollapseInSerializer(serializers.Serializer):
     }
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        attrs = _positions(attrs)
         if attrs.get("summarize") == bool(attrs.get("summary_text")):
             raise serializers.ValidationError(
                 {"summary_text": "give summary_text, or summarize: true (not both)"})
@@ -674,7 +628,6 @@ class WindowSerializer(serializers.Serializer):
     covers_all = serializers.BooleanField()
 
 
-@extend_schema_serializer(deprecate_fields=["start_seq", "end_seq"])
 class ForkInSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     start_position = serializers.IntegerField(
@@ -683,30 +636,15 @@ class ForkInSerializer(serializers.Serializer):
     end_position = serializers.IntegerField(
         required=False, allow_null=True, min_value=1, max_value=SEQ_MAX,
         help_text="Last working-context position copied (inclusive); none = to the end.")
-    start_seq = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=SEQ_MAX,
-                                         help_text="Deprecated: use start_position.")
-    end_seq = serializers.IntegerField(
-        required=False, allow_null=True, min_value=1, max_value=SEQ_MAX,
-        help_text="Deprecated: use end_position. Exclusive, as before: end_position = end_seq - 1.")
     system_prompt = AgentText(required=False, allow_null=True, default=None, allow_blank=True,
                               trim_whitespace=False)
     widen = serializers.BooleanField(required=False, default=False, help_text=WIDEN_HELP)
 
     schema_rules = {
-        "description": "Each end by its name or its deprecated one, not both. start_position "
-                       "must not be after end_position, nor either past the thread's last "
-                       "position.",
+        "description": "start_position must not be after end_position, nor either past the "
+                       "thread's last position.",
         "x-at-most": {"start_position": "end_position"},
-        "properties": {"end_seq": {"minimum": 2}},
-        "allOf": [{"not": {"required": [new, old], "properties": {new: {"type": "integer"}}}}
-                  for new, old in (("start_position", "start_seq"), ("end_position", "end_seq"))],
     }
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        attrs = _positions(attrs, end_exclusive_seq=True, required=False)
-        if attrs.get("end_position") == 0:
-            raise serializers.ValidationError({"end_seq": "must be at least 2 (it is exclusive)"})
-        return attrs
 
 
 class ClearSerializer(serializers.ModelSerializer):

@@ -21,6 +21,7 @@ from django.test import Client, override_settings
 
 from contextstore import documents
 from contextstore.models import Session, StateRevision, Thread
+from contextstore.selectors import document as document_reads
 from contextstore.selectors import rendering
 from contextstore.selectors import renders as render_reads
 from contextstore.selectors.events import event_search
@@ -218,7 +219,7 @@ class CoreBench:
                     u, data='{"state": {"counter": -1}}', content_type="application/json"),
                     max(count // 5, 5))
             started = time.perf_counter()
-            document_service.revision_document(thread=threads[size],
+            document_reads.revision_document(thread=threads[size],
                                                revision=threads[size].revision)
             rebuild = (time.perf_counter() - started) * 1000
             spent_size = figures[size]

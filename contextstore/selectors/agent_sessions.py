@@ -174,7 +174,7 @@ def event_blob_refs(rows: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
 
 def key_prefix_q(prefix: str) -> Q:
     """Keys starting with `prefix`, as a range of the (thread, key) index: keys compare byte for
-    byte (code point order) on both databases (SQLite's BINARY, migration 0032 on PostgreSQL),
+    byte (code point order) on both databases (SQLite's BINARY, collation "C" on PostgreSQL),
     so they are those from the prefix up to the prefix with its last character's successor."""
     after = ord(prefix[-1]) + 1
     if after > 0x10FFFF:

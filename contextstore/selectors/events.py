@@ -17,7 +17,7 @@ from contextstore.models import Event, Thread
 
 # Text search. On PostgreSQL the searchable text of each event (content, parts and data,
 # upper-cased) sits in EventSearch under one trigram index, filled off the insert path by
-# services/search.py from the queue a trigger fills (migration 0025); events still queued are
+# services/search.py from the queue a trigger fills (migrations/0001_initial.py); events still queued are
 # read directly, so a search never misses a committed event. Both give candidates, each checked
 # against the event itself (text_match or content alone), so the results are exactly those of
 # the plain query. SQLite has no index: its searches are the plain query.

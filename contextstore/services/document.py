@@ -18,11 +18,7 @@ from contextstore.errors import InvalidInput, StaleRevision
 from contextstore.fields import JSONText
 from contextstore.models import StateRevision, Thread
 from contextstore.redaction import redact, use_workspace
-from contextstore.selectors.document import (  # noqa: F401 - the reads, re-exported for old callers
-    revision_diff,
-    revision_document,
-    revision_documents,
-)
+from contextstore.selectors.document import revision_document
 from contextstore.services.common import Actor, audit, lock_thread
 
 # A snapshot at least every this many revisions bounds the patches a rebuild applies; the

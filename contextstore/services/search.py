@@ -1,5 +1,5 @@
 """The search index's worker (PostgreSQL): indexes the events contextstore_eventsearchpending
-names (a trigger fills it as events are inserted or their text changes; migration 0025).
+names (a trigger fills it as events are inserted or their text changes; migrations/0001_initial.py).
 
 Each batch is one short transaction: it takes the oldest queued rows (SKIP LOCKED, so workers
 can run side by side), writes the text of at most SEARCH_INDEX_BATCH event ids into

@@ -278,10 +278,9 @@ def thread_import(
                 summary = by_seq.get(c.get("summary_seq")) if isinstance(c, dict) else None
                 if summary is None or summary.type != "Summary":
                     raise InvalidInput("Each collapse needs the seq of its Summary event.")
-                # Exports before positions were named call them start_seq/end_seq.
                 collapse = Collapse.objects.create(
-                    thread=thread, start_position=c.get("start_position", c.get("start_seq")),
-                    end_position=c.get("end_position", c.get("end_seq")),
+                    thread=thread, start_position=c.get("start_position"),
+                    end_position=c.get("end_position"),
                     summary_event=summary, source=c.get("source", "agent"),
                     actor=c.get("actor", ""), event_count=c.get("event_count", 0),
                     tokens_before=c.get("tokens_before", 0),

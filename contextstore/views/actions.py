@@ -14,9 +14,10 @@ from contextstore import documents
 from contextstore.forms import BlockForm, CollapseForm, DiffForm, ForkForm, RangeForm, first_error
 from contextstore.models import Clear, Collapse, ContextBlock, Event, Job, StateRevision, Thread
 from contextstore.ranges import positive_int, widened
+from contextstore.selectors import document as document_reads
 from contextstore.selectors.exchanges import exchanges_across
 from contextstore.selectors.workspaces import actor_names
-from contextstore.services import blocks, clientai, collapses, document, operations, state, summaries, threads
+from contextstore.services import blocks, clientai, collapses, operations, state, summaries, threads
 from contextstore.views.access import (
     DashboardRequest,
     actor_for,
@@ -388,7 +389,7 @@ def state_diff(request: DashboardRequest, pk: int) -> HttpResponse:
     missing = [n for n in (a, b) if n not in found]
     if missing:
         return error_response(request, f"No revision {missing[0]} on this thread.", 404)
-    old, new = (document.revision_document(thread=thread, revision=n) for n in (a, b))
+    old, new = (document_reads.revision_document(thread=thread, revision=n) for n in (a, b))
 
     def text(value: object) -> list[str]:
         return json.dumps(value, indent=2, ensure_ascii=False).splitlines()

@@ -165,9 +165,7 @@ def job_context(job: Job, thread: Thread, request: DashboardRequest) -> dict:
     running = int((now - job.started_at).total_seconds()) if job.started_at else 0
     return {"job": job, "thread": thread, "workspace": thread.workspace, "waited": waited,
             "running_for": running, "timed_out": job.is_timed_out(now),
-            # jobs queued before positions were named carry start_seq/end_seq
-            "job_range": (job.params.get("start_position", job.params.get("start_seq")),
-                          job.params.get("end_position", job.params.get("end_seq"))),
+            "job_range": (job.params.get("start_position"), job.params.get("end_position")),
             "timeout": settings.SUMMARIZER_JOB_TIMEOUT,
             "operation": OPERATION_LABELS.get(job.kind),
             "no_worker": job.status == Job.Status.QUEUED and waited >= NO_WORKER_AFTER,
@@ -348,8 +346,8 @@ def thread_export_view(request: DashboardRequest, pk: int) -> HttpResponseBase:
     The whole thread streams: a few hundred events are serialised at a time, so memory does
     not grow with the thread; the bytes are those `JsonResponse(thread_export(...))` wrote."""
     thread = get_thread(request, pk)
-    start = _int(request.GET.get("start_position") or request.GET.get("start_seq"))
-    end = _int(request.GET.get("end_position") or request.GET.get("end_seq"))
+    start = _int(request.GET.get("start_position"))
+    end = _int(request.GET.get("end_position"))
     response: HttpResponseBase
     if start is None or end is None:
         head, events = thread_export_parts(thread=thread)

@@ -6,6 +6,7 @@ import pytest
 from django.db import connection, connections
 
 from contextstore.models import AuditLog, StateRevision, Thread
+from contextstore.selectors import document as document_reads
 from contextstore.services import document as document_service
 from tests.api.conftest import client_for
 from tests.conftest import messages
@@ -135,7 +136,7 @@ def test_every_revision_rebuilds_from_snapshots_and_patches(thread, actor):
     snapshots = rows.filter(document__isnull=False).count()
     assert 3 <= snapshots < 60  # periodic, not one per write
     for revision, text in texts.items():
-        rebuilt = document_service.revision_document(thread=thread, revision=revision)
+        rebuilt = document_reads.revision_document(thread=thread, revision=revision)
         assert Thread._meta.get_field("document").get_prep_value(rebuilt) == text
 
 
@@ -203,4 +204,4 @@ def test_no_revision_is_more_than_snapshot_every_patches_from_its_snapshot(threa
     assert all(0 <= r.revision - r.base < 5 for r in rows)
     assert sum(r.document is not None for r in rows) <= 10  # not a snapshot per write
     thread.refresh_from_db()
-    assert document_service.revision_document(thread=thread, revision=thread.revision) == thread.document
+    assert document_reads.revision_document(thread=thread, revision=thread.revision) == thread.document

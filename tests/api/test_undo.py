@@ -51,7 +51,7 @@ def test_a_fork_is_deleted_through_the_api_and_the_parent_is_untouched(api_clien
     child = api_client.post(f"{thread_url}fork/", {"name": "branch", "start_position": 2,
                                                    "end_position": 3}, format="json").json()
     assert (child["fork_start_position"], child["fork_end_position"], child["event_count"]) == (2, 3, 2)
-    assert (child["fork_start_seq"], child["fork_end_seq"]) == (2, 4)  # deprecated, as before
+    assert "fork_start_seq" not in child and "fork_end_seq" not in child  # the old names are gone
     assert api_client.delete(thread_url).json()["error"]["code"] == "not_a_fork"
 
     assert api_client.delete(f"/api/v1/threads/{child['id']}/").status_code == 204
@@ -61,30 +61,25 @@ def test_a_fork_is_deleted_through_the_api_and_the_parent_is_untouched(api_clien
     assert AuditLog.objects.filter(action="thread.delete_fork").count() == 1
 
 
-def test_deprecated_seq_names_still_work_for_one_version(api_client, thread, thread_url, actor):
+def test_a_collapse_needs_its_positions_by_name(api_client, thread, thread_url, actor):
     event_append(thread=thread, events=messages(6, words=4), actor=actor)
-    made = api_client.post(f"{thread_url}collapse/", {"start_seq": 2, "end_seq": 3, "summary_text": "s"},
-                           format="json").json()
-    assert (made["start_position"], made["end_position"], made["start_seq"]) == (2, 3, 2)
-    # The old fork end was exclusive; it keeps that meaning under its old name.
-    old = api_client.post(f"{thread_url}fork/", {"name": "old", "start_seq": 4, "end_seq": 6},
-                          format="json").json()
-    assert (old["fork_start_position"], old["fork_end_position"], old["event_count"]) == (4, 5, 2)
-    both = api_client.post(f"{thread_url}collapse/", {"start_seq": 4, "start_position": 4,
-                                                      "end_position": 5, "summary_text": "s"},
-                           format="json")
-    assert both.status_code == 400 and "start_seq" in both.json()["error"]["details"]
+    made = api_client.post(f"{thread_url}collapse/", {"start_position": 2, "end_position": 3,
+                                                      "summary_text": "s"}, format="json").json()
+    assert (made["start_position"], made["end_position"]) == (2, 3) and "start_seq" not in made
+    old = api_client.post(f"{thread_url}collapse/", {"start_seq": 4, "end_seq": 5, "summary_text": "s"},
+                          format="json")
+    assert old.status_code == 400 and "start_position" in old.json()["error"]["details"]
 
 
-def test_the_schema_marks_the_old_names_deprecated(api_client):
+def test_the_schema_has_no_seq_names_for_ranges(api_client):
     import json
 
     raw = api_client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").content
     schema = json.loads(raw)
-    fields = schema["components"]["schemas"]["CollapseInRequest"]["properties"]
-    assert fields["start_seq"].get("deprecated") is True and "deprecated" not in fields["start_position"]
-    fork = schema["components"]["schemas"]["ForkInRequest"]["properties"]
-    assert fork["end_seq"].get("deprecated") is True
+    for name in ("CollapseInRequest", "ForkInRequest", "Collapse"):
+        fields = schema["components"]["schemas"][name]["properties"]
+        assert "start_position" in fields and "start_seq" not in fields and "end_seq" not in fields
+    assert "fork_start_seq" not in schema["components"]["schemas"]["Thread"]["properties"]
     assert "/api/v1/threads/{thread_pk}/clears/{id}/undo/" in schema["paths"]
     assert "delete" in schema["paths"]["/api/v1/threads/{id}/"]
 

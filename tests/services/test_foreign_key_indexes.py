@@ -3,7 +3,7 @@ check, on PostgreSQL and SQLite alike), and a join by a foreign key looks rows u
 pointer into the events table without an index it can use made deleting a thread's n events
 scan the table n times: 5,000 events took 3.4 s to delete on SQLite, 0.1 s with the index.
 
-Most foreign keys have no index of their own (migrations 0033 and 0034 dropped the ones a
+Most foreign keys have no index of their own (the old migrations 0033 and 0034 dropped the ones a
 composite index or unique constraint already leads with): these tests hold every one of them to
 an index that leads with its column and that a lookup by it uses."""
 

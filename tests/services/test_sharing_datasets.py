@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from contextstore.errors import Gone, InvalidInput, NotFound
 from contextstore.models import AuditLog, Dataset, DatasetItem, ReadAudit, ShareLink
-from contextstore.selectors.activity import ACTIONS, thread_activity
+from contextstore.selectors.activity import thread_activity
 from contextstore.selectors.calls import llm_call_at
 from contextstore.services.blocks import block_upsert
 from contextstore.services.collapses import collapse_create, collapse_undo
@@ -169,12 +169,6 @@ def test_the_activity_log_pages_by_id_in_one_query(thread, person, django_assert
     rest, last = thread_activity(thread=thread, before=more, limit=3)
     assert [a.text for a in first + rest] == [f"created the block “b{i}”" for i in (4, 3, 2, 1, 0)]
     assert last is None
-
-
-def test_the_migration_backfills_the_actions_the_log_shows():
-    import importlib
-    migration = importlib.import_module("contextstore.migrations.0029_sharing_datasets")
-    assert set(migration.ACTIVITY) == ACTIONS
 
 
 def test_deleting_the_session_keeps_its_dataset_items_and_ends_its_links(session, chat, person):

@@ -205,13 +205,3 @@ def test_concurrent_appends_naming_one_model_keep_one_row(workspace, actor):
     names = sorted(SessionModel.objects.filter(session=session).values_list("model", flat=True))
     assert names == ["own-t0", "own-t1", "own-t2", "own-t3", "shared"]
     assert Session.objects.get(pk=session.pk).cost_total == Decimal("0.01") * 40
-
-
-def test_the_backfill_finds_models_already_stored(workspace, actor):
-    from importlib import import_module
-
-    from django.apps import apps
-    session = make(workspace, actor, "old", *call("legacy"), *call(None))
-    SessionModel.objects.all().delete()
-    import_module("contextstore.migrations.0011_session_models").backfill(apps, None)
-    assert list(SessionModel.objects.filter(session=session).values_list("model", flat=True)) == ["legacy"]

@@ -149,9 +149,8 @@ def _decide_range(job: Job, thread: Thread, config: dict) -> tuple[int, int, lis
             return "fewer_than_min_events"
         start, end = whole_exchanges(thread, first, last, True)  # its calls' results too
     else:
-        # Jobs queued before positions were named carry start_seq/end_seq (the same positions).
-        start = job.params.get("start_position", job.params.get("start_seq"))
-        end = job.params.get("end_position", job.params.get("end_seq"))
+        start = job.params.get("start_position")
+        end = job.params.get("end_position")
     # Interleaved events of other runs inside a run's span are summarized with it, not lost.
     members = list(range_events(thread, start, end).order_by("position")[: limit + 1])
     if not members:

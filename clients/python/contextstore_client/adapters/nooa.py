@@ -95,10 +95,8 @@ def _tag_span(tag: str) -> tuple[int, int]:
 
 
 def _summary_range(data: dict[str, Any], position: int) -> tuple[int, int]:
-    """The positions a contextstore Summary replaced (summaries made before positions were
-    named say start_seq/end_seq, the same values)."""
-    return (data.get("start_position", data.get("start_seq", position)),
-            data.get("end_position", data.get("end_seq", position)))
+    """The positions a contextstore Summary replaced."""
+    return data.get("start_position", position), data.get("end_position", position)
 
 class ContextStoreEventBackend(InMemoryBackend):
     """Nooa's EventBackend over a contextstore thread (a local copy, written through the sync

@@ -1,0 +1,74 @@
+"""The data model, one module per subject; every model is importable from here."""
+
+from contextstore.models.audit import AuditLog, ReadAudit
+from contextstore.models.events import Event, EventSearch, EventSearchPending
+from contextstore.models.jobs import Job, WorkerHeartbeat
+from contextstore.models.otel import OtelLog, OtelPending, OtelSpan, OtelTrace
+from contextstore.models.renders import CallReplay, RenderRecord, StoredText
+from contextstore.models.reviews import Comment, Dataset, DatasetItem, Score, ShareLink
+from contextstore.models.state import (
+    CommitRecord,
+    ContextBlock,
+    ContextBlockVersion,
+    Memory,
+    ProviderState,
+    ScopedState,
+    ScopedStateRevision,
+    StateRevision,
+    SyncUpload,
+    ThreadBlob,
+)
+from contextstore.models.threads import Clear, Collapse, InDocument, Run, Session, SessionModel, Thread
+from contextstore.models.workspaces import (
+    ApiToken,
+    Membership,
+    ModelSettings,
+    Retention,
+    Workspace,
+    redaction_default,
+)
+
+__all__ = [
+    "ApiToken",
+    "AuditLog",
+    "CallReplay",
+    "Clear",
+    "Collapse",
+    "Comment",
+    "CommitRecord",
+    "ContextBlock",
+    "ContextBlockVersion",
+    "Dataset",
+    "DatasetItem",
+    "Event",
+    "EventSearch",
+    "EventSearchPending",
+    "InDocument",
+    "Job",
+    "Membership",
+    "Memory",
+    "ModelSettings",
+    "OtelLog",
+    "OtelPending",
+    "OtelSpan",
+    "OtelTrace",
+    "ProviderState",
+    "ReadAudit",
+    "RenderRecord",
+    "Retention",
+    "Run",
+    "ScopedState",
+    "ScopedStateRevision",
+    "Score",
+    "Session",
+    "SessionModel",
+    "ShareLink",
+    "StateRevision",
+    "StoredText",
+    "SyncUpload",
+    "Thread",
+    "ThreadBlob",
+    "WorkerHeartbeat",
+    "Workspace",
+    "redaction_default",
+]
