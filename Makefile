@@ -68,15 +68,24 @@ typecheck: venv
 
 # The fast tier: no browser, worker, framework suite or slow test (tests/conftest.py applies
 # those marks by folder and fixture). Hypothesis draws its small `dev` profile unless CI is set.
+# The tests run on every CPU (pytest-xdist -n logical: one test database per worker, test_<name>_gw0;
+# TEST_WORKERS=0 runs them in one process) while mypy checks beside them (its cache stays in
+# .mypy_cache; its report is printed when the tests end), so the loop takes about as long as the
+# tests alone.
 FAST := not (browser or worker or framework or slow)
-check: lint typecheck
+TEST_WORKERS ?= logical
+check: venv
 	@mkdir -p var
-	$(BIN)/python -m pytest -q -m "$(FAST)" $(PYTEST_ARGS)
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports
+	@$(BIN)/mypy > var/mypy.out 2>&1 & mypy=$$!; \
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "$(FAST)" $(PYTEST_ARGS); tests=$$?; \
+	wait $$mypy; types=$$?; echo "mypy:"; cat var/mypy.out; exit $$(( tests || types ))
 
 test: venv framework-venvs $(AXE)
 	@mkdir -p var
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # The light client's own tests (clients/python/tests, no server) on Python 3.10 to 3.13, each in a
 # throw-away virtualenv built by uv; a version not found is skipped, unless CLIENT_MATRIX_REQUIRE

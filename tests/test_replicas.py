@@ -28,6 +28,9 @@ from contextstore.services.sessions import session_ensure
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "replica-for-tests"
 ALIAS = "replica_1"
+# Under pytest-xdist (--dist loadgroup) this module's tests share one worker, so one replica (a
+# pg_basebackup of the whole server) is made per run, not one per worker.
+pytestmark = pytest.mark.xdist_group("replica")
 
 
 def _free_port() -> int:

@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 from contextstore_client.adapters.offline import use_offline_cl100k
 
-# Set before any framework is imported (test modules import them at collection time).
-_config_dir = Path(tempfile.gettempdir()) / "contextstore-adapter-tests"
+# Set before any framework is imported (test modules import them at collection time). One folder
+# per pytest-xdist worker: each writes its files here at import.
+_worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+_config_dir = Path(tempfile.gettempdir()) / f"contextstore-adapter-tests-{_worker}"
 _config_dir.mkdir(exist_ok=True)
 _peteos_config = _config_dir / "peteos.json"
 _peteos_config.write_text(json.dumps({}))
