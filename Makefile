@@ -82,10 +82,16 @@ check: venv
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "$(FAST)" $(PYTEST_ARGS); tests=$$?; \
 	wait $$mypy; types=$$?; echo "mypy:"; cat var/mypy.out; exit $$(( tests || types ))
 
+# Two workers share this kind of 2-core machine with the servers, Celery workers and browsers the
+# tests start, so a test with a deadline can miss it only because the other worker was busy: the
+# tests that failed in the parallel run run once more, alone, and only a failure there fails (the
+# log lists them under its own heading, so a test that needs it is seen).
 test: venv framework-venvs $(AXE)
 	@mkdir -p var
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	@$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS) || { \
+	    echo "== the tests that failed beside another worker, once more alone (a failure here fails) =="; \
+	    $(BIN)/python -m pytest -n 0 --last-failed --last-failed-no-failures none $(PYTEST_ARGS); }
 
 # The light client's own tests (clients/python/tests, no server) on Python 3.10 to 3.13, each in a
 # throw-away virtualenv built by uv; a version not found is skipped, unless CLIENT_MATRIX_REQUIRE
