@@ -17,7 +17,7 @@ the events of its call, one run's fields; the tree itself reads none of them.
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db.models import Q
 from django.db.models.fields.json import KeyTextTransform
@@ -29,6 +29,7 @@ from contextstore.selectors.spans import MAX_SPANS, STATUS_ERROR, run_spans
 from contextstore.selectors.waterfall import run_waterfall
 
 MAX_RUNS = 50  # sub-agent runs under one run (API-recorded)
+MAX_AGENT_CALLS = 5000  # a thread's BeforeAgentCall/AfterAgentCall events read to nest them
 MAX_NODES = 2000  # nodes in one tree; the page says when a tree was cut
 NODE_EVENTS = 50  # events shown in an opened node
 TOOL_WINDOW = 200  # ToolCall/ToolResult rows after a tool call looked at for its results
@@ -134,18 +135,32 @@ def _otel_tree(thread: Thread, run_id: str) -> Tree:
     return Tree("otel", nodes, truncated=len(rows) >= MAX_SPANS or len(rows) > MAX_NODES)
 
 
-def _agent_calls(thread: Thread, root: str) -> tuple[dict[str, list[str]], dict[str, Event], bool]:
+class AgentCalls(NamedTuple):
+    children: dict[str, list[str]]  # sub-agent run ids by parent run id, under the root
+    opened: dict[str, Event]  # each run's first BeforeAgentCall: its start as the agent logged it
+    closed: dict[str, Event]  # each run's last AfterAgentCall: its end
+    truncated: bool
+
+
+def _agent_calls(thread: Thread, root: str) -> AgentCalls:
     """The sub-agent runs under `root` (children by parent run id, breadth first, at most
-    MAX_RUNS) and each run's first BeforeAgentCall (its start, as the agent logged it)."""
+    MAX_RUNS), from the thread's agent-call events (at most MAX_AGENT_CALLS of them)."""
     opened: dict[str, Event] = {}
+    closed: dict[str, Event] = {}
     parents: dict[str, str] = {}
-    for e in (
-        Event.objects.filter(thread=thread, type="BeforeAgentCall", run__isnull=False)
+    marks = list(
+        Event.objects.filter(thread=thread, type__in=("BeforeAgentCall", "AfterAgentCall"), run__isnull=False)
         .select_related("run")
-        .only("seq", "occurred_at", "data", "run__run_id")
-        .order_by("seq")
-    ):
-        if e.run is None or e.run.run_id in opened:
+        .only("seq", "type", "occurred_at", "data", "run__run_id")
+        .order_by("seq")[: MAX_AGENT_CALLS + 1]
+    )
+    for e in marks[:MAX_AGENT_CALLS]:
+        if e.run is None:
+            continue
+        if e.type == "AfterAgentCall":
+            closed[e.run.run_id] = e
+            continue
+        if e.run.run_id in opened:
             continue
         opened[e.run.run_id] = e
         parent = e.data.get("parent_run_id") if isinstance(e.data, dict) else None
@@ -155,7 +170,7 @@ def _agent_calls(thread: Thread, root: str) -> tuple[dict[str, list[str]], dict[
     for child, parent in parents.items():
         children.setdefault(parent, []).append(child)
     kept: dict[str, list[str]] = {}
-    queue, seen, truncated = [root], {root}, False
+    queue, seen, truncated = [root], {root}, len(marks) > MAX_AGENT_CALLS
     while queue:
         run_id = queue.pop(0)
         for child in children.get(run_id, []):
@@ -167,11 +182,11 @@ def _agent_calls(thread: Thread, root: str) -> tuple[dict[str, list[str]], dict[
             seen.add(child)
             kept.setdefault(run_id, []).append(child)
             queue.append(child)
-    return kept, opened, truncated
+    return AgentCalls(kept, opened, closed, truncated)
 
 
 def _api_tree(thread: Thread, run: Run) -> Tree:
-    children, opened, truncated = _agent_calls(thread, run.run_id)
+    children, opened, closed, truncated = _agent_calls(thread, run.run_id)
     wanted = {run.run_id} | {c for cs in children.values() for c in cs}
     runs = {r.run_id: r for r in Run.objects.filter(thread=thread, run_id__in=wanted)}
     tree = Tree("api", truncated=truncated)
@@ -185,7 +200,8 @@ def _api_tree(thread: Thread, run: Run) -> Tree:
             name=str(name or r.run_id),
             depth=depth,
             start=before.occurred_at if before is not None else r.started_at,
-            end=r.ended_at,
+            # the agent's own clock at both ends when it logged them; else the run's record
+            end=closed[r.run_id].occurred_at if r.run_id in closed else r.ended_at,
             failed=r.status == Run.Status.FAILED,
             status=r.status,
             note=r.error,

@@ -6,7 +6,7 @@ import json
 import re
 from datetime import UTC, datetime
 
-from contextstore.models import Run, Thread
+from contextstore.models import Event, Run, Thread
 from contextstore.selectors.trace import run_tree, trace_node
 from tests.views.conftest import HTMX, editor, editor_client, outsider, outsider_client  # noqa: F401
 
@@ -102,6 +102,9 @@ def test_the_tree_nests_agent_sub_agent_llm_and_tool_spans_with_their_times(otlp
     assert [n.failed for n in tree.nodes] == [False, False, False, True]
     assert tree.nodes[3].note == "weather API down"
     assert [n.current for n in tree.nodes] == [False, True, False, False]
+    # the events carry the spans' times too, not the time they were received
+    call = Event.objects.get(type="LLMCallStart")
+    assert call.occurred_at == at(12) and Event.objects.get(type="LLMComplete").occurred_at == at(14)
     # the run itself took its span's times and status
     run = Run.objects.get(run_id=SUB)
     assert (run.started_at, run.ended_at, run.status) == (at(11), at(17), "completed")

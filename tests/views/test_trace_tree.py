@@ -96,7 +96,7 @@ def test_a_run_nests_its_calls_tools_and_sub_agent_runs_in_time_order(thread, ac
     ]
     # times are the events' own, not the server's
     assert [n.offset_ms for n in tree.nodes] == [0, 1000, 3000, 4000, 5000, 8000]
-    assert [n.duration_ms for n in tree.nodes[1:]] == [1000, None, 1000, 1000, 1000]
+    assert [n.duration_ms for n in tree.nodes] == [None, 1000, 4000, 1000, 1000, 1000]  # research: 3 s → 7 s
     assert tree.total_ms == 9000 and [n.current for n in tree.nodes] == [True] + [False] * 5
     # the sub-agent's own page starts at it
     assert [n.depth for n in run_tree(thread=thread, run=research).nodes] == [0, 1, 1]
