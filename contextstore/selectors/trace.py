@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from django.db.models import Q
+from django.db.models import JSONField, Q
 from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast
 
 from contextstore.models import Event, OtelLog, OtelSpan, OtelTrace, Run, Thread
 from contextstore.otel import mapping
@@ -31,6 +32,7 @@ from contextstore.selectors.waterfall import run_waterfall
 MAX_RUNS = 50  # sub-agent runs under one run (API-recorded)
 MAX_AGENT_CALLS = 5000  # a thread's BeforeAgentCall/AfterAgentCall events read to nest them
 MAX_NODES = 2000  # nodes in one tree; the page says when a tree was cut
+PAGE_NODES = 200  # nodes shown at once (and whose kind is looked up); the rest a page further
 NODE_EVENTS = 50  # events shown in an opened node
 TOOL_WINDOW = 200  # ToolCall/ToolResult rows after a tool call looked at for its results
 # The attributes a span's kind is told by (mapping.is_agent_span, is_llm_span, tool_span).
@@ -77,6 +79,14 @@ class Tree:
     nodes: list[Node] = field(default_factory=list)
     truncated: bool = False  # more spans, runs or nodes than were read
     total_ms: float | None = None
+    count: int = 0  # nodes in the tree; `nodes` holds a page of them
+    offset: int = 0
+    next_offset: int | None = None
+    previous_offset: int | None = None
+
+    @property
+    def last_shown(self) -> int:  # the last node's number on this page, from 1
+        return self.offset + len(self.nodes)
 
 
 def _dt(ns: int) -> datetime | None:
@@ -102,26 +112,10 @@ def _otel_tree(thread: Thread, run_id: str) -> Tree:
         found = OtelSpan.objects.filter(workspace_id=thread.workspace_id, span_id=run_id, trace_id__in=traces)
         trace_id = found.values_list("trace_id", flat=True).first() or ""
     rows = run_spans(thread=thread, run_id=trace_id) if trace_id else []
-    ids = [r.span.span_id for r in rows]
-    kinds: dict[str, dict[str, Any]] = {}
-    if rows:
-        annotations = {f"k{i}": KeyTextTransform(key, "attributes") for i, key in enumerate(KIND_KEYS)}
-        for row in (
-            OtelSpan.objects.filter(
-                workspace_id=thread.workspace_id,
-                trace_id__in={r.span.trace_id for r in rows},
-                span_id__in=ids,
-            )
-            .annotate(**annotations)
-            .values("span_id", *annotations)
-        ):
-            kinds[row["span_id"]] = {
-                key: row[f"k{i}"] for i, key in enumerate(KIND_KEYS) if row[f"k{i}"] is not None
-            }
     nodes = [
         Node(
             key=f"span:{r.span.span_id}",
-            kind=_span_kind(kinds.get(r.span.span_id, {}), r.span.name),
+            kind="span",  # told for the nodes of the page shown (_span_kinds)
             name=r.span.name,
             depth=r.depth,
             start=_dt(r.span.start_ns),
@@ -133,6 +127,35 @@ def _otel_tree(thread: Thread, run_id: str) -> Tree:
         for r in rows[:MAX_NODES]
     ]
     return Tree("otel", nodes, truncated=len(rows) >= MAX_SPANS or len(rows) > MAX_NODES)
+
+
+def _span_kinds(thread: Thread, nodes: list[Node]) -> None:
+    """Each span node's kind. What derivation made of a span tells most without reading its
+    attributes (an LLM span's can hold a whole conversation): a run is an agent span, an
+    LLMCallStart's call_id is its LLM span. The rest are told by a few attributes read in
+    the query."""
+    ids = {n.key[5:]: n for n in nodes}
+    for run_id in Run.objects.filter(thread=thread, run_id__in=list(ids)).values_list("run_id", flat=True):
+        ids.pop(run_id).kind = "agent"
+    for call_id in Event.objects.filter(thread=thread, type=CALL_START, call_id__in=list(ids)).values_list(
+        "call_id", flat=True
+    ):
+        if call_id in ids:
+            ids.pop(call_id).kind = "llm"
+    if not ids:
+        return
+    traces = OtelTrace.objects.filter(workspace_id=thread.workspace_id, thread=thread).values("trace_id")
+    # attributes is JSON stored as text (fields.OrderedJSONField): read as JSON in the query
+    attributes = Cast("attributes", JSONField())
+    annotations = {f"k{i}": KeyTextTransform(key, attributes) for i, key in enumerate(KIND_KEYS)}
+    for row in (
+        OtelSpan.objects.filter(workspace_id=thread.workspace_id, trace_id__in=traces, span_id__in=list(ids))
+        .annotate(**annotations)
+        .values("span_id", "name", *annotations)
+    ):
+        attrs = {key: row[f"k{i}"] for i, key in enumerate(KIND_KEYS) if row[f"k{i}"] is not None}
+        if (node := ids.get(row["span_id"])) is not None:
+            node.kind = _span_kind(attrs, row["name"])
 
 
 class AgentCalls(NamedTuple):
@@ -251,15 +274,16 @@ def _api_tree(thread: Thread, run: Run) -> Tree:
     return tree
 
 
-def run_tree(*, thread: Thread, run: Run) -> Tree:
-    """The run's tree (see the module's docstring), each node placed on the tree's time axis."""
+def run_tree(*, thread: Thread, run: Run, offset: int = 0) -> Tree:
+    """The run's tree (see the module's docstring), each node placed on the tree's time axis;
+    PAGE_NODES of its nodes from `offset` (in tree order) are kept."""
     metadata = thread.session.metadata if isinstance(thread.session.metadata, dict) else {}
     tree = _otel_tree(thread, run.run_id) if metadata.get("otel") else Tree("otel")
     if not tree.nodes:
         tree = _api_tree(thread, run)
     starts = [n.start for n in tree.nodes if n.start is not None]
     if not starts:
-        return tree
+        return _page(thread, tree, offset)
     begin = min(starts)
     finish = max([n.end for n in tree.nodes if n.end is not None] + starts)
     total = (finish - begin).total_seconds() * 1000
@@ -270,6 +294,19 @@ def run_tree(*, thread: Thread, run: Run) -> Tree:
         node.offset_ms = (node.start - begin).total_seconds() * 1000
         node.left = min(round(100 * node.offset_ms / total, 2), 99.5) if total else 0.0
         node.width = round(max(100 * (node.duration_ms or 0) / total, 0.5), 2) if total else 0.5
+    return _page(thread, tree, offset)
+
+
+def _page(thread: Thread, tree: Tree, offset: int) -> Tree:
+    tree.count = len(tree.nodes)
+    tree.offset = min(max(offset, 0), max(tree.count - 1, 0))
+    tree.nodes = tree.nodes[tree.offset : tree.offset + PAGE_NODES]
+    if tree.offset + PAGE_NODES < tree.count:
+        tree.next_offset = tree.offset + PAGE_NODES
+    if tree.offset:
+        tree.previous_offset = max(tree.offset - PAGE_NODES, 0)
+    if tree.source == "otel":
+        _span_kinds(thread, tree.nodes)
     return tree
 
 

@@ -7,7 +7,7 @@ import re
 from datetime import UTC, datetime
 
 from contextstore.models import Event, Run, Thread
-from contextstore.selectors.trace import run_tree, trace_node
+from contextstore.selectors.trace import PAGE_NODES, run_tree, trace_node
 from tests.views.conftest import HTMX, editor, editor_client, outsider, outsider_client  # noqa: F401
 
 from .conftest import export, span
@@ -153,3 +153,70 @@ def test_another_workspace_cannot_open_a_span(otlp, outsider_client, editor_clie
     thread = Thread.objects.get()
     assert outsider_client.get(f"/threads/{thread.pk}/trace/span:{TOOL}/").status_code == 404
     assert editor_client.get(f"/threads/{thread.pk}/trace/span:ffffffffffffffff/").status_code == 404
+
+
+def test_a_large_trace_is_read_in_few_queries_cut_at_the_limit_and_paged(
+    thread,
+    actor,
+    django_assert_num_queries,
+    editor_client,  # noqa: F811
+):
+    """Spans stored as ingest keeps them (a root agent and 2,100 tool spans under it): the tree
+    reads a fixed number of queries whatever the trace's size, says it was cut, and shows
+    PAGE_NODES nodes at a time."""
+    from contextstore.models import OtelSpan, OtelTrace
+    from contextstore.selectors.spans import MAX_SPANS
+    from contextstore.services.sessions import session_update
+
+    session_update(session=thread.session, actor=actor, metadata={"otel": {"source": "opentelemetry"}})
+    trace_id, base = "7" * 32, 1_760_000_000 * 10**9
+    OtelTrace.objects.create(workspace=thread.workspace, trace_id=trace_id, thread=thread)
+    tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t", "big": "x" * 2000}
+    OtelSpan.objects.bulk_create(
+        [
+            OtelSpan(
+                workspace=thread.workspace,
+                trace_id=trace_id,
+                span_id=ROOT,
+                name="invoke_agent a",
+                attributes={"gen_ai.operation.name": "invoke_agent"},
+                start_ns=base,
+                end_ns=base + 10**10,
+            )
+        ]
+        + [
+            OtelSpan(
+                workspace=thread.workspace,
+                trace_id=trace_id,
+                span_id=f"{k + 1:016x}",
+                parent_span_id=ROOT,
+                name=f"execute_tool t{k}",
+                attributes=tool,
+                start_ns=base + k,
+                end_ns=base + k + 10**6,
+            )
+            for k in range(MAX_SPANS + 100)
+        ]
+    )
+    run = Run.objects.create(thread=thread, run_id=ROOT)
+    thread.session.refresh_from_db()
+    # the trace's id, its spans; for the page shown: runs, LLM calls, the rest's kind attributes
+    with django_assert_num_queries(5):
+        tree = run_tree(thread=thread, run=run)
+    assert tree.truncated and tree.count == MAX_SPANS and len(tree.nodes) == PAGE_NODES
+    assert tree.nodes[0].kind == "agent" and {n.kind for n in tree.nodes[1:]} == {"tool"}
+    assert (tree.offset, tree.previous_offset, tree.next_offset) == (0, None, PAGE_NODES)
+    last = run_tree(thread=thread, run=run, offset=MAX_SPANS - 10)
+    assert (
+        len(last.nodes) == 10
+        and last.next_offset is None
+        and last.previous_offset == MAX_SPANS - 10 - PAGE_NODES
+    )
+    assert {n.kind for n in last.nodes} == {"tool"} and last.nodes[0].depth == 1
+    page = editor_client.get(f"/threads/{thread.pk}/runs/{ROOT}/spans/?from=200").content.decode()
+    assert page.count("data-node=") == PAGE_NODES and "Nodes 201–400 of 2000 are shown" in page
+    assert (
+        'href="?from=0#trace-heading" data-previous' in page
+        and 'href="?from=400#trace-heading" data-next' in page
+    )
+    assert "Only part of this trace is shown" in page
