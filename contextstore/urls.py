@@ -13,6 +13,7 @@ from contextstore.views import (
     spans,
     sso,
     threads,
+    trace,
     trends,
 )
 
@@ -52,6 +53,7 @@ urlpatterns = [
     path("threads/<int:pk>/calls/<int:seq>/replays/<int:replay_pk>/", calls.call_replay_status,
          name="call-replay-status"),
     path("threads/<int:pk>/runs/<path:run_id>/spans/", spans.run_waterfall, name="run-spans"),
+    path("threads/<int:pk>/trace/<str:key>/", trace.trace_node_view, name="trace-node"),
     path("threads/<int:pk>/export/", threads.thread_export_view, name="export"),
     path("threads/<int:pk>/export/size/", threads.export_size, name="export-size"),
     path("threads/<int:pk>/collapses/<int:collapse_id>/", threads.collapse_detail, name="collapse"),

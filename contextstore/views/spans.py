@@ -5,7 +5,8 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
 
-from contextstore.selectors.spans import run_spans
+from contextstore.ranges import positive_int
+from contextstore.selectors.trace import run_tree
 from contextstore.selectors.waterfall import run_waterfall as events_waterfall
 from contextstore.views.access import DashboardRequest, get_thread, visible_workspaces
 
@@ -16,9 +17,9 @@ def run_waterfall(request: DashboardRequest, pk: int, run_id: str) -> HttpRespon
     run = thread.runs.filter(run_id=run_id).first()
     if run is None:
         raise Http404("No such run on this thread.")
-    metadata = thread.session.metadata if isinstance(thread.session.metadata, dict) else {}
-    rows = run_spans(thread=thread, run_id=run_id) if metadata.get("otel") else []
+    offset = positive_int(request.GET.get("from"), zero=True) or 0  # the tree's page
     return render(request, "contextstore/run_spans.html", {
         "thread": thread, "session": thread.session, "workspace": thread.workspace,
-        "workspaces": visible_workspaces(request.user), "run": run, "run_id": run_id, "rows": rows,
+        "workspaces": visible_workspaces(request.user), "run": run, "run_id": run_id,
+        "tree": run_tree(thread=thread, run=run, offset=offset),
         "waterfall": events_waterfall(run=run)})
