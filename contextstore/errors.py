@@ -29,6 +29,13 @@ class InvalidInput(DomainError):
     status = 400
 
 
+class NotAuthenticated(DomainError):
+    """Credentials that name no active token (a malformed header, a token unknown or revoked)."""
+
+    code = "not_authenticated"
+    status = 401
+
+
 class NotFound(DomainError):
     code = "not_found"
     status = 404

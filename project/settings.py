@@ -102,6 +102,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "django.template.context_processors.csp",
                 "contextstore.db_router.replica_lag",  # "data as of N s ago" from a lagging replica
+                "contextstore.views.access.dashboard_context",  # the workspace switcher's list
             ],
         },
     },

@@ -3,12 +3,13 @@
 from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from rest_framework.authentication import BaseAuthentication, get_authorization_header
+from rest_framework.authentication import BaseAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
+from contextstore.errors import NotAuthenticated
 from contextstore.models import ApiToken
-from contextstore.services.workspaces import api_token_authenticate
+from contextstore.services.workspaces import api_token_of_header
 
 
 class TokenUser:
@@ -31,22 +32,12 @@ class TokenUser:
 
 
 class BearerTokenAuthentication(BaseAuthentication):
-    keyword = b"bearer"
-
     def authenticate(self, request: Request) -> tuple[TokenUser, ApiToken] | None:
-        parts = get_authorization_header(request).split()
-        if not parts or parts[0].lower() != self.keyword:
-            return None
-        if len(parts) != 2:
-            raise AuthenticationFailed("The Authorization header must be 'Bearer <token>'.")
         try:
-            raw = parts[1].decode("ascii")
-        except UnicodeDecodeError as exc:
-            raise AuthenticationFailed("Invalid API token.") from exc
-        token = api_token_authenticate(raw)
-        if token is None:
-            raise AuthenticationFailed("Invalid or revoked API token.")
-        return TokenUser(token), token
+            token = api_token_of_header(request.headers.get("Authorization", ""))
+        except NotAuthenticated as exc:
+            raise AuthenticationFailed(exc.message) from exc
+        return None if token is None else (TokenUser(token), token)
 
     def authenticate_header(self, request: Request) -> str:
         # Having a challenge makes DRF answer 401 (not 403) when credentials are missing.

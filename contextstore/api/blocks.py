@@ -1,50 +1,24 @@
-"""A thread's context blocks: ThreadViewSet's block actions (list, put, delete under
+"""A thread's context blocks: list, put, delete (under
 /api/v1/threads/{id}/blocks/) and their kept versions: list them, restore one (the undo of an
 update or a delete), under /api/v1/threads/{id}/blocks/{name}/versions/."""
 
-from django.db.models import QuerySet
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status, viewsets
+from rest_framework import serializers, status
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from contextstore.api import serializers as s
-from contextstore.api.common import ThreadResponses, actor_of, body, parse, token_of
+from contextstore.api.common import ThreadSubjectViewSet, actor_of, body, parse
 from contextstore.api.exceptions import api_not_found
+from contextstore.api.pagination import page
 from contextstore.errors import error_body
-from contextstore.models import ContextBlockVersion, Thread
+from contextstore.models import ContextBlockVersion
 from contextstore.selectors.threads import block_versions, thread_blocks
 from contextstore.services import blocks
 from contextstore.services.blocks import NAME_RULE
-
-
-class ThreadBlockActions(ThreadResponses):
-    # ThreadViewSet's /threads/{id}/blocks/ and /threads/{id}/blocks/{name}/.
-    # (no docstring: drf-spectacular would copy it into every operation description)
-
-    @extend_schema(responses=s.BlockListSerializer, summary="Blocks in render order")
-    @action(detail=True, methods=["get"], url_path="blocks", pagination_class=None)
-    def block_list(self, request: Request, pk: str) -> Response:
-        thread = self.get_object()
-        data = s.BlockSerializer(thread_blocks(thread=thread), many=True).data
-        return Response({"results": data, "next": None})
-
-    @extend_schema(methods=["PUT"], request=s.BlockInSerializer,
-                   responses={200: s.BlockSerializer, 201: s.BlockSerializer})
-    @extend_schema(methods=["DELETE"], responses={204: None})
-    @action(detail=True, methods=["put", "delete"], url_path=r"blocks/(?P<name>[^/]+)")
-    def block(self, request: Request, pk: str, name: str) -> Response:
-        thread = self.get_object()
-        if request.method == "DELETE":
-            blocks.block_delete(thread=thread, name=name, actor=actor_of(request))
-            return Response(status=status.HTTP_204_NO_CONTENT)
-        data = parse(s.BlockInSerializer, body(request))
-        block, created = blocks.block_upsert(thread=thread, name=name, actor=actor_of(request), **data)
-        return Response(s.BlockSerializer(block).data,
-                        status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
 class BlockVersionSerializer(serializers.ModelSerializer):
@@ -61,12 +35,30 @@ class BlockVersionListSerializer(serializers.Serializer):
 
 
 @extend_schema(tags=["threads"])
-class BlockVersionViewSet(viewsets.GenericViewSet):
-    lookup_value_regex = "[0-9]+"
-    serializer_class = BlockVersionSerializer
+class ThreadBlockViewSet(ThreadSubjectViewSet):
+    # /threads/{id}/blocks/, /threads/{id}/blocks/{name}/ and the kept versions under
+    # /threads/{id}/blocks/{name}/versions/.
+    # (no docstring: drf-spectacular would copy it into every operation description)
 
-    def get_queryset(self) -> QuerySet[Thread]:
-        return Thread.objects.filter(workspace=token_of(self.request).workspace)
+    @extend_schema(responses=s.BlockListSerializer, summary="Blocks in render order")
+    @action(detail=True, methods=["get"], url_path="blocks", pagination_class=None)
+    def block_list(self, request: Request, pk: str) -> Response:
+        thread = self.get_object()
+        return page(s.BlockSerializer(thread_blocks(thread=thread), many=True).data)
+
+    @extend_schema(methods=["PUT"], request=s.BlockInSerializer,
+                   responses={200: s.BlockSerializer, 201: s.BlockSerializer})
+    @extend_schema(methods=["DELETE"], responses={204: None})
+    @action(detail=True, methods=["put", "delete"], url_path=r"blocks/(?P<name>[^/]+)")
+    def block(self, request: Request, pk: str, name: str) -> Response:
+        thread = self.get_object()
+        if request.method == "DELETE":
+            blocks.block_delete(thread=thread, name=name, actor=actor_of(request))
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        data = parse(s.BlockInSerializer, body(request))
+        block, created = blocks.block_upsert(thread=thread, name=name, actor=actor_of(request), **data)
+        return Response(s.BlockSerializer(block).data,
+                        status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
     @extend_schema(responses=BlockVersionListSerializer,
                    summary="Every kept version of a block, newest first (deletions included)")
@@ -74,7 +66,7 @@ class BlockVersionViewSet(viewsets.GenericViewSet):
             pagination_class=None)
     def block_versions(self, request: Request, pk: str, name: str) -> Response:
         versions = block_versions(thread=self.get_object(), name=name)[:500]
-        return Response({"results": BlockVersionSerializer(versions, many=True).data, "next": None})
+        return page(BlockVersionSerializer(versions, many=True).data)
 
     @extend_schema(request=None, responses=s.BlockSerializer,
                    summary="Make a kept version the block's content again (a new version)")

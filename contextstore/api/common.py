@@ -1,13 +1,14 @@
 """What every API module shares: the actor of a request, body and serializer parsing, the
-revision ETag / If-Match, page links, and the thread/state responses of ThreadViewSet's mixins."""
+revision ETag / If-Match, and the base of the viewsets under /threads/{id}/."""
 
 import functools
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
-from urllib.parse import urlencode
 
 from django.db.models import QuerySet
+from django.http import Http404
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import CursorPagination
@@ -17,10 +18,12 @@ from rest_framework.serializers import Serializer
 from rest_framework.viewsets import GenericViewSet
 
 from contextstore.api import serializers as s
+from contextstore.api.parsers import LimitedJSONParser, MergePatchParser
 from contextstore.errors import InvalidInput
 from contextstore.models import ApiToken, ReadAudit, Thread
+from contextstore.selectors.threads import thread_of_workspace
 from contextstore.services.access_log import record_read
-from contextstore.services.common import Actor
+from contextstore.services.common import THREAD_STATE_FIELDS, Actor
 
 
 def token_of(request: Request) -> ApiToken:
@@ -85,28 +88,38 @@ def if_match_revision(request: Request) -> int | None:
     return int(match.group(2))
 
 
-def page_url(request: Request, **params: Any) -> str:
-    query = request.query_params.copy()
-    for key, value in params.items():
-        query[key] = str(value)
-    return request.build_absolute_uri(request.path) + "?" + urlencode(query, doseq=True)
+@extend_schema(tags=["threads"])
+class ThreadSubjectViewSet(GenericViewSet[Thread]):
+    # The base of the viewsets under /threads/{id}/, one per subject (api/threads.py, history.py,
+    # state.py, blocks.py, providers.py, renders.py): the thread looked up in the token's
+    # workspace (404 otherwise) and the answers they share. (A comment, not a docstring:
+    # drf-spectacular would copy a docstring into every operation's description.)
 
+    serializer_class = s.ThreadSerializer
+    lookup_value_regex = "[0-9]+"
+    parser_classes = [LimitedJSONParser, MergePatchParser]
 
-if TYPE_CHECKING:  # what ThreadViewSet's mixins are mixed into, as a base the checker sees
-    _ThreadViewSet = GenericViewSet[Thread]
-else:
-    _ThreadViewSet = object
-
-
-class ThreadResponses(_ThreadViewSet):
-    # The answers ThreadViewSet's actions share (a mixin of a GenericViewSet over threads; so
-    # are the action mixins that subclass it). (no docstring: drf-spectacular would copy it
-    # into every operation description)
-
-    if TYPE_CHECKING:  # as ThreadViewSet has them: a cursor paginator, which pages any queryset
+    if TYPE_CHECKING:  # the default paginator: a cursor paginator, which pages any queryset
         paginator: CursorPagination
 
         def paginate_queryset[M](self, queryset: QuerySet[Any, M] | Sequence[M]) -> list[M]: ...
+
+    def get_queryset(self) -> QuerySet[Thread]:
+        qs = Thread.objects.filter(workspace=token_of(self.request).workspace).select_related("session")
+        if self.action == "events":  # reading and appending history never touch the state
+            qs = qs.defer(*THREAD_STATE_FIELDS)
+        return qs
+
+    def get_object(self, *, with_session: bool = True) -> Thread:
+        # get_queryset's thread, read through a query compiled once per process: every agent
+        # step reads its thread, and building the queryset cost more than running it.
+        thread = thread_of_workspace(
+            workspace_id=token_of(self.request).workspace_id, pk=int(self.kwargs["pk"]),
+            history_only=self.action == "events", with_session=with_session)
+        if thread is None:
+            raise Http404
+        self.check_object_permissions(self.request, thread)
+        return thread
 
     def thread_response(self, thread: Thread, code: int = status.HTTP_200_OK) -> Response:
         thread = self.get_queryset().get(pk=thread.pk)

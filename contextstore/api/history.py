@@ -1,34 +1,102 @@
-"""ThreadViewSet's history actions: collapse, window, fork, tokens, export and import
-(events and context stay in api/views.py)."""
+"""A thread's history: its events (query, append), collapse, window, fork, tokens, export and
+import, under /api/v1/threads/{id}/ (the thread itself is api/threads.py)."""
 
-from django.http import HttpResponseBase, StreamingHttpResponse
+from django.http import Http404, HttpResponseBase, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.decorators import action
+from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from contextstore.api import serializers as s
-from contextstore.api.common import ThreadResponses, actor_of, body, note_read, parse, token_of
+from contextstore.api.common import (
+    ThreadSubjectViewSet,
+    actor_of,
+    body,
+    note_read,
+    parse,
+    token_of,
+)
 from contextstore.api.exports import IMPORT_DOCUMENT
+from contextstore.api.pagination import next_link, page
 from contextstore.api.renderers import ORJSONRenderer
-from contextstore.errors import InvalidInput
+from contextstore.errors import DomainError, InvalidInput
 from contextstore.jsonstream import json_object_chunks
-from contextstore.models import Collapse, ReadAudit
+from contextstore.models import Collapse, ReadAudit, Thread
+from contextstore.selectors.events import event_search
+from contextstore.selectors.threads import BIGINT_MAX
 from contextstore.selectors.windows import total_tokens, window_by_count, window_by_tokens
 from contextstore.services import (
     collapses,
+    events,
     peteos,
     summaries,
     threads,
     transfer,
 )
 
+EVENTS_PAGE_SIZE = 500
 
-class ThreadHistoryActions(ThreadResponses):
-    # /threads/{id}/collapse|window|fork|tokens|export/ and /threads/import/.
+
+@extend_schema(tags=["threads"])
+class ThreadHistoryViewSet(ThreadSubjectViewSet):
+    # /threads/{id}/events|collapse|window|fork|tokens|export/ and /threads/import/.
     # (no docstring: drf-spectacular would copy it into every operation description)
+
+    # -- events
+
+    @extend_schema(methods=["GET"], parameters=[s.EventQuerySerializer],
+                   responses=s.EventPageSerializer, summary="Query events (oldest first)")
+    @extend_schema(methods=["POST"], request=s.EventBatchSerializer,
+                   responses={201: s.AppendResultSerializer, 200: s.AppendResultSerializer},
+                   summary="Append a batch of events (idempotent per client_id)")
+    @action(detail=True, methods=["get", "post"], pagination_class=None)
+    def events(self, request: Request, pk: str) -> Response:
+        if request.method == "POST":
+            return self._append(request, pk)
+        thread = self.get_object()
+        query = parse(s.EventQuerySerializer, request.query_params)
+        page_size = query.pop("page_size", EVENTS_PAGE_SIZE)
+        types = query.pop("type", [])
+        filters = {k: v for k, v in query.items() if v not in (None, "")}
+        if "q" in filters:
+            filters["text"] = filters.pop("q")
+        found = event_search(thread=thread, types=types or None,
+                             first=page_size + 1, **filters)
+        more = len(found) > page_size
+        found = found[:page_size]
+        note_read(request, ReadAudit.Action.EVENTS_READ, thread)
+        return page(s.EventSerializer(found, many=True).data,
+                    next_link(request, after_seq=found[-1].seq) if more else None)
+
+    def _append(self, request: Request, pk: str) -> Response:
+        # The thread is read once, by the append's row lock (by id and workspace): an append's
+        # cost is its round trips. A request refused before that lock still answers 404 for a
+        # thread this token can't see, as every other route on a thread does.
+        thread_id = int(pk)
+        if not 0 < thread_id <= BIGINT_MAX:
+            raise Http404
+        try:
+            data = body(request)
+            unknown = set(data) - {"events"}
+            if unknown:
+                raise ValidationError({sorted(unknown)[0]: "unknown field"})
+            result = events.event_append(
+                thread=Thread(pk=thread_id, workspace=token_of(request).workspace),
+                events=data.get("events"), actor=actor_of(request))
+        except Thread.DoesNotExist:
+            raise Http404 from None
+        except (APIException, DomainError):
+            self.get_object()
+            raise
+        return Response(
+            {"events": [{"seq": e.seq, "id": e.pk, "token_count": e.token_count,
+                         "client_id": e.client_id} for e in result.events],
+             "created": result.created},
+            status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
+        )
 
     # -- collapse
 

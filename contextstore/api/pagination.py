@@ -1,10 +1,33 @@
+"""The API's one list shape, `{"results": [...], "next": url|null}` (docs/api.md), built only here:
+`page()` answers it, for the default paginator below (opaque `cursor` links, oldest first), for
+the event pages (keyset links on `after_seq`, made by `next_link`) and for lists that are complete
+in one answer (a thread's blocks, a block's versions, a memory recall: `next` is null).
+
+The agent sessions' list keeps the shape it is documented with and the client reads
+(`{"results", "next_cursor", "app_state", "user_states"}`, api/agent_sessions.py)."""
+
 from typing import Any
+from urllib.parse import urlencode
 
 from rest_framework.exceptions import NotFound
 from rest_framework.pagination import Cursor, CursorPagination
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from contextstore.ranges import positive_int
+
+
+def page(results: Any, next_url: str | None = None) -> Response:
+    """One page of a list: its results and the link to the next page (None: the last page)."""
+    return Response({"results": results, "next": next_url})
+
+
+def next_link(request: Request, **params: Any) -> str:
+    """This request's URL with `params` set (the rest of its query kept): a keyset page's link."""
+    query = request.query_params.copy()
+    for key, value in params.items():
+        query[key] = str(value)
+    return request.build_absolute_uri(request.path) + "?" + urlencode(query, doseq=True)
 
 
 class OldestFirstCursorPagination(CursorPagination):
@@ -16,7 +39,7 @@ class OldestFirstCursorPagination(CursorPagination):
     max_page_size = 1000
 
     def get_paginated_response(self, data: list[Any]) -> Response:
-        return Response({"results": data, "next": self.get_next_link()})
+        return page(data, self.get_next_link())
 
     def decode_cursor(self, request: Any) -> Cursor | None:
         """DRF's, plus a position that must be an id (ordering is by the integer primary key):
@@ -46,5 +69,5 @@ class SearchResultsPagination(OldestFirstCursorPagination):
     def paginate_queryset(self, queryset: Any, request: Any, view: Any = None) -> list[Any]:
         return list(queryset)
 
-    def get_paginated_response(self, data: list[Any]) -> Response:
-        return Response({"results": data, "next": None})
+    def get_next_link(self) -> None:
+        return None

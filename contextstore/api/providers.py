@@ -1,4 +1,5 @@
-"""ThreadViewSet's per-thread settings and side records: the summarizer, runs, provider states."""
+"""A thread's settings and side records under /api/v1/threads/{id}/: the summarizer, runs,
+provider states."""
 
 from typing import Any
 
@@ -9,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from contextstore.api import serializers as s
-from contextstore.api.common import ThreadResponses, actor_of, body, parse
+from contextstore.api.common import ThreadSubjectViewSet, actor_of, body, parse
 from contextstore.errors import NotFound
 from contextstore.selectors.threads import provider_state, thread_runs
 from contextstore.services import (
@@ -39,7 +40,8 @@ SUMMARIZER_SETTING = _nullable({"type": "object", "additionalProperties": False,
 }})
 
 
-class ThreadProviderActions(ThreadResponses):
+@extend_schema(tags=["threads"])
+class ThreadProviderViewSet(ThreadSubjectViewSet):
     # /threads/{id}/summarizer|runs|providers/{name}/.
     # (no docstring: drf-spectacular would copy it into every operation description)
 

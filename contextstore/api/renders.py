@@ -1,22 +1,27 @@
-"""Render records: GET /api/v1/renders/{id}/ rebuilds the exact messages a past render gave;
+"""A thread's context, GET /api/v1/threads/{id}/context/, and what a logged model call was sent,
+GET /api/v1/threads/{id}/llm-calls/{seq}/ (ThreadRenderViewSet). Render records:
+GET /api/v1/renders/{id}/ rebuilds the exact messages a past render gave;
 GET /api/v1/renders/{a}/diff/{b}/ says what changed between two. Records are made by
 GET /api/v1/threads/{id}/context/?record=true (the Python client's context() does it)."""
 
 from typing import Any
 
-from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from contextstore.api.common import note_read, token_of
+from contextstore.api import serializers as s
+from contextstore.api.common import ThreadSubjectViewSet, actor_of, note_read, parse, token_of
 from contextstore.errors import NotFound
-from contextstore.models import Event, ReadAudit, RenderRecord, Thread
-from contextstore.selectors import renders
+from contextstore.llm_models import thread_model_settings
+from contextstore.models import Event, ReadAudit, RenderRecord
+from contextstore.selectors import rendering, renders
 from contextstore.selectors.cache import records_compare
 from contextstore.selectors.calls import LLMCall, llm_call_at, llm_call_reply
+from contextstore.services.renders import context_render_recorded
 
 UUID = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 
@@ -113,19 +118,35 @@ class LLMCallSerializer(serializers.Serializer):
         "Null when nothing was logged.")
 
 
-@extend_schema(tags=["renders"])
-class LLMCallViewSet(viewsets.GenericViewSet):
-    """GET /api/v1/threads/{id}/llm-calls/{seq}/: what a logged model call was sent — its
-    render rebuilt, or the messages the agent logged with it, and the tools and params it
-    logged."""
+@extend_schema(tags=["threads"])
+class ThreadRenderViewSet(ThreadSubjectViewSet):
+    # /threads/{id}/context/ (a render, recorded on request) and /threads/{id}/llm-calls/{seq}/.
+    # (no docstring: drf-spectacular would copy it into every operation description)
 
-    lookup_value_regex = "[0-9]+"
-    serializer_class = LLMCallSerializer
+    @extend_schema(parameters=[s.ContextQuerySerializer], responses=s.ContextSerializer)
+    @action(detail=True, methods=["get"])
+    def context(self, request: Request, pk: str) -> Response:
+        query = parse(s.ContextQuerySerializer, request.query_params)
+        # the session only for its model settings, which an explicit max_tokens overrides
+        thread = self.get_object(with_session=not query.get("max_tokens"))
+        if query["record"] and not token_of(request).can_write:
+            raise PermissionDenied("Recording a render needs a token with write scope.")
+        max_tokens = query.get("max_tokens") or thread_model_settings(thread).budget
+        options = {"thread": thread, "max_tokens": max_tokens, "strip_thinking": query["strip_thinking"],
+                   "fmt": query["format"], "on_oversize": query["on_oversize"],
+                   "start_chunk": query.get("start_chunk")}
+        if not query["record"]:
+            response = Response(rendering.render(**options).body)
+        else:
+            rendered, record = context_render_recorded(**options, actor=actor_of(request))
+            response = Response({**rendered.body, "render_id": str(record.pk)})
+        note_read(request, ReadAudit.Action.CONTEXT_READ, thread)
+        return response
 
-    def get_queryset(self) -> QuerySet[Thread]:
-        return Thread.objects.filter(workspace=token_of(self.request).workspace)
-
-    @extend_schema(responses=LLMCallSerializer, summary="What a logged LLM call was sent")
+    @extend_schema(responses=LLMCallSerializer, summary="What a logged LLM call was sent", tags=["renders"],
+                   description="GET /api/v1/threads/{id}/llm-calls/{seq}/: what a logged model call "
+                               "was sent — its\nrender rebuilt, or the messages the agent logged "
+                               "with it, and the tools and params it\nlogged.")
     @action(detail=True, methods=["get"], url_path=r"llm-calls/(?P<seq>[0-9]+)")
     def llm_call(self, request: Request, pk: str, seq: str) -> Response:
         thread = self.get_object()

@@ -1,7 +1,7 @@
 """One revision of a thread's document: the whole document then, and the diff that made it.
 
-The list and restore stay on ThreadViewSet (state/revisions/, .../restore/), where clients
-already call them.
+The list and restore are ThreadStateViewSet's (api/state.py: state/revisions/, .../restore/),
+where clients already call them.
 """
 
 from django.shortcuts import get_object_or_404

@@ -1,6 +1,6 @@
-"""ThreadViewSet's document actions: state revisions and restore, the clientai operations
-(input, results, iteration, max history size, history, reset, reset-all) and clear-context
-(GET/PUT/PATCH state stays in api/views.py)."""
+"""A thread's document under /api/v1/threads/{id}/: its state (GET/PUT/PATCH), state revisions
+and restore, the clientai operations (input, results, iteration, max history size, history,
+reset, reset-all) and clear-context."""
 
 
 from drf_spectacular.types import OpenApiTypes
@@ -10,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from contextstore.api import serializers as s
-from contextstore.api.common import ThreadResponses, actor_of, body, if_match_revision, parse
+from contextstore.api.common import ThreadSubjectViewSet, actor_of, body, if_match_revision, parse
 from contextstore.errors import NotFound
 from contextstore.selectors.document import revision_documents
 from contextstore.selectors.threads import thread_revisions
@@ -19,11 +19,34 @@ from contextstore.services import (
     state,
     threads,
 )
+from contextstore.services.common import UNSET
 
 
-class ThreadStateActions(ThreadResponses):
-    # /threads/{id}/state/revisions/, input/, results/, iteration/, reset/, clear-context/ ...
+@extend_schema(tags=["threads"])
+class ThreadStateViewSet(ThreadSubjectViewSet):
+    # /threads/{id}/state/, state/revisions/, input/, results/, iteration/, reset/, clear-context/ ...
     # (no docstring: drf-spectacular would copy it into every operation description)
+
+    @extend_schema(methods=["GET"], responses=s.StateSerializer)
+    @extend_schema(methods=["PUT", "PATCH"], request=s.StateWriteSerializer,
+                   parameters=[OpenApiParameter("If-Match", str, OpenApiParameter.HEADER,
+                                                description='The revision ETag, e.g. "3".')],
+                   responses=s.StateSerializer,
+                   description="PUT replaces state/memory; PATCH applies a JSON merge patch "
+                               "(RFC 7386). A stale If-Match is refused with 412.")
+    @action(detail=True, methods=["get", "put", "patch"], url_path="state")
+    def state(self, request: Request, pk: str) -> Response:
+        thread = self.get_object()
+        if request.method == "GET":
+            return self.state_response(thread)
+        expected = if_match_revision(request)
+        data = parse(s.StateWriteSerializer, body(request))
+        thread = state.state_write(
+            thread=thread, actor=actor_of(request), state=data.get("state", UNSET),
+            memory=data.get("memory", UNSET), summary=data.get("summary", UNSET),
+            reason=data.get("reason", ""),
+            merge=request.method == "PATCH", expected_revision=expected)
+        return self.state_response(thread)
 
     @extend_schema(responses=s.StateRevisionSerializer(many=True))
     @action(detail=True, methods=["get"], url_path="state/revisions")

@@ -6,12 +6,16 @@ from contextstore.api import (
     blocks,
     clears,
     erasures,
+    history,
     model_settings,
+    providers,
     renders,
     retention,
     revisions,
     scores,
+    state,
     sync,
+    threads,
     views,
 )
 from contextstore.api.agent_sessions import AgentSessionViewSet
@@ -20,11 +24,17 @@ from contextstore.api.exceptions import api_not_found
 
 router = SimpleRouter()
 router.register("sessions", views.SessionViewSet, basename="session")
-router.register("threads", views.ThreadViewSet, basename="thread")
+# /threads/{id}/...: one viewset per subject, registered before the nested routes below (the
+# state revisions' list is ThreadStateViewSet's action).
+router.register("threads", threads.ThreadViewSet, basename="thread")
+router.register("threads", history.ThreadHistoryViewSet, basename="thread-history")
+router.register("threads", state.ThreadStateViewSet, basename="thread-state")
+router.register("threads", blocks.ThreadBlockViewSet, basename="thread-block")
+router.register("threads", providers.ThreadProviderViewSet, basename="thread-provider")
+router.register("threads", renders.ThreadRenderViewSet, basename="thread-render")
 router.register(r"threads/(?P<thread_pk>[0-9]+)/state/revisions", revisions.RevisionViewSet,
                 basename="thread-revision")
 router.register(r"threads/(?P<thread_pk>[0-9]+)/clears", clears.ClearViewSet, basename="thread-clear")
-router.register("threads", blocks.BlockVersionViewSet, basename="thread-block-version")
 router.register("threads", model_settings.ThreadModelViewSet, basename="thread-model")
 router.register("sessions", model_settings.SessionModelViewSet, basename="session-model")
 router.register("sessions", retention.SessionRetentionViewSet, basename="session-retention")
@@ -34,7 +44,6 @@ router.register("runs", views.RunViewSet, basename="run")
 router.register("memories", views.MemoryViewSet, basename="memory")
 router.register("jobs", views.JobViewSet, basename="job")
 router.register("renders", renders.RenderViewSet, basename="render")
-router.register("threads", renders.LLMCallViewSet, basename="thread-llm-call")
 router.register("agent-sessions", AgentSessionViewSet, basename="agent-session")
 router.register("erasures", erasures.ErasureViewSet, basename="erasure")
 router.register(r"sessions/(?P<session_pk>[0-9]+)/scores", scores.SessionScoreViewSet,

@@ -39,10 +39,6 @@ def memory_remember(
     """Store a long-term fact about an end user; with a key, the fact is replaced in place."""
     if not isinstance(content, str) or not content.strip():
         raise InvalidInput("content is required.", details={"content": "required"})
-    if not isinstance(user_id, str) or len(user_id) > 255:
-        raise InvalidInput("user_id must be a string.", details={"user_id": "string"})
-    if key is not None and (not isinstance(key, str) or not key or len(key) > 200):
-        raise InvalidInput("key must be a non-empty string (at most 200 characters) or null.")
     content, data = redact_each(use_workspace(workspace), [content, data])
     with transaction.atomic():
         if key is None:

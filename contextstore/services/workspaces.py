@@ -10,7 +10,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from contextstore.errors import InvalidInput
+from contextstore.errors import InvalidInput, NotAuthenticated
 from contextstore.models import ApiToken, Membership, Workspace
 from contextstore.redaction import setting_problems, use_workspace
 from contextstore.services.common import Actor, audit
@@ -88,6 +88,22 @@ def api_token_revoke(*, token: ApiToken, actor: Actor) -> ApiToken:
             token_cache_clear(token.token_hash)
             audit(actor=actor, action="token.revoke", target=token, workspace=token.workspace,
                   prefix=token.prefix)
+    return token
+
+
+def api_token_of_header(authorization: str) -> ApiToken | None:
+    """The active token an `Authorization: Bearer <token>` header names: the one parser of the
+    header, for the REST API's authentication and the OTLP receivers. None when the request
+    carries no bearer credentials (no header, another scheme); NotAuthenticated for a malformed
+    header or a token that is unknown or revoked."""
+    parts = authorization.split()
+    if not parts or parts[0].lower() != "bearer":
+        return None
+    if len(parts) != 2:
+        raise NotAuthenticated("The Authorization header must be 'Bearer <token>'.")
+    token = api_token_authenticate(parts[1])
+    if token is None:
+        raise NotAuthenticated("Invalid or revoked API token.")
     return token
 
 

@@ -53,6 +53,16 @@ def visible_workspaces(user) -> QuerySet[Workspace]:
     return Workspace.objects.filter(memberships__user=user).order_by("slug")
 
 
+def dashboard_context(request: HttpRequest) -> dict[str, Any]:
+    """What every dashboard page's context holds (a context processor, settings.TEMPLATES): the
+    workspaces the signed-in person sees, for the top bar's switcher. A lazy queryset: a page
+    that never shows the switcher (the admin, a fragment) runs no query for it."""
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return {}
+    return {"workspaces": visible_workspaces(user)}
+
+
 def can_edit(user, workspace: Workspace) -> bool:
     if user.is_superuser:
         return True

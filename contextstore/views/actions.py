@@ -26,7 +26,6 @@ from contextstore.views.access import (
     error_response,
     get_thread,
     thread_action,
-    visible_workspaces,
 )
 from contextstore.views.threads import job_context, panel_context, thread_url
 from contextstore.views.undo import offer_undo, take_undo
@@ -54,8 +53,7 @@ def _split_exchanges(request: DashboardRequest, thread: Thread, form: CollapseFo
                "exchanges": found, "wide_start": wide[0], "wide_end": wide[1],
                "fields": {k: v for k, v in data.items() if k != "widen"},
                "action": reverse(f"contextstore:{'collapse-range' if operation == 'collapse' else 'fork'}",
-                                 args=[thread.pk]),
-               "workspaces": visible_workspaces(request.user)}
+                                 args=[thread.pk])}
     template_name = "contextstore/range_confirm.html" + ("#confirm" if request.htmx else "")
     return render(request, template_name, context)
 
@@ -199,7 +197,7 @@ def job_status(request: DashboardRequest, job_id) -> HttpResponse:
     if request.htmx:
         template_name += "#job"
     response = render(request, template_name, {
-        **job_context(job, thread, request), "workspaces": visible_workspaces(request.user)})
+        **job_context(job, thread, request)})
     if request.htmx and job.status == Job.Status.DONE:
         # The page reloads with the new summary; the message says so where the reader looks.
         collapse = Collapse.objects.filter(job=job).first()
@@ -409,7 +407,6 @@ def state_diff(request: DashboardRequest, pk: int) -> HttpResponse:
     context = {"thread": thread, "a": found[a], "b": found[b], "fields": fields,
                "can_edit": can_edit(request.user, thread.workspace),
                "session": thread.session, "workspace": thread.workspace,
-               "workspaces": visible_workspaces(request.user),
                "actor_names": actor_names(workspace=thread.workspace)}
     template_name = "contextstore/state_diff.html"
     if request.htmx:

@@ -7,7 +7,7 @@ from django.shortcuts import render
 from django.views.decorators.vary import vary_on_headers
 
 from contextstore.selectors.activity import thread_activity
-from contextstore.views.access import DashboardRequest, get_thread, query_int, visible_workspaces
+from contextstore.views.access import DashboardRequest, get_thread, query_int
 
 
 @login_required
@@ -17,7 +17,7 @@ def thread_activity_view(request: DashboardRequest, pk: int) -> HttpResponse:
     before = query_int(request.GET.get("before"))
     entries, more = thread_activity(thread=thread, before=before)
     context = {"thread": thread, "session": thread.session, "workspace": thread.workspace,
-               "workspaces": visible_workspaces(request.user), "entries": entries, "more": more}
+               "entries": entries, "more": more}
     template_name = "contextstore/thread_activity.html"
     if request.htmx and before is not None:
         template_name += "#entries"

@@ -8,7 +8,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from contextstore.selectors.cache import session_cache, workspace_cache
 from contextstore.selectors.trends import cache_totals
-from contextstore.views.access import DashboardRequest, current_workspace, get_session, visible_workspaces
+from contextstore.views.access import DashboardRequest, current_workspace, get_session
 
 
 @login_required
@@ -17,7 +17,7 @@ def session_cache_view(request: DashboardRequest, pk: int) -> HttpResponse:
     """The session's cache summary: its own page, or (htmx) the panel on the session page."""
     session = get_session(request, pk)
     context = {"session": session, "workspace": session.workspace,
-               "workspaces": visible_workspaces(request.user), "summary": session_cache(session=session),
+               "summary": session_cache(session=session),
                "totals": cache_totals(workspace=session.workspace, session=session)}
     template_name = "contextstore/cache.html"
     if request.htmx:
@@ -30,6 +30,6 @@ def workspace_cache_view(request: DashboardRequest) -> HttpResponse:
     workspace = current_workspace(request)
     if workspace is None:
         raise Http404("No workspace.")
-    context = {"workspace": workspace, "workspaces": visible_workspaces(request.user),
+    context = {"workspace": workspace,
                "summary": workspace_cache(workspace=workspace), "totals": cache_totals(workspace=workspace)}
     return render(request, "contextstore/cache.html", context)

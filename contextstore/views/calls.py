@@ -38,7 +38,6 @@ from contextstore.views.access import (
     get_thread,
     note_read,
     query_int,
-    visible_workspaces,
 )
 
 EDIT_TURNS = 50  # the newest messages a replay form offers to edit (the rest go as recorded)
@@ -52,8 +51,7 @@ def _call(thread: Thread, seq: int) -> LLMCall:
 
 
 def _base(request: DashboardRequest, thread: Thread) -> dict:
-    return {"thread": thread, "session": thread.session, "workspace": thread.workspace,
-            "workspaces": visible_workspaces(request.user)}
+    return {"thread": thread, "session": thread.session, "workspace": thread.workspace}
 
 
 @login_required

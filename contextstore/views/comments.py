@@ -24,7 +24,6 @@ from contextstore.views.access import (
     can_edit,
     get_session,
     get_thread,
-    visible_workspaces,
 )
 
 
@@ -51,8 +50,7 @@ def comments_context(request: DashboardRequest, session: Session, thread: Thread
 def _answer(request: DashboardRequest, session: Session, thread: Thread | None, seq: int | None,
             error: str = "", status: int = 200) -> HttpResponse:
     context = {**comments_context(request, session, thread, seq), "error": error,
-               "session": session, "thread": thread, "workspace": session.workspace,
-               "workspaces": visible_workspaces(request.user)}
+               "session": session, "thread": thread, "workspace": session.workspace}
     template_name = "contextstore/comments.html"
     if request.htmx:
         template_name += "#comments"
@@ -150,8 +148,7 @@ def session_scores_view(request: DashboardRequest, pk: int) -> HttpResponse:
         if not request.htmx and not error:
             return redirect(reverse("contextstore:session", args=[session.pk]))
     context = {**scores_context(session), "score_error": error, "session": session,
-               "workspace": session.workspace, "can_edit": can_edit(request.user, session.workspace),
-               "workspaces": visible_workspaces(request.user)}
+               "workspace": session.workspace, "can_edit": can_edit(request.user, session.workspace)}
     if form is not None:
         context["score_form"] = form
     template_name = "contextstore/scores.html"

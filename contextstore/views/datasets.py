@@ -57,7 +57,7 @@ def dataset_list(request: DashboardRequest) -> HttpResponse:
     workspace = current_workspace(request)
     datasets = list(Dataset.objects.filter(workspace=workspace)[:500]) if workspace else []
     return render(request, "contextstore/datasets.html", {
-        "workspace": workspace, "workspaces": visible_workspaces(request.user), "datasets": datasets})
+        "workspace": workspace, "datasets": datasets})
 
 
 def _dataset(request: DashboardRequest, pk: int) -> Dataset:
@@ -78,7 +78,7 @@ def dataset_detail(request: DashboardRequest, pk: int) -> HttpResponse:
         items = items.filter(id__gt=after)
     page = list(items[: ITEMS_PAGE + 1])
     context = {"dataset": dataset, "workspace": dataset.workspace,
-               "workspaces": visible_workspaces(request.user), "items": page[:ITEMS_PAGE],
+               "items": page[:ITEMS_PAGE],
                "next": page[ITEMS_PAGE - 1].pk if len(page) > ITEMS_PAGE else None}
     template_name = "contextstore/dataset_detail.html"
     if request.htmx and after:

@@ -19,13 +19,13 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from contextstore.errors import DomainError, error_body
+from contextstore.errors import DomainError, NotAuthenticated, error_body
 from contextstore.models import ApiToken
 from contextstore.otel import wire
 from contextstore.ratelimit import retry_after_header, token_rate, token_throttle
 from contextstore.services.common import Actor
 from contextstore.services.otlp.ingest import export_ingest
-from contextstore.services.workspaces import api_token_authenticate
+from contextstore.services.workspaces import api_token_of_header
 
 
 def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JsonResponse:
@@ -33,14 +33,13 @@ def _error(status: int, code: str, message: str, headers: dict[str, str] | None 
 
 
 def _token(request: HttpRequest) -> ApiToken | JsonResponse:
-    parts = request.headers.get("Authorization", "").split()
-    if len(parts) != 2 or parts[0].lower() != "bearer":
-        return _error(401, "not_authenticated", "Send 'Authorization: Bearer <API token>'.",
-                      {"WWW-Authenticate": 'Bearer realm="otlp"'})
-    token = api_token_authenticate(parts[1])
+    challenge = {"WWW-Authenticate": 'Bearer realm="otlp"'}
+    try:
+        token = api_token_of_header(request.headers.get("Authorization", ""))
+    except NotAuthenticated as exc:
+        return _error(401, exc.code, exc.message, challenge)
     if token is None:
-        return _error(401, "not_authenticated", "Invalid or revoked API token.",
-                      {"WWW-Authenticate": 'Bearer realm="otlp"'})
+        return _error(401, "not_authenticated", "Send 'Authorization: Bearer <API token>'.", challenge)
     if not token.can_write:
         return _error(403, "permission_denied", "This token has read scope; exports need write scope.")
     return token

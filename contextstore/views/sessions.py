@@ -39,7 +39,6 @@ from contextstore.views.access import (
     can_edit,
     current_workspace,
     get_session,
-    visible_workspaces,
 )
 from contextstore.views.comments import comments_context, scores_context
 from contextstore.views.sharing import NEW_LINK
@@ -105,19 +104,16 @@ def session_list(request: DashboardRequest) -> HttpResponse:
     params = request.GET.copy()
     params.pop("before", None)
     params.pop("ws", None)
-    unsorted = params.copy()
-    unsorted.pop("sort", None)
     context = {
-        "columns": _columns(sort, unsorted.urlencode()), "sort": sort,
+        "columns": _columns(sort), "sort": sort,
         "workspace": workspace,
-        "workspaces": visible_workspaces(request.user),
         "form": form,
         "sessions": sessions,
         "agents": agents,
         "models": models,
         "problems": [] if valid else form.problems(),
         "next_cursor": next_cursor,
-        "query": params.urlencode(),
+        "query": params,  # the filters the page's links keep ({% querystring query ... %})
         "paged": cursor is not None,
         "search": data.get("q") or "",
         "text_incomplete": hits is not None and not hits.complete,
@@ -154,7 +150,6 @@ def session_detail(request: DashboardRequest, pk: int) -> HttpResponse:
                 workspace_id=session.workspace_id, session_id=session.pk)
     threads = list(session_threads(session=session)[:200])
     context.update({
-        "workspaces": visible_workspaces(request.user),
         "threads": _lineage(threads),
         "stats": session_stats(session=session),
         "can_edit": can_edit(request.user, session.workspace),
@@ -212,7 +207,7 @@ COLUMN_LABELS = (("threads", "Threads"), ("events", "Events"), ("tokens", "Store
                  ("errors", "Errors"), ("activity", "Last activity"))
 
 
-def _columns(sort: str, query: str) -> list[dict[str, str]]:
+def _columns(sort: str) -> list[dict[str, str]]:
     """Header links: a click sorts by the column, largest first; a second click reverses."""
     out = []
     for key, label in COLUMN_LABELS:
@@ -220,7 +215,7 @@ def _columns(sort: str, query: str) -> list[dict[str, str]]:
         following = key if current == "descending" else f"-{key}"
         out.append({"key": key, "label": label, "aria": current,
                     "title": TOKEN_TITLES["stored"] if key == "tokens" else "",
-                    "href": f"?{query}{'&' if query else ''}sort={following}"})
+                    "following": following})
     return out
 
 

@@ -38,7 +38,6 @@ from contextstore.views.access import (
     get_thread,
     note_read,
     query_int,
-    visible_workspaces,
 )
 from contextstore.views.undo import offer_undo, take_undo
 
@@ -198,7 +197,7 @@ def thread_detail(request: DashboardRequest, pk: int) -> HttpResponse:
         params.pop(key, None)
     context: dict[str, Any] = {
         "thread": thread, "session": thread.session, "workspace": thread.workspace,
-        "form": form, "filters": filters, "query": params.urlencode(),
+        "form": form, "filters": filters, "query": params,
         "can_edit": can_edit(request.user, thread.workspace), "after": after,
         "before": before, "around": around, "range": _typed_range(request),
         "max_rows": timeline.MAX_ROWS,
@@ -225,7 +224,6 @@ def thread_detail(request: DashboardRequest, pk: int) -> HttpResponse:
         return render(request, template_name + "#timeline", context)
     note_read(request, ReadAudit.Action.THREAD_VIEW, thread)  # the page, not its fragments
     context.update(panel_context(request, thread))
-    context["workspaces"] = visible_workspaces(request.user)
     context["undo"] = take_undo(request, thread)  # only a full page shows (and uses up) the offer
     context["pending_jobs"] = pending_jobs(request, thread)
     return render(request, template_name, context)
@@ -296,7 +294,7 @@ def collapse_detail(request: DashboardRequest, pk: int, collapse_id: int) -> Htt
     members, more = timeline.collapse_members(collapse=collapse, after=_int(request.GET.get("after")) or 0)
     context = {"thread": thread, "collapse": collapse, "members": members, "more": more,
                "can_edit": can_edit(request.user, thread.workspace),
-               "workspace": thread.workspace, "workspaces": visible_workspaces(request.user)}
+               "workspace": thread.workspace}
     template_name = "contextstore/collapse_detail.html"
     if request.htmx:
         template_name += "#members"
@@ -324,7 +322,6 @@ def model_view(request: DashboardRequest, pk: int) -> HttpResponse:
     context = {
         "thread": thread, "session": thread.session, "workspace": thread.workspace,
         "rendered": rendered, "budget": budget, "skipped": skipped,
-        "workspaces": visible_workspaces(request.user),
         "cache_view": model_view_cache(thread=thread),
         "window": window, "capped_from": asked if asked is not None and asked > budget else None,
         "shown": messages[first:first + MODEL_VIEW_PAGE], "page": page, "pages": pages,
@@ -386,7 +383,6 @@ def export_size(request: DashboardRequest, pk: int) -> HttpResponse:
     """Before the download: how many events the export holds and about how big it is."""
     thread = get_thread(request, pk)
     context = {"thread": thread, "session": thread.session, "workspace": thread.workspace,
-               "workspaces": visible_workspaces(request.user),
                "size": dashboard.export_size(thread=thread)}
     return render(request, "contextstore/export_size.html", context)
 

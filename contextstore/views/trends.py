@@ -12,7 +12,7 @@ from django.shortcuts import render
 from contextstore.charts import line_chart
 from contextstore.selectors.trends import GROUPS, RANGES, Cell, Trends, workspace_trends
 from contextstore.usage import cost_text
-from contextstore.views.access import DashboardRequest, current_workspace, error_response, visible_workspaces
+from contextstore.views.access import DashboardRequest, current_workspace, error_response
 
 
 def _ms(v: float) -> str:
@@ -57,7 +57,7 @@ def workspace_trends_view(request: DashboardRequest) -> HttpResponse:
         return error_response(request, "Choose a range of 7, 30 or 90 days and a grouping by model or agent.",
                               400)
     trends = workspace_trends(workspace=workspace, days=int(days), group=group)
-    context = {"workspace": workspace, "workspaces": visible_workspaces(request.user), "trends": trends,
+    context = {"workspace": workspace, "trends": trends,
                "charts": trend_charts(trends), "days": int(days), "group": group, "ranges": RANGES,
                "groups": GROUPS,
                "totals": [(k, trends.totals.get(k) or Cell()) for k in trends.keys]}

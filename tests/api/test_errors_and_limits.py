@@ -113,3 +113,25 @@ def test_the_schema_and_docs_are_served_without_a_token(client):
     assert "412" in paths["/api/v1/threads/{id}/state/"]["put"]["responses"]
     docs = client.get("/api/docs/")
     assert docs.status_code == 200 and b"swagger" in docs.content.lower()
+
+
+@pytest.mark.parametrize(("header", "message"), [
+    ("Bearer a b", "The Authorization header must be 'Bearer <token>'."),
+    ("Bearer", "The Authorization header must be 'Bearer <token>'."),
+    ("Bearer cs_not-a-token", "Invalid or revoked API token."),
+    ("bearer cs_not-a-token", "Invalid or revoked API token."),
+])
+def test_the_api_and_the_otlp_receivers_read_the_authorization_header_alike(client, thread_url, header,
+                                                                               message):
+    api = APIClient().get(thread_url, HTTP_AUTHORIZATION=header)
+    otlp = client.post("/otlp/v1/traces", "{}", content_type="application/json",
+                       HTTP_AUTHORIZATION=header)
+    assert api.status_code == otlp.status_code == 401
+    assert api.json()["error"]["message"] == otlp.json()["error"]["message"] == message
+
+
+def test_a_lowercase_scheme_is_accepted_by_the_api_and_the_otlp_receivers(client, thread_url, token):
+    assert APIClient().get(thread_url, HTTP_AUTHORIZATION=f"bearer {token[1]}").status_code == 200
+    otlp = client.post("/otlp/v1/traces", "{}", content_type="application/json",
+                       HTTP_AUTHORIZATION=f"bearer {token[1]}")
+    assert otlp.status_code == 200, otlp.content

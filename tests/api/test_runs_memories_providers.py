@@ -1,4 +1,6 @@
-from contextstore.models import Run
+import pytest
+
+from contextstore.models import Memory, Run
 
 
 def test_runs_are_listed_and_finished(api_client, other_client, thread, thread_url):
@@ -57,3 +59,22 @@ def test_memories_are_remembered_and_recalled_per_workspace(api_client, other_cl
     assert len(api_client.get("/api/v1/memories/").json()["results"]) == 2
     assert other_client.get("/api/v1/memories/").json()["results"] == []
     assert api_client.post("/api/v1/memories/", {"user_id": "x"}, format="json").status_code == 400
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({"user_id": "ann", "key": "", "content": "likes tea"}, "key"),
+    ({"user_id": "ann", "key": "k" * 201, "content": "likes tea"}, "key"),
+    ({"user_id": "a" * 256, "content": "likes tea"}, "user_id"),
+])
+def test_a_memory_of_the_wrong_shape_is_refused_at_the_boundary_and_nothing_stored(api_client, body, field):
+    refused = api_client.post("/api/v1/memories/", body, format="json")
+    assert refused.status_code == 400 and field in refused.json()["error"]["details"]
+    assert Memory.objects.count() == 0
+
+
+@pytest.mark.parametrize("step", [None, ["a"], {"a": 1}])
+def test_a_step_result_needs_a_string_step(api_client, thread, thread_url, step):
+    refused = api_client.post(f"{thread_url}results/", {"step": step, "result": 1}, format="json")
+    assert refused.status_code == 400 and "step" in refused.json()["error"]["details"]
+    thread.refresh_from_db()
+    assert thread.last_results == {}

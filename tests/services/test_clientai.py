@@ -7,7 +7,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from contextstore.errors import InvalidInput
 from contextstore.models import Event, StateRevision
 from contextstore.services import clientai as svc
 from contextstore.services.sessions import thread_ensure
@@ -90,12 +89,6 @@ def test_results_keep_their_insertion_order_in_the_text(thread, actor):
     svc.thread_set_input(thread=thread, input_data="next", actor=actor)
     thread.refresh_from_db()
     assert "- summarize: SUMMARIZE\n- analyze: ANALYZE\n- b: B" in svc.recent_history(thread=thread)
-
-
-def test_a_negative_history_size_is_refused(thread, actor):
-    with pytest.raises(InvalidInput) as info:
-        svc.thread_set_max_history_size(thread=thread, size=-1, actor=actor)
-    assert info.value.message == "History size must be non-negative"
 
 
 def test_clear_keeps_history_and_clear_all_does_not(thread, actor):

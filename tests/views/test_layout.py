@@ -60,3 +60,24 @@ def test_the_live_tail_brings_the_header_counters_and_gauge_along(editor_client,
     html = editor_client.get(f"/threads/{thread.pk}/", {"after": 3}, **HTMX).content.decode()
     assert '<div class="stats" id="thread-stats" hx-swap-oob="true">' in html
     assert "<b>5</b> events" in html and '<div id="gauge-box" hx-swap-oob="true">' in html
+
+
+def test_every_page_lists_the_persons_workspaces_in_the_switcher_and_no_other(
+        editor_client, editor, thread, workspace, other_workspace, actor):
+    from contextstore.models import Membership
+    from contextstore.services.workspaces import workspace_ensure
+
+    second = workspace_ensure(slug="beta", name="Beta lab")[0]
+    Membership.objects.create(workspace=second, user=editor, role=Membership.Role.VIEWER)
+    pages = ["/", f"/sessions/{thread.session_id}/", f"/sessions/{thread.session_id}/cache/", "/cache/",
+             "/trends/", "/datasets/", f"/threads/{thread.pk}/", f"/threads/{thread.pk}/activity/",
+             f"/threads/{thread.pk}/context/", f"/threads/{thread.pk}/export/size/",
+             f"/sessions/{thread.session_id}/comments/", f"/sessions/{thread.session_id}/scores/"]
+    for url in pages:
+        response = editor_client.get(url)
+        assert response.status_code == 200, url
+        html = response.content.decode()
+        assert 'id="ws-switch"' in html, url
+        assert '<option value="acme" selected>Acme</option>' in html, url
+        assert '<option value="beta">Beta lab</option>' in html, url
+        assert "Rival" not in html, url

@@ -42,6 +42,18 @@ def test_scrolling_up_loads_the_older_page_as_a_fragment(editor_client, thread, 
     assert "before=" not in last
 
 
+def test_the_paging_links_keep_the_filters_and_name_their_cursor_once(editor_client, thread, actor):
+    event_append(thread=thread, events=messages(120), actor=actor)
+    url = f"/threads/{thread.pk}/"
+    html = editor_client.get(url, {"q": "turn", "before": 71, "budget": 900}, **HTMX).content.decode()
+    assert seqs(html) == list(range(21, 71))
+    assert f'hx-get="{url}?q=turn&amp;before=21"' in html  # the filter kept; budget and before dropped
+    assert 'href="?q=turn&amp;before=21"' in html
+    page = editor_client.get(url, {"q": "turn", "around": 30}).content.decode()
+    assert f'data-base="{url}?q=turn&amp;"' in page
+    assert 'href="?q=turn"' in page  # "Jump to the newest events": the filter without the cursor
+
+
 def test_the_live_tail_returns_only_events_appended_since(editor_client, thread, actor):
     event_append(thread=thread, events=messages(5), actor=actor)
     empty = editor_client.get(f"/threads/{thread.pk}/", {"after": 5}, **HTMX).content.decode()
