@@ -524,7 +524,6 @@ EXEMPT_COLUMNS: dict[str, str] = {
     "ContextBlock.placement": _CHOICE,
     "ContextBlockVersion.name": _ID,
     "ContextBlockVersion.placement": _CHOICE,
-    "SyncUpload.upload_id": _ID,
     "ProviderState.provider": _ID,
     "Memory.user_id": _ID,
     "Memory.key": _ID,

@@ -51,7 +51,6 @@ PLAN: dict[str, str] = {
     "contextstore.EventSearchPending": DISTRIBUTED,
     "contextstore.ContextBlock": DISTRIBUTED,
     "contextstore.ContextBlockVersion": DISTRIBUTED,
-    "contextstore.SyncUpload": DISTRIBUTED,
     "contextstore.StateRevision": DISTRIBUTED,
     "contextstore.ProviderState": DISTRIBUTED,
     "contextstore.Memory": DISTRIBUTED,
@@ -90,7 +89,6 @@ WORKSPACE: dict[str, str] = {
     "contextstore.EventSearchPending": "add via the trigger's new rows",
     "contextstore.ContextBlock": "add via thread",
     "contextstore.ContextBlockVersion": "add via thread",
-    "contextstore.SyncUpload": "add via thread",
     "contextstore.StateRevision": "add via thread",
     "contextstore.ProviderState": "add via thread",
     "contextstore.Memory": "has",
@@ -130,7 +128,6 @@ UNIQUE_EXCEPTIONS: dict[tuple[str, tuple[str, ...]], str] = {
     ("contextstore.ContextBlock", ("thread", "name")): "(workspace, thread, name)",
     ("contextstore.ContextBlockVersion", ("thread", "name", "version")):
         "(workspace, thread, name, version)",
-    ("contextstore.SyncUpload", ("thread", "upload_id")): "(workspace, thread, upload_id)",
     ("contextstore.StateRevision", ("thread", "revision")): "(workspace, thread, revision)",
     ("contextstore.ProviderState", ("thread", "provider")): "(workspace, thread, provider)",
     ("contextstore.Job", ("pending_key",)): "(workspace, pending_key)",

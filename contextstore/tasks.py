@@ -11,7 +11,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from contextstore.services import operations, replays, retention, search, summaries
+from contextstore.services import commits, operations, replays, retention, search, summaries
 from contextstore.services.otlp import pending
 
 logger = logging.getLogger(__name__)
@@ -66,8 +66,8 @@ def apply_retention() -> dict[str, int]:
 
 
 @shared_task
-def prune_commit_records() -> dict[str, int]:
-    return retention.commit_records_prune()
+def prune_commit_records() -> dict[str, int]:  # the replay store of framework saves
+    return commits.commit_records_prune()
 
 
 @shared_task(expires=60)

@@ -436,8 +436,9 @@ OTLP_DERIVE_BACKOFF = env_int("OTLP_DERIVE_BACKOFF", 30)
 # goes on where this one stopped.
 RETENTION_BATCH_SIZE = env_int("RETENTION_BATCH_SIZE", 1000)
 RETENTION_MAX_BATCHES = env_int("RETENTION_MAX_BATCHES", 200)
-# Hours a framework commit's answer is kept for a replay of its batch id (the same batches as
-# retention's); 0 keeps them forever. A retry after that is applied again (services/retention.py).
+# Hours a framework save's answer (a commit's, a sync upload's) and a sync upload's staged parts
+# are kept for a replay of its batch id (the same batches as retention's); 0 keeps them forever.
+# A retry after that is applied again (services/commits.py).
 COMMIT_REPLAY_HOURS = env_int("COMMIT_REPLAY_HOURS", 24)
 
 

@@ -15,7 +15,6 @@ from contextstore.models.state import (
     ScopedState,
     ScopedStateRevision,
     StateRevision,
-    SyncUpload,
     ThreadBlob,
 )
 from contextstore.models.threads import Clear, Collapse, InDocument, Run, Session, SessionModel, Thread
@@ -65,7 +64,6 @@ __all__ = [
     "ShareLink",
     "StateRevision",
     "StoredText",
-    "SyncUpload",
     "Thread",
     "ThreadBlob",
     "WorkerHeartbeat",

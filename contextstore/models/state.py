@@ -82,29 +82,6 @@ class ContextBlockVersion(models.Model):
         return self.value is None and self.expr is None
 
 
-class SyncUpload(models.Model):
-    """One framework save sent in several parts (services/sync.py).
-
-    Parts before the last are staged here and touch nothing; the last part applies them all
-    in one transaction and keeps the answer, so a replayed save gets the same answer back.
-    """
-
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="sync_uploads",
-                               db_index=False)  # sync_upload_unique leads with it
-    upload_id = models.CharField(max_length=64)
-    parts = OrderedJSONField(default=dict)
-    result = OrderedJSONField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["thread", "upload_id"], name="sync_upload_unique")
-        ]
-
-    def __str__(self) -> str:
-        return f"sync {self.upload_id} of {self.thread_id}"
-
-
 class StateRevision(models.Model):
     """One revision of a thread's document: enough, with its snapshot, to rebuild all of it."""
 
@@ -249,13 +226,16 @@ class ThreadBlob(models.Model):
 
 
 class CommitRecord(models.Model):
-    """The answer to a conditional append, kept by batch id so a replay returns it unchanged."""
+    """The replay store of framework saves (services/commits.py): the answer to a save, kept by
+    batch id so a replay returns it unchanged; before a save sent in several parts is applied,
+    its earlier parts, staged (`parts`, no response yet)."""
 
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="commit_records",
                                db_index=False)  # commit_record_unique leads with it
     batch_id = models.CharField(max_length=200)
     request_hash = models.CharField(max_length=64)
-    response = OrderedJSONField(default=dict)
+    response = OrderedJSONField(null=True, blank=True)  # None: parts staged, not applied yet
+    parts = OrderedJSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

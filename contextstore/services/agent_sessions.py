@@ -5,7 +5,8 @@ A framework session is a contextstore Session identified by (workspace, app, use
 with one thread per name. Writes here are conditional appends ("commits"): events, a JSON
 merge patch of the thread's state, patches of the app- and user-scoped states and blobs,
 under an expected revision / last seq, in one transaction; a commit with a batch id is
-replay-safe (the first answer is stored and returned again).
+replay-safe (the first answer is stored and returned again). The commit goes through the one
+door of a framework save (services/commits.thread_commit); its writes are here.
 
 Thread state is only touched through services/state.py functions.
 """
@@ -17,17 +18,16 @@ from dataclasses import dataclass, field, replace
 from itertools import batched
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
-from django.db.models import OuterRef, Q, Subquery
+from django.db import IntegrityError, transaction
+from django.db.models import Q, Subquery
 from django.utils import timezone
 
 from contextstore import documents
-from contextstore.db import PreparedGet, insert_sql, one_statement
-from contextstore.errors import Conflict, InvalidInput, NotFound, StaleRevision
+from contextstore.db import PreparedGet, insert_sql
+from contextstore.errors import Conflict, InvalidInput, NotFound
 from contextstore.eventspec import EventSpec, event_specs
 from contextstore.models import (
     AuditLog,
-    CommitRecord,
     Event,
     Run,
     ScopedState,
@@ -48,26 +48,22 @@ from contextstore.selectors.agent_sessions import (
     session_find,
 )
 from contextstore.selectors.threads import THREAD_STATE_FIELDS
+from contextstore.services import commits, history
 from contextstore.services import events as event_service
-from contextstore.services import history
 from contextstore.services import sessions as session_service
 from contextstore.services import state as state_service
 from contextstore.services import threads as thread_service
+from contextstore.services.commits import Statement
 from contextstore.services.common import Actor, audit, audit_row, lock_thread
+from contextstore.services.document import check_object
 
 MAX_BLOB_BYTES = 16 * 1024 * 1024
 
-# A commit's reads, compiled once per process (db.PreparedGet): building the ORM's SQL on
-# every commit cost more CPU than running it. The session's thread by identity, read under
-# the thread's row lock as lock_thread(history_only=True) takes it (the session and the
-# workspace with it), and in the same statement (one round trip, not three) the commit record
-# of its batch id and the revisions of the app's and the user's scoped states; the commit
-# record alone for the checked path.
-def _record(batch_id: str, column: str) -> Subquery:
-    return Subquery(CommitRecord.objects.filter(thread_id=OuterRef("pk"), batch_id=batch_id)
-                    .values(column)[:1])
-
-
+# A commit's locked read, compiled once per process (db.PreparedGet): building the ORM's SQL on
+# every commit cost more CPU than running it. The session's thread by identity, read under the
+# thread's row lock as lock_thread(history_only=True) takes it (the session and the workspace
+# with it), and in the same statement (one round trip, not three) the record of its batch id
+# (commits.replay_annotations) and the revisions of the app's and the user's scoped states.
 def _revision(workspace_id: int, app: str, scope: str, user_id: str) -> Subquery:
     return Subquery(ScopedState.objects.filter(workspace_id=workspace_id, app=app, scope=scope,
                                                user_id=user_id).values("revision")[:1])
@@ -78,12 +74,10 @@ _LOCKED_THREAD = PreparedGet(lambda workspace_id, app, user_id, key, name, batch
     .defer(*THREAD_STATE_FIELDS)
     .filter(session__workspace_id=workspace_id, session__app=app, session__user_id=user_id,
             session__key=key, name=name)
-    .annotate(record_hash=_record(batch_id, "request_hash"), record_response=_record(batch_id, "response"),
+    .annotate(**commits.replay_annotations(batch_id),
               app_revision=_revision(workspace_id, app, ScopedState.Scope.APP, ""),
               user_revision=_revision(workspace_id, app, ScopedState.Scope.USER, user_id))),
     text=(1, 2, 3, 4, 5))
-_COMMIT_RECORD = PreparedGet(lambda thread_id, batch_id: CommitRecord.objects.filter(
-    thread_id=thread_id, batch_id=batch_id).only("request_hash", "response"), text=(1,))
 
 
 @dataclass
@@ -105,12 +99,6 @@ class CommitIn:
     expected_last_seq: int | None = None  # the history the writer last saw
     batch_id: str = ""
     create: bool = False  # make the session and thread when missing
-
-
-def _check_patch(name: str, patch: Any) -> None:
-    if patch is not None and not isinstance(patch, dict):
-        raise InvalidInput(f"{name} must be a JSON object (a merge patch).",
-                           details={name: "must be an object"})
 
 
 # ----------------------------------------------------------------------------- writes
@@ -145,7 +133,7 @@ def scoped_state_patch(
         raise InvalidInput("scope must be app or user.", details={"scope": scope})
     if scope == ScopedState.Scope.USER and not isinstance(user_id, str):
         raise InvalidInput("user_id must be a string.", details={"user_id": "string"})
-    _check_patch("state", patch)
+    check_object("state", patch)
     with transaction.atomic():
         return _patch_scope(workspace=workspace, app=app, scope=scope,
                             user_id=user_id if scope == "user" else "", patch=patch, actor=actor)
@@ -192,7 +180,8 @@ def session_create(
     patches, in one transaction. An existing session is a 409 and nothing changes."""
     check_identity(identity)
     for name, patch in (("state", state), ("app_state", app_state), ("user_state", user_state)):
-        _check_patch(name, patch)
+        if patch is not None:
+            check_object(name, patch)
     if metadata is not None and not isinstance(metadata, dict):
         raise InvalidInput("metadata must be a JSON object.", details={"metadata": "must be an object"})
     (title, metadata), _ = redact(use_workspace(workspace), [title, metadata])
@@ -241,7 +230,8 @@ def session_commit(*, workspace: Workspace, identity: Identity, commit: CommitIn
     check_identity(identity)
     for name, patch in (("state", commit.state), ("app_state", commit.app_state),
                         ("user_state", commit.user_state)):
-        _check_patch(name, patch)
+        if patch is not None:
+            check_object(name, patch)
     commit = replace(commit, events=redact_events(use_workspace(workspace), commit.events))
     specs = event_specs(commit.events, allow_empty=True)  # refused before any lock, as an append's
     if len(commit.blobs) > MAX_BLOBS_PER_COMMIT:
@@ -249,120 +239,84 @@ def session_commit(*, workspace: Workspace, identity: Identity, commit: CommitIn
     if not isinstance(commit.batch_id, str) or len(commit.batch_id) > 200:
         raise InvalidInput("batch_id must be a string of at most 200 characters.",
                            details={"batch_id": "at most 200 characters"})
-    request_hash = _request_hash(identity, commit)
-    try:
-        return _commit(workspace, identity, commit, specs, request_hash, actor, path="fast")
-    except history.Skipped:  # rolled back, nothing written: the checked path finds out why
-        return _commit(workspace, identity, commit, specs, request_hash, actor, path="checked")
+    # What the locked read brought: the session, and the scopes' revisions (None: read them
+    # once the scopes are patched).
+    found: dict[str, Any] = {}
 
-
-def _commit(workspace: Workspace, identity: Identity, commit: CommitIn, specs: list[EventSpec],
-            request_hash: str, actor: Actor, *, path: str) -> dict:
-    """session_commit's transaction, the unit of work: no savepoints inside, any error rolls
-    all of it back. path "fast" raises history.Skipped, before anything is written for good,
-    where the checked path would have to look (a client_id stored already or named twice)."""
-    with transaction.atomic():
+    def lock(path: str) -> tuple[Thread, bool]:
         # The session and its thread in one read, under the thread's lock (so a replay sent
         # while the first is still running waits for it), with the batch's record and the
         # scopes' revisions; made (or refused) by _ensure when missing, then locked.
         thread = _LOCKED_THREAD.get(workspace.pk, identity.app, identity.user_id, identity.key,
                                     identity.thread, commit.batch_id)
-        revisions: dict[str, int] | None = None  # None: read once the scopes are patched
-        record: tuple[str, Any] | None = None
-        from_locked_read = thread is not None and path == "fast"  # its record and revisions
-        if from_locked_read:
-            session = thread.session
-            revisions = {"app": thread.app_revision or 0, "user": thread.user_revision or 0}
-            record = (thread.record_hash, thread.record_response) if thread.record_hash else None
+        if thread is not None and path == "fast":
+            found.update(session=thread.session, revisions={
+                "app": thread.app_revision or 0, "user": thread.user_revision or 0})
+            return thread, True
+        if thread is None:
+            session, thread, _ = _ensure(workspace, identity, actor, create=commit.create)
+            try:
+                thread = lock_thread(thread, history_only=True)
+            except Thread.DoesNotExist:  # deleted since it was found: as a missing one answers
+                raise NotFound("No such session.", details={"key": identity.key}) from None
         else:
-            if thread is None:
-                session, thread, _ = _ensure(workspace, identity, actor, create=commit.create)
-                try:
-                    thread = lock_thread(thread, history_only=True)
-                except Thread.DoesNotExist:  # deleted since it was found: as a missing one answers
-                    raise NotFound("No such session.", details={"key": identity.key}) from None
-            else:
-                session = thread.session
-            # Read once the lock is held: the locked read's subqueries see the database as it
-            # was before that read waited for the lock, not a first commit that ended meanwhile.
-            found = _COMMIT_RECORD.get(thread.pk, commit.batch_id) if commit.batch_id else None
-            record = (found.request_hash, found.response) if found is not None else None
-        if record is not None:
-            if record[0] != request_hash:
-                raise Conflict("batch_id was already used for a different commit.",
-                               code="idempotency_conflict", details={"batch_id": commit.batch_id})
-            return record[1]
-        stale = (commit.expected_revision is not None and commit.expected_revision != thread.revision
-                 or commit.expected_last_seq is not None and commit.expected_last_seq != thread.last_seq)
-        if stale and commit.batch_id and from_locked_read:
-            raise history.Skipped  # a first commit of this batch may have ended meanwhile: look
-        if commit.expected_revision is not None and commit.expected_revision != thread.revision:
-            raise StaleRevision(
-                f"The state is at revision {thread.revision}, not {commit.expected_revision}.",
-                details={"current_revision": thread.revision, "expected_revision": commit.expected_revision})
-        if commit.expected_last_seq is not None and commit.expected_last_seq != thread.last_seq:
-            raise StaleRevision(
-                f"The history is at seq {thread.last_seq}, not {commit.expected_last_seq}.",
-                code="stale_history",
-                details={"current_last_seq": thread.last_seq, "expected_last_seq": commit.expected_last_seq})
-        appended: list[Event] = []
-        last_seq = thread.last_seq
-        # The writes that follow the append and the state patches, run together at the end.
-        writes: list[tuple[str, tuple]] = []
-        blobs = _blobs_put(thread, commit.blobs) if commit.blobs else None  # refused before any write
-        # One audit row per commit: the append's names the blobs too.
-        blobs_named = {"blob_keys": [b.key for b in commit.blobs][:50], "blob_count": len(commit.blobs)}
-        stored = 0
-        if specs:
-            # Last activity follows the framework's own clock (ADK's last_update_time), set by
-            # the append's own update of the session (one update of its row, not two).
-            result = event_service.event_append_specs(
-                thread=thread, specs=specs, actor=actor, locked=True, activity_occurred=True, path=path,
-                audit_details=blobs_named if blobs else None)
-            appended, last_seq, stored = result.events, result.last_seq, result.created
-        revision = thread.revision
-        if commit.state:
-            revision = state_service.state_write(thread=thread, actor=actor, state=commit.state,
-                                                 merge=True, reason="commit", savepoint=False).revision
-        patched = _patch_scopes(workspace, identity, commit.app_state, commit.user_state, actor)
-        if revisions is None:
-            revisions = {scope: row.revision if row else 0 for scope, row in scoped_states(
-                workspace=workspace, app=identity.app, user_id=identity.user_id).items()}
-        revisions.update((scope, row.revision) for scope, row in patched.items())
-        if blobs:
-            writes.append(blobs)
-            if not stored:  # no events.append row to name them
-                writes.append(insert_sql(AuditLog, [audit_row(
-                    actor=actor, action="blobs.put", target=thread, workspace=workspace,
-                    keys=blobs_named["blob_keys"], count=len(commit.blobs))], returning=("id",)))
-        response = {
-            "session": session.pk, "thread": thread.pk, "revision": revision, "last_seq": last_seq,
-            "events": [{"id": e.pk, "seq": e.seq, "client_id": e.client_id,
-                        "occurred_at": e.occurred_at.isoformat()} for e in appended],
-            "app_revision": revisions["app"], "user_revision": revisions["user"],
-        }
-        if commit.batch_id:
-            # Not looked up first: the locked read found none, and a first commit of this batch
-            # that ended while that read waited for the lock is found here (no row inserted).
-            writes.append(insert_sql(CommitRecord, [CommitRecord(
-                thread=thread, batch_id=commit.batch_id, request_hash=request_hash, response=response)],
-                returning=("id",), ignore_conflicts=True))
-        if not _write(writes) and commit.batch_id:
-            raise history.Skipped  # rolled back; the checked path replays the first commit
-    return response
+            session = thread.session
+        found.update(session=session, revisions=None)
+        return thread, False
+
+    def write(thread: Thread, path: str) -> tuple[dict[str, Any], list[Statement]]:
+        return _commit_write(workspace, identity, commit, specs, actor, thread, path,
+                             found["session"], found["revisions"])
+
+    return commits.thread_commit(
+        lock=lock, write=write, batch_id=commit.batch_id, request_hash=_request_hash(identity, commit),
+        expected=commits.Expected(commit.expected_revision, commit.expected_last_seq)).response
 
 
-def _write(writes: list[tuple[str, tuple]]) -> list[tuple]:
-    """Run these statements in order: on PostgreSQL in one (the last, an INSERT … RETURNING,
-    with the others as data-modifying CTEs: one round trip). Returns the last one's rows."""
-    if connection.vendor == "postgresql" and len(writes) > 1 and " RETURNING " in writes[-1][0]:
-        return one_statement(writes[-1], *writes[:-1])
-    rows: list[tuple] = []
-    with connection.cursor() as cursor:
-        for text, params in writes:
-            cursor.execute(text, params)
-            rows = cursor.fetchall() if " RETURNING " in text else []
-    return rows
+def _commit_write(workspace: Workspace, identity: Identity, commit: CommitIn, specs: list[EventSpec],
+                  actor: Actor, thread: Thread, path: str, session: Session,
+                  revisions: dict[str, int] | None) -> tuple[dict[str, Any], list[Statement]]:
+    """A commit's writes, in commits.thread_commit's transaction (no savepoints inside): the
+    append, the state patches, the blobs. Returns the answer and the statements to run last.
+    path "fast": the append raises history.Skipped where it would have to look (a client_id
+    stored already or named twice)."""
+    last_seq = thread.last_seq
+    appended: list[Event] = []
+    # The writes that follow the append and the state patches, run together at the end.
+    writes: list[Statement] = []
+    blobs = _blobs_put(thread, commit.blobs) if commit.blobs else None  # refused before any write
+    # One audit row per commit: the append's names the blobs too.
+    blobs_named = {"blob_keys": [b.key for b in commit.blobs][:50], "blob_count": len(commit.blobs)}
+    stored = 0
+    if specs:
+        # Last activity follows the framework's own clock (ADK's last_update_time), set by
+        # the append's own update of the session (one update of its row, not two).
+        result = event_service.event_append_specs(
+            thread=thread, specs=specs, actor=actor, locked=True, activity_occurred=True, path=path,
+            audit_details=blobs_named if blobs else None)
+        appended, last_seq, stored = result.events, result.last_seq, result.created
+    revision = thread.revision
+    if commit.state:
+        revision = state_service.state_write(thread=thread, actor=actor, state=commit.state,
+                                             merge=True, reason="commit", savepoint=False).revision
+    patched = _patch_scopes(workspace, identity, commit.app_state, commit.user_state, actor)
+    if revisions is None:
+        revisions = {scope: row.revision if row else 0 for scope, row in scoped_states(
+            workspace=workspace, app=identity.app, user_id=identity.user_id).items()}
+    revisions = {**revisions, **{scope: row.revision for scope, row in patched.items()}}
+    if blobs:
+        writes.append(blobs)
+        if not stored:  # no events.append row to name them
+            writes.append(insert_sql(AuditLog, [audit_row(
+                actor=actor, action="blobs.put", target=thread, workspace=workspace,
+                keys=blobs_named["blob_keys"], count=len(commit.blobs))], returning=("id",)))
+    response = {
+        "session": session.pk, "thread": thread.pk, "revision": revision, "last_seq": last_seq,
+        "events": [{"id": e.pk, "seq": e.seq, "client_id": e.client_id,
+                    "occurred_at": e.occurred_at.isoformat()} for e in appended],
+        "app_revision": revisions["app"], "user_revision": revisions["user"],
+    }
+    return response, writes
 
 
 def _blobs_put(thread: Thread, blobs: list[BlobIn]) -> tuple[str, tuple]:

@@ -27,13 +27,35 @@ from contextstore.services.common import Actor, audit, lock_thread
 SNAPSHOT_EVERY = 200
 
 
-def check_expected(thread: Thread, expected_revision: int | None) -> None:
-    if expected_revision is not None and expected_revision != thread.revision:
+def check_expected(thread: Thread, revision: int | None, last_seq: int | None = None, *,
+                   name: str = "expected_revision") -> None:
+    """The one stale check of a conditional write (a state write, a framework save): the
+    thread's revision and its history's last seq must be those the writer read (None: not
+    checked). `name`: what the writer called its revision (sync's base_revision), in the
+    details. The thread is the one read under its lock."""
+    if revision is not None and revision != thread.revision:
         raise StaleRevision(
-            f"The state is at revision {thread.revision}, not {expected_revision}; "
-            "read it again and retry.",
-            details={"current_revision": thread.revision, "expected_revision": expected_revision},
+            f"The state is at revision {thread.revision}, not {revision}; read it again and retry.",
+            details={"current_revision": thread.revision, name: revision},
         )
+    if last_seq is not None and last_seq != thread.last_seq:
+        raise StaleRevision(
+            f"The history is at seq {thread.last_seq}, not {last_seq}; read it again and retry.",
+            code="stale_history",
+            details={"current_last_seq": thread.last_seq, "expected_last_seq": last_seq})
+
+
+def is_stale(thread: Thread, revision: int | None, last_seq: int | None = None) -> bool:
+    """Would check_expected refuse this write?"""
+    return (revision is not None and revision != thread.revision
+            or last_seq is not None and last_seq != thread.last_seq)
+
+
+def check_object(name: str, value: Any) -> None:
+    """The one shape check of a state (the thread's, a merge patch of it or of a scope, a
+    clientai field): a JSON object."""
+    if not isinstance(value, dict):
+        raise InvalidInput(f"{name} must be a JSON object.", details={name: "must be an object"})
 
 
 def _tail(thread: Thread) -> tuple[int, int]:

@@ -73,7 +73,6 @@ from contextstore.models import (
     ShareLink,
     StateRevision,
     StoredText,
-    SyncUpload,
     Thread,
     ThreadBlob,
     Workspace,
@@ -90,7 +89,7 @@ KINDS = {
     Collapse: "collapses", Clear: "clears", ContextBlock: "blocks",
     ContextBlockVersion: "block_versions", StateRevision: "state_revisions",
     RenderRecord: "render_records", StoredText: "stored_texts", Job: "jobs",
-    ThreadBlob: "blobs", SyncUpload: "sync_uploads", CommitRecord: "commit_records",
+    ThreadBlob: "blobs", CommitRecord: "commit_records",
     ProviderState: "provider_states", SessionModel: "session_models", Memory: "memories",
     ScopedState: "scoped_states", ScopedStateRevision: "scoped_state_revisions",
     OtelSpan: "otel_spans", OtelLog: "otel_logs", OtelTrace: "otel_traces",
@@ -102,7 +101,7 @@ AUDIT_REDACTED = "audit_rows_redacted"
 REDACTED = {"erased": True}
 # A thread's rows that grow with use, deleted in batches before the thread itself.
 BULKY: tuple[type[models.Model], ...] = (
-    StateRevision, RenderRecord, ContextBlockVersion, CommitRecord, SyncUpload, ThreadBlob, CallReplay)
+    StateRevision, RenderRecord, ContextBlockVersion, CommitRecord, ThreadBlob, CallReplay)
 # Objects of a person audit rows and the admin's log name as their target.
 TARGETS: tuple[type[models.Model], ...] = (
     Session, Thread, Run, Collapse, Clear, ContextBlock, Job, ProviderState, Memory, ScopedState,

@@ -47,9 +47,11 @@ _ORDINARY: Place = (None, Event.Status.ACTIVE)
 # --- the door: new rows --------------------------------------------------------------------------
 
 class Skipped(Exception):
-    """A folded insert (events_add's fold_with) skipped a row whose client_id is stored already:
-    the caller's transaction must be rolled back. A commit's fast path raises it too, for
-    whatever only its checked path handles (agent_sessions.session_commit reruns on it)."""
+    """A fast path met what only its checked path decides: nothing it did may be kept, the
+    caller rolls its transaction back and runs the checked path (commits.thread_commit,
+    events.event_append_specs). Raised by the folded insert (events_add's fold_with) for a row
+    whose client_id is stored already, by the fast append for a client_id named twice, and by a
+    save's fast path for a batch whose first delivery may have ended while it waited."""
 
 
 def events_add(

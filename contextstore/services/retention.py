@@ -17,9 +17,7 @@ What else keeps pointing at deleted history stays consistent:
   many expired (selectors/renders);
 - the thread's `expired_seq` keeps the newest deleted seq, so seq is never reused.
 
-Apart from the policies, `commit_records_prune` keeps the framework sessions' commit records
-(the answers a commit with a batch id replays) for COMMIT_REPLAY_HOURS only: a client retries a
-commit within seconds, and the records were ~500 of the ~2,300 bytes an ADK event stored.
+(The replay store of framework saves expires by itself: services/commits.commit_records_prune.)
 """
 
 from dataclasses import dataclass
@@ -34,7 +32,6 @@ from django.utils import timezone
 from contextstore.errors import InvalidInput
 from contextstore.models import (
     Collapse,
-    CommitRecord,
     Event,
     Memory,
     Session,
@@ -290,33 +287,3 @@ def events_delete_locked(*, thread: Thread, events: list[Event], now: datetime) 
             "memories": memories}
 
 
-# --- commit records ----------------------------------------------------------------------------
-
-def commit_records_prune(
-    *, now: datetime | None = None, hours: int | None = None, batch_size: int | None = None,
-    max_batches: int | None = None,
-) -> dict[str, int]:
-    """Beat: delete the commit records older than `hours` (COMMIT_REPLAY_HOURS; 0 keeps them
-    all), the oldest first, in at most max_batches statements of at most batch_size rows.
-
-    A batch takes the lowest ids, by the primary key, and deletes those of them that are old:
-    ids grow with created_at, so no index on created_at is needed (one more per commit), and a
-    batch that deletes fewer than it took has reached the window. A commit replayed after its
-    record went is applied again: its events come back as stored by their client ids and its
-    blobs are overwritten by key, so it duplicates nothing; events without a client id would be
-    appended twice (docs/operations.md)."""
-    hours = settings.COMMIT_REPLAY_HOURS if hours is None else hours
-    batch_size = batch_size or settings.RETENTION_BATCH_SIZE
-    budget = max_batches if max_batches is not None else settings.RETENTION_MAX_BATCHES
-    done = {"batches": 0, "commit_records": 0}
-    if hours <= 0:
-        return done
-    cutoff = (now or timezone.now()) - timedelta(hours=hours)
-    while done["batches"] < budget:
-        oldest = CommitRecord.objects.order_by("pk").values("pk")[:batch_size]
-        deleted, _ = CommitRecord.objects.filter(pk__in=oldest, created_at__lt=cutoff).delete()
-        done["batches"] += 1
-        done["commit_records"] += deleted
-        if deleted < batch_size:
-            break
-    return done

@@ -10,7 +10,7 @@ from django.db import transaction
 from contextstore.errors import InvalidInput
 from contextstore.models import Thread
 from contextstore.services.common import UNSET, Actor, audit, lock_thread
-from contextstore.services.document import check_expected, document_restore, document_write
+from contextstore.services.document import check_expected, check_object, document_restore, document_write
 
 
 def check_memory(memory: Any) -> None:
@@ -29,9 +29,8 @@ def state_write(
     must stay one). `savepoint=False`: the caller's transaction is the unit of work (a commit,
     which lets any error roll all of it back), so no savepoint is taken.
     """
-    if state is not UNSET and not isinstance(state, dict):
-        raise InvalidInput("The patched state must stay a JSON object." if merge else
-                           "state must be a JSON object.", details={"state": "must be an object"})
+    if state is not UNSET:
+        check_object("state", state)
     if memory is not UNSET:
         check_memory(memory)
     if summary is not UNSET and not isinstance(summary, str):

@@ -22,12 +22,15 @@ Items that people or workers added (a note, the Summary of a collapse, an un-cle
 have no key of this framework; `sync_load` names them `cs:<seq>` so the adapter can hand them
 back unchanged (a no-op) or changed (a rewrite in place, like its own items).
 
-A save larger than one request is sent in parts sharing an upload id: parts before the last are
-only staged (validated, stored in SyncUpload, the thread untouched); the last part applies every
-part in one transaction. So a multi-part save is atomic: other readers never see half of it, a
-refusal leaves the thread as it was, and a client that dies mid-upload leaves only a staged row
-(swept after a day). The answer is kept with the upload, so replaying the last part (a lost
-response) returns the same answer instead of a 412.
+The save goes through the one door of a framework save (services/commits.thread_commit): the
+stale check, the replay by upload id (the batch id), the fast path. A save larger than one
+request is sent in parts sharing an upload id: parts before the last are only staged
+(validated, kept in the replay store, the thread untouched); the last part applies every part
+in one transaction. So a multi-part save is atomic: other readers never see half of it, a
+refusal leaves the thread as it was, and a client that dies mid-upload leaves only a staged
+record (expiring with the answers, after COMMIT_REPLAY_HOURS). The answer is kept under the
+upload id, so replaying the last part (a lost response) returns the same answer instead of a
+412; another last part under the same upload id is a 409.
 """
 
 from __future__ import annotations
@@ -35,7 +38,6 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -43,15 +45,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from contextstore import documents
-from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge, StaleRevision
+from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge
 from contextstore.eventspec import EventSpec, event_spec
 from contextstore.fields import NUL_IN_NAME
-from contextstore.models import Event, Session, SyncUpload, Thread
+from contextstore.models import Event, Session, Thread
 from contextstore.ranges import positive_int
 from contextstore.redaction import redact_events, use_workspace
-from contextstore.services import history
+from contextstore.services import commits, history
 from contextstore.services.common import UNSET, Actor, audit, lock_thread
-from contextstore.services.document import document_write
+from contextstore.services.document import check_object, document_write
 from contextstore.services.peteos import thread_to_peteos
 from contextstore.services.renders import call_hashes_check
 from contextstore.services.state import check_memory
@@ -61,7 +63,6 @@ FOREIGN_PREFIX = "cs:"
 NAMESPACE_MAX = 64
 KEY_MAX = 200 - NAMESPACE_MAX - 1
 RETIRED = (Event.Status.REPLACED, Event.Status.REMOVED)
-UPLOAD_TTL = timedelta(days=1)
 FIELDS = ("pk", "seq", "item_key", "client_id", "payload_hash", "position", "status", "visible",
           "token_count", "collapse", "type", "role", "content", "parts", "data", "anchor", "step",
           "call_id")
@@ -237,67 +238,68 @@ def sync_apply(
     _check_part_size(items if isinstance(items, list) else [], removed if isinstance(removed, list) else [])
     parsed = _parse_items(items)
     gone = _parse_removed(removed)
-    if state is not UNSET and not isinstance(state, dict):
-        raise InvalidInput("state must be a JSON object.", details={"state": "object"})
+    if state is not UNSET:
+        check_object("state", state)
     if summary is not UNSET and not isinstance(summary, str):
         raise InvalidInput("summary must be a string.", details={"summary": "string"})
     if memory is not UNSET:
         check_memory(memory)
-    if last_results is not UNSET and not isinstance(last_results, dict):
-        raise InvalidInput("last_results must be a JSON object.", details={"last_results": "object"})
+    if last_results is not UNSET:
+        check_object("last_results", last_results)
 
     if part < parts - 1:
         assert upload_id is not None  # several parts need one (checked above)
-        return _stage(thread=thread, upload_id=upload_id, part=part, parts=parts,
-                      items=items, removed=removed)
+        answer = commits.stage(thread=thread, batch_id=upload_id, part=part,
+                               payload={"items": items, "removed": removed})
+        if answer is not None:
+            return {"status": "applied", "upload_id": upload_id, **answer}
+        return {"status": "staged", "upload_id": upload_id, "part": part, "parts": parts}
 
-    with transaction.atomic():
-        thread = lock_thread(thread)
-        upload = (SyncUpload.objects.select_for_update().filter(thread=thread, upload_id=upload_id)
-                  .first() if upload_id else None)
-        if upload is not None and upload.result is not None:
-            return {**upload.result, "replayed": True}  # the answer the first delivery got
-        if base_revision is not None and base_revision != thread.revision:
-            raise StaleRevision(
-                f"The thread is at revision {thread.revision}, not {base_revision}; "
-                "load it again and retry.",
-                details={"current_revision": thread.revision, "base_revision": base_revision})
+    def lock(path: str) -> tuple[Thread, bool]:
+        if path == "fast" and upload_id:  # the thread and the upload's record in one read
+            return commits.lock_with_record(thread, upload_id), True
+        return lock_thread(thread), False
+
+    def write(locked: Thread, path: str) -> tuple[dict[str, Any], list[commits.Statement]]:
+        every, every_gone = parsed, gone
         if parts > 1:
-            staged = (upload.parts if upload is not None else {})
+            assert upload_id is not None
+            staged = commits.staged_take(thread=locked, batch_id=upload_id)
             missing = [n for n in range(parts - 1) if str(n) not in staged]
             if missing:
                 raise Conflict(f"Parts {missing} of upload {upload_id} never arrived.",
-                                   code="incomplete_upload", details={"missing_parts": missing})
-            earlier_items, earlier_removed, offset = [], [], 0
+                               code="incomplete_upload", details={"missing_parts": missing})
+            earlier_items: list[_Item] = []
+            earlier_removed: list[str] = []
+            offset = 0
             for n in range(parts - 1):
                 earlier_items += _parse_items(staged[str(n)]["items"], offset)
                 offset += len(staged[str(n)]["items"])
                 earlier_removed += staged[str(n)]["removed"]
-            parsed = earlier_items + parsed
-            gone = earlier_removed + gone
-        result = _apply(thread=thread, namespace=namespace, items=parsed, removed=gone,
-                        actor=actor, state=state, summary=summary, document=document,
-                        memory=memory, last_results=last_results)
-        if upload_id:
-            SyncUpload.objects.update_or_create(
-                thread=thread, upload_id=upload_id, defaults={"parts": {}, "result": result})
-            SyncUpload.objects.filter(
-                thread=thread, created_at__lt=timezone.now() - UPLOAD_TTL).delete()
-    if result["created"] or result["rewritten"]:
+            every, every_gone = earlier_items + parsed, earlier_removed + gone
+        return _apply(thread=locked, namespace=namespace, items=every, removed=every_gone,
+                      actor=actor, state=state, summary=summary, document=document,
+                      memory=memory, last_results=last_results), []
+
+    request = {"namespace": namespace, "base_revision": base_revision, "part": part,
+               "parts": parts, "items": items, "removed": removed, "state": state,
+               "summary": summary, "document": document, "memory": memory,
+               "last_results": last_results}
+    done = commits.thread_commit(
+        lock=lock, write=write, batch_id=upload_id or "", request_hash=_request_hash(request),
+        expected=commits.Expected(base_revision, name="base_revision"), batch_name="upload_id")
+    if done.replayed:
+        return {**done.response, "replayed": True}  # the answer the first delivery got
+    if done.response["created"] or done.response["rewritten"]:
         summarization_check(thread=thread)
-    return result
+    return done.response
 
 
-def _stage(*, thread: Thread, upload_id: str, part: int, parts: int, items: list,
-           removed: list) -> dict[str, Any]:
-    with transaction.atomic():
-        upload, _ = SyncUpload.objects.select_for_update().get_or_create(
-            thread=thread, upload_id=upload_id)
-        if upload.result is not None:
-            return {"status": "applied", "upload_id": upload_id, **upload.result}
-        upload.parts = {**upload.parts, str(part): {"items": items, "removed": removed}}
-        upload.save(update_fields=["parts"])
-    return {"status": "staged", "upload_id": upload_id, "part": part, "parts": parts}
+def _request_hash(request: dict[str, Any]) -> str:
+    """The digest a replay of the last part must match (the parts left out are not sent)."""
+    sent = {name: value for name, value in request.items() if value is not UNSET}
+    return hashlib.sha256(json.dumps(sent, sort_keys=True, separators=(",", ":"),
+                                     default=str).encode()).hexdigest()
 
 
 def _apply(*, thread: Thread, namespace: str, items: list[_Item], removed: list[str],

@@ -1,5 +1,5 @@
 """A framework commit's answer is kept for a replay of its batch id for COMMIT_REPLAY_HOURS only
-(services/retention.commit_records_prune, run by beat). A retry after that is applied again and,
+(services/commits.commit_records_prune, run by beat). A retry after that is applied again and,
 when its events have client ids and its blobs keys, duplicates nothing."""
 
 from datetime import timedelta
@@ -9,7 +9,7 @@ from django.utils import timezone
 from contextstore.models import CommitRecord, Event, ThreadBlob
 from contextstore.selectors.agent_sessions import Identity
 from contextstore.services.agent_sessions import BlobIn, CommitIn, session_commit
-from contextstore.services.retention import commit_records_prune
+from contextstore.services.commits import commit_records_prune
 from tests.conftest import messages
 
 IDENTITY = Identity(app="adk", user_id="alice", key="s-commit")

@@ -28,6 +28,7 @@ from contextstore.errors import InvalidInput
 from contextstore.models import (
     AuditLog,
     Collapse,
+    CommitRecord,
     Event,
     Job,
     Memory,
@@ -36,7 +37,6 @@ from contextstore.models import (
     ScopedState,
     Session,
     StoredText,
-    SyncUpload,
     Thread,
 )
 from contextstore.selectors.renders import sha256
@@ -243,7 +243,7 @@ def test_erasure_leaves_no_text_of_the_person_and_every_other_row_as_it_was(two_
     a_rows, b_rows = holding(before, MARK_A), holding(before, MARK_B)
     # Every door left something of both people (the build reached what it meant to).
     for table in ("contextstore_event", "contextstore_memory", "contextstore_scopedstate",
-                  "contextstore_threadblob", "contextstore_syncupload", "contextstore_otelspan",
+                  "contextstore_threadblob", "contextstore_commitrecord", "contextstore_otelspan",
                   "contextstore_storedtext", "contextstore_staterevision", "contextstore_auditlog",
                   "contextstore_contextblockversion", "contextstore_providerstate",
                   "contextstore_clear", "contextstore_session", "contextstore_run",
@@ -255,7 +255,7 @@ def test_erasure_leaves_no_text_of_the_person_and_every_other_row_as_it_was(two_
     a = Session.objects.filter(user_id=f"ann-{MARK_A}")
     assert a.count() == 5  # chat, side, agent session, import, otel
     assert Collapse.objects.filter(thread__session__in=a, source="worker").exists()
-    assert SyncUpload.objects.filter(result__isnull=True).count() == 2
+    assert CommitRecord.objects.filter(response__isnull=True).count() == 2  # the staged parts
     shared = StoredText.objects.get(sha256=sha256(json.dumps(
         {"content": SHARED, "role": "system"}, separators=(",", ":"))))
 
@@ -291,7 +291,7 @@ def test_erasure_leaves_no_text_of_the_person_and_every_other_row_as_it_was(two_
     assert counts["events"] == sum(1 for row in before["contextstore_event"].values()
                                    if row not in after["contextstore_event"].values())
     for kind in ("runs", "collapses", "clears", "blocks", "block_versions", "state_revisions",
-                 "render_records", "stored_texts", "jobs", "blobs", "sync_uploads", "commit_records",
+                 "render_records", "stored_texts", "jobs", "blobs", "commit_records",
                  "provider_states", "memories", "scoped_states", "scoped_state_revisions",
                  "otel_spans", "otel_traces", "otel_pending", "audit_rows_redacted"):
         assert counts[kind] > 0, kind

@@ -1,0 +1,216 @@
+"""One door for a framework save: `thread_commit`.
+
+Every framework's save is a commit of one thread, whatever its protocol: the sync protocol's
+(services/sync.py: keyed items and the framework's namespace of the document, what the
+LangGraph, ADK, Agent Framework and peteos adapters send) and a framework session's
+(services/agent_sessions.py: appended events, merge patches of the states, blobs, what the
+session adapters send). In one transaction, under the thread's row lock:
+
+1. the replay store (CommitRecord) is read: a save whose batch id has an answer gets that answer
+   back when it is the same request (its hash), a 409 when it is another;
+2. the one stale check (document.check_expected): the revision and the last seq the writer read;
+3. the protocol's `write`: its transcript and its document;
+4. the answer is stored under the batch id, with the request's hash.
+
+The fast path, tried first: the thread's locked read brings the batch's record in the same
+statement (`replay_annotations`) and the record is inserted with the save's last statements
+(ON CONFLICT DO NOTHING, on PostgreSQL folded into one statement: one round trip). Where only a
+look would tell what to do, history.Skipped is raised before anything is kept: a first save of
+the same batch that ended while this one waited for the lock (the record not inserted, or the
+base stale), or a client_id stored already or named twice (the append's). The transaction rolls
+back and the checked path runs, which reads the record once the lock is held.
+
+A save sent in several parts stages its earlier parts in the same store (`stage`: the record
+has parts and no answer yet); the last part's write takes them (`staged_take`). Records expire
+after COMMIT_REPLAY_HOURS (`commit_records_prune`, run by beat), staged parts with them.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import OuterRef, Subquery
+from django.utils import timezone
+
+from contextstore.db import PreparedGet, insert_sql, one_statement
+from contextstore.errors import Conflict
+from contextstore.models import CommitRecord, Thread
+from contextstore.services import history
+from contextstore.services.common import lock_thread
+from contextstore.services.document import check_expected, is_stale
+
+Statement = tuple[str, tuple]
+
+
+@dataclass
+class Expected:
+    """What a conditional save read: the thread's revision and its history's last seq (None:
+    not checked). `name`: what the protocol calls the revision (sync's base_revision)."""
+
+    revision: int | None = None
+    last_seq: int | None = None
+    name: str = "expected_revision"
+
+
+@dataclass
+class Committed:
+    response: dict[str, Any]
+    replayed: bool  # the stored answer of an earlier delivery of the same save
+
+
+# The thread's locked read of a save (with its batch's record, the fast path's), and the
+# record alone (the checked path's), compiled once per process (db.PreparedGet).
+def replay_annotations(batch_id: str) -> dict[str, Subquery]:
+    """The batch's record, as annotations of a locked read of its thread (record_hash,
+    record_response): one round trip, not two."""
+    def column(name: str) -> Subquery:
+        return Subquery(CommitRecord.objects.filter(thread_id=OuterRef("pk"), batch_id=batch_id)
+                        .values(name)[:1])
+    return {"record_hash": column("request_hash"), "record_response": column("response")}
+
+
+_LOCKED_WITH_RECORD = PreparedGet(lambda pk, workspace_id, batch_id: (
+    Thread.objects.select_for_update(of=("self",), no_key=True).select_related("workspace")
+    .filter(pk=pk, workspace_id=workspace_id).annotate(**replay_annotations(batch_id))), text=(2,))
+_RECORD = PreparedGet(lambda thread_id, batch_id: CommitRecord.objects.filter(
+    thread_id=thread_id, batch_id=batch_id).only("request_hash", "response"), text=(1,))
+
+
+def lock_with_record(thread: Thread, batch_id: str) -> Thread:
+    """The thread re-read under its row lock (as common.lock_thread), with its batch's record."""
+    locked = _LOCKED_WITH_RECORD.get(thread.pk, thread.workspace_id, batch_id)
+    if locked is None:
+        raise Thread.DoesNotExist("Thread matching query does not exist.")
+    return locked
+
+
+# lock(path) -> (the thread under its row lock, whether that read brought the batch's record)
+Lock = Callable[[str], tuple[Thread, bool]]
+# write(thread, path) -> (the answer, statements to run last, with the record's insert)
+Write = Callable[[Thread, str], tuple[dict[str, Any], list[Statement]]]
+
+
+def thread_commit(*, lock: Lock, write: Write, batch_id: str = "", request_hash: str = "",
+                  expected: Expected | None = None, batch_name: str = "batch_id") -> Committed:
+    """A framework save: replayed by batch id, refused when stale, else written and its answer
+    kept (see the module's docstring). `lock` and `write` are the protocol's; each runs once
+    per path ("fast", then "checked" if the fast one gave up), inside the transaction.
+    `batch_name`: what the protocol calls the batch id (sync's upload_id), in a 409."""
+    expected = expected or Expected()
+    try:
+        return _commit(lock, write, batch_id, request_hash, expected, batch_name, path="fast")
+    except history.Skipped:  # rolled back, nothing written: the checked path finds out why
+        return _commit(lock, write, batch_id, request_hash, expected, batch_name, path="checked")
+
+
+def _commit(lock: Lock, write: Write, batch_id: str, request_hash: str, expected: Expected,
+            batch_name: str, *, path: str) -> Committed:
+    """One path's transaction, the unit of work: no savepoints inside, any error rolls all of
+    it back."""
+    with transaction.atomic():
+        thread, read_record = lock(path)
+        answer: Any = None
+        if read_record:
+            answer, stored_hash = thread.record_response, thread.record_hash  # type: ignore[attr-defined]
+        elif batch_id:
+            # Read once the lock is held: a locked read's subqueries see the database as it was
+            # before that read waited for the lock, not a first save that ended meanwhile.
+            found = _RECORD.get(thread.pk, batch_id)
+            if found is not None:
+                answer, stored_hash = found.response, found.request_hash
+        if answer is not None:  # applied before (a record without an answer is only staged)
+            if stored_hash != request_hash:
+                raise Conflict(f"{batch_name} was already used for a different save.",
+                               code="idempotency_conflict", details={batch_name: batch_id})
+            return Committed(answer, replayed=True)
+        if batch_id and read_record and is_stale(thread, expected.revision, expected.last_seq):
+            raise history.Skipped  # a first save of this batch may have ended meanwhile: look
+        check_expected(thread, expected.revision, expected.last_seq, name=expected.name)
+        response, writes = write(thread, path)
+        if batch_id:
+            # Not looked up first: the locked read found none, and a first save of this batch
+            # that ended while that read waited for the lock is found here (no row inserted).
+            writes.append(insert_sql(CommitRecord, [CommitRecord(
+                thread=thread, batch_id=batch_id, request_hash=request_hash, response=response)],
+                returning=("id",), ignore_conflicts=True))
+        if not run_statements(writes) and batch_id:
+            raise history.Skipped  # rolled back; the checked path replays the first save
+    return Committed(response, replayed=False)
+
+
+def run_statements(writes: list[Statement]) -> list[tuple]:
+    """Run these statements in order: on PostgreSQL in one (the last, an INSERT … RETURNING,
+    with the others as data-modifying CTEs: one round trip). Returns the last one's rows."""
+    if connection.vendor == "postgresql" and len(writes) > 1 and " RETURNING " in writes[-1][0]:
+        return one_statement(writes[-1], *writes[:-1])
+    rows: list[tuple] = []
+    with connection.cursor() as cursor:
+        for text, params in writes:
+            cursor.execute(text, params)
+            rows = cursor.fetchall() if " RETURNING " in text else []
+    return rows
+
+
+# --- a save in several parts ---------------------------------------------------------------
+
+def stage(*, thread: Thread, batch_id: str, part: int, payload: Any) -> dict[str, Any] | None:
+    """Keep an early part of a save under its batch id (a later delivery of the same part
+    replaces it); the thread is untouched. Returns the save's answer instead when it was
+    applied already. Under the thread's lock, so the last part's apply sees every part."""
+    with transaction.atomic():
+        lock_thread(thread, history_only=True)
+        record, _ = CommitRecord.objects.select_for_update().get_or_create(
+            thread=thread, batch_id=batch_id)
+        if record.response is not None:
+            return record.response
+        record.parts = {**record.parts, str(part): payload}
+        record.save(update_fields=["parts"])
+    return None
+
+
+def staged_take(*, thread: Thread, batch_id: str) -> dict[str, Any]:
+    """The staged parts of a save, by part number ("0", "1", ...), taken out of the store (the
+    save's answer takes their place). Inside the save's transaction: a refusal puts them back."""
+    record = CommitRecord.objects.filter(thread=thread, batch_id=batch_id,
+                                         response__isnull=True).first()
+    if record is None:
+        return {}
+    record.delete()
+    return record.parts
+
+
+# --- expiry --------------------------------------------------------------------------------
+
+def commit_records_prune(
+    *, now: datetime | None = None, hours: int | None = None, batch_size: int | None = None,
+    max_batches: int | None = None,
+) -> dict[str, int]:
+    """Beat: delete the records (answers and staged parts) older than `hours`
+    (COMMIT_REPLAY_HOURS; 0 keeps them all), the oldest first, in at most max_batches
+    statements of at most batch_size rows.
+
+    A batch takes the lowest ids, by the primary key, and deletes those of them that are old:
+    ids grow with created_at, so no index on created_at is needed (one more per commit), and a
+    batch that deletes fewer than it took has reached the window. A commit replayed after its
+    record went is applied again: its events come back as stored by their client ids, a sync's
+    items by their keys and its blobs are overwritten by key, so it duplicates nothing; events
+    without a client id would be appended twice (docs/operations.md). An upload whose parts
+    went is refused by its last part (409 incomplete_upload) and sent again."""
+    hours = settings.COMMIT_REPLAY_HOURS if hours is None else hours
+    batch_size = batch_size or settings.RETENTION_BATCH_SIZE
+    budget = max_batches if max_batches is not None else settings.RETENTION_MAX_BATCHES
+    done = {"batches": 0, "commit_records": 0}
+    if hours <= 0:
+        return done
+    cutoff = (now or timezone.now()) - timedelta(hours=hours)
+    while done["batches"] < budget:
+        oldest = CommitRecord.objects.order_by("pk").values("pk")[:batch_size]
+        deleted, _ = CommitRecord.objects.filter(pk__in=oldest, created_at__lt=cutoff).delete()
+        done["batches"] += 1
+        done["commit_records"] += deleted
+        if deleted < batch_size:
+            break
+    return done
