@@ -59,7 +59,8 @@ def test_it_is_taken_again_once_derivation_catches_up(otlp, queued, bound):  # n
 
 
 def test_the_oldest_trace_waiting_too_long_is_a_bound_too(otlp, queued, settings):  # noqa: F811
-    settings.CONTEXTSTORE = {**settings.CONTEXTSTORE, "OTLP_BACKLOG_MAX_TRACES": 0, "OTLP_BACKLOG_MAX_AGE": 60}
+    settings.CONTEXTSTORE = {**settings.CONTEXTSTORE, "OTLP_BACKLOG_MAX_TRACES": 0,
+                             "OTLP_BACKLOG_MAX_AGE": 60}
     assert otlp(chat("1" * 32)).status_code == 200
     assert otlp(chat("2" * 32)).status_code == 200
     first = OtelPending.objects.order_by("pk").first()

@@ -15,6 +15,7 @@ exported last), the trace's events move: the session they went to, used by no ot
 is deleted and the trace is derived again into the session its id names.
 """
 
+import functools
 import hashlib
 import logging
 from collections import defaultdict
@@ -527,16 +528,17 @@ def traces_derive(*, workspace: Workspace, trace_ids: list[str], actor: Actor,
         made = _sessions_made(workspace, groups, rows, actor)
         for (key, user), traces in sorted(groups.items()):
             traces.sort(key=lambda t: (t.spans[0].start_ns, t.trace_id))
-            kwargs = {"workspace": workspace, "key": key, "user": user, "traces": traces,
-                      "rows": [rows[t.trace_id] for t in traces], "actor": actor,
-                      "made": made.get((key, user))}
+            group_rows = [rows[t.trace_id] for t in traces]
+            derive = functools.partial(_session_derive, workspace=workspace, key=key, user=user,
+                                       traces=traces, rows=group_rows, actor=actor,
+                                       made=made.get((key, user)))
             try:
                 try:
-                    _session_derive(**kwargs)
+                    derive()
                 except history.Skipped:  # an event stored meanwhile: the append reads them first
-                    for ot in kwargs["rows"]:
+                    for ot in group_rows:
                         ot.refresh_from_db()
-                    _session_derive(**kwargs, path="checked")
+                    derive(path="checked")
                 done += len(traces)
             except (OperationalError, InterfaceError):
                 raise
