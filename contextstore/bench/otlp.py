@@ -193,6 +193,7 @@ class OtlpBench:
             ratio = derived / api_rate if api_rate else 0.0
             self.stdout.write(f"{label:<8}{workers:>8}{accepted:>18,.0f}{derived:>18,.0f}{made:>8,}"
                               f"{api_rate:>14,.0f}{ratio:>7.2f}{'' if ratio >= 0.5 else '  (target 0.50)'}")
+            self.stdout.flush()
         finally:
             for http in api + otlp:
                 http.pool.close()

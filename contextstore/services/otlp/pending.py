@@ -36,8 +36,8 @@ logger = logging.getLogger(__name__)
 DERIVE_TASK = "contextstore.tasks.derive_otlp"  # registered by apps.ready
 # Outbox rows one pass claims, in one transaction that holds its traces' locks (and, on SQLite,
 # the database's one write lock, which exports wait for) until it commits; the task repeats
-# passes while they come back full, for TASK_SECONDS at most (a sustained load's backlog is
-# continued by the next export's message, or beat's, and the worker serves summaries between).
+# passes while they come back full, for TASK_SECONDS at most, then queues a task for the rest (so
+# the worker serves summaries between, and a backlog never waits for beat's pass).
 PASS_ROWS = 25
 # Passes that may claim at once without one finding every row it was shown held by the others.
 CLAIM_SPREAD = 8
@@ -77,7 +77,12 @@ def pending_traces_derive(*, rows: int = PASS_ROWS) -> dict[str, int]:
         total["rows"] += taken
         total["traces"] += done
         total["failed"] += failed
-        if taken < rows or time.monotonic() > deadline:
+        if taken < rows:
+            return total
+        if time.monotonic() > deadline:
+            # More is due: the rest is the next task's, queued behind whatever summary waits
+            # (not left for the next export's or beat's, which may be half a minute away).
+            send_derive()
             return total
 
 
