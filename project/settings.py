@@ -299,6 +299,13 @@ CONTEXTSTORE = {
     # Spans (or log records) one transaction of an export keeps: a big export is stored in
     # several short transactions, each holding locks this long at most.
     "OTLP_STORE_CHUNK": env_int("OTLP_STORE_CHUNK", 2_000),
+    # Back-pressure: past this many traces waiting for derivation, or when the oldest has waited
+    # this many seconds, exports are answered 503 + Retry-After (retried by exporters, nothing
+    # kept meanwhile) until the workers catch up; 0 turns a bound off.
+    "OTLP_BACKLOG_MAX_TRACES": env_int("OTLP_BACKLOG_MAX_TRACES", 50_000),
+    "OTLP_BACKLOG_MAX_AGE": env_int("OTLP_BACKLOG_MAX_AGE", 600),
+    # The Retry-After of those 503s, in seconds.
+    "OTLP_BACKLOG_RETRY_AFTER": env_int("OTLP_BACKLOG_RETRY_AFTER", 15),
     # Most event ids one search-index batch (one short transaction) covers (services/search.py).
     "SEARCH_INDEX_BATCH": env_int("SEARCH_INDEX_BATCH", 5000),
 }

@@ -9,6 +9,7 @@ handler500 = "contextstore.outage.server_error"
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
+    path("metrics", health.metrics, name="metrics"),
     path("api/", include("contextstore.api.urls")),
     path("admin/login/", sso.admin_login),  # with LOCAL_PASSWORDS off: the dashboard's sign-on
     path("admin/", admin.site.urls),

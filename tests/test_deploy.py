@@ -744,7 +744,8 @@ def test_readyz_checks_database_broker_and_migrations(client, db, fresh_migratio
     response = client.get("/readyz")
     assert response.status_code == 200, response.json()
     assert response.json() == {
-        "status": "ok", "checks": {"database": "ok", "broker": "ok", "migrations": "ok"},
+        "status": "ok", "checks": {"database": "ok", "broker": "ok", "migrations": "ok",
+                                   "otlp_derivation": "ok, 0 traces waiting, oldest 0 s"},
     }
 
 

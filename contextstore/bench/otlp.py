@@ -1,20 +1,23 @@
-"""OTLP ingest throughput over HTTP on loopback, beside the plain API's batch append measured
-in the same run on the same server and database.
+"""OTLP end to end on the production layout (PostgreSQL, gunicorn from project/gunicorn.py, a
+Celery worker on CELERY_BROKER_URL), beside the plain API storing the same number of events, in
+one run, per worker count:
 
-    python manage.py bench_otlp                      # starts gunicorn on this database
-    python manage.py bench_otlp --url http://127.0.0.1:8000 --token cs_...
+    python manage.py bench_otlp --derive-workers 1,2,4
+    python manage.py bench_otlp --before /path/to/an/older/checkout     # its code first, same run
+    python manage.py bench_otlp --url http://127.0.0.1:8000 --token cs_...  # a running server
 
-Each of 4 exporters posts 512-span batches (protobuf, as the OTLP/HTTP exporters send them):
-64 traces of 8 spans, an `invoke_agent` root naming its conversation (8 traces each, as an
-agent's turns) and 7 chat spans whose input repeats the turn so far (GenAI conventions).
-Each of 4 API clients posts 512 events a request. Exports are derived by a Celery worker (one
-started beside gunicorn here, `--derive-workers` processes, on CELERY_BROKER_URL) off the
-request's path. Printed: events/s of the API; spans/s accepted (answered 200, kept with their
-outbox rows); spans/s derived (from the first export until the outbox is empty, so it counts
-the worker's backlog); the thread events the spans became, and the ratios (target: OTLP
-spans/s at least half the API's events/s).
+The workload is what instrumented chat clients send (issue 49): `--traces` traces, each an
+`invoke_agent` root and 10 chat spans whose input is the whole conversation so far (GenAI
+conventions), each trace a conversation of its own, 40 traces (440 spans) an export, sent by 4
+exporters. Per row: spans/s accepted (answered 200, kept with their outbox rows); events/s
+derived (the thread events the spans became, from the first export until the outbox is empty);
+then the API storing that many events in batches of 100 from 4 clients on the same server
+(events/s); and the ratio derived ÷ API (target: at least 0.5). `--before ROOT` runs the same
+rows first on the checkout at ROOT (its gunicorn and worker), so before and after share the
+machine's load of the moment.
 """
 
+import io
 import json
 import os
 import subprocess
@@ -23,6 +26,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import CommandError, OutputWrapper
@@ -33,9 +37,9 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from contextstore.bench.over_http import BODY, Http, bench_token, load, message, ok, start_server
 from contextstore.models import Event, OtelPending
 
-BATCH = 512
-SPANS_PER_TRACE = 8
-TRACES_PER_SESSION = 8
+CALLS = 10  # chat spans a trace
+TRACES_PER_EXPORT = 40
+API_BATCH = 100
 CLIENTS = 4
 
 
@@ -49,25 +53,25 @@ def _messages(turns: list[tuple[str, str]]) -> str:
                        for role, text in turns])
 
 
-def otlp_batch(tag: str) -> bytes:
-    """One export of BATCH spans: BATCH / SPANS_PER_TRACE conversations, each a trace."""
+def otlp_batch(tag: str, traces: int = TRACES_PER_EXPORT) -> bytes:
+    """One export of `traces` conversations, each a trace of a root and CALLS chat spans, each
+    span's input the whole conversation so far."""
     request = ExportTraceServiceRequest()
     resource_spans = request.resource_spans.add()
     resource_spans.resource.attributes.append(_kv("service.name", "bench-agent"))
     scope_spans = resource_spans.scope_spans.add()
     scope_spans.scope.name = "bench"
     start = time.time_ns()
-    for t in range(BATCH // SPANS_PER_TRACE):
+    for t in range(traces):
         trace_id = uuid.uuid4().bytes
         root = uuid.uuid4().bytes[:8]
         scope_spans.spans.append(Span(
             trace_id=trace_id, span_id=root, name="invoke_agent bench", kind=Span.SPAN_KIND_INTERNAL,
             start_time_unix_nano=start, end_time_unix_nano=start + 10**9, attributes=[
                 _kv("gen_ai.operation.name", "invoke_agent"), _kv("gen_ai.agent.name", "bench"),
-                _kv("gen_ai.conversation.id", f"{tag}-{t // TRACES_PER_SESSION}")]))
-        turns: list[tuple[str, str]] = [("system", "You are a benchmark.")]
-        for k in range(SPANS_PER_TRACE - 1):
-            turns.append(("user", f"question {t}.{k}: {BODY}"))
+                _kv("gen_ai.conversation.id", f"{tag}-{t}")]))
+        turns: list[tuple[str, str]] = [("system", "You are a benchmark."), ("user", f"question {t}: {BODY}")]
+        for k in range(CALLS):
             answer = f"answer {t}.{k}: {BODY}"
             scope_spans.spans.append(Span(
                 trace_id=trace_id, span_id=uuid.uuid4().bytes[:8], parent_span_id=root,
@@ -78,36 +82,32 @@ def otlp_batch(tag: str) -> bytes:
                             _kv("gen_ai.output.messages", _messages([("assistant", answer)])),
                             _kv("gen_ai.usage.input_tokens", 60 * len(turns)),
                             _kv("gen_ai.usage.output_tokens", 60)]))
-            turns.append(("assistant", answer))
+            turns += [("assistant", answer), ("user", f"question {t}.{k + 1}: {BODY}")]
     body: bytes = request.SerializeToString()
     return body
 
 
-def _rate(work: Callable[[int], int], seconds: float) -> tuple[int, float]:
-    """Items done by CLIENTS threads running `work(client)` (items per call) until `seconds`
-    have passed, and the seconds they took."""
-    done = [0] * CLIENTS
-    deadline = time.perf_counter() + seconds
-
-    def loop(i: int) -> None:
-        while time.perf_counter() < deadline:
-            done[i] += work(i)
-
+def _parallel(work: Callable[[int], None]) -> float:
+    """CLIENTS threads running `work(client)` once each; the seconds they took together."""
     began = time.perf_counter()
-    threads = [threading.Thread(target=loop, args=(i,)) for i in range(CLIENTS)]
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(CLIENTS)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    return sum(done), time.perf_counter() - began
+    return time.perf_counter() - began
 
 
-def start_worker(stdout: OutputWrapper, concurrency: int) -> subprocess.Popen:
-    """A Celery worker on this database and broker, for the derivation passes the exports queue."""
+def start_worker(stdout: OutputWrapper, concurrency: int, root: Path | None = None) -> subprocess.Popen:
+    """A Celery worker on this database and broker (both queues), `concurrency` processes,
+    serving this checkout or, with `root`, another one."""
+    env = {**os.environ, "LOG_LEVEL": "WARNING"}
+    if root is not None:
+        env["PYTHONPATH"] = str(root)
     worker = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "project", "worker", "--concurrency", str(concurrency),
          "--without-mingle", "--without-gossip", "--loglevel", "WARNING"],
-        cwd=settings.BASE_DIR, env={**os.environ, "LOG_LEVEL": "WARNING"}, stdout=subprocess.DEVNULL)
+        cwd=root or settings.BASE_DIR, env=env, stdout=subprocess.DEVNULL)
     stdout.write(f"started a worker (pid {worker.pid}, concurrency {concurrency}, broker "
                  f"{settings.CELERY_BROKER_URL.split('@')[-1]})")
     return worker
@@ -119,7 +119,7 @@ def drained(timeout: float) -> bool:
     while OtelPending.objects.exists():
         if time.monotonic() > deadline:
             return False
-        time.sleep(0.1)
+        time.sleep(0.05)
     return True
 
 
@@ -127,80 +127,73 @@ class OtlpBench:
     def __init__(self, stdout: OutputWrapper) -> None:
         self.stdout = stdout
 
-    def run(self, *, url: str | None, token: str | None, workers: int | None, seconds: float,
-            derive_workers: int = 1) -> None:
-        """With `url`, a server (and its worker) already running on this database."""
-        processes = []
-        if token is None:
-            token = bench_token("bench_otlp")
-        try:
-            if url is None:
-                server, url = start_server(self.stdout, workers)
-                processes = [server, start_worker(self.stdout, derive_workers)]
-            self.measure(url.rstrip("/"), token, seconds)
-        finally:
-            for process in processes:
-                process.terminate()
-                process.wait(timeout=30)
+    def run(self, *, url: str | None, token: str | None, workers: int | None, traces: int,
+            derive_workers: list[int], before: Path | None = None) -> None:
+        """With `url`, a server (and its worker) already running on this database: one row."""
+        token = token or bench_token("bench_otlp")
+        self.stdout.write(f"database {settings.DATABASES['default']['ENGINE']}, {os.cpu_count()} CPUs, "
+                          f"load average {load()}; {traces} traces of {CALLS} chat calls "
+                          f"({traces * (CALLS + 1)} spans)")
+        self.stdout.write(f"{'code':<8}{'workers':>8}{'accepted spans/s':>18}{'derived events/s':>18}"
+                          f"{'events':>8}{'API events/s':>14}{'ratio':>7}")
+        if url is not None:
+            self.row("running", "?", url.rstrip("/"), token, traces)
+            return
+        for label, root in ([("before", before)] if before else []) + [("after", None)]:
+            for n in derive_workers:
+                server, base = start_server(OutputWrapper(io.StringIO()), workers, root=root)
+                worker = start_worker(OutputWrapper(io.StringIO()), n, root)
+                try:
+                    self.row(label, str(n), base, token, traces)
+                finally:
+                    for process in (server, worker):
+                        process.terminate()
+                        process.wait(timeout=60)
 
-    def measure(self, url: str, token: str, seconds: float) -> None:
+    def row(self, label: str, workers: str, url: str, token: str, traces: int) -> None:
         tag = uuid.uuid4().hex[:8]
         auth = {"Authorization": f"Bearer {token}"}
-        self.stdout.write(f"server {url}, database {settings.DATABASES['default']['ENGINE']}, "
-                          f"{os.cpu_count()} CPUs, load average {load()}")
-        api = [Http(f"{url}/api/v1/", {**auth, "Content-Type": "application/json"}) for _ in range(CLIENTS)]
         otlp = [Http(f"{url}/otlp/", {**auth, "Content-Type": "application/x-protobuf"})
                 for _ in range(CLIENTS)]
-        threads = [ok(api[i].post("threads/ensure/", {"session_key": f"bench-otlp-{tag}-{i}",
-                                                      "name": "main"})).json()["id"] for i in range(CLIENTS)]
-        sent = [0] * CLIENTS
+        api = [Http(f"{url}/api/v1/", {**auth, "Content-Type": "application/json"}) for _ in range(CLIENTS)]
+        try:
+            for i in range(CLIENTS):  # warm: connections, the worker's first pass
+                ok(otlp[i].post("v1/traces", otlp_batch(f"{tag}-warm-{i}", 2)))
+            if not drained(180):
+                raise CommandError("the warm-up exports were not derived in 180 s: is a worker running?")
+            exports = max(1, traces // TRACES_PER_EXPORT)
+            bodies = [otlp_batch(f"{tag}-{n}") for n in range(exports)]  # built before the clock
+            spans = exports * TRACES_PER_EXPORT * (CALLS + 1)
+            events_before = Event.objects.count()
 
-        def api_batch(i: int) -> int:
-            body = {"events": [message(sent[i] + k, f"{tag}-{i}") for k in range(BATCH)]}
-            sent[i] += BATCH
-            ok(api[i].post(f"threads/{threads[i]}/events/", body))
-            return BATCH
+            def export(i: int) -> None:
+                for body in bodies[i::CLIENTS]:
+                    ok(otlp[i].post("v1/traces", body))
 
-        bodies = [otlp_batch(f"{tag}-warm-{i}") for i in range(CLIENTS)]
-        for i in range(CLIENTS):  # warm: connections, the first trace's sessions, the worker
-            ok(otlp[i].post("v1/traces", bodies[i]))
-        if not drained(120):
-            raise CommandError("the warm-up exports were not derived in 120 s: is a worker running?")
-        # Every batch new (a re-sent one costs less: its spans are known): built before the
-        # clock starts where the run's length allows, else on the way.
-        prepared = [[otlp_batch(f"{tag}-{i}-{n}") for n in range(max(2, int(seconds * 3)))]
-                    for i in range(CLIENTS)]
-        made_on_the_way = [0] * CLIENTS
+            began = time.perf_counter()
+            accepted = spans / _parallel(export)
+            if not drained(1800):
+                raise CommandError("the exports were not derived within 1800 s")
+            took = time.perf_counter() - began
+            made = Event.objects.count() - events_before
+            derived = made / took
 
-        def otlp_export(i: int) -> int:
-            if prepared[i]:
-                body = prepared[i].pop()
-            else:
-                made_on_the_way[i] += 1
-                body = otlp_batch(f"{tag}-{i}-late-{made_on_the_way[i]}")
-            ok(otlp[i].post("v1/traces", body))
-            return BATCH
+            threads = [ok(api[i].post("threads/ensure/", {"session_key": f"bench-otlp-{tag}-{i}",
+                                                          "name": "main"})).json()["id"]
+                       for i in range(CLIENTS)]
+            per_client = -(-made // CLIENTS)
 
-        events, took = _rate(api_batch, seconds)
-        api_rate = events / took
-        self.stdout.write(f"{'plain API batch append (512/request), 4 clients':<56} "
-                          f"{api_rate:>10,.0f} events/s")
-        events_before = Event.objects.count()
-        began = time.perf_counter()
-        spans, took = _rate(otlp_export, seconds)
-        accepted = spans / took
-        self.stdout.write(f"{'OTLP export accepted (512 spans/request, protobuf), 4 exporters':<56} "
-                          f"{accepted:>10,.0f} spans/s")
-        if not drained(600):
-            raise CommandError("the exports were not derived within 600 s")
-        derived = spans / (time.perf_counter() - began)
-        self.stdout.write(f"{'OTLP export derived (until the outbox is empty)':<56} "
-                          f"{derived:>10,.0f} spans/s")
-        made = Event.objects.count() - events_before
-        self.stdout.write(f"{'  thread events derived from those spans':<56} {made:>10,} events")
-        for what, rate in (("accepted", accepted), ("derived", derived)):
-            ratio = rate / api_rate if api_rate else 0.0
-            self.stdout.write(f"{f'OTLP spans/s {what} ÷ API events/s':<56} {ratio:>10.2f}   target >= 0.50"
-                              f"{'  ok' if ratio >= 0.5 else '  MISSED'}")
-        for http in api + otlp:
-            http.pool.close()
+            def append(i: int) -> None:
+                for start in range(0, per_client, API_BATCH):
+                    body = {"events": [message(start + k, f"{tag}-{i}")
+                                       for k in range(min(API_BATCH, per_client - start))]}
+                    ok(api[i].post(f"threads/{threads[i]}/events/", body))
+
+            api_rate = per_client * CLIENTS / _parallel(append)
+            ratio = derived / api_rate if api_rate else 0.0
+            self.stdout.write(f"{label:<8}{workers:>8}{accepted:>18,.0f}{derived:>18,.0f}{made:>8,}"
+                              f"{api_rate:>14,.0f}{ratio:>7.2f}{'' if ratio >= 0.5 else '  (target 0.50)'}")
+            self.stdout.flush()
+        finally:
+            for http in api + otlp:
+                http.pool.close()

@@ -113,7 +113,7 @@ def start_server(stdout: OutputWrapper, workers: int | None, root: Path | None =
     )
     url = f"http://127.0.0.1:{port}"
     # The first schema request builds the schema: seconds on a loaded machine.
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + 240  # a load average of 15 on 2 CPUs took more than 90 s
     while time.monotonic() < deadline:
         if server.poll() is not None:
             raise CommandError("gunicorn exited during start-up.")
@@ -124,7 +124,7 @@ def start_server(stdout: OutputWrapper, workers: int | None, root: Path | None =
             time.sleep(0.2)
     else:
         server.terminate()
-        raise CommandError("gunicorn did not answer within 90 s.")
+        raise CommandError("gunicorn did not answer within 240 s.")
     stdout.write(f"started gunicorn on {url} (pid {server.pid})")
     return server, url
 

@@ -275,6 +275,7 @@ def status_answer(code: int, message: str, encoding: str) -> bytes:
 
 RESOURCE_EXHAUSTED = code_pb2.RESOURCE_EXHAUSTED
 INVALID_ARGUMENT = code_pb2.INVALID_ARGUMENT
+UNAVAILABLE = code_pb2.UNAVAILABLE
 
 
 def span_count(request: trace_service_pb2.ExportTraceServiceRequest) -> int:

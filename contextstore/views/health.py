@@ -8,6 +8,10 @@ service), /readyz also fails when no Celery worker has written its heartbeat for
 worker that died quietly shows here, naming the worker.
 /readyz also reports each read replica (DATABASE_REPLICA_URLS): "ok, N s behind", "lagging"
 or "down"; neither of the last two fails it, since reads then go to the primary.
+/readyz also says how far behind OTLP derivation is (traces waiting, the oldest's age, and
+whether exports are refused for it); that fails no probe either: the API still serves, and the
+OTLP endpoint answers 503 itself while the backlog is past its bound.
+/metrics gives the same figures in Prometheus' text format (figures only, no names, no auth).
 """
 
 import logging
@@ -18,12 +22,13 @@ from celery import current_app
 from django.conf import settings
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
-from django.http import HttpRequest, HttpResponseBase, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from contextstore import db_router, outage
+from contextstore.selectors.otlp_backlog import otlp_backlog
 from contextstore.selectors.workers import worker_last_heartbeat
 
 logger = logging.getLogger(__name__)
@@ -86,6 +91,14 @@ def check_migrations() -> str:
     return "ok"
 
 
+def check_otlp_derivation() -> str:
+    backlog = otlp_backlog()
+    text = f"{backlog.traces} traces waiting, oldest {backlog.oldest_seconds:.0f} s"
+    if backlog.over:
+        return f"behind ({text}): past the {backlog.over} bound, OTLP exports answered 503"
+    return f"ok, {text}"
+
+
 def _run(checks: dict[str, Callable[[], str]]) -> JsonResponse:
     results: dict[str, str] = {}
     healthy = True
@@ -116,7 +129,8 @@ def healthz(request: HttpRequest) -> JsonResponse:
 @require_GET
 def readyz(request: HttpRequest) -> JsonResponse:
     checks: dict[str, Callable[[], str]] = {"database": check_database, "broker": check_broker,
-                                             "migrations": check_migrations}
+                                             "migrations": check_migrations,
+                                             "otlp_derivation": check_otlp_derivation}
     if settings.WORKER_HEARTBEAT_MAX_AGE > 0:
         checks["worker"] = check_worker
     # A replica down or lagging is reported, not a failure: its reads fall back to the primary.
@@ -125,7 +139,27 @@ def readyz(request: HttpRequest) -> JsonResponse:
     return _run(checks)
 
 
-PROBES: dict[str, Callable[[HttpRequest], JsonResponse]] = {"/healthz": healthz, "/readyz": readyz}
+@never_cache
+@require_GET
+def metrics(request: HttpRequest) -> HttpResponse:
+    """Prometheus' text exposition format: how far behind OTLP derivation is."""
+    backlog = otlp_backlog()
+    lines = []
+    for name, kind, help_text, value in (
+        ("contextstore_otlp_pending_traces", "gauge",
+         "OTLP traces waiting for derivation (outbox rows, one per export and trace).", backlog.traces),
+        ("contextstore_otlp_pending_oldest_seconds", "gauge",
+         "Age of the oldest OTLP trace waiting for derivation.", round(backlog.oldest_seconds, 3)),
+        ("contextstore_otlp_backpressure", "gauge",
+         "1 while OTLP exports are answered 503 because derivation is past its bound.",
+         int(bool(backlog.over))),
+    ):
+        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}", f"{name} {value}"]
+    return HttpResponse("\n".join(lines) + "\n", content_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+PROBES: dict[str, Callable[[HttpRequest], HttpResponse]] = {"/healthz": healthz, "/readyz": readyz,
+                                                             "/metrics": metrics}
 
 
 class ProbeMiddleware:

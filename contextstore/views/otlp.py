@@ -8,8 +8,10 @@ export response (or its partial_success) in the request's encoding; 400 for a bo
 not decode, 401/403 for a bad or read-only token, 413 over the byte or span limit, 415 for
 another encoding, 429 with Retry-After when the token is over its rate (the API's own window,
 contextstore.ratelimit), 503 with Retry-After while the database is unavailable
-(contextstore.outage). Exporters retry 429 and 503 after Retry-After; those refusals (and the
-span limit's) carry a `google.rpc.Status` in the request's encoding, as the specification asks.
+(contextstore.outage), and 503 with Retry-After while derivation is further behind than its
+bound (OTLP_BACKLOG_MAX_TRACES, OTLP_BACKLOG_MAX_AGE: back-pressure, nothing of the export kept).
+Exporters retry 429 and 503 after Retry-After; those refusals (and the span limit's) carry a
+`google.rpc.Status` in the request's encoding, as the specification asks.
 """
 
 from collections.abc import Callable
@@ -23,6 +25,7 @@ from contextstore.errors import DomainError, NotAuthenticated, error_body
 from contextstore.models import ApiToken
 from contextstore.otel import wire
 from contextstore.ratelimit import retry_after_header, token_rate, token_throttle
+from contextstore.selectors.otlp_backlog import otlp_backlog
 from contextstore.services.common import Actor
 from contextstore.services.otlp.ingest import export_ingest
 from contextstore.services.workspaces import api_token_of_header
@@ -64,6 +67,11 @@ def _export(request: HttpRequest, handle: Callable[[ApiToken, bytes, str], bytes
     if wait is not None:
         return _status(429, wire.RESOURCE_EXHAUSTED, "Too many requests for this API token; retry later.",
                        encoding, {"Retry-After": retry_after_header(wait)})
+    if over := otlp_backlog(exact=False).over:  # before the body is read, as the rate limit
+        return _status(503, wire.UNAVAILABLE,
+                       f"Derivation is behind (its {'backlog' if over == 'traces' else 'oldest trace'} "
+                       "is past the bound); nothing was kept: retry later.", encoding,
+                       {"Retry-After": str(settings.CONTEXTSTORE["OTLP_BACKLOG_RETRY_AFTER"])})
     limit = settings.CONTEXTSTORE["OTLP_MAX_BYTES"]
     try:
         body = wire.read_limited(request.read, request.headers.get("Content-Encoding", ""), limit)

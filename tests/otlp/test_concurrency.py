@@ -3,13 +3,16 @@ orders, each span alone and some twice: every trace still ends as one thread, ea
 
 import json
 import random
+import threading
 
 import pytest
-from django.db import connection, connections
+from django.db import connection, connections, transaction
+from django.utils import timezone
 
-from contextstore.models import Event, Session, Workspace
+from contextstore.models import Event, OtelPending, Session, Workspace
 from contextstore.otel import wire
 from contextstore.services.common import Actor
+from contextstore.services.otlp import pending
 from contextstore.services.otlp.ingest import export_ingest
 from tests.processes import run_forked
 
@@ -56,3 +59,37 @@ def test_exporters_racing_on_the_same_traces_make_each_thread_once(workspace):
         shape = list(Event.objects.filter(thread__session=session).order_by("seq")
                      .values_list("type", "role", "content"))
         assert shape == CASES["semconv_current"]["events"], session.key
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_passes_claiming_at_once_take_rows_of_their_own(workspace):
+    """N workers: a pass skips the rows another holds (SKIP LOCKED) and takes the next ones,
+    in the round-robin order, rather than finding its candidates held and ending."""
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks are PostgreSQL's")
+    now = timezone.now()
+    OtelPending.objects.bulk_create([OtelPending(workspace=workspace, trace_id=f"{n:032x}", due_at=now)
+                                     for n in range(1, 8)])
+    held, release, first = threading.Event(), threading.Event(), []
+
+    def hold() -> None:
+        try:
+            with transaction.atomic():
+                first.extend(row.pk for row in pending._claim(timezone.now(), 3))
+                held.set()
+                release.wait(30)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert held.wait(30)
+    try:
+        with transaction.atomic():
+            second = [row.pk for row in pending._claim(timezone.now(), 3)]
+    finally:
+        release.set()
+        holder.join()
+    ids = list(OtelPending.objects.order_by("pk").values_list("pk", flat=True))
+    assert (first, second) == (ids[:3], ids[3:6])

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from contextstore import tasks
 from contextstore.models import Event, OtelPending, OtelSpan, OtelTrace, Session, Workspace
-from contextstore.services.otlp import derive, ingest
+from contextstore.services.otlp import derive, ingest, pending
 from contextstore.services.otlp.pending import pending_traces_derive
 from project.celery import app
 from tests.outage import losing_connection_on
@@ -191,6 +191,21 @@ def test_spans_kept_by_another_export_meanwhile_are_left_as_they_are(otlp):
     assert OtelSpan.objects.count() == 30
     assert OtelSpan.objects.get(span_id=f"{1:016x}").name == "the other export's"
     assert Event.objects.filter(type="LLMComplete").count() == 29  # that one is no chat span
+
+
+def test_a_task_out_of_time_queues_the_next_for_what_is_left(otlp, queued, monkeypatch):
+    for n in (1, 2, 3):
+        body = fixture("semconv_current.json")
+        for s in body["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+            s["traceId"] = f"{n:032x}"
+        assert otlp(body).status_code == 200
+    monkeypatch.setattr(pending, "TASK_SECONDS", -1)  # out of time after the first pass
+    asked: list[int] = []
+    monkeypatch.setattr(pending, "send_derive", lambda: asked.append(1))
+    assert pending_traces_derive(rows=2) == {"rows": 2, "traces": 2, "failed": 0}
+    assert (OtelPending.objects.count(), asked) == (1, [1])
+    assert pending_traces_derive(rows=2) == {"rows": 1, "traces": 1, "failed": 0}
+    assert asked == [1]  # a pass that was not full: nothing left to ask for
 
 
 def test_a_backlog_is_derived_in_passes_of_a_bounded_size(otlp, queued):

@@ -15,6 +15,7 @@ exported last), the trace's events move: the session they went to, used by no ot
 is deleted and the trace is derived again into the session its id names.
 """
 
+import functools
 import hashlib
 import logging
 from collections import defaultdict
@@ -22,22 +23,29 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import Min
 from django.utils import timezone
 
 from contextstore.errors import Conflict
+from contextstore.eventspec import event_specs
 from contextstore.llm_models import call_cost
 from contextstore.models import Event, OtelLog, OtelSpan, OtelTrace, Run, Session, Thread, Workspace
 from contextstore.otel import mapping
-from contextstore.redaction import use_workspace
+from contextstore.redaction import redact_events, use_workspace
+from contextstore.services import history
 from contextstore.services.common import Actor, lock_thread
-from contextstore.services.events import event_append
+from contextstore.services.events import event_append_specs
 from contextstore.services.runs import run_finish
-from contextstore.services.sessions import session_delete, session_ensure, session_update, thread_ensure
+from contextstore.services.sessions import (
+    session_delete,
+    session_ensure,
+    session_update,
+    sessions_create_many,
+    thread_ensure,
+)
 
 logger = logging.getLogger(__name__)
-APPEND_BATCH = 500
 STATUS_ERROR = 2
 
 
@@ -319,38 +327,45 @@ def _move_from(ot: OtelTrace, group: list[int], actor: Actor) -> None:
 
 
 def _session_derive(*, workspace: Workspace, key: str, user: str, traces: list[_Trace],
-                    rows: list[OtelTrace], actor: Actor) -> Thread:
+                    rows: list[OtelTrace], actor: Actor, made: Thread | None = None,
+                    path: str = "fast") -> Thread:
     """Derive (again) the traces that name one session, in the order they began (their
-    OtelTrace `rows` locked by the caller): one append of what the thread lacks."""
+    OtelTrace `rows` locked by the caller): one append of what the thread lacks. `made`: the
+    session's main thread, made for it in this pass (sessions_create_many), which holds
+    nothing yet. `path`: event_append_specs' (the caller reruns "checked" on history.Skipped)."""
     with transaction.atomic():
         group = [ot.pk for ot in rows]
-        for ot in rows:
-            if ot.thread is not None and (ot.thread.session.key, ot.thread.session.user_id) != (key, user):
-                _move_from(ot, group, actor)
-                ot.thread = None
-        first = traces[0]
         agent = next((a for t in traces if (a := t.agent())), "")[:200]
-        session, _ = session_ensure(workspace=workspace, key=key, user_id=user, agent=agent, actor=actor)
-        if "otel" not in session.metadata:
-            session = session_update(session=session, actor=actor,
-                                     metadata={**session.metadata, "otel": first.provenance()})
-        thread = lock_thread(thread_ensure(session=session, actor=actor)[0], history_only=True)
+        if made is None:
+            for ot in rows:
+                named = (ot.thread.session.key, ot.thread.session.user_id) if ot.thread else None
+                if named is not None and named != (key, user):
+                    _move_from(ot, group, actor)
+                    ot.thread = None
+            session, _ = session_ensure(workspace=workspace, key=key, user_id=user, agent=agent, actor=actor)
+            if "otel" not in session.metadata:
+                session = session_update(session=session, actor=actor,
+                                         metadata={**session.metadata, "otel": traces[0].provenance()})
+            made = thread_ensure(session=session, actor=actor)[0]
+            held_already = True
+        else:
+            held_already = False
+        thread = lock_thread(made, history_only=True)
         events = [e for t in traces for e in trace_events(t)]
-        held = _held(thread, events)
+        held = _held(thread, events) if held_already else set()
         if _out_of_order(events, held) and _owned(group, thread, len(held)):
             # Spans came late that belong before events already stored (a parent or an
             # earlier call): the session, these traces' own, is written again in order.
-            session_delete(session=session, actor=actor)
+            session_delete(session=thread.session, actor=actor)
             session, _ = session_ensure(workspace=workspace, key=key, user_id=user, agent=agent,
-                                        metadata={"otel": first.provenance()}, actor=actor)
+                                        metadata={"otel": traces[0].provenance()}, actor=actor)
             thread = lock_thread(thread_ensure(session=session, actor=actor)[0], history_only=True)
             held = set()
-        _append_new(thread, events, held, actor)
+        _append_new(thread, events, held, actor, path)
         _runs_end(thread, traces, actor)
         now = timezone.now()
         for ot in rows:
             ot.thread, ot.session_key, ot.mapped_at = thread, key, now
-        OtelTrace.objects.bulk_update(rows, ["thread", "session_key", "mapped_at"])
     return thread
 
 
@@ -396,16 +411,24 @@ def _fitted(event: dict[str, Any]) -> dict[str, Any]:
             "data": data}
 
 
-def _append_new(thread: Thread, events: list[dict[str, Any]], held: set[str], actor: Actor) -> None:
-    """Append the events the thread does not hold yet (the first of each client id)."""
+def _append_new(thread: Thread, events: list[dict[str, Any]], held: set[str], actor: Actor,
+                path: str) -> None:
+    """Append the events the thread does not hold yet (the first of each client id), as one
+    batch under the caller's lock of the thread (validated MAX_EVENTS_PER_BATCH at a time)."""
     held = set(held)
     fresh = []
     for event in events:
         if event["client_id"] not in held:
             held.add(event["client_id"])
             fresh.append(_fitted({k: v for k, v in event.items() if v is not None}))
-    for i in range(0, len(fresh), APPEND_BATCH):
-        event_append(thread=thread, events=fresh[i:i + APPEND_BATCH], actor=actor)
+    if not fresh:
+        return
+    fresh = redact_events(use_workspace(thread.workspace), fresh)
+    step = settings.CONTEXTSTORE["MAX_EVENTS_PER_BATCH"]
+    specs = [spec for i in range(0, len(fresh), step) for spec in event_specs(fresh[i:i + step])]
+    if connection.vendor != "postgresql":
+        path = "checked"
+    event_append_specs(thread=thread, specs=specs, actor=actor, locked=True, path=path)
 
 
 def _dt(ns: int) -> datetime:
@@ -442,6 +465,24 @@ def _runs_end(thread: Thread, traces: list[_Trace], actor: Actor) -> None:
                        ended_at=_dt(max(own.end_ns, own.start_ns)))
         except Conflict:  # ended already otherwise (an agent or a person finished it): kept
             pass
+
+
+def _sessions_made(workspace: Workspace, groups: dict[tuple[str, str], list[_Trace]],
+                   rows: dict[str, OtelTrace], actor: Actor) -> dict[tuple[str, str], Thread]:
+    """The sessions of this pass's new conversations (traces derived for the first time, whose
+    session does not exist yet), made together with their threads in a few statements; the
+    rest go through session_ensure one by one."""
+    fresh = {(key, user): traces for (key, user), traces in groups.items()
+             if all(rows[t.trace_id].thread_id is None for t in traces)}
+    existing: set[tuple[str, str]] = set()
+    keys = sorted({key for key, _ in fresh})
+    for i in range(0, len(keys), 500):
+        existing |= set(Session.objects.filter(workspace=workspace, app="", key__in=keys[i:i + 500])
+                        .values_list("key", "user_id"))
+    new = [(key, user, next((a for t in traces if (a := t.agent())), "")[:200],
+            {"otel": traces[0].provenance()})
+           for (key, user), traces in sorted(fresh.items()) if (key, user) not in existing]
+    return sessions_create_many(workspace=workspace, new=new, actor=actor) if len(new) > 1 else {}
 
 
 class Derived(NamedTuple):
@@ -484,11 +525,20 @@ def traces_derive(*, workspace: Workspace, trace_ids: list[str], actor: Actor,
                 trace = _Trace(spans[trace_id], logs[trace_id])
                 key = trace.session_key() or trace_id
                 groups[(key, trace.first(mapping.USER_KEYS)[:255])].append(trace)
+        made = _sessions_made(workspace, groups, rows, actor)
         for (key, user), traces in sorted(groups.items()):
             traces.sort(key=lambda t: (t.spans[0].start_ns, t.trace_id))
+            group_rows = [rows[t.trace_id] for t in traces]
+            derive = functools.partial(_session_derive, workspace=workspace, key=key, user=user,
+                                       traces=traces, rows=group_rows, actor=actor,
+                                       made=made.get((key, user)))
             try:
-                _session_derive(workspace=workspace, key=key, user=user, traces=traces,
-                                rows=[rows[t.trace_id] for t in traces], actor=actor)
+                try:
+                    derive()
+                except history.Skipped:  # an event stored meanwhile: the append reads them first
+                    for ot in group_rows:
+                        ot.refresh_from_db()
+                    derive(path="checked")
                 done += len(traces)
             except (OperationalError, InterfaceError):
                 raise
@@ -498,6 +548,10 @@ def traces_derive(*, workspace: Workspace, trace_ids: list[str], actor: Actor,
                 logger.exception("otel traces %s could not be derived; their spans are kept",
                                  [t.trace_id for t in traces])
                 failed += [t.trace_id for t in traces]
+                for t in traces:
+                    rows.pop(t.trace_id, None)
+        OtelTrace.objects.bulk_update([ot for ot in rows.values() if ot.mapped_at is not None],
+                                      ["thread", "session_key", "mapped_at"], batch_size=500)
     return Derived(done, failed)
 
 

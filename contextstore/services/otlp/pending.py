@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from celery import current_app
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
-from django.db.models import F, Window
+from django.db.models import Case, F, IntegerField, Value, When, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
@@ -36,9 +36,11 @@ logger = logging.getLogger(__name__)
 DERIVE_TASK = "contextstore.tasks.derive_otlp"  # registered by apps.ready
 # Outbox rows one pass claims, in one transaction that holds its traces' locks (and, on SQLite,
 # the database's one write lock, which exports wait for) until it commits; the task repeats
-# passes while they come back full, for TASK_SECONDS at most (a sustained load's backlog is
-# continued by the next export's message, or beat's, and the worker serves summaries between).
+# passes while they come back full, for TASK_SECONDS at most, then queues a task for the rest (so
+# the worker serves summaries between, and a backlog never waits for beat's pass).
 PASS_ROWS = 25
+# Passes that may claim at once without one finding every row it was shown held by the others.
+CLAIM_SPREAD = 8
 TASK_SECONDS = 60
 MAX_BACKOFF = 3600
 
@@ -75,12 +77,17 @@ def pending_traces_derive(*, rows: int = PASS_ROWS) -> dict[str, int]:
         total["rows"] += taken
         total["traces"] += done
         total["failed"] += failed
-        if taken < rows or time.monotonic() > deadline:
+        if taken < rows:
+            return total
+        if time.monotonic() > deadline:
+            # More is due: the rest is the next task's, queued behind whatever summary waits
+            # (not left for the next export's or beat's, which may be half a minute away).
+            send_derive()
             return total
 
 
 def _fair_ids(now: datetime, limit: int) -> list[int]:
-    """The due outbox rows a pass takes, round robin across workspaces: every workspace's
+    """The due outbox rows a pass may take, round robin across workspaces: every workspace's
     oldest row first, then every workspace's second, and so on (ROW_NUMBER per workspace). A
     workspace's backlog of thousands of traces is shared with, never ahead of, another's one
     trace, which is taken by the very next pass."""
@@ -89,14 +96,27 @@ def _fair_ids(now: datetime, limit: int) -> list[int]:
                 .order_by("rank", "pk").values_list("pk", flat=True)[:limit])
 
 
+def _claim(now: datetime, limit: int) -> list[OtelPending]:
+    """Lock `limit` of the due rows, in their round-robin order, skipping those another pass
+    holds (SKIP LOCKED): N workers' passes running at once each take rows of their own, the
+    first the first `limit`, the next the `limit` after them, and so on (CLAIM_SPREAD passes at
+    once before a pass finds the candidates it was shown all held; it then ends, and the next
+    export's task or beat's starts it again). FOR UPDATE cannot go with a window function, so
+    the candidates are chosen first and locked by key, in the order chosen."""
+    ids = _fair_ids(now, limit * CLAIM_SPREAD)
+    if not ids:
+        return []
+    order = Case(*[When(pk=pk, then=Value(n)) for n, pk in enumerate(ids)], output_field=IntegerField())
+    rows = list(OtelPending.objects.select_for_update(skip_locked=True, of=("self",))
+                .filter(pk__in=ids, due_at__lte=now).select_related("workspace", "token")
+                .order_by(order)[:limit])
+    return sorted(rows, key=lambda row: row.pk)
+
+
 def _pass(limit: int) -> tuple[int, int, int]:
     now = timezone.now()
     with transaction.atomic():
-        # Rows another pass holds are skipped (SKIP LOCKED), not waited for; FOR UPDATE cannot
-        # go with a window function, so the ids are chosen first and locked by key.
-        claimed = list(OtelPending.objects.select_for_update(skip_locked=True, of=("self",))
-                       .filter(pk__in=_fair_ids(now, limit), due_at__lte=now)
-                       .select_related("workspace", "token").order_by("pk"))
+        claimed = _claim(now, limit)
         by_workspace: dict[int, list[OtelPending]] = defaultdict(list)
         for row in claimed:
             by_workspace[row.workspace_id].append(row)
