@@ -90,20 +90,21 @@ def apply(op: tuple, thread: Thread, session, actor) -> Thread:
         span = _range(thread, a, b)
         if span:
             collapse_create(thread=thread, start_position=span[0], end_position=span[1],
-                            summary_text=f"summary {a}", actor=actor)
+                            summary_text=f"summary {a}", actor=actor, widen=True)
     elif kind == "summary_job":
         span = _range(thread, a, b)
         if span:
             try:
                 job = summaries.summarize_range_request(
-                    thread=thread, start_position=span[0], end_position=span[1], actor=actor)
+                    thread=thread, start_position=span[0], end_position=span[1], actor=actor,
+                    widen=True)
             except DomainError:
                 return thread  # only runtime events there: nothing a summary can take
             summaries.summary_job_run(job_id=job.pk)  # what the worker's task calls
     elif kind == "fork":
         span = _range(thread, a, b) or (None, None)
         return thread_fork(thread=thread, name=f"fork-{next(keys)}", start_position=span[0],
-                           end_position=span[1], actor=actor)
+                           end_position=span[1], actor=actor, widen=True)
     elif kind == "undo":
         undoable = list(Collapse.objects.filter(thread=thread, undone_at__isnull=True,
                                                 summary_event__status="active").order_by("pk"))
