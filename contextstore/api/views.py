@@ -37,6 +37,7 @@ from contextstore.llm_models import thread_model_settings
 from contextstore.models import Collapse, Job, ReadAudit, Run, Session, Thread
 from contextstore.selectors import rendering
 from contextstore.selectors.events import event_search
+from contextstore.selectors.renders import render_tools
 from contextstore.selectors.sessions import session_threads, workspace_sessions
 from contextstore.selectors.threads import BIGINT_MAX, thread_data_of_workspace, thread_of_workspace
 from contextstore.selectors.workspaces import memory_recall
@@ -251,7 +252,9 @@ class ThreadViewSet(ThreadHistoryActions, ThreadStateActions, ThreadBlockActions
         max_tokens = query.get("max_tokens") or thread_model_settings(thread).budget
         options = {"thread": thread, "max_tokens": max_tokens, "strip_thinking": query["strip_thinking"],
                    "fmt": query["format"], "on_oversize": query["on_oversize"],
-                   "start_chunk": query.get("start_chunk")}
+                   "start_chunk": query.get("start_chunk"),
+                   "tools": render_tools(workspace_id=thread.workspace_id,
+                                         tools_hash=query.get("tools_hash"))}
         if not query["record"]:
             response = Response(rendering.render(**options).body)
         else:
