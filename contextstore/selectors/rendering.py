@@ -553,10 +553,16 @@ def render_plan(
              + section_tokens(summary_tokens, thread.summary) + section_tokens(suffix.tokens, suffix.text))
     plan = plan_history(budget=max(max_tokens - fixed, 0), strip_thinking=strip, newest=newest,
                         on_oversize=on_oversize, start_chunk=start_chunk,
-                        total=thread.active_tokens + FRAME_TOKENS * thread.active_event_count,
+                        total=working_tokens(thread),
                         upto_seq=thread.last_seq)
     return Planned(thread, max_tokens, fmt, strip, options, prefix, suffix, summary_tokens, fixed,
                    plan, blocks, newest, known, keep=reuse, tools=list(tools))
+
+
+def working_tokens(thread: Thread) -> int:
+    """The working context's tokens as a render counts them: every event's, framed (the stable
+    start's floor is measured in them: window_floor)."""
+    return thread.active_tokens + FRAME_TOKENS * thread.active_event_count
 
 
 def section_tokens(tokens: int, text: str) -> int:
