@@ -488,6 +488,15 @@ class PreparedRows(_Prepared):
              along: Sequence[tuple[str, list]] = ()) -> list[tuple]:
         return self._answer(*self._rows(values, limit, along))
 
+    def statement(self, *values: int | str) -> tuple[tuple, str, list]:
+        """(what `answer` needs, the SQL, its params): the query for a caller to run itself,
+        with statements of its own (run_along)."""
+        return self._statement(values)
+
+    def answer(self, compiled: tuple, rows: list[tuple]) -> list[tuple]:
+        """The rows `statement`'s SQL gave, as `rows` returns them."""
+        return self._answer(compiled, rows)
+
     def _answer(self, compiled: tuple, rows: list[tuple]) -> list[tuple]:
         converters = compiled[3]
         if not converters:
@@ -500,3 +509,15 @@ class PreparedRows(_Prepared):
                     cells[pos] = converter(cells[pos], expression, connection)
             converted.append(tuple(cells))
         return converted
+
+
+def run_along(along: Sequence[tuple[str, list]], read: tuple[str, list] | None = None) -> list[tuple]:
+    """Data-modifying statements (PostgreSQL) in one statement with a read, whose rows it
+    returns (`read`: its SQL and params; none: `SELECT 1`): one round trip for both."""
+    text, params = read or ("SELECT 1", [])
+    ctes = ", ".join(f"_along{i} AS ({sql})" for i, (sql, _) in enumerate(along))
+    with connection.cursor() as cursor:
+        cursor.execute(f"WITH {ctes} {text}", [p for _, ps in along for p in ps] + list(params))
+        return cursor.fetchall()
+
+

@@ -2,10 +2,15 @@
 
 A provider's prompt cache keeps the longest prefix of a request it has seen before: tools,
 then system, then messages, serialized in that order. So what one request can reuse of the
-one before is the token-counted longest common prefix of the two serialized requests, and it
-counts only from the provider's minimum cacheable prefix up. Tokens are cl100k_base
-(contextstore.tokens), which approximates each provider's own tokenizer; each tool, system
-block and message is counted on its own, as providers frame them.
+one before is the longest common prefix of the two serialized requests, and it counts only
+from the provider's minimum cacheable prefix up.
+
+Tokens are counted as everywhere else (contextstore.tokens.request_tokens): cl100k_base, which
+approximates each provider's own tokenizer; each tool (its JSON), system block and message (the
+text the model reads) on its own, framed. A render's segments carry the counts the render made
+(from its events' stored counts), so the analysis of a request and its render say one number.
+Where two segments first differ, the share of the later one that repeats the earlier is taken
+from their serialized forms' common token prefix.
 """
 
 import difflib
@@ -17,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from contextstore.tokens import encoding
+from contextstore.tokens import count_tokens, encoding, framed, tool_tokens
 
 
 @dataclass(frozen=True)
@@ -72,10 +77,17 @@ class Segment:
     label: str  # for people: "system block 2 (suffix blocks)", "message 14 (user)"
     text: str  # its canonical JSON
     plain: str  # the words it carries, for a word diff
+    count: int | None = None  # its tokens as the render that made it counted them, if one did
 
     @property
     def tokens(self) -> int:
-        return len(_encode(self.text))
+        """Its part of tokens.request_tokens: what its maker counted, else a tool's definition,
+        or the text it carries, framed."""
+        if self.count is not None:
+            return self.count
+        if self.part == "tools":
+            return tool_tokens(json.loads(self.text))
+        return framed(count_tokens(self.plain))
 
 
 def canonical(value: Any) -> str:
@@ -116,7 +128,7 @@ def reuse(before: Sequence[Segment], after: Sequence[Segment]) -> Reuse:
         n = 0
         while n < min(len(a), len(b)) and a[n] == b[n]:
             n += 1
-        reusable += n
+        reusable += y.tokens * n // len(b) if b else 0  # the share of it that repeats
         break
     if index is None and len(before) != len(after):
         index = min(len(before), len(after))

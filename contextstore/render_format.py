@@ -19,7 +19,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from contextstore.tokens import count_tokens, is_peteos_thinking, is_thinking, part_text, peteos_message
+from contextstore.tokens import (
+    count_tokens,
+    framed,
+    is_peteos_thinking,
+    is_thinking,
+    part_text,
+    peteos_message,
+)
 from contextstore.toolcalls import (
     CALL_PART_TYPES,
     RESULT_PART_TYPES,
@@ -391,7 +398,35 @@ def event_tokens(event: EventFields, strip_thinking: bool) -> int:
     return event_cost(event.token_count, event.thinking_tokens, strip_thinking)
 
 
-def _raw(units: list[list[Item]], strip_thinking: bool) -> list[dict[str, Any]]:
+class _Counts:
+    """Each message's tokens as the builders make them (tokens.request_tokens' pieces): an event
+    counts framed in the message it went into; one that adds nothing to any message (no text,
+    no block) counts with the next message, or the last if none follows, so the messages' counts
+    always add up to the render's history tokens."""
+
+    def __init__(self) -> None:
+        self.n: list[int] = []
+        self.carry = 0
+
+    def new(self, tokens: int) -> None:
+        self.n.append(tokens + self.carry)
+        self.carry = 0
+
+    def add(self, index: int, tokens: int) -> None:
+        self.n[index] += tokens
+
+    def done(self) -> list[int]:
+        if self.carry and self.n:
+            self.n[-1] += self.carry
+            self.carry = 0
+        return self.n
+
+
+def _item_tokens(item: Item, strip_thinking: bool) -> int:
+    return framed(event_tokens(item.event, strip_thinking))
+
+
+def _raw(units: list[list[Item]], strip_thinking: bool, counts: _Counts) -> list[dict[str, Any]]:
     out = []
     for item in (i for unit in units for i in unit):
         e = item.event
@@ -405,23 +440,31 @@ def _raw(units: list[list[Item]], strip_thinking: bool) -> list[dict[str, Any]]:
         if item.answers:
             message["tool_call_id"] = item.answers
         out.append(message)
+        counts.new(framed(event_tokens(e, strip_thinking)))
     return out
 
 
-def _openai(units: list[list[Item]], summary_as_user: bool) -> list[dict[str, Any]]:
+def _openai(units: list[list[Item]], summary_as_user: bool, counts: _Counts) -> list[dict[str, Any]]:
     """Chat Completions messages: the calls of a unit on one assistant message, then one
     `tool` message per result. Thinking has no place in these messages and is left out."""
     out: list[dict[str, Any]] = []
     for unit in units:
         assistant: dict[str, Any] | None = None
+        at = 0  # the assistant message's index
         for item in unit:
             text, _ = _text_of(item.event, keep_thinking=False)
+            tokens = _item_tokens(item, True)
             if item.kind == "result":
                 out.append({"role": "tool", "tool_call_id": item.answers, "content": text})
+                counts.new(tokens)
             elif item.calls:
                 if assistant is None:
                     assistant = {"role": "assistant", "content": None, "tool_calls": []}
                     out.append(assistant)
+                    at = len(out) - 1
+                    counts.new(tokens)
+                else:
+                    counts.add(at, tokens)
                 if text:
                     assistant["content"] = f"{assistant['content']}\n{text}" if assistant["content"] else text
                 assistant["tool_calls"].extend(
@@ -432,6 +475,9 @@ def _openai(units: list[list[Item]], summary_as_user: bool) -> list[dict[str, An
                 if summary_as_user and item.event.type == "Summary":  # it opens a turn (opens_turn)
                     role = "user"
                 out.append({"role": role, "content": text})
+                counts.new(tokens)
+            else:
+                counts.carry += tokens
     return out
 
 
@@ -458,17 +504,20 @@ def _anthropic_blocks(item: Item, strip_thinking: bool) -> tuple[str, list[dict[
     return "assistant", blocks
 
 
-def _anthropic(units: list[list[Item]], strip_thinking: bool) -> list[dict[str, Any]]:
+def _anthropic(units: list[list[Item]], strip_thinking: bool, counts: _Counts) -> list[dict[str, Any]]:
     """Messages API turns: tool_use/tool_result blocks, consecutive same-role turns merged."""
     out: list[dict[str, Any]] = []
     for item in (i for unit in units for i in unit):
         role, blocks = _anthropic_blocks(item, strip_thinking)
+        tokens = _item_tokens(item, strip_thinking)
         if not blocks:
-            continue
-        if out and out[-1]["role"] == role:
+            counts.carry += tokens
+        elif out and out[-1]["role"] == role:
             out[-1]["content"].extend(blocks)
+            counts.add(len(out) - 1, tokens)
         else:
             out.append({"role": role, "content": blocks})
+            counts.new(tokens)
     return out
 
 
@@ -479,25 +528,56 @@ def build_messages(
     """The messages (and for anthropic, `system`) from the chosen texts and events. Pure.
     `summary_as_user`: openai shows a collapse's summary as a user message, as anthropic does
     (false only to rebuild a render recorded before it did: selectors/renders.py)."""
+    return build_counted(fmt=fmt, prefix=prefix, summary=summary, suffix=suffix, units=units,
+                         strip_thinking=strip_thinking, summary_as_user=summary_as_user)[0]
+
+
+def build_counted(
+    *, fmt: str, prefix: str, summary: str, suffix: str, units: list[list[Item]],
+    strip_thinking: bool, summary_as_user: bool = True, section_tokens: tuple[int, int, int] | None = None,
+) -> tuple[dict[str, Any], dict[str, list[int]]]:
+    """build_messages, and each system block's and message's tokens as tokens.request_tokens
+    counts them ({"system": [...], "messages": [...]}, in the body's order): a section's text
+    (`section_tokens`, when the caller counted them already) or an event's stored count,
+    framed. They add up to the render's total less its tools."""
+    texts = (prefix, summary, suffix)
+    known = section_tokens or tuple(count_tokens(t) for t in texts)
+    sections = [(t, framed(n)) for t, n in zip(texts, known, strict=True)]
+    counts = _Counts()
     if fmt == "anthropic":
-        system = [{"type": "text", "text": t} for t in (prefix, summary, suffix) if t]
-        return {"system": system, "messages": _anthropic(units, strip_thinking)}
+        system = [{"type": "text", "text": t} for t, _ in sections if t]
+        messages = _anthropic(units, strip_thinking, counts)
+        return {"system": system, "messages": messages}, _counts_done(
+            counts, [n for t, n in sections if t], [], [])
+    head = [(t, n, name) for (t, n), name in zip(sections[:2], ("prefix", "summary"), strict=True) if t]
+    tail = [(suffix, sections[2][1], "suffix")] if suffix else []
     if fmt == "openai":
-        head = [{"role": "system", "content": t} for t in (prefix, summary) if t]
-        tail = [{"role": "system", "content": suffix}] if suffix else []
-        return {"messages": head + _openai(units, summary_as_user) + tail}
-    messages: list[dict[str, Any]] = []
-    if prefix:
-        messages.append({"role": "system", "section": "prefix", "content": prefix,
-                         "tokens": count_tokens(prefix)})
-    if summary:
-        messages.append({"role": "system", "section": "summary", "content": summary,
-                         "tokens": count_tokens(summary)})
-    messages.extend(_raw(units, strip_thinking))
-    if suffix:
-        messages.append({"role": "system", "section": "suffix", "content": suffix,
-                         "tokens": count_tokens(suffix)})
-    return {"messages": messages}
+        history = _openai(units, summary_as_user, counts)
+        return ({"messages": [{"role": "system", "content": t} for t, _, _ in head] + history
+                 + [{"role": "system", "content": t} for t, _, _ in tail]},
+                _counts_done(counts, [], [n for _, n, _ in head], [n for _, n, _ in tail]))
+    raw = dict(zip(("prefix", "summary", "suffix"), known, strict=True))
+    before: list[dict[str, Any]] = [{"role": "system", "section": name, "content": t, "tokens": raw[name]}
+                                    for t, _, name in head]
+    after: list[dict[str, Any]] = [{"role": "system", "section": name, "content": t, "tokens": raw[name]}
+                                   for t, _, name in tail]
+    history = _raw(units, strip_thinking, counts)
+    return {"messages": before + history + after}, _counts_done(
+        counts, [], [n for _, n, _ in head], [n for _, n, _ in tail])
+
+
+def _counts_done(counts: _Counts, system: list[int], head: list[int], tail: list[int]
+                 ) -> dict[str, list[int]]:
+    """{"system": the system blocks', "messages": the system texts before history, history's,
+    those after it}; an event that went into no message, with none in history, counts with
+    the last piece there is."""
+    history = counts.done()
+    messages = [*head, *history, *tail]
+    if counts.carry:
+        last = messages if messages else system
+        if last:
+            last[-1] += counts.carry
+    return {"system": system, "messages": messages}
 
 
 def prefix_hash(prefix: str) -> str:

@@ -130,3 +130,42 @@ def event_tokens(content: str, parts: list[Any] | None, *, type_: str = "",
         if is_thinking(part):
             thinking += n
     return total, thinking
+
+
+# ------------------------------------------------------------------ a request's tokens
+
+# What every provider adds around each piece of a request (a message's role and delimiters,
+# a system block's, a tool definition's), per piece: OpenAI's published counting adds 3 or 4
+# per message; one fixed figure for every provider and piece keeps the count cheap and the same
+# wherever it is made.
+FRAME_TOKENS = 4
+
+
+def framed(tokens: int) -> int:
+    """A piece of a request counted with its framing (FRAME_TOKENS)."""
+    return tokens + FRAME_TOKENS
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+@functools.lru_cache(maxsize=1024)
+def _tool_tokens(text: str) -> int:
+    return framed(count_tokens(text))
+
+
+def tool_tokens(tool: Any) -> int:
+    """One tool definition: its canonical JSON (the schema is what the provider reads), framed.
+    Agents send the same few tools on every call: each is encoded once per process."""
+    return _tool_tokens(canonical_json(tool))
+
+
+def request_tokens(*, tools: Any = (), system: Any = (), messages: Any = ()) -> int:
+    """The tokens of one provider request, the one count every place uses (the render's total
+    and budget, the dashboard's gauge, the prompt-cache analysis, the API): each tool's
+    definition (tool_tokens), and each system text and each history event as token counts of
+    the text the model reads (cl100k_base, count_tokens: an event's stored count, its content,
+    text parts, tool calls' names and arguments, thinking unless stripped), each framed."""
+    return (sum(tool_tokens(t) for t in tools) + sum(framed(n) for n in system)
+            + sum(framed(n) for n in messages))

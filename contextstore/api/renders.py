@@ -134,7 +134,9 @@ class ThreadRenderViewSet(ThreadSubjectViewSet):
         max_tokens = query.get("max_tokens") or thread_model_settings(thread).budget
         options = {"thread": thread, "max_tokens": max_tokens, "strip_thinking": query["strip_thinking"],
                    "fmt": query["format"], "on_oversize": query["on_oversize"],
-                   "start_chunk": query.get("start_chunk")}
+                   "start_chunk": query.get("start_chunk"),
+                   "tools": renders.render_tools(workspace_id=thread.workspace_id,
+                                                 tools_hash=query.get("tools_hash"))}
         if not query["record"]:
             response = Response(rendering.render(**options).body)
         else:

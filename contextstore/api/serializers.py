@@ -593,6 +593,12 @@ class ContextQuerySerializer(serializers.Serializer):
         help_text="Stable starts: the history's start moves forward only, by this share of the "
                   "history budget at a time, so the provider's prompt cache holds across calls; "
                   "0 slides it turn by turn. Default: the server's RENDER_START_CHUNK_PERCENT.")
+    tools_hash = serializers.RegexField(
+        r"^[0-9a-f]{64}$", required=False,
+        help_text="The tool definitions the request will send, named by the sha256 of their "
+                  "canonical JSON as the server keeps a logged call's `data.tools` (sorted keys, "
+                  "no spaces): counted in the budget and in stats.total_tokens "
+                  "(stats.sections.tools). Unknown to this workspace: 400.")
     record = serializers.BooleanField(
         required=False, default=False,
         help_text="Keep a render record (write scope); the response carries its render_id, "

@@ -96,18 +96,32 @@ def _text(content: Any) -> str:
 
 
 def _plain(message: Any) -> str:
-    """A message's text: its content, or its parts (GenAI conventions' messages, OTLP ingest)."""
+    """A message's text: its content, or its parts (GenAI conventions' messages, OTLP ingest),
+    and the names and arguments of the tool calls it makes (OpenAI's `tool_calls`)."""
     if not isinstance(message, dict):
         return _text(message)
     if "content" not in message and isinstance(message.get("parts"), list):
-        return _text(message["parts"])
-    return _text(message.get("content"))
+        text = _text(message["parts"])
+    else:
+        text = _text(message.get("content"))
+    calls = message.get("tool_calls")
+    if isinstance(calls, list):
+        named = [c["function"] if isinstance(c.get("function"), dict) else c
+                 for c in calls if isinstance(c, dict)]
+        text = "\n".join([text] * bool(text) + [f"{f.get('name', '')}({_text(f.get('arguments'))})"
+                                                for f in named])
+    return text
 
 
 def segments_of(*, fmt: str | None, tools: list[Any], system: list[Any], messages: list[Any],
-                sections: tuple[bool, bool, bool] | None) -> list[Segment]:
+                sections: tuple[bool, bool, bool] | None,
+                counts: dict[str, list[int]] | None = None) -> list[Segment]:
     """The request's segments in wire order. `sections`: whether a render's prefix, summary and
-    suffix are present (None: the agent built the messages itself)."""
+    suffix are present (None: the agent built the messages itself). `counts`: each system
+    block's and message's tokens as the render counted them (render_format.build_counted), so
+    the segments add up to the render's total (with the tools: tokens.request_tokens)."""
+    counted = counts if counts is not None and len(counts["system"]) == len(system) \
+        and len(counts["messages"]) == len(messages) else None
     out = [Segment("tools", "tools", f"tool {t.get('name') or t.get('function', {}).get('name') or i + 1}"
                    if isinstance(t, dict) else f"tool {i + 1}", canonical(t), canonical(t))
            for i, t in enumerate(tools)]
@@ -117,7 +131,8 @@ def segments_of(*, fmt: str | None, tools: list[Any], system: list[Any], message
     for i, block in enumerate(system):
         section = present[i] if sections is not None and i < len(present) else "system"
         out.append(Segment("system", section, f"system block {i + 1} ({names[section]})",
-                           canonical(block), _text(block.get("text") if isinstance(block, dict) else block)))
+                           canonical(block), _text(block.get("text") if isinstance(block, dict) else block),
+                           counted["system"][i] if counted else None))
     head = [s for s in present if s != "suffix"] if fmt == "openai" and sections else []
     tail = 1 if fmt == "openai" and sections and sections[2] else 0
     for i, m in enumerate(messages):
@@ -135,7 +150,7 @@ def segments_of(*, fmt: str | None, tools: list[Any], system: list[Any], message
             section = "history"
         where = names.get(section, "history") if section != "history" else "history"
         out.append(Segment("messages", section, f"message {i + 1} ({role or '?'}, {where})",
-                           canonical(m), _plain(m)))
+                           canonical(m), _plain(m), counted["messages"][i] if counted else None))
     return out
 
 
@@ -155,7 +170,8 @@ def _from_record(*, record: RenderRecord, body: dict[str, Any], model: str, tool
                  at: datetime | None, logged: datetime | None) -> Request:
     return Request(logged=logged,
         segments=segments_of(fmt=record.format, tools=tools, system=body.get("system") or [],
-                             messages=body["messages"], sections=_sections(record)),
+                             messages=body["messages"], sections=_sections(record),
+                             counts=body.get("counts")),
         fmt=record.format, model=model, at=at, tools=tools, blocks=_record_blocks(record),
         events=dict(renders.record_refs(record)),
         options={"format": record.format, "strip": record.spec["strip"], **record.spec["options"]},
@@ -188,9 +204,15 @@ def call_request(*, thread: Thread, call: LLMCall) -> Request | None:
 
 def records_compare(*, a: RenderRecord, b: RenderRecord) -> dict[str, Any]:
     """compare() for two render records, as their format sends them (no model, no tools)."""
-    before, after = (_from_record(record=r, body=renders.render_rebuild(record=r), model="", tools=[],
-                                  at=r.created_at, logged=r.created_at) for r in (a, b))
+    before, after = (_from_record(record=r, body=_counted(renders.render_rebuild_counted(record=r)),
+                                  model="", tools=[], at=r.created_at, logged=r.created_at)
+                     for r in (a, b))
     return compare(thread=a.thread, before=before, after=after)
+
+
+def _counted(rebuilt: tuple[dict[str, Any], dict[str, list[int]]]) -> dict[str, Any]:
+    body, counts = rebuilt
+    return {**body, "counts": counts}
 
 
 def render_request(*, rendered: rendering.Rendered, model: str, tools: list[Any]) -> Request:
@@ -201,7 +223,7 @@ def render_request(*, rendered: rendering.Rendered, model: str, tools: list[Any]
     sections = (bool(rendered.prefix.shown), bool(rendered.summary), bool(rendered.suffix.shown))
     return Request(
         segments=segments_of(fmt=body["format"], tools=tools, system=body.get("system") or [],
-                             messages=body["messages"], sections=sections),
+                             messages=body["messages"], sections=sections, counts=rendered.counts),
         fmt=body["format"], model=model, at=None, tools=tools, blocks=blocks,
         events={i.event.pk: i.event.position for unit in rendered.units for i in unit},
         options={"format": body["format"], "strip": body["stats"]["strip_thinking"], **rendered.options})
@@ -436,7 +458,9 @@ def model_view_cache(*, thread: Thread) -> dict[str, Any] | None:
     options = record.spec["options"]
     now = rendering.render(thread=thread, max_tokens=record.max_tokens, fmt=record.format,
                            strip_thinking=options.get("strip_thinking", False),
-                           on_oversize=options.get("on_oversize", "skip"))
+                           on_oversize=options.get("on_oversize", "skip"),
+                           start_chunk=options.get("start_chunk"),
+                           tools=before.tools if options.get("tools_hash") else ())
     after = render_request(rendered=now, model=before.model, tools=before.tools)
     return {"call": call, "own_messages": False, "format": record.format,
             "cache": compare(thread=thread, before=before, after=after)}

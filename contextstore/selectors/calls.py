@@ -237,15 +237,26 @@ def llm_call_sent(*, thread: Thread, call: LLMCall) -> dict[str, Any]:
     return {**_sent(thread, call), **request}
 
 
+def latest_tools(*, thread: Thread) -> list[Any]:
+    """The tool definitions the thread's newest model call logged (`data.tools`): what its next
+    request most likely sends too, so the dashboard's gauge and model view count them as the
+    agent's render would (tokens.request_tokens); [] when it logged none."""
+    start = Event.objects.filter(thread=thread, type=CALL_START).order_by("-seq").first()
+    if start is None:
+        return []
+    tools = renders.llm_call_request(event=start, workspace_id=thread.workspace_id)["tools"]
+    return tools if isinstance(tools, list) else []
+
+
 def _sent(thread: Thread, call: LLMCall) -> dict[str, Any]:
     if call.render_id:
         record = RenderRecord.objects.filter(thread=thread, pk=call.render_id).first() \
             if renders.is_uuid(call.render_id) else None
         if record is not None:
-            body = renders.render_rebuild(record=record)
+            body, counts = renders.render_rebuild_counted(record=record)
             return {"source": "render", "record": record, "format": body["format"],
                     "system": body.get("system") or [], "messages": body["messages"],
-                    "expired": renders.render_expired(record)}
+                    "counts": counts, "expired": renders.render_expired(record)}
     for event in (call.start, call.end):
         if event is not None:
             messages, gone = renders.llm_call_logged(event=event, workspace_id=thread.workspace_id)

@@ -36,6 +36,7 @@ the next render reads just the new rows and plans again over the same rows a ful
 give, so it answers the same, byte for byte (docs/architecture.md, "Incremental renders").
 """
 
+import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
@@ -53,7 +54,7 @@ from contextstore.render_format import (
     HistoryEvent,
     Item,
     Row,
-    build_messages,
+    build_counted,
     coherent,
     effective_strip,
     event_class,
@@ -66,7 +67,7 @@ from contextstore.render_format import (
     without_emptied,
 )
 from contextstore.selectors.threads import thread_blocks
-from contextstore.tokens import count_tokens
+from contextstore.tokens import FRAME_TOKENS, canonical_json, count_tokens, framed, tool_tokens
 
 ON_OVERSIZE = ("skip", "stop")
 # After this many turns in a row that do not fit, the rest of history is taken as not fitting:
@@ -164,21 +165,23 @@ def plan_history(*, budget: int, strip_thinking: bool, newest: Iterable[tuple],
     `newest`, the working context newest first (a Newest, which reads on only while asked).
 
     start_chunk > 0: the stable start (module doc), from `total`, the working context's stored
-    tokens as of its event `upto_seq` (rows appended after it stand past the end: not counted)."""
+    tokens as of its event `upto_seq` (rows appended after it stand past the end: not counted).
+    Every event costs its tokens framed (tokens.framed), as tokens.request_tokens counts it."""
     floor = window_floor(total, budget, start_chunk) if start_chunk > 0 else None
     raw: dict[int, int] = {}  # stored tokens of each row read, by id, for the turns' offsets
 
     def rows() -> Iterator[Row]:
         for position, seq, tokens, think, type_, role, pk in newest:
             kind, shown_as, opens = event_class(type_, role)
-            raw[pk] = tokens if upto_seq is None or seq <= upto_seq else 0
-            yield Row(position, seq, event_cost(tokens, think, strip_thinking), kind, shown_as, pk,
-                      opens)
+            raw[pk] = framed(tokens) if upto_seq is None or seq <= upto_seq else 0
+            yield Row(position, seq, framed(event_cost(tokens, think, strip_thinking)), kind, shown_as,
+                      pk, opens)
 
     plan = HistoryPlan()
 
     def leave(units: list[list[Row]], reason: str) -> None:
-        plan.left_out.extend({"seq": r.seq, "position": r.position, "tokens": r.cost,
+        # an event's own tokens, as every list of events says them (its cost less its framing)
+        plan.left_out.extend({"seq": r.seq, "position": r.position, "tokens": r.cost - FRAME_TOKENS,
                               "reason": reason} for unit in units for r in reversed(unit))
 
     offset = total  # where the oldest row read starts, in stored tokens (stable starts)
@@ -263,40 +266,45 @@ def skipped_inside(plan: HistoryPlan) -> list[int]:
     return [x["position"] for x in plan.left_out if first <= x["position"] <= last]
 
 
-def load_planned(*, thread: Thread, plan: HistoryPlan, along: Sequence[tuple[str, list]] = (),
-                 known: dict[int, HistoryEvent] | None = None) -> list[HistoryEvent]:
+def load_planned(*, thread: Thread, plan: HistoryPlan, known: dict[int, HistoryEvent] | None = None,
+                 read: tuple[tuple, list[tuple]] | None = None) -> list[HistoryEvent]:
     """The planned events, oldest first, in one query bounded by what was chosen; none at all
     when `known` (events read before, by id) holds them all.
 
-    `along`: statements the caller's service writes in the same statement as this read
-    (PostgreSQL, `WITH … AS (INSERT …)`), saving their round trip; only for a plan without
-    units skipped inside its window, and only when there is something to read."""
+    `read`: the rows window_statement's SQL gave, when the caller ran it itself (a recorded
+    render's service runs it with its own writes: services/renders.py)."""
     planned = [r for unit in plan.units for r in unit]
     if not planned:
         return []
     if known is not None and all(r.pk in known for r in planned):
-        _along_alone(along)  # nothing to read
         return sorted((known[r.pk] for r in planned), key=lambda e: e.position)
     positions = [r.position for r in planned]
     # Bounded above too, so events appended meanwhile cannot push the window over budget.
     first, last = min(positions), max(positions)
     skipped = skipped_inside(plan)
     rows: Iterable[tuple[Any, ...]]
-    if skipped:
+    if read is not None:
+        rows = _WINDOW.answer(*read)
+    elif skipped:
         rows = _window(thread.pk, first, last).exclude(position__in=skipped)
     else:
-        rows = _WINDOW.rows(thread.pk, first, last, along=along)
+        rows = _WINDOW.rows(thread.pk, first, last)
     wanted = set(positions)
     return [HistoryEvent(*row) for row in rows if row[1] in wanted]
 
 
-def _along_alone(along: Sequence[tuple[str, list]]) -> None:
-    """Statements meant to go with a read (load_planned's `along`) when there is none: still
-    one round trip."""
-    if along:
-        ctes = ", ".join(f"_along{i} AS ({sql})" for i, (sql, _) in enumerate(along))
-        with connection.cursor() as cursor:
-            cursor.execute(f"WITH {ctes} SELECT 1", [p for _, ps in along for p in ps])
+def window_statement(planned: "Planned") -> tuple[tuple, str, list] | None:
+    """The one statement that reads a planned render's events, for a service to run with its
+    own writes (db.run_along) and hand back to render_finish as `read`: (what the answer needs,
+    SQL, params). None when the render reads no events, or not in one such statement (the same
+    render as the last, every event known, or events skipped inside the window)."""
+    plan = planned.plan
+    rows = [r for unit in plan.units for r in unit]
+    if planned.done is not None or not rows or skipped_inside(plan) or (
+            planned.known is not None and all(r.pk in planned.known for r in rows)):
+        return None
+    positions = [r.position for r in rows]
+    return _WINDOW.statement(planned.thread.pk, min(positions), max(positions))
 
 
 def _window(thread_id: int, first: int, last: int) -> QuerySet:
@@ -347,6 +355,9 @@ class Rendered:
     summary: str
     units: list[list[Item]]
     options: dict[str, Any]
+    # each system block's and message's tokens (render_format.build_counted), and the tools'
+    counts: dict[str, list[int]] = field(default_factory=dict)
+    tools: list[Any] = field(default_factory=list)
 
 
 @dataclass
@@ -361,7 +372,7 @@ class Planned:
     prefix: Section
     suffix: Section
     summary_tokens: int
-    fixed: int  # tokens of prefix, summary and suffix: what history's budget is left after
+    fixed: int  # tokens of tools, prefix, summary and suffix: what history's budget is left after
     plan: HistoryPlan
     # what the render read, to keep for the next one (see Kept)
     blocks: list[ContextBlock] = field(default_factory=list)
@@ -369,6 +380,7 @@ class Planned:
     known: dict[int, HistoryEvent] | None = None
     keep: bool = True  # keep what was read for the thread's next render
     done: "Rendered | None" = None  # the same render as the last: its answer (see Kept)
+    tools: list[Any] = field(default_factory=list)  # the tool definitions the request sends
 
 
 # ------------------------------------------------------------------ the incremental render
@@ -433,7 +445,8 @@ def _answer_key(thread: Thread, max_tokens: int, fmt: str, options: dict[str, An
     options, and the thread's document (the summary, what expressions read: its revision),
     name and event count (expressions read them too)."""
     return (max_tokens, fmt, options["strip_thinking"], options["on_oversize"],
-            options["start_chunk"], thread.revision, thread.name, thread.event_count)
+            options["start_chunk"], options.get("tools_hash"), thread.revision, thread.name,
+            thread.event_count)
 
 
 def _reuse(thread: Thread, page_size: int
@@ -503,16 +516,21 @@ def forget_kept() -> None:
 def render_plan(
     *, thread: Thread, max_tokens: int, strip_thinking: bool = False, fmt: str = "raw",
     on_oversize: str = "skip", start_chunk: float | None = None, reuse: bool = True,
+    tools: Sequence[Any] = (),
 ) -> Planned:
     """Plan a render of `thread`, read fresh by the caller (its counters say what to reuse).
-    reuse=False reads everything and keeps nothing (the answer is the same)."""
+    reuse=False reads everything and keeps nothing (the answer is the same). `tools`: the tool
+    definitions the request will send: counted in the budget and the total (request_tokens)."""
     strip = effective_strip(fmt, strip_thinking)
     summary_tokens = count_tokens(thread.summary)
     page_size = first_page_size(thread, max(max_tokens - summary_tokens, 0))
     reused = _reuse(thread, page_size) if reuse else None
     if start_chunk is None:
         start_chunk = default_start_chunk()
-    options = {"strip_thinking": strip_thinking, "on_oversize": on_oversize, "start_chunk": start_chunk}
+    options: dict[str, Any] = {"strip_thinking": strip_thinking, "on_oversize": on_oversize,
+                               "start_chunk": start_chunk}
+    if tools:
+        options["tools_hash"] = tools_hash(list(tools))
     if isinstance(reused, Kept):  # nothing new since the kept render
         if reused.answer is not None:
             key, before, rendered = reused.answer
@@ -531,12 +549,30 @@ def render_plan(
         newest, known = Newest(thread.pk, first, len(first) < page_size, page_size), None
     prefix = block_section("prefix", [b for b in blocks if b.placement == "prefix"], thread)
     suffix = block_section("suffix", [b for b in blocks if b.placement == "suffix"], thread)
-    fixed = prefix.tokens + summary_tokens + suffix.tokens
+    fixed = (sum(tool_tokens(t) for t in tools) + section_tokens(prefix.tokens, prefix.text)
+             + section_tokens(summary_tokens, thread.summary) + section_tokens(suffix.tokens, suffix.text))
     plan = plan_history(budget=max(max_tokens - fixed, 0), strip_thinking=strip, newest=newest,
-                        on_oversize=on_oversize, start_chunk=start_chunk, total=thread.active_tokens,
+                        on_oversize=on_oversize, start_chunk=start_chunk,
+                        total=working_tokens(thread),
                         upto_seq=thread.last_seq)
     return Planned(thread, max_tokens, fmt, strip, options, prefix, suffix, summary_tokens, fixed,
-                   plan, blocks, newest, known, keep=reuse)
+                   plan, blocks, newest, known, keep=reuse, tools=list(tools))
+
+
+def working_tokens(thread: Thread) -> int:
+    """The working context's tokens as a render counts them: every event's, framed (the stable
+    start's floor is measured in them: window_floor)."""
+    return thread.active_tokens + FRAME_TOKENS * thread.active_event_count
+
+
+def section_tokens(tokens: int, text: str) -> int:
+    """A system text's part of a request (tokens.request_tokens): framed, when it is shown."""
+    return framed(tokens) if text else 0
+
+
+def tools_hash(tools: list[Any]) -> str:
+    """A tool list's name: the sha256 of its canonical JSON (as LLM-call events keep it)."""
+    return hashlib.sha256(canonical_json(tools).encode()).hexdigest()
 
 
 def default_start_chunk() -> float:
@@ -551,7 +587,9 @@ def render_stats(planned: Planned, *, used: int, included: int,
     for the render and for its record, which the record can take from the plan before the
     events are read (services/renders.py)."""
     thread, plan, prefix, suffix = planned.thread, planned.plan, planned.prefix, planned.suffix
+    # tokens.request_tokens: the tools, each system text and each event shown, framed
     total = planned.fixed + used
+    tools = sum(tool_tokens(t) for t in planned.tools)
     return {
         "max_tokens": planned.max_tokens,
         "total_tokens": total,
@@ -563,8 +601,9 @@ def render_stats(planned: Planned, *, used: int, included: int,
         "strip_thinking": planned.strip,
         "skipped": sorted(plan.left_out + invalid, key=lambda x: -x["position"]),
         "sections": {
-            "prefix": {"tokens": prefix.tokens, "blocks": prefix.blocks},
-            "summary": {"tokens": planned.summary_tokens},
+            "tools": {"tokens": tools, "count": len(planned.tools)},
+            "prefix": {"tokens": section_tokens(prefix.tokens, prefix.text), "blocks": prefix.blocks},
+            "summary": {"tokens": section_tokens(planned.summary_tokens, thread.summary)},
             "history": {
                 "tokens": used,
                 "events_included": included,
@@ -572,28 +611,30 @@ def render_stats(planned: Planned, *, used: int, included: int,
                 # the walk ended before the oldest event: older events are not listed one by one
                 "older_not_examined": plan.stopped,
             },
-            "suffix": {"tokens": suffix.tokens, "blocks": suffix.blocks},
+            "suffix": {"tokens": section_tokens(suffix.tokens, suffix.text), "blocks": suffix.blocks},
         },
     }
 
 
-def render_finish(planned: Planned, *, along: Sequence[tuple[str, list]] = ()) -> Rendered:
-    """Load the planned events and build the messages (`along`: see load_planned)."""
+def render_finish(planned: Planned, *, read: tuple[tuple, list[tuple]] | None = None) -> Rendered:
+    """Load the planned events and build the messages (`read`: see load_planned)."""
     thread, strip = planned.thread, planned.strip
     if planned.done is not None:  # the same render as the last (render_plan)
-        _along_alone(along)
         return planned.done
-    events = load_planned(thread=thread, plan=planned.plan, along=along, known=planned.known)
+    events = load_planned(thread=thread, plan=planned.plan, known=planned.known, read=read)
     units, invalid = valid_items(events, walked_units(planned.plan, events))
     units, emptied = without_emptied(units, strip)
     units, incoherent = coherent(events, units)
     invalid += emptied + incoherent
-    stats = render_stats(planned, used=sum(event_tokens(i.event, strip) for unit in units for i in unit),
+    stats = render_stats(planned, used=sum(framed(event_tokens(i.event, strip)) for unit in units
+                                           for i in unit),
                          included=sum(len(u) for u in units), invalid=invalid)
-    body = build_messages(fmt=planned.fmt, prefix=planned.prefix.text, summary=thread.summary,
-                          suffix=planned.suffix.text, units=units, strip_thinking=strip)
+    body, counts = build_counted(fmt=planned.fmt, prefix=planned.prefix.text, summary=thread.summary,
+                                 suffix=planned.suffix.text, units=units, strip_thinking=strip,
+                                 section_tokens=(planned.prefix.tokens, planned.summary_tokens,
+                                                 planned.suffix.tokens))
     rendered = Rendered({"format": planned.fmt, **body, "stats": stats}, planned.prefix,
-                        planned.suffix, thread.summary, units, planned.options)
+                        planned.suffix, thread.summary, units, planned.options, counts, planned.tools)
     _keep(planned, events, rendered)
     return rendered
 
@@ -601,15 +642,16 @@ def render_finish(planned: Planned, *, along: Sequence[tuple[str, list]] = ()) -
 def render(
     *, thread: Thread, max_tokens: int, strip_thinking: bool = False, fmt: str = "raw",
     on_oversize: str = "skip", start_chunk: float | None = None, reuse: bool = True,
+    tools: Sequence[Any] = (),
 ) -> Rendered:
     return render_finish(render_plan(thread=thread, max_tokens=max_tokens,
                                      strip_thinking=strip_thinking, fmt=fmt, on_oversize=on_oversize,
-                                     start_chunk=start_chunk, reuse=reuse))
+                                     start_chunk=start_chunk, reuse=reuse, tools=tools))
 
 
 def context_render(
     *, thread: Thread, max_tokens: int, strip_thinking: bool = False, fmt: str = "raw",
-    on_oversize: str = "skip", start_chunk: float | None = None,
+    on_oversize: str = "skip", start_chunk: float | None = None, tools: Sequence[Any] = (),
 ) -> dict[str, Any]:
     """Prefix blocks, the summary, the newest valid history units that fit, suffix blocks.
 
@@ -618,4 +660,4 @@ def context_render(
     the prefix so an agent can see its prompt cache invalidated.
     """
     return render(thread=thread, max_tokens=max_tokens, strip_thinking=strip_thinking, fmt=fmt,
-                  on_oversize=on_oversize, start_chunk=start_chunk).body
+                  on_oversize=on_oversize, start_chunk=start_chunk, tools=tools).body

@@ -14,9 +14,9 @@ from typing import Any
 from django.db import connection
 from django.db.models import F, QuerySet
 
-from contextstore.errors import NotFound
+from contextstore.errors import InvalidInput, NotFound
 from contextstore.models import Collapse, ContextBlockVersion, Event, RenderRecord, StoredText
-from contextstore.render_format import HistoryEvent, build_messages, join_blocks, valid_items
+from contextstore.render_format import HistoryEvent, build_counted, join_blocks, valid_items
 
 LLM_CALL_TYPES = ("LLMCallStart", "LLMComplete", "LLMCallEnd")
 
@@ -126,6 +126,12 @@ def _section_text(entries: list[list[Any]], versions: dict[int, ContextBlockVers
 
 def render_rebuild(*, record: RenderRecord) -> dict[str, Any]:
     """The messages the recorded render gave, rebuilt from the rows it names."""
+    return render_rebuild_counted(record=record)[0]
+
+
+def render_rebuild_counted(*, record: RenderRecord) -> tuple[dict[str, Any], dict[str, list[int]]]:
+    """render_rebuild, and each system block's and message's tokens as the render counted them
+    (render_format.build_counted): they add up to the record's total less its tools."""
     spec = record.spec
     entries = spec["prefix"] + spec["suffix"]
     versions = {v.pk: v for v in ContextBlockVersion.objects.filter(
@@ -134,12 +140,12 @@ def render_rebuild(*, record: RenderRecord) -> dict[str, Any]:
     texts = _texts(record.workspace_id, wanted)
     events = record_events(record)
     units, _ = valid_items(events)
-    body = build_messages(
+    body, counts = build_counted(
         fmt=record.format, prefix=_section_text(spec["prefix"], versions, texts),
         summary=texts.get(spec["summary"], "") if spec["summary"] else "",
         suffix=_section_text(spec["suffix"], versions, texts), units=units,
         strip_thinking=spec["strip"], summary_as_user=spec["v"] >= 2)  # as its render showed it
-    return {"format": record.format, **body}
+    return {"format": record.format, **body}, counts
 
 
 def render_get(*, workspace_id: int, render_id: Any) -> RenderRecord:
@@ -174,6 +180,20 @@ def llm_call_logged(*, event: Event, workspace_id: int) -> tuple[list[Any] | Non
 def llm_call_messages(*, event: Event, workspace_id: int) -> list[Any] | None:
     """The messages an LLMCallStart logged that are still there (llm_call_logged)."""
     return llm_call_logged(event=event, workspace_id=workspace_id)[0]
+
+
+def render_tools(*, workspace_id: int, tools_hash: str | None) -> list[Any]:
+    """The tool list a render is asked to count (the API's `tools_hash`): one this workspace
+    stored, as a logged call's `data.tools` is kept; a name it did not store is refused."""
+    if tools_hash is None:
+        return []
+    text = _texts(workspace_id, {tools_hash}).get(tools_hash)
+    tools = json.loads(text) if text is not None else None
+    if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
+        raise InvalidInput("tools_hash names no tool list this workspace stored: log a call with "
+                           "data.tools first (the server keeps it by this hash).",
+                           details={"tools_hash": "unknown tool list"})
+    return tools
 
 
 def llm_call_request(*, event: Event, workspace_id: int) -> dict[str, Any]:
@@ -252,8 +272,9 @@ def render_diff(*, a: RenderRecord, b: RenderRecord) -> dict[str, Any]:
         blocks.append({"name": name, "change": change,
                        "version_before": before and before["version"],
                        "version_after": after and after["version"]})
-    tokens = {k: {"before": a.spec["tokens"][k], "after": b.spec["tokens"][k]}
-              for k in ("prefix", "summary", "history", "suffix")}
+    # records made before renders counted tools have none
+    tokens = {k: {"before": a.spec["tokens"].get(k, 0), "after": b.spec["tokens"].get(k, 0)}
+              for k in ("tools", "prefix", "summary", "history", "suffix")}
     tokens["total"] = {"before": a.total_tokens, "after": b.total_tokens}
     return {
         "a": str(a.pk), "b": str(b.pk),

@@ -16,7 +16,7 @@ from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
-from contextstore.db import insert_sql
+from contextstore.db import insert_sql, run_along
 from contextstore.errors import InvalidInput
 from contextstore.models import ContextBlock, ContextBlockVersion, RenderRecord, StoredText, Thread
 from contextstore.selectors import rendering
@@ -133,7 +133,7 @@ def _spec(*, stats: dict[str, Any], options: dict[str, Any], prefix: rendering.S
     return {"v": SPEC_VERSION, "strip": stats["strip_thinking"], "options": options,
             "prefix": blocks(prefix), "suffix": blocks(suffix),
             "summary": next(live) if summary else None, "events": pack_events(events),
-            "tokens": {k: sections[k]["tokens"] for k in ("prefix", "summary", "history", "suffix")},
+            "tokens": {k: sections[k]["tokens"] for k in ("tools", "prefix", "summary", "history", "suffix")},
             "left_out": len(stats["skipped"]), "fits": stats["fits"]}
 
 
@@ -175,19 +175,21 @@ def render_record(*, thread: Thread, rendered: rendering.Rendered, actor: Actor)
 def context_render_recorded(
     *, thread: Thread, max_tokens: int, actor: Actor, strip_thinking: bool = False,
     fmt: str = "raw", on_oversize: str = "skip", start_chunk: float | None = None,
+    tools: list[Any] | None = None,
 ) -> tuple[rendering.Rendered, RenderRecord]:
     """Render and keep the record of it, for the price of the render alone where possible.
 
     On PostgreSQL the record (and any text it names not kept yet) is written by the render's
-    own last statement, the read of the planned events (`WITH … AS (INSERT …) SELECT …`): a
-    record then costs no round trip. It is written as the plan predicts; if the render then
+    own last statement, the read of the planned events (`WITH … AS (INSERT …) SELECT …`, run
+    here: rendering.window_statement gives the read, render_finish takes its rows): a record
+    then costs no round trip. It is written as the plan predicts; if the render then
     shows less (an event invalid for the provider, or one collapsed between the plan and the
     read), the record is corrected before anyone has its id. Elsewhere, and for a plan that
     reads no events or skips some inside its window, the record is written after the render.
     """
     planned = rendering.render_plan(thread=thread, max_tokens=max_tokens,
                                     strip_thinking=strip_thinking, fmt=fmt, on_oversize=on_oversize,
-                                    start_chunk=start_chunk)
+                                    start_chunk=start_chunk, tools=tools or ())
     plan = planned.plan
     if connection.vendor != "postgresql" or not plan.units or rendering.skipped_inside(plan):
         rendered = rendering.render_finish(planned)
@@ -207,7 +209,13 @@ def context_render_recorded(
     along = [_insert_statement(values)]
     if texts:
         along.append(_texts_statement(thread.workspace_id, hashes, texts))
-    rendered = rendering.render_finish(planned, along=along)
+    statement = rendering.window_statement(planned)
+    if statement is None:  # nothing to read: the writes alone, still one round trip
+        run_along(along)
+        rendered = rendering.render_finish(planned)
+    else:
+        compiled, sql, params = statement
+        rendered = rendering.render_finish(planned, read=(compiled, run_along(along, (sql, params))))
     record = RenderRecord.from_db(connection.alias, None, values)  # type: ignore[arg-type]  # as above
     # Events never change, so the same events shown means the same spec and tokens.
     if [i.event.pk for unit in rendered.units for i in unit] != [r.pk for r in rows]:

@@ -28,10 +28,12 @@ from contextstore.ranges import positive_int
 from contextstore.selectors import dashboard, rendering, timeline
 from contextstore.selectors.agent_sessions import scoped_states
 from contextstore.selectors.cache import model_view_cache
+from contextstore.selectors.calls import latest_tools
 from contextstore.selectors.events import error_seq, event_seq_at, run_first_seq, thread_events
 from contextstore.selectors.threads import block_versions
 from contextstore.selectors.workspaces import actor_names
 from contextstore.services.transfer import EVENT_FIELDS, thread_export_parts
+from contextstore.tokens import FRAME_TOKENS
 from contextstore.views.access import (
     DashboardRequest,
     can_edit,
@@ -67,16 +69,16 @@ def budget_of(request: DashboardRequest, thread: Thread) -> int:
 
 
 def gauge(thread: Thread, budget: int) -> dict[str, Any]:
-    """Bar segments (in a 1000-unit SVG) for prefix, summary, history and suffix tokens.
-
-    History is the whole working context (the thread's counter), so the bar shows when it has
-    outgrown the budget; the render only reads the blocks and what fits.
+    """Bar segments (in a 1000-unit SVG) for the tools, prefix, summary, history and suffix of
+    the request the agent's render gives for the budget, counted as the render, the cache
+    analysis and the API count it (tokens.request_tokens), with the tools its newest call
+    logged. `over`: the working context has outgrown the budget (events were left out for size).
     """
-    stats = rendering.context_render(thread=thread, max_tokens=budget)["stats"]
+    stats = rendering.context_render(thread=thread, max_tokens=budget,
+                                     tools=latest_tools(thread=thread))["stats"]
     sections = stats["sections"]
-    parts = [("prefix", sections["prefix"]["tokens"]), ("summary", sections["summary"]["tokens"]),
-             ("history", thread.active_tokens), ("suffix", sections["suffix"]["tokens"])]
-    total = sum(tokens for _, tokens in parts)
+    parts = [(name, sections[name]["tokens"]) for name in ("tools", "prefix", "summary", "history", "suffix")]
+    total = stats["total_tokens"]
     scale = 1000 / max(total, budget, 1)
     x, segments = 0.0, []
     for name, tokens in parts:
@@ -84,10 +86,13 @@ def gauge(thread: Thread, budget: int) -> dict[str, Any]:
         segments.append({"name": name, "tokens": tokens, "x": round(x, 1), "width": round(width, 1)})
         x += width
     return {
-        "segments": segments, "total": total, "budget": budget, "over": total > budget,
+        "segments": [s for s in segments if s["name"] != "tools" or s["tokens"]], "total": total,
+        "budget": budget, "over": total > budget or not stats["fits"],
         "budget_x": round(budget * scale, 1),
         # capped: past 100 the heading says "over budget" rather than 304%
         "percent": min(round(100 * total / budget), 100) if budget else 0,
+        "working_tokens": thread.active_tokens, "frame": FRAME_TOKENS,
+        "left_out": sections["history"]["events_omitted"],
         "prefix_hash": stats["prefix_hash"][:12],
     }
 
@@ -308,7 +313,7 @@ def model_view(request: DashboardRequest, pk: int) -> HttpResponse:
     agent would get now with the options of its latest recorded call, against that call."""
     thread = get_thread(request, pk)
     budget = budget_of(request, thread)
-    rendered = rendering.context_render(thread=thread, max_tokens=budget)
+    rendered = rendering.context_render(thread=thread, max_tokens=budget, tools=latest_tools(thread=thread))
     skipped = [{**x, "why": rendering.SKIP_REASONS.get(x["reason"], x["reason"])}
                for x in rendered["stats"]["skipped"]]
     # The render is bounded by the budget; its messages are shown a page at a time, while the

@@ -8,6 +8,7 @@ from contextstore.selectors import rendering
 from contextstore.services.blocks import block_delete, block_upsert
 from contextstore.services.events import event_append
 from contextstore.services.state import state_write
+from contextstore.tokens import FRAME_TOKENS
 from tests.conftest import messages
 
 
@@ -87,8 +88,10 @@ def test_render_orders_prefix_summary_history_suffix_and_counts_each(thread, act
     assert [m["section"] for m in render["messages"]] == [
         "prefix", "summary", "history", "history", "history", "suffix"]
     stats = render["stats"]
-    assert stats["total_tokens"] == sum(m["tokens"] for m in render["messages"])
-    assert stats["sections"]["history"] == {"tokens": sum(m["tokens"] for m in section(render, "history")),
+    # each message's text tokens, framed (tokens.request_tokens)
+    assert stats["total_tokens"] == sum(m["tokens"] + FRAME_TOKENS for m in render["messages"])
+    assert stats["sections"]["history"] == {"tokens": sum(m["tokens"] + FRAME_TOKENS
+                                                          for m in section(render, "history")),
                                             "events_included": 3, "events_omitted": 0,
                                             "older_not_examined": False}
 
@@ -96,7 +99,7 @@ def test_render_orders_prefix_summary_history_suffix_and_counts_each(thread, act
 def test_render_keeps_the_newest_events_that_fit_the_budget(thread, actor):
     event_append(thread=thread, events=messages(50, words=20), actor=actor)
     thread.refresh_from_db()
-    per_event = thread.active_tokens // 50
+    per_event = thread.active_tokens // 50 + FRAME_TOKENS  # every message counted framed
     render = rendering.context_render(thread=thread, max_tokens=per_event * 10 + 1)
     history = section(render, "history")
     assert [m["seq"] for m in history] == list(range(41, 51))

@@ -12,6 +12,7 @@ from contextstore.render_format import kind_of, valid_items
 from contextstore.selectors import rendering
 from contextstore.services.events import event_append
 from contextstore.services.sessions import thread_ensure
+from contextstore.tokens import FRAME_TOKENS
 from tests.provider_types import assert_anthropic_request, assert_openai_request
 
 names = itertools.count()
@@ -85,7 +86,7 @@ def test_an_unknown_user_type_inside_an_exchange_opens_no_turn_but_opens_one_els
     aside = ASIDES[4]
     event_append(thread=thread, actor=actor, events=[aside, *two_cities(aside)[1:]])
     thread.refresh_from_db()
-    tokens = {e.seq: e.token_count for e in thread.events.all()}
+    tokens = {e.seq: e.token_count + FRAME_TOKENS for e in thread.events.all()}  # framed, as counted
     # room for everything but the first event: the turn is the whole exchange from it, left out
     body = rendering.context_render(thread=thread, max_tokens=sum(tokens.values()) - tokens[1])
     assert [(s["seq"], s["reason"]) for s in body["stats"]["skipped"]] == [

@@ -16,6 +16,7 @@ from contextstore.services import renders
 from contextstore.services.collapses import collapse_create
 from contextstore.services.events import event_append
 from contextstore.services.sessions import thread_ensure
+from contextstore.tokens import FRAME_TOKENS
 from tests.provider_types import assert_anthropic_request, assert_openai_request
 
 
@@ -93,7 +94,8 @@ def test_thinking_before_a_call_still_waiting_for_its_result_is_left_out(thread,
     assert {s["seq"]: s["reason"] for s in render["stats"]["skipped"]} == {
         2: "orphan_thinking", 3: "unanswered_tool_call"}
     assert render["stats"]["fits"] is True
-    assert render["stats"]["sections"]["history"]["tokens"] == thread.events.get(seq=1).token_count
+    shown = thread.events.get(seq=1).token_count + FRAME_TOKENS  # framed, as counted
+    assert render["stats"]["sections"]["history"]["tokens"] == shown
 
 
 def test_history_before_the_first_user_message_is_left_out(thread, actor):
@@ -219,7 +221,7 @@ def test_random_threads_render_whole_turns_a_provider_accepts(
     history = stats["sections"]["history"]
     assert history["events_included"] == len(kept)
     assert history["tokens"] == stats["total_tokens"] == sum(
-        events[n].token_count - (events[n].thinking_tokens if stripped else 0) for n in kept)
+        events[n].token_count - (events[n].thinking_tokens if stripped else 0) + FRAME_TOKENS for n in kept)
     assert stats["total_tokens"] <= budget
     assert stats["fits"] == (present == list(range(len(drawn))))
     if budget == 200_000:

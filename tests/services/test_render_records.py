@@ -291,14 +291,19 @@ def test_a_collapse_between_the_plan_and_the_read_is_in_the_record(thread, actor
                                                                   first, last):
     event_append(thread=thread, actor=actor, events=messages(8))
     thread.refresh_from_db()
-    finish = rendering.render_finish
-
-    def collapse_meanwhile(planned, **kwargs):  # a person collapses as the agent renders
+    def collapse() -> None:  # a person collapses as the agent renders
         collapse_create(thread=thread, start_position=first, end_position=last,
                         summary_text="Earlier.", actor=actor)
-        return finish(planned, **kwargs)
 
-    monkeypatch.setattr(rendering, "render_finish", collapse_meanwhile)
+    # between the plan and the read: on PostgreSQL the service runs the read itself, with the
+    # record's INSERT (rendering.window_statement); elsewhere render_finish reads
+    statement, finish = rendering.window_statement, rendering.render_finish
+    if connection.vendor == "postgresql":
+        monkeypatch.setattr(rendering, "window_statement",
+                            lambda planned: collapse() or statement(planned))
+    else:
+        monkeypatch.setattr(rendering, "render_finish",
+                            lambda planned, **kwargs: collapse() or finish(planned, **kwargs))
     rendered, kept = renders.context_render_recorded(thread=thread, max_tokens=5000, actor=actor)
     shown = [m["content"] for m in rendered.body["messages"]]
     collapsed = tuple(f"turn {p - 1}:" for p in range(first, last + 1))

@@ -6,7 +6,7 @@ collapse, a fork's new thread) recounts its tokens and may move the start anywhe
 
 import itertools
 
-from django.db.models import Sum
+from django.db.models import Count, Sum
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -15,6 +15,7 @@ from contextstore.selectors import rendering
 from contextstore.services.events import event_append
 from contextstore.services.sessions import thread_ensure
 from contextstore.services.threads import thread_clear_context
+from contextstore.tokens import FRAME_TOKENS
 
 names = itertools.count()
 
@@ -46,9 +47,10 @@ def append_turn(thread, actor, spec, tag) -> None:
 
 
 def offset_of(thread, position: int) -> int:
-    """Stored tokens of the working context before `position`."""
-    return Event.objects.filter(thread=thread, status=Event.Status.ACTIVE, visible=True,
-                                position__lt=position).aggregate(t=Sum("token_count"))["t"] or 0
+    """Tokens of the working context before `position`, each event framed as a render counts it."""
+    got = Event.objects.filter(thread=thread, status=Event.Status.ACTIVE, visible=True,
+                               position__lt=position).aggregate(t=Sum("token_count"), n=Count("pk"))
+    return (got["t"] or 0) + FRAME_TOKENS * got["n"]
 
 
 def start_of(rendered) -> int | None:
@@ -69,7 +71,7 @@ def test_a_growing_threads_start_only_moves_forward_by_whole_chunks(session, act
                                     on_oversize=on_oversize)
         stats = rendered.body["stats"]
         assert stats["start_chunk"] == chunk and stats["total_tokens"] <= budget
-        floor = rendering.window_floor(thread.active_tokens, budget, chunk)
+        floor = rendering.window_floor(rendering.working_tokens(thread), budget, chunk)
         assert floor >= last_floor and (floor == last_floor or floor - last_floor >= int(budget * chunk))
         start = start_of(rendered)
         if start is None:
@@ -156,17 +158,18 @@ def test_the_cache_bench_finds_stable_starts_never_move_back_and_cache_more():
 
 def test_an_orphan_result_counts_in_the_offsets_the_start_is_placed_by():
     # rows newest first: (position, seq, tokens, thinking, type, role, id); turns of 100 tokens
-    # and an orphan result of 300 at position 5: 1,200 tokens, the floor at 660 (chunk 55)
+    # and an orphan result of 300 at position 5, each framed (+4): 1,240 tokens, the floor at 715
+    # (chunk 55)
     rows = []
     for p in range(1, 11):
         rows.insert(0, (p, p, 300 if p == 5 else 100, 0, "ToolResult" if p == 5 else "Message",
                         "tool" if p == 5 else "user", p))
-    total = sum(r[2] for r in rows)
+    total = sum(r[2] + FRAME_TOKENS for r in rows)
     plan = rendering.plan_history(budget=550, strip_thinking=False, newest=rows, start_chunk=0.1,
                                   total=total, upto_seq=10)
-    assert rendering.window_floor(total, 550, 0.1) == 660
-    # turns 6–10 start at 700–1,100; turn 4 spans 300–400, wholly before the floor (had the
-    # orphan's tokens not been counted it would seem to reach over it, at 600–700)
+    assert rendering.window_floor(total, 550, 0.1) == 715
+    # turns 6–10 start at 720–1,136; turn 4 spans 312–416, wholly before the floor (had the
+    # orphan's tokens not been counted it would seem to reach over it, at 616–720)
     assert sorted(r.position for unit in plan.units for r in unit) == [6, 7, 8, 9, 10]
     reasons = {x["position"]: x["reason"] for x in plan.left_out}
     assert reasons == {5: "orphan_tool_result", 4: "window_start"}

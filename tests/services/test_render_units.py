@@ -4,7 +4,7 @@ from dataclasses import replace
 
 from contextstore.selectors import rendering
 from contextstore.services.events import event_append
-from contextstore.tokens import count_tokens
+from contextstore.tokens import FRAME_TOKENS, count_tokens
 from tests.conftest import messages
 
 
@@ -46,7 +46,8 @@ def test_a_call_and_all_its_results_are_left_out_together_with_their_turn(thread
         result("x", "one " * 40) | {"data": {"tool_call_id": "a"}},
         result("x", "two " * 40) | {"data": {"tool_call_id": "b"}},
         {"type": "Message", "content": "thanks"}])
-    tokens = {e.seq: e.token_count for e in thread.events.all()}
+    # each event framed, as the render counts it (tokens.request_tokens)
+    tokens = {e.seq: e.token_count + FRAME_TOKENS for e in thread.events.all()}
     # room for the newest message and the second result, not for the whole unit: the turn it
     # belongs to (the user message 1 through its last result) goes whole
     budget = tokens[6] + tokens[5] + 1
@@ -54,7 +55,7 @@ def test_a_call_and_all_its_results_are_left_out_together_with_their_turn(thread
     assert [m["seq"] for m in history(render)] == [6]
     assert render["stats"]["fits"] is False
     assert [(s["seq"], s["tokens"], s["reason"]) for s in render["stats"]["skipped"]] == [
-        (n, tokens[n], "oversize") for n in (5, 4, 3, 2, 1)]
+        (n, tokens[n] - FRAME_TOKENS, "oversize") for n in (5, 4, 3, 2, 1)]
     # with room for both turns, all of it comes
     render = rendering.context_render(thread=thread, max_tokens=sum(tokens.values()))
     assert [m["seq"] for m in history(render)] == [1, 2, 3, 4, 5, 6]

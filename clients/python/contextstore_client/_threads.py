@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from datetime import datetime
@@ -139,18 +140,23 @@ class ThreadOps:
     # -- collapses and summaries
 
     @op
-    def collapse(self, start_position: int, end_position: int, summary_text: str) -> Steps[Collapse]:
+    def collapse(self, start_position: int, end_position: int, summary_text: str, *,
+                 widen: bool = False) -> Steps[Collapse]:
         """Replace the working context at positions [start_position, end_position] (both
-        included) with a summary. An ordinary event's position is its seq."""
+        included) with a summary. An ordinary event's position is its seq. A range that would
+        split a tool call from its results is refused (InvalidRequest naming the events), or
+        with `widen=True` grown to the whole exchanges."""
         return _collapse((yield self._call("POST", "collapse/", json={
             "start_position": start_position, "end_position": end_position,
-            "summary_text": summary_text})))
+            "summary_text": summary_text, **_widen(widen)})))
 
     @op
-    def summarize(self, start_position: int, end_position: int) -> Steps[str]:
-        """Queue a worker to summarize and collapse the range (inclusive); returns the job id."""
+    def summarize(self, start_position: int, end_position: int, *, widen: bool = False) -> Steps[str]:
+        """Queue a worker to summarize and collapse the range (inclusive); returns the job id.
+        `widen`: as collapse's."""
         job_id: str = (yield self._call("POST", "collapse/", json={
-            "start_position": start_position, "end_position": end_position, "summarize": True}))["job_id"]
+            "start_position": start_position, "end_position": end_position, "summarize": True,
+            **_widen(widen)}))["job_id"]
         return job_id
 
     @op
@@ -329,16 +335,22 @@ class ThreadOps:
 
     @op
     def context(self, *, max_tokens: int | None = None, strip_thinking: bool = False,
-                format: str = "raw", on_oversize: str = "skip", record: bool = True) -> Steps[Context]:
+                format: str = "raw", on_oversize: str = "skip", record: bool = True,
+                start_chunk: float | None = None, tools: list[dict[str, Any]] | None = None,
+                ) -> Steps[Context]:
         """The model context: prefix blocks, summary, newest events that fit, suffix blocks.
 
         format: "raw", "openai" (Chat Completions messages) or "anthropic" (`system` plus
         Messages API turns). max_tokens defaults to the thread's model budget. By default the
         render is recorded and later LLM-call events carry its render_id; a read-only token
-        gets the render unrecorded.
+        gets the render unrecorded. start_chunk: the share of the history budget the render's
+        start moves forward by (0 slides it turn by turn; None: the server's default). tools:
+        the tool definitions the request will send, counted in the budget and the total; a
+        call must have logged the same list before (`data.tools`), the server names it by hash.
         """
         params = {"max_tokens": max_tokens, "strip_thinking": strip_thinking, "format": format,
-                  "on_oversize": on_oversize, "record": record}
+                  "on_oversize": on_oversize, "record": record, "start_chunk": start_chunk,
+                  "tools_hash": tools_hash(tools) if tools else None}
         try:
             data = yield self._call("GET", "context/", params=params)
         except Forbidden:
@@ -373,10 +385,10 @@ class ThreadOps:
         return Window(events=[_event(e) for e in data["events"]], covers_all=data["covers_all"])
 
     def _fork(self, name: str, start_position: int | None, end_position: int | None,
-              system_prompt: str | None) -> Steps[Thread]:
+              system_prompt: str | None, widen: bool = False) -> Steps[Thread]:
         return _build(Thread, (yield self._call("POST", "fork/", json={
             "name": name, "start_position": start_position, "end_position": end_position,
-            "system_prompt": system_prompt})))
+            "system_prompt": system_prompt, **_widen(widen)})))
 
     @op
     def delete_fork(self) -> Steps[None]:
@@ -470,6 +482,18 @@ class ThreadOps:
 
 
 # ------------------------------------------------------------------------------- helpers
+
+def _widen(widen: bool) -> dict[str, Any]:
+    """A range request's `widen`, sent only when asked (servers before it refuse the field)."""
+    return {"widen": True} if widen else {}
+
+
+def tools_hash(tools: list[dict[str, Any]]) -> str:
+    """A tool list's name on the server: the sha256 of its canonical JSON (sorted keys, no
+    spaces), as the server keeps a logged call's `data.tools`."""
+    text = json.dumps(tools, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
 
 def _with_render(event: dict[str, Any], render_id: str | None) -> dict[str, Any]:
     """An LLM call logged after context() names the render it was sent (unless it says)."""

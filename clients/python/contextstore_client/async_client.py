@@ -132,10 +132,11 @@ class AsyncThreadHandle(ThreadOps, Awaiting):
             yield _event(item)
 
     async def fork(self, name: str, *, start_position: int | None = None,
-                   end_position: int | None = None, system_prompt: str | None = None) -> AsyncThreadHandle:
+                   end_position: int | None = None, system_prompt: str | None = None,
+                   widen: bool = False) -> AsyncThreadHandle:
         """See ThreadHandle.fork."""
         return AsyncThreadHandle(self.client, await self._run(self._fork(name, start_position, end_position,
-                                                                         system_prompt)))
+                                                                         system_prompt, widen)))
 
     @overload
     async def get_recent_history(self, n: int | None = None, raw: Literal[False] = False) -> str: ...

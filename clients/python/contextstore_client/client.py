@@ -140,12 +140,14 @@ class ThreadHandle(ThreadOps, Blocking):
             yield _event(item)
 
     def fork(self, name: str, *, start_position: int | None = None,
-             end_position: int | None = None, system_prompt: str | None = None) -> ThreadHandle:
+             end_position: int | None = None, system_prompt: str | None = None,
+             widen: bool = False) -> ThreadHandle:
         """peteos fork: a new thread with exactly this thread's working context at positions
         [start_position, end_position] (both included; None = open end), summaries and their
-        collapses included. `delete_fork()` on the new handle undoes it."""
+        collapses included. `delete_fork()` on the new handle undoes it. `widen`: as
+        collapse's (a range splitting a tool call from its results grows to the exchange)."""
         return ThreadHandle(self.client, self._run(self._fork(name, start_position, end_position,
-                                                              system_prompt)))
+                                                              system_prompt, widen)))
 
     @overload
     def get_recent_history(self, n: int | None = None, raw: Literal[False] = False) -> str: ...

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 
 import contextstore_client as cs
@@ -159,6 +160,32 @@ async def test_a_fork_is_a_new_handle_of_the_same_client(connect, api):
     fork = await settle(handle.fork("alt", start_position=1, end_position=4))
     assert type(fork) is type(handle) and fork.id == 8 and fork.thread.parent == 7
     assert api.bodies()[0] == {"name": "alt", "start_position": 1, "end_position": 4, "system_prompt": None}
+
+
+async def test_ranges_ask_to_widen_only_when_told(connect, api):
+    collapse = {"id": 5, "thread": 7, "start_position": 1, "end_position": 6,
+                "summary_event": event_json(9, "Earlier.", type="Summary")}
+    api.on("POST", "threads/7/collapse/", collapse, collapse, {"job_id": "j-1"})
+    api.on("POST", "threads/7/fork/", thread_json(id=8, name="alt", parent=7))
+    handle = handle_of(connect())
+    assert (await settle(handle.collapse(1, 4, "Earlier."))).end_position == 6
+    await settle(handle.collapse(1, 4, "Earlier.", widen=True))
+    assert await settle(handle.summarize(1, 4, widen=True)) == "j-1"
+    await settle(handle.fork("alt", end_position=4, widen=True))
+    plain, widened, summarized, forked = api.bodies()
+    assert "widen" not in plain and widened["widen"] is summarized["widen"] is forked["widen"] is True
+    assert summarized["summarize"] is True and forked["end_position"] == 4
+
+
+async def test_a_render_sends_its_start_chunk_and_names_its_tools_by_hash(connect, api):
+    api.on("GET", "threads/7/context/", {"messages": [], "stats": {}, "format": "raw"})
+    tools = [{"name": "weather", "input_schema": {"type": "object"}}]
+    await settle(handle_of(connect()).context(start_chunk=0.1, tools=tools, record=False))
+    params = dict(api.seen[0].url.params)
+    assert params["start_chunk"] == "0.1"
+    # the server keeps a logged call's data.tools under the sha256 of this JSON
+    text = json.dumps(tools, sort_keys=True, separators=(",", ":"))
+    assert params["tools_hash"] == hashlib.sha256(text.encode()).hexdigest()
 
 
 async def test_recent_history_is_text_or_the_raw_interactions(connect, api):
