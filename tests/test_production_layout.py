@@ -180,7 +180,8 @@ def test_the_production_layout_serves_summarizes_and_shuts_down_cleanly(layout, 
     no_worker = web.get("/readyz")
     assert no_worker.status_code == 503, no_worker.text
     assert no_worker.json()["checks"] == {"database": "ok", "broker": "ok", "migrations": "ok",
-                                          "worker": "error: no worker has written a heartbeat yet"}
+                                          "worker": "error: no worker has written a heartbeat yet",
+                                          "otlp_derivation": "ok, 0 traces waiting, oldest 0 s"}
 
     layout.start("worker", sys.executable, "-m", "celery", "--app", "project", "worker",
                  "--loglevel", "INFO", "--concurrency", "2", "--hostname", "layout@%h")

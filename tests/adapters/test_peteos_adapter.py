@@ -9,6 +9,7 @@ from peteos.conversation.context import Context
 from peteos.conversation.message import ContentPart, Message, ToolApprovalStatus
 
 from contextstore.models import Collapse
+from contextstore.tokens import FRAME_TOKENS
 from tests.adapters.test_peteos_service import conversation, plain, text
 
 
@@ -254,7 +255,9 @@ def test_a_strip_thinking_render_of_a_saved_context_agrees_with_peteos(store):
     history = [m for m in rendered.messages if m["section"] == "history"]
     assert [ids[m["seq"]] for m in history] == [m.id for m in kept]
     assert [m["tokens"] for m in history] == [Message.from_dict(m.raw_dict).count_tokens() for m in kept]
-    assert rendered.stats["sections"]["history"]["tokens"] == sum(m["tokens"] for m in history)
+    # each message as peteos counts it, framed as the render frames every message it sends
+    assert rendered.stats["sections"]["history"]["tokens"] == (
+        sum(m["tokens"] for m in history) + FRAME_TOKENS * len(history))
     assert thread.total_tokens() == ctx.total_token_count()
 
 

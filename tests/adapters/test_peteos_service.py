@@ -16,6 +16,7 @@ from contextstore.services.events import event_append
 from contextstore.services.peteos import thread_to_peteos
 from contextstore.services.threads import thread_fork
 from contextstore.services.transfer import thread_import
+from contextstore.tokens import FRAME_TOKENS
 
 PNG = {"type": "base64", "data": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8",
        "media_type": "image/png"}
@@ -191,7 +192,10 @@ def test_strip_thinking_agrees_with_peteos(workspace, actor):
     fresh = Context.load_from_dict(plain(theirs.raw_dict))
     special = fresh.system_prompt_message.count_tokens() + fresh.tool_definitions_message.count_tokens()
     rendered = rendering.context_render(thread=thread, max_tokens=100_000, strip_thinking=True)
-    assert rendered["stats"]["sections"]["history"]["tokens"] == fresh.total_token_count() - special
+    # The render frames each message it sends (tokens.FRAME_TOKENS, one count for every request)
+    history = [m for m in rendered["messages"] if m["section"] == "history"]
+    assert rendered["stats"]["sections"]["history"]["tokens"] == (
+        fresh.total_token_count() - special + FRAME_TOKENS * len(history))
 
 
 def test_events_added_through_contextstore_export_as_a_context_peteos_can_extend(
@@ -299,6 +303,7 @@ def test_a_strip_thinking_render_shows_the_messages_and_tokens_of_peteos_strippe
     assert [m["tokens"] for m in history] == [m.count_tokens() for m in kept]
     assert [m.get("parts") for m in history] == [m.raw_dict.get("content") for m in kept]
     assert rendered["stats"]["sections"]["history"]["tokens"] == (
-        theirs.total_token_count() - theirs.system_prompt_message.count_tokens())
+        theirs.total_token_count() - theirs.system_prompt_message.count_tokens()
+        + FRAME_TOKENS * len(history))
     assert [(m["id"], m["content"]) for m in exported["messages"]] == [
         (m.id, m.raw_dict["content"]) for m in theirs.messages]
