@@ -598,7 +598,7 @@ class ContextQuerySerializer(serializers.Serializer):
         help_text="The tool definitions the request will send, named by the sha256 of their "
                   "canonical JSON as the server keeps a logged call's `data.tools` (sorted keys, "
                   "no spaces): counted in the budget and in stats.total_tokens "
-                  "(stats.sections.tools). Unknown to this workspace: 400.")
+                  "(stats.sections.tools). Unknown to this workspace: 404.")
     record = serializers.BooleanField(
         required=False, default=False,
         help_text="Keep a render record (write scope); the response carries its render_id, "

@@ -14,7 +14,7 @@ from typing import Any
 from django.db import connection
 from django.db.models import F, QuerySet
 
-from contextstore.errors import InvalidInput, NotFound
+from contextstore.errors import NotFound
 from contextstore.models import Collapse, ContextBlockVersion, Event, RenderRecord, StoredText
 from contextstore.render_format import HistoryEvent, build_counted, join_blocks, valid_items
 
@@ -184,15 +184,16 @@ def llm_call_messages(*, event: Event, workspace_id: int) -> list[Any] | None:
 
 def render_tools(*, workspace_id: int, tools_hash: str | None) -> list[Any]:
     """The tool list a render is asked to count (the API's `tools_hash`): one this workspace
-    stored, as a logged call's `data.tools` is kept; a name it did not store is refused."""
+    stored, as a logged call's `data.tools` is kept; a name it did not store is not found (404),
+    as another workspace's is."""
     if tools_hash is None:
         return []
     text = _texts(workspace_id, {tools_hash}).get(tools_hash)
     tools = json.loads(text) if text is not None else None
     if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
-        raise InvalidInput("tools_hash names no tool list this workspace stored: log a call with "
-                           "data.tools first (the server keeps it by this hash).",
-                           details={"tools_hash": "unknown tool list"})
+        raise NotFound("tools_hash names no tool list this workspace stored: log a call with "
+                       "data.tools first (the server keeps it by this hash).",
+                       details={"tools_hash": "unknown tool list"})
     return tools
 
 

@@ -102,7 +102,7 @@ def test_a_render_counts_the_tools_in_its_budget(thread, actor):
 
 def test_an_unknown_tools_hash_is_refused(api_client, thread):
     response = api_client.get(f"/api/v1/threads/{thread.pk}/context/", {"tools_hash": "0" * 64})
-    assert response.status_code == 400 and "tools_hash" in response.json()["error"]["message"]
+    assert response.status_code == 404 and "tools_hash" in response.json()["error"]["message"]
 
 
 names = itertools.count()
