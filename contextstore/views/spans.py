@@ -8,7 +8,7 @@ from django.shortcuts import render
 from contextstore.ranges import positive_int
 from contextstore.selectors.trace import run_tree
 from contextstore.selectors.waterfall import run_waterfall as events_waterfall
-from contextstore.views.access import DashboardRequest, get_thread, visible_workspaces
+from contextstore.views.access import DashboardRequest, get_thread
 
 
 @login_required
@@ -20,6 +20,6 @@ def run_waterfall(request: DashboardRequest, pk: int, run_id: str) -> HttpRespon
     offset = positive_int(request.GET.get("from"), zero=True) or 0  # the tree's page
     return render(request, "contextstore/run_spans.html", {
         "thread": thread, "session": thread.session, "workspace": thread.workspace,
-        "workspaces": visible_workspaces(request.user), "run": run, "run_id": run_id,
+        "run": run, "run_id": run_id,
         "tree": run_tree(thread=thread, run=run, offset=offset),
         "waterfall": events_waterfall(run=run)})

@@ -8,7 +8,7 @@ from django.shortcuts import render
 from django.views.decorators.vary import vary_on_headers
 
 from contextstore.selectors.trace import trace_node
-from contextstore.views.access import DashboardRequest, get_thread, visible_workspaces
+from contextstore.views.access import DashboardRequest, get_thread
 
 
 @login_required
@@ -23,4 +23,4 @@ def trace_node_view(request: DashboardRequest, pk: int, key: str) -> HttpRespons
         template_name += "#node"
     return render(request, template_name, {
         "thread": thread, "session": thread.session, "workspace": thread.workspace,
-        "workspaces": visible_workspaces(request.user), "node": node, "key": key})
+        "node": node, "key": key})

@@ -65,14 +65,17 @@ def test_the_live_tail_brings_the_header_counters_and_gauge_along(editor_client,
 def test_every_page_lists_the_persons_workspaces_in_the_switcher_and_no_other(
         editor_client, editor, thread, workspace, other_workspace, actor):
     from contextstore.models import Membership
+    from contextstore.services.runs import run_start
     from contextstore.services.workspaces import workspace_ensure
 
     second = workspace_ensure(slug="beta", name="Beta lab")[0]
     Membership.objects.create(workspace=second, user=editor, role=Membership.Role.VIEWER)
+    run_start(thread=thread, run_id="run-1", actor=actor)
     pages = ["/", f"/sessions/{thread.session_id}/", f"/sessions/{thread.session_id}/cache/", "/cache/",
              "/trends/", "/datasets/", f"/threads/{thread.pk}/", f"/threads/{thread.pk}/activity/",
              f"/threads/{thread.pk}/context/", f"/threads/{thread.pk}/export/size/",
-             f"/sessions/{thread.session_id}/comments/", f"/sessions/{thread.session_id}/scores/"]
+             f"/sessions/{thread.session_id}/comments/", f"/sessions/{thread.session_id}/scores/",
+             f"/threads/{thread.pk}/runs/run-1/spans/"]
     for url in pages:
         response = editor_client.get(url)
         assert response.status_code == 200, url
