@@ -67,6 +67,8 @@ FORGET = (
     "FOR EACH STATEMENT EXECUTE FUNCTION contextstore_event_search_forget()",
 )
 Log = Callable[[str], None]
+# The longest the swap waits for each of its two lock statements (see _swap).
+SWAP_LOCK_WAIT_MS = 400
 _ON_TABLE = re.compile(rf" ON (ONLY )?(public\.)?{TABLE} ")
 
 
@@ -163,8 +165,17 @@ def _swap(partitions: int, renames: list[tuple[str, str]], lock_timeout_ms: int)
     """Step 3; returns the foreign keys added NOT VALID, to validate after."""
     pending = []
     with transaction.atomic():
+        # Every lock the swap needs, taken first and each wait cut short well before a
+        # writer's deadlock check (deadlock_timeout, 1 s by default): a writer that waits on
+        # the swap while holding a table the swap wants (indexing takes the search table, then
+        # the event table's key share) finds the swap gone, not itself chosen as the victim;
+        # the swap is retried whole.
+        incoming = sorted({table for table, *_ in INCOMING if table != TABLE})
         _run(f"SET LOCAL lock_timeout = {int(lock_timeout_ms)}",
-             f"LOCK TABLE {TABLE} IN ACCESS EXCLUSIVE MODE",
+             f"SET LOCAL statement_timeout = {min(int(lock_timeout_ms), SWAP_LOCK_WAIT_MS)}",
+             f"LOCK TABLE {', '.join(incoming)} IN SHARE ROW EXCLUSIVE MODE",
+             f"LOCK TABLE {TABLE}, {NEW} IN ACCESS EXCLUSIVE MODE",
+             "SET LOCAL statement_timeout TO DEFAULT",
              f"DROP TRIGGER {MIRROR} ON {TABLE}", f"DROP FUNCTION {MIRROR}()")
         old_seq, new_seq = (_rows("SELECT pg_get_serial_sequence(%s, 'id')", [t])[0][0]
                             for t in (TABLE, NEW))
