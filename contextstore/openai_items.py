@@ -120,7 +120,21 @@ def synthetic_item(*, seq: int, type: str, role: str, content: str) -> dict[str,
             "content": [text_part]}
 
 
+def text_parts(item: dict[str, Any]) -> dict[str, Any]:
+    """A message whose content is a string, with that string as one text part, as OpenAI lists
+    it (the SDKs' item types hold a list of parts); stored as sent."""
+    if item.get("type") != "message" or not isinstance(item.get("content"), str):
+        return item
+    assistant = item.get("role") == "assistant"
+    part: dict[str, Any] = {"type": "output_text" if assistant else "input_text", "text": item["content"]}
+    if assistant:
+        part["annotations"] = []
+    return {**item, "content": [part]}
+
+
 def event_item(*, seq: int, type: str, role: str, content: str, data: Any) -> dict[str, Any]:
     """The conversation item a stored event reads as."""
     item = stored_item(content, data)
-    return item if item is not None else synthetic_item(seq=seq, type=type, role=role, content=content)
+    if item is None:
+        return synthetic_item(seq=seq, type=type, role=role, content=content)
+    return text_parts(item)
