@@ -6,8 +6,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Q
-
 from contextstore.errors import InvalidInput, NotFound
 from contextstore.models import Event, Session, Thread, Workspace
 from contextstore.openai_items import SYNTHETIC_ID, event_item
@@ -25,9 +23,11 @@ def conversation_not_found(conversation_id: str) -> NotFound:
 def conversation_get(*, workspace: Workspace, conversation_id: str) -> tuple[Session, Thread]:
     """The conversation's session and thread, in the workspace; NotFound for a deleted one
     (archived) or another workspace's, as for one that never was."""
-    thread = (Thread.objects.select_related("session")
-              .filter(session__workspace=workspace, session__app=APP, session__key=conversation_id,
-                      session__archived=False, name=THREAD).first())
+    # [:1], not first(): no ORDER BY on a lookup that finds at most one row by its unique key
+    found = list(Thread.objects.select_related("session")
+                 .filter(session__workspace=workspace, session__app=APP, session__key=conversation_id,
+                         session__archived=False, name=THREAD)[:1])
+    thread = found[0] if found else None
     if thread is None:
         raise conversation_not_found(conversation_id)
     return thread.session, thread
@@ -52,12 +52,13 @@ def _row_item(row: dict[str, Any]) -> dict[str, Any]:
 
 def item_row(*, thread: Thread, item_id: str) -> dict[str, Any] | None:
     """The event an item id names among the conversation's items, as ITEM_FIELDS (and pk)."""
-    rows = _items(thread)
+    # By the thread's unique (client_id) or (seq) index, at most one row: no ORDER BY.
+    rows = _items(thread).values("pk", *ITEM_FIELDS)
+    found = list(rows.filter(client_id=item_id)[:1])
     synthetic = SYNTHETIC_ID.match(item_id)
-    wanted = Q(client_id=item_id)
-    if synthetic:
-        wanted |= Q(seq=int(synthetic[1]), client_id__isnull=True)
-    return rows.filter(wanted).values("pk", *ITEM_FIELDS).first()
+    if not found and synthetic:
+        found = list(rows.filter(seq=int(synthetic[1]), client_id__isnull=True)[:1])
+    return found[0] if found else None
 
 
 def item_get(*, workspace: Workspace, conversation_id: str, item_id: str) -> dict[str, Any]:
@@ -102,11 +103,11 @@ def items_page(*, workspace: Workspace, conversation_id: str, order: str = "desc
         bound = item_row(thread=thread, item_id=after)
         if bound is None:
             raise NotFound(f"Item with id '{after}' not found.", details={"after": after})
-        position, seq = bound["position"], bound["seq"]
-        if order == "asc":
-            rows = rows.filter(Q(position__gt=position) | Q(position=position, seq__gt=seq))
-        else:
-            rows = rows.filter(Q(position__lt=position) | Q(position=position, seq__lt=seq))
-    ordering = ("position", "seq") if order == "asc" else ("-position", "-seq")
-    found = list(rows.order_by(*ordering).values(*ITEM_FIELDS)[:limit + 1])
+        # Positions are unique in the working context (a summary stands at a collapsed one's,
+        # a rewritten sync item at its retired version's): the (thread, position) index walks
+        # from the bound and stops at the page's end.
+        position = bound["position"]
+        rows = rows.filter(position__gt=position) if order == "asc" else rows.filter(position__lt=position)
+    ordering = "position" if order == "asc" else "-position"
+    found = list(rows.order_by(ordering).values(*ITEM_FIELDS)[:limit + 1])
     return ItemPage(data=[_row_item(r) for r in found[:limit]], has_more=len(found) > limit)
