@@ -87,17 +87,16 @@ def _prepared(items: Any, *, conversation_id: str, seed: str) -> tuple[list[dict
     return events, ids
 
 
-def _free_ids(thread_id: int, ids: list[str]) -> None:
-    """Refuse ids the conversation holds; free those of items deleted or cleared since (their
-    rows stay, their client id renamed), so an item popped can be added again."""
+def _retired_ids(thread_id: int, ids: list[str]) -> list[dict[str, Any]]:
+    """Refuse ids the conversation holds; the rows of items with these ids deleted or cleared
+    since (the caller frees their ids, so an item popped can be added again)."""
     taken = list(Event.objects.filter(thread_id=thread_id, client_id__in=ids)
                  .values("pk", "client_id", "status", "seq"))
     for row in taken:
         if row["status"] in (Event.Status.ACTIVE, Event.Status.COLLAPSED):
             raise InvalidInput(f"Duplicate item found with id {row['client_id']}. Remove duplicate items "
                                "from your input and try again.", details={"items": row["client_id"]})
-    for row in taken:
-        Event.objects.filter(pk=row["pk"]).update(client_id=f"{row['client_id']}#{row['seq']}"[-ITEM_ID_MAX:])
+    return taken
 
 
 def _add(workspace: Workspace, session: Session, events: list[dict[str, Any]], actor: Actor,
@@ -115,7 +114,7 @@ def conversation_create(*, workspace: Workspace, items: Any = None, metadata: An
     metadata = check_metadata(metadata)
     conversation_id = new_id("conv", f"{idempotency_key}|{workspace.pk}" if idempotency_key else None)
     events, ids = _prepared(items if items is not None else [], conversation_id=conversation_id,
-                            seed=idempotency_key)
+                            seed=f"create|{idempotency_key}" if idempotency_key else "")
     # The end user a conversation is about, when its metadata names one: erasure finds it by him.
     user_id = metadata.get(USER_KEY, "")
     identity = Identity(app=APP, user_id=user_id, key=conversation_id, thread=THREAD)
@@ -152,19 +151,25 @@ def conversation_delete(*, workspace: Workspace, conversation_id: str, actor: Ac
 
 def items_add(*, workspace: Workspace, conversation_id: str, items: Any, actor: Actor,
               idempotency_key: str = "") -> list[dict[str, Any]]:
-    """Append items (at most 20) to the conversation, in one transaction, replay-safe by the
+    """Append items (at most 20) to the conversation in one transaction, replay-safe by the
     request's idempotency key. Returns them as stored (redacted, with their ids)."""
     session, thread = conversation_get(workspace=workspace, conversation_id=conversation_id)
-    events, ids = _prepared(items, conversation_id=conversation_id, seed=idempotency_key)
+    events, ids = _prepared(items, conversation_id=conversation_id,
+                            seed=f"items|{idempotency_key}" if idempotency_key else "")
     if not events:
         return []
-    with transaction.atomic():
-        # A retry of a request that was applied: session_commit answers it from its record.
-        replay = bool(idempotency_key) and CommitRecord.objects.filter(
-            thread=thread, batch_id=idempotency_key[:200]).exists()
-        if not replay:
-            _free_ids(thread.pk, ids)
+    # A retry of a request that was applied: session_commit answers it from its record.
+    replay = bool(idempotency_key) and CommitRecord.objects.filter(
+        thread=thread, batch_id=idempotency_key[:200]).exists()
+    retired = [] if replay else _retired_ids(thread.pk, ids)
+    if not retired:  # the usual case: the commit is the request's one transaction
         _add(workspace, session, events, actor, idempotency_key)
+    else:
+        with transaction.atomic():  # their rows stay, their client ids renamed
+            for row in retired:
+                Event.objects.filter(pk=row["pk"]).update(
+                    client_id=f"{row['client_id']}#{row['seq']}"[-ITEM_ID_MAX:])
+            _add(workspace, session, events, actor, idempotency_key)
     return items_by_ids(thread=thread, item_ids=ids)
 
 

@@ -236,3 +236,17 @@ def test_the_server_mapping_is_the_agents_adapters():
         assert item_event(item) == adapter.item_event(item)
         stored = item_event(item)
         assert stored_item(stored["content"], stored["data"]) == adapter.stored_item(stored) == item
+
+
+def test_a_retried_request_with_an_idempotency_key_answers_the_first_answer(client):
+    key = {"Idempotency-Key": "retry-1"}
+    first = client.conversations.create(items=ITEMS[:1], extra_headers=key)
+    assert client.conversations.create(items=ITEMS[:1], extra_headers=key).id == first.id
+    items = [{"role": "user", "content": "once"}, ITEMS[1]]
+    added = client.conversations.items.create(first.id, items=items, extra_headers=key)
+    again = client.conversations.items.create(first.id, items=items, extra_headers=key)
+    assert again.model_dump() == added.model_dump()
+    assert len(client.conversations.items.list(first.id).data) == 3
+    # The same ids in a new request are a duplicate, as OpenAI answers.
+    with pytest.raises(openai.BadRequestError, match="Duplicate item found with id fc_1"):
+        client.conversations.items.create(first.id, items=[ITEMS[1]])
