@@ -12,7 +12,7 @@ from openai import OpenAI
 
 from contextstore.models import AuditLog, Event, Session
 from contextstore.openai_items import item_event, stored_item
-from contextstore.selectors.conversations import APP
+from contextstore.selectors.conversations import APP, items_page
 from contextstore.services.collapses import collapse_create, collapse_undo
 from contextstore.services.common import Actor
 from contextstore.services.erasure import user_erase
@@ -250,3 +250,15 @@ def test_a_retried_request_with_an_idempotency_key_answers_the_first_answer(clie
     # The same ids in a new request are a duplicate, as OpenAI answers.
     with pytest.raises(openai.BadRequestError, match="Duplicate item found with id fc_1"):
         client.conversations.items.create(first.id, items=[ITEMS[1]])
+
+
+def test_a_page_costs_three_statements_whatever_the_history(client, workspace, django_assert_num_queries):
+    conversation = client.conversations.create()
+    for start in range(0, 60, 20):
+        client.conversations.items.create(conversation.id, items=[
+            {"type": "message", "role": "user", "content": f"m{n}"} for n in range(start, start + 20)])
+    first = items_page(workspace=workspace, conversation_id=conversation.id, order="asc", limit=5)
+    with django_assert_num_queries(3):  # the conversation, the after item, the page
+        page = items_page(workspace=workspace, conversation_id=conversation.id, order="asc", limit=5,
+                          after=first.data[-1]["id"])
+    assert [i["content"][0]["text"] for i in page.data] == ["m5", "m6", "m7", "m8", "m9"]
