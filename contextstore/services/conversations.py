@@ -90,8 +90,8 @@ def _prepared(items: Any, *, conversation_id: str, seed: str) -> tuple[list[dict
 def _retired_ids(thread_id: int, ids: list[str]) -> list[dict[str, Any]]:
     """Refuse ids the conversation holds; the rows of items with these ids deleted or cleared
     since (the caller frees their ids, so an item popped can be added again)."""
-    taken: list[dict[str, Any]] = list(Event.objects.filter(thread_id=thread_id, client_id__in=ids)
-                                       .values("pk", "client_id", "status", "seq"))
+    taken = [dict(row) for row in Event.objects.filter(thread_id=thread_id, client_id__in=ids)
+             .values("pk", "client_id", "status", "seq")]
     for row in taken:
         if row["status"] in (Event.Status.ACTIVE, Event.Status.COLLAPSED):
             raise InvalidInput(f"Duplicate item found with id {row['client_id']}. Remove duplicate items "
