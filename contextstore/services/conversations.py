@@ -115,7 +115,7 @@ def conversation_create(*, workspace: Workspace, items: Any = None, metadata: An
     conversation_id = new_id("conv", f"{idempotency_key}|{workspace.pk}" if idempotency_key else None)
     events, ids = _prepared(items if items is not None else [], conversation_id=conversation_id,
                             seed=f"create|{idempotency_key}" if idempotency_key else "")
-    # The end user a conversation is about, when its metadata names one: erasure finds it by him.
+    # The end user a conversation is about, when its metadata names one: erasure finds it by that person.
     user_id = metadata.get(USER_KEY, "")
     identity = Identity(app=APP, user_id=user_id, key=conversation_id, thread=THREAD)
     with transaction.atomic():
