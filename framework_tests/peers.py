@@ -3,7 +3,7 @@ over HTTP, the same calls in turns, on the same database. Run inside the framewo
 virtualenv by `manage.py bench_peers` (contextstore/bench/peers.py), which reads the JSON it
 prints last:
 
-    python -m framework_tests.peers adk|langgraph|openai-agents
+    python -m framework_tests.peers adk|langgraph|openai-agents|openai-conversations[-sqlite]
 
 Environment: CONTEXTSTORE_URL and CONTEXTSTORE_TOKEN (ours), PEERS_DSN (the database, as
 postgresql://user:password@host:port/name), PEERS_SMALL and PEERS_LARGE (history sizes at which
@@ -415,8 +415,93 @@ async def openai_agents() -> dict[str, Any]:
                   parts_grown(parts_before, parts_after, items["ours"]))
 
 
+# ---------------------------------------------------- OpenAI Conversations (OpenAIConversationsSession)
+
+async def openai_conversations(peer_kind: str) -> dict[str, Any]:
+    """The Agents SDK's OpenAIConversationsSession against our /openai/v1 (the official AsyncOpenAI
+    client) vs the SDK's reference stores: SQLAlchemySession on this PostgreSQL (`sqlalchemy`) or
+    SQLiteSession on a file (`sqlite`). Writes, reads and pop_item as openai_agents times them."""
+    import tempfile
+
+    import asyncpg
+    import httpx
+    from agents import SQLiteSession
+    from agents.extensions.memory.sqlalchemy_session import SQLAlchemySession
+    from agents.memory.openai_conversations_session import OpenAIConversationsSession
+    from openai import AsyncOpenAI
+
+    db = await asyncpg.connect(DSN)
+    folder = tempfile.TemporaryDirectory()
+    sqlite_path = os.path.join(folder.name, "sessions.db")
+    session_id = f"conversation-{TAG}"
+    peer = (SQLAlchemySession.from_url(session_id, url=async_url("asyncpg"), create_tables=True)
+            if peer_kind == "sqlalchemy" else SQLiteSession(session_id, sqlite_path))
+    api = AsyncOpenAI(base_url=f"{URL}/openai/v1", api_key=TOKEN, max_retries=0,
+                      http_client=httpx.AsyncClient(transport=transport("async")))
+    sessions: dict[str, Any] = {"peer": peer, "ours": OpenAIConversationsSession(openai_client=api)}
+    for side in SIDES:  # the peer makes its tables, ours its conversation, on the first call
+        assert await sessions[side].get_items() == []
+    peer_where = tables_where(("agent_sessions", "agent_messages"))
+
+    async def peer_bytes() -> int:
+        if peer_kind == "sqlite":
+            return sum(os.path.getsize(sqlite_path + end) for end in ("", "-wal")
+                       if os.path.exists(sqlite_path + end))
+        return await db.fetchval(SIZE_SQL.format(where=peer_where))
+
+    timings = Timings()
+    before = {"peer": await peer_bytes(), "ours": await db.fetchval(SIZE_SQL.format(where=OURS_WHERE))}
+    parts_before = dict(list(r) for r in await db.fetch(PARTS_SQL))
+    items = {side: 0 for side in SIDES}
+    turn = 0
+    while min(items.values()) < LARGE:
+        for side in order(turn):
+            n, began = items[side], time.perf_counter()
+            # ids are the store's to give (the SDK sends the model's items without them)
+            await sessions[side].add_items([{k: v for k, v in item.items() if k != "id"}
+                                            for item in agent_items(turn)])
+            if (size := window(n)) is not None:
+                timings.add(f"add_items(3) @{size}", side, began)
+            items[side] += 3
+        turn += 1
+    grown = {"peer": await peer_bytes() - before["peer"],
+             "ours": await db.fetchval(SIZE_SQL.format(where=OURS_WHERE)) - before["ours"]}
+    parts_after = dict(list(r) for r in await db.fetch(PARTS_SQL))
+    for size in (SMALL, LARGE):
+        timings.row(f"add_items(3) @{size:,}", target=True)
+
+    def read(side: str, limit: int | None) -> Callable[[], Awaitable[Any]]:
+        async def call() -> None:
+            got = await sessions[side].get_items(limit)
+            assert len(got) == (limit or items[side])
+        return call
+
+    for call, limit in ((f"get_items @{LARGE:,}", None), (f"get_items(limit=20) @{LARGE:,}", 20)):
+        await in_turns(timings, call, {side: read(side, limit) for side in SIDES}, READS)
+        timings.row(call, target=limit is None)
+
+    def pop(side: str) -> Callable[[], Awaitable[Any]]:
+        async def call() -> None:
+            assert await sessions[side].pop_item() is not None
+            items[side] -= 1
+        return call
+
+    await in_turns(timings, f"pop_item @{LARGE:,}", {side: pop(side) for side in SIDES}, READS)
+    timings.row(f"pop_item @{LARGE:,}", target=True)
+    await api.close()
+    await db.close()
+    folder.cleanup()
+    return result(f"openai-conversations vs {type(peer).__name__}", timings, "item", grown,
+                  {side: items[side] + READS for side in SIDES},
+                  parts_grown(parts_before, parts_after, items["ours"] + READS))
+
+
 def main() -> None:
     name = sys.argv[1] if len(sys.argv) > 1 else ""
+    if name.startswith("openai-conversations"):
+        print(json.dumps(asyncio.run(openai_conversations(
+            "sqlite" if name.endswith("sqlite") else "sqlalchemy"))))
+        return
     if name == "adk":
         answer = asyncio.run(adk())
     elif name == "langgraph":

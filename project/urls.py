@@ -11,6 +11,8 @@ urlpatterns = [
     path("readyz", health.readyz, name="readyz"),
     path("metrics", health.metrics, name="metrics"),
     path("api/", include("contextstore.api.urls")),
+    # The OpenAI Conversations API: OpenAI(base_url=f"{server}/openai/v1", api_key=<API token>)
+    path("openai/", include("contextstore.api.openai_urls")),
     path("admin/login/", sso.admin_login),  # with LOCAL_PASSWORDS off: the dashboard's sign-on
     path("admin/", admin.site.urls),
     path("accounts/login/", sso.LoginView.as_view(), name="login"),

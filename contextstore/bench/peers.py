@@ -26,7 +26,9 @@ from django.db import connection
 
 from contextstore.bench.over_http import bench_token, load, start_server
 
-FRAMEWORKS = ("adk", "langgraph", "openai-agents")
+FRAMEWORKS = ("adk", "langgraph", "openai-agents", "openai-conversations", "openai-conversations-sqlite")
+# The OpenAI Conversations API is timed through the Agents SDK, in its virtualenv.
+VENVS = {"openai-conversations": "openai-agents", "openai-conversations-sqlite": "openai-agents"}
 
 
 def database_dsn() -> str:
@@ -58,10 +60,11 @@ class PeersBench:
         dsn = database_dsn()
         root = Path(settings.BASE_DIR)
         venvs = Path(venv_dir) if venv_dir else root
-        pythons = {name: venvs / f".venv-{name}" / "bin" / "python" for name in frameworks}
+        pythons = {name: venvs / f".venv-{VENVS.get(name, name)}" / "bin" / "python" for name in frameworks}
         for name, python in pythons.items():
             if not python.exists():
-                raise CommandError(f"{python} is missing: build it with scripts/framework-venv {name}.")
+                raise CommandError(f"{python} is missing: build it with scripts/framework-venv "
+                                   f"{VENVS.get(name, name)}.")
         env = {**os.environ, "PEERS_DSN": dsn, "PEERS_SMALL": str(small),
                "PEERS_LARGE": str(large), "PEERS_SAMPLES": str(min(samples, small)),
                "PEERS_READS": str(reads), "CONTEXTSTORE_TOKEN": token or bench_token("bench_peers"),

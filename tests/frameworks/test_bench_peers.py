@@ -40,6 +40,9 @@ def test_bench_peers_prints_every_call_of_every_framework(live_server, transacti
                       "bytes/checkpoint stored"],
         "openai-agents": ["add_items(3) @6", "add_items(3) @30", "get_items @30",
                           "get_items(limit=20) @30", "bytes/item stored"],
+        **{f"openai-conversations vs {peer}": [
+            "add_items(3) @6", "add_items(3) @30", "get_items @30", "get_items(limit=20) @30", "pop_item @30",
+            "bytes/item stored"] for peer in ("SQLAlchemySession", "SQLiteSession")},
     }
     for framework, calls in rows.items():
         table = text.split(f"\n{framework} (p50 ms")[1].split("\n\n")[0]
