@@ -295,3 +295,40 @@ def test_after_a_person_acts_load_save_load_gives_the_same_json(store, user, act
     ctx.total_token_count()
     save_context(ctx, thread)
     assert json.dumps(load_context(thread).raw_dict) == json.dumps(plain(ctx.raw_dict))
+
+
+def test_after_a_restored_document_the_strip_thinking_render_agrees_with_the_loaded_context(store):
+    """Messages saved after the document a person restores stay in the thread: the context loads
+    with a _mutation_counter past their numbers (peteos' forks, so its strip_thinking, keep
+    them), and the render shows what that context's strip_thinking keeps, message by message."""
+    thread = store.thread("peteos-restored", agent="peteos")
+    ctx = conversation()
+    save_context(ctx, thread)
+    first = thread.state().revision
+    ctx.append(Message.create("assistant", [ContentPart.create_thinking("weigh it"),
+                                            ContentPart.create_text("one more thing")]))
+    ctx.append(text("user", "a later question"))
+    save_context(ctx, thread)
+    thread.restore(first)
+
+    loaded = load_context(thread)
+    raw = plain(loaded.raw_dict)
+    assert raw["_mutation_counter"] > max(m["_sequence_number"] for m in raw["messages"])
+    theirs = Context.load_from_dict(plain(raw)).strip_thinking()
+    special = {theirs.system_prompt_message, theirs.tool_definitions_message}
+    created = {m["id"]: m["_sequence_number"] for m in raw["messages"]}
+    kept = sorted((m for m in theirs.messages if m not in special), key=lambda m: created[m.id])
+    assert kept[-1].printable() == "a later question"
+
+    rendered = thread.context(max_tokens=100_000, strip_thinking=True)
+
+    ids = {e.seq: e.data["peteos"]["id"] for e in thread.events()}
+    history = [m for m in rendered.messages if m["section"] == "history"]
+    assert [ids[m["seq"]] for m in history] == [m.id for m in kept]
+    assert [m["tokens"] for m in history] == [Message.from_dict(m.raw_dict).count_tokens() for m in kept]
+    assert rendered.stats["sections"]["history"]["tokens"] == (
+        sum(m["tokens"] for m in history) + FRAME_TOKENS * len(history))
+    # peteos' next append numbers afresh: no two messages share a sequence number
+    loaded.append(text("user", "after the restore"))
+    numbers = [m.raw_dict["_sequence_number"] for m in loaded.messages]
+    assert len(numbers) == len(set(numbers))
