@@ -76,17 +76,35 @@ def thread_to_peteos(*, thread: Thread, strip_thinking: bool = False) -> dict[st
     return context
 
 
-def fork_dropped(thread: Thread) -> set[int]:
-    """The seqs of the thread's events whose message peteos' ``fork_insert_sequence()`` (so its
-    ``strip_thinking``) leaves out of the context the thread exports: no sequence number, or one
-    outside ``[0, _mutation_counter)``. Empty for a thread that is not a peteos context."""
-    if not (thread.extra or {}).get(KEY) and not thread.provider_states.filter(provider=KEY).exists():
-        return set()
+def is_peteos(thread: Thread) -> bool:
+    """Whether the thread is a peteos context (imported, or saved by the peteos adapter)."""
+    return bool((thread.extra or {}).get(KEY)) or thread.provider_states.filter(provider=KEY).exists()
+
+
+def peteos_view(thread: Thread) -> tuple[dict[int, int], set[int]] | None:
+    """How peteos holds the thread's context, for a render: each event's place in peteos'
+    display order (the order of ``Context.messages``, which its chatbots send: a message
+    appended at an earlier anchor stands before later ones), by seq, and the seqs whose message
+    peteos' ``fork_insert_sequence()`` (so its ``strip_thinking`` and rolling windows) leaves
+    out: no sequence number, or one outside ``[0, _mutation_counter)``. None for a thread that
+    is not a peteos context."""
+    if not is_peteos(thread):
+        return None
     context, rows = _export(thread)
     counter = int(context.get("_mutation_counter") or 0)
     slots = {context.get(k) for k in SLOT_ID_KEYS} - {None, ""}
-    return {seq for message, seq in rows if seq is not None and message.get("id") not in slots
-            and not in_fork_range(message, counter)}
+    display = {seq: i for i, (_, seq) in enumerate(rows) if seq is not None}
+    dropped = {seq for message, seq in rows if seq is not None and message.get("id") not in slots
+               and not in_fork_range(message, counter)}
+    return display, dropped
+
+
+def fork_dropped(thread: Thread) -> set[int]:
+    """The seqs of the thread's events whose message peteos' ``fork_insert_sequence()`` (so its
+    ``strip_thinking``) leaves out of the context the thread exports (peteos_view). Empty for
+    a thread that is not a peteos context."""
+    view = peteos_view(thread)
+    return view[1] if view is not None else set()
 
 
 def _export(thread: Thread) -> tuple[dict[str, Any], list[tuple[dict[str, Any], int | None]]]:

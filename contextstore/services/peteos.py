@@ -21,10 +21,9 @@ from typing import Any
 
 from contextstore.errors import InvalidInput
 from contextstore.models import Event
-from contextstore.selectors.peteos import KEY, SLOT_ID_KEYS, home_anchor, thread_to_peteos
+from contextstore.selectors.peteos import KEY, SLOT_ID_KEYS, home_anchor
 from contextstore.tokens import peteos_message_tokens, peteos_thinking_tokens
 
-__all__ = ["KEY", "SLOT_ID_KEYS", "peteos_to_export", "thread_to_peteos"]
 _ID = str | int | float | None  # a message id as peteos writes it (looked up, so hashable)
 
 

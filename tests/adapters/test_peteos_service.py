@@ -11,9 +11,9 @@ from peteos.conversation.tool_definitions_message import ToolDefinitionsMessage
 
 from contextstore.errors import InvalidInput
 from contextstore.selectors import rendering, windows
+from contextstore.selectors.peteos import thread_to_peteos
 from contextstore.services.collapses import collapse_create
 from contextstore.services.events import event_append
-from contextstore.services.peteos import thread_to_peteos
 from contextstore.services.threads import thread_fork
 from contextstore.services.transfer import thread_import
 from contextstore.tokens import FRAME_TOKENS
