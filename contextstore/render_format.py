@@ -432,7 +432,8 @@ def in_order(units: list[list[Item]], place: Callable[[Item], int | None]) -> li
     stay one unit, so the same order gives back the same units. A peteos thread's render sends
     its messages in peteos' display order (selectors/rendering.in_peteos_order); a record's rebuild
     puts its events back in the order the render showed them (selectors/renders)."""
-    keyed, last = [], -1
+    keyed: list[tuple[tuple[int, int], int, Item]] = []
+    last = -1
     for n, unit in enumerate(units):
         for item in unit:
             at = place(item)

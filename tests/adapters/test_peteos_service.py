@@ -339,3 +339,36 @@ def test_a_strip_thinking_render_leaves_out_what_peteos_fork_does_not_copy(works
         (m.id, m.raw_dict["content"]) for m in theirs.messages]
     # unchanged, the context exports as it was imported, its lagging counter included
     assert thread_to_peteos(thread=thread) == raw
+
+
+def test_windows_of_a_context_with_a_lagging_counter_keep_out_what_peteos_keeps_out(
+    workspace, actor, ordered_dangling_check
+):
+    """peteos' rolling windows select messages numbered in [start, _mutation_counter): in a
+    context imported with a counter lagging its messages' numbers, the messages past it are in
+    no window, by count or by tokens, and ours leave out the same ones."""
+    raw = plain(thinking_mix(9).raw_dict)
+    ordinary = [m for m in raw["messages"] if m["id"] != raw["system_prompt_message_id"]]
+    raw["_mutation_counter"] = ordinary[-3]["_sequence_number"]  # the last three are past it
+    thread = thread_import(workspace=workspace, data=copy.deepcopy(raw), actor=actor)
+    past = {m["id"] for m in ordinary[-3:]}
+    checked = 0
+
+    def same(theirs, ours, label):
+        assert ours["covers_all"] == (theirs is None), label
+        if theirs is not None:
+            special = {theirs.system_prompt_message, theirs.tool_definitions_message}
+            picked = {m.id for m in theirs.messages if m not in special}
+            assert not picked & past, label
+            assert {e.data["peteos"]["id"] for e in ours["events"]} == picked, label
+
+    for count in range(0, len(ordinary) + 1):
+        theirs = Context.load_from_dict(copy.deepcopy(raw)).rolling_sequence_window(count)
+        same(theirs, windows.window_by_count(thread=thread, count=count), count)
+        checked += theirs is not None
+    total = windows.total_tokens(thread=thread)
+    for budget in range(0, total + 2, 5):
+        theirs = Context.load_from_dict(copy.deepcopy(raw)).rolling_token_window(budget)
+        same(theirs, windows.window_by_tokens(thread=thread, max_tokens=budget), budget)
+        checked += theirs is not None
+    assert checked > 10
