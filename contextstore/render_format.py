@@ -15,7 +15,7 @@ past call's context (selectors/renders.py).
 
 import functools
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -424,6 +424,31 @@ class _Counts:
 
 def _item_tokens(item: Item, strip_thinking: bool) -> int:
     return framed(event_tokens(item.event, strip_thinking))
+
+
+def in_order(units: list[list[Item]], place: Callable[[Item], int | None]) -> list[list[Item]]:
+    """`units`' items in the order of their `place` (an item without one keeps its place after
+    the item before it), units split where that order parts them: consecutive items of one unit
+    stay one unit, so the same order gives back the same units. A peteos thread's render sends
+    its messages in peteos' display order (selectors/rendering.in_peteos_order); a record's rebuild
+    puts its events back in the order the render showed them (selectors/renders)."""
+    keyed: list[tuple[tuple[int, int], int, Item]] = []
+    last = -1
+    for n, unit in enumerate(units):
+        for item in unit:
+            at = place(item)
+            last = at if at is not None else last
+            keyed.append(((last, len(keyed)), n, item))
+    keyed.sort(key=lambda k: k[0])
+    out: list[list[Item]] = []
+    previous = None
+    for _, n, item in keyed:
+        if out and n == previous:
+            out[-1].append(item)
+        else:
+            out.append([item])
+        previous = n
+    return out
 
 
 def _raw(units: list[list[Item]], strip_thinking: bool, counts: _Counts) -> list[dict[str, Any]]:

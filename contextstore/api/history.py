@@ -26,12 +26,12 @@ from contextstore.errors import DomainError, InvalidInput
 from contextstore.jsonstream import json_object_chunks
 from contextstore.models import Collapse, ReadAudit, Thread
 from contextstore.selectors.events import event_search
+from contextstore.selectors.peteos import thread_to_peteos
 from contextstore.selectors.threads import BIGINT_MAX
 from contextstore.selectors.windows import total_tokens, window_by_count, window_by_tokens
 from contextstore.services import (
     collapses,
     events,
-    peteos,
     summaries,
     threads,
     transfer,
@@ -163,7 +163,7 @@ class ThreadHistoryViewSet(ThreadSubjectViewSet):
         query = parse(s.ExportQuerySerializer, request.query_params)
         thread = self.get_object()
         if query["format"] == "peteos":
-            document = peteos.thread_to_peteos(thread=thread)
+            document = thread_to_peteos(thread=thread)
             note_read(request, ReadAudit.Action.EXPORT, thread)
             return Response(document)
         # Streamed a few hundred events at a time; the bytes are those the renderer wrote for

@@ -61,13 +61,22 @@ from contextstore.render_format import (
     event_cost,
     event_tokens,
     group_units,
+    in_order,
     join_blocks,
     prefix_hash,
     valid_items,
     without_emptied,
 )
+from contextstore.selectors.peteos import peteos_view
 from contextstore.selectors.threads import thread_blocks
-from contextstore.tokens import FRAME_TOKENS, canonical_json, count_tokens, framed, tool_tokens
+from contextstore.tokens import (
+    FRAME_TOKENS,
+    canonical_json,
+    count_tokens,
+    framed,
+    peteos_message,
+    tool_tokens,
+)
 
 ON_OVERSIZE = ("skip", "stop")
 # After this many turns in a row that do not fit, the rest of history is taken as not fitting:
@@ -91,6 +100,8 @@ SKIP_REASONS = {
     "orphan_thinking": "thinking whose assistant message is not in the context (providers reject it)",
     "unanswered_tool_call": "a tool call whose results are not all in the context",
     "empty_after_strip": "nothing but thinking, which strip_thinking removes (peteos drops it too)",
+    "outside_fork_range": "a peteos message whose _sequence_number is outside [0, _mutation_counter) "
+                          "of its context: peteos' strip_thinking (a fork_insert_sequence) drops it",
 }
 
 
@@ -559,6 +570,43 @@ def render_plan(
                    plan, blocks, newest, known, keep=reuse, tools=list(tools))
 
 
+def peteos_of(thread: Thread, units: list[list[Item]]) -> tuple[dict[int, int], set[int]] | None:
+    """selectors.peteos.peteos_view of a thread whose render shows peteos messages, else None."""
+    if not any(peteos_message(i.event.data) is not None for u in units for i in u):
+        return None
+    return peteos_view(thread)
+
+
+def outside_peteos_fork(view: tuple[dict[int, int], set[int]] | None, units: list[list[Item]],
+                        strip_thinking: bool) -> tuple[list[list[Item]], list[dict[str, Any]]]:
+    """`units` without the peteos messages that peteos' ``Context.strip_thinking`` does not copy
+    into its fork (``fork_insert_sequence``: no ``_sequence_number``, or one outside
+    ``[0, _mutation_counter)`` of the context the thread exports), and those as dropped."""
+    if not strip_thinking or view is None or not view[1]:
+        return units, []
+    dropped_seqs = view[1]
+    kept: list[list[Item]] = []
+    dropped: list[dict[str, Any]] = []
+    for unit in units:
+        shown = [i for i in unit if i.event.seq not in dropped_seqs]
+        dropped.extend({"seq": i.event.seq, "position": i.event.position, "tokens": i.event.token_count,
+                        "reason": "outside_fork_range"} for i in unit if i.event.seq in dropped_seqs)
+        if shown:
+            kept.append(shown)
+    return kept, dropped
+
+
+def in_peteos_order(view: tuple[dict[int, int], set[int]] | None, units: list[list[Item]]
+                    ) -> list[list[Item]]:
+    """A peteos context's messages as peteos sends them: in its display order (the order of
+    ``Context.messages``, which its chatbots' request bodies follow: a message appended at an
+    earlier anchor stands before messages created after it). Other threads' units as they are."""
+    if view is None:
+        return units
+    display = view[0]
+    return in_order(units, lambda i: display.get(i.event.seq))
+
+
 def working_tokens(thread: Thread) -> int:
     """The working context's tokens as a render counts them: every event's, framed (the stable
     start's floor is measured in them: window_floor)."""
@@ -624,7 +672,11 @@ def render_finish(planned: Planned, *, read: tuple[tuple, list[tuple]] | None = 
     events = load_planned(thread=thread, plan=planned.plan, known=planned.known, read=read)
     units, invalid = valid_items(events, walked_units(planned.plan, events))
     units, emptied = without_emptied(units, strip)
+    view = peteos_of(thread, units)
+    units, unforked = outside_peteos_fork(view, units, strip)
+    emptied += unforked
     units, incoherent = coherent(events, units)
+    units = in_peteos_order(view, units)
     invalid += emptied + incoherent
     stats = render_stats(planned, used=sum(framed(event_tokens(i.event, strip)) for unit in units
                                            for i in unit),

@@ -16,7 +16,7 @@ from django.db.models import F, QuerySet
 
 from contextstore.errors import NotFound
 from contextstore.models import Collapse, ContextBlockVersion, Event, RenderRecord, StoredText
-from contextstore.render_format import HistoryEvent, build_counted, join_blocks, valid_items
+from contextstore.render_format import HistoryEvent, build_counted, in_order, join_blocks, valid_items
 
 LLM_CALL_TYPES = ("LLMCallStart", "LLMComplete", "LLMCallEnd")
 
@@ -139,7 +139,11 @@ def render_rebuild_counted(*, record: RenderRecord) -> tuple[dict[str, Any], dic
     wanted = {e[1] for e in entries if len(e) > 1} | ({spec["summary"]} if spec["summary"] else set())
     texts = _texts(record.workspace_id, wanted)
     events = record_events(record)
-    units, _ = valid_items(events)
+    # Grouped as the render grouped them, in position order, then put back in the order the
+    # record keeps: the order the render showed them (a peteos context's display order).
+    shown = {e.pk: n for n, e in enumerate(events)}
+    units, _ = valid_items(sorted(events, key=lambda e: e.position))
+    units = in_order(units, lambda i: shown.get(i.event.pk))
     body, counts = build_counted(
         fmt=record.format, prefix=_section_text(spec["prefix"], versions, texts),
         summary=texts.get(spec["summary"], "") if spec["summary"] else "",

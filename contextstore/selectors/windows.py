@@ -5,6 +5,7 @@ import json
 from typing import Any
 
 from contextstore.models import Event, Thread
+from contextstore.selectors.peteos import fork_dropped
 from contextstore.tokens import count_tokens, peteos_message_tokens
 
 
@@ -82,7 +83,8 @@ def window_by_count(*, thread: Thread, count: int) -> dict[str, Any]:
             thread=thread, status=Event.Status.ACTIVE, visible=True).order_by("position"))
     else:
         events = working_context_tail(thread=thread, count=count)
-    return {"events": events, "covers_all": thread.active_event_count <= count}
+    covers_all = thread.active_event_count <= count
+    return {"events": events if covers_all else _in_fork_range(thread, events), "covers_all": covers_all}
 
 
 def window_by_tokens(*, thread: Thread, max_tokens: int) -> dict[str, Any]:
@@ -90,8 +92,19 @@ def window_by_tokens(*, thread: Thread, max_tokens: int) -> dict[str, Any]:
     messages included, stays within max_tokens; covers_all when nothing needs dropping."""
     budget = max_tokens - special_tokens(thread)
     events = working_context_tail(thread=thread, max_tokens=budget)
-    return {"events": _without_dangling_tool_results(events),
-            "covers_all": total_tokens(thread=thread) <= max_tokens}
+    covers_all = total_tokens(thread=thread) <= max_tokens
+    if not covers_all:
+        events = _in_fork_range(thread, events)
+    return {"events": _without_dangling_tool_results(events), "covers_all": covers_all}
+
+
+def _in_fork_range(thread: Thread, events: list[Event]) -> list[Event]:
+    """A window's events without the messages peteos' windows leave out of the fork they make:
+    it selects only messages numbered below its ``_mutation_counter`` (a context imported with
+    a counter lagging its messages' numbers keeps them out of every window), and none without
+    a number (selectors.peteos.fork_dropped; nothing for a thread that is not a peteos context)."""
+    dropped = fork_dropped(thread)
+    return [e for e in events if e.seq not in dropped] if dropped else events
 
 
 def _without_dangling_tool_results(events: list[Event]) -> list[Event]:

@@ -51,10 +51,10 @@ from contextstore.fields import NUL_IN_NAME
 from contextstore.models import Event, Session, Thread
 from contextstore.ranges import positive_int
 from contextstore.redaction import redact_events, use_workspace
+from contextstore.selectors.peteos import thread_to_peteos
 from contextstore.services import commits, history
 from contextstore.services.common import UNSET, Actor, audit, lock_thread
 from contextstore.services.document import check_object, document_write
-from contextstore.services.peteos import thread_to_peteos
 from contextstore.services.renders import call_hashes_check
 from contextstore.services.state import check_memory
 from contextstore.services.summaries import summarization_check

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from contextstore_client.adapters.agent_framework import ContextStoreSessionStore
 
 from tests.adapters.agent_framework_fakes import turn
@@ -135,14 +136,22 @@ class SeedUserInfoMemory(ContextProvider):
         self.chat_client, self.user_info = chat_client, UserInfo()
 
     async def after_run(self, *, agent, session, context, state) -> None:
-        user = [m for m in context.input_messages if str(m.role) == "user"]
-        if (self.user_info.name is None or self.user_info.age is None) and user:
-            result = await self.chat_client.get_response(user, options={
-                "instructions": "Extract the user's name and age from the message if present. "
-                                "If not present return nulls.", "response_format": UserInfo})
-            if result.value is not None:
-                self.user_info.name = self.user_info.name or result.value.name
-                self.user_info.age = self.user_info.age or result.value.age
+        # The seed's Python invoked, line for line; its request_messages are today's
+        # context.input_messages, its ChatOptions today's options.
+        request_messages = context.input_messages
+        user_messages = [msg for msg in request_messages if hasattr(msg, "role") and msg.role == "user"]
+        if (self.user_info.name is None or self.user_info.age is None) and user_messages:
+            try:
+                result = await self.chat_client.get_response(request_messages, options={
+                    "instructions": "Extract the user's name and age from the message if present. "
+                                    "If not present return nulls.", "response_format": UserInfo})
+                if result.value:
+                    if self.user_info.name is None and result.value.name:
+                        self.user_info.name = result.value.name
+                    if self.user_info.age is None and result.value.age:
+                        self.user_info.age = result.value.age
+            except Exception:
+                pass  # Failed to extract, continue without updating
 
     async def before_run(self, *, agent, session, context, state) -> None:
         # The seed's Python invoking, line for line; its Context(instructions=...) is today's
@@ -289,3 +298,39 @@ def test_every_model_call_is_logged_with_the_exact_messages_sent(store):
     assert [m["role"] for m in thread.llm_call(starts[1].seq)["messages"]] == ["user", "assistant", "user"]
     # the blocks were read without a record: nothing names a render
     assert all(e.data.get("render_id") is None for e in thread.events(type="LLMComplete"))
+
+
+SEED_SCRIPTS = {
+    # the seed's own three turns, its accented name as the seed spells it
+    "seed": ["Hello, what is the square root of 9?", "My name is Ruaidhrí", "I am 20 years old"],
+    # the age before the name, a name outside Latin-1, an age of 0 (the seed keeps no falsy age)
+    "age first": ["I am 0 years old", "I am 41 years old", "My name is Zoë李", "ok"],
+    # nothing to extract: the instructions ask for both all along
+    "nothing": ["hi", "what is 2+2?"],
+}
+
+
+@pytest.mark.parametrize("script", list(SEED_SCRIPTS))
+def test_user_info_memory_gives_the_instructions_of_the_seed_in_memory(store, script):
+    """Each model call of the seed's agent on contextstore gets the messages and instructions,
+    character for character, that the seed's in-memory UserInfoMemory gives on the real Agent
+    Framework, each turn a fresh agent and session as a new process has them."""
+    said = SEED_SCRIPTS[script]
+    expected: list = []
+    client = RecordingChatClient(expected)
+    alone = Agent(client=client, instructions=INSTRUCTIONS,
+                  context_providers=[InMemoryHistoryProvider(), SeedUserInfoMemory(client)])
+    session = alone.create_session(session_id=script)
+    for text in said:
+        asyncio.run(alone.run(text, session=session))
+
+    actual: list = []
+    for text in said:
+        recording = RecordingChatClient(actual)
+        agent = Agent(client=recording, instructions=INSTRUCTIONS, context_providers=[
+            ContextStoreHistoryProvider(store, user_id="seed-" + script),
+            UserInfoMemory(store, recording, user_id="seed-" + script)])
+        asyncio.run(agent.run(text, session=agent.create_session(session_id=script)))
+
+    assert [len(i) for _, i in actual] == [len(i) for _, i in expected]
+    assert actual == expected

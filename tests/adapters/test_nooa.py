@@ -366,6 +366,13 @@ def every_field(backend) -> list:
                   for e in backend.all_events())
 
 
+def nooa_order(backend) -> tuple:
+    """What Nooa's queries read in order: all_events (SQLite's insertion order, which an update
+    in place keeps), the active tags, and the next tag it hands out."""
+    return ([(backend.find_tag(e), e.event_type, e.status.value) for e in backend.all_events()],
+            backend.active_tags(), backend.max_tag_num())
+
+
 def test_every_event_field_equals_sqlite_after_a_rebuild_and_after_a_restore_and_run(
     live_server, store, token, tmp_path
 ):
@@ -379,9 +386,22 @@ def test_every_event_field_equals_sqlite_after_a_rebuild_and_after_a_restore_and
     with ContextStore(live_server.url, token[1]) as other:
         rebuilt = ContextStoreStorage(other.thread("nooa-fields", agent="counter"))
         assert every_field(rebuilt.event_backend) == every_field(reopened.event_backend)
+        # the updated event (tag 9) stays where Nooa inserted it, before the summaries
+        assert nooa_order(rebuilt.event_backend) == nooa_order(reopened.event_backend)
+        assert [t for t, _, _ in nooa_order(rebuilt.event_backend)[0]][6:9] == ["8", "9", "12"]
         for storage, snap in ((reopened, sqlite_snapshot), (rebuilt, snapshot)):
             agent = counter(storage)
             storage.restore_snapshot(snap, agent)
             asyncio.run(agent.bump(4))
         assert every_field(rebuilt.event_backend) == every_field(reopened.event_backend)
+        assert nooa_order(rebuilt.event_backend) == nooa_order(reopened.event_backend)
+        query = [(e.tag, e.event_type) for e in storage.event_backend.all_events()]
     reopened.close()
+    # and in a third process, after the run
+    again = SQLiteStorageManager(path)
+    with ContextStore(live_server.url, token[1]) as third:
+        ours = ContextStoreStorage(third.thread("nooa-fields", agent="counter"))
+        assert nooa_order(ours.event_backend) == nooa_order(again.event_backend)
+        assert every_field(ours.event_backend) == every_field(again.event_backend)
+        assert [(e.tag, e.event_type) for e in ours.event_backend.all_events()] == query
+    again.close()

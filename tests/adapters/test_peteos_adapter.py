@@ -244,10 +244,9 @@ def test_a_strip_thinking_render_of_a_saved_context_agrees_with_peteos(store):
     # A count cached before stripping stays on peteos' stripped copy, thinking included.
     next(m for m in ctx.messages if m.raw_dict["content"][0].get("type") == "thinking").count_tokens()
     save_context(ctx, thread)
-    created = {m.id: m.raw_dict["_sequence_number"] for m in ctx.messages}
     theirs = Context.load_from_dict(plain(ctx.raw_dict)).strip_thinking()
     special = {theirs.system_prompt_message, theirs.tool_definitions_message}
-    kept = sorted((m for m in theirs.messages if m not in special), key=lambda m: created[m.id])
+    kept = [m for m in theirs.messages if m not in special]  # in display order, as peteos sends them
 
     rendered = thread.context(max_tokens=100_000, strip_thinking=True)
 
@@ -295,3 +294,100 @@ def test_after_a_person_acts_load_save_load_gives_the_same_json(store, user, act
     ctx.total_token_count()
     save_context(ctx, thread)
     assert json.dumps(load_context(thread).raw_dict) == json.dumps(plain(ctx.raw_dict))
+
+
+def test_after_a_restored_document_the_strip_thinking_render_agrees_with_the_loaded_context(store):
+    """Messages saved after the document a person restores stay in the thread: the context loads
+    with a _mutation_counter past their numbers (peteos' forks, so its strip_thinking, keep
+    them), and the render shows what that context's strip_thinking keeps, message by message."""
+    thread = store.thread("peteos-restored", agent="peteos")
+    ctx = conversation()
+    save_context(ctx, thread)
+    first = thread.state().revision
+    ctx.append(Message.create("assistant", [ContentPart.create_thinking("weigh it"),
+                                            ContentPart.create_text("one more thing")]))
+    ctx.append(text("user", "a later question"))
+    save_context(ctx, thread)
+    thread.restore(first)
+
+    loaded = load_context(thread)
+    raw = plain(loaded.raw_dict)
+    assert raw["_mutation_counter"] > max(m["_sequence_number"] for m in raw["messages"])
+    theirs = Context.load_from_dict(plain(raw)).strip_thinking()
+    special = {theirs.system_prompt_message, theirs.tool_definitions_message}
+    kept = [m for m in theirs.messages if m not in special]  # in display order, as peteos sends them
+    assert kept[-1].printable() == "a later question"
+
+    rendered = thread.context(max_tokens=100_000, strip_thinking=True)
+
+    ids = {e.seq: e.data["peteos"]["id"] for e in thread.events()}
+    history = [m for m in rendered.messages if m["section"] == "history"]
+    assert [ids[m["seq"]] for m in history] == [m.id for m in kept]
+    assert [m["tokens"] for m in history] == [Message.from_dict(m.raw_dict).count_tokens() for m in kept]
+    assert rendered.stats["sections"]["history"]["tokens"] == (
+        sum(m["tokens"] for m in history) + FRAME_TOKENS * len(history))
+    # peteos' next append numbers afresh: no two messages share a sequence number
+    loaded.append(text("user", "after the restore"))
+    numbers = [m.raw_dict["_sequence_number"] for m in loaded.messages]
+    assert len(numbers) == len(set(numbers))
+
+
+def two_anchor_context() -> Context:
+    """Two anchors with appends at both, thinking among them: peteos' display order (the order
+    of ``Context.messages``, which its chatbots send) is not its creation order."""
+    ctx = conversation()  # appends at "scratch" and at "messages" already
+    ctx.add_anchor("plan", ctx.get_anchor_msg_index("scratch"), after_existing=False)
+    ctx.append(Message.create("assistant", [ContentPart.create_thinking("plan the next step"),
+                                            ContentPart.create_text("a plan kept apart")]),
+               anchor_point="plan")
+    ctx.append(text("user", "a later question"))
+    ctx.append(text("user", "a second scratch note"), anchor_point="scratch")
+    ctx.append(Message.create("assistant", [ContentPart.create_thinking("short"),
+                                            ContentPart.create_text("the later answer")]))
+    return ctx
+
+
+@pytest.mark.parametrize("strip_thinking", [False, True])
+def test_the_render_sends_a_context_with_two_anchors_in_peteos_order(live_server, store, token,
+                                                                     strip_thinking):
+    """The render lists a peteos context's messages as peteos sends them (its chatbots build the
+    request from ``Context.messages``, in display order), message by message and token by token,
+    after save_context and a load in another process; the render's record rebuilds the same."""
+    from peteos.chatbot.chatbotconfig import ChatBotConfig
+    from peteos.chatbot.openaichatbot import OpenAIChatBot
+
+    ctx = two_anchor_context()
+    thread = store.thread(f"peteos-anchors-{strip_thinking}", agent="peteos")
+    save_context(ctx, thread)
+    with ContextStore(live_server.url, token[1]) as other:
+        loaded = load_context(other.get_thread(thread.id))
+    assert plain(loaded.raw_dict) == plain(ctx.raw_dict)
+    theirs = loaded.strip_thinking() if strip_thinking else loaded
+    theirs = Context.load_from_dict(plain(theirs.raw_dict))
+    special = {theirs.system_prompt_message, theirs.tool_definitions_message}
+    sent = [m for m in theirs.messages if m not in special]
+    numbers = {m.id: m.raw_dict["_sequence_number"] for m in loaded.messages}
+    created = [numbers[m.id] for m in sent]
+    assert created != sorted(created)  # display order is not creation order here
+    # what peteos' own chatbot puts on the wire follows Context.messages
+    bot = OpenAIChatBot(None, ChatBotConfig(name="t", url="http://x", api_type="openai", model="m"))
+    wire = [m for m in bot._build_body(theirs, streaming=False)["messages"] if m["role"] != "system"]
+    assert len(wire) == len(sent)
+
+    rendered = thread.context(max_tokens=100_000, strip_thinking=strip_thinking)
+
+    ids = {e.seq: e.data["peteos"]["id"] for e in thread.events()}
+    history = [m for m in rendered.messages if m["section"] == "history"]
+    assert [ids[m["seq"]] for m in history] == [m.id for m in sent]
+    assert [m["tokens"] for m in history] == [Message.from_dict(m.raw_dict).count_tokens() for m in sent]
+    assert [m.get("parts") for m in history] == [m.raw_dict["content"] for m in sent]
+    assert [m["role"] for m in history] == [m["role"] for m in wire]
+    assert rendered.stats["sections"]["history"]["tokens"] == (
+        sum(m["tokens"] for m in history) + FRAME_TOKENS * len(history))
+    # the record keeps the order it rendered: its rebuild gives the same messages
+    assert store.render(rendered.render_id).messages == rendered.messages
+    # and in the providers' shapes too, the same order
+    for fmt in ("openai", "anthropic"):
+        shaped = thread.context(max_tokens=100_000, strip_thinking=strip_thinking, format=fmt)
+        again = store.render(shaped.render_id)
+        assert again.messages == shaped.messages

@@ -11,9 +11,9 @@ from peteos.conversation.tool_definitions_message import ToolDefinitionsMessage
 
 from contextstore.errors import InvalidInput
 from contextstore.selectors import rendering, windows
+from contextstore.selectors.peteos import thread_to_peteos
 from contextstore.services.collapses import collapse_create
 from contextstore.services.events import event_append
-from contextstore.services.peteos import thread_to_peteos
 from contextstore.services.threads import thread_fork
 from contextstore.services.transfer import thread_import
 from contextstore.tokens import FRAME_TOKENS
@@ -307,3 +307,68 @@ def test_a_strip_thinking_render_shows_the_messages_and_tokens_of_peteos_strippe
         + FRAME_TOKENS * len(history))
     assert [(m["id"], m["content"]) for m in exported["messages"]] == [
         (m.id, m.raw_dict["content"]) for m in theirs.messages]
+
+
+def test_a_strip_thinking_render_leaves_out_what_peteos_fork_does_not_copy(workspace, actor):
+    """A context whose _mutation_counter lags its messages' numbers, and a message with no
+    number: peteos' strip_thinking (a fork_insert_sequence over [0, _mutation_counter)) leaves
+    them out, and so does the render, message by message and token by token."""
+    raw = plain(thinking_mix(9).raw_dict)
+    ordinary = [m for m in raw["messages"] if m["id"] != raw["system_prompt_message_id"]]
+    raw["_mutation_counter"] = ordinary[-3]["_sequence_number"]  # the last three are past it
+    del ordinary[3]["_sequence_number"]
+    thread = thread_import(workspace=workspace, data=copy.deepcopy(raw), actor=actor)
+    stripped = Context.load_from_dict(copy.deepcopy(raw)).strip_thinking()
+    theirs = Context.load_from_dict(plain(stripped.raw_dict))
+    kept = [m for m in theirs.messages if m is not theirs.system_prompt_message]
+    assert ordinary[3]["id"] not in {m.id for m in kept} and ordinary[-1]["id"] not in {m.id for m in kept}
+
+    rendered = rendering.context_render(thread=thread, max_tokens=1_000_000, strip_thinking=True)
+    exported = thread_to_peteos(thread=thread, strip_thinking=True)
+
+    ids = {e.seq: e.data["peteos"]["id"] for e in thread.events.all()}
+    history = [m for m in rendered["messages"] if m["section"] == "history"]
+    assert [ids[m["seq"]] for m in history] == [m.id for m in kept]
+    assert [m["tokens"] for m in history] == [m.count_tokens() for m in kept]
+    assert rendered["stats"]["sections"]["history"]["tokens"] == (
+        theirs.total_token_count() - theirs.system_prompt_message.count_tokens()
+        + FRAME_TOKENS * len(history))
+    assert {ids[s["seq"]] for s in rendered["stats"]["skipped"] if s["reason"] == "outside_fork_range"} == {
+        ordinary[3]["id"], *(m["id"] for m in ordinary[-3:])}
+    assert [(m["id"], m["content"]) for m in exported["messages"]] == [
+        (m.id, m.raw_dict["content"]) for m in theirs.messages]
+    # unchanged, the context exports as it was imported, its lagging counter included
+    assert thread_to_peteos(thread=thread) == raw
+
+
+def test_windows_of_a_context_with_a_lagging_counter_keep_out_what_peteos_keeps_out(
+    workspace, actor, ordered_dangling_check
+):
+    """peteos' rolling windows select messages numbered in [start, _mutation_counter): in a
+    context imported with a counter lagging its messages' numbers, the messages past it are in
+    no window, by count or by tokens, and ours leave out the same ones."""
+    raw = plain(thinking_mix(9).raw_dict)
+    ordinary = [m for m in raw["messages"] if m["id"] != raw["system_prompt_message_id"]]
+    raw["_mutation_counter"] = ordinary[-3]["_sequence_number"]  # the last three are past it
+    thread = thread_import(workspace=workspace, data=copy.deepcopy(raw), actor=actor)
+    past = {m["id"] for m in ordinary[-3:]}
+    checked = 0
+
+    def same(theirs, ours, label):
+        assert ours["covers_all"] == (theirs is None), label
+        if theirs is not None:
+            special = {theirs.system_prompt_message, theirs.tool_definitions_message}
+            picked = {m.id for m in theirs.messages if m not in special}
+            assert not picked & past, label
+            assert {e.data["peteos"]["id"] for e in ours["events"]} == picked, label
+
+    for count in range(0, len(ordinary) + 1):
+        theirs = Context.load_from_dict(copy.deepcopy(raw)).rolling_sequence_window(count)
+        same(theirs, windows.window_by_count(thread=thread, count=count), count)
+        checked += theirs is not None
+    total = windows.total_tokens(thread=thread)
+    for budget in range(0, total + 2, 5):
+        theirs = Context.load_from_dict(copy.deepcopy(raw)).rolling_token_window(budget)
+        same(theirs, windows.window_by_tokens(thread=thread, max_tokens=budget), budget)
+        checked += theirs is not None
+    assert checked > 10

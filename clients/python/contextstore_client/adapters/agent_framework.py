@@ -310,13 +310,18 @@ class UserInfoMemory(ContextProvider):
         user_messages = [m for m in context.input_messages if str(m.role) == "user"]
         if (info.name is not None and info.age is not None) or not user_messages:
             return
-        result = await self.chat_client.get_response(user_messages, options={
-            "instructions": "Extract the user's name and age from the message if present. "
-                            "If not present return nulls.",
-            "response_format": UserInfo,
-        })
-        found = result.value
-        if found is None:
+        # As the seed's invoked: the extraction is asked with all the run's request messages
+        # (not only the user's), and a failed extraction changes nothing and fails no run.
+        try:
+            result = await self.chat_client.get_response(list(context.input_messages), options={
+                "instructions": "Extract the user's name and age from the message if present. "
+                                "If not present return nulls.",
+                "response_format": UserInfo,
+            })
+            found = result.value
+        except Exception:
+            return
+        if not found:
             return
         if info.name is None and found.name:
             info.name = found.name

@@ -9,16 +9,18 @@
     snapshot_id = storage.save_snapshot(agent)
     storage.restore_snapshot(snapshot_id, MyAgent(llm=llm, storage=storage))
 
-Each Nooa event is one contextstore event, saved through the sync protocol (key: the Nooa event
-id): its type is the Nooa event type (``NooaEvent`` when the server takes no such name),
-its JSON and tag are in ``data["nooa"]``, its method call scope is ``call_id``, its timestamp
-``occurred_at``. ``EventManager.collapse`` (archive a range, store a Summary in its place)
-becomes one contextstore collapse of the same events, so the dashboard shows the summary and the
-originals as collapsed. ``update`` rewrites the event in place (the old version kept as
-history), ``remove`` retires it, ``clear`` clears the thread's context. The backend keeps a
-local copy for reads and writes through; a new process rebuilds it from the thread (collapsed
-events are archived, the working context gives the active tags in order; notes and collapses
-people made come back as Nooa ``Message`` and ``Summary`` events, see docs/frameworks/nooa.md).
+Each Nooa event is one contextstore event, saved through the sync protocol (key: the Nooa event id):
+its type is the Nooa event type (``NooaEvent`` when the server takes no such name), its JSON and tag
+are in ``data["nooa"]``, its method call scope is ``call_id``, its timestamp ``occurred_at``.
+``EventManager.collapse`` (archive a range, store a Summary in its place) becomes one contextstore
+collapse of the same events, so the dashboard shows the summary and the originals as collapsed.
+``update`` rewrites the event in place (the old version kept as history; a new process still reads
+it where Nooa inserted it, so ``all_events`` and the queries Nooa's agent and model make over it
+keep SQLite's insertion order), ``remove`` retires it, ``clear`` clears the thread's context. The
+backend keeps a local copy for reads and writes through; a new process rebuilds it from the thread
+(collapsed events are archived, the working context gives the active tags in order; notes and
+collapses people made come back as Nooa ``Message`` and ``Summary`` events, see
+docs/frameworks/nooa.md).
 
 ``log_llm_calls(agent, thread)`` logs every model call (Nooa's ``llm_call`` middleware, registered
 innermost so it sees the messages as they go to ``acall``): LLMCallStart with those exact
@@ -94,6 +96,14 @@ def _tag_span(tag: str) -> tuple[int, int]:
 
 
 
+def _inserted(event: Event) -> int:
+    """Where `event` stands in Nooa's insertion order: the seq of its first version (an update
+    in place rewrites the event as a new version, and says the first one's seq), else its own."""
+    stored = event.data.get(KEY) if isinstance(event.data, dict) else None
+    first = stored.get("seq") if isinstance(stored, dict) else None
+    return first if isinstance(first, int) and not isinstance(first, bool) else event.seq
+
+
 def _summary_range(data: dict[str, Any], position: int) -> tuple[int, int]:
     """The positions a contextstore Summary replaced."""
     return data.get("start_position", position), data.get("end_position", position)
@@ -111,6 +121,9 @@ class ContextStoreEventBackend(InMemoryBackend):
         self._position: dict[str, int] = {}  # nooa tag -> position in contextstore
         self._keys: dict[str, str] = {}  # nooa tag -> sync key
         self._ranges: dict[str, tuple[int, int]] = {}  # a summary's tag -> the positions it holds
+        # nooa tag -> the seq of the event's first version: Nooa's insertion order (all_events,
+        # so its queries), which an update in place keeps (SQLite's insertion_order)
+        self._inserted: dict[str, int] = {}
         # The namespace document: Nooa's own collapse summaries by contextstore seq, the tags
         # given to events people added, so they keep their tag in every process, and the ranges
         # of removed summaries, whose children Nooa keeps archived.
@@ -143,7 +156,7 @@ class ContextStoreEventBackend(InMemoryBackend):
         if ranges:
             rows += [(event, False) for event in self.thread.iter_events(status="collapsed")
                      if any(low <= event.position <= high for low, high in ranges)]
-        rows.sort(key=lambda row: row[0].seq)
+        rows.sort(key=lambda row: _inserted(row[0]))
         working: list[tuple[int, int, str]] = []
         foreign: list[tuple[Event, bool]] = []
         for event, active in rows:
@@ -187,6 +200,7 @@ class ContextStoreEventBackend(InMemoryBackend):
         self._events.append(nooa_event)
         self._tag_to_event[tag] = nooa_event
         self._position[tag] = event.position
+        self._inserted[tag] = _inserted(event)
         self._keys[tag] = key
         if event.type == "Summary" and isinstance(event.data, dict):
             self._ranges[tag] = _summary_range(event.data, event.position)
@@ -253,6 +267,7 @@ class ContextStoreEventBackend(InMemoryBackend):
         self._keys[tag] = event.id
         for stored in result.get("stored") or ():
             self._position[tag] = stored["position"]
+            self._inserted[tag] = stored["seq"]
 
     def update(self, tag: str, **fields: Any) -> bool:
         if not super().update(tag, **fields):
@@ -264,7 +279,10 @@ class ContextStoreEventBackend(InMemoryBackend):
             self._doc["summaries"][seq] = {"tag": tag, "event": event.model_dump(mode="json")}
             self._save_doc()
         else:  # rewritten in place: same position, the earlier version kept as history
-            self.thread.sync_save(KEY, items=[{"key": key, "event": self._item(tag, event)}])
+            item = self._item(tag, event)
+            if tag in self._inserted:  # and the same place in Nooa's insertion order
+                item["data"][KEY]["seq"] = self._inserted[tag]
+            self.thread.sync_save(KEY, items=[{"key": key, "event": item}])
         return True
 
     def remove(self, tag: str) -> bool:
@@ -288,6 +306,7 @@ class ContextStoreEventBackend(InMemoryBackend):
         self._position.clear()
         self._keys.clear()
         self._ranges.clear()
+        self._inserted.clear()
         self.thread.clear_context()
         self._doc = {"summaries": {}, "tags": {}, "archived": []}
         self._save_doc()
