@@ -49,7 +49,6 @@ from contextstore.selectors.agent_sessions import (
 )
 from contextstore.selectors.threads import THREAD_STATE_FIELDS
 from contextstore.services import commits, history
-from contextstore.services import events as event_service
 from contextstore.services import sessions as session_service
 from contextstore.services import state as state_service
 from contextstore.services import threads as thread_service
@@ -277,28 +276,22 @@ def _commit_write(workspace: Workspace, identity: Identity, commit: CommitIn, sp
                   actor: Actor, thread: Thread, path: str, session: Session,
                   revisions: dict[str, int] | None) -> tuple[dict[str, Any], list[Statement]]:
     """A commit's writes, in commits.thread_commit's transaction (no savepoints inside): the
-    append, the state patches, the blobs. Returns the answer and the statements to run last.
+    transcript and the thread's document by the one writer (commits.commit_write), the scoped
+    states' patches, the blobs. Returns the answer and the statements to run last.
     path "fast": the append raises history.Skipped where it would have to look (a client_id
     stored already or named twice)."""
-    last_seq = thread.last_seq
-    appended: list[Event] = []
-    # The writes that follow the append and the state patches, run together at the end.
+    # The writes that follow the transcript and the document, run together at the end.
     writes: list[Statement] = []
     blobs = _blobs_put(thread, commit.blobs) if commit.blobs else None  # refused before any write
     # One audit row per commit: the append's names the blobs too.
     blobs_named = {"blob_keys": [b.key for b in commit.blobs][:50], "blob_count": len(commit.blobs)}
-    stored = 0
-    if specs:
-        # Last activity follows the framework's own clock (ADK's last_update_time), set by
-        # the append's own update of the session (one update of its row, not two).
-        result = event_service.event_append_specs(
-            thread=thread, specs=specs, actor=actor, locked=True, activity_occurred=True, path=path,
-            audit_details=blobs_named if blobs else None)
-        appended, last_seq, stored = result.events, result.last_seq, result.created
-    revision = thread.revision
-    if commit.state:
-        revision = state_service.state_write(thread=thread, actor=actor, state=commit.state,
-                                             merge=True, reason="commit", savepoint=False).revision
+    # Last activity follows the framework's own clock (ADK's last_update_time), set by the
+    # append's own update of the session (one update of its row, not two).
+    written = commits.commit_write(
+        thread=thread, actor=actor, reason="commit", path=path, events=specs,
+        state=commit.state or None, audit_details=blobs_named if blobs else None)
+    appended, last_seq, stored, revision = (written.events, written.last_seq, written.created,
+                                            written.revision)
     patched = _patch_scopes(workspace, identity, commit.app_state, commit.user_state, actor)
     if revisions is None:
         revisions = {scope: row.revision if row else 0 for scope, row in scoped_states(
