@@ -30,7 +30,7 @@ after COMMIT_REPLAY_HOURS (`commit_records_prune`, run by beat), staged parts wi
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -128,10 +128,10 @@ def _commit(lock: Lock, write: Write, batch_id: str, request_hash: str, expected
             if found is not None:
                 answer, stored_hash = found.response, found.request_hash
         if answer is not None:  # applied before (a record without an answer is only staged)
-            if stored_hash != request_hash:
+            if not stored_hash or stored_hash != request_hash[:len(stored_hash)]:
                 raise Conflict(f"{batch_name} was already used for a different save.",
                                code="idempotency_conflict", details={batch_name: batch_id})
-            return Committed(answer, replayed=True)
+            return Committed(unpacked(thread, answer), replayed=True)
         if batch_id and read_record and is_stale(thread, expected.revision, expected.last_seq):
             raise history.Skipped  # a first save of this batch may have ended meanwhile: look
         check_expected(thread, expected.revision, expected.last_seq, name=expected.name)
@@ -140,11 +140,66 @@ def _commit(lock: Lock, write: Write, batch_id: str, request_hash: str, expected
             # Not looked up first: the locked read found none, and a first save of this batch
             # that ended while that read waited for the lock is found here (no row inserted).
             writes.append(insert_sql(CommitRecord, [CommitRecord(
-                thread=thread, batch_id=batch_id, request_hash=request_hash, response=response)],
+                thread=thread, batch_id=batch_id, request_hash=request_hash[:HASH_KEPT],
+                response=packed(thread, response))],
                 returning=("id",), ignore_conflicts=True))
         if not run_statements(writes) and batch_id:
             raise history.Skipped  # rolled back; the checked path replays the first save
     return Committed(response, replayed=False)
+
+
+# --- the record, kept small ----------------------------------------------------------------
+# A record is kept for every save within the replay window, so its bytes count per save: a
+# framework appending one event per save (ADK) kept a record larger than the event. What the
+# thread's rows already hold is not kept twice; a replay reads it back (`unpacked`).
+
+HASH_KEPT = 32  # hex digits of the request's SHA-256 kept: 128 bits tell two saves apart
+EVENTS_KEPT_AS_RANGE = "events@"  # [first seq, count]: the answer's events are those rows
+
+
+def packed(thread: Thread, response: dict[str, Any]) -> dict[str, Any]:
+    """The answer as the record keeps it: without the thread's and its session's ids, and an
+    answer's `events` (id, seq, client_id, occurred_at of each) as the range of seqs they are,
+    when their seqs follow one another (a fresh append: a thread's seq names one row) and their
+    times read back as they were given (in UTC). Anything else is kept as it is."""
+    kept = dict(response)
+    if kept.get("thread") == thread.pk and kept.get("session") == thread.session_id:
+        del kept["thread"], kept["session"]
+    events = kept.get("events")
+    if isinstance(events, list) and events and all(
+            isinstance(e, dict) and list(e) == ["id", "seq", "client_id", "occurred_at"]
+            and e["seq"] == events[0]["seq"] + i
+            and e["occurred_at"] == _utc(e["occurred_at"]) for i, e in enumerate(events)):
+        kept = {(EVENTS_KEPT_AS_RANGE if name == "events" else name):
+                ([events[0]["seq"], len(events)] if name == "events" else value)
+                for name, value in kept.items()}
+    return kept
+
+
+def unpacked(thread: Thread, kept: dict[str, Any]) -> dict[str, Any]:
+    """The answer a record keeps (`packed`), whole again, in the order it was given."""
+    if "thread" in kept or EVENTS_KEPT_AS_RANGE not in kept and "events" not in kept:
+        return kept  # kept whole (a sync's answer, or a record from before packing)
+    answer: dict[str, Any] = {"session": thread.session_id, "thread": thread.pk}
+    for name, value in kept.items():
+        if name == EVENTS_KEPT_AS_RANGE:
+            first, count = value
+            answer["events"] = [
+                {"id": pk, "seq": seq, "client_id": client_id, "occurred_at": at.isoformat()}
+                for pk, seq, client_id, at in Event.objects.filter(
+                    thread_id=thread.pk, seq__gte=first, seq__lt=first + count)
+                .order_by("seq").values_list("id", "seq", "client_id", "occurred_at")]
+        else:
+            answer[name] = value
+    return answer
+
+
+def _utc(text: Any) -> str | None:
+    """An ISO date-time as the database gives it back (UTC), None when it is not one."""
+    try:
+        return datetime.fromisoformat(text).astimezone(UTC).isoformat()
+    except (TypeError, ValueError):
+        return None
 
 
 def run_statements(writes: list[Statement]) -> list[tuple]:
@@ -292,7 +347,7 @@ def stage(*, thread: Thread, batch_id: str, part: int, payload: Any) -> dict[str
         record, _ = CommitRecord.objects.select_for_update().get_or_create(
             thread=thread, batch_id=batch_id)
         if record.response is not None:
-            return record.response
+            return unpacked(thread, record.response)
         record.parts = {**record.parts, str(part): payload}
         record.save(update_fields=["parts"])
     return None
