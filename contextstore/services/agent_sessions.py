@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from itertools import batched
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q, Subquery
 from django.utils import timezone
 
@@ -49,12 +49,11 @@ from contextstore.selectors.agent_sessions import (
 )
 from contextstore.selectors.threads import THREAD_STATE_FIELDS
 from contextstore.services import commits, history
-from contextstore.services import events as event_service
 from contextstore.services import sessions as session_service
 from contextstore.services import state as state_service
 from contextstore.services import threads as thread_service
 from contextstore.services.commits import Statement
-from contextstore.services.common import Actor, audit, audit_row, lock_thread
+from contextstore.services.common import Actor, audit, audit_row, check_key, lock_thread
 from contextstore.services.document import check_object
 
 MAX_BLOB_BYTES = 16 * 1024 * 1024
@@ -140,11 +139,9 @@ def scoped_state_patch(
 
 
 def _ensure(workspace: Workspace, identity: Identity, actor: Actor, *, create: bool,
-            agent: str = "", title: str = "", metadata: dict | None = None,
-            expect_new: bool = False) -> tuple[Session, Thread, bool]:
-    """The session and its thread, made when `create`; `expect_new`: try the insert without
-    looking first (an existing session is found when it fails)."""
-    session = None if expect_new else Session.objects.filter(
+            agent: str = "", title: str = "", metadata: dict | None = None) -> tuple[Session, Thread, bool]:
+    """The session and its thread, made when `create`."""
+    session = Session.objects.filter(
         workspace=workspace, app=identity.app, user_id=identity.user_id, key=identity.key).first()
     created = False
     if session is None:
@@ -171,6 +168,30 @@ def _ensure(workspace: Workspace, identity: Identity, actor: Actor, *, create: b
     return session, thread, created
 
 
+def _create_new(workspace: Workspace, identity: Identity, actor: Actor, *, agent: str, title: str,
+                metadata: dict | None) -> tuple[Session, Thread] | None:
+    """A session that does not exist yet, with its thread and the audit rows of both, in
+    three statements: what _ensure and sessions.thread_ensure do for a new one, without their
+    looks and savepoints. An existing session is skipped by its insert (ON CONFLICT DO
+    NOTHING): None, and nothing is written."""
+    session = Session(workspace=workspace, app=identity.app, user_id=identity.user_id,
+                      key=identity.key, agent=agent or identity.app, title=title,
+                      metadata=metadata or {}, thread_count=1)
+    with connection.cursor() as cursor:
+        cursor.execute(*insert_sql(Session, [session], returning=("id",), ignore_conflicts=True))
+        inserted = cursor.fetchall()
+    if not inserted:
+        return None
+    session.pk, session._state.adding = inserted[0][0], False
+    thread = Thread.objects.create(session=session, name=identity.thread, workspace_id=workspace.pk)
+    AuditLog.objects.bulk_create([
+        audit_row(actor=actor, action="session.create", target=session, workspace=workspace,
+                  app=identity.app, key=identity.key, user_id=identity.user_id),
+        audit_row(actor=actor, action="thread.create", target=thread, workspace=workspace,
+                  session=identity.key, name=identity.thread)])
+    return session, thread
+
+
 def session_create(
     *, workspace: Workspace, identity: Identity, actor: Actor, state: dict | None = None,
     app_state: dict | None = None, user_state: dict | None = None, agent: str = "",
@@ -184,13 +205,14 @@ def session_create(
             check_object(name, patch)
     if metadata is not None and not isinstance(metadata, dict):
         raise InvalidInput("metadata must be a JSON object.", details={"metadata": "must be an object"})
+    check_key("name", identity.thread, max_length=200, required=True)
     (title, metadata), _ = redact(use_workspace(workspace), [title, metadata])
     with transaction.atomic():
-        session, thread, created = _ensure(workspace, identity, actor, create=True, agent=agent,
-                                           title=title, metadata=metadata, expect_new=True)
-        if not created:
+        made = _create_new(workspace, identity, actor, agent=agent, title=title, metadata=metadata)
+        if made is None:
             raise Conflict("A session with this app, user_id and key already exists.",
                            code="session_exists", details={"key": identity.key})
+        session, thread = made
         if state:
             thread = state_service.state_write(thread=thread, actor=actor, state=state,
                                                reason="session create")
@@ -277,28 +299,22 @@ def _commit_write(workspace: Workspace, identity: Identity, commit: CommitIn, sp
                   actor: Actor, thread: Thread, path: str, session: Session,
                   revisions: dict[str, int] | None) -> tuple[dict[str, Any], list[Statement]]:
     """A commit's writes, in commits.thread_commit's transaction (no savepoints inside): the
-    append, the state patches, the blobs. Returns the answer and the statements to run last.
+    transcript and the thread's document by the one writer (commits.commit_write), the scoped
+    states' patches, the blobs. Returns the answer and the statements to run last.
     path "fast": the append raises history.Skipped where it would have to look (a client_id
     stored already or named twice)."""
-    last_seq = thread.last_seq
-    appended: list[Event] = []
-    # The writes that follow the append and the state patches, run together at the end.
+    # The writes that follow the transcript and the document, run together at the end.
     writes: list[Statement] = []
     blobs = _blobs_put(thread, commit.blobs) if commit.blobs else None  # refused before any write
     # One audit row per commit: the append's names the blobs too.
     blobs_named = {"blob_keys": [b.key for b in commit.blobs][:50], "blob_count": len(commit.blobs)}
-    stored = 0
-    if specs:
-        # Last activity follows the framework's own clock (ADK's last_update_time), set by
-        # the append's own update of the session (one update of its row, not two).
-        result = event_service.event_append_specs(
-            thread=thread, specs=specs, actor=actor, locked=True, activity_occurred=True, path=path,
-            audit_details=blobs_named if blobs else None)
-        appended, last_seq, stored = result.events, result.last_seq, result.created
-    revision = thread.revision
-    if commit.state:
-        revision = state_service.state_write(thread=thread, actor=actor, state=commit.state,
-                                             merge=True, reason="commit", savepoint=False).revision
+    # Last activity follows the framework's own clock (ADK's last_update_time), set by the
+    # append's own update of the session (one update of its row, not two).
+    written = commits.commit_write(
+        thread=thread, actor=actor, reason="commit", path=path, events=specs,
+        state=commit.state or None, audit_details=blobs_named if blobs else None)
+    appended, last_seq, stored, revision = (written.events, written.last_seq, written.created,
+                                            written.revision)
     patched = _patch_scopes(workspace, identity, commit.app_state, commit.user_state, actor)
     if revisions is None:
         revisions = {scope: row.revision if row else 0 for scope, row in scoped_states(

@@ -42,19 +42,17 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 
-from contextstore import documents
 from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge
 from contextstore.eventspec import EventSpec, event_spec
 from contextstore.fields import NUL_IN_NAME
-from contextstore.models import Event, Session, Thread
+from contextstore.models import Event, Thread
 from contextstore.ranges import positive_int
 from contextstore.redaction import redact_events, use_workspace
 from contextstore.selectors.peteos import thread_to_peteos
-from contextstore.services import commits, history
-from contextstore.services.common import UNSET, Actor, audit, lock_thread
-from contextstore.services.document import check_object, document_write
+from contextstore.services import commits
+from contextstore.services.common import UNSET, Actor, lock_thread
+from contextstore.services.document import check_object
 from contextstore.services.renders import call_hashes_check
 from contextstore.services.state import check_memory
 from contextstore.services.summaries import summarization_check
@@ -305,7 +303,8 @@ def _request_hash(request: dict[str, Any]) -> str:
 def _apply(*, thread: Thread, namespace: str, items: list[_Item], removed: list[str],
            actor: Actor, state: Any, summary: Any, document: Any, memory: Any,
            last_results: Any) -> dict[str, Any]:
-    """The whole save, inside the caller's transaction with the thread locked."""
+    """The whole save, inside the caller's transaction with the thread locked: what changes,
+    resolved against the stored versions, written by the one writer (commits.commit_write)."""
     prefix = namespace + ":"
     seen: set[str] = set()
     for i, item in enumerate(items):
@@ -317,10 +316,8 @@ def _apply(*, thread: Thread, namespace: str, items: list[_Item], removed: list[
     call_hashes_check(workspace_id=thread.workspace_id, specs=[item.spec for item in items], where="items")
     current = _current_versions(thread, prefix, [*seen, *removed])
 
-    fresh: list[EventSpec] = []
-    places: list[history.Place] = []  # a rewrite stands where its old version stood, as it stood
-    rewrites: list[tuple[int, Event]] = []  # (index into fresh, old version)
-    unchanged = adopted = 0
+    keyed = commits.Keyed()
+    unchanged = 0
     for item in items:
         digest = item_digest(item.raw)
         item.spec.payload_hash = digest
@@ -331,45 +328,15 @@ def _apply(*, thread: Thread, namespace: str, items: list[_Item], removed: list[
         if old is not None and old.item_key is None and _same_content(old, item.spec):
             # Stored before by an import or an earlier adapter, unchanged: it becomes this
             # item's current version as it is, rather than a second copy.
-            Event.objects.filter(pk=old.pk).update(item_key=prefix + item.key, payload_hash=digest)
-            old.payload_hash = digest
-            adopted += 1
+            keyed.adopt.append((old, prefix + item.key, digest))
             continue
-        if old is not None:
-            rewrites.append((len(fresh), old))
-        places.append((None, Event.Status.ACTIVE) if old is None else (old.position, old.status))
+        if old is not None:  # a rewrite stands where its old version stood, as it stood
+            keyed.rewrites.append((len(keyed.fresh), old))
+        keyed.places.append((None, Event.Status.ACTIVE) if old is None
+                            else (old.position, old.status))
         item.spec.item_key = prefix + item.key
-        fresh.append(item.spec)
-
-    now = timezone.now()
-    retire = [current[k] for k in dict.fromkeys(removed) if k in current and k not in seen]
-    # Old versions leave the unique item-key index before their successors enter it.
-    if rewrites:
-        Event.objects.filter(pk__in=[old.pk for _, old in rewrites]).update(
-            status=Event.Status.REPLACED, collapse=None)
-    # Each row is inserted with its item key (a second UPDATE of every row cost more than the
-    # insert: 3.8 s for 5,000 items on SQLite).
-    created = history.events_add(thread=thread, specs=fresh, now=now, places=places)
-
-    active_delta, token_delta = 0, 0
-    for index, old in rewrites:
-        new = created[index]
-        if old.collapse_id is not None:  # inside the same collapse as the old one
-            Event.objects.filter(pk=new.pk).update(collapse=old.collapse_id)
-        Event.objects.filter(pk=old.pk).update(replaced_by=new.pk)
-        if old.status == Event.Status.ACTIVE and old.visible:
-            active_delta -= 1
-            token_delta -= old.token_count
-    if retire:
-        Event.objects.filter(pk__in=[e.pk for e in retire]).update(
-            status=Event.Status.REMOVED, collapse=None)
-        for event in retire:
-            if event.status == Event.Status.ACTIVE and event.visible:
-                active_delta -= 1
-                token_delta -= event.token_count
-    if active_delta or token_delta:
-        history.working_context_changed(thread=thread, now=now,
-                                        left=history.Moved(-active_delta, -token_delta))
+        keyed.fresh.append(item.spec)
+    keyed.retire = [current[k] for k in dict.fromkeys(removed) if k in current and k not in seen]
 
     values: dict[str, Any] = {}
     for name, value in (("state", state), ("memory", memory), ("summary", summary),
@@ -378,33 +345,16 @@ def _apply(*, thread: Thread, namespace: str, items: list[_Item], removed: list[
             values[name] = value
     if document is not UNSET:
         values["extra"] = _with_namespace_document(thread, namespace, document)
-    # Only what differs (as stored text, key order included) makes a revision.
-    values = {name: value for name, value in values.items()
-              if documents.dumps(value) != documents.dumps(getattr(thread, name))}
-    fields = list(values)
-    changed = bool(created or retire or fields or adopted)
-    if changed:
-        # The history counters were updated in SQL above; re-read them so saving the revision
-        # does not write the stale in-memory copies back.
-        thread.refresh_from_db(fields=["active_event_count", "active_tokens", "last_seq",
-                                       "event_count", "token_total", "last_event_at"])
-        if fields:
-            document_write(thread=thread, actor=actor, reason=f"sync {namespace}", values=values)
-        else:
-            # History alone, like an append, keeps the revision: a framework writing through
-            # event by event (Nooa) would otherwise snapshot the document at every event.
-            Thread.objects.filter(pk=thread.pk).update(updated_at=now)
-        Session.objects.filter(pk=thread.session_id).update(last_activity_at=now)
-        audit(actor=actor, action="thread.sync", target=thread, workspace=thread.workspace,
-              namespace=namespace, created=len(created) - len(rewrites),
-              rewritten=len(rewrites), removed=len(retire), fields=fields,
-              revision=thread.revision)
-    return {"status": "applied", "revision": thread.revision,
-            "created": len(created) - len(rewrites), "rewritten": len(rewrites),
-            "removed": len(retire), "unchanged": unchanged + adopted,
+    counts = {"created": len(keyed.fresh) - len(keyed.rewrites), "rewritten": len(keyed.rewrites),
+              "removed": len(keyed.retire)}
+    written = commits.commit_write(
+        thread=thread, actor=actor, reason=f"sync {namespace}", keyed=keyed, values=values,
+        audit_action="thread.sync", audit_details={"namespace": namespace, **counts})
+    return {"status": "applied", "revision": written.revision, **counts,
+            "unchanged": unchanged + len(keyed.adopt),
             # (each row was inserted with its item key: never None)
             "stored": [{"key": (obj.item_key or "").removeprefix(prefix), "seq": obj.seq,
-                        "position": obj.position} for obj in created]}
+                        "position": obj.position} for obj in written.events]}
 
 
 def _same_content(event: Event, spec: EventSpec) -> bool:

@@ -14,7 +14,7 @@ from contextstore.errors import Conflict, StaleRevision
 from contextstore.models import CommitRecord, Event, Thread
 from contextstore.selectors.agent_sessions import Identity
 from contextstore.services.agent_sessions import CommitIn, session_commit
-from contextstore.services.commits import commit_records_prune
+from contextstore.services.commits import commit_records_prune, unpacked
 from contextstore.services.common import Actor
 from contextstore.services.sync import sync_apply
 from tests.services.test_commit_race import _waiting_for_a_lock
@@ -30,8 +30,37 @@ def test_a_sync_save_and_a_session_commit_keep_their_answers_in_one_store(worksp
     committed = session_commit(workspace=workspace, identity=Identity(app="adk", user_id="u", key="s"),
                                commit=CommitIn(events=[{"type": "Message", "content": "hi"}],
                                                batch_id="b1", create=True), actor=actor)
-    stored = {r.batch_id: r.response for r in CommitRecord.objects.all()}
+    stored = {r.batch_id: unpacked(r.thread, r.response) for r in CommitRecord.objects.all()}
     assert stored == {"u1": saved, "b1": committed}
+
+
+def test_a_record_keeps_a_fresh_append_as_its_range_of_seqs_and_a_replay_gets_the_whole_answer(
+        workspace, actor):
+    who = Identity(app="adk", user_id="u", key="s")
+    commit = CommitIn(events=[{"type": "Message", "content": f"m{i}", "client_id": f"c{i}"}
+                              for i in range(3)], state={"n": 1}, batch_id="b1", create=True)
+    first = session_commit(workspace=workspace, identity=who, commit=commit, actor=actor)
+    session_commit(workspace=workspace, identity=who, actor=actor, commit=CommitIn(
+        events=[{"type": "Message", "content": "later"}], batch_id="b2"))
+    [record] = CommitRecord.objects.filter(batch_id="b1")
+    assert record.response == {"revision": 1, "last_seq": 3, "events@": [1, 3],
+                               "app_revision": 0, "user_revision": 0}
+    assert len(record.request_hash) == 32
+    again = session_commit(workspace=workspace, identity=who, commit=commit, actor=actor)
+    assert again == first and list(again) == list(first)
+
+
+def test_a_record_keeps_an_answer_whole_when_its_rows_do_not_follow_one_another(workspace, actor):
+    who = Identity(app="adk", user_id="u", key="s")
+    session_commit(workspace=workspace, identity=who, actor=actor, commit=CommitIn(
+        events=[{"type": "Message", "content": "a", "client_id": "a"}], create=True))
+    commit = CommitIn(events=[{"type": "Message", "content": "b", "client_id": "b",
+                               "occurred_at": "2026-01-01T12:00:00+02:00"},
+                              {"type": "Message", "content": "a", "client_id": "a"}], batch_id="b1")
+    first = session_commit(workspace=workspace, identity=who, commit=commit, actor=actor)
+    assert [e["seq"] for e in first["events"]] == [2, 1]
+    assert CommitRecord.objects.get(batch_id="b1").response["events"] == first["events"]
+    assert session_commit(workspace=workspace, identity=who, commit=commit, actor=actor) == first
 
 
 def test_a_last_part_replayed_with_other_content_is_refused_and_changes_nothing(thread, actor):
