@@ -409,7 +409,7 @@ def rows_update(model: type[models.Model],
         sets += [f"{c} = {quote(meta.db_table)}.{c} + v.{c}" for c in columns[len(first_values):]]
         arrays = ", ".join(f"(%s)::{f.db_type(connection).split('(')[0]}[]"  # type: ignore[union-attr]
                            for f in (meta.pk, *fields))
-        pk_column = quote(meta.pk.column)  # type: ignore[union-attr, arg-type]
+        pk_column = quote(meta.pk.column)  # type: ignore[arg-type]
         text = (f"UPDATE {quote(meta.db_table)} SET {', '.join(sets)} "
                 f"FROM UNNEST({arrays}) AS v({pk_column}, {', '.join(columns)}) "
                 f"WHERE {quote(meta.db_table)}.{pk_column} = v.{pk_column}")

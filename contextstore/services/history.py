@@ -148,8 +148,8 @@ def events_add_many(*, batches: Sequence[tuple[Thread, Sequence[EventSpec]]],
             total[name] += amount
     rows_update(Thread, threads)
     rows_update(Session, [(pk, values, adds) for pk, (values, adds) in sessions.items()])
-    names = {(thread.session_id, name) for thread, events in zip((t for t, _ in batches), added, strict=True)
-             for e in events if (name := model_of(e)) is not None}
+    names = {(thread.session_id, model) for thread, events in zip((t for t, _ in batches), added, strict=True)
+             for e in events if (model := model_of(e)) is not None}
     if names:
         SessionModel.objects.bulk_create([SessionModel(session_id=pk, model=n) for pk, n in sorted(names)],
                                          ignore_conflicts=True)

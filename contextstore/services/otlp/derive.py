@@ -522,7 +522,7 @@ def _sessions_derive_fresh(workspace: Workspace, groups: dict[tuple[str, str], l
         with transaction.atomic():
             texts_keep(workspace_id=workspace.pk, texts=list(dict.fromkeys(texts)))
             for _, thread, _, _ in planned:
-                Thread.workspace.field.set_cached_value(thread, workspace)  # type: ignore[attr-defined]
+                Thread.workspace.field.set_cached_value(thread, workspace)
             added = history.events_add_many(batches=[(thread, specs) for _, thread, _, specs in planned],
                                             now=now)
             audits = [audit_row(actor=actor, action="events.append", target=events[0].thread,
@@ -557,11 +557,11 @@ def _sessions_derive_fresh(workspace: Workspace, groups: dict[tuple[str, str], l
     except Exception:  # noqa: BLE001 - each is derived alone below, which logs its own failure
         logger.exception("otel sessions could not be derived together; deriving them one by one")
         return set()
-    for (key, _), thread, traces, _ in planned:
+    for (session_key, _), thread, traces, _ in planned:
         summarization_check(thread=thread)
         for trace in traces:
             ot = rows[trace.trace_id]
-            ot.thread, ot.session_key, ot.mapped_at = thread, key, now
+            ot.thread, ot.session_key, ot.mapped_at = thread, session_key, now
     for run in ended:
         if run.status == Run.Status.COMPLETED:
             run_completed_check(run=run)
