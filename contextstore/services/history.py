@@ -1,5 +1,6 @@
 """History bookkeeping, in one place: the one door every new row of a thread goes through
-(`events_add`: seq allocation, building the Event from a validated EventSpec, the insert), and
+(`events_add`: seq allocation, building the Event from a validated EventSpec, the insert;
+`events_add_many`, the same for many threads in one insert), and
 every denormalised counter that follows the event rows.
 
 Every service that adds events (append, commit, sync, import, fork, the Summary of a collapse
