@@ -250,18 +250,29 @@ def rules_of(setting: Any, *, default_on: bool, timeout_ms: int) -> Rules | None
 class _Run:
     """One ingest call's redaction: the counts so far and the user patterns' shared deadline."""
 
-    __slots__ = ("rules", "counts", "deadline")
+    __slots__ = ("rules", "counts", "deadline", "seen")
 
     def __init__(self, rules: Rules) -> None:
         self.rules = rules
         self.counts: dict[str, int] = {}
         self.deadline = time.monotonic() + rules.timeout_ms / 1000
+        # Each text once a call, with what it found: an OTLP pass carries every message of a
+        # conversation again in each of its LLM calls (data.messages).
+        self.seen: dict[str, tuple[str, dict[str, int]]] = {}
 
     def text(self, s: str) -> str:
-        s = self._text(s)
-        if len(s) >= _REMEMBER_FROM:
-            _remember(s, self.rules)
-        return s
+        known = self.seen.get(s)
+        if known is None:
+            counts, self.counts = self.counts, {}
+            try:
+                known = self.seen[s] = (self._text(s), self.counts)
+            finally:
+                self.counts = counts
+            if len(known[0]) >= _REMEMBER_FROM:
+                _remember(known[0], self.rules)
+        for name, n in known[1].items():
+            self.counts[name] = self.counts.get(name, 0) + n
+        return known[0]
 
     def _text(self, s: str) -> str:
         for rule in self.rules.candidates(s):

@@ -1,5 +1,6 @@
 """History bookkeeping, in one place: the one door every new row of a thread goes through
-(`events_add`: seq allocation, building the Event from a validated EventSpec, the insert), and
+(`events_add`: seq allocation, building the Event from a validated EventSpec, the insert;
+`events_add_many`, the same for many threads in one insert), and
 every denormalised counter that follows the event rows.
 
 Every service that adds events (append, commit, sync, import, fork, the Summary of a collapse
@@ -33,7 +34,14 @@ from typing import Any
 from django.db import DEFAULT_DB_ALIAS, connection
 from django.db.models import Count, F, Max, Q, QuerySet, Sum
 
-from contextstore.db import PreparedGet, bulk_insert_events, insert_sql, one_statement, row_update_sql
+from contextstore.db import (
+    PreparedGet,
+    bulk_insert_events,
+    insert_sql,
+    one_statement,
+    row_update_sql,
+    rows_update,
+)
 from contextstore.eventspec import EventSpec
 from contextstore.models import Event, Run, Session, SessionModel, Thread
 from contextstore.toolcalls import event_failed
@@ -107,6 +115,95 @@ def events_add(
         history_added(thread=thread, events=objs, now=now, activity_occurred=activity_occurred)
     _step_results(objs)
     return objs
+
+
+def events_add_many(*, batches: Sequence[tuple[Thread, Sequence[EventSpec]]],
+                    now: datetime) -> list[list[Event]]:
+    """events_add for many threads at once, in a number of statements that does not grow with
+    them (OTLP derivation's pass of many new conversations): every row of every thread in one
+    insert (COPY on PostgreSQL, db.bulk_insert_events), the runs they name read and made in one
+    statement each (a new run is made with its counters counted), and the threads', sessions'
+    and existing runs' counters each moved by one UPDATE for all. Ordinary rows only (no
+    places, no fold). The caller holds each thread's row lock (or created the threads in this
+    transaction); their in-memory counters move too. Returns each batch's stored rows."""
+    batches = [(thread, specs) for thread, specs in batches if specs]
+    if not batches:
+        return []
+    if len({thread.pk for thread, _ in batches}) != len(batches):
+        raise ValueError("events_add_many takes each thread once")
+    added: list[list[Event]] = []
+    for thread, specs in batches:
+        added.append([event_build(thread=thread, seq=seq, spec=spec, now=now) for seq, spec in zip(
+            range(thread.last_seq + 1, thread.last_seq + 1 + len(specs)), specs, strict=True)])
+    runs = _runs_for_many(batches, added)
+    objs = [e for events in added for e in events]
+    bulk_insert_events(objs, now)
+    threads: list[tuple[int, dict[str, Any], dict[str, Any]]] = []
+    sessions: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
+    for (thread, _), events in zip(batches, added, strict=True):
+        (_, _, values, _), (_, session_pk, session_values, adds) = _added_updates(
+            thread=thread, events=events, now=now)
+        threads.append((thread.pk, values, {}))
+        total = sessions.setdefault(session_pk, (session_values, dict.fromkeys(adds, 0)))[1]
+        for name, amount in adds.items():
+            total[name] += amount
+    rows_update(Thread, threads)
+    rows_update(Session, [(pk, values, adds) for pk, (values, adds) in sessions.items()])
+    names = {(thread.session_id, model) for thread, events in zip((t for t, _ in batches), added, strict=True)
+             for e in events if (model := model_of(e)) is not None}
+    if names:
+        SessionModel.objects.bulk_create([SessionModel(session_id=pk, model=n) for pk, n in sorted(names)],
+                                         ignore_conflicts=True)
+    if runs:
+        _step_results(objs)
+    return added
+
+
+def _runs_for_many(batches: Sequence[tuple[Thread, Sequence[EventSpec]]],
+                   added: list[list[Event]]) -> list[Run]:
+    """The runs new rows of many threads name, linked to them and counted: existing ones read in
+    one statement and moved by one UPDATE, missing ones made with their counters in one INSERT."""
+    per_run: dict[tuple[int, str], list[Event]] = defaultdict(list)
+    threads = {}
+    for (thread, specs), events in zip(batches, added, strict=True):
+        threads[thread.pk] = thread
+        for spec, event in zip(specs, events, strict=True):
+            if spec.run_id:
+                per_run[(thread.pk, spec.run_id)].append(event)
+    if not per_run:
+        return []
+    found = Q()
+    for thread_pk in {pk for pk, _ in per_run}:
+        found |= Q(thread_id=thread_pk, run_id__in=sorted({r for pk, r in per_run if pk == thread_pk}))
+    existing = {(r.thread_id, r.run_id): r for r in Run.objects.filter(found)}
+    missing = []
+    for (thread_pk, run_id), events in per_run.items():
+        run = existing.get((thread_pk, run_id))
+        if run is None:
+            run = Run(thread=threads[thread_pk], run_id=run_id)
+            missing.append(run)
+        for name, amount in _run_amounts(events).items():  # read under the threads' locks
+            setattr(run, name, getattr(run, name) + amount)  # in memory; stored below
+    Run.objects.bulk_create(missing)
+    rows_update(Run, [(run.pk, {}, _run_amounts(per_run[key])) for key, run in existing.items()])
+    runs = {**existing, **{(r.thread_id, r.run_id): r for r in missing}}
+    for key, events in per_run.items():
+        for event in events:
+            event.run_id = runs[key].pk
+            _EVENT_RUN.set_cached_value(event, runs[key])
+    return list(runs.values())
+
+
+def _run_amounts(events: Iterable[Event]) -> dict[str, Any]:
+    """What rows add to the run they name (its counters)."""
+    amounts: dict[str, Any] = {"event_count": 0, "input_tokens": 0, "output_tokens": 0, "cost": Decimal(0)}
+    for e in events:
+        used_in, used_out = event_usage(e)
+        amounts["event_count"] += 1
+        amounts["input_tokens"] += used_in
+        amounts["output_tokens"] += used_out
+        amounts["cost"] += event_cost(e)
+    return amounts
 
 
 _RUN = PreparedGet(lambda thread_id, run_id: Run.objects.filter(thread=thread_id, run_id=run_id),

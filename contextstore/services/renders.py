@@ -306,7 +306,8 @@ def llm_call_texts(*, workspace_id: int, specs: list) -> tuple[list, list[str]]:
     the client sent itself must name texts this workspace stored (call_hashes_check). Every way
     events come in with their data as the client sent it: append, commit and OTLP
     (llm_call_prepare), and import."""
-    out, keep = [], []
+    out: list = []
+    hashes: dict[str, str] = {}  # each distinct text once: a call carries the conversation so far
     sent = set()  # indexes of the specs whose data carries hashes as the client sent them
     for index, spec in enumerate(specs):
         data = spec.data
@@ -325,19 +326,19 @@ def llm_call_texts(*, workspace_id: int, specs: list) -> tuple[list, list[str]]:
             texts = [json.dumps(m, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
                      for m in messages]
             data = {k: v for k, v in data.items() if k != "messages"}
-            data["message_hashes"] = [sha256(t) for t in texts]
-            keep.extend(texts)
+            data["message_hashes"] = [hashes[t] if t in hashes else hashes.setdefault(t, sha256(t))
+                                      for t in texts]
         data, tools_text = _request_extras(index, data)
         if tools_text is not None:
-            keep.append(tools_text)
+            hashes.setdefault(tools_text, data["tools_hash"])
         out.append(replace(spec, data=data) if data is not spec.data else spec)
     if sent:
         # (hashes this batch computed from its own messages or tools are its workspace's)
         call_hashes_check(workspace_id=workspace_id,
                           specs=[spec if i in sent else replace(spec, data=None)
                                  for i, spec in enumerate(out)],
-                          computed=frozenset(sha256(t) for t in keep))
-    return out, keep
+                          computed=frozenset(hashes.values()))
+    return out, list(hashes)
 
 
 def llm_call_prepare(*, thread: Thread, specs: list) -> tuple[list, list[str]]:

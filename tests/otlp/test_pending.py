@@ -3,15 +3,29 @@ transaction (the outbox), asks a worker after commit, and a worker's pass (queue
 and run by beat) derives each marked trace once, however many exports named it."""
 
 from datetime import timedelta
+from decimal import Decimal
 
 import pytest
 from django.db import connection
+from django.db.models import Q
 from django.utils import timezone
 
 from contextstore import tasks
-from contextstore.models import Event, OtelPending, OtelSpan, OtelTrace, Session, Workspace
+from contextstore.models import (
+    AuditLog,
+    Event,
+    OtelPending,
+    OtelSpan,
+    OtelTrace,
+    Run,
+    Session,
+    StoredText,
+    Workspace,
+)
+from contextstore.services import history
 from contextstore.services.otlp import derive, ingest, pending
 from contextstore.services.otlp.pending import pending_traces_derive
+from contextstore.services.workspaces import api_token_create
 from project.celery import app
 from tests.outage import losing_connection_on
 
@@ -217,3 +231,94 @@ def test_a_backlog_is_derived_in_passes_of_a_bounded_size(otlp, queued):
     assert pending_traces_derive(rows=2) == {"rows": 3, "traces": 3, "failed": 0}
     assert OtelTrace.objects.filter(mapped_at__isnull=False).count() == 3
     assert OtelPending.objects.count() == 0
+
+
+def _stored(value):
+    """Counters as the columns hold them (costs to their 6 decimal places)."""
+    if isinstance(value, dict):
+        return {k: _stored(v) for k, v in value.items()}
+    return value.quantize(Decimal("0.000001")) if isinstance(value, Decimal) else value
+
+
+def _derived(workspace: Workspace) -> dict:
+    """Everything derivation wrote in a workspace, by session key, without ids or write times."""
+    out = {}
+    for session in Session.objects.filter(workspace=workspace):
+        events = [(e.seq, e.type, e.role, e.content, e.parts, e.data, e.run.run_id if e.run else None,
+                   e.is_error, e.token_count, e.occurred_at, e.client_id, e.payload_hash, e.status)
+                  for e in Event.objects.filter(thread__session=session).select_related("run")
+                  .order_by("seq")]
+        runs = sorted(Run.objects.filter(thread__session=session).values_list(
+            "run_id", "status", "error", "ended_at", "event_count", "input_tokens", "output_tokens", "cost"))
+        started = sorted(Run.objects.filter(thread__session=session, status="completed")
+                         .values_list("run_id", "started_at"))
+        targets = (Q(target_type="session", target_id=str(session.pk))
+                   | Q(target_type="thread", target_id__in=[str(pk) for pk in session.threads.values_list(
+                       "pk", flat=True)])
+                   | Q(target_type="run", target_id__in=[str(pk) for pk in Run.objects.filter(
+                       thread__session=session).values_list("pk", flat=True)]))
+        # (alone, a session's otel metadata is a second write, audited as session.update; made
+        # together with others (sessions_create_many), the session is created with it)
+        audits = sorted(AuditLog.objects.filter(targets, workspace=workspace)
+                        .exclude(action="session.update").values_list("action", flat=True))
+        assert _stored(history.counters_recount(session=session)) == _stored(
+            history.counters_stored(session=session))
+        out[session.key] = (session.user_id, session.agent, session.metadata, events, runs, started, audits,
+                            {k: getattr(session, k) for k in history.SESSION_COUNTERS})
+    out["texts"] = set(StoredText.objects.filter(workspace=workspace).values_list("sha256", flat=True))
+    return out
+
+
+def test_a_pass_of_new_conversations_writes_what_one_at_a_time_writes(otlp, queued, workspace, actor):
+    """Sessions new in a pass are derived together (one insert of their events across threads,
+    runs made and finished in bulk): the same events, runs, counters, texts and audit rows as
+    deriving each trace in a pass of its own, and a pass again adds nothing."""
+    bodies = []
+    for n, name in enumerate(("semconv_current", "span_events", "flattened", "openinference"), 1):
+        body = fixture(f"{name}.json")
+        for s in body["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+            s["traceId"] = f"{n:032x}"
+        bodies.append(body)
+    for body in bodies:  # alone: each pass makes one session, derived on its own
+        assert otlp(body).status_code == 200
+        assert pending_traces_derive() == {"rows": 1, "traces": 1, "failed": 0}
+    other = Workspace.objects.create(slug="together", name="together")
+    _, raw = api_token_create(workspace=other, name="tests", scope="write", actor=actor)
+    for body in bodies:
+        assert otlp(body, auth=f"Bearer {raw}").status_code == 200
+    calls = []
+    real = history.events_add_many
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(history, "events_add_many", lambda **kw: calls.append(kw) or real(**kw))
+        assert pending_traces_derive() == {"rows": 4, "traces": 4, "failed": 0}
+    assert len(calls) == 1 and len(calls[0]["batches"]) == 4  # one insert for the four threads
+    alone, together = _derived(workspace), _derived(other)
+    assert together == alone
+    assert len(together) == 5 and all(v[4] and v[4][0][1] == "completed" for k, v in together.items()
+                                       if k != "texts")
+    for body in bodies:  # re-sent: nothing more
+        assert otlp(body, auth=f"Bearer {raw}").status_code == 200
+    assert pending_traces_derive() == {"rows": 4, "traces": 4, "failed": 0}
+    assert _derived(other) == together
+
+
+def test_a_new_conversation_whose_events_cannot_be_made_holds_back_only_itself(otlp, queued, monkeypatch):
+    real = derive.trace_events
+    monkeypatch.setattr(derive, "trace_events",
+                        lambda trace: 1 / 0 if trace.trace_id == f"{2:032x}" else real(trace))
+    for n in (1, 2, 3):
+        body = fixture("semconv_current.json")
+        for s in body["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+            s["traceId"] = f"{n:032x}"
+            for a in s["attributes"]:
+                if a["key"] == "gen_ai.conversation.id":
+                    a["value"] = {"stringValue": f"conv-{n}"}
+        assert otlp(body).status_code == 200
+    assert pending_traces_derive() == {"rows": 3, "traces": 2, "failed": 1}
+    assert list(OtelPending.objects.values_list("trace_id", flat=True)) == [f"{2:032x}"]
+    derived = {s.key: s.event_count for s in Session.objects.all()}
+    assert derived["conv-1"] == derived["conv-3"] == len(CASES["semconv_current"]["events"])
+    monkeypatch.setattr(derive, "trace_events", real)
+    OtelPending.objects.update(due_at=timezone.now())
+    assert pending_traces_derive() == {"rows": 1, "traces": 1, "failed": 0}
+    assert Session.objects.get(key="conv-2").event_count == len(CASES["semconv_current"]["events"])

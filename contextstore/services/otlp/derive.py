@@ -19,6 +19,7 @@ import functools
 import hashlib
 import logging
 from collections import defaultdict
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -27,15 +28,17 @@ from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import Min
 from django.utils import timezone
 
+from contextstore.db import rows_update
 from contextstore.errors import Conflict
 from contextstore.eventspec import event_specs
 from contextstore.llm_models import call_cost
-from contextstore.models import Event, OtelLog, OtelSpan, OtelTrace, Run, Session, Thread, Workspace
+from contextstore.models import AuditLog, Event, OtelLog, OtelSpan, OtelTrace, Run, Session, Thread, Workspace
 from contextstore.otel import mapping
 from contextstore.redaction import redact_events, use_workspace
 from contextstore.services import history
-from contextstore.services.common import Actor, lock_thread
+from contextstore.services.common import Actor, audit_row, lock_thread
 from contextstore.services.events import event_append_specs
+from contextstore.services.renders import llm_call_texts, texts_keep
 from contextstore.services.runs import run_finish
 from contextstore.services.sessions import (
     session_delete,
@@ -44,6 +47,7 @@ from contextstore.services.sessions import (
     sessions_create_many,
     thread_ensure,
 )
+from contextstore.services.summaries import run_completed_check, summarization_check
 
 logger = logging.getLogger(__name__)
 STATUS_ERROR = 2
@@ -411,19 +415,25 @@ def _fitted(event: dict[str, Any]) -> dict[str, Any]:
             "data": data}
 
 
-def _append_new(thread: Thread, events: list[dict[str, Any]], held: set[str], actor: Actor,
-                path: str) -> None:
-    """Append the events the thread does not hold yet (the first of each client id), as one
-    batch under the caller's lock of the thread (validated MAX_EVENTS_PER_BATCH at a time)."""
-    held = set(held)
+def _fresh(events: Iterable[dict[str, Any]], held: set[str] | None = None) -> list[dict[str, Any]]:
+    """The events not `held` yet, the first of each client id, fitted to the event limit."""
+    held = set(held or ())
     fresh = []
     for event in events:
         if event["client_id"] not in held:
             held.add(event["client_id"])
             fresh.append(_fitted({k: v for k, v in event.items() if v is not None}))
+    return fresh
+
+
+def _append_new(thread: Thread, events: list[dict[str, Any]], held: set[str], actor: Actor,
+                path: str) -> None:
+    """Append the events the thread does not hold yet (the first of each client id), as one
+    batch under the caller's lock of the thread (validated MAX_EVENTS_PER_BATCH at a time)."""
+    fresh = _fresh(events, held)
     if not fresh:
         return
-    fresh = redact_events(use_workspace(thread.workspace), fresh)
+    fresh = redact_events(use_workspace(thread.workspace), fresh)  # the pass's workspace, cached
     step = settings.CONTEXTSTORE["MAX_EVENTS_PER_BATCH"]
     specs = [spec for i in range(0, len(fresh), step) for spec in event_specs(fresh[i:i + step])]
     if connection.vendor != "postgresql":
@@ -435,11 +445,12 @@ def _dt(ns: int) -> datetime:
     return datetime.fromtimestamp(ns / 1e9, UTC)
 
 
-def _runs_end(thread: Thread, traces: list[_Trace], actor: Actor) -> None:
+def _run_states(traces: list[_Trace]) -> dict[str, dict[str, Any]]:
     """A run from OTLP is its agent span (or, for events under none, the trace's root span): it
     starts when that span starts and ends when it ends (a span is exported once it ended),
     failed when its status is ERROR. Until the span arrives the run is running, started at the
-    first span seen of it."""
+    first span seen of it. By run id: {"status", "error", "started_at", "ended_at"} of a run
+    whose span ended, else {"started_at"} (absent when no span of it has a start time)."""
     spans: dict[str, OtelSpan | None] = {}
     first: dict[str, int] = {}
     for trace in traces:
@@ -451,20 +462,110 @@ def _runs_end(thread: Thread, traces: list[_Trace], actor: Actor) -> None:
             if spans.get(run_id) is None:
                 root = roots[0] if run_id == trace.trace_id and roots else None
                 spans[run_id] = trace.by_id.get(run_id, root)
-    for run in Run.objects.filter(thread=thread, run_id__in=list(spans)):
-        own = spans[run.run_id]
+    states: dict[str, dict[str, Any]] = {}
+    for run_id, own in spans.items():
         if own is None or own.end_ns <= 0:
-            if run.status == Run.Status.RUNNING and run.run_id in first:
-                Run.objects.filter(pk=run.pk).update(started_at=_dt(first[run.run_id]))
+            states[run_id] = {"started_at": _dt(first[run_id])} if run_id in first else {}
             continue
         failed = own.status_code == STATUS_ERROR
+        states[run_id] = {"status": Run.Status.FAILED if failed else Run.Status.COMPLETED,
+                          "error": (own.status_message or "error") if failed else "",
+                          "started_at": _dt(own.start_ns) if own.start_ns > 0 else None,
+                          "ended_at": _dt(max(own.end_ns, own.start_ns))}
+    return states
+
+
+def _runs_end(thread: Thread, traces: list[_Trace], actor: Actor) -> None:
+    """The runs of the thread's traces take their spans' state (_run_states)."""
+    states = _run_states(traces)
+    for run in Run.objects.filter(thread=thread, run_id__in=list(states)):
+        state = states[run.run_id]
+        if "status" not in state:
+            if run.status == Run.Status.RUNNING and "started_at" in state:
+                Run.objects.filter(pk=run.pk).update(started_at=state["started_at"])
+            continue
         try:
-            run_finish(run=run, actor=actor, status=Run.Status.FAILED if failed else Run.Status.COMPLETED,
-                       error=(own.status_message or "error") if failed else "",
-                       started_at=_dt(own.start_ns) if own.start_ns > 0 else None,
-                       ended_at=_dt(max(own.end_ns, own.start_ns)))
+            run_finish(run=run, actor=actor, **state)
         except Conflict:  # ended already otherwise (an agent or a person finished it): kept
             pass
+
+
+def _sessions_derive_fresh(workspace: Workspace, groups: dict[tuple[str, str], list[_Trace]],
+                           made: dict[tuple[str, str], Thread], rows: dict[str, OtelTrace],
+                           actor: Actor) -> set[tuple[str, str]]:
+    """Derive the sessions made in this pass (their threads hold nothing yet) all at once: their
+    events in one insert across threads (history.events_add_many: COPY on PostgreSQL), the texts
+    their calls logged kept in one statement, their runs made with their counters and finished
+    together, one audit insert. Returns the sessions derived; one whose events cannot be made
+    (a mapping bug, an event refused) is left to _session_derive, which names it failed, and so
+    is every one of them when the writes fail otherwise than by a database outage."""
+    planned: list[tuple[tuple[str, str], Thread, list[_Trace], list[Any]]] = []
+    texts: list[str] = []
+    rules = use_workspace(workspace)
+    for key, traces in sorted(groups.items()):
+        traces.sort(key=lambda t: (t.spans[0].start_ns, t.trace_id))
+        try:
+            fresh = redact_events(rules, _fresh(e for t in traces for e in trace_events(t)))
+            step = settings.CONTEXTSTORE["MAX_EVENTS_PER_BATCH"]
+            specs = [spec for i in range(0, len(fresh), step) for spec in event_specs(fresh[i:i + step])]
+            calls, logged = llm_call_texts(workspace_id=workspace.pk, specs=specs)
+        except (OperationalError, InterfaceError):
+            raise
+        except Exception:  # noqa: BLE001 - _session_derive derives it alone, and logs why not
+            continue
+        planned.append((key, made[key], traces, calls))
+        texts += logged
+    if not planned:
+        return set()
+    now = timezone.now()
+    try:
+        with transaction.atomic():
+            texts_keep(workspace_id=workspace.pk, texts=list(dict.fromkeys(texts)))
+            for _, thread, _, _ in planned:
+                Thread.workspace.field.set_cached_value(thread, workspace)
+            added = history.events_add_many(batches=[(thread, specs) for _, thread, _, specs in planned],
+                                            now=now)
+            audits = [audit_row(actor=actor, action="events.append", target=events[0].thread,
+                                workspace=workspace, count=len(events), first_seq=events[0].seq,
+                                last_seq=events[-1].seq) for events in added]
+            ended: list[Run] = []
+            by_thread: dict[int, dict[str, Run]] = defaultdict(dict)
+            for events in added:
+                for event in events:
+                    if event.run is not None:
+                        by_thread[event.thread_id][event.run.run_id] = event.run
+            started: list[Run] = []
+            for _, thread, traces, _ in planned:
+                for run_id, state in _run_states(traces).items():
+                    run = by_thread[thread.pk].get(run_id)
+                    if run is None or not state:
+                        continue
+                    for name, value in state.items():
+                        if value is not None:
+                            setattr(run, name, value)
+                    (ended if "status" in state else started).append(run)
+                    if "status" in state:
+                        audits.append(audit_row(actor=actor, action=f"run.{run.status}", target=run,
+                                                workspace=workspace, run_id=run.run_id))
+            rows_update(Run, [(run.pk, {"status": run.status, "error": run.error,
+                                        "started_at": run.started_at, "ended_at": run.ended_at}, {})
+                              for run in ended])
+            rows_update(Run, [(run.pk, {"started_at": run.started_at}, {}) for run in started])
+            AuditLog.objects.bulk_create(audits)
+    except (OperationalError, InterfaceError):
+        raise
+    except Exception:  # noqa: BLE001 - each is derived alone below, which logs its own failure
+        logger.exception("otel sessions could not be derived together; deriving them one by one")
+        return set()
+    for (session_key, _), thread, traces, _ in planned:
+        summarization_check(thread=thread)
+        for trace in traces:
+            ot = rows[trace.trace_id]
+            ot.thread, ot.session_key, ot.mapped_at = thread, session_key, now
+    for run in ended:
+        if run.status == Run.Status.COMPLETED:
+            run_completed_check(run=run)
+    return {key for key, _, _, _ in planned}
 
 
 def _sessions_made(workspace: Workspace, groups: dict[tuple[str, str], list[_Trace]],
@@ -526,7 +627,12 @@ def traces_derive(*, workspace: Workspace, trace_ids: list[str], actor: Actor,
                 key = trace.session_key() or trace_id
                 groups[(key, trace.first(mapping.USER_KEYS)[:255])].append(trace)
         made = _sessions_made(workspace, groups, rows, actor)
+        together = _sessions_derive_fresh(workspace, {k: g for k, g in groups.items() if k in made},
+                                          made, rows, actor)
+        done += sum(len(groups[k]) for k in together)
         for (key, user), traces in sorted(groups.items()):
+            if (key, user) in together:
+                continue
             traces.sort(key=lambda t: (t.spans[0].start_ns, t.trace_id))
             group_rows = [rows[t.trace_id] for t in traces]
             derive = functools.partial(_session_derive, workspace=workspace, key=key, user=user,
@@ -550,8 +656,9 @@ def traces_derive(*, workspace: Workspace, trace_ids: list[str], actor: Actor,
                 failed += [t.trace_id for t in traces]
                 for t in traces:
                     rows.pop(t.trace_id, None)
-        OtelTrace.objects.bulk_update([ot for ot in rows.values() if ot.mapped_at is not None],
-                                      ["thread", "session_key", "mapped_at"], batch_size=500)
+        rows_update(OtelTrace, [(ot.pk, {"thread": ot.thread_id, "session_key": ot.session_key,
+                                         "mapped_at": ot.mapped_at}, {})
+                                for ot in rows.values() if ot.mapped_at is not None])
     return Derived(done, failed)
 
 
