@@ -99,7 +99,7 @@ def _markdown_nul_marked(text: str) -> str:
         return _MARKED.sub(lambda c: MARKED_CHARACTERS[c.group()][1], tag.replace(stand_in, "\u2400"))
 
     pieces = re.split(f"({_TAG.pattern})", html)
-    return "".join(in_tag(p) if i % 2 else _MARKED.sub(lambda c: _MARKERS[c.group()], p.replace(stand_in, "\x00"))
+    return "".join(in_tag(p) if i % 2 else nul_marked(p.replace(stand_in, "\x00"), autoescape=False)
                    for i, p in enumerate(pieces))
 
 
