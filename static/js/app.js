@@ -89,9 +89,10 @@
     }
   });
 
-  // Popovers (confirmations, the selection's forms) close with Escape, giving focus back to
-  // their toggle, and on a click outside them.
-  var POPOVERS = "details.confirm[open], #selection details[open]";
+  // Popovers (confirmations, the selection's forms, a call card's "Add to dataset" and
+  // "Share") close with Escape, giving focus back to their toggle, and on a click outside them.
+  var POPOVERS = "details.confirm[open], #selection details[open], details.to-dataset[open], " +
+    "details.share-call[open]";
   document.addEventListener("keydown", function (evt) {
     if (evt.key !== "Escape") return;
     document.querySelectorAll(POPOVERS).forEach(function (d) {
@@ -174,10 +175,12 @@
       var label = btn.getAttribute("data-label") || btn.textContent;
       btn.setAttribute("data-label", label);
       btn.classList.add("copied");
-      if (btn.hasAttribute("data-copy-code") || btn.hasAttribute("data-copy-url")) btn.textContent = "Copied";
+      var worded = btn.hasAttribute("data-copy-code") || btn.hasAttribute("data-copy-url") ||
+        btn.hasAttribute("data-copy-text");
+      if (worded) btn.textContent = "Copied";
       window.setTimeout(function () {
         btn.classList.remove("copied");
-        if (btn.hasAttribute("data-copy-code") || btn.hasAttribute("data-copy-url")) btn.textContent = label;
+        if (worded) btn.textContent = label;
       }, 1200);
     };
     if (navigator.clipboard && window.isSecureContext) {
@@ -209,10 +212,12 @@
     });
   });
   document.addEventListener("click", function (evt) {
-    var btn = evt.target.closest("[data-copy-code], [data-copy-value], [data-copy-path]");
+    var btn = evt.target.closest("[data-copy-code], [data-copy-value], [data-copy-path], [data-copy-text]");
     if (!btn) return;
     var text;
-    if (btn.hasAttribute("data-copy-code")) {
+    if (btn.hasAttribute("data-copy-text")) {  // a share link: the text the button names
+      text = btn.getAttribute("data-copy-text");
+    } else if (btn.hasAttribute("data-copy-code")) {
       text = btn.parentElement.querySelector("pre").textContent;
     } else if (btn.hasAttribute("data-copy-path")) {
       text = btn.getAttribute("data-copy-path");
