@@ -17,7 +17,8 @@ def thread(workspace, actor):
     thread = thread_ensure(session=session, actor=actor)[0]
     event_append(thread=thread, actor=actor, events=[
         {"type": "Message", "role": "user", "content": "Which file?"},
-        {"type": "LLMCallStart", "data": {"model": "m", "messages": [{"role": "user", "content": "Which file?"}]}},
+        {"type": "LLMCallStart",
+         "data": {"model": "m", "messages": [{"role": "user", "content": "Which file?"}]}},
         {"type": "LLMComplete", "role": "assistant", "content": "this one", "data": {"model": "m"}},
         {"type": "ToolResult", "role": "tool", "content": "saved invoice_\u202egpj.exe"},
     ])
