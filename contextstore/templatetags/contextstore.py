@@ -25,6 +25,8 @@ FOLD_CHARS = 600
 TREE_DEPTH = 12
 TREE_ITEMS = 200
 CUT_CHARS = 4096  # text beyond this stays on the server until "load the rest" asks for it
+TREE_OPEN_DEPTH = 2  # a JSON tree's nodes this deep and deeper start closed
+TREE_LAZY_CHARS = 16_384  # a JSON text longer than this has its closed nodes built when opened
 TREE_STR_CHARS = 1024  # a string in a JSON tree beyond this is cut the same way
 JSON_TEXT_CHARS = 1_000_000  # output text longer than this is not parsed to show it as a tree
 # What a person or a model wrote: the only text read as Markdown. Everything else (tool results,
@@ -245,7 +247,7 @@ def _path(parent: str, key: Any) -> str:
     return f"{parent}[{quoted}]"
 
 
-def _tree(value: Any, depth: int, path: str = "$", full: bool = False) -> SafeString:
+def _tree(value: Any, depth: int, path: str = "$", full: bool = False, lazy: bool = False) -> SafeString:
     if not isinstance(value, dict | list):
         return _scalar(value, full)
     if not value:
@@ -253,26 +255,35 @@ def _tree(value: Any, depth: int, path: str = "$", full: bool = False) -> SafeSt
     if depth >= TREE_DEPTH:
         return format_html('<code class="j-deep">{}</code>', json.dumps(value, ensure_ascii=False))
     pairs = list(value.items() if isinstance(value, dict) else enumerate(value))
+    label = f"{{{len(pairs)} keys}}" if isinstance(value, dict) else f"[{len(pairs)} items]"
+    if lazy and depth >= TREE_OPEN_DEPTH:
+        # A closed node of a big document: its JSON, which app.js turns into the same tree when
+        # it is opened, so a 120 KB result is not 900 KB of HTML and 20,000 buttons up front.
+        return format_html(
+            '<details class="j-node" data-lazy-json="{}" data-depth="{}" data-path="{}"><summary>{}'
+            '</summary><ul></ul></details>',
+            json.dumps(value, ensure_ascii=False, default=str), depth, path, label)
     shown = pairs[:TREE_ITEMS]
     rows = format_html_join(
         "", '<li><button type="button" class="j-key" data-copy-path="{}" title="Copy path {}">{}'
             '</button>: {}</li>',
-        ((p, p, nul_marked(k), _tree(v, depth + 1, p, full)) for k, v in shown for p in [_path(path, k)]),
+        ((p, p, nul_marked(k), _tree(v, depth + 1, p, full, lazy))
+         for k, v in shown for p in [_path(path, k)]),
     )
     more = format_html('<li class="muted">… {} more</li>', len(pairs) - len(shown)) \
         if len(pairs) > len(shown) else ""
-    label = f"{{{len(pairs)} keys}}" if isinstance(value, dict) else f"[{len(pairs)} items]"
     return format_html(
         '<details class="j-node"{}><summary>{}</summary><ul>{}{}</ul></details>',
-        " open" if depth < 2 else "", label, rows, more,
+        " open" if depth < TREE_OPEN_DEPTH else "", label, rows, more,
     )
 
 
 @register.simple_tag
-def json_tree(value: Any, full: bool = False) -> SafeString:
+def json_tree(value: Any, full: bool = False, lazy: bool = False) -> SafeString:
     """A collapsible tree of nested <details>, every key and value escaped. A key copies its
-    path ($.a[0].b), a value copies itself (app.js); long strings are cut unless `full`."""
-    return format_html('<div class="json-tree">{}</div>', _tree(value, 0, "$", full))
+    path ($.a[0].b), a value copies itself (app.js); long strings are cut unless `full`.
+    `lazy` (a big document): the nodes closed at first come as their JSON, built when opened."""
+    return format_html('<div class="json-tree">{}</div>', _tree(value, 0, "$", full, lazy))
 
 
 @register.filter
@@ -314,7 +325,7 @@ def reader_text(text: str, thread_pk: int | None = None, seq: int | None = None,
     controls: str
     if tree is not None:
         body = format_html('<div class="content tree">{}</div><pre class="content raw" hidden>{}</pre>',
-                           json_tree(tree, full), nul_marked(shown))
+                           json_tree(tree, full, lazy=len(text) > TREE_LAZY_CHARS), nul_marked(shown))
         clamp, controls = "", _RAW_TOGGLE  # the tree folds by itself
     elif kind == "output":
         body = format_html('<pre class="content output{}">{}</pre>', clamp, nul_marked(shown))
