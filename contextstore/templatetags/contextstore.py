@@ -414,6 +414,22 @@ def ago(when) -> str:
 
 
 @register.filter
+def when(value: Any, precision: str = "seconds") -> SafeString:
+    """A date and time as every page shows one: with its year and its zone, in the server's
+    zone (UTC unless TIME_ZONE says otherwise), in a <time> carrying the ISO instant.
+    `precision`: "seconds" (default), "minutes", or "ms" (milliseconds)."""
+    if value is None:
+        return format_html("{}", "—")
+    local = timezone.localtime(value) if timezone.is_aware(value) else value
+    shown = local.strftime("%Y-%m-%d %H:%M" if precision == "minutes" else "%Y-%m-%d %H:%M:%S")
+    if precision == "ms":
+        shown += f".{local.microsecond // 1000:03d}"
+    zone = local.strftime("%Z") or "UTC"
+    exact = f"{local.strftime('%Y-%m-%d %H:%M:%S')}.{local.microsecond:06d} {zone} ({local.strftime('%z')})"
+    return format_html('<time datetime="{}" title="{}">{} {}</time>', value.isoformat(), exact, shown, zone)
+
+
+@register.filter
 def grouped(value: int | None) -> str:
     """195890 -> 195,890: exact token counts, readable."""
     return f"{int(value or 0):,}"
