@@ -21,7 +21,8 @@ def test_no_page_overflows_sideways_at_390_px(browser, live_server, page, thread
         width = page.evaluate("document.documentElement.scrollWidth")
         if width > 390:
             culprits = page.evaluate("""() => Array.from(document.querySelectorAll('body *'))
-                .filter(e => e.getBoundingClientRect().right > 391 && getComputedStyle(e).position !== 'fixed')
+                .filter(e => e.getBoundingClientRect().right > 391
+                             && getComputedStyle(e).position !== 'fixed')
                 .slice(-3).map(e => e.tagName + '.' + e.className + '#' + e.id)""")
             wide[name] = (width, culprits)
         bar = page.locator("header.topbar").bounding_box()
