@@ -8,7 +8,8 @@ from contextstore.services.threads import thread_fork
 
 def test_only_what_cannot_be_undone_is_red(editor_client, thread, actor):
     html = editor_client.get(f"/threads/{thread.pk}/").content.decode()
-    toggles = dict((name, cls) for cls, name in re.findall(r'<summary class="([^"]*)">([^<]*…)</summary>', html))
+    found = re.findall(r'<summary class="([^"]*)">([^<]*…)</summary>', html)
+    toggles = {name: cls for cls, name in found}
     assert toggles["Clear context…"] == toggles["Reset…"] == toggles["Reset all…"] == "btn"
     fork = thread_fork(thread=thread, name="f", actor=actor)
     forked = editor_client.get(f"/threads/{fork.pk}/").content.decode()
