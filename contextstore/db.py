@@ -172,6 +172,18 @@ def _statement_timeout(ms: int) -> Iterator[None]:
 
 
 @contextmanager
+def without_jit() -> Iterator[None]:
+    """A transaction of its own in which PostgreSQL compiles no query with JIT (SET LOCAL ends
+    with it). For the analytics' aggregates: their estimates pass jit_above_cost on a large
+    workspace, and compiling took about 3.1 s of a 3.9 s trends query, to save milliseconds."""
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL jit = off")
+        yield
+
+
+@contextmanager
 def regex_guard() -> Iterator[None]:
     """Run a regex query under a time limit so a pathological pattern cannot hog the database:
     PostgreSQL's statement timeout, or the deadline of the SQLite REGEXP function."""

@@ -38,6 +38,8 @@ class ContextBlock(models.Model):
 
     # Not stored: set by the dashboard's side panel on the blocks it shows.
     kept_versions: list["ContextBlockVersion"]
+    now: str | None  # an expression block's text as it renders now (the thread page sets it)
+    now_tokens: int
 
     def __str__(self) -> str:
         return self.name

@@ -10,6 +10,7 @@ else the `latency_ms` the agent reported. Percentiles are PostgreSQL's percentil
 interpolation) there, and the same computation in Python on SQLite.
 """
 
+import json
 import math
 import re
 from collections.abc import Iterator
@@ -35,6 +36,7 @@ from django.db.models import (
 from django.db.models.functions import Cast, Coalesce, TruncDate
 from django.utils import timezone
 
+from contextstore.db import without_jit
 from contextstore.models import Event, Session, Workspace
 from contextstore.selectors.calls import CALL_END, CALL_START
 from contextstore.usage import INPUT_DETAILS, USAGE_KEYS, USAGE_OBJECTS
@@ -227,7 +229,12 @@ class Trends:
 
 def workspace_trends(*, workspace: Workspace, days: int = 30, group: str = "model",
                      today: date | None = None) -> Trends:
-    """The workspace's last `days` days (today included) grouped by day and `group`."""
+    """The workspace's last `days` days (today included) grouped by day and `group`.
+
+    Two reads, neither JIT-compiled (db.without_jit: on a large workspace PostgreSQL's estimate
+    passes jit_above_cost and compiling cost seconds of a sub-second query): the calls' sums
+    with each day and key's latencies (its percentiles, and the folded keys' ones, computed
+    from them here), and the error rows. Each parses a row's JSON once."""
     if days not in RANGES or group not in GROUPS:
         raise ValueError("days must be one of 7, 30, 90 and group one of model, agent")
     today = today or timezone.localdate()
@@ -238,33 +245,35 @@ def workspace_trends(*, workspace: Workspace, days: int = 30, group: str = "mode
                                   occurred_at__lt=since + timedelta(days=days))
     calls = events.filter(type=CALL_END).annotate(agent=F("thread__session__agent"))
     pg = connection.vendor == "postgresql"
-    percentiles = (", percentile_cont(0.5) WITHIN GROUP (ORDER BY latency), "
-                   "percentile_cont(0.95) WITHIN GROUP (ORDER BY latency)" if pg else "")
+    latencies = ("array_agg(latency) FILTER (WHERE latency IS NOT NULL)" if pg
+                 else "json_group_array(latency) FILTER (WHERE latency IS NOT NULL)")
     sql, params = _calls_sql(calls, f"SELECT day, {group}, COUNT(*), SUM(cost), SUM(input), SUM(output), "
-                                    f"SUM(cache_read), SUM(cache_input){percentiles} "
+                                    f"SUM(cache_read), SUM(cache_input), {latencies} "
                                     f"FROM c GROUP BY day, {group}")
     cells: dict[tuple[date, str], Cell] = {}
-    for day, key, n, cost, inp, out, read, cached, *lat in _query(sql, params):
+    with without_jit():
+        rows = _query(sql, params)
+        if group == "model":
+            errors = _model_errors(events)
+        else:
+            errors = {(_day(err["day"]), err["key"]): err["n"] for err in (
+                events.filter(is_error=True).annotate(day=TruncDate("occurred_at"), key=_group_key(group))
+                .values("day", "key").annotate(n=Count("id")).order_by())}
+    for day, key, n, cost, inp, out, read, cached, lat in rows:
+        values = [float(v) for v in ((json.loads(lat) if isinstance(lat, str) else lat) or ())]
         cells[(_day(day), key or NONE)] = Cell(
             calls=n, cost=Decimal(str(round(cost or 0, 9))).normalize(), input=round(inp or 0),
             output=round(out or 0), cache_read=round(read or 0), cache_input=round(cached or 0),
-            p50=_float(lat[0]) if lat else None, p95=_float(lat[1]) if lat else None)
-    if not pg:
-        _latencies(calls, group, cells)
-    if group == "model":
-        for (day, key), n in _model_errors(events).items():
-            cells.setdefault((day, key or NONE), Cell()).errors = n
-    else:
-        errors = events.filter(is_error=True).annotate(day=TruncDate("occurred_at"), key=_group_key(group))
-        for err in errors.values("day", "key").annotate(n=Count("id")).order_by():
-            cells.setdefault((err["day"], err["key"] or NONE), Cell()).errors = err["n"]
+            p50=percentile(values, 0.5), p95=percentile(values, 0.95), latencies=values)
+    for (day, key), n in errors.items():
+        cells.setdefault((day, key or NONE), Cell()).errors = n
     totals: dict[str, Cell] = {}
     for (_, key), c in cells.items():
         _add(totals.setdefault(key, Cell()), c)
     ranked = sorted(totals, key=lambda k: (-totals[k].cost, -totals[k].calls, -totals[k].errors, k))
     if len(ranked) <= MAX_SERIES:
         return Trends(days=span, group=group, keys=ranked, cells=cells, totals=totals)
-    return _folded(span, group, ranked[:MAX_SERIES - 1], cells, totals, calls)
+    return _folded(span, group, ranked[:MAX_SERIES - 1], cells, totals)
 
 
 FAILED_STATUSES = ("error", "failed", "failure")
@@ -276,22 +285,34 @@ def _model_errors(events: QuerySet[Event]) -> dict[tuple[date, str], int]:
     call with its call_id, else the call open in its thread when it was logged (an LLMCallStart
     of its run not yet closed by its LLMComplete). An LLMComplete that reports its own failure
     (`error`, or `status` error / failed) counts once, unless an error row of its call already
-    did. Anything else counts against no model."""
-    fields = ("thread_id", "seq", "type", "call_id", "run_id", "day", "model", "is_error", "failed")
-    failed = Q(err__gt="") | Q(err_message__gt="") | Q(said_status__in=FAILED_STATUSES)
-    rows = events.annotate(
-        day=TruncDate("occurred_at"), model=JSONPath(F("data"), "model", text=True),
-        err=JSONPath(F("data"), "error", text=True),
-        err_message=JSONPath(F("data"), "error", "message", text=True),
-        said_status=Coalesce(JSONPath(F("data"), "status", text=True), Value(""), output_field=CharField()))
-    erring = set(rows.filter(Q(is_error=True) | Q(type=CALL_END) & failed)
-                 .values_list("thread_id", flat=True))
-    if not erring:
-        return {}
-    table: Iterator[tuple[Any, ...]] = (
-        rows.filter(thread_id__in=erring).filter(Q(is_error=True) | Q(type__in=(CALL_START, CALL_END)))
-        .annotate(failed=Q(type=CALL_END) & failed).values_list(*fields).order_by("thread_id", "seq")
-        .iterator(chunk_size=2000))
+    did. Anything else counts against no model.
+
+    One query: the error rows and the calls, each row's JSON parsed once (jsonb on PostgreSQL,
+    so a row holding a NUL's escape names no model), of the threads where something failed."""
+    pg = connection.vendor == "postgresql"
+    inner, params = (events.filter(Q(is_error=True) | Q(type__in=(CALL_START, CALL_END)))
+                     .annotate(day=TruncDate("occurred_at"))
+                     .values("thread_id", "seq", "type", "call_id", "run_id", "day", "is_error", "data")
+                     .order_by().query.sql_with_params())
+    parsed = ("CASE WHEN strpos(data, '\\u0000') = 0 THEN data::jsonb END" if pg
+              else "CASE WHEN json_valid(data) THEN data END")
+    if pg:
+        def text(path: str) -> str:
+            return f"CASE WHEN jsonb_typeof(j #> '{{{path}}}') = 'string' THEN j #>> '{{{path}}}' END"
+    else:
+        def text(path: str) -> str:
+            at = "$." + path.replace(",", ".")
+            return f"CASE WHEN json_type(j, '{at}') = 'text' THEN json_extract(j, '{at}') END"
+    statuses = ", ".join(f"'{s}'" for s in FAILED_STATUSES)
+    failed = (f"(type = '{CALL_END}' AND COALESCE({text('error')} > '' OR {text('error,message')} > '' "
+              f"OR {text('status')} IN ({statuses}), {'false' if pg else '0'}))")
+    sql = (f"WITH r AS MATERIALIZED (SELECT thread_id, seq, type, call_id, run_id, day, is_error, "
+           f"{parsed} AS j FROM ({inner}) q), "
+           f"t AS MATERIALIZED (SELECT thread_id, seq, type, call_id, run_id, day, {text('model')} AS model, "
+           f"is_error, {failed} AS failed FROM r) "
+           "SELECT thread_id, seq, type, call_id, run_id, day, model, is_error, failed FROM t "
+           "WHERE thread_id IN (SELECT thread_id FROM t WHERE is_error OR failed) ORDER BY thread_id, seq")
+    table: Iterator[tuple[Any, ...]] = iter(_query(sql, list(params)))
     counts: dict[tuple[date, str], int] = {}
     open_calls: dict[tuple[int, str, Any], list[Any]] = {}  # (thread, call key) -> [model, erred]
     by_call_id: dict[tuple[int, str], list[Any]] = {}
@@ -320,36 +341,20 @@ def _model_errors(events: QuerySet[Event]) -> dict[tuple[date, str], int]:
     return counts
 
 
-def _latencies(calls: QuerySet[Event], group: str, cells: dict[tuple[date, str], Cell],
-               where: str = "", params: tuple[Any, ...] = ()) -> dict[date, list[float]]:
-    """The calls' latencies per day and key into `cells` with their p50/p95 (SQLite; or, with
-    `where`, the folded keys' per day)."""
-    sql, base = _calls_sql(calls, f"SELECT day, {group}, latency FROM c WHERE latency IS NOT NULL{where}")
-    by_day: dict[date, list[float]] = {}
-    for day, key, latency in _query(sql, [*base, *params]):
-        if where:
-            by_day.setdefault(_day(day), []).append(latency)
-        else:
-            cells[(_day(day), key or NONE)].latencies.append(latency)
-    for c in cells.values():
-        if not where:
-            c.p50, c.p95 = percentile(c.latencies, 0.5), percentile(c.latencies, 0.95)
-    return by_day
-
-
 def _folded(span: list[date], group: str, top: list[str], cells: dict[tuple[date, str], Cell],
-            totals: dict[str, Cell], calls: QuerySet[Event]) -> Trends:
+            totals: dict[str, Cell]) -> Trends:
     """The costliest keys and OTHER: the rest summed, their percentiles computed over their calls."""
     out: dict[tuple[date, str], Cell] = {}
     for (day, key), c in cells.items():
         if key in top:
             out[(day, key)] = c
         else:
-            _add(out.setdefault((day, OTHER), Cell()), c)
-    shown = ["" if k == NONE else k for k in top]
-    where = f" AND COALESCE({group}, '') NOT IN ({', '.join(['%s'] * len(shown))})"
-    for day, values in _latencies(calls, group, {}, where, tuple(shown)).items():
-        out[(day, OTHER)].p50, out[(day, OTHER)].p95 = percentile(values, 0.5), percentile(values, 0.95)
+            other = out.setdefault((day, OTHER), Cell())
+            _add(other, c)
+            other.latencies.extend(c.latencies)
+    for (_, key), c in out.items():
+        if key == OTHER:
+            c.p50, c.p95 = percentile(c.latencies, 0.5), percentile(c.latencies, 0.95)
     folded = {k: totals[k] for k in top}
     for k in set(totals) - set(top):
         _add(folded.setdefault(OTHER, Cell()), totals[k])
@@ -359,10 +364,6 @@ def _folded(span: list[date], group: str, top: list[str], cells: dict[tuple[date
 def _add(total: Cell, c: Cell) -> None:
     for name in ("calls", "cost", "input", "output", "cache_read", "cache_input", "errors"):
         setattr(total, name, getattr(total, name) + getattr(c, name))
-
-
-def _float(value: Any) -> float | None:
-    return None if value is None else float(value)
 
 
 def cache_totals(*, workspace: Workspace, session: Session | None = None) -> dict[str, Any]:
@@ -375,7 +376,20 @@ def cache_totals(*, workspace: Workspace, session: Session | None = None) -> dic
     sql, params = _calls_sql(calls.annotate(agent=F("thread__session__agent")),
                              "SELECT COUNT(*), COUNT(cache_input), SUM(cache_read), SUM(cache_input) FROM c",
                              latency=False)
-    n, reporting, read_sum, input_sum = _query(sql, params)[0]
+    with without_jit():
+        n, reporting, read_sum, input_sum = _query(sql, params)[0]
     read, total = round(read_sum or 0), round(input_sum or 0)
     return {"calls": n, "reporting": reporting, "cache_read": read, "input": total,
             "hit_rate": round(100 * read / total, 1) if total else None}
+
+
+def explain_trends(*, workspace: Workspace, days: int = 30, group: str = "model") -> list[str]:
+    """EXPLAIN ANALYZE of workspace_trends's main query as it runs it (PostgreSQL)."""
+    today = timezone.localdate()
+    since = timezone.make_aware(datetime.combine(today - timedelta(days=days - 1), time.min))
+    calls = (Event.objects.filter(thread__workspace=workspace, type=CALL_END, occurred_at__gte=since,
+                                  occurred_at__lt=since + timedelta(days=days))
+             .annotate(agent=F("thread__session__agent")))
+    sql, params = _calls_sql(calls, f"SELECT day, {group}, COUNT(*), SUM(cost) FROM c GROUP BY day, {group}")
+    with without_jit():
+        return [row[0] for row in _query(f"EXPLAIN (ANALYZE, FORMAT TEXT) {sql}", params)]

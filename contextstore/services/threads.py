@@ -46,7 +46,8 @@ def clear_step(*, thread: Thread, actor: Actor, progress: dict[str, Any], upto_s
     if "clear" not in progress:
         clear = Clear.objects.create(thread=thread, actor=actor.label[:200], summary=thread.summary,
                                      event_count=0, tokens=0)
-        document_write(thread=thread, actor=actor, reason="clear_context", values={"summary": ""})
+        if thread.summary:  # an empty summary stays empty: a clear of nothing writes no revision
+            document_write(thread=thread, actor=actor, reason="clear_context", values={"summary": ""})
         progress["clear"] = clear.pk
     clear = Clear.objects.get(pk=progress["clear"])
     if clear.undone_at is not None:

@@ -25,6 +25,8 @@ FOLD_CHARS = 600
 TREE_DEPTH = 12
 TREE_ITEMS = 200
 CUT_CHARS = 4096  # text beyond this stays on the server until "load the rest" asks for it
+TREE_OPEN_DEPTH = 2  # a JSON tree's nodes this deep and deeper start closed
+TREE_LAZY_CHARS = 16_384  # a JSON text longer than this has its closed nodes built when opened
 TREE_STR_CHARS = 1024  # a string in a JSON tree beyond this is cut the same way
 JSON_TEXT_CHARS = 1_000_000  # output text longer than this is not parsed to show it as a tree
 # What a person or a model wrote: the only text read as Markdown. Everything else (tool results,
@@ -33,18 +35,51 @@ PROSE_TYPES = frozenset({"Message", "LLMOutput", "Reasoning", "Task", "Feedback"
 ARG_CHARS = 40  # an argument value in a call's inline signature beyond this is cut
 SIGNATURE_CHARS = 160  # arguments beyond this are left out of the signature ("…")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# A NUL (U+0000) in agent text is shown as a marker: a browser drops the character itself.
-NUL_MARKER = format_html('<span class="nul" title="NUL character (U+0000)">{}</span>', "\u2400")
-NUL_JSON_MARKER = format_html('<span class="nul" title="NUL character (U+0000)">{}</span>', "\\u0000")
+# Characters agent text may hold that a browser would not show as themselves are shown as a
+# marker: NUL (U+0000), which a browser drops, and the bidirectional controls, which reorder the
+# text around them (U+202E before "gpj.exe" makes it read "exe.jpg").
+MARKED_CHARACTERS: dict[str, tuple[str, str]] = {  # character: (its name, what the marker reads)
+    "\x00": ("NUL character", "\u2400"),
+    "\u061c": ("ARABIC LETTER MARK", "ALM"),
+    "\u200e": ("LEFT-TO-RIGHT MARK", "LRM"),
+    "\u200f": ("RIGHT-TO-LEFT MARK", "RLM"),
+    "\u202a": ("LEFT-TO-RIGHT EMBEDDING", "LRE"),
+    "\u202b": ("RIGHT-TO-LEFT EMBEDDING", "RLE"),
+    "\u202c": ("POP DIRECTIONAL FORMATTING", "PDF"),
+    "\u202d": ("LEFT-TO-RIGHT OVERRIDE", "LRO"),
+    "\u202e": ("RIGHT-TO-LEFT OVERRIDE", "RLO"),
+    "\u2066": ("LEFT-TO-RIGHT ISOLATE", "LRI"),
+    "\u2067": ("RIGHT-TO-LEFT ISOLATE", "RLI"),
+    "\u2068": ("FIRST STRONG ISOLATE", "FSI"),
+    "\u2069": ("POP DIRECTIONAL ISOLATE", "PDI"),
+}
+_MARKED = re.compile("[" + "".join(MARKED_CHARACTERS) + "]")
+
+
+def _marker(char: str, json_escape: bool = False) -> SafeString:
+    name, reads = MARKED_CHARACTERS[char]
+    code = f"U+{ord(char):04X}"
+    shown = f"\\u{ord(char):04x}" if json_escape else reads
+    return format_html('<span class="nul" title="{} ({})">{}</span>', name, code, shown)
+
+
+NUL_MARKER = _marker("\x00")
+NUL_JSON_MARKER = _marker("\x00", json_escape=True)
+_MARKERS = {c: str(_marker(c)) for c in MARKED_CHARACTERS}
 # A tag of sanitized HTML (attribute values double-quoted, a quote inside one escaped).
 _TAG = re.compile(r'<(?:[^>"]|"[^"]*")*>')
 
 
+def has_marked(text: str) -> bool:
+    return bool(_MARKED.search(text))
+
+
 @register.filter(needs_autoescape=True)
 def nul_marked(value: Any, autoescape: bool = True) -> SafeString:
-    """Agent text for a page: escaped (where the template escapes), each NUL shown as a marker."""
+    """Agent text for a page: escaped (where the template escapes), each NUL and bidirectional
+    control shown as a marker (MARKED_CHARACTERS)."""
     text = str(conditional_escape(value) if autoescape else value)
-    return mark_safe(text.replace("\x00", NUL_MARKER))  # noqa: S308 - escaped above, or not asked to be
+    return mark_safe(_MARKED.sub(lambda m: _MARKERS[m.group()], text))  # noqa: S308 - escaped above, or not asked to be
 
 
 @register.filter
@@ -53,14 +88,21 @@ def has_nul(value: Any) -> bool:
 
 
 def _markdown_nul_marked(text: str) -> str:
-    """Sanitized Markdown HTML with each NUL of `text` shown as a marker. CommonMark turns NUL
-    into U+FFFD, so each is a private-use character absent from the text while rendering, then
-    the marker in text and a plain ␀ inside a tag's attribute (a link title, a code language)."""
-    if "\x00" not in text:
+    """Sanitized Markdown HTML with each marked character of `text` shown as a marker.
+    CommonMark turns NUL into U+FFFD, so each is a private-use character absent from the text
+    while rendering; then the marker in text, and inside a tag's attribute (a link title, a
+    code language) what the marker reads (␀, RLO), never the raw control."""
+    if not _MARKED.search(text):
         return render_markdown(text)
     stand_in = next((c for c in map(chr, range(0xE000, 0xF900)) if c not in text), "\u2400")
     html = render_markdown(text.replace("\x00", stand_in))
-    return _TAG.sub(lambda m: m.group().replace(stand_in, "\u2400"), html).replace(stand_in, NUL_MARKER)
+
+    def in_tag(tag: str) -> str:
+        return _MARKED.sub(lambda c: MARKED_CHARACTERS[c.group()][1], tag.replace(stand_in, "\u2400"))
+
+    pieces = re.split(f"({_TAG.pattern})", html)
+    return "".join(in_tag(p) if i % 2 else nul_marked(p.replace(stand_in, "\x00"), autoescape=False)
+                   for i, p in enumerate(pieces))
 
 
 @register.filter
@@ -170,12 +212,18 @@ def split_parts(parts: Any) -> dict[str, list]:
 
 
 def _json_text(value: Any) -> SafeString:
-    """A value as JSON text, escaped; each NUL of a string (JSON's \\u0000) shown as a marker."""
-    if not (isinstance(value, str) and "\x00" in value):
+    """A value as JSON text, escaped; each marked character of a string (NUL, a bidirectional
+    control) shown as a marker reading its JSON escape (\\u0000, \\u202e)."""
+    if not (isinstance(value, str) and _MARKED.search(value)):
         return conditional_escape(json.dumps(value, ensure_ascii=False, default=str))
-    pieces = (json.dumps(piece, ensure_ascii=False)[1:-1] for piece in value.split("\x00"))
-    marked = NUL_JSON_MARKER.join(conditional_escape(piece) for piece in pieces)
-    return format_html('"{}"', mark_safe(marked))  # noqa: S308 - each piece escaped
+    out: list[SafeString] = []
+    at = 0
+    for m in _MARKED.finditer(value):
+        out.append(conditional_escape(json.dumps(value[at:m.start()], ensure_ascii=False)[1:-1]))
+        out.append(_marker(m.group(), json_escape=True))
+        at = m.end()
+    out.append(conditional_escape(json.dumps(value[at:], ensure_ascii=False)[1:-1]))
+    return format_html('"{}"', mark_safe("".join(out)))  # noqa: S308 - each piece escaped
 
 
 def _scalar(value: Any, full: bool) -> SafeString:
@@ -194,10 +242,12 @@ def _path(parent: str, key: Any) -> str:
         return f"{parent}[{key}]"
     if _IDENT.match(str(key)):
         return f"{parent}.{key}"
-    return f"{parent}[{json.dumps(str(key), ensure_ascii=False)}]"
+    # a bidirectional control as its JSON escape, as json.dumps writes a NUL: the same key
+    quoted = _MARKED.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(str(key), ensure_ascii=False))
+    return f"{parent}[{quoted}]"
 
 
-def _tree(value: Any, depth: int, path: str = "$", full: bool = False) -> SafeString:
+def _tree(value: Any, depth: int, path: str = "$", full: bool = False, lazy: bool = False) -> SafeString:
     if not isinstance(value, dict | list):
         return _scalar(value, full)
     if not value:
@@ -205,26 +255,35 @@ def _tree(value: Any, depth: int, path: str = "$", full: bool = False) -> SafeSt
     if depth >= TREE_DEPTH:
         return format_html('<code class="j-deep">{}</code>', json.dumps(value, ensure_ascii=False))
     pairs = list(value.items() if isinstance(value, dict) else enumerate(value))
+    label = f"{{{len(pairs)} keys}}" if isinstance(value, dict) else f"[{len(pairs)} items]"
+    if lazy and depth >= TREE_OPEN_DEPTH:
+        # A closed node of a big document: its JSON, which app.js turns into the same tree when
+        # it is opened, so a 120 KB result is not 900 KB of HTML and 20,000 buttons up front.
+        return format_html(
+            '<details class="j-node" data-lazy-json="{}" data-depth="{}" data-path="{}"><summary>{}'
+            '</summary><ul></ul></details>',
+            json.dumps(value, ensure_ascii=False, default=str), depth, path, label)
     shown = pairs[:TREE_ITEMS]
     rows = format_html_join(
         "", '<li><button type="button" class="j-key" data-copy-path="{}" title="Copy path {}">{}'
             '</button>: {}</li>',
-        ((p, p, nul_marked(k), _tree(v, depth + 1, p, full)) for k, v in shown for p in [_path(path, k)]),
+        ((p, p, nul_marked(k), _tree(v, depth + 1, p, full, lazy))
+         for k, v in shown for p in [_path(path, k)]),
     )
     more = format_html('<li class="muted">… {} more</li>', len(pairs) - len(shown)) \
         if len(pairs) > len(shown) else ""
-    label = f"{{{len(pairs)} keys}}" if isinstance(value, dict) else f"[{len(pairs)} items]"
     return format_html(
         '<details class="j-node"{}><summary>{}</summary><ul>{}{}</ul></details>',
-        " open" if depth < 2 else "", label, rows, more,
+        " open" if depth < TREE_OPEN_DEPTH else "", label, rows, more,
     )
 
 
 @register.simple_tag
-def json_tree(value: Any, full: bool = False) -> SafeString:
+def json_tree(value: Any, full: bool = False, lazy: bool = False) -> SafeString:
     """A collapsible tree of nested <details>, every key and value escaped. A key copies its
-    path ($.a[0].b), a value copies itself (app.js); long strings are cut unless `full`."""
-    return format_html('<div class="json-tree">{}</div>', _tree(value, 0, "$", full))
+    path ($.a[0].b), a value copies itself (app.js); long strings are cut unless `full`.
+    `lazy` (a big document): the nodes closed at first come as their JSON, built when opened."""
+    return format_html('<div class="json-tree">{}</div>', _tree(value, 0, "$", full, lazy))
 
 
 @register.filter
@@ -266,7 +325,7 @@ def reader_text(text: str, thread_pk: int | None = None, seq: int | None = None,
     controls: str
     if tree is not None:
         body = format_html('<div class="content tree">{}</div><pre class="content raw" hidden>{}</pre>',
-                           json_tree(tree, full), nul_marked(shown))
+                           json_tree(tree, full, lazy=len(text) > TREE_LAZY_CHARS), nul_marked(shown))
         clamp, controls = "", _RAW_TOGGLE  # the tree folds by itself
     elif kind == "output":
         body = format_html('<pre class="content output{}">{}</pre>', clamp, nul_marked(shown))
@@ -352,6 +411,22 @@ def ago(when) -> str:
     if (timezone.now() - when).total_seconds() < 60:
         return "just now"
     return f"{timesince(when)} ago"
+
+
+@register.filter
+def when(value: Any, precision: str = "seconds") -> SafeString:
+    """A date and time as every page shows one: with its year and its zone, in the server's
+    zone (UTC unless TIME_ZONE says otherwise), in a <time> carrying the ISO instant.
+    `precision`: "seconds" (default), "minutes", or "ms" (milliseconds)."""
+    if value is None:
+        return format_html("{}", "—")
+    local = timezone.localtime(value) if timezone.is_aware(value) else value
+    shown = local.strftime("%Y-%m-%d %H:%M" if precision == "minutes" else "%Y-%m-%d %H:%M:%S")
+    if precision == "ms":
+        shown += f".{local.microsecond // 1000:03d}"
+    zone = local.strftime("%Z") or "UTC"
+    exact = f"{local.strftime('%Y-%m-%d %H:%M:%S')}.{local.microsecond:06d} {zone} ({local.strftime('%z')})"
+    return format_html('<time datetime="{}" title="{}">{} {}</time>', value.isoformat(), exact, shown, zone)
 
 
 @register.filter

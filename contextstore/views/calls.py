@@ -57,16 +57,22 @@ def _base(request: DashboardRequest, thread: Thread) -> dict:
 @login_required
 @vary_on_headers("HX-Request")  # a page and its fragment share a URL
 def call_sent(request: DashboardRequest, pk: int, seq: int) -> HttpResponse:
-    """The exact messages a call sent, a page of `SENT_PAGE` messages at a time."""
+    """The exact messages a call sent, a page of `SENT_PAGE` messages at a time. It opens at the
+    newest (what the model read last, where a long request's question is), with links to the
+    earlier page and to the start; `?from=` opens the page starting there."""
     thread = get_thread(request, pk)
     call = _call(thread, seq)
     sent = llm_call_sent(thread=thread, call=call)
-    start = query_int(request.GET.get("from")) or 0
     turns = provider_request.chat(system=sent["system"], messages=sent["messages"])
+    total = len(turns)
+    newest = max(total - SENT_PAGE, 0)
+    asked = query_int(request.GET.get("from"))
+    start = newest if asked is None else min(max(asked, 0), newest)
     end = start + SENT_PAGE
     context = {**_base(request, thread), "call": call, "sent": sent, "first": start,
                "turns": list(enumerate(turns[start:end], start=start)),
-               "total": len(turns), "next": end if end < len(turns) else None,
+               "total": total, "next": end if end < total else None,
+               "previous": max(start - SENT_PAGE, 0) if start else None, "newest": newest,
                "tools": provider_request.tools_of(sent["tools"]), "params": sent["params"],
                "curl_provider": _provider(sent["format"], call.model),
                "can_replay": can_edit(request.user, thread.workspace),

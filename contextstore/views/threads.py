@@ -15,6 +15,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 from django.views.decorators.vary import vary_on_headers
 
+from contextstore.expressions import block_text
 from contextstore.forms import EventFilterForm
 from contextstore.jsonstream import json_object_chunks
 from contextstore.llm_models import thread_model_settings
@@ -33,7 +34,7 @@ from contextstore.selectors.events import error_seq, event_seq_at, run_first_seq
 from contextstore.selectors.threads import block_versions
 from contextstore.selectors.workspaces import actor_names
 from contextstore.services.transfer import EVENT_FIELDS, thread_export_parts
-from contextstore.tokens import FRAME_TOKENS
+from contextstore.tokens import FRAME_TOKENS, count_tokens
 from contextstore.views.access import (
     DashboardRequest,
     can_edit,
@@ -136,6 +137,9 @@ def panel_context(request: DashboardRequest, thread: Thread) -> dict[str, Any]:
     versions, deleted = block_history(thread, {b.name for b in blocks})
     for b in blocks:
         b.kept_versions = versions.get(b.name, [])
+        if b.expr is not None:  # what it renders to now, and that text's tokens (not the stored 0)
+            b.now = block_text(b, thread)
+            b.now_tokens = count_tokens(b.now) if b.now else 0
     return {
         "blocks": blocks,
         "deleted_blocks": deleted,

@@ -89,9 +89,10 @@
     }
   });
 
-  // Popovers (confirmations, the selection's forms) close with Escape, giving focus back to
-  // their toggle, and on a click outside them.
-  var POPOVERS = "details.confirm[open], #selection details[open]";
+  // Popovers (confirmations, the selection's forms, a call card's "Add to dataset" and
+  // "Share") close with Escape, giving focus back to their toggle, and on a click outside them.
+  var POPOVERS = "details.confirm[open], #selection details[open], details.to-dataset[open], " +
+    "details.share-call[open]";
   document.addEventListener("keydown", function (evt) {
     if (evt.key !== "Escape") return;
     document.querySelectorAll(POPOVERS).forEach(function (d) {
@@ -174,10 +175,12 @@
       var label = btn.getAttribute("data-label") || btn.textContent;
       btn.setAttribute("data-label", label);
       btn.classList.add("copied");
-      if (btn.hasAttribute("data-copy-code") || btn.hasAttribute("data-copy-url")) btn.textContent = "Copied";
+      var worded = btn.hasAttribute("data-copy-code") || btn.hasAttribute("data-copy-url") ||
+        btn.hasAttribute("data-copy-text");
+      if (worded) btn.textContent = "Copied";
       window.setTimeout(function () {
         btn.classList.remove("copied");
-        if (btn.hasAttribute("data-copy-code") || btn.hasAttribute("data-copy-url")) btn.textContent = label;
+        if (worded) btn.textContent = label;
       }, 1200);
     };
     if (navigator.clipboard && window.isSecureContext) {
@@ -209,10 +212,12 @@
     });
   });
   document.addEventListener("click", function (evt) {
-    var btn = evt.target.closest("[data-copy-code], [data-copy-value], [data-copy-path]");
+    var btn = evt.target.closest("[data-copy-code], [data-copy-value], [data-copy-path], [data-copy-text]");
     if (!btn) return;
     var text;
-    if (btn.hasAttribute("data-copy-code")) {
+    if (btn.hasAttribute("data-copy-text")) {  // a share link: the text the button names
+      text = btn.getAttribute("data-copy-text");
+    } else if (btn.hasAttribute("data-copy-code")) {
       text = btn.parentElement.querySelector("pre").textContent;
     } else if (btn.hasAttribute("data-copy-path")) {
       text = btn.getAttribute("data-copy-path");
@@ -223,6 +228,120 @@
     }
     copied(btn, text);
   });
+
+  // A big JSON document's closed nodes come as their JSON (templatetags: _tree, lazy) and are
+  // built here when opened, as the server builds the rest: keys copy their path, values
+  // themselves, NUL and bidirectional controls shown as markers, never as the raw character.
+  var MARKED = {"\u0000": ["NUL character", "\u2400"], "\u061c": ["ARABIC LETTER MARK", "ALM"],
+    "\u200e": ["LEFT-TO-RIGHT MARK", "LRM"], "\u200f": ["RIGHT-TO-LEFT MARK", "RLM"],
+    "\u202a": ["LEFT-TO-RIGHT EMBEDDING", "LRE"], "\u202b": ["RIGHT-TO-LEFT EMBEDDING", "RLE"],
+    "\u202c": ["POP DIRECTIONAL FORMATTING", "PDF"], "\u202d": ["LEFT-TO-RIGHT OVERRIDE", "LRO"],
+    "\u202e": ["RIGHT-TO-LEFT OVERRIDE", "RLO"], "\u2066": ["LEFT-TO-RIGHT ISOLATE", "LRI"],
+    "\u2067": ["RIGHT-TO-LEFT ISOLATE", "RLI"], "\u2068": ["FIRST STRONG ISOLATE", "FSI"],
+    "\u2069": ["POP DIRECTIONAL ISOLATE", "PDI"]};
+  var MARKED_RE = /[\u0000\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+  var TREE_ITEMS = 200, TREE_DEPTH = 12;
+  function escapeMarked(text) {
+    return text.replace(MARKED_RE, function (c) { return "\\u" + ("000" + c.charCodeAt(0).toString(16)).slice(-4); });
+  }
+  function appendMarked(el, text, asEscape) {
+    var at = 0;
+    text.replace(MARKED_RE, function (c, offset) {
+      el.appendChild(document.createTextNode(text.slice(at, offset)));
+      var code = c.charCodeAt(0).toString(16).toUpperCase();
+      var span = document.createElement("span");
+      span.className = "nul";
+      span.title = MARKED[c][0] + " (U+" + ("000" + code).slice(-4) + ")";
+      span.textContent = asEscape ? "\\u" + ("000" + code.toLowerCase()).slice(-4) : MARKED[c][1];
+      el.appendChild(span);
+      at = offset + c.length;
+      return c;
+    });
+    el.appendChild(document.createTextNode(text.slice(at)));
+  }
+  function jPath(parent, key) {
+    if (typeof key === "number") return parent + "[" + key + "]";
+    if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) return parent + "." + key;
+    return parent + "[" + escapeMarked(JSON.stringify(key)) + "]";
+  }
+  function jScalar(value) {
+    var kind = value === null ? "null" : typeof value === "boolean" ? "bool" : typeof value === "number" ? "num" : "str";
+    var btn = document.createElement("button");
+    btn.type = "button";
+    btn.className = "j-" + kind + " j-val";
+    btn.setAttribute("data-copy-value", "");
+    btn.title = "Copy value";
+    if (kind === "str") {  // JSON's quoting, with a marked character as its escape
+      btn.appendChild(document.createTextNode("\""));
+      value.split(MARKED_RE).forEach(function (piece, i, all) {
+        btn.appendChild(document.createTextNode(JSON.stringify(piece).slice(1, -1)));
+        if (i < all.length - 1) {
+          var c = value.match(MARKED_RE)[i];
+          appendMarked(btn, c, true);
+        }
+      });
+      btn.appendChild(document.createTextNode("\""));
+    } else {
+      btn.textContent = JSON.stringify(value);
+    }
+    return btn;
+  }
+  function jChildren(ul, value, depth, path) {
+    var pairs = Array.isArray(value) ? value.map(function (v, i) { return [i, v]; })
+      : Object.keys(value).map(function (k) { return [k, value[k]]; });
+    pairs.slice(0, TREE_ITEMS).forEach(function (pair) {
+      var li = document.createElement("li"), key = document.createElement("button"), p = jPath(path, pair[0]);
+      key.type = "button";
+      key.className = "j-key";
+      key.setAttribute("data-copy-path", p);
+      key.title = "Copy path " + p;
+      appendMarked(key, String(pair[0]), false);
+      li.appendChild(key);
+      li.appendChild(document.createTextNode(": "));
+      li.appendChild(jNode(pair[1], depth + 1, p));
+      ul.appendChild(li);
+    });
+    if (pairs.length > TREE_ITEMS) {
+      var more = document.createElement("li");
+      more.className = "muted";
+      more.textContent = "… " + (pairs.length - TREE_ITEMS) + " more";
+      ul.appendChild(more);
+    }
+  }
+  function jNode(value, depth, path) {
+    if (value === null || typeof value !== "object") return jScalar(value);
+    var n = Array.isArray(value) ? value.length : Object.keys(value).length;
+    if (!n) {
+      var empty = document.createElement("span");
+      empty.className = "j-empty";
+      empty.textContent = Array.isArray(value) ? "[]" : "{}";
+      return empty;
+    }
+    if (depth >= TREE_DEPTH) {
+      var deep = document.createElement("code");
+      deep.className = "j-deep";
+      deep.textContent = JSON.stringify(value);
+      return deep;
+    }
+    var details = document.createElement("details"), summary = document.createElement("summary");
+    details.className = "j-node";
+    details.setAttribute("data-lazy-json", "");
+    details.setAttribute("data-depth", String(depth));
+    details.setAttribute("data-path", path);
+    details.lazyValue = value;
+    summary.textContent = Array.isArray(value) ? "[" + n + " items]" : "{" + n + " keys}";
+    details.appendChild(summary);
+    details.appendChild(document.createElement("ul"));
+    return details;
+  }
+  document.addEventListener("toggle", function (evt) {
+    var node = evt.target;
+    if (!node.open || !node.hasAttribute || !node.hasAttribute("data-lazy-json")) return;
+    var value = node.lazyValue !== undefined ? node.lazyValue : JSON.parse(node.getAttribute("data-lazy-json"));
+    node.removeAttribute("data-lazy-json");
+    node.lazyValue = undefined;
+    jChildren(node.querySelector("ul"), value, Number(node.getAttribute("data-depth")), node.getAttribute("data-path"));
+  }, true);
 
   // Range selection: click an event's number for the first, shift-click for the last. On a
   // touch or narrow screen (no shift key) two taps do it: the first sets the start, the second

@@ -44,6 +44,9 @@ def test_share_a_call_add_it_to_a_dataset_and_read_the_activity(browser, page, l
     page.click("button:text-is('Create read-only link')")
     url = page.locator("#new-share-link input").input_value()
     expect(page.locator("#share-links tbody tr")).to_have_count(1)
+    page.click("#new-share-link button:text-is('Copy link')")  # the link, whole, on the clipboard
+    expect(page.locator("#new-share-link button")).to_have_text("Copied")
+    assert page.evaluate("document.documentElement.getAttribute('data-copied')") == url
     check(page, "session")
     # open it logged out: the call as sent and its answer, and nothing to change
     anonymous_context = browser.new_context(viewport={"width": 1280, "height": 800})

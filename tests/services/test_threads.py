@@ -17,6 +17,20 @@ from contextstore.tokens import count_tokens
 from tests.conftest import messages
 
 
+def test_a_clear_of_nothing_writes_no_state_revision(thread, actor):
+    state_write(thread=thread, actor=actor, state={"goal": "x"})
+    thread.refresh_from_db()
+    revision, revisions = thread.revision, thread.state_revisions.count()
+    assert thread_clear_context(thread=thread, actor=actor).event_count == 0
+    thread.refresh_from_db()
+    assert (thread.revision, thread.state_revisions.count()) == (revision, revisions)
+    # with events but no summary: the events are cleared, the document is not written either
+    event_append(thread=thread, events=messages(2), actor=actor)
+    assert thread_clear_context(thread=thread, actor=actor).event_count == 2
+    thread.refresh_from_db()
+    assert (thread.revision, thread.state_revisions.count()) == (revision, revisions)
+
+
 def test_clear_context_empties_the_working_context_and_keeps_everything_else(thread, actor):
     event_append(thread=thread, events=messages(5), actor=actor)
     collapse_create(thread=thread, start_position=1, end_position=2, summary_text="s", actor=actor)

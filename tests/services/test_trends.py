@@ -6,9 +6,17 @@ from datetime import date
 from decimal import Decimal
 
 import pytest
+from django.db import connection
 
 from contextstore.models import Session
-from contextstore.selectors.trends import NONE, OTHER, cache_totals, percentile, workspace_trends
+from contextstore.selectors.trends import (
+    NONE,
+    OTHER,
+    cache_totals,
+    explain_trends,
+    percentile,
+    workspace_trends,
+)
 from contextstore.services.events import event_append
 from contextstore.services.sessions import session_ensure, thread_ensure
 
@@ -177,3 +185,20 @@ def test_an_llm_calls_error_counts_against_its_model(workspace, actor):
     t = workspace_trends(workspace=workspace, days=7, group="model", today=TODAY)
     errors = {k: t.cell(TODAY, k).errors for k in t.keys}
     assert errors == {"gpt-4o": 1, "claude-sonnet-4": 1, "gemini-2.5-pro": 3, NONE: 1}
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's JIT compiler")
+def test_the_trends_query_is_never_jit_compiled(workspace, calls):
+    """JIT is made the cheapest choice for any query (its thresholds at 0): the trends query as
+    workspace_trends runs it still plans without it, where the same query outside would use it."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_jit_available()")
+        if not cursor.fetchone()[0]:
+            pytest.skip("this PostgreSQL has no JIT compiler")
+        cursor.execute("SET jit = on; SET jit_above_cost = 0; SET jit_inline_above_cost = 0; "
+                       "SET jit_optimize_above_cost = 0")
+        cursor.execute("EXPLAIN (ANALYZE) SELECT COUNT(*) FROM contextstore_event")
+        assert any("JIT" in row[0] for row in cursor.fetchall())  # the control: JIT would be used
+    plan = explain_trends(workspace=workspace)
+    assert any("HashAggregate" in line or "GroupAggregate" in line for line in plan)
+    assert not any("JIT" in line for line in plan)

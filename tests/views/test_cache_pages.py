@@ -98,3 +98,17 @@ def test_cache_pages_hide_other_workspaces(outsider_client, editor_client, sessi
     assert editor_client.get(f"/sessions/{session.pk}/cache/").status_code == 200
     assert outsider_client.get(f"/sessions/{session.pk}/cache/").status_code == 404
     assert f"/sessions/{session.pk}/" not in outsider_client.get("/cache/").content.decode()
+
+
+def test_a_session_not_compared_yet_says_so_and_not_that_it_lost_nothing(editor_client, thread, actor,
+                                                                         monkeypatch):
+    from contextstore.selectors import cache
+
+    event_append(thread=thread, actor=actor, events=messages(4))
+    recorded_call(thread, actor, cache_read_input_tokens=0, cache_creation_input_tokens=2500)
+    event_append(thread=thread, actor=actor, events=messages(2, start=4))
+    recorded_call(thread, actor, cache_read_input_tokens=0, cache_creation_input_tokens=2600)
+    monkeypatch.setattr(cache, "REBUILDS_PER_VIEW", 0)  # this view compares nothing
+    whole = editor_client.get("/cache/").content.decode()
+    row = whole[whole.index('id="cache-sessions"'):]
+    assert 'data-not-compared>not compared yet</td>' in row and "$0" not in row

@@ -290,3 +290,27 @@ def test_the_waterfall_shows_durations_gaps_and_dash_for_unknown_latency(editor_
     assert "get_weather" in html and 'class="axis"' in html
     assert outsider_client.get(url).status_code == 404
     assert editor_client.get(f"/threads/{thread.pk}/runs/nope/spans/").status_code == 404
+
+
+def test_a_long_request_opens_at_its_newest_messages_with_a_jump_to_the_start(editor_client, thread, actor):
+    sent = [{"role": "user" if i % 2 else "assistant", "content": f"message number {i + 1}"}
+            for i in range(1222)]
+    event_append(thread=thread, actor=actor, events=[
+        {"type": "LLMCallStart", "data": {"model": "gpt-4o", "messages": sent}},
+        {"type": "LLMComplete", "data": {"model": "gpt-4o"}}])
+    url = f"/threads/{thread.pk}/calls/1/sent/"
+    html = editor_client.get(url, **HTMX).content.decode()
+    shown = [int(n) for n in re.findall(r'data-message="(\d+)"', html)]
+    assert shown == list(range(1122, 1222))  # the newest 100, the last one included
+    assert "message number 1222<" in html and "message number 1122<" not in html
+    assert "Messages 1123–1222 of 1222 (the newest)" in html
+    assert f'data-sent-start href="{url}?from=0"' in html
+    assert f'data-sent-earlier href="{url}?from=1022"' in html
+    assert "data-sent-later" not in html
+    start = editor_client.get(f"{url}?from=0", **HTMX).content.decode()
+    assert re.findall(r'data-message="(\d+)"', start)[:1] == ["0"] and "Messages 1–100 of 1222" in start
+    assert f'data-sent-later href="{url}?from=100"' in start and f'data-sent-newest href="{url}"' in start
+    assert "data-sent-start" not in start
+    # past the end: the newest page; not a number: a 400
+    assert "Messages 1123–1222" in editor_client.get(f"{url}?from=5000", **HTMX).content.decode()
+    assert editor_client.get(f"{url}?from=x").status_code == 400
