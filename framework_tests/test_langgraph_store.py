@@ -114,7 +114,8 @@ def test_list_namespaces_with_wildcards() -> None:
 def test_list_namespaces_pagination() -> None:
     store = make_store()
     for i in range(20):
-        store.put(namespace=("namespace", f"sub_{i:02d}"), key=f"id_{i:02d}", value={"data": f"value_{i:02d}"})
+        store.put(namespace=("namespace", f"sub_{i:02d}"), key=f"id_{i:02d}",
+                  value={"data": f"value_{i:02d}"})
     assert store.list_namespaces(prefix=("namespace",), limit=5, offset=0) == [
         ("namespace", f"sub_{i:02d}") for i in range(5)]
     assert store.list_namespaces(prefix=("namespace",), limit=5, offset=5) == [
@@ -182,7 +183,8 @@ def test_vector_store_initialization(fake_embeddings) -> None:
 
 
 DOCS = [("doc1", {"text": "short text"}), ("doc2", {"text": "longer text document"}),
-        ("doc3", {"text": "longest text document here"}), ("doc4", {"description": "text in description field"}),
+        ("doc3", {"text": "longest text document here"}),
+        ("doc4", {"description": "text in description field"}),
         ("doc5", {"content": "text in content field"}), ("doc6", {"body": "text in body field"})]
 
 

@@ -80,7 +80,6 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from contextstore_client.adapters.langgraph_store import ContextStoreStore
 from contextstore_client import (
     AsyncContextStore,
     Conflict,
@@ -90,6 +89,7 @@ from contextstore_client import (
     NotFound,
     PayloadTooLarge,
 )
+from contextstore_client.adapters.langgraph_store import ContextStoreStore
 
 APP = "langgraph"
 # commit_agent_session's (app, user_id, key), as the sync and async methods pass it on
