@@ -618,6 +618,26 @@ def store_versions_prune(*, workspace: Workspace, cutoff: datetime) -> int:
     return gone + pruned
 
 
+def store_item_edit(*, item: StoreItem, value: Any, actor: Actor) -> StoreItem:
+    """A person's edit of an item's value (the dashboard), as its next version; it keeps the
+    item's index fields and TTL. Vectors the client sent are dropped (they described the old
+    value): the deployment's embedder, if any, embeds the new one."""
+    if not isinstance(value, dict):
+        raise InvalidInput("The value must be a JSON object.", details={"value": "must be an object"})
+    [value] = redact_each(use_workspace(item.workspace), [value])
+    batch = _Batch(item.workspace, actor, timezone.now(), [])
+    with transaction.atomic():
+        item = StoreItem.objects.select_for_update().select_related("workspace").get(pk=item.pk)
+        if not _is_live(item, batch.now):
+            raise Conflict("This item is deleted: restore a version first.")
+        edited = _write(batch, item, item.namespace, item.key, value=value, index=item.index_fields,
+                        ttl=item.ttl_minutes, action=Action.PUT)
+        _set_vectors(batch, edited, None)
+        if batch.embed and embeddings.configured():
+            transaction.on_commit(lambda: publish_after_commit(send_embed, [edited.pk]))
+    return edited
+
+
 def store_item_undo(*, item: StoreItem, actor: Actor) -> StoreItem:
     """Undo the item's latest change, as its next version: a move is moved back (when the old
     key is free), anything else makes the item what it was before (the first put: deleted)."""
