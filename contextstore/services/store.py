@@ -422,25 +422,41 @@ def _search(batch: _Batch, op: dict[str, Any]) -> list[dict[str, Any]]:
             scores = None  # no vectors anywhere: recall by words
     words = WORD.findall(op["query"].lower()) if op["query"] and scores is None else []
     ordered = candidates.order_by("-updated_at", "-pk")
+    result: list[tuple[StoreItem, float | None]]
     if scores is None and not words and not flt:
-        found = list(ordered[offset:offset + limit])
-        result: list[tuple[StoreItem, float | None]] = [(item, None) for item in found]
-    else:
+        result = [(item, None) for item in ordered[offset:offset + limit]]
+    elif flt:  # the values are needed: every candidate is read
         matched: list[tuple[StoreItem, float | None]] = []
         for item in ordered.iterator(chunk_size=2000):
-            if flt and not _matches(item.value, flt):
+            if not _matches(item.value, flt):
                 continue
             if words:
                 hits = sum(1 for w in words if w in item.text)
-                if not hits:
-                    continue
-                matched.append((item, hits / len(words)))
+                if hits:
+                    matched.append((item, hits / len(words)))
             else:
                 matched.append((item, scores.get(item.pk) if scores is not None else None))
         if scores is not None or words:
             # stable: equal scores keep newest first; unscored items last
             matched.sort(key=lambda pair: -pair[1] if pair[1] is not None else 3.0)
         result = matched[offset:offset + limit]
+    else:  # rank by ids and scores alone, then read the page's items
+        if words:
+            ranked: list[tuple[int, float | None]] = []
+            for pk, text in ordered.values_list("pk", "text").iterator(chunk_size=5000):
+                hits = sum(1 for w in words if w in text)
+                if hits:
+                    ranked.append((pk, hits / len(words)))
+            ranked.sort(key=lambda pair: -(pair[1] or 0.0))
+        else:
+            assert scores is not None
+            ranked = [(pk, score) for pk, score in sorted(scores.items(), key=lambda pair: -pair[1])]
+            if len(ranked) < offset + limit:  # then the items without vectors, newest first
+                ranked += [(pk, None) for pk in ordered.filter(vectors__isnull=True).values_list(
+                    "pk", flat=True)[:offset + limit - len(ranked)]]
+        page = ranked[offset:offset + limit]
+        items = StoreItem.objects.in_bulk([pk for pk, _ in page])
+        result = [(items[pk], score) for pk, score in page if pk in items]
     if op["refresh_ttl"]:
         _refresh(batch, [item for item, _ in result])
     return [item_dict(item, score, with_score=True) for item, score in result]
