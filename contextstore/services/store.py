@@ -37,6 +37,7 @@ EMBED_TASK = "contextstore.tasks.embed_store_items"
 LABEL_MAX = 200
 PATH_MAX = 2000
 KEY_MAX = 1000
+ROW_BYTES = 2400  # namespace + key in the unique index (PostgreSQL's btree takes ~2,700)
 LIMIT_MAX = 10_000
 BATCH_MAX = 1_000
 Action = StoreItemVersion.Action
@@ -130,6 +131,12 @@ def _check(i: int, op: Any) -> dict[str, Any]:
         if kind in ("get", "put", "move"):
             out["namespace"] = _labels(op.get("namespace"), "namespace", empty=False)
             out["key"] = _key(op.get("key"))
+            for field in ("key", "new_key"):
+                key = op.get(field, "")
+                row = namespace_path(out["namespace"]) + (key if isinstance(key, str) else "")
+                if len(row.encode()) > ROW_BYTES:
+                    raise _Bad(field, f"the namespace and the key together are at most {ROW_BYTES:,} "
+                                      "bytes (UTF-8)")
         if kind == "get":
             out["refresh_ttl"] = _bool(op, "refresh_ttl", True)
         elif kind == "put":
