@@ -1,0 +1,165 @@
+"""ContextStoreMemoryTool answers every memory-tool command as the Anthropic SDK's own
+BetaLocalFilesystemMemoryTool does: the same command sequences run against both (the SDK's tool
+in a temporary folder, ours on the live test server), and every answer and error must be the
+same (memory_tool_diff.outcome)."""
+
+import asyncio
+import tempfile
+import uuid
+from pathlib import Path
+
+import pytest
+from anthropic.tools.memory import BetaAsyncLocalFilesystemMemoryTool, BetaLocalFilesystemMemoryTool
+from contextstore_client import AsyncContextStore, ContextStore
+from contextstore_client.adapters.anthropic_memory import (
+    AsyncContextStoreMemoryTool,
+    ContextStoreMemoryTool,
+    memory_namespace,
+)
+from hypothesis import HealthCheck, given, settings
+
+from tests.adapters.memory_tool_diff import async_outcome, command_sequences, outcome
+
+pytestmark = pytest.mark.slow
+
+
+def view(path, view_range=None):
+    return {"command": "view", "path": path, **({"view_range": view_range} if view_range else {})}
+
+
+def create(path, text):
+    return {"command": "create", "path": path, "file_text": text}
+
+
+def rename(old, new):
+    return {"command": "rename", "old_path": old, "new_path": new}
+
+
+def delete(path):
+    return {"command": "delete", "path": path}
+
+
+def str_replace(path, old, new):
+    return {"command": "str_replace", "path": path, "old_str": old, "new_str": new}
+
+
+def insert(path, line, text):
+    return {"command": "insert", "path": path, "insert_line": line, "insert_text": text}
+
+
+# Sequences a person would write to probe the edges; the random ones below find the rest.
+SEQUENCES = {
+    "empty memory": [view("/memories"), view("/memories/"), view("/memories/none.md")],
+    "unicode and empty files": [
+        create("/memories/ünï/日本.md", "første linje\n🙂 zweite\n"), create("/memories/empty.txt", ""),
+        view("/memories"), view("/memories/ünï/日本.md"), view("/memories/empty.txt"),
+        view("/memories/empty.txt", [1, -1]), insert("/memories/empty.txt", 0, "only\n"),
+        view("/memories/empty.txt")],
+    "nested directories two levels deep": [
+        create("/memories/a/b/c/d.md", "deep"), create("/memories/a/top.md", "x" * 2000),
+        create("/memories/a/b/.secret", "hidden"), create("/memories/.hidden/x.md", "h"),
+        view("/memories"), view("/memories/a"), view("/memories/a/b"), view("/memories/a/b/c/")],
+    "view ranges": [
+        create("/memories/r.md", "1\n2\n3\n4\n5"), view("/memories/r.md", [2, 3]),
+        view("/memories/r.md", [0, 2]), view("/memories/r.md", [-5, -1]), view("/memories/r.md", [4, 99]),
+        view("/memories/r.md", [9, 12]), view("/memories/r.md", [3, -3]), view("/memories/r.md", [2]),
+        view("/memories/r.md", [1, 2, 3])],
+    "edits": [
+        create("/memories/e.md", "alpha\nbeta\nbeta\r\ngamma"), str_replace("/memories/e.md", "beta", "B"),
+        str_replace("/memories/e.md", "delta", "D"), str_replace("/memories/e.md", "alpha", "A"),
+        str_replace("/memories/e.md", "", "z"), insert("/memories/e.md", 5, "x"),
+        insert("/memories/e.md", 4, "end\n\n"), insert("/memories/e.md", -1, "x"), view("/memories/e.md"),
+        str_replace("/memories", "a", "b"), insert("/memories/nope.md", 0, "x")],
+    "renames over existing and into themselves": [
+        create("/memories/one.md", "1"), create("/memories/two.md", "2"), create("/memories/d/three.md", "3"),
+        rename("/memories/one.md", "/memories/two.md"), rename("/memories/one.md", "/memories/d"),
+        rename("/memories/d", "/memories/d/sub"), rename("/memories/d", "/memories/e/f"),
+        rename("/memories/nope", "/memories/new/place.md"), rename("/memories", "/memories/x"),
+        rename("/memories/one.md", "/memories/one.md/x"), rename("/memories/two.md/x", "/memories/y"),
+        view("/memories"), view("/memories/e/f/three.md")],
+    "deletes leave the folder": [
+        create("/memories/k/l/m.md", "m"), delete("/memories/k/l/m.md"), view("/memories"),
+        delete("/memories/k"), view("/memories"), delete("/memories"), delete("/memories/k"),
+        delete("/memories/../x")],
+    "traversal": [
+        view("/memories/../x"), view("/memories/%2e%2e/x"), create("/memories/%2e%2e/x", "not a traversal"),
+        view("/memories/%2e%2e"), view("/memories/a/../../etc/passwd"), create("/memories/../../x", "x"),
+        view("/memories/../memories"), create("/memories/../memories/back.md", "in"), view("/etc/passwd"),
+        view("memories"), view("/memoriesX"), create("/memoriesX/y.md", "y"), view("/memories"),
+        view("/memories/a\x00b"), create("/memories/f.md/g", "x"), create("/memories/f.md", "x"),
+        create("/memories/f.md/g", "x"), create("/memories/f.md/g/h", "x"), view("/memories/f.md/")],
+}
+
+
+def differences(commands, ours, tmp: Path) -> list:
+    local = BetaLocalFilesystemMemoryTool(str(tmp))
+    root = tmp / "memories"
+    return [(c, mine, theirs) for c in [*commands, view("/memories")]
+            if (theirs := outcome(local, c, root)) != (mine := outcome(ours, c))]
+
+
+@pytest.mark.parametrize("name", SEQUENCES)
+def test_it_answers_as_the_sdks_local_tool(name, store, tmp_path):
+    tool = ContextStoreMemoryTool(store, user_id=f"user-{uuid.uuid4().hex}")
+    assert differences(SEQUENCES[name], tool, tmp_path) == []
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(commands=command_sequences())
+def test_random_command_sequences_answer_as_the_sdks_local_tool(commands, store):
+    tool = ContextStoreMemoryTool(store, user_id=f"user-{uuid.uuid4().hex}")
+    with tempfile.TemporaryDirectory() as folder:
+        assert differences(commands, tool, Path(folder)) == []
+
+
+def test_the_async_tool_answers_as_the_sdks_async_local_tool(live_server, token, tmp_path):
+    async def run() -> list:
+        async with AsyncContextStore(live_server.url, token[1]) as client:
+            ours = AsyncContextStoreMemoryTool(client, user_id="ada")
+            local = BetaAsyncLocalFilesystemMemoryTool(str(tmp_path))
+            out = []
+            for commands in SEQUENCES.values():
+                for c in [*commands, view("/memories")]:
+                    theirs = await async_outcome(local, c, tmp_path / "memories")
+                    mine = await async_outcome(ours, c)
+                    if theirs != mine:
+                        out.append((c, mine, theirs))
+                await local.clear_all_memory()
+                await ours.clear_all_memory()
+            return out
+
+    assert asyncio.run(run()) == []
+
+
+def test_files_are_per_user_durable_and_items_of_the_store(store, live_server, token):
+    ada = ContextStoreMemoryTool(store, user_id="ada")
+    ada.call(create("/memories/notes/todo.md", "buy milk\n"))
+    ada.call(create("/memories/gone/x.md", "x"))
+    ada.call(delete("/memories/gone/x.md"))
+    # Another client, another user, another namespace of the same user.
+    with ContextStore(live_server.url, token[1]) as other:
+        assert "todo.md" in ContextStoreMemoryTool(other, user_id="ada").call(view("/memories"))
+        assert ContextStoreMemoryTool(other, user_id="bob").call(view("/memories")).endswith("4K\t/memories")
+        assert "todo.md" not in ContextStoreMemoryTool(other, user_id="ada", namespace="work").call(
+            view("/memories"))
+    item = store.store_get(memory_namespace("ada"), "notes/todo.md")
+    assert item["value"] == {"content": "buy milk\n"}
+    assert store.store_get(memory_namespace("ada"), "gone/")["value"] == {"directory": True}
+    # A person's edit in the store is what the agent reads next.
+    store.store_put(memory_namespace("ada"), "notes/todo.md", {"content": "buy oat milk\n"})
+    assert ada.call(view("/memories/notes/todo.md")).endswith("1\tbuy oat milk\n     2\t")
+
+
+def test_a_rename_moves_the_items_with_their_history(store):
+    tool = ContextStoreMemoryTool(store, user_id="ada")
+    tool.call(create("/memories/a/one.md", "1"))
+    tool.call(str_replace("/memories/a/one.md", "1", "2"))
+    tool.call(rename("/memories/a", "/memories/b"))
+    moved = store.store_get(memory_namespace("ada"), "b/one.md")
+    assert moved["value"] == {"content": "2"} and moved["version"] >= 3
+    assert store.store_get(memory_namespace("ada"), "a/one.md") is None
+
+
+def test_it_refuses_an_empty_user_id(store):
+    with pytest.raises(ValueError):
+        ContextStoreMemoryTool(store, user_id="")
