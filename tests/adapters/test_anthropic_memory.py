@@ -163,3 +163,38 @@ def test_a_rename_moves_the_items_with_their_history(store):
 def test_it_refuses_an_empty_user_id(store):
     with pytest.raises(ValueError):
         ContextStoreMemoryTool(store, user_id="")
+
+
+def test_timings_against_the_local_tool(store, tmp_path, capsys):
+    """Each command's median time on both tools with 10 and 200 files held (printed for
+    docs/performance.md): the local tool is a disk, ours a round trip or two."""
+    import json
+    import statistics
+    import time
+
+    figures = {}
+    for size in (10, 200):
+        folder = tmp_path / str(size)
+        tools = {"local": BetaLocalFilesystemMemoryTool(str(folder)),
+                 "contextstore": ContextStoreMemoryTool(store, user_id=f"bench-{size}-{uuid.uuid4().hex}")}
+        for name, tool in tools.items():
+            for n in range(size):
+                tool.call(create(f"/memories/d{n % 10}/f{n}.md", f"note {n}\n" * 20))
+            runs = {}
+            for i in range(5):
+                for label, command in [
+                        ("create", create(f"/memories/new/{i}.md", "first\n" + "x\n" * 20)),
+                        ("view file", view(f"/memories/d1/f{11 if size > 11 else 1}.md")),
+                        ("str_replace", str_replace(f"/memories/new/{i}.md", "first", "1st")),
+                        ("insert", insert(f"/memories/new/{i}.md", 1, "z")),
+                        ("view /memories", view("/memories")),
+                        ("rename", rename(f"/memories/new/{i}.md", f"/memories/moved/{i}.md")),
+                        ("delete", delete(f"/memories/moved/{i}.md"))]:
+                    start = time.perf_counter()
+                    outcome_ = outcome(tool, command)
+                    runs.setdefault(label, []).append(1000 * (time.perf_counter() - start))
+                    assert outcome_[0] == "ok", (label, outcome_)
+            figures[f"{name} @{size}"] = {label: round(statistics.median(ms), 3)
+                                          for label, ms in runs.items()}
+    with capsys.disabled():
+        print("\nMEMORY_TOOL_TIMINGS " + json.dumps(figures))
