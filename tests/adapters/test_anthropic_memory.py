@@ -198,3 +198,44 @@ def test_timings_against_the_local_tool(store, tmp_path, capsys):
                                           for label, ms in runs.items()}
     with capsys.disabled():
         print("\nMEMORY_TOOL_TIMINGS " + json.dumps(figures))
+
+
+def test_the_sdks_tool_runner_drives_it(store):
+    """A scripted model (the Messages API answered locally) creates, views and misuses a memory
+    file through the SDK's own tool runner; the tool results it sends back are ours."""
+    import json
+
+    import anthropic
+    import httpx2 as httpx  # the SDK's own HTTP library
+
+    script = [{"command": "create", "path": "/memories/prefs.md", "file_text": "coffee: black\n"},
+              {"command": "view", "path": "/memories"},
+              {"command": "view", "path": "/memories/../secrets"}]
+    sent: list[dict] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        sent.append(body)
+        turn = len(sent) - 1
+        content = ([{"type": "tool_use", "id": f"toolu_{turn}", "name": "memory", "input": script[turn]}]
+                   if turn < len(script) else [{"type": "text", "text": "Noted."}])
+        return httpx.Response(200, json={
+            "id": f"msg_{turn}", "type": "message", "role": "assistant", "model": body["model"],
+            "content": content, "stop_reason": "tool_use" if turn < len(script) else "end_turn",
+            "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}})
+
+    transport = httpx.MockTransport(answer)
+    model = anthropic.Anthropic(api_key="test", http_client=httpx.Client(transport=transport))
+    tool = ContextStoreMemoryTool(store, user_id="ada")
+    runner = model.beta.messages.tool_runner(model="claude-sonnet-5-5", max_tokens=100, tools=[tool],
+                                             messages=[{"role": "user", "content": "I take coffee black."}])
+    assert [m.content[0].type for m in runner] == ["tool_use"] * 3 + ["text"]
+    assert sent[0]["tools"] == [{"type": "memory_20250818", "name": "memory"}]
+    results = [body["messages"][-1]["content"][0] for body in sent[1:]]
+    assert [r["content"] if isinstance(r["content"], str) else r["content"][0]["text"] for r in results] == [
+        "File created successfully at: /memories/prefs.md",
+        "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items:\n"
+        "4K\t/memories\n14B\t/memories/prefs.md",
+        "Path /memories/../secrets would escape /memories directory"]
+    assert [r.get("is_error", False) for r in results] == [False, False, True]
+    assert store.store_get(memory_namespace("ada"), "prefs.md")["value"] == {"content": "coffee: black\n"}
