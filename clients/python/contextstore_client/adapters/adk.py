@@ -400,7 +400,7 @@ class ContextStoreMemoryService(BaseMemoryService):
         events = [e for e in session.events if e.content and e.content.parts]
         held, marked, deleted = await self._held(ns, session.id, [e.id for e in events])
         ops = [] if marked else [self._mark(ns, session.id)]
-        wanted = {}
+        wanted: dict[str, dict[str, Any]] = {}
         for event in events:
             if event.id not in deleted:
                 put = self._put(ns, session.id, event, len(wanted))
