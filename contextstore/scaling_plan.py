@@ -73,6 +73,9 @@ PLAN: dict[str, str] = {
     "contextstore.ShareLink": DISTRIBUTED,
     "contextstore.Dataset": DISTRIBUTED,
     "contextstore.DatasetItem": DISTRIBUTED,
+    "contextstore.StoreItem": DISTRIBUTED,
+    "contextstore.StoreItemVersion": DISTRIBUTED,
+    "contextstore.StoreVector": DISTRIBUTED,
     "contextstore.WorkerHeartbeat": LOCAL,  # one row per worker, read by /readyz alone
 }
 
@@ -111,6 +114,9 @@ WORKSPACE: dict[str, str] = {
     "contextstore.ShareLink": "has",
     "contextstore.Dataset": "has",
     "contextstore.DatasetItem": "has",
+    "contextstore.StoreItem": "has",
+    "contextstore.StoreItemVersion": "add via item",
+    "contextstore.StoreVector": "add via item",
 }
 
 # Unique keys of distributed tables that do not include workspace today, by (model, fields),
@@ -137,6 +143,8 @@ UNIQUE_EXCEPTIONS: dict[tuple[str, tuple[str, ...]], str] = {
         "(workspace, scoped_state, revision)",
     ("contextstore.ThreadBlob", ("thread", "key")): "(workspace, thread, key)",
     ("contextstore.CommitRecord", ("thread", "batch_id")): "(workspace, thread, batch_id)",
+    ("contextstore.StoreItemVersion", ("item", "version")): "(workspace, item, version)",
+    ("contextstore.StoreVector", ("item", "field")): "(workspace, item, field)",
 }
 
 # Primary keys other than the automatic `id`, which the blanket rule covers.

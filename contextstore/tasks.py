@@ -11,7 +11,8 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from contextstore.services import commits, operations, replays, retention, search, summaries
+from contextstore.embeddings import EmbedderUnavailable
+from contextstore.services import commits, operations, replays, retention, search, store, summaries
 from contextstore.services.otlp import pending
 
 logger = logging.getLogger(__name__)
@@ -74,3 +75,14 @@ def prune_commit_records() -> dict[str, int]:  # the replay store of framework s
 def index_search() -> dict[str, int]:
     """Run by beat: indexes the queued events for a while; the next run goes on."""
     return search.search_index_pending(seconds=SEARCH_INDEX_SECONDS)
+
+
+@shared_task(autoretry_for=(EmbedderUnavailable, OperationalError, InterfaceError), retry_backoff=True,
+             retry_backoff_max=300, max_retries=8)
+def embed_store_items(item_pks: list[int]) -> int:  # the deployment's embedder (embeddings.py)
+    return store.store_items_embed(item_pks=item_pks)
+
+
+@shared_task
+def expire_store_items() -> int:  # items past their TTL become deleted versions
+    return store.store_expire()

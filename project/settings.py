@@ -416,6 +416,8 @@ CELERY_BEAT_SCHEDULE = {
     "recover-summaries": {"task": "contextstore.tasks.recover_summaries",
                           "schedule": env_int("SUMMARIZER_RECOVER_EVERY", 120)},
     "expire-jobs": {"task": "contextstore.tasks.expire_jobs", "schedule": 3600},
+    "expire-store-items": {"task": "contextstore.tasks.expire_store_items",
+                           "schedule": env_int("STORE_EXPIRE_EVERY", 60)},
     # OTLP exports are derived by a worker pass queued after each export; this one derives what
     # a lost message, a crash before publish or a failed pass left (contextstore.services.otlp.pending).
     "derive-otlp": {"task": "contextstore.tasks.derive_otlp",
@@ -462,6 +464,12 @@ def env_json(name: str, default: Any = None) -> Any:
 # Summarizers. A thread is summarized automatically only when it has a setting, or when a
 # default applies: SUMMARIZER_DEFAULT for every workspace, SUMMARIZER_WORKSPACE_DEFAULTS by slug,
 # e.g. SUMMARIZER_DEFAULT='{"token_budget": {"max_tokens": 8000, "preserve_recent": 10}}'.
+# The long-term store's embedder (contextstore/embeddings.py): an OpenAI-compatible embeddings
+# endpoint, e.g. http://localhost:11434/v1 (Ollama). Unset: recall by words, or by client vectors.
+STORE_EMBEDDINGS_URL = env_str("STORE_EMBEDDINGS_URL")
+STORE_EMBEDDINGS_MODEL = env_str("STORE_EMBEDDINGS_MODEL", "text-embedding-3-small")
+STORE_EMBEDDINGS_API_KEY = env_str("STORE_EMBEDDINGS_API_KEY")
+STORE_EMBEDDINGS_TIMEOUT = float(env_str("STORE_EMBEDDINGS_TIMEOUT", "10"))
 SUMMARIZER_DEFAULT = env_json("SUMMARIZER_DEFAULT")
 SUMMARIZER_WORKSPACE_DEFAULTS = env_json("SUMMARIZER_WORKSPACE_DEFAULTS", {})
 SUMMARIZER_BACKEND = env_str("SUMMARIZER_BACKEND", "extractive")  # or "openai"

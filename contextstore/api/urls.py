@@ -14,6 +14,7 @@ from contextstore.api import (
     revisions,
     scores,
     state,
+    store,
     sync,
     threads,
     views,
@@ -57,6 +58,7 @@ urlpatterns = [
     path("v1/workspace/retention/", retention.WorkspaceRetentionView.as_view(),
          name="workspace-retention"),
     path("v1/datasets/<int:pk>/items.jsonl", dataset_items, name="dataset-items"),
+    path("v1/store/batch/", store.StoreBatchView.as_view(), name="store-batch"),
     path("v1/", include(router.urls)),
     # What no block route took: a name holding "/" gets an answer naming the rule.
     re_path(r"^v1/threads/(?P<pk>[0-9]+)/blocks/(?P<rest>[\s\S]+)$", blocks.block_path_not_found),

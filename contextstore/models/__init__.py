@@ -17,6 +17,7 @@ from contextstore.models.state import (
     StateRevision,
     ThreadBlob,
 )
+from contextstore.models.store import StoreItem, StoreItemVersion, StoreVector
 from contextstore.models.threads import Clear, Collapse, InDocument, Run, Session, SessionModel, Thread
 from contextstore.models.workspaces import (
     ApiToken,
@@ -63,6 +64,9 @@ __all__ = [
     "SessionModel",
     "ShareLink",
     "StateRevision",
+    "StoreItem",
+    "StoreItemVersion",
+    "StoreVector",
     "StoredText",
     "Thread",
     "ThreadBlob",

@@ -13,6 +13,7 @@ way is finished by the next, and a run that finds nothing answers zeros):
   their user id;
 - memories: theirs (user_id) and any whose source event is one of their events;
 - their user-scope state (ADK `user:`) with its revisions; app scope is shared, not theirs;
+- long-term store items whose namespace has their user id as a label, with every version;
 - dataset items copied from their sessions (found by the user id they carry, so a copy
   outlives retention's deletion of its session but not the person's erasure); share links
   to their sessions go with the sessions;
@@ -73,10 +74,14 @@ from contextstore.models import (
     ShareLink,
     StateRevision,
     StoredText,
+    StoreItem,
+    StoreItemVersion,
+    StoreVector,
     Thread,
     ThreadBlob,
     Workspace,
 )
+from contextstore.models.store import SEPARATOR
 from contextstore.otel.mapping import USER_KEYS, first_of
 from contextstore.ranges import positive_int
 from contextstore.selectors.renders import LLM_CALL_TYPES
@@ -95,6 +100,7 @@ KINDS = {
     OtelSpan: "otel_spans", OtelLog: "otel_logs", OtelTrace: "otel_traces",
     OtelPending: "otel_pending", Comment: "comments", Score: "scores", CallReplay: "call_replays",
     DatasetItem: "dataset_items", ShareLink: "share_links",
+    StoreItem: "store_items", StoreItemVersion: "store_item_versions", StoreVector: "store_vectors",
     LogEntry: "admin_log_entries",
 }
 AUDIT_REDACTED = "audit_rows_redacted"
@@ -150,6 +156,7 @@ def user_erase(*, workspace: Workspace, user_id: Any, actor: Actor,
                     counts=counts)
     _scopes_erase(workspace=workspace, user_id=user_id, batch_size=batch_size, counts=counts)
     _dataset_items_erase(workspace=workspace, user_id=user_id, batch_size=batch_size, counts=counts)
+    _batches_delete(_store_items(workspace, user_id), batch_size, counts)
     _texts_erase(workspace=workspace, threads=threads, counts=counts)
     # Found afresh each time: a session the person's agent opened meanwhile goes too.
     while session := sessions.order_by("pk").first():
@@ -272,6 +279,17 @@ def _memories(workspace: Workspace, user_id: str, threads: Any) -> Any:
     return Memory.objects.filter(
         Q(workspace=workspace, user_id=user_id)
         | Q(workspace=workspace, source_event__thread__in=threads))
+
+
+def _store_items(workspace: Workspace, user_id: str) -> Any:
+    """Long-term store items with the user id as a label of their namespace (the adapters' own
+    namespaces name the user: ["memories", user_id], ["adk_memory", app, user_id]), versions
+    and vectors with them."""
+    label = SEPARATOR + user_id + SEPARATOR
+    # contains is case-insensitive on SQLite: the exact test is made here
+    pks = [pk for pk, path in StoreItem.objects.filter(workspace=workspace, path__contains=label)
+           .values_list("pk", "path") if label in path]
+    return StoreItem.objects.filter(pk__in=pks)
 
 
 def _batches_delete(rows: Any, batch_size: int, counts: dict[str, int]) -> None:

@@ -16,6 +16,7 @@ What else keeps pointing at deleted history stays consistent:
 - a render record names event ids only: rebuilding it leaves out the ones gone and says how
   many expired (selectors/renders);
 - the thread's `expired_seq` keeps the newest deleted seq, so seq is never reused.
+- the long-term store keeps versions for the event rule's days (store_versions_prune).
 
 (The replay store of framework saves expires by itself: services/commits.commit_records_prune.)
 """
@@ -40,6 +41,7 @@ from contextstore.models import (
 )
 from contextstore.services import history
 from contextstore.services.common import Actor, audit, lock_thread
+from contextstore.services.store import store_versions_prune
 
 ACTOR = Actor.system("retention")
 DAYS_MAX = 36500  # a rule's largest number of days (a hundred years)
@@ -150,7 +152,18 @@ def retention_run(
                                     budget=budget)
             if done["batches"] >= budget:
                 break
+    done["store_versions"] = _store_prune(now)
     return done
+
+
+def _store_prune(now: datetime) -> int:
+    """The long-term store under the workspace's event rule: versions older than it (not an
+    item's current one) and items deleted before it go (services/store.py)."""
+    pruned = 0
+    for workspace in Workspace.objects.filter(retention_event_days__isnull=False):
+        pruned += store_versions_prune(
+            workspace=workspace, cutoff=now - timedelta(days=workspace.retention_event_days or 0))
+    return pruned
 
 
 def session_retention_apply(*, session: Session, now: datetime, batch_size: int,

@@ -130,6 +130,78 @@ class StoreOps:
         return [_build(Memory, m) for m in data["results"]]
 
     @op
+    def store_batch(self, ops: list[dict[str, Any]]) -> Steps[list[Any]]:
+        """Run long-term store ops (get, put, move, search, list_namespaces; docs/client.md) in
+        one request and one transaction; one result per op, in order."""
+        reads = all(o.get("op") in ("get", "search", "list_namespaces") for o in ops)
+        answer = yield call("POST", "store/batch/", json={"ops": ops}, idempotent=reads)
+        return list(answer["results"])
+
+    @op
+    def store_get(self, namespace: list[str] | tuple[str, ...], key: str, *,
+                  refresh_ttl: bool = True) -> Steps[dict[str, Any] | None]:
+        """The item at (namespace, key), or None."""
+        [item] = yield from StoreOps.store_batch.steps(self, [{
+            "op": "get", "namespace": list(namespace), "key": key, "refresh_ttl": refresh_ttl}])
+        return item  # type: ignore[no-any-return]
+
+    @op
+    def store_put(self, namespace: list[str] | tuple[str, ...], key: str,
+                  value: dict[str, Any] | None, *, index: list[str] | bool | None = None,
+                  ttl: float | None = None,
+                  vectors: dict[str, list[float]] | None = None) -> Steps[None]:
+        """Store `value` at (namespace, key) as its next version (None deletes). `index`: the
+        field paths recalled by (None: the whole value; False: not indexed); `ttl` in minutes;
+        `vectors`: {field path: embedding} computed by the caller."""
+        yield from StoreOps.store_batch.steps(self, [{
+            "op": "put", "namespace": list(namespace), "key": key, "value": value,
+            "index": index, "ttl": ttl, "vectors": vectors}])
+        return None
+
+    @op
+    def store_delete(self, namespace: list[str] | tuple[str, ...], key: str) -> Steps[None]:
+        """Delete the item (a version a person can undo); a missing item is no error."""
+        yield from StoreOps.store_batch.steps(self, [{
+            "op": "put", "namespace": list(namespace), "key": key, "value": None}])
+        return None
+
+    @op
+    def store_move(self, namespace: list[str] | tuple[str, ...], key: str,
+                   new_key: str) -> Steps[dict[str, Any] | None]:
+        """Rename an item within its namespace; the moved item, or None when there is none.
+        Raises Conflict (409) when new_key is taken."""
+        [item] = yield from StoreOps.store_batch.steps(self, [{
+            "op": "move", "namespace": list(namespace), "key": key, "new_key": new_key}])
+        return item  # type: ignore[no-any-return]
+
+    @op
+    def store_search(self, namespace_prefix: list[str] | tuple[str, ...], *, query: str | None = None,
+                     query_vector: list[float] | None = None, filter: dict[str, Any] | None = None,
+                     limit: int = 10, offset: int = 0,
+                     refresh_ttl: bool = True) -> Steps[list[dict[str, Any]]]:
+        """Items under a namespace prefix, newest first, or best first by `query` (by meaning
+        with vectors, else by words) or `query_vector`; `filter` as LangGraph's ($eq, $ne,
+        $gt, $gte, $lt, $lte). Each item has a `score` (None when not scored)."""
+        [items] = yield from StoreOps.store_batch.steps(self, [{
+            "op": "search", "namespace_prefix": list(namespace_prefix), "query": query,
+            "query_vector": query_vector, "filter": filter, "limit": limit, "offset": offset,
+            "refresh_ttl": refresh_ttl}])
+        return items  # type: ignore[no-any-return]
+
+    @op
+    def store_list_namespaces(self, *, prefix: list[str] | tuple[str, ...] | None = None,
+                              suffix: list[str] | tuple[str, ...] | None = None,
+                              max_depth: int | None = None, limit: int = 100,
+                              offset: int = 0) -> Steps[list[list[str]]]:
+        """The namespaces that hold items, sorted; "*" in prefix or suffix matches any label;
+        max_depth truncates them (duplicates merged)."""
+        [found] = yield from StoreOps.store_batch.steps(self, [{
+            "op": "list_namespaces", "prefix": None if prefix is None else list(prefix),
+            "suffix": None if suffix is None else list(suffix), "max_depth": max_depth,
+            "limit": limit, "offset": offset}])
+        return found  # type: ignore[no-any-return]
+
+    @op
     def job(self, job_id: str) -> Steps[Job]:
         return _build(Job, (yield call("GET", f"jobs/{job_id}/")))
 

@@ -1,0 +1,81 @@
+"""POST /store/batch/: the long-term store's one door (services/store.py)."""
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiExample, extend_schema
+from rest_framework import serializers
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from contextstore.api.common import actor_of, body, token_of
+from contextstore.api.serializers import JSONObject
+from contextstore.models import ApiToken
+from contextstore.services import store
+from contextstore.services.store import BATCH_MAX
+
+READS = {"get", "search", "list_namespaces"}
+
+OPS_HELP = """Each op is one of:
+- `{"op": "get", "namespace": [...], "key": str, "refresh_ttl": true}` -> the item or null;
+- `{"op": "put", "namespace": [...], "key": str, "value": {...} | null, "index": null | false |
+  [field paths], "ttl": minutes | null, "vectors": {field path: [numbers]} | null}` -> null
+  (a null value deletes; deleting a missing item is no error);
+- `{"op": "move", "namespace": [...], "key": str, "new_key": str}` -> the moved item, or null
+  when there is none (409 for the whole batch when new_key is taken);
+- `{"op": "search", "namespace_prefix": [...], "filter": {...}, "query": str, "query_vector":
+  [numbers], "limit": 10, "offset": 0, "refresh_ttl": true}` -> items, each with `score`;
+- `{"op": "list_namespaces", "prefix": [...], "suffix": [...], "max_depth": int, "limit": 100,
+  "offset": 0}` -> namespaces (lists of labels; "*" in prefix or suffix matches any label).
+A namespace is a non-empty list of labels (non-empty strings without control characters)."""
+
+
+class StoreBatchInSerializer(serializers.Serializer):
+    ops = serializers.ListField(child=JSONObject(), max_length=BATCH_MAX, help_text=OPS_HELP)
+
+
+class StoreBatchResultSerializer(serializers.Serializer):
+    results = serializers.ListField(
+        child=serializers.JSONField(),
+        help_text="One per op, in order: an item ({namespace, key, value, created_at, updated_at, "
+                  "version, expires_at}), null, a list of items, or a list "
+                  "of namespaces.")
+
+
+class StoreScope(BasePermission):
+    """Any active token may read (get, search, list_namespaces); put and move need write scope."""
+
+    message = "This token has read scope; put and move need a token with write scope."
+    code = "scope"
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        token = request.auth
+        if not isinstance(token, ApiToken):
+            return False
+        if token.can_write:
+            return True
+        ops = request.data.get("ops") if isinstance(request.data, dict) else None
+        return isinstance(ops, list) and all(isinstance(op, dict) and op.get("op") in READS for op in ops)
+
+
+class StoreBatchView(APIView):
+    permission_classes = [StoreScope]
+
+    @extend_schema(
+        tags=["store"], request=StoreBatchInSerializer,
+        responses={200: StoreBatchResultSerializer},
+        summary="Run a batch of long-term store ops in one transaction (results in order)",
+        examples=[OpenApiExample("put then search", request_only=True, value={"ops": [
+            {"op": "put", "namespace": ["memories", "ann"], "key": "diet",
+             "value": {"text": "Ann is vegetarian"}},
+            {"op": "search", "namespace_prefix": ["memories"], "query": "vegetarian"}]})],
+    )
+    def post(self, request: Request) -> Response:
+        data = body(request)
+        unknown = set(data) - {"ops"}
+        if unknown:
+            raise serializers.ValidationError({sorted(unknown)[0]: "unknown field"})
+        results = store.store_batch(workspace=token_of(request).workspace, ops=data.get("ops"),
+                                    actor=actor_of(request))
+        return Response({"results": results})

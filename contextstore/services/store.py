@@ -1,0 +1,678 @@
+"""The long-term store: one `store_batch` runs a list of ops (get, put, move, search,
+list_namespaces) in one transaction, results in order; and a person's restore of a version.
+
+The op shapes are those of the client's `store_batch` (docs/api.md, "Long-term store"). Every
+put, delete and move writes a StoreItemVersion, so each change is visible and undoable
+(`store_item_restore`). Recall by meaning scores stored vectors by exact cosine
+(contextstore/vectors.py): vectors the client sends with a put (LangGraph's store `index`) or
+that the deployment's embedder computes in a worker (tasks.embed_store_items); a search with a
+`query` and no vectors anywhere recalls by words (the share of the query's words found).
+
+Expiry: an item past its `expires_at` is invisible at once (every read filters it); beat's
+`store_expire` turns it into a deleted version (undoable), and retention deletes old versions.
+"""
+
+import json
+import logging
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from celery import current_app
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q, QuerySet
+from django.utils import timezone
+
+from contextstore import embeddings, vectors
+from contextstore.errors import Conflict, InvalidInput, NotFound
+from contextstore.models import StoreItem, StoreItemVersion, StoreVector, Workspace
+from contextstore.models.store import SEPARATOR, namespace_path, path_labels
+from contextstore.outbox import publish_after_commit
+from contextstore.redaction import redact_each, use_workspace
+from contextstore.services.common import Actor
+
+logger = logging.getLogger(__name__)
+EMBED_TASK = "contextstore.tasks.embed_store_items"
+LABEL_MAX = 200
+PATH_MAX = 2000
+KEY_MAX = 1000
+LIMIT_MAX = 10_000
+BATCH_MAX = 1_000
+Action = StoreItemVersion.Action
+OPS = {
+    "get": {"op", "namespace", "key", "refresh_ttl"},
+    "put": {"op", "namespace", "key", "value", "index", "ttl", "vectors"},
+    "move": {"op", "namespace", "key", "new_key"},
+    "search": {"op", "namespace_prefix", "filter", "query", "query_vector", "limit", "offset",
+               "refresh_ttl"},
+    "list_namespaces": {"op", "prefix", "suffix", "max_depth", "limit", "offset"},
+}
+FILTER_OPERATORS = {"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"}
+WORD = re.compile(r"\w+")
+
+
+# --- input -----------------------------------------------------------------------------------
+
+class _Bad(Exception):
+    def __init__(self, field: str, message: str):
+        self.field, self.message = field, message
+
+
+def _labels(value: Any, field: str, *, empty: bool, wildcard: bool = False) -> list[str]:
+    if not isinstance(value, list) or (not value and not empty):
+        raise _Bad(field, "must be a non-empty list of strings" if not empty else "must be a list of strings")
+    for label in value:
+        if not isinstance(label, str) or not label:
+            raise _Bad(field, "labels must be non-empty strings")
+        if len(label) > LABEL_MAX:
+            raise _Bad(field, f"labels are at most {LABEL_MAX} characters")
+        if any(ord(c) < 0x20 for c in label):
+            raise _Bad(field, "labels cannot hold control characters")
+        if label == "*" and not wildcard:
+            pass  # a label named "*" is a label; only list_namespaces reads it as a wildcard
+    if len(namespace_path(value)) > PATH_MAX:
+        raise _Bad(field, f"the namespace is longer than {PATH_MAX} characters")
+    return list(value)
+
+
+def _key(value: Any, field: str = "key") -> str:
+    if not isinstance(value, str) or not value:
+        raise _Bad(field, "must be a non-empty string")
+    if len(value) > KEY_MAX:
+        raise _Bad(field, f"at most {KEY_MAX} characters")
+    if "\x00" in value:
+        raise _Bad(field, "cannot hold NUL characters (U+0000)")
+    return value
+
+
+def _bool(op: dict[str, Any], field: str, default: bool) -> bool:
+    value = op.get(field, default)
+    if not isinstance(value, bool):
+        raise _Bad(field, "must be true or false")
+    return value
+
+
+def _int(op: dict[str, Any], field: str, default: int | None, *, minimum: int,
+         maximum: int | None = None) -> int | None:
+    value = op.get(field, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum \
+            or (maximum is not None and value > maximum):
+        raise _Bad(field, f"must be an integer from {minimum}" + (f" to {maximum}" if maximum else ""))
+    return value
+
+
+def _fields(value: Any) -> list[str] | None:
+    """The put's `index`: None (the default: the whole value), False (not indexed: []), or
+    field paths."""
+    if value is None:
+        return None
+    if value is False:
+        return []
+    if not isinstance(value, list) or not all(isinstance(f, str) and f for f in value):
+        raise _Bad("index", "must be null, false or a list of field paths")
+    return list(value)
+
+
+def _check(i: int, op: Any) -> dict[str, Any]:
+    """One op, checked; InvalidInput naming it and its field."""
+    try:
+        if not isinstance(op, dict):
+            raise _Bad("op", "each op must be a JSON object")
+        kind = op.get("op")
+        if kind not in OPS:
+            raise _Bad("op", f"must be one of {', '.join(OPS)}")
+        unknown = set(op) - OPS[kind]
+        if unknown:
+            raise _Bad(sorted(unknown)[0], f"unknown field of a {kind} op")
+        out: dict[str, Any] = {"op": kind}
+        if kind in ("get", "put", "move"):
+            out["namespace"] = _labels(op.get("namespace"), "namespace", empty=False)
+            out["key"] = _key(op.get("key"))
+        if kind == "get":
+            out["refresh_ttl"] = _bool(op, "refresh_ttl", True)
+        elif kind == "put":
+            if "value" not in op:
+                raise _Bad("value", "required (null deletes)")
+            value = op["value"]
+            if value is not None and not isinstance(value, dict):
+                raise _Bad("value", "must be a JSON object, or null to delete")
+            out["value"] = value
+            out["index"] = _fields(op.get("index"))
+            ttl = op.get("ttl")
+            if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, (int, float))
+                                    or not 0 < ttl < 10**9):
+                raise _Bad("ttl", "must be a positive number of minutes, or null")
+            out["ttl"] = ttl
+            out["vectors"] = _vectors(op.get("vectors"))
+        elif kind == "move":
+            out["new_key"] = _key(op.get("new_key"), "new_key")
+        elif kind == "search":
+            out["namespace_prefix"] = _labels(op.get("namespace_prefix", []), "namespace_prefix",
+                                              empty=True)
+            flt = op.get("filter")
+            if flt is not None and not isinstance(flt, dict):
+                raise _Bad("filter", "must be a JSON object or null")
+            _check_filter(flt or {})
+            out["filter"] = flt or None
+            query = op.get("query")
+            if query is not None and not isinstance(query, str):
+                raise _Bad("query", "must be a string or null")
+            out["query"] = query or None
+            qv = op.get("query_vector")
+            if qv is not None and vectors.check_vector(qv) is None:
+                raise _Bad("query_vector", "must be a non-empty list of finite numbers")
+            out["query_vector"] = vectors.check_vector(qv) if qv is not None else None
+            out["limit"] = _int(op, "limit", 10, minimum=0, maximum=LIMIT_MAX)
+            out["offset"] = _int(op, "offset", 0, minimum=0)
+            out["refresh_ttl"] = _bool(op, "refresh_ttl", True)
+        elif kind == "list_namespaces":
+            for field in ("prefix", "suffix"):
+                value = op.get(field)
+                out[field] = None if value is None else _labels(value, field, empty=True, wildcard=True)
+            out["max_depth"] = _int(op, "max_depth", None, minimum=1)
+            out["limit"] = _int(op, "limit", 100, minimum=0, maximum=LIMIT_MAX)
+            out["offset"] = _int(op, "offset", 0, minimum=0)
+        return out
+    except _Bad as bad:
+        raise InvalidInput(f"ops[{i}].{bad.field}: {bad.message}.",
+                           details={"ops": {str(i): {bad.field: bad.message}}}) from None
+
+
+def _vectors(value: Any) -> dict[str, list[float]] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not value:
+        raise _Bad("vectors", "must be an object of field path to vector, or null")
+    out: dict[str, list[float]] = {}
+    dims = None
+    for field, vector in value.items():
+        checked = vectors.check_vector(vector)
+        if not field or len(field) > 200 or checked is None:
+            raise _Bad("vectors", "each vector must be a non-empty list of finite numbers under "
+                                  "a field path of at most 200 characters")
+        if dims is not None and len(checked) != dims:
+            raise _Bad("vectors", "the vectors of one item must have the same dimensions")
+        dims = len(checked)
+        out[field] = checked
+    return out
+
+
+def _check_filter(flt: dict[str, Any]) -> None:
+    for value in flt.values():
+        if isinstance(value, dict):
+            ops = [k for k in value if isinstance(k, str) and k.startswith("$")]
+            if ops:
+                for name in ops:
+                    if name not in FILTER_OPERATORS:
+                        raise _Bad("filter", f"unknown operator {name} (one of "
+                                             f"{', '.join(sorted(FILTER_OPERATORS))})")
+            else:
+                _check_filter(value)
+
+
+# --- the batch -------------------------------------------------------------------------------
+
+@dataclass
+class _Batch:
+    workspace: Workspace
+    actor: Actor
+    now: datetime
+    embed: list[int]
+
+
+def store_batch(*, workspace: Workspace, ops: Any, actor: Actor,
+                now: datetime | None = None) -> list[Any]:
+    """Run `ops` in order in one transaction; a bad op (400) or a move onto an existing key
+    (409) changes nothing."""
+    if not isinstance(ops, list):
+        raise InvalidInput("ops must be a list of ops.", details={"ops": "must be a list"})
+    if len(ops) > BATCH_MAX:
+        raise InvalidInput(f"at most {BATCH_MAX} ops in one batch.",
+                           details={"ops": f"at most {BATCH_MAX}"})
+    checked = [_check(i, op) for i, op in enumerate(ops)]
+    rules = use_workspace(workspace)
+    for op in checked:
+        if op["op"] == "put" and op["value"] is not None:
+            [op["value"]] = redact_each(rules, [op["value"]])
+    batch = _Batch(workspace, actor, now or timezone.now(), [])
+    with transaction.atomic():
+        results = [_RUN[op["op"]](batch, op) for op in checked]
+        if batch.embed and embeddings.configured():
+            item_pks = list(batch.embed)
+            transaction.on_commit(lambda: publish_after_commit(send_embed, item_pks))
+    return results
+
+
+def send_embed(item_pks: Any) -> None:
+    """Hand items to the embedding worker; on a broker failure they stay without vectors
+    (searched by words) until their next put."""
+    try:
+        current_app.tasks[EMBED_TASK].delay(list(item_pks))
+    except Exception:  # noqa: BLE001 - any broker failure
+        logger.exception("could not send store items %s to the embedding worker", item_pks)
+
+
+def _live(workspace: Workspace, now: datetime) -> QuerySet[StoreItem]:
+    return StoreItem.objects.filter(workspace=workspace, deleted_at__isnull=True).filter(
+        Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+
+
+def item_dict(item: StoreItem, score: float | None = None, *, with_score: bool = False) -> dict[str, Any]:
+    out = {"namespace": item.namespace, "key": item.key, "value": item.value,
+           "created_at": item.created_at.isoformat(), "updated_at": item.updated_at.isoformat(),
+           "version": item.version,
+           "expires_at": item.expires_at.isoformat() if item.expires_at else None}
+    if with_score:
+        out["score"] = score
+    return out
+
+
+def _refresh(batch: _Batch, items: list[StoreItem]) -> None:
+    """Push back the expiry of items read with refresh_ttl (their TTL from now)."""
+    for item in items:
+        if item.ttl_minutes:
+            item.expires_at = batch.now + timedelta(minutes=item.ttl_minutes)
+            StoreItem.objects.filter(pk=item.pk).update(expires_at=item.expires_at)
+
+
+def _get(batch: _Batch, op: dict[str, Any]) -> dict[str, Any] | None:
+    item = _live(batch.workspace, batch.now).filter(
+        path=namespace_path(op["namespace"]), key=op["key"]).first()
+    if item is None:
+        return None
+    if op["refresh_ttl"]:
+        _refresh(batch, [item])
+    return item_dict(item)
+
+
+def _locked(batch: _Batch, namespace: list[str], key: str) -> StoreItem | None:
+    return StoreItem.objects.select_for_update().filter(
+        workspace=batch.workspace, path=namespace_path(namespace), key=key).first()
+
+
+def _is_live(item: StoreItem | None, now: datetime) -> bool:
+    return item is not None and item.deleted_at is None and (
+        item.expires_at is None or item.expires_at > now)
+
+
+def _version(batch: _Batch, item: StoreItem, action: str, *, other_key: str = "",
+             restored: int | None = None) -> None:
+    StoreItemVersion.objects.create(item=item, version=item.version, action=action, value=item.value,
+                                    other_key=other_key, restored=restored,
+                                    actor=batch.actor.label[:200], created_at=batch.now)
+
+
+def _write(batch: _Batch, item: StoreItem | None, namespace: list[str], key: str, *,
+           value: dict[str, Any] | None, index: list[str] | None, ttl: float | None,
+           action: str, other_key: str = "", restored: int | None = None) -> StoreItem:
+    """Set an item's value (None: delete) as its next version; the row is created, revived or
+    updated."""
+    if item is None:
+        item = StoreItem(workspace=batch.workspace, path=namespace_path(namespace),
+                         depth=len(namespace), key=key, version=0, created_at=batch.now)
+    elif not _is_live(item, batch.now) and value is not None:
+        item.created_at = batch.now  # a new life of the key
+    item.version += 1
+    item.value = value
+    item.updated_at = batch.now
+    if value is None:
+        item.deleted_at, item.text, item.expires_at, item.ttl_minutes = batch.now, "", None, None
+    else:
+        item.deleted_at = None
+        item.index_fields = index
+        item.text = indexed_text(value, index)
+        item.ttl_minutes = ttl
+        item.expires_at = batch.now + timedelta(minutes=ttl) if ttl else None
+    try:
+        with transaction.atomic():
+            item.save()
+    except IntegrityError:  # created meanwhile by a concurrent batch: write onto it
+        existing = _locked(batch, namespace, key)
+        assert existing is not None
+        return _write(batch, existing, namespace, key, value=value, index=index, ttl=ttl,
+                      action=action, other_key=other_key, restored=restored)
+    _version(batch, item, action, other_key=other_key, restored=restored)
+    return item
+
+
+def _put(batch: _Batch, op: dict[str, Any]) -> None:
+    namespace, key, value = op["namespace"], op["key"], op["value"]
+    item = _locked(batch, namespace, key)
+    if value is None:
+        if _is_live(item, batch.now):
+            assert item is not None
+            StoreVector.objects.filter(item=item).delete()
+            _write(batch, item, namespace, key, value=None, index=None, ttl=None, action=Action.DELETE)
+        return None
+    item = _write(batch, item, namespace, key, value=value, index=op["index"], ttl=op["ttl"],
+                  action=Action.PUT)
+    _set_vectors(batch, item, op["vectors"])
+    return None
+
+
+def _set_vectors(batch: _Batch, item: StoreItem, given: dict[str, list[float]] | None) -> None:
+    StoreVector.objects.filter(item=item).delete()
+    if given:
+        StoreVector.objects.bulk_create([
+            StoreVector(item=item, field=field, dims=len(vec), data=vectors.pack(vec))
+            for field, vec in given.items()])
+    elif item.index_fields != [] and item.text:
+        batch.embed.append(item.pk)
+
+
+def _move(batch: _Batch, op: dict[str, Any]) -> dict[str, Any] | None:
+    namespace, key, new_key = op["namespace"], op["key"], op["new_key"]
+    source = _locked(batch, namespace, key)
+    if not _is_live(source, batch.now):
+        return None
+    assert source is not None
+    if new_key == key:
+        return item_dict(source)
+    target = _locked(batch, namespace, new_key)
+    if _is_live(target, batch.now):
+        raise Conflict(f"an item with key {new_key!r} already exists in this namespace.",
+                       details={"new_key": "exists"})
+    return item_dict(_move_item(batch, source, target, namespace, new_key))
+
+
+def _move_item(batch: _Batch, source: StoreItem, target: StoreItem | None, namespace: list[str],
+               new_key: str) -> StoreItem:
+    value, index, ttl = source.value, source.index_fields, source.ttl_minutes
+    moved = list(StoreVector.objects.filter(item=source))
+    _write(batch, source, namespace, source.key, value=None, index=None, ttl=None,
+           action=Action.MOVE_OUT, other_key=new_key)
+    target = _write(batch, target, namespace, new_key, value=value, index=index, ttl=ttl,
+                    action=Action.MOVE_IN, other_key=source.key)
+    StoreVector.objects.filter(item=target).delete()
+    StoreVector.objects.filter(pk__in=[v.pk for v in moved]).update(item=target)
+    return target
+
+
+def _prefix_range(queryset: QuerySet[StoreItem], labels: list[str]) -> QuerySet[StoreItem]:
+    """Items whose namespace starts with `labels`: a range of the (workspace, path) index."""
+    if not labels:
+        return queryset
+    low = namespace_path(labels)
+    return queryset.filter(path__gte=low, path__lt=low[:-1] + chr(ord(SEPARATOR) + 1))
+
+
+def _search(batch: _Batch, op: dict[str, Any]) -> list[dict[str, Any]]:
+    candidates = _prefix_range(_live(batch.workspace, batch.now), op["namespace_prefix"])
+    limit, offset, flt = op["limit"], op["offset"], op["filter"]
+    query_vector = op["query_vector"]
+    if query_vector is None and op["query"] and embeddings.configured():
+        try:
+            [query_vector] = embeddings.embed([op["query"]])
+        except embeddings.EmbedderUnavailable:
+            query_vector = None  # recall by words, below
+    scores: dict[int, float] | None = None
+    if query_vector is not None:
+        rows = StoreVector.objects.filter(item__in=candidates, dims=len(query_vector)) \
+            .values_list("item_id", "data")
+        pks, packed = [], []
+        for pk, data in rows:
+            pks.append(pk)
+            packed.append(bytes(data))
+        scores = {}
+        for pk, score in zip(pks, vectors.cosine_scores(query_vector, packed), strict=True):
+            scores[pk] = max(score, scores.get(pk, -2.0))
+        if not scores:
+            scores = None  # no vectors anywhere: recall by words
+    words = WORD.findall(op["query"].lower()) if op["query"] and scores is None else []
+    ordered = candidates.order_by("-updated_at", "-pk")
+    if scores is None and not words and not flt:
+        found = list(ordered[offset:offset + limit])
+        result: list[tuple[StoreItem, float | None]] = [(item, None) for item in found]
+    else:
+        matched: list[tuple[StoreItem, float | None]] = []
+        for item in ordered.iterator(chunk_size=2000):
+            if flt and not _matches(item.value, flt):
+                continue
+            if words:
+                hits = sum(1 for w in words if w in item.text)
+                if not hits:
+                    continue
+                matched.append((item, hits / len(words)))
+            else:
+                matched.append((item, scores.get(item.pk) if scores is not None else None))
+        if scores is not None or words:
+            # stable: equal scores keep newest first; unscored items last
+            matched.sort(key=lambda pair: -pair[1] if pair[1] is not None else 3.0)
+        result = matched[offset:offset + limit]
+    if op["refresh_ttl"]:
+        _refresh(batch, [item for item, _ in result])
+    return [item_dict(item, score, with_score=True) for item, score in result]
+
+
+def _matches(value: Any, flt: dict[str, Any]) -> bool:
+    """LangGraph's filter, as its InMemoryStore applies it (nested objects, $eq $ne $gt $gte
+    $lt $lte)."""
+    if not isinstance(value, dict):
+        return False
+    return all(_compare(value.get(k), v) for k, v in flt.items())
+
+
+def _compare(item_value: Any, filter_value: Any) -> bool:
+    if isinstance(filter_value, dict):
+        if any(isinstance(k, str) and k.startswith("$") for k in filter_value):
+            return all(_operator(item_value, k, v) for k, v in filter_value.items())
+        return isinstance(item_value, dict) and all(
+            _compare(item_value.get(k), v) for k, v in filter_value.items())
+    if isinstance(filter_value, list):
+        return isinstance(item_value, list) and len(item_value) == len(filter_value) and all(
+            _compare(a, b) for a, b in zip(item_value, filter_value, strict=False))
+    return bool(item_value == filter_value)
+
+
+def _operator(value: Any, operator: str, operand: Any) -> bool:
+    if operator == "$eq":
+        return bool(value == operand)
+    if operator == "$ne":
+        return bool(value != operand)
+    try:
+        a, b = float(value), float(operand)
+    except (TypeError, ValueError):
+        return False
+    return {"$gt": a > b, "$gte": a >= b, "$lt": a < b, "$lte": a <= b}[operator]
+
+
+def _list_namespaces(batch: _Batch, op: dict[str, Any]) -> list[list[str]]:
+    prefix, suffix, max_depth = op["prefix"], op["suffix"], op["max_depth"]
+    literal: list[str] = []
+    for label in prefix or []:
+        if label == "*":
+            break
+        literal.append(label)
+    paths = _prefix_range(_live(batch.workspace, batch.now), literal) \
+        .order_by().values_list("path", flat=True).distinct()
+    found: set[tuple[str, ...]] = set()
+    for path in paths:
+        labels = path_labels(path)
+        if prefix and not _labels_match(labels[:len(prefix)], prefix):
+            continue
+        if suffix and (len(labels) < len(suffix) or not _labels_match(labels[-len(suffix):], suffix)):
+            continue
+        found.add(tuple(labels[:max_depth] if max_depth else labels))
+    ordered = sorted(found)
+    return [list(ns) for ns in ordered[op["offset"]:op["offset"] + op["limit"]]]
+
+
+def _labels_match(labels: list[str], pattern: list[str]) -> bool:
+    return len(labels) == len(pattern) and all(
+        p in ("*", label) for label, p in zip(labels, pattern, strict=True))
+
+
+_RUN: dict[str, Any] = {"get": _get, "put": _put, "move": _move, "search": _search,
+                        "list_namespaces": _list_namespaces}
+
+
+# --- indexed text ----------------------------------------------------------------------------
+
+def indexed_text(value: dict[str, Any], fields: list[str] | None) -> str:
+    """The words recall by words reads (lowercased): the texts at the index's field paths,
+    or every string of the value by default; "" when not indexed."""
+    if fields == []:
+        return ""
+    texts = field_texts(value, fields)
+    return "\n".join(t for _, t in texts).lower()
+
+
+def field_texts(value: Any, fields: list[str] | None) -> list[tuple[str, str]]:
+    """(field path, text) for each index field (LangGraph's paths: "a.b", "a[0]", "a[*].b",
+    "$" for the whole value); the default is the whole value."""
+    out: list[tuple[str, str]] = []
+    for field in fields or ["$"]:
+        for found in _at_path(value, field):
+            out.append((field, found if isinstance(found, str) else
+                        json.dumps(found, ensure_ascii=False, sort_keys=True)))
+    return out
+
+
+_STEP = re.compile(r"([^.\[\]]+)|\[(\*|-?\d+)\]")
+
+
+def _at_path(value: Any, path: str) -> list[Any]:
+    if path in ("$", ""):
+        return _strings(value)
+    current = [value]
+    for name, index in _STEP.findall(path):
+        nxt: list[Any] = []
+        for node in current:
+            if name:
+                if isinstance(node, dict) and name in node:
+                    nxt.append(node[name])
+            elif isinstance(node, list):
+                if index == "*":
+                    nxt.extend(node)
+                elif -len(node) <= int(index) < len(node):
+                    nxt.append(node[int(index)])
+        current = nxt
+    return [v for v in current if v is not None]
+
+
+def _strings(value: Any) -> list[Any]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return [] if value is None else [value]
+
+
+# --- embeddings, expiry, a person's restore ----------------------------------------------------
+
+def store_items_embed(*, item_pks: list[int]) -> int:
+    """Embed the indexed texts of items that have no vectors (the deployment's embedder; a worker
+    runs it). Returns how many items got vectors."""
+    done = 0
+    for item in StoreItem.objects.filter(pk__in=item_pks, deleted_at__isnull=True, vectors__isnull=True):
+        if item.value is None or item.index_fields == []:
+            continue
+        texts = field_texts(item.value, item.index_fields)
+        if not texts:
+            continue
+        vecs = embeddings.embed([t for _, t in texts])
+        with transaction.atomic():
+            current = StoreItem.objects.select_for_update().filter(pk=item.pk, version=item.version).first()
+            if current is None:
+                continue  # changed meanwhile: its own put queued it again
+            best: dict[str, list[float]] = {}
+            for (field, _), vec in zip(texts, vecs, strict=True):
+                best.setdefault(field, vec)  # the first text of a field path (as one vector a field)
+            StoreVector.objects.bulk_create([
+                StoreVector(item=current, field=field, dims=len(vec), data=vectors.pack(vec))
+                for field, vec in best.items()])
+            done += 1
+    return done
+
+
+def store_expire(*, now: datetime | None = None, batch_size: int = 500) -> int:
+    """Turn items past their TTL into deleted versions (undoable); beat runs it."""
+    now = now or timezone.now()
+    count = 0
+    actor = Actor.system("ttl")
+    while True:
+        with transaction.atomic():
+            items = list(StoreItem.objects.select_for_update(skip_locked=True).filter(
+                deleted_at__isnull=True, expires_at__lte=now).select_related("workspace")[:batch_size])
+            for item in items:
+                batch = _Batch(item.workspace, actor, now, [])
+                StoreVector.objects.filter(item=item).delete()
+                _write(batch, item, item.namespace, item.key, value=None, index=None, ttl=None,
+                       action=Action.EXPIRE)
+        count += len(items)
+        if len(items) < batch_size:
+            return count
+
+
+def store_versions_prune(*, workspace: Workspace, cutoff: datetime) -> int:
+    """Retention: versions older than `cutoff` that are not an item's current one, and items
+    deleted before it (with their versions)."""
+    gone, _ = StoreItem.objects.filter(workspace=workspace, deleted_at__lt=cutoff).delete()
+    old = StoreItemVersion.objects.filter(item__workspace=workspace, created_at__lt=cutoff) \
+        .exclude(version=F("item__version"))
+    pruned, _ = old.delete()
+    return gone + pruned
+
+
+def store_item_undo(*, item: StoreItem, actor: Actor) -> StoreItem:
+    """Undo the item's latest change, as its next version: a move is moved back (when the old
+    key is free), anything else makes the item what it was before (the first put: deleted)."""
+    return _restore(item=item, version=None, actor=actor)
+
+
+def store_item_restore(*, item: StoreItem, version: int, actor: Actor) -> StoreItem:
+    """Make the item what it was at `version` (a deletion: deleted), as its next version."""
+    return _restore(item=item, version=version, actor=actor)
+
+
+def _restore(*, item: StoreItem, version: int | None, actor: Actor) -> StoreItem:
+    now = timezone.now()
+    batch = _Batch(item.workspace, actor, now, [])
+    use_workspace(item.workspace)
+    with transaction.atomic():
+        item = StoreItem.objects.select_for_update().select_related("workspace").get(pk=item.pk)
+        namespace = item.namespace
+        value: dict[str, Any] | None = None
+        if version is None:
+            latest = StoreItemVersion.objects.get(item=item, version=item.version)
+            if latest.action in (Action.MOVE_IN, Action.MOVE_OUT):
+                return _undo_move(batch, item, latest, namespace)
+            version = item.version - 1
+            if version:
+                value = StoreItemVersion.objects.get(item=item, version=version).value
+        else:
+            target = StoreItemVersion.objects.filter(item=item, version=version).first()
+            if target is None or version >= item.version:
+                raise NotFound("no earlier version with that number.")
+            value = target.value
+        if value is None:
+            if not _is_live(item, now):
+                return item
+            StoreVector.objects.filter(item=item).delete()
+        restored = _write(batch, item, namespace, item.key, value=value, index=item.index_fields,
+                          ttl=None, action=Action.RESTORE, restored=version or None)
+        if value is not None:
+            _set_vectors(batch, restored, None)
+            if batch.embed and embeddings.configured():
+                transaction.on_commit(lambda: publish_after_commit(send_embed, [restored.pk]))
+        return restored
+
+
+def _undo_move(batch: _Batch, item: StoreItem, latest: StoreItemVersion,
+               namespace: list[str]) -> StoreItem:
+    other = StoreItem.objects.select_for_update().filter(
+        workspace=item.workspace, path=item.path, key=latest.other_key).first()
+    if latest.action == Action.MOVE_IN:
+        if not _is_live(item, batch.now) or _is_live(other, batch.now):
+            raise Conflict(f"the key {latest.other_key!r} is taken again; restore a version instead.")
+        _move_item(batch, item, other, namespace, latest.other_key)
+        return StoreItem.objects.get(pk=item.pk)
+    if other is None or not _is_live(other, batch.now) or _is_live(item, batch.now):
+        raise Conflict(f"{latest.other_key!r} changed since the move; restore a version instead.")
+    _move_item(batch, other, item, namespace, item.key)
+    return StoreItem.objects.get(pk=item.pk)

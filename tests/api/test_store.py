@@ -1,0 +1,192 @@
+"""POST /api/v1/store/batch/: the long-term store's ops, one transaction, per workspace."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from contextstore.models import StoreItem, StoreItemVersion
+from contextstore.services.store import store_expire, store_item_restore, store_item_undo
+
+URL = "/api/v1/store/batch/"
+
+
+def batch(client, *ops, status=200):
+    response = client.post(URL, {"ops": list(ops)}, format="json")
+    assert response.status_code == status, response.content
+    return response.json()["results"] if status == 200 else response.json()["error"]
+
+
+def put(namespace, key, value, **more):
+    return {"op": "put", "namespace": namespace, "key": key, "value": value, **more}
+
+
+def get(namespace, key, **more):
+    return {"op": "get", "namespace": namespace, "key": key, **more}
+
+
+def test_a_put_is_read_back_with_its_version_and_another_workspace_sees_nothing(api_client, other_client):
+    results = batch(api_client, put(["memories", "ann"], "notes/diet.md", {"content": "vegetarian"}),
+                    get(["memories", "ann"], "notes/diet.md"))
+    assert results[0] is None
+    item = results[1]
+    assert (item["namespace"], item["key"], item["value"], item["version"], item["expires_at"]) == (
+        ["memories", "ann"], "notes/diet.md", {"content": "vegetarian"}, 1, None)
+    assert item["created_at"] == item["updated_at"]
+    assert batch(other_client, get(["memories", "ann"], "notes/diet.md"),
+                 {"op": "search", "namespace_prefix": []},
+                 {"op": "list_namespaces"}) == [None, [], []]
+
+
+def test_every_put_delete_and_move_is_a_version(api_client):
+    ns = ["a", "b"]
+    batch(api_client, put(ns, "k", {"n": 1}), put(ns, "k", {"n": 2}), put(ns, "k", None),
+          put(ns, "k", None), put(ns, "k", {"n": 3}))
+    moved = batch(api_client, {"op": "move", "namespace": ns, "key": "k", "new_key": "k2"})[0]
+    assert (moved["key"], moved["value"], moved["version"]) == ("k2", {"n": 3}, 1)
+    source = StoreItem.objects.get(key="k")
+    assert [(v.version, v.action, v.value) for v in source.versions.order_by("version")] == [
+        (1, "put", {"n": 1}), (2, "put", {"n": 2}), (3, "delete", None), (4, "put", {"n": 3}),
+        (5, "move_out", None)]
+    assert batch(api_client, get(ns, "k"), get(ns, "k2"))[0] is None
+
+
+def test_a_move_onto_a_taken_key_is_a_409_and_the_batch_changes_nothing(api_client):
+    ns = ["x"]
+    batch(api_client, put(ns, "a", {"v": 1}), put(ns, "b", {"v": 2}))
+    error = batch(api_client, put(ns, "c", {"v": 3}),
+                  {"op": "move", "namespace": ns, "key": "a", "new_key": "b"}, status=409)
+    assert error["code"] == "conflict"
+    assert batch(api_client, get(ns, "c")) == [None]
+    assert batch(api_client, {"op": "move", "namespace": ns, "key": "nope", "new_key": "z"}) == [None]
+
+
+@pytest.mark.parametrize(("op", "field"), [
+    ({"op": "get", "namespace": [], "key": "k"}, "namespace"),
+    ({"op": "get", "namespace": ["a", ""], "key": "k"}, "namespace"),
+    ({"op": "get", "namespace": ["a\x1fb"], "key": "k"}, "namespace"),
+    ({"op": "get", "namespace": ["a"], "key": ""}, "key"),
+    ({"op": "put", "namespace": ["a"], "key": "k"}, "value"),
+    ({"op": "put", "namespace": ["a"], "key": "k", "value": [1]}, "value"),
+    ({"op": "put", "namespace": ["a"], "key": "k", "value": {}, "ttl": -1}, "ttl"),
+    ({"op": "put", "namespace": ["a"], "key": "k", "value": {}, "vectors": {"$": ["x"]}}, "vectors"),
+    ({"op": "search", "namespace_prefix": ["a"], "filter": {"n": {"$regex": "x"}}}, "filter"),
+    ({"op": "search", "namespace_prefix": ["a"], "limit": -1}, "limit"),
+    ({"op": "list_namespaces", "max_depth": 0}, "max_depth"),
+    ({"op": "drop"}, "op"),
+    ({"op": "get", "namespace": ["a"], "key": "k", "extra": 1}, "extra"),
+])
+def test_a_bad_op_is_a_400_naming_it_and_nothing_changes(api_client, op, field):
+    error = batch(api_client, put(["a"], "first", {"v": 1}), op, status=400)
+    assert error["details"]["ops"]["1"].keys() == {field}, error
+    assert not StoreItem.objects.exists()
+
+
+def test_a_read_token_may_read_but_not_write(read_client):
+    assert batch(read_client, get(["a"], "k")) == [None]
+    assert read_client.post(URL, {"ops": [put(["a"], "k", {})]}, format="json").status_code == 403
+
+
+def test_search_filters_pages_and_recalls_by_words(api_client):
+    ns = ["docs", "ann"]
+    batch(api_client, *[put(ns, f"k{i}", {"rank": i, "kind": "even" if i % 2 == 0 else "odd",
+                                          "text": f"note {i} about cats" if i < 3 else f"note {i}"})
+                        for i in range(6)], put(["docs", "bob"], "k", {"rank": 9, "text": "cats"}))
+    found = batch(api_client, {"op": "search", "namespace_prefix": ns,
+                               "filter": {"kind": "even", "rank": {"$gte": 2}}})[0]
+    assert [i["key"] for i in found] == ["k4", "k2"]  # newest first
+    page = batch(api_client, {"op": "search", "namespace_prefix": ["docs"], "limit": 2, "offset": 1})[0]
+    assert [i["key"] for i in page] == ["k5", "k4"]
+    words = batch(api_client, {"op": "search", "namespace_prefix": ns, "query": "Cats dogs"})[0]
+    assert {i["key"] for i in words} == {"k0", "k1", "k2"} and {i["score"] for i in words} == {0.5}
+    assert batch(api_client, {"op": "search", "namespace_prefix": ["doc"]})[0] == []
+
+
+def test_search_by_vectors_ranks_by_cosine(api_client):
+    ns = ["v"]
+    batch(api_client, put(ns, "x", {"t": "x"}, vectors={"t": [1, 0, 0]}),
+          put(ns, "y", {"t": "y"}, vectors={"t": [0, 1, 0]}),
+          put(ns, "xy", {"t": "xy"}, vectors={"t": [1, 1, 0]}), put(ns, "plain", {"t": "p"}, index=False))
+    found = batch(api_client, {"op": "search", "namespace_prefix": ns, "query_vector": [1, 0.1, 0]})[0]
+    assert [i["key"] for i in found] == ["x", "xy", "y", "plain"]
+    assert found[0]["score"] == pytest.approx(0.995, abs=1e-3) and found[-1]["score"] is None
+
+
+def test_list_namespaces_with_prefix_suffix_wildcards_and_depth(api_client):
+    for ns in (["a", "b", "c"], ["a", "b", "d"], ["a", "e", "c"], ["f", "b", "c"]):
+        batch(api_client, put(ns, "k", {}))
+    listed = lambda **kw: batch(api_client, {"op": "list_namespaces", **kw})[0]  # noqa: E731
+    assert listed() == [["a", "b", "c"], ["a", "b", "d"], ["a", "e", "c"], ["f", "b", "c"]]
+    assert listed(prefix=["a", "b"]) == [["a", "b", "c"], ["a", "b", "d"]]
+    assert listed(suffix=["c"], prefix=["a"]) == [["a", "b", "c"], ["a", "e", "c"]]
+    assert listed(prefix=["*", "b"]) == [["a", "b", "c"], ["a", "b", "d"], ["f", "b", "c"]]
+    assert listed(max_depth=2) == [["a", "b"], ["a", "e"], ["f", "b"]]
+    assert listed(max_depth=1, limit=1, offset=1) == [["f"]]
+    batch(api_client, put(["a", "b", "d"], "k", None))
+    assert listed(prefix=["a", "b"]) == [["a", "b", "c"]]
+
+
+def test_ttl_hides_refreshes_and_expires(api_client, workspace):
+    ns = ["t"]
+    batch(api_client, put(ns, "k", {"v": 1}, ttl=1.0))
+    item = StoreItem.objects.get()
+    first = item.expires_at
+    assert first is not None
+    StoreItem.objects.filter(pk=item.pk).update(expires_at=timezone.now() + timedelta(seconds=5))
+    assert batch(api_client, get(ns, "k", refresh_ttl=False))[0] is not None
+    batch(api_client, get(ns, "k"))
+    assert StoreItem.objects.get().expires_at > timezone.now() + timedelta(seconds=50)
+    StoreItem.objects.filter(pk=item.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert batch(api_client, get(ns, "k"), {"op": "search", "namespace_prefix": []}) == [None, []]
+    assert store_expire() == 1
+    assert StoreItem.objects.get().versions.order_by("-version").first().action == "expire"
+
+
+def test_a_person_restores_a_version_and_undoes_a_move(api_client, actor):
+    ns = ["m"]
+    batch(api_client, put(ns, "k", {"v": 1}), put(ns, "k", {"v": 2}))
+    item = StoreItem.objects.get()
+    store_item_restore(item=item, version=1, actor=actor)
+    assert batch(api_client, get(ns, "k"))[0]["value"] == {"v": 1}
+    batch(api_client, {"op": "move", "namespace": ns, "key": "k", "new_key": "k2"})
+    store_item_undo(item=StoreItem.objects.get(key="k2"), actor=actor)
+    back, gone = batch(api_client, get(ns, "k"), get(ns, "k2"))
+    assert (back["value"], gone) == ({"v": 1}, None)
+    assert StoreItemVersion.objects.filter(item__key="k2").count() == 2
+    store_item_undo(item=StoreItem.objects.get(key="k"), actor=actor)  # the move back, undone
+    assert batch(api_client, get(ns, "k2"))[0]["value"] == {"v": 1}
+    batch(api_client, put(["first"], "k", {"v": 1}))
+    store_item_undo(item=StoreItem.objects.get(path="\x1ffirst\x1f"), actor=actor)
+    assert batch(api_client, get(["first"], "k")) == [None]
+
+
+def test_a_secret_in_a_value_is_redacted_before_it_is_stored(api_client):
+    secret = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0"
+    batch(api_client, put(["r"], "k", {"note": f"key {secret}"}))
+    assert secret not in str(batch(api_client, get(["r"], "k"))[0]["value"])
+    assert secret not in str(StoreItemVersion.objects.get().value)
+
+
+def test_erasing_a_person_takes_the_items_naming_them_and_nothing_else(api_client, workspace, actor):
+    from contextstore.services.erasure import user_erase
+
+    batch(api_client, put(["memories", "ann"], "a", {"v": 1}), put(["memories", "ann"], "a", {"v": 2}),
+          put(["adk_memory", "app", "ann"], "s/e", {"text": "hi"}, vectors={"text": [1.0, 0.0]}),
+          put(["memories", "Ann"], "a", {"v": 1}), put(["memories", "annie"], "a", {"v": 1}))
+    counts = user_erase(workspace=workspace, user_id="ann", actor=actor)["counts"]
+    assert (counts["store_items"], counts["store_item_versions"], counts["store_vectors"]) == (2, 3, 1)
+    assert batch(api_client, {"op": "list_namespaces"})[0] == [["memories", "Ann"], ["memories", "annie"]]
+
+
+def test_retention_prunes_old_versions_and_long_deleted_items(api_client, workspace):
+    from contextstore.services.retention import retention_run
+
+    batch(api_client, put(["r"], "kept", {"v": 1}), put(["r"], "kept", {"v": 2}),
+          put(["r"], "gone", {"v": 1}), put(["r"], "gone", None))
+    StoreItemVersion.objects.update(created_at=timezone.now() - timedelta(days=40))
+    StoreItem.objects.filter(key="gone").update(deleted_at=timezone.now() - timedelta(days=40))
+    workspace.retention_event_days = 30
+    workspace.save()
+    retention_run()
+    assert [(v.item.key, v.version) for v in StoreItemVersion.objects.all()] == [("kept", 2)]
+    assert batch(api_client, get(["r"], "kept"))[0]["value"] == {"v": 2}
