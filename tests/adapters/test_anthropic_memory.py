@@ -150,14 +150,22 @@ def test_files_are_per_user_durable_and_items_of_the_store(store, live_server, t
     assert ada.call(view("/memories/notes/todo.md")).endswith("1\tbuy oat milk\n     2\t")
 
 
-def test_a_rename_moves_the_items_with_their_history(store):
+def test_every_change_is_a_version_and_a_rename_is_a_move(store):
+    from contextstore.models import StoreItem
+
     tool = ContextStoreMemoryTool(store, user_id="ada")
     tool.call(create("/memories/a/one.md", "1"))
     tool.call(str_replace("/memories/a/one.md", "1", "2"))
     tool.call(rename("/memories/a", "/memories/b"))
-    moved = store.store_get(memory_namespace("ada"), "b/one.md")
-    assert moved["value"] == {"content": "2"} and moved["version"] >= 3
+    assert store.store_get(memory_namespace("ada"), "b/one.md")["value"] == {"content": "2"}
     assert store.store_get(memory_namespace("ada"), "a/one.md") is None
+    versions = {item.key: [(v.action, v.value, v.other_key) for v in item.versions.all()]
+                for item in StoreItem.objects.filter(key__in=["a/one.md", "b/one.md", "a/"])}
+    assert versions == {
+        "a/one.md": [("put", {"content": "1"}, ""), ("put", {"content": "2"}, ""),
+                     ("move_out", None, "b/one.md")],
+        "b/one.md": [("move_in", {"content": "2"}, "a/one.md")],
+    }
 
 
 def test_it_refuses_an_empty_user_id(store):
