@@ -275,4 +275,10 @@ async def test_timings_against_in_memory(service):
             figures[f"{name} @{size}"] = {
                 "add_session_to_memory(10 events) ms": 1000 * sorted(adds)[len(adds) // 2],
                 "search_memory ms": 1000 * sorted(searches)[2]}
+        floor = []
+        for _ in range(5):  # one request of the store: what a round trip costs on this server now
+            start = time.perf_counter()
+            await service._batch([{"op": "get", "namespace": ["floor"], "key": "missing"}])
+            floor.append(1000 * (time.perf_counter() - start))
+        figures[f"contextstore @{size}"]["one store request ms"] = sorted(floor)[2]
     print("ADK_MEMORY_TIMINGS " + json.dumps(figures))

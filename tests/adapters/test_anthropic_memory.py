@@ -204,6 +204,12 @@ def test_timings_against_the_local_tool(store, tmp_path, capsys):
                     assert outcome_[0] == "ok", (label, outcome_)
             figures[f"{name} @{size}"] = {label: round(statistics.median(ms), 3)
                                           for label, ms in runs.items()}
+        floor = []
+        for _ in range(5):  # one request of the store: what a round trip costs on this server now
+            start = time.perf_counter()
+            store.store_get(["floor"], "missing")
+            floor.append(1000 * (time.perf_counter() - start))
+        figures[f"contextstore @{size}"]["one store request"] = round(statistics.median(floor), 3)
     with capsys.disabled():
         print("\nMEMORY_TOOL_TIMINGS " + json.dumps(figures))
 

@@ -29,4 +29,5 @@ def test_adks_memory_service_checks_pass_against_contextstore(live_server, trans
     assert "36 passed, 2 skipped" in output, output[-3000:]
     [line] = [line for line in output.splitlines() if "ADK_MEMORY_TIMINGS " in line]
     figures = json.loads(line.split("ADK_MEMORY_TIMINGS ", 1)[1])
+    print("\n" + line)  # for docs/performance.md (pytest -s)
     assert set(figures) == {"in_memory @20", "contextstore @20", "in_memory @200", "contextstore @200"}
