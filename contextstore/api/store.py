@@ -28,7 +28,7 @@ OPS_HELP = """Each op is one of:
   [numbers], "limit": 10, "offset": 0, "refresh_ttl": true}` -> items, each with `score`;
 - `{"op": "list_namespaces", "prefix": [...], "suffix": [...], "max_depth": int, "limit": 100,
   "offset": 0}` -> namespaces (lists of labels; "*" in prefix or suffix matches any label).
-A namespace is a non-empty list of labels (non-empty strings without control characters)."""
+A namespace is a non-empty list of labels (non-empty strings without U+0000 or U+001F)."""
 
 
 class StoreBatchInSerializer(serializers.Serializer):

@@ -2,8 +2,8 @@
 
 One store stands behind every long-term-memory contract (LangGraph's BaseStore, Anthropic's
 memory tool files, ADK's memory service; services/store.py). A namespace is a list of labels,
-kept as one `path` string, "\\x1f" + "\\x1f".join(labels) + "\\x1f" (labels hold no control
-characters, so the separator is unambiguous): a namespace prefix is a string prefix, a range
+kept as one `path` string, "\\x1f" + "\\x1f".join(labels) + "\\x1f" (labels cannot hold U+001F,
+so the separator is unambiguous): a namespace prefix is a string prefix, a range
 scan of the (workspace, path, key) index on both databases (the column compares bytewise: the
 "C" collation on PostgreSQL, SQLite's default BINARY); a suffix is a string suffix and a label
 anywhere is a substring (erasure).

@@ -59,7 +59,8 @@ class _Bad(Exception):
         self.field, self.message = field, message
 
 
-def _labels(value: Any, field: str, *, empty: bool, wildcard: bool = False) -> list[str]:
+def _labels(value: Any, field: str, *, empty: bool) -> list[str]:
+    # "*" is a label like any other; only list_namespaces reads it as a wildcard
     if not isinstance(value, list) or (not value and not empty):
         raise _Bad(field, "must be a non-empty list of strings" if not empty else "must be a list of strings")
     for label in value:
@@ -67,10 +68,8 @@ def _labels(value: Any, field: str, *, empty: bool, wildcard: bool = False) -> l
             raise _Bad(field, "labels must be non-empty strings")
         if len(label) > LABEL_MAX:
             raise _Bad(field, f"labels are at most {LABEL_MAX} characters")
-        if any(ord(c) < 0x20 for c in label):
-            raise _Bad(field, "labels cannot hold control characters")
-        if label == "*" and not wildcard:
-            pass  # a label named "*" is a label; only list_namespaces reads it as a wildcard
+        if "\x00" in label or SEPARATOR in label:
+            raise _Bad(field, "labels cannot hold U+0000 or U+001F")
     if len(namespace_path(value)) > PATH_MAX:
         raise _Bad(field, f"the namespace is longer than {PATH_MAX} characters")
     return list(value)
@@ -171,7 +170,7 @@ def _check(i: int, op: Any) -> dict[str, Any]:
         elif kind == "list_namespaces":
             for field in ("prefix", "suffix"):
                 value = op.get(field)
-                out[field] = None if value is None else _labels(value, field, empty=True, wildcard=True)
+                out[field] = None if value is None else _labels(value, field, empty=True)
             out["max_depth"] = _int(op, "max_depth", None, minimum=1)
             out["limit"] = _int(op, "limit", 100, minimum=0, maximum=LIMIT_MAX)
             out["offset"] = _int(op, "offset", 0, minimum=0)
@@ -617,6 +616,26 @@ def store_versions_prune(*, workspace: Workspace, cutoff: datetime) -> int:
         .exclude(version=F("item__version"))
     pruned, _ = old.delete()
     return gone + pruned
+
+
+def store_item_edit(*, item: StoreItem, value: Any, actor: Actor) -> StoreItem:
+    """A person's edit of an item's value (the dashboard), as its next version; it keeps the
+    item's index fields and TTL. Vectors the client sent are dropped (they described the old
+    value): the deployment's embedder, if any, embeds the new one."""
+    if not isinstance(value, dict):
+        raise InvalidInput("The value must be a JSON object.", details={"value": "must be an object"})
+    [value] = redact_each(use_workspace(item.workspace), [value])
+    batch = _Batch(item.workspace, actor, timezone.now(), [])
+    with transaction.atomic():
+        item = StoreItem.objects.select_for_update().select_related("workspace").get(pk=item.pk)
+        if not _is_live(item, batch.now):
+            raise Conflict("This item is deleted: restore a version first.")
+        edited = _write(batch, item, item.namespace, item.key, value=value, index=item.index_fields,
+                        ttl=item.ttl_minutes, action=Action.PUT)
+        _set_vectors(batch, edited, None)
+        if batch.embed and embeddings.configured():
+            transaction.on_commit(lambda: publish_after_commit(send_embed, [edited.pk]))
+    return edited
 
 
 def store_item_undo(*, item: StoreItem, actor: Actor) -> StoreItem:

@@ -65,6 +65,7 @@ def test_a_move_onto_a_taken_key_is_a_409_and_the_batch_changes_nothing(api_clie
     ({"op": "get", "namespace": [], "key": "k"}, "namespace"),
     ({"op": "get", "namespace": ["a", ""], "key": "k"}, "namespace"),
     ({"op": "get", "namespace": ["a\x1fb"], "key": "k"}, "namespace"),
+    ({"op": "get", "namespace": ["a\x00"], "key": "k"}, "namespace"),
     ({"op": "get", "namespace": ["a"], "key": ""}, "key"),
     ({"op": "put", "namespace": ["a"], "key": "k"}, "value"),
     ({"op": "put", "namespace": ["a"], "key": "k", "value": [1]}, "value"),

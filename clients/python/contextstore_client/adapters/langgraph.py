@@ -1,4 +1,5 @@
-"""LangGraph: a checkpointer kept in contextstore (langgraph 1.2.22, langgraph-checkpoint 4.3.2).
+"""LangGraph: a checkpointer kept in contextstore (langgraph 1.2.22, langgraph-checkpoint 4.3.2);
+its long-term store, ContextStoreStore, is in langgraph_store.py (imported here).
 
     from contextstore_client.adapters.langgraph import ContextStoreSaver
 
@@ -88,6 +89,7 @@ from contextstore_client import (
     NotFound,
     PayloadTooLarge,
 )
+from contextstore_client.adapters.langgraph_store import ContextStoreStore
 
 APP = "langgraph"
 # commit_agent_session's (app, user_id, key), as the sync and async methods pass it on
@@ -114,7 +116,7 @@ ROLE_TYPES = {"user": "Message", "human": "Message", "system": "Message", "devel
               "assistant": "LLMOutput", "ai": "LLMOutput", "tool": "ToolResult", "function": "ToolResult"}
 ROLES = {"human": "user", "ai": "assistant", "function": "tool"}
 
-__all__ = ["ContextStoreSaver", "make_test_saver", "message_event"]
+__all__ = ["ContextStoreSaver", "ContextStoreStore", "make_test_saver", "message_event"]
 
 
 def _thread_name(checkpoint_ns: str) -> str:
