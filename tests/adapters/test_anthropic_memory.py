@@ -253,3 +253,24 @@ def test_the_sdks_tool_runner_drives_it(store):
         "Path /memories/../secrets would escape /memories directory"]
     assert [r.get("is_error", False) for r in results] == [False, False, True]
     assert store.store_get(memory_namespace("ada"), "prefs.md")["value"] == {"content": "coffee: black\n"}
+
+
+def test_a_person_reads_edits_and_undoes_a_users_memory_files_in_the_dashboard(store, workspace):
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    from contextstore.models import Membership, StoreItem
+
+    tool = ContextStoreMemoryTool(store, user_id="ada")
+    tool.call(create("/memories/prefs/coffee.md", "<b>black</b>\n"))
+    person = get_user_model().objects.create_user("eddie", password="pw-for-tests-123")
+    Membership.objects.create(workspace=workspace, user=person, role=Membership.Role.EDITOR)
+    browser = Client()
+    browser.force_login(person)
+    item = StoreItem.objects.get(key="prefs/coffee.md")
+    listing = browser.get("/store/?ns=memories&ns=ada").content.decode()  # that user's memories
+    assert f"/store/items/{item.pk}/" in listing and "<b>black" not in listing
+    browser.post(f"/store/items/{item.pk}/edit/", {"value": '{"content": "oat latte\\n"}'})
+    assert tool.call(view("/memories/prefs/coffee.md")).endswith("1\toat latte\n     2\t")
+    browser.post(f"/store/items/{item.pk}/undo/")
+    assert tool.call(view("/memories/prefs/coffee.md")).endswith("1\t<b>black</b>\n     2\t")
