@@ -274,3 +274,15 @@ def test_a_person_reads_edits_and_undoes_a_users_memory_files_in_the_dashboard(s
     assert tool.call(view("/memories/prefs/coffee.md")).endswith("1\toat latte\n     2\t")
     browser.post(f"/store/items/{item.pk}/undo/")
     assert tool.call(view("/memories/prefs/coffee.md")).endswith("1\t<b>black</b>\n     2\t")
+
+
+def test_erasing_a_user_erases_their_memory_files(store, workspace):
+    from contextstore.services.common import Actor
+    from contextstore.services.erasure import user_erase
+
+    ada, bob = (ContextStoreMemoryTool(store, user_id=u) for u in ("ada", "bob"))
+    ada.call(create("/memories/a.md", "ada's"))
+    bob.call(create("/memories/b.md", "bob's"))
+    user_erase(workspace=workspace, user_id="ada", actor=Actor.system("test"))
+    assert ada.call(view("/memories")).endswith("4K\t/memories")
+    assert bob.call(view("/memories")).endswith("5B\t/memories/b.md")
