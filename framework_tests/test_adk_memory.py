@@ -282,3 +282,17 @@ async def test_timings_against_in_memory(service):
             floor.append(1000 * (time.perf_counter() - start))
         figures[f"contextstore @{size}"]["one store request ms"] = sorted(floor)[2]
     print("ADK_MEMORY_TIMINGS " + json.dumps(figures))
+
+
+async def test_by_meaning_asks_the_stores_recall(service):
+    """by_meaning=True: the store's recall (by meaning with an embedder; this server has none, so
+    by words) ranks the memories; sessions' marks and deletions never come back as memories."""
+    if isinstance(service, InMemoryMemoryService):
+        pytest.skip("a contextstore option")
+    service.by_meaning = True
+    await service.add_session_to_memory(SESSION_1)
+    await service.add_session_to_memory(SESSION_NO_EVENTS)
+    await service.delete_memory(app_name=APP, user_id=USER, memory_id="event-1c")
+    found = await service.search_memory(app_name=APP, user_id=USER, query="great toolkit session")
+    assert [(m.id, m.author, m.content.parts[0].text) for m in found.memories] == [
+        ("event-1a", "user", "The ADK is a great toolkit.")]
