@@ -565,23 +565,27 @@ def _strings(value: Any) -> list[Any]:
 # --- embeddings, expiry, a person's restore ----------------------------------------------------
 
 def store_items_embed(*, item_pks: list[int]) -> int:
-    """Embed the indexed texts of items that have no vectors (the deployment's embedder; a worker
-    runs it). Returns how many items got vectors."""
-    done = 0
+    """Embed the indexed texts of items that have no vectors, in one call to the deployment's
+    embedder (a worker runs it). Returns how many items got vectors."""
+    todo: list[tuple[StoreItem, list[tuple[str, str]]]] = []
     for item in StoreItem.objects.filter(pk__in=item_pks, deleted_at__isnull=True, vectors__isnull=True):
-        if item.value is None or item.index_fields == []:
-            continue
-        texts = field_texts(item.value, item.index_fields)
-        if not texts:
-            continue
-        vecs = embeddings.embed([t for _, t in texts])
-        with transaction.atomic():
+        if item.value is not None and item.index_fields != []:
+            texts = field_texts(item.value, item.index_fields)
+            if texts:
+                todo.append((item, texts))
+    if not todo:
+        return 0
+    vecs = iter(embeddings.embed([t for _, texts in todo for _, t in texts]))
+    done = 0
+    with transaction.atomic():
+        for item, texts in todo:
+            fields = [(field, next(vecs)) for field, _ in texts]
             current = StoreItem.objects.select_for_update().filter(pk=item.pk, version=item.version).first()
             if current is None:
                 continue  # changed meanwhile: its own put queued it again
             best: dict[str, list[float]] = {}
-            for (field, _), vec in zip(texts, vecs, strict=True):
-                best.setdefault(field, vec)  # the first text of a field path (as one vector a field)
+            for i, (field, vec) in enumerate(fields):
+                best[field if field not in best else f"{field}#{i}"] = vec
             StoreVector.objects.bulk_create([
                 StoreVector(item=current, field=field, dims=len(vec), data=vectors.pack(vec))
                 for field, vec in best.items()])

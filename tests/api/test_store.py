@@ -191,3 +191,60 @@ def test_retention_prunes_old_versions_and_long_deleted_items(api_client, worksp
     retention_run()
     assert [(v.item.key, v.version) for v in StoreItemVersion.objects.all()] == [("kept", 2)]
     assert batch(api_client, get(["r"], "kept"))[0]["value"] == {"v": 2}
+
+
+@pytest.fixture
+def embedder(settings):
+    """A local OpenAI-compatible embeddings endpoint: a text's vector counts its vowels."""
+    import json as jsonlib
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    seen = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - http.server's name
+            body = jsonlib.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen.append((self.path, body["model"], self.headers.get("Authorization"), body["input"]))
+            data = [{"index": i, "embedding": [t.count(v) + 0.01 for v in "aeiou"]}
+                    for i, t in enumerate(body["input"])]
+            out = jsonlib.dumps({"data": data}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    settings.STORE_EMBEDDINGS_URL = f"http://127.0.0.1:{server.server_port}/v1"
+    settings.STORE_EMBEDDINGS_MODEL = "fake-embed"
+    settings.STORE_EMBEDDINGS_API_KEY = "k-1"
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    yield seen
+    server.shutdown()
+
+
+def test_the_deployments_embedder_embeds_puts_in_the_worker_and_queries_in_search(
+        api_client, embedder, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        batch(api_client, put(["e"], "a", {"text": "aaaa"}, index=["text"]),
+              put(["e"], "o", {"text": "oooo"}, index=["text"]),
+              put(["e"], "plain", {"text": "aaaa"}, index=False))
+    assert embedder[0][:3] == ("/v1/embeddings", "fake-embed", "Bearer k-1")
+    assert sorted(embedder[0][3]) == ["aaaa", "oooo"]  # one call for the batch, not the unindexed
+    found = batch(api_client, {"op": "search", "namespace_prefix": ["e"], "query": "o"})[0]
+    assert [i["key"] for i in found] == ["o", "a", "plain"]
+    assert found[0]["score"] == pytest.approx(1.0, abs=1e-3) and found[2]["score"] is None
+    assert embedder[-1][3] == ["o"]
+
+
+def test_search_recalls_by_words_when_the_embedder_is_down(api_client, settings):
+    settings.STORE_EMBEDDINGS_URL = "http://127.0.0.1:9/v1"  # nothing listens on the discard port
+    settings.STORE_EMBEDDINGS_TIMEOUT = 0.5
+    batch(api_client, put(["d"], "k", {"text": "the cat sat"}))
+    found = batch(api_client, {"op": "search", "namespace_prefix": ["d"], "query": "cat"})[0]
+    assert [(i["key"], i["score"]) for i in found] == [("k", 1.0)]
