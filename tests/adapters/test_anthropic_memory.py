@@ -92,6 +92,8 @@ SEQUENCES = {
 
 
 def differences(commands, ours, tmp: Path) -> list:
+    if tmp.stat().st_size != 4096:  # the local tool lists a directory with its size on disk
+        pytest.skip("the temporary folder is not on a disk with ext4's 4,096-byte directories")
     local = BetaLocalFilesystemMemoryTool(str(tmp))
     root = tmp / "memories"
     return [(c, mine, theirs) for c in [*commands, view("/memories")]
