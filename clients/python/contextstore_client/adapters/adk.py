@@ -30,13 +30,22 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import unicodedata
 import uuid
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
 from google.adk.errors._stale_session_error import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.events.event import Event
+from google.adk.memory._utils import format_timestamp
+from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
+from google.adk.memory.in_memory_memory_service import (  # ADK's own word matching
+    _extract_searchable_words,
+    _extract_words_lower,
+)
+from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.sessions.base_session_service import (
     BaseSessionService,
     GetSessionConfig,
@@ -44,10 +53,12 @@ from google.adk.sessions.base_session_service import (
 )
 from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
+from google.genai import types
 
 from contextstore_client import AsyncContextStore, Conflict, ContextStore, StaleRevision
 
-__all__ = ["ContextStoreSessionService", "event_record", "event_records", "make_test_service"]
+__all__ = ["ContextStoreMemoryService", "ContextStoreSessionService", "event_record", "event_records",
+           "make_test_memory_service", "make_test_service"]
 
 # EventActions' maps that default to empty: left out of the stored copy when empty.
 EMPTY_ACTION_MAPS = ("state_delta", "artifact_delta", "requested_auth_configs",
@@ -301,5 +312,198 @@ def make_test_service(*, namespace: str | None = None) -> ContextStoreSessionSer
     random namespace (unless given); close() closes the client it made."""
     client = ContextStore(os.environ["CONTEXTSTORE_URL"], os.environ["CONTEXTSTORE_TOKEN"])
     service = ContextStoreSessionService(client, namespace=namespace or uuid.uuid4().hex)
+    service._owned = True
+    return service
+
+
+# --- the memory service ------------------------------------------------------------------------
+
+UNKNOWN_SESSION_ID = "__unknown_session_id__"  # InMemoryMemoryService's bucket for add_events
+MAX_SEARCH_RESULTS = 10
+STORE_PAGE = 10_000  # the store's largest search page
+
+
+class ContextStoreMemoryService(BaseMemoryService):
+    """ADK's BaseMemoryService over contextstore's long-term store, behaving as ADK's
+    InMemoryMemoryService (google-adk 2.13.0): sessions' events with content are memories of
+    their (app, user); add_session_to_memory replaces what a session holds, add_events_to_memory
+    appends events not held yet; search_memory scores each memory by the query words it holds
+    (ADK's own word extraction), returns at most ten, most words first, equal ones in the order
+    they were added; delete_memory removes a memory from every session, and it is never added
+    again. add_memory is not supported, as by InMemoryMemoryService.
+
+    Each memory is a store item: namespace ``["adk_memory", app_name, user_id]`` (behind
+    ``namespace`` when given), key ``"{session_id}/{event_id}"``, value ``{"content": <the
+    event's content as ADK serialises it>, "author", "timestamp", "text": <its text parts
+    joined>, "session_id", "event_id", "position"}`` (only ``text`` indexed); a session held is
+    marked by the item ``"{session_id}/"`` (so an empty session keeps its place), a deleted
+    memory by an item under ``[..., "deleted"]``. A person sees, edits and undoes them in the
+    dashboard as that user's memories.
+
+    ``by_meaning=True``: search_memory asks the store to recall by meaning (the server's
+    embedder over ``text``) and returns its ten best instead of matching words.
+
+    Requests: add_session_to_memory and add_events_to_memory two (read what the session holds,
+    write the difference in one batch), search_memory one per 10,000 memories of the user (the
+    words are matched here, as InMemoryMemoryService matches them), delete_memory two.
+    """
+
+    def __init__(self, client: ContextStore | AsyncContextStore, *, namespace: str = "",
+                 by_meaning: bool = False):
+        self.client = client
+        self.namespace = namespace
+        self.by_meaning = by_meaning
+        self._owned = False
+
+    def _ns(self, app_name: str, user_id: str) -> list[str]:
+        return ([self.namespace] if self.namespace else []) + ["adk_memory", app_name, user_id]
+
+    async def _batch(self, ops: list[dict[str, Any]]) -> list[Any]:
+        results: list[Any] = []
+        for start in range(0, len(ops), 1000):  # the store's largest batch
+            chunk = ops[start:start + 1000]
+            if isinstance(self.client, AsyncContextStore):
+                results += await self.client.store_batch(chunk)
+            else:
+                results += await asyncio.to_thread(self.client.store_batch, chunk)
+        return results
+
+    async def _held(self, ns: list[str], session_id: str,
+                    event_ids: list[str]) -> tuple[dict[str, dict[str, Any]], bool, set[str]]:
+        """What a session holds (key -> item), whether it is marked held, and which of
+        event_ids were deleted."""
+        found, *deleted = await self._batch(
+            [{"op": "search", "namespace_prefix": ns, "filter": {"session_id": session_id},
+              "limit": STORE_PAGE, "refresh_ttl": False}]
+            + [{"op": "get", "namespace": [*ns, "deleted"], "key": event_id, "refresh_ttl": False}
+               for event_id in event_ids])
+        items = {i["key"]: i for i in found if i["namespace"] == ns}
+        marked = items.pop(f"{session_id}/", None) is not None
+        return items, marked, {e for e, d in zip(event_ids, deleted, strict=True) if d is not None}
+
+    def _put(self, ns: list[str], session_id: str, event: Event, position: int) -> dict[str, Any]:
+        assert event.content is not None
+        text = " ".join(p.text for p in event.content.parts or [] if p.text)
+        value = {"content": event.content.model_dump(mode="json", exclude_none=True),
+                 "author": event.author, "timestamp": event.timestamp, "text": text,
+                 "session_id": session_id, "event_id": event.id, "position": position}
+        return {"op": "put", "namespace": ns, "key": f"{session_id}/{event.id}", "value": value,
+                "index": ["text"]}
+
+    @staticmethod
+    def _mark(ns: list[str], session_id: str) -> dict[str, Any]:
+        return {"op": "put", "namespace": ns, "key": f"{session_id}/",
+                "value": {"session_id": session_id, "session": True}, "index": False}
+
+    async def add_session_to_memory(self, session: Session) -> None:
+        ns = self._ns(session.app_name, session.user_id)
+        events = [e for e in session.events if e.content and e.content.parts]
+        held, marked, deleted = await self._held(ns, session.id, [e.id for e in events])
+        ops = [] if marked else [self._mark(ns, session.id)]
+        wanted: dict[str, dict[str, Any]] = {}
+        for event in events:
+            if event.id not in deleted:
+                put = self._put(ns, session.id, event, len(wanted))
+                wanted.setdefault(put["key"], put)
+        for key, put in wanted.items():
+            if key not in held or held[key]["value"] != put["value"]:
+                ops.append(put)
+        ops += [{"op": "put", "namespace": ns, "key": key, "value": None}
+                for key in sorted(held.keys() - wanted.keys())]
+        if ops:
+            await self._batch(ops)
+
+    async def add_events_to_memory(self, *, app_name: str, user_id: str, events: Sequence[Event],
+                                   session_id: str | None = None,
+                                   custom_metadata: Mapping[str, object] | None = None) -> None:
+        ns = self._ns(app_name, user_id)
+        session_id = session_id or UNKNOWN_SESSION_ID
+        adding = [e for e in events if e.content and e.content.parts]
+        held, marked, deleted = await self._held(ns, session_id, [e.id for e in adding])
+        ops = [] if marked else [self._mark(ns, session_id)]
+        position = max((i["value"].get("position", -1) for i in held.values()), default=-1) + 1
+        keys = set(held)
+        for event in adding:
+            key = f"{session_id}/{event.id}"
+            if key not in keys and event.id not in deleted:
+                ops.append(self._put(ns, session_id, event, position))
+                keys.add(key)
+                position += 1
+        if ops:
+            await self._batch(ops)
+
+    async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
+        ns = self._ns(app_name, user_id)
+        if self.by_meaning:
+            # Markers and deletions carry no vectors: the store ranks them last, and they are
+            # left out here.
+            [found] = await self._batch([{"op": "search", "namespace_prefix": ns, "query": query,
+                                          "limit": MAX_SEARCH_RESULTS, "refresh_ttl": False}])
+            return SearchMemoryResponse(memories=[
+                _entry(i["value"]) for i in found if i["namespace"] == ns and not i["key"].endswith("/")
+                and isinstance(i["value"].get("content"), dict) and i.get("score") is not None])
+        items: list[dict[str, Any]] = []
+        while True:
+            [page] = await self._batch([{"op": "search", "namespace_prefix": ns, "limit": STORE_PAGE,
+                                         "offset": len(items), "refresh_ttl": False}])
+            items += page
+            if len(page) < STORE_PAGE:
+                break
+        # InMemoryMemoryService's order: sessions as first added, each one's events in order.
+        added = {i["value"].get("session_id"): (i["created_at"], i["key"]) for i in items
+                 if i["namespace"] == ns and i["key"].endswith("/")}
+        memories = sorted(
+            (i for i in items if i["namespace"] == ns and not i["key"].endswith("/")
+             and isinstance(i["value"].get("content"), dict)),
+            key=lambda i: (added.get(i["value"].get("session_id"), (i["created_at"], "")),
+                           i["value"].get("position", 0)))
+        query_words = _extract_words_lower(query)
+        scored: list[tuple[int, MemoryEntry]] = []
+        for item in memories:
+            text = item["value"].get("text") or ""
+            event_words = _extract_searchable_words(text)
+            if not event_words:
+                continue
+            lower = unicodedata.normalize("NFC", text).lower()
+            matched = sum(1 for word in query_words
+                          if word in event_words or (not word.isascii() and word in lower))
+            if matched:
+                scored.append((matched, _entry(item["value"])))
+        scored.sort(key=lambda pair: -pair[0])
+        return SearchMemoryResponse(memories=[entry for _, entry in scored[:MAX_SEARCH_RESULTS]])
+
+    async def delete_memory(self, *, app_name: str, user_id: str, memory_id: str | None = None) -> None:
+        if not memory_id:
+            return
+        ns = self._ns(app_name, user_id)
+        [found] = await self._batch([{"op": "search", "namespace_prefix": ns, "limit": STORE_PAGE,
+                                      "filter": {"event_id": memory_id}, "refresh_ttl": False}])
+        found = [i for i in found if i["namespace"] == ns]
+        if found:
+            await self._batch([{"op": "put", "namespace": ns, "key": i["key"], "value": None} for i in found]
+                              + [{"op": "put", "namespace": [*ns, "deleted"], "key": memory_id,
+                                  "value": {"event_id": memory_id}, "index": False}])
+
+    async def close(self) -> None:
+        """Close the client when this service made it (the test factory)."""
+        if self._owned:
+            if isinstance(self.client, AsyncContextStore):
+                await self.client.aclose()
+            else:
+                self.client.close()
+
+
+def _entry(value: dict[str, Any]) -> MemoryEntry:
+    timestamp = value.get("timestamp")
+    return MemoryEntry(id=value.get("event_id"), content=types.Content.model_validate(value["content"]),
+                       author=value.get("author"),
+                       timestamp=format_timestamp(timestamp) if isinstance(timestamp, (int, float)) else None)
+
+
+def make_test_memory_service(*, namespace: str | None = None) -> ContextStoreMemoryService:
+    """A memory service on the server named by CONTEXTSTORE_URL / CONTEXTSTORE_TOKEN over a fresh
+    random namespace (unless given); close() closes the client it made."""
+    client = ContextStore(os.environ["CONTEXTSTORE_URL"], os.environ["CONTEXTSTORE_TOKEN"])
+    service = ContextStoreMemoryService(client, namespace=namespace or uuid.uuid4().hex)
     service._owned = True
     return service
