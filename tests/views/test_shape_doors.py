@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils.html import escape
 
-from contextstore.models import Comment, ContextBlock, Memory, ProviderState, Score, Session
+from contextstore.models import Comment, ContextBlock, Memory, ProviderState, Score, Session, ShareLink
 from contextstore.services.comments import comment_add
 from contextstore.services.common import Actor
 from tests.api.conftest import client_for
@@ -101,3 +101,10 @@ def test_a_blank_memory_and_a_long_provider_name_are_400s(api_client, thread):
                               format="json")
     assert _error(response)[:2] == (400, "provider name is required (at most 200 characters).")
     assert not ProviderState.objects.exists()
+
+
+def test_the_share_form_refuses_an_unknown_target_naming_it(editor_client, session):
+    editor_client.post(f"/sessions/{session.pk}/shares/", {"kind": "everything", "expires": "1d"})
+    page = editor_client.get(f"/sessions/{session.pk}/").content.decode()
+    assert escape("Unknown target 'everything'; share a session, an event or a call.") in page
+    assert not ShareLink.objects.exists()
