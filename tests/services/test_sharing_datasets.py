@@ -106,10 +106,9 @@ def test_a_call_and_a_range_export_as_these_jsonl_lines(session, chat, person):
     ]
 
 
-def test_bad_dataset_input_changes_nothing(chat, person):
-    for kwargs in ({"dataset_name": "  ", "start_position": 1, "end_position": 2},
-                   {"dataset_name": "d", "start_position": 3, "end_position": 2},
-                   {"dataset_name": "d", "start_position": 50, "end_position": 60}):
+def test_a_range_with_no_events_changes_nothing(chat, person):
+    # a blank name or a backward range is refused at the form (tests/views/test_shape_doors.py)
+    for kwargs in ({"dataset_name": "d", "start_position": 50, "end_position": 60},):
         with pytest.raises(InvalidInput):
             dataset_add_range(thread=chat, actor=person, **kwargs)
     assert not DatasetItem.objects.exists() and not Dataset.objects.exclude(name="d").exists()

@@ -7,10 +7,21 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils.html import escape
 
-from contextstore.models import Comment, ContextBlock, Memory, ProviderState, Score, Session, ShareLink
+from contextstore.models import (
+    Comment,
+    ContextBlock,
+    Dataset,
+    Memory,
+    ProviderState,
+    Score,
+    Session,
+    ShareLink,
+)
 from contextstore.services.comments import comment_add
 from contextstore.services.common import Actor
+from contextstore.services.events import event_append
 from tests.api.conftest import client_for
+from tests.conftest import messages
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
@@ -108,3 +119,15 @@ def test_the_share_form_refuses_an_unknown_target_naming_it(editor_client, sessi
     page = editor_client.get(f"/sessions/{session.pk}/").content.decode()
     assert escape("Unknown target 'everything'; share a session, an event or a call.") in page
     assert not ShareLink.objects.exists()
+
+
+@pytest.mark.parametrize("form, message", [
+    ({"dataset": "  ", "start_position": "1", "end_position": "2"}, "Name the dataset."),
+    ({"dataset": "evals", "start_position": "3", "end_position": "2"},
+     "Choose a range: the first position, then a later or equal one."),
+])
+def test_a_range_added_to_a_dataset_is_refused_at_the_form(editor_client, thread, actor, form, message):
+    event_append(thread=thread, actor=actor, events=messages(3))
+    response = editor_client.post(f"/threads/{thread.pk}/dataset/", form, **HTMX)
+    assert response.status_code == 400 and escape(message) in response.content.decode()
+    assert not Dataset.objects.exists()
