@@ -71,15 +71,16 @@ typecheck: venv
 # The tests run on every CPU (pytest-xdist -n logical: one test database per worker, test_<name>_gw0;
 # TEST_WORKERS=0 runs them in one process) while mypy checks beside them (its cache stays in
 # .mypy_cache; its report is printed when the tests end), so the loop takes about as long as the
-# tests alone.
+# tests alone. The import contracts are one of those tests (tests/test_layers.py runs lint-imports
+# beside the others, not before them), and schemathesis' pytest plugin, 2 s of CPU in each
+# process, is left unloaded: the schema fuzzers are not in this tier.
 FAST := not (browser or worker or framework or slow)
 TEST_WORKERS ?= logical
 check: venv
 	@mkdir -p var
 	$(BIN)/ruff check .
-	$(BIN)/lint-imports
 	@$(BIN)/mypy > var/mypy.out 2>&1 & mypy=$$!; \
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "$(FAST)" $(PYTEST_ARGS); tests=$$?; \
+	$(BIN)/python -m pytest -q -p no:schemathesis -n $(TEST_WORKERS) --dist loadgroup -m "$(FAST)" $(PYTEST_ARGS); tests=$$?; \
 	wait $$mypy; types=$$?; echo "mypy:"; cat var/mypy.out; exit $$(( tests || types ))
 
 # Two workers share this kind of 2-core machine with the servers, Celery workers and browsers the

@@ -8,6 +8,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from contextstore.blockspec import check_block
 from contextstore.errors import DomainError, InvalidInput
 from contextstore.expressions import evaluate_expr
 from contextstore.models import (
@@ -401,6 +402,13 @@ class ContextBlockForm(forms.ModelForm):
         data = super().clean()
         if data.get("value") and data.get("expr"):
             raise forms.ValidationError("Give a fixed value or an expression, not both.")
+        if "placement" in data and "order" in data:  # else a field's own error says what is wrong
+            name = data.get("name") or getattr(self.instance, "name", "")
+            content = {"expr": data["expr"]} if data.get("expr") else {"value": data.get("value")}
+            try:
+                check_block(name, {**content, "placement": data["placement"], "order": data["order"]})
+            except DomainError as exc:
+                raise forms.ValidationError(exc.message) from exc
         thread = data.get("thread") or getattr(self.instance, "thread", None)
         if data.get("expr") and thread is not None:
             try:

@@ -40,14 +40,21 @@ DATABASE_FIXTURES = {"db", "transactional_db", "live_server", "django_db_reset_s
 # (a fast test belongs in another module).
 SLOW_MODULES = ("test_schemathesis.py", "test_fuzz.py", "test_deploy.py",
                 "test_production_layout.py", "test_nooa.py", "test_agent_framework.py",
-                "test_agentscope.py", "test_peteos_adapter.py", "test_demo_frameworks.py")
+                "test_agentscope.py", "test_peteos_adapter.py", "test_demo_frameworks.py",
+                # every test of these starts a live server or a process (slow by its fixtures),
+                # and importing them costs each worker of `make check` seconds of CPU: the
+                # OpenAI Agents SDK alone 5 s, clientai and agentscope 2 s
+                "test_openai_agents_host.py", "adapters/test_any_text.py", "adapters/test_redaction.py",
+                "test_real_emitters.py", "test_mcp_distribution.py", "test_client_distribution.py",
+                "test_bench_client.py", "test_outage_restart.py", "test_two_nodes.py")
 
 
 def path_tiers(path: Path) -> set[str]:
     """The marks every test under `path` gets whatever it uses."""
     parts = path.relative_to(TESTS).parts
     marks = {FOLDER_MARKS[parts[0]]} if parts and parts[0] in FOLDER_MARKS else set()
-    if path.name.startswith(SLOW_MODULES):
+    # a name with a folder ("adapters/test_any_text.py") is that module only, not its namesakes
+    if path.name.startswith(SLOW_MODULES) or "/".join(parts) in SLOW_MODULES:
         marks.add("slow")
     return marks
 

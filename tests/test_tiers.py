@@ -50,6 +50,9 @@ def test_what_the_mark_expression_leaves_out_whole_is_not_collected():
     assert ignored("browser", fast) and ignored("test_fuzz.py", fast)
     assert ignored("adapters/test_nooa.py", fast)
     assert not ignored("adapters/test_peteos_service.py", fast)  # fast and slow tests side by side
+    # a module named with its folder is that one only, not its namesakes elsewhere
+    assert ignored("adapters/test_any_text.py", fast) and not ignored("api/test_any_text.py", fast)
+    assert ignored("mcp/test_openai_agents_host.py", fast)
     assert not ignored("services", fast) and not ignored("browser", "browser")
     assert not ignored("test_fuzz.py", "") and not ignored("test_fuzz.py", "slow or postgres")
     assert ignored("frameworks", "not (browser or framework)")

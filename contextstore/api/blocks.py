@@ -14,11 +14,11 @@ from contextstore.api import serializers as s
 from contextstore.api.common import ThreadSubjectViewSet, actor_of, body, parse
 from contextstore.api.exceptions import api_not_found
 from contextstore.api.pagination import page
+from contextstore.blockspec import NAME_RULE, check_block
 from contextstore.errors import error_body
 from contextstore.models import ContextBlockVersion
 from contextstore.selectors.threads import block_versions, thread_blocks
 from contextstore.services import blocks
-from contextstore.services.blocks import NAME_RULE
 
 
 class BlockVersionSerializer(serializers.ModelSerializer):
@@ -56,6 +56,7 @@ class ThreadBlockViewSet(ThreadSubjectViewSet):
             blocks.block_delete(thread=thread, name=name, actor=actor_of(request))
             return Response(status=status.HTTP_204_NO_CONTENT)
         data = parse(s.BlockInSerializer, body(request))
+        check_block(name, data)
         block, created = blocks.block_upsert(thread=thread, name=name, actor=actor_of(request), **data)
         return Response(s.BlockSerializer(block).data,
                         status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)

@@ -11,7 +11,7 @@ from rest_framework.response import Response
 
 from contextstore.api import serializers as s
 from contextstore.api.common import ThreadSubjectViewSet, actor_of, body, parse
-from contextstore.errors import NotFound
+from contextstore.errors import InvalidInput, NotFound
 from contextstore.selectors.threads import provider_state, thread_runs
 from contextstore.services import (
     memories,
@@ -76,6 +76,8 @@ class ThreadProviderViewSet(ThreadSubjectViewSet):
     def provider(self, request: Request, pk: str, name: str) -> Response:
         thread = self.get_object()
         if request.method == "PUT":
+            if len(name) > 200:  # the name is the URL's, so no serializer sees it
+                raise InvalidInput("provider name is required (at most 200 characters).")
             data = parse(s.ProviderStateInSerializer, body(request))
             obj = memories.provider_state_put(thread=thread, provider=name, state=data["state"],
                                               actor=actor_of(request))

@@ -14,6 +14,7 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from contextstore.annotationspec import check_score
 from contextstore.api.common import actor_of, body, parse, token_of
 from contextstore.models import Score, Session, Thread
 from contextstore.selectors.calls import llm_call_at
@@ -24,7 +25,7 @@ VALUE_SCHEMA = {"oneOf": [{"type": "number"}, {"type": "string"}, {"type": "bool
 
 @extend_schema_field(VALUE_SCHEMA)
 class ScoreValueField(serializers.JSONField):
-    """A number, a string or a boolean, as the data type asks (services/scores checks it)."""
+    """A number, a string or a boolean, as the data type asks (annotationspec checks it)."""
 
 
 class ScoreInSerializer(serializers.Serializer):
@@ -70,6 +71,7 @@ class _ScoreViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         session, thread, seq = self.target()
         data = parse(ScoreInSerializer, body(request))
+        check_score(**data)
         score = scores.score_add(session=session, thread=thread, seq=seq, actor=actor_of(request),
                                  **data)
         return Response(ScoreSerializer(score).data, status=status.HTTP_201_CREATED)

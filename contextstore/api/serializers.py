@@ -749,6 +749,11 @@ class MemoryInSerializer(serializers.Serializer):
     content = AgentText(trim_whitespace=False)
     data = JSON_ANY(required=False, allow_null=True, default=None)  # type: ignore[assignment]  # a field (the metaclass takes it off the class)
 
+    def validate_content(self, content: str) -> str:
+        if not content.strip():
+            raise InvalidInput("content is required.", details={"content": "required"})
+        return content
+
 
 class MemoryQuerySerializer(serializers.Serializer):
     user_id = serializers.CharField(required=False, allow_blank=True)

@@ -25,10 +25,9 @@ HIDDEN = (Event.Status.REPLACED, Event.Status.REMOVED, Event.Status.RETRACTED)
 
 
 def dataset_ensure(*, workspace: Workspace, name: str) -> Dataset:
-    """The workspace's dataset of that name, made on first use."""
+    """The workspace's dataset of that name (checked by its door: views/datasets), made on
+    first use."""
     name = " ".join(str(name or "").split())[:200]
-    if not name:
-        raise InvalidInput("Name the dataset.")
     dataset = Dataset.objects.filter(workspace=workspace, name=name).first()
     if dataset is None:
         try:
@@ -95,8 +94,6 @@ def dataset_add_range(*, dataset_name: str, thread: Thread, start_position: int,
                       end_position: int, actor: Actor) -> DatasetItem:
     """The events at positions start–end (as the timeline shows them, cleared and collapsed
     ones too), oldest first; no output."""
-    if start_position < 1 or end_position < start_position:
-        raise InvalidInput("Choose a range: the first position, then a later or equal one.")
     events = list(Event.objects.filter(thread=thread, position__gte=start_position,
                                        position__lte=end_position)
                   .exclude(status__in=HIDDEN).order_by("position", "seq")[: MAX_RANGE + 1])

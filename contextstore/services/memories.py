@@ -4,15 +4,12 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from contextstore.errors import InvalidInput
 from contextstore.models import Event, Memory, ProviderState, Thread, Workspace
 from contextstore.redaction import redact_each, use_workspace
 from contextstore.services.common import Actor, audit
 
 
 def provider_state_put(*, thread: Thread, provider: str, state: Any, actor: Actor) -> ProviderState:
-    if not isinstance(provider, str) or not provider or len(provider) > 200:
-        raise InvalidInput("provider name is required (at most 200 characters).")
     [state] = redact_each(use_workspace(thread.workspace), [state])
     with transaction.atomic():
         try:
@@ -37,8 +34,6 @@ def memory_remember(
     data: Any = None, source_event: Event | None = None,
 ) -> tuple[Memory, bool]:
     """Store a long-term fact about an end user; with a key, the fact is replaced in place."""
-    if not isinstance(content, str) or not content.strip():
-        raise InvalidInput("content is required.", details={"content": "required"})
     content, data = redact_each(use_workspace(workspace), [content, data])
     with transaction.atomic():
         if key is None:

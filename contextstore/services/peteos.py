@@ -19,12 +19,9 @@ or the count a message already caches), so totals and windows agree with what pe
 
 from typing import Any
 
-from contextstore.errors import InvalidInput
 from contextstore.models import Event
 from contextstore.selectors.peteos import KEY, SLOT_ID_KEYS, home_anchor
 from contextstore.tokens import peteos_message_tokens, peteos_thinking_tokens
-
-_ID = str | int | float | None  # a message id as peteos writes it (looked up, so hashable)
 
 
 def _text(content: Any) -> str:
@@ -48,36 +45,13 @@ def _event_type(content: Any) -> str:
     return "Message"
 
 
-def _check(data: dict[str, Any]) -> tuple[list[dict[str, Any]], list]:
-    messages = data.get("messages")
-    if not isinstance(messages, list):
-        raise InvalidInput("Not a contextstore export nor a peteos context: no messages list.")
-    for i, message in enumerate(messages):
-        if not isinstance(message, dict):
-            raise InvalidInput(f"messages[{i}] must be an object.", details={"index": i})
-        if "content" in message and not isinstance(message["content"], list | str):
-            raise InvalidInput(f"messages[{i}].content must be a list of parts.", details={"index": i})
-        if not isinstance(message.get("id"), _ID):
-            raise InvalidInput(f"messages[{i}].id must be a string or a number.",
-                               details={"index": i})
-    for key in SLOT_ID_KEYS:
-        if not isinstance(data.get(key), _ID):
-            raise InvalidInput(f"{key} must be a message id.", details={key: "a message id"})
-    anchors = data.get("anchor_points") or []
-    if not isinstance(anchors, list) or not all(
-        isinstance(a, list | tuple) and len(a) == 2 and isinstance(a[1], int) for a in anchors
-    ):
-        raise InvalidInput("anchor_points must be a list of [name, end_index] pairs.")
-    return messages, anchors
-
-
 def peteos_to_export(data: dict[str, Any]) -> dict[str, Any]:
     """A peteos ``Context.raw_dict`` as a contextstore export (see ``services.transfer``).
 
     Events carry their peteos token counts under token_count / thinking_tokens; the importer
     takes them only from this converter, never from a client's contextstore JSON.
     """
-    messages, anchors = _check(data)
+    messages, anchors = data["messages"], data.get("anchor_points") or []  # importspec.check_peteos
     slot_ids = {data.get(k) for k in SLOT_ID_KEYS} - {None, ""}
     specials: list[list] = []
     ordinary: list[tuple[int, dict[str, Any]]] = []

@@ -6,7 +6,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from contextstore.errors import Conflict, InvalidInput
+from contextstore.errors import Conflict
 from contextstore.models import Run, Thread
 from contextstore.services.common import Actor, audit
 from contextstore.services.summaries import run_completed_check
@@ -17,8 +17,6 @@ FINISHED = {Run.Status.COMPLETED, Run.Status.FAILED, Run.Status.INTERRUPTED}
 def run_start(
     *, thread: Thread, run_id: str, actor: Actor, input_data: Any = None, iteration: int = 0
 ) -> tuple[Run, bool]:
-    if not isinstance(run_id, str) or not run_id or len(run_id) > 200:
-        raise InvalidInput("run_id is required (at most 200 characters).", details={"run_id": run_id})
     try:
         with transaction.atomic():
             run, created = Run.objects.get_or_create(
@@ -38,8 +36,6 @@ def run_finish(*, run: Run, status: str, actor: Actor, error: str = "",
     no-op (retries are safe); a different final status is a conflict. `started_at` and
     `ended_at` are the run's own times when the caller knows them (OTLP: its span's), else it
     ends now."""
-    if status not in FINISHED:
-        raise InvalidInput(f"Unknown final status {status!r}.", details={"status": status})
     with transaction.atomic():
         run = Run.objects.select_for_update().select_related("thread").get(pk=run.pk)
         if run.status == status:

@@ -2,7 +2,6 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from contextstore.errors import InvalidInput
 from contextstore.models import AuditLog, Collapse, Session, Thread, Workspace
 from contextstore.redaction import redact, use_workspace
 from contextstore.services import history
@@ -22,8 +21,6 @@ def session_ensure(
     check_key("user_id", user_id, max_length=255)
     check_key("agent", agent, max_length=200)
     check_key("title", title, max_length=500)
-    if metadata is not None and not isinstance(metadata, dict):
-        raise InvalidInput("metadata must be a JSON object.", details={"metadata": "must be an object"})
     # An agent's title and metadata are its text too: secrets go before they are stored.
     (title, metadata), _ = redact(use_workspace(workspace), [title, metadata])
     defaults = {"agent": agent, "title": title, "metadata": metadata or {}}
@@ -60,10 +57,6 @@ def session_update(
         check_key("title", changes["title"], max_length=500)
     if "agent" in changes:
         check_key("agent", changes["agent"], max_length=200)
-    if "metadata" in changes and not isinstance(changes["metadata"], dict):
-        raise InvalidInput("metadata must be a JSON object.", details={"metadata": "must be an object"})
-    if "archived" in changes and not isinstance(changes["archived"], bool):
-        raise InvalidInput("archived must be true or false.", details={"archived": "must be a boolean"})
     texts = {k: v for k, v in changes.items() if k in ("title", "metadata")}
     if texts:
         redacted, _ = redact(use_workspace(session.workspace), texts)

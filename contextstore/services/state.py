@@ -8,14 +8,10 @@ from typing import Any
 from django.db import transaction
 
 from contextstore.errors import InvalidInput
+from contextstore.importspec import check_memory
 from contextstore.models import Thread
 from contextstore.services.common import UNSET, Actor, audit, lock_thread
 from contextstore.services.document import check_expected, check_object, document_restore, document_write
-
-
-def check_memory(memory: Any) -> None:
-    if not isinstance(memory, list) or not all(isinstance(m, dict) for m in memory):
-        raise InvalidInput("memory must be a list of objects.", details={"memory": "list of objects"})
 
 
 def state_write(

@@ -148,11 +148,7 @@ def thread_fork(
     The fork keeps the parent's state, memory, summary, blocks, tool definitions and (unless
     given a new one) system prompt, and records its lineage.
     """
-    if not isinstance(name, str) or not name or len(name) > 200:
-        raise InvalidInput("name is required (at most 200 characters).", details={"name": "required"})
     check_range(start_position, end_position, open_ends=True)
-    if system_prompt is not None and not isinstance(system_prompt, str):
-        raise InvalidInput("system_prompt must be a string.", details={"system_prompt": "string"})
 
     with transaction.atomic():
         parent = lock_thread(thread)

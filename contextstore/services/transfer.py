@@ -2,7 +2,6 @@
 
 import json
 from collections.abc import Iterator, Mapping
-from datetime import datetime
 from itertools import batched
 from typing import Any
 
@@ -12,10 +11,9 @@ from django.utils import timezone
 from contextstore.documents import DOCUMENT_FIELDS, new_document
 from contextstore.errors import Conflict, InvalidInput
 from contextstore.eventspec import EVENT_FIELDS as EVENT_SPEC_FIELDS
-from contextstore.eventspec import EventSpec, event_spec, parse_stored_datetime
-from contextstore.fields import NUL_IN_NAME
+from contextstore.eventspec import EventSpec, event_spec
+from contextstore.importspec import FORMAT, check_import_document, parse_export, stored_datetime
 from contextstore.models import Clear, Collapse, Event, Thread
-from contextstore.ranges import check_position
 from contextstore.redaction import redact, redact_events, use_workspace
 from contextstore.selectors.renders import LLM_CALL_TYPES, texts_of
 from contextstore.services import history
@@ -25,10 +23,7 @@ from contextstore.services.document import document_write
 from contextstore.services.peteos import peteos_to_export
 from contextstore.services.renders import llm_call_texts, texts_keep
 from contextstore.services.sessions import session_ensure
-from contextstore.services.state import check_memory
-from contextstore.services.summaries import summarizer_config_clean
 
-FORMAT = "contextstore"
 VERSION = 1
 THREAD_FIELDS = (
     "name", "state", "memory", "last_results", "conversation_history", "current_input",
@@ -145,65 +140,15 @@ def _with_texts(data: dict[str, Any], texts: dict[str, str]) -> dict[str, Any]:
 # collapse, ...); the fields an event is sent with are checked as an append checks them, but
 # its run_id: an import makes no runs (runs stay with the thread that ran them, as in a fork).
 EVENT_INPUT_FIELDS = EVENT_SPEC_FIELDS - {"run_id"}
-STATUSES = set(Event.Status.values)
 
 
-def _event_from(item: Any, index: int, *, counted: bool) -> tuple[EventSpec, int, history.Place]:
-    """An event of an import, checked like an append (eventspec.event_spec), with its stored
-    seq and its place: (spec, seq, (position, status))."""
-    place = f"events[{index}]"
-    # A non-object is refused there too, as every endpoint that takes events refuses it.
-    sent = {k: item[k] for k in EVENT_INPUT_FIELDS if k in item} if isinstance(item, dict) else item
-    spec = event_spec(sent, place)
-    seq = check_position(f"{place}.seq", item.get("seq"))
-    position = check_position(f"{place}.position", item.get("position", seq))
-    status = item.get("status") or Event.Status.ACTIVE
-    if status not in STATUSES:
-        raise InvalidInput(f"{place}.status must be one of {sorted(STATUSES)}.",
-                           details={f"{place}.status": f"one of {sorted(STATUSES)}"})
-    # An event stands at its seq or earlier: a Summary where its range stood, a sync item's
-    # rewrite where its old version stood (two active events never share one, checked below).
-    if position > seq:
-        raise InvalidInput(f"{place}.position must not be after its seq.",
-                           details={f"{place}.position": "must not be after its seq"})
+def _event_spec(item: dict[str, Any], index: int, *, counted: bool) -> EventSpec:
+    """An event of an import, checked like an append (eventspec.event_spec); its place was
+    checked with the whole import (importspec.event_place)."""
+    spec = event_spec({k: item[k] for k in EVENT_INPUT_FIELDS if k in item}, f"events[{index}]")
     if counted:  # only the peteos converter (server-side) supplies counts: peteos counts its own way
         spec.token_count, spec.thinking_tokens = item["token_count"], item["thinking_tokens"]
-    return spec, seq, (position, status)
-
-
-def _stored_datetime(value: Any, place: str) -> datetime:
-    """A date-time both databases store and read back (eventspec.parse_stored_datetime)."""
-    try:
-        return parse_stored_datetime(value)
-    except ValueError as exc:
-        raise InvalidInput(f"{place}: {exc}", details={place: str(exc)}) from exc
-
-
-def _thread_fields(thread_data: Any) -> dict[str, Any]:
-    """The thread fields of an import, held to the same rules as the services that write them."""
-    if not isinstance(thread_data, dict):
-        raise InvalidInput("thread must be an object.")
-    fields = {f: thread_data[f] for f in THREAD_FIELDS if f != "name" and f in thread_data}
-    checks = {
-        "state": dict, "last_results": dict, "extra": dict, "conversation_history": list,
-        "iteration": int, "max_history_size": int, "summary": str, "system_prompt": str,
-    }
-    for field, kind in checks.items():
-        if field in fields and (not isinstance(fields[field], kind) or isinstance(fields[field], bool)):
-            raise InvalidInput(f"thread.{field} must be a {kind.__name__}.")
-    if fields.get("max_history_size", 0) < 0:
-        raise InvalidInput("thread.max_history_size must be non-negative.")
-    if "memory" in fields:
-        check_memory(fields["memory"])
-    if fields.get("summarizer") is not None:
-        fields["summarizer"] = summarizer_config_clean(fields["summarizer"])
-    return fields
-
-
-def _working_positions_unique(places: list[history.Place]) -> None:
-    positions = [position for position, status in places if status == Event.Status.ACTIVE]
-    if len(positions) != len(set(positions)):
-        raise InvalidInput("Two active events stand at the same position.")
+    return spec
 
 
 def thread_import(
@@ -215,25 +160,12 @@ def thread_import(
     Everything is checked before anything is written, and written in one transaction: a
     refused import leaves no session, thread or event behind.
     """
-    if not isinstance(data, dict):
-        raise InvalidInput("The import must be a JSON object.")
-    counted = data.get("format") != FORMAT
+    counted = check_import_document(data)
     if counted:
         data = peteos_to_export(data)
-    source_session = data.get("session") or {}
-    if not isinstance(source_session, dict):
-        raise InvalidInput("session must be an object.")
-    thread_data = data.get("thread") or {}
-    fields = _thread_fields(thread_data)
-    thread_name = name or thread_data.get("name") or "main"
-    if isinstance(thread_name, str) and "\x00" in thread_name:
-        raise InvalidInput(f"thread.name: {NUL_IN_NAME}.", details={"thread.name": NUL_IN_NAME})
-    raw_events = data.get("events") or []
-    raw_blocks = data.get("blocks") or []
-    raw_collapses = data.get("collapses") or []
-    raw_clears = data.get("clears") or []
-    if not all(isinstance(x, list) for x in (raw_events, raw_blocks, raw_collapses, raw_clears)):
-        raise InvalidInput("events, blocks, collapses and clears must be lists.")
+    export = parse_export(data, thread_fields_named=THREAD_FIELDS, name=name)
+    source_session, fields, thread_name = export.session, export.fields, export.thread_name
+    raw_events = export.events
     # Secrets out of the events and the document before anything is stored (the blocks'
     # values are redacted by block_upsert).
     rules = use_workspace(workspace)
@@ -257,27 +189,21 @@ def thread_import(
                 document=new_document(**document_fields),
             )
             history.session_thread_added(session_id=session.pk)
-            checked = [_event_from(item, i, counted=counted) for i, item in enumerate(raw_events)]
+            checked = [_event_spec(item, i, counted=counted) for i, item in enumerate(raw_events)]
             # A thread whose oldest events expired (services/retention) starts after 1.
-            first = checked[0][1] if checked else 1
-            if [seq for _, seq, _ in checked] != list(range(first, first + len(checked))):
-                raise InvalidInput("Event seqs must run n, n+1, n+2… without gaps.")
-            places = [place for _, _, place in checked]
+            first, places = export.first_seq, export.places
             # an LLM call's messages and tools kept as an append keeps them (hashes it sends
             # itself must name this workspace's own texts)
-            specs, texts = llm_call_texts(workspace_id=workspace.pk, specs=[spec for spec, _, _ in checked])
+            specs, texts = llm_call_texts(workspace_id=workspace.pk, specs=checked)
             texts_keep(workspace_id=workspace.pk, texts=texts)
-            _working_positions_unique(places)
             if first > 1:
                 history.seqs_expired_before(thread=thread, seq=first)
             # The new thread's seqs run on from there: each event keeps the seq it was exported with.
             events = history.events_add(thread=thread, specs=specs, now=now, places=places)
             by_seq: dict[Any, Event] = {e.seq: e for e in events}  # looked up by what an import says
             old_collapse_ids = {}
-            for c in raw_collapses:
-                summary = by_seq.get(c.get("summary_seq")) if isinstance(c, dict) else None
-                if summary is None or summary.type != "Summary":
-                    raise InvalidInput("Each collapse needs the seq of its Summary event.")
+            for c in export.collapses:
+                summary = by_seq[c["summary_seq"]]
                 collapse = Collapse.objects.create(
                     thread=thread, start_position=c.get("start_position"),
                     end_position=c.get("end_position"),
@@ -286,18 +212,16 @@ def thread_import(
                     tokens_before=c.get("tokens_before", 0),
                     tokens_after=c.get("tokens_after", 0), provenance=c.get("provenance") or {},
                     expired_count=c.get("expired_count", 0),
-                    undone_at=_stored_datetime(c["undone_at"], "collapses[].undone_at")
+                    undone_at=stored_datetime(c["undone_at"], "collapses[].undone_at")
                     if c.get("undone_at") else None,
                 )
                 old_collapse_ids[c.get("id")] = collapse
             old_clear_ids = {}
-            for c in raw_clears:
-                if not isinstance(c, dict):
-                    raise InvalidInput("Each clear must be an object.")
+            for c in export.clears:
                 old_clear_ids[c.get("id")] = Clear.objects.create(
                     thread=thread, actor=str(c.get("actor", ""))[:200], summary=c.get("summary", ""),
                     event_count=c.get("event_count", 0), tokens=c.get("tokens", 0),
-                    undone_at=_stored_datetime(c["undone_at"], "clears[].undone_at")
+                    undone_at=stored_datetime(c["undone_at"], "clears[].undone_at")
                     if c.get("undone_at") else None,
                 )
             for item, event in zip(raw_events, events, strict=True):
@@ -308,9 +232,7 @@ def thread_import(
                     event.cleared_by = old_clear_ids[item["cleared_by"]]
             Event.objects.bulk_update([e for e in events if e.collapse_id or e.cleared_by_id],
                                       ["collapse", "cleared_by"], batch_size=1000)
-            for b in raw_blocks:
-                if not isinstance(b, dict):
-                    raise InvalidInput("Each block must be an object.")
+            for b in export.blocks:
                 block_upsert(thread=thread, name=b.get("name", ""), actor=actor, value=b.get("value"),
                              expr=b.get("expr"), placement=b.get("placement", "suffix"),
                              order=b.get("order", 0))

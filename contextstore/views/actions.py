@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.views.decorators.vary import vary_on_headers
 
 from contextstore import documents
+from contextstore.blockspec import check_block
 from contextstore.forms import BlockForm, CollapseForm, DiffForm, ForkForm, RangeForm, first_error
 from contextstore.models import Clear, Collapse, ContextBlock, Event, Job, StateRevision, Thread
 from contextstore.ranges import positive_int, widened
@@ -326,6 +327,7 @@ def block_save(request: DashboardRequest, thread: Thread) -> HttpResponse:
     content = {"expr": text} if data["kind"] == "expr" and text is not None else {"value": text}
     if text is not None and "value" not in request.POST:
         content = {}
+    check_block(data["name"], {**content, "placement": data["placement"], "order": data["order"]})
     blocks.block_upsert(
         thread=thread, name=data["name"], actor=actor_for(request),
         placement=data["placement"], order=data["order"], **content,

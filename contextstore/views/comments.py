@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from contextstore.annotationspec import check_score, comment_text
 from contextstore.errors import DomainError
 from contextstore.forms import CommentForm, ScoreForm
 from contextstore.models import Comment, Event, Membership, Session, Thread
@@ -66,7 +67,7 @@ def _add(request: DashboardRequest, session: Session, thread: Thread | None,
         if not form.is_valid():
             return _answer(request, session, thread, seq, "The comment is empty or too long.", 400)
         service.comment_add(session=session, thread=thread, seq=seq, actor=actor_for(request),
-                            text=form.cleaned_data["text"])
+                            text=comment_text(form.cleaned_data["text"]))
     except DomainError as exc:
         return _answer(request, session, thread, seq, exc.message, exc.status)
     if not request.htmx:  # post/redirect/get
@@ -108,7 +109,7 @@ def comment_change(request: DashboardRequest, comment_id: int, op: str) -> HttpR
         if op == "delete":
             service.comment_delete(comment=comment, actor=actor_for(request))
         else:
-            service.comment_edit(comment=comment, text=request.POST.get("text", ""),
+            service.comment_edit(comment=comment, text=comment_text(request.POST.get("text", "")),
                                  actor=actor_for(request))
     except DomainError as exc:
         error, status = exc.message, exc.status
@@ -139,6 +140,8 @@ def session_scores_view(request: DashboardRequest, pk: int) -> HttpResponse:
             if not form.is_valid():
                 error, status = "Give the score a name, a type and a value.", 400
             else:
+                check_score(name=form.cleaned_data["name"], data_type=form.cleaned_data["data_type"],
+                            value=form.typed_value(), comment=form.cleaned_data["comment"])
                 scores.score_add(session=session, name=form.cleaned_data["name"],
                                  data_type=form.cleaned_data["data_type"], value=form.typed_value(),
                                  comment=form.cleaned_data["comment"], actor=actor_for(request))

@@ -33,22 +33,31 @@ def _position(raw: str | None) -> int:
     return position
 
 
+def _dataset_name(raw: str) -> str:
+    if not " ".join(raw.split()):
+        raise InvalidInput("Name the dataset.")
+    return raw
+
+
 @thread_action
 def call_to_dataset(request: DashboardRequest, thread: Thread, seq: int) -> HttpResponse:
     call = llm_call_at(thread=thread, seq=seq)
     if call is None:
         raise Http404("No LLM call at that seq.")
-    item = dataset_add_call(dataset_name=request.POST.get("dataset", ""), thread=thread, call=call,
-                            actor=actor_for(request))
+    item = dataset_add_call(dataset_name=_dataset_name(request.POST.get("dataset", "")), thread=thread,
+                            call=call, actor=actor_for(request))
     return after_action(request, reverse("contextstore:dataset", args=[item.dataset_id]))
 
 
 @thread_action
 def range_to_dataset(request: DashboardRequest, thread: Thread) -> HttpResponse:
-    item = dataset_add_range(
-        dataset_name=request.POST.get("dataset", ""), thread=thread,
-        start_position=_position(request.POST.get("start_position")),
-        end_position=_position(request.POST.get("end_position")), actor=actor_for(request))
+    name = _dataset_name(request.POST.get("dataset", ""))
+    start = _position(request.POST.get("start_position"))
+    end = _position(request.POST.get("end_position"))
+    if end < start:
+        raise InvalidInput("Choose a range: the first position, then a later or equal one.")
+    item = dataset_add_range(dataset_name=name, thread=thread, start_position=start,
+                             end_position=end, actor=actor_for(request))
     return after_action(request, reverse("contextstore:dataset", args=[item.dataset_id]))
 
 

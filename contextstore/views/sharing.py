@@ -10,12 +10,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from contextstore import provider_request
-from contextstore.errors import DomainError
+from contextstore.errors import DomainError, InvalidInput
 from contextstore.models import Event, ShareLink, Thread
 from contextstore.selectors.calls import llm_call_at, llm_call_reply, llm_call_sent
 from contextstore.selectors.sessions import session_threads
 from contextstore.services.common import Actor
-from contextstore.services.sharing import share_link_create, share_link_open, share_link_revoke
+from contextstore.services.sharing import EXPIRIES, share_link_create, share_link_open, share_link_revoke
 from contextstore.views.access import DashboardRequest, actor_for, can_edit, get_session, query_int
 
 NEW_LINK = "contextstore.new_share_link"  # the link just made, shown once on the session page
@@ -25,6 +25,19 @@ SENT_MAX = 200  # newest messages of a shared call's request shown (after its sy
 
 
 _int = query_int  # a number from the query string or form, or a 400
+
+
+def check_share_request(*, kind: str, expires_in: str, thread: Thread | None, seq: int | None) -> None:
+    """What the share form sends, refused before services.sharing makes a link."""
+    if kind not in ShareLink.Kind.values:
+        raise InvalidInput(f"Unknown target {kind!r}; share a session, an event or a call.")
+    if expires_in not in EXPIRIES:
+        raise InvalidInput(f"Unknown expiry {expires_in!r}; choose one of {', '.join(EXPIRIES)}.")
+    if kind != ShareLink.Kind.SESSION:
+        if thread is None:  # looked up within this session
+            raise InvalidInput("Choose a thread of this session.")
+        if seq is None:
+            raise InvalidInput("Give the event's number (seq).")
 
 
 @login_required
@@ -38,11 +51,12 @@ def share_create(request: DashboardRequest, pk: int) -> HttpResponse:
     if thread_pk is not None:
         thread = Thread.objects.filter(pk=thread_pk, session=session).first()
     back = reverse("contextstore:session", args=[session.pk]) + "#share-links"
+    kind, expires_in = request.POST.get("kind", ""), request.POST.get("expires", "")
+    seq = _int(request.POST.get("seq"))
     try:
-        link, raw = share_link_create(
-            session=session, kind=request.POST.get("kind", ""), thread=thread,
-            seq=_int(request.POST.get("seq")), expires_in=request.POST.get("expires", ""),
-            actor=actor_for(request))
+        check_share_request(kind=kind, expires_in=expires_in, thread=thread, seq=seq)
+        link, raw = share_link_create(session=session, kind=kind, thread=thread, seq=seq,
+                                      expires_in=expires_in, actor=actor_for(request))
     except DomainError as exc:
         request.session[NEW_LINK] = {"error": exc.message}
         return redirect(back)

@@ -120,7 +120,8 @@ event = st.one_of(
 )
 
 
-@settings(max_examples=25, deadline=None)
+# the profile's number (12 in `make check`), at most 25 (CI)
+@settings(max_examples=min(25, settings.default.max_examples), deadline=None)
 @given(events=st.lists(event, min_size=1, max_size=14), fmt=st.sampled_from(["raw", "openai", "anthropic"]),
        budget=st.integers(50, 3000), tools=st.sampled_from([[], TOOLS]), prefix=st.booleans(),
        summary=st.booleans(), strip=st.booleans())

@@ -6,6 +6,7 @@ import math
 import pytest
 from django.contrib.auth import get_user_model
 
+from contextstore.annotationspec import check_score, comment_text
 from contextstore.errors import Forbidden, InvalidInput, NotFound
 from contextstore.models import AuditLog, Comment, Membership, Score
 from contextstore.selectors.scores import comment_counts, parse_score_filter, sessions_scored
@@ -51,18 +52,16 @@ def test_comments_on_a_session_and_an_event_edit_and_delete_by_the_author_or_an_
     assert all("looks" not in str(d) for _, d in actions)  # lengths, never the text
 
 
-@pytest.mark.parametrize("kwargs, error", [
-    ({"text": ""}, InvalidInput), ({"text": "   "}, InvalidInput), ({"text": "x" * 10_001}, InvalidInput),
-    ({"text": "a\x00b"}, InvalidInput), ({"text": 5}, InvalidInput),
-    ({"text": "ok", "seq": 2}, InvalidInput),  # a seq without its thread
-    ({"text": "ok", "seq": 99, "thread": True}, NotFound),  # no such event
-])
-def test_bad_comments_are_refused_and_write_nothing(workspace, session, thread, actor, kwargs, error):
+@pytest.mark.parametrize("text", ["", "   ", "x" * 10_001, "a\x00b", 5])
+def test_bad_comment_texts_are_refused_by_the_one_definition_every_door_checks(text):
+    with pytest.raises(InvalidInput):
+        comment_text(text)  # the dashboard's add and edit (tests/views/test_comments_scores.py)
+
+
+def test_a_comment_on_no_such_event_is_refused_and_writes_nothing(workspace, session, thread, actor):
     event_append(thread=thread, actor=actor, events=CALL)
-    if kwargs.get("thread"):
-        kwargs["thread"] = thread
-    with pytest.raises(error):
-        comment_add(session=session, actor=actor, **kwargs)
+    with pytest.raises(NotFound):
+        comment_add(session=session, actor=actor, text="ok", seq=99, thread=thread)
     assert not Comment.objects.exists() and not AuditLog.objects.filter(target_type="comment").exists()
 
 
@@ -94,13 +93,13 @@ def test_scores_of_each_type_and_on_a_call_named_by_either_of_its_events(
     ("numeric", True), ("categorical", ""), ("categorical", "  "), ("categorical", 3),
     ("boolean", 1), ("boolean", "true"), ("ordinal", 1), ("numeric", None),
 ])
-def test_bad_score_values_are_refused_and_write_nothing(session, actor, data_type, value):
+def test_bad_score_values_are_refused_by_the_one_definition_every_door_checks(data_type, value):
+    # the API and the dashboard answer it as a 400 (tests/api/test_scores.py, tests/views)
     with pytest.raises(InvalidInput):
-        score_add(session=session, name="q", data_type=data_type, value=value, actor=actor)
+        check_score(name="q", data_type=data_type, value=value)
     for name in ("", "a:b", "x" * 101, None):
         with pytest.raises(InvalidInput):
-            score_add(session=session, name=name, data_type="numeric", value=1, actor=actor)
-    assert not Score.objects.exists() and not AuditLog.objects.filter(action="score.add").exists()
+            check_score(name=name, data_type="numeric", value=1)
 
 
 def test_the_score_filter(workspace, session, actor):

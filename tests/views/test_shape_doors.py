@@ -1,0 +1,133 @@
+"""The shape checks that moved out of the services, at each door that now holds them: the same
+400 and message as when the service checked, and nothing written (tests/test_shape_boundary.py
+lists what the services still refuse)."""
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.utils.html import escape
+
+from contextstore.models import (
+    Comment,
+    ContextBlock,
+    Dataset,
+    Memory,
+    ProviderState,
+    Score,
+    Session,
+    ShareLink,
+)
+from contextstore.services.comments import comment_add
+from contextstore.services.common import Actor
+from contextstore.services.events import event_append
+from tests.api.conftest import client_for
+from tests.conftest import messages
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+@pytest.fixture
+def api_client(token):
+    return client_for(token[1])
+
+
+@pytest.fixture
+def admin_client(db) -> Client:
+    client = Client()
+    client.force_login(get_user_model().objects.create_superuser("root", password="pw-for-tests-123"))
+    return client
+
+
+def _error(response) -> tuple[int, str, dict]:
+    error = response.json()["error"]
+    return response.status_code, error["message"], error["details"]
+
+
+@pytest.mark.parametrize("body, message, details", [
+    ({"value": "a", "expr": "b"}, "Give a fixed value or an expr, not both.", {"expr": "not with value"}),
+    ({"value": "x" * 20_001}, "value is longer than 20000 characters.", {"value": "too long"}),
+    ({"expr": "{% load static %}"}, None, None),
+])
+def test_the_api_refuses_a_bad_block_as_the_service_did(api_client, thread, body, message, details):
+    status, said, where = _error(api_client.put(f"/api/v1/threads/{thread.pk}/blocks/b/", body,
+                                                format="json"))
+    assert status == 400 and not ContextBlock.objects.exists()
+    if message is None:
+        assert said.startswith("The expression does not compile") and where.keys() == {"expr"}
+    else:
+        assert (said, where) == (message, details)
+
+
+def test_the_admin_refuses_a_block_name_with_a_slash(admin_client, thread):
+    response = admin_client.post("/admin/contextstore/contextblock/add/", {
+        "thread": thread.pk, "name": "team/plan", "value": "v", "expr": "", "placement": "suffix",
+        "order": 0})
+    assert response.status_code == 200 and not ContextBlock.objects.exists()
+    assert "cannot contain &quot;/&quot;" in response.content.decode()
+
+
+@pytest.mark.parametrize("block, message", [
+    ({"name": "a/b", "value": "v"}, "name 'a/b': a block name is one URL path segment, "
+                                    'so it cannot contain "/".'),
+    ({"name": "x", "value": "a", "expr": "b"}, "Give a fixed value or an expr, not both."),
+    ("not an object", "Each block must be an object."),
+])
+def test_an_import_refuses_a_bad_block_before_writing_anything(api_client, block, message):
+    export = {"format": "contextstore", "thread": {}, "events": [], "blocks": [block]}
+    status, said, _ = _error(api_client.post("/api/v1/threads/import/?session_key=copy", export,
+                                             format="json"))
+    assert (status, said) == (400, message)
+    assert not Session.objects.filter(key="copy").exists()
+
+
+def test_scores_are_refused_alike_by_the_api_and_the_dashboard(api_client, editor_client, session):
+    status, said, where = _error(api_client.post(
+        f"/api/v1/sessions/{session.pk}/scores/",
+        {"name": "q", "data_type": "boolean", "value": "yes"}, format="json"))
+    assert (status, said, where) == (400, "A boolean score's value must be true or false.",
+                                     {"value": "true or false"})
+    response = editor_client.post(f"/sessions/{session.pk}/scores/",
+                                  {"name": "q", "data_type": "boolean", "value": "yes"}, **HTMX)
+    assert response.status_code == 400
+    assert escape("A boolean score's value must be true or false.") in response.content.decode()
+    assert not Score.objects.exists()
+
+
+def test_a_blank_comment_is_refused_on_adding_and_on_editing(editor_client, editor, session):
+    response = editor_client.post(f"/sessions/{session.pk}/comments/", {"text": "   "}, **HTMX)
+    assert response.status_code == 400 and "The comment is empty." in response.content.decode()
+    assert not Comment.objects.exists()
+    comment = comment_add(session=session, text="first", actor=Actor.for_user(editor))
+    response = editor_client.post(f"/comments/{comment.pk}/edit/", {"text": " \n "}, **HTMX)
+    assert response.status_code == 400 and "The comment is empty." in response.content.decode()
+    comment.refresh_from_db()
+    assert comment.text == "first"
+
+
+def test_a_blank_memory_and_a_long_provider_name_are_400s(api_client, thread):
+    status, said, where = _error(api_client.post("/api/v1/memories/", {"content": "  "}, format="json"))
+    assert (status, said, where) == (400, "content is required.", {"content": "required"})
+    assert not Memory.objects.exists()
+    response = api_client.put(f"/api/v1/threads/{thread.pk}/providers/{'p' * 201}/", {"state": {}},
+                              format="json")
+    assert _error(response)[:2] == (400, "provider name is required (at most 200 characters).")
+    assert not ProviderState.objects.exists()
+
+
+def test_the_share_form_refuses_an_unknown_target_naming_it(editor_client, session):
+    editor_client.post(f"/sessions/{session.pk}/shares/", {"kind": "everything", "expires": "1d"})
+    page = editor_client.get(f"/sessions/{session.pk}/").content.decode()
+    assert escape("Unknown target 'everything'; share a session, an event or a call.") in page
+    assert not ShareLink.objects.exists()
+
+
+@pytest.mark.parametrize("form, message", [
+    ({"dataset": "  ", "start_position": "1", "end_position": "2"}, "Name the dataset."),
+    ({"dataset": "evals", "start_position": "3", "end_position": "2"},
+     "Choose a range: the first position, then a later or equal one."),
+])
+def test_a_range_added_to_a_dataset_is_refused_at_the_form(editor_client, thread, actor, form, message):
+    event_append(thread=thread, actor=actor, events=messages(3))
+    response = editor_client.post(f"/threads/{thread.pk}/dataset/", form, **HTMX)
+    assert response.status_code == 400 and escape(message) in response.content.decode()
+    assert not Dataset.objects.exists()
