@@ -80,8 +80,9 @@ def _events(message: dict[str, Any], run_id: str = "") -> list[tuple[str, dict[s
     where renders pair them: text and the calls after it a ToolCall (calls in
     ``data.tool_calls``), each result a ToolResult (``data.tool_call_id``), text after results
     an LLMOutput, a hint block (AgentScope's system reminders, which its formatters send as a
-    user message where the block stands) a user Message. The first event keeps the message whole (``data["agentscope"]``, key = its id);
-    the others (keys ``<id>#1``, ``#2`` ...) name it in ``data["agentscope_part"]``."""
+    user message where the block stands) a user Message. The first event keeps the message
+    whole (``data["agentscope"]``, key = its id); the others (keys ``<id>#1``, ``#2`` ...)
+    name it in ``data["agentscope_part"]``."""
     blocks = message.get("content")
     if not isinstance(blocks, list) or not any(
             isinstance(b, dict) and b.get("type") in ("tool_call", "tool_result", "hint") for b in blocks):
