@@ -63,8 +63,11 @@ def test_two_processes_alternate_on_one_session(live_server, store, token):
     loaded = states.load("alice", "session-001")
     assert texts(loaded) == texts(alone)
     events = states.thread("alice", "session-001").events()
-    assert [(e.type, e.content) for e in events[:2]] == [("Message", "hello"), ("LLMOutput", first)]
-    assert events[1].run_id == loaded.context[1].id  # the reply id is the run
+    # the reply opens with AgentScope's time reminder (a hint block): a user message, as sent
+    assert [(e.type, e.role) for e in events[:3]] == [("Message", "user")] * 2 + [("LLMOutput", "assistant")]
+    assert events[0].content == "hello" and "<current-time>" in events[1].content
+    assert events[2].content == first
+    assert events[1].run_id == events[2].run_id == loaded.context[1].id  # the reply id is the run
 
 
 def test_a_concurrent_stale_save_is_refused_and_writes_nothing(live_server, store, token):
@@ -112,7 +115,8 @@ def test_clear_context_keeps_tasks_permissions_and_tools(store):
         assert result.tool_context.activated_groups == ["files"]
         assert result.session_id == agent.state.session_id
     history = states.thread("carol", "s-3").events(status="all")
-    assert {e.status for e in history} == {"cleared"} and len(history) == 2  # kept, not deleted
+    # kept, not deleted: the message, the reply's time reminder and its text
+    assert {e.status for e in history} == {"cleared"} and len(history) == 3
     # The next call starts the conversation afresh, as a new AgentScope conversation would.
     assert turn(states, "carol", "s-3", "fresh topic") == in_memory("fresh topic")[0][0]
 
@@ -130,8 +134,8 @@ def test_messages_agentscope_compressed_away_are_retired_and_the_summary_kept(st
     assert texts(reloaded) == texts(state) and reloaded.summary == "Dan counted to two."
     thread = states.thread("dan", "s-4")
     history = thread.events(status="all")
-    assert len(history) == 6  # none deleted
-    assert [e.status for e in history] == ["removed"] * 4 + ["active"] * 2
+    assert len(history) == 7  # none deleted (the first reply's time reminder is an event too)
+    assert [e.status for e in history] == ["removed"] * 5 + ["active"] * 2
 
 
 def test_a_message_rewritten_in_place_stays_in_place(store):

@@ -16,6 +16,7 @@ from agent_framework import (
     tool,
 )
 from agentscope.agent import Agent as AgentScopeAgent
+from agentscope.agent import InjectionConfig
 from agentscope.formatter import OpenAIChatFormatter
 from agentscope.message import TextBlock, ToolCallBlock, UserMsg
 from agentscope.model import ChatModelBase
@@ -123,7 +124,9 @@ def test_an_agentscope_tool_call_is_paired_with_its_result_in_renders(store, wor
     tools = Toolkit(tools=[FunctionTool(agentscope_weather, name="weather", is_read_only=True,
                                         permission=PermissionDecision(PermissionBehavior.ALLOW, "test"))])
     agent = AgentScopeAgent(name="helper", system_prompt="Be brief.", model=AgentScopeToolModel(),
-                            toolkit=tools, state=state)
+                            toolkit=tools, state=state,
+                            # no time reminder (a hint block: test_agentscope_render.py has it)
+                            injection_config=InjectionConfig(inject_runtime_state=False))
     asyncio.run(agent.reply(UserMsg("alice", "Weather in Paris?")))
     states.save(agent.state, "alice", "weather")
 

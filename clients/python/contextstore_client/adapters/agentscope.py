@@ -79,28 +79,36 @@ def _events(message: dict[str, Any], run_id: str = "") -> list[tuple[str, dict[s
     (text, tool_call and tool_result blocks in turn), so a message with tool blocks is split
     where renders pair them: text and the calls after it a ToolCall (calls in
     ``data.tool_calls``), each result a ToolResult (``data.tool_call_id``), text after results
-    an LLMOutput. The first event keeps the message whole (``data["agentscope"]``, key = its id);
-    the others (keys ``<id>#1``, ``#2`` ...) name it in ``data["agentscope_part"]``."""
+    an LLMOutput, a hint block (AgentScope's system reminders, which its formatters send as a
+    user message where the block stands) a user Message. The first event keeps the message
+    whole (``data["agentscope"]``, key = its id); the others (keys ``<id>#1``, ``#2`` ...)
+    name it in ``data["agentscope_part"]``."""
     blocks = message.get("content")
     if not isinstance(blocks, list) or not any(
-            isinstance(b, dict) and b.get("type") in ("tool_call", "tool_result") for b in blocks):
+            isinstance(b, dict) and b.get("type") in ("tool_call", "tool_result", "hint") for b in blocks):
         return [(message["id"], _event(message, run_id))]
     role = message.get("role", "")
     events: list[dict[str, Any]] = []
     texts: list[str] = []  # of the open text/call event (events[-1])
+    closed = True  # no open text/call event: the next text or call opens one
     for block in blocks:
         if not isinstance(block, dict):
             continue
         kind = block.get("type")
+        if kind == "hint":  # AgentScope's formatters send a hint as a user message in its place
+            events.append({"type": "Message", "role": "user", "content": _result_text(block.get("hint")),
+                           "data": {}})
+            texts, closed = [], True
+            continue
         if kind == "tool_result":
             call_id = str(block.get("id") or "")
             events.append({"type": "ToolResult", "role": "tool", "call_id": call_id[:200],
                            "content": _result_text(block.get("output")), "data": {"tool_call_id": call_id}})
-            texts = []
+            texts, closed = [], True
             continue
-        if not events or events[-1]["type"] == "ToolResult":
+        if closed:
             events.append({"type": ROLE_TYPES.get(role, "Message"), "role": role, "content": "", "data": {}})
-            texts = []
+            texts, closed = [], False
         current = events[-1]
         if kind == "tool_call":
             call_id = str(block.get("id") or "")

@@ -1,0 +1,111 @@
+"""What contextstore's render gives the model for an AgentScope agent is what AgentScope's own
+formatters give it for the same memory: the real agent (a system prompt, a tool call with two
+parallel results, a second turn) saved by the adapter, the thread's openai and anthropic renders
+compared message by message with OpenAIChatFormatter / AnthropicChatFormatter of the agent's
+context (roles, text, each call paired with its result, order). The system prompt is the
+agent's, not the thread's: AgentScope sends it first, the render (no prefix blocks) leaves it to
+the caller, so the comparison starts after it."""
+
+import asyncio
+import json
+
+from agentscope.agent import Agent
+from agentscope.formatter import AnthropicChatFormatter, OpenAIChatFormatter
+from agentscope.message import Msg, SystemMsg, UserMsg
+from agentscope.permission import PermissionBehavior, PermissionDecision
+from agentscope.tool import FunctionTool, Toolkit
+from contextstore_client.adapters.agentscope import ContextStoreStateStore
+
+from tests.adapters.test_framework_tool_pairs import AgentScopeToolModel, agentscope_weather
+
+SYSTEM = "Be brief."
+
+
+class WireModel(AgentScopeToolModel):
+    """The scripted tool-calling model; keeps the messages AgentScope gave it on each call."""
+
+    def __init__(self, calls: list) -> None:
+        super().__init__()
+        self.calls = calls
+
+    async def _call_api(self, model_name, messages, tools=None, tool_choice=None, **kwargs):
+        self.calls.append(list(messages))
+        return await super()._call_api(model_name, messages, tools=tools, tool_choice=tool_choice,
+                                       **kwargs)
+
+
+def run_turns(states: ContextStoreStateStore, calls: list) -> Agent:
+    agent = None
+    for text in ("Weather in Paris?", "And tomorrow?"):
+        state = states.load("alice", "render")
+        tools = Toolkit(tools=[FunctionTool(agentscope_weather, name="weather", is_read_only=True,
+                                            permission=PermissionDecision(PermissionBehavior.ALLOW, "t"))])
+        agent = Agent(name="helper", system_prompt=SYSTEM, model=WireModel(calls), toolkit=tools,
+                      state=state)
+        asyncio.run(agent.reply(UserMsg("alice", text)))
+        states.save(agent.state, "alice", "render")
+    assert agent is not None
+    return agent
+
+
+def formatted(formatter, messages: list[Msg]) -> list:
+    return asyncio.run(formatter.format(messages))
+
+
+def _text(content) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(b.get("text", "") if b.get("type") == "text" else _text(b.get("content", ""))
+                     for b in content or () if b.get("type") in ("text", "tool_result"))
+
+
+def _args(arguments):
+    return json.loads(arguments) if isinstance(arguments, str) else arguments
+
+
+def openai_read(messages: list[dict]) -> list[tuple]:
+    """What the model reads of OpenAI chat messages: role, text, calls, the call answered."""
+    return [(m["role"], _text(m.get("content")),
+             [(c["id"], c["function"]["name"], _args(c["function"]["arguments"]))
+              for c in m.get("tool_calls") or ()], m.get("tool_call_id")) for m in messages]
+
+
+def anthropic_read(messages: list[dict]) -> list[tuple]:
+    """What the model reads of Anthropic messages: role, then each block's kind, id and text.
+    Consecutive messages of one role are one turn (the Messages API combines them), so they
+    read as one: AgentScope sends a hint after a user's text as a second user message, the
+    render as a second block of the same message."""
+    read: list[tuple] = []
+    for m in messages:
+        blocks = [(b["type"], b.get("id") or b.get("tool_use_id"),
+                   _text([b]) if b["type"] != "tool_use" else _args(b["input"]))
+                  for b in ([{"type": "text", "text": m["content"]}]
+                            if isinstance(m["content"], str) else m["content"])]
+        if read and read[-1][0] == m["role"]:
+            read[-1][1].extend(blocks)
+        else:
+            read.append((m["role"], blocks))
+    return read
+
+
+def test_the_render_is_what_agentscopes_formatters_send(store):
+    states = ContextStoreStateStore(store)
+    calls: list = []
+    agent = run_turns(states, calls)
+    # What AgentScope put before the model on its last call: its system prompt, then the context.
+    last = calls[-1]
+    assert last[0].role == "system" and last[0].get_text_content() == SYSTEM
+    context = agent.state.context
+    assert [m.id for m in last[1:]] == [m.id for m in context[:len(last) - 1]]
+
+    thread = states.thread("alice", "render")
+    own_openai = formatted(OpenAIChatFormatter(), [SystemMsg("system", SYSTEM), *context])
+    render = thread.context(format="openai", record=False)
+    assert own_openai[0]["role"] == "system" and _text(own_openai[0]["content"]) == SYSTEM
+    # AgentScope's memory holds its time reminder (a hint block): the render must send it too.
+    assert any("<current-time>" in text for _, text, _, _ in openai_read(own_openai))
+    assert openai_read(render.messages) == openai_read(own_openai[1:])
+
+    own_anthropic = formatted(AnthropicChatFormatter(), [SystemMsg("system", SYSTEM), *context])
+    rendered = thread.context(format="anthropic", record=False)
+    assert anthropic_read(rendered.messages) == anthropic_read(own_anthropic[1:])
