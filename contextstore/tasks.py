@@ -11,7 +11,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from contextstore.services import commits, operations, replays, retention, search, summaries
+from contextstore.services import cache_verdicts, commits, operations, replays, retention, search, summaries
 from contextstore.services.otlp import pending
 
 logger = logging.getLogger(__name__)
@@ -74,3 +74,10 @@ def prune_commit_records() -> dict[str, int]:  # the replay store of framework s
 def index_search() -> dict[str, int]:
     """Run by beat: indexes the queued events for a while; the next run goes on."""
     return search.search_index_pending(seconds=SEARCH_INDEX_SECONDS)
+
+
+@shared_task(expires=120)
+def compare_cache_pending() -> dict[str, int]:
+    """Run by beat: compares, in a bounded batch, model calls whose prompt-cache verdict is not
+    stored yet (services/cache_verdicts.py); the next run goes on."""
+    return cache_verdicts.cache_verdicts_compute()
