@@ -159,3 +159,28 @@ def test_the_cache_breaks_page_pages_and_hides_other_workspaces(editor_client, o
     assert "No more cache breaks." in editor_client.get(url + "?page=3").content.decode()
     assert editor_client.get(url + "?page=x").status_code == 400
     assert outsider_client.get(url).status_code == 404
+
+
+def test_the_cache_breaks_page_reads_as_many_rows_at_any_history(editor_client, session, thread, actor,
+                                                                  monkeypatch):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from contextstore import tasks
+    from contextstore.selectors import cache
+    from tests.services.test_cache_verdicts import recorded_call
+    from tests.services.test_cache_verdicts_background import three_calls
+
+    three_calls(thread, actor)
+    tasks.compare_cache_pending()
+    monkeypatch.setattr(cache, "BREAKS_PAGE", 1)
+    url = f"/sessions/{session.pk}/cache/breaks/"
+    with CaptureQueriesContext(connection) as few:
+        editor_client.get(url)
+    for value in ("Be brief again.", "Be brief once more."):
+        block_upsert(thread=thread, name="persona", value=value, actor=actor)
+        recorded_call(thread, actor)
+    tasks.compare_cache_pending()
+    with CaptureQueriesContext(connection) as more:
+        page = editor_client.get(url).content.decode()
+    assert 'rel="next"' in page and len(more.captured_queries) == len(few.captured_queries)
