@@ -576,6 +576,8 @@ EXEMPT_COLUMNS: dict[str, str] = {
     "OtelLog.span_id": "an OpenTelemetry span id (hex)",
     "OtelLog.digest": _HASH,
     "OtelPending.trace_id": "an OpenTelemetry trace id (hex)",
+    "CallCacheVerdict.status": _CHOICE,
+    "CallCacheVerdict.cause": _CHOICE,
     "OtelTrace.trace_id": "an OpenTelemetry trace id (hex)",
     "OtelTrace.session_key": _ID,
     "Score.data_type": _CHOICE,

@@ -12,7 +12,16 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from contextstore.embeddings import EmbedderUnavailable
-from contextstore.services import commits, operations, replays, retention, search, store, summaries
+from contextstore.services import (
+    cache_verdicts,
+    commits,
+    operations,
+    replays,
+    retention,
+    search,
+    store,
+    summaries,
+)
 from contextstore.services.otlp import pending
 
 logger = logging.getLogger(__name__)
@@ -86,3 +95,10 @@ def embed_store_items(item_pks: list[int]) -> int:  # the deployment's embedder 
 @shared_task
 def expire_store_items() -> int:  # items past their TTL become deleted versions
     return store.store_expire()
+
+
+@shared_task(expires=120)
+def compare_cache_pending() -> dict[str, int]:
+    """Run by beat: compares, in a bounded batch, model calls whose prompt-cache verdict is not
+    stored yet (services/cache_verdicts.py); the next run goes on."""
+    return cache_verdicts.cache_verdicts_compute()

@@ -25,6 +25,7 @@ urlpatterns = [
     path("no-workspace/", sso.no_workspace, name="no-workspace"),
     path("sessions/<int:pk>/", sessions.session_detail, name="session"),
     path("sessions/<int:pk>/cache/", cache.session_cache_view, name="session-cache"),
+    path("sessions/<int:pk>/cache/breaks/", cache.session_cache_breaks_view, name="session-cache-breaks"),
     path("cache/", cache.workspace_cache_view, name="cache"),
     path("sessions/<int:pk>/comments/", comments.session_comments, name="session-comments"),
     path("sessions/<int:pk>/scores/", comments.session_scores_view, name="session-scores"),

@@ -430,6 +430,9 @@ CELERY_BEAT_SCHEDULE = {
     # the time to index what came before them, to be indexed; searches find them meanwhile.
     "index-search": {"task": "contextstore.tasks.index_search",
                      "schedule": env_int("SEARCH_INDEX_EVERY", 5)},
+    # Prompt-cache verdicts of new model calls (services/cache_verdicts.py), a batch a run.
+    "compare-cache": {"task": "contextstore.tasks.compare_cache_pending",
+                      "schedule": env_int("CACHE_COMPARE_EVERY", 30)},
 }
 # The workers' heartbeat: each worker writes one every WORKER_HEARTBEAT_EVERY seconds from its main
 # loop (project/celery.py); /readyz answers 503 naming the worker when the newest is older than

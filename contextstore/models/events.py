@@ -130,3 +130,38 @@ class EventSearchPending(models.Model):
 
     def __str__(self) -> str:
         return f"events {self.low}-{self.high}"
+
+
+class CallCacheVerdict(models.Model):
+    """A model call's prompt-cache verdict against the call before it in its thread, computed
+    once by the worker (services/cache_verdicts.py) so the cache pages read it instead of
+    rebuilding both requests on every view. One row per call start (the unique `call`)."""
+
+    class Status(models.TextChoices):
+        KEPT = "kept"
+        PARTIAL = "partial"
+        LOST = "lost"
+        SHORT = "short"  # the call before was under the provider's minimum: nothing was cached
+        FIRST = "first"  # no earlier call in the thread to compare with
+        UNKNOWN = "unknown"  # either request is not known (not recorded)
+
+    workspace = models.ForeignKey("contextstore.Workspace", on_delete=models.CASCADE, related_name="+")
+    session = models.ForeignKey("contextstore.Session", on_delete=models.CASCADE, related_name="+",
+                                null=True, blank=True)
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="+")
+    call = models.OneToOneField(Event, on_delete=models.CASCADE, related_name="cache_verdict")
+    previous = models.ForeignKey(Event, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    seq = models.BigIntegerField()  # the call's seq, which names it in URLs
+    status = models.CharField(max_length=10, choices=Status.choices)
+    cause = models.CharField(max_length=20, blank=True, default="")
+    cause_text = AgentTextField(blank=True, default="")  # names blocks and events of the agent's
+    where = AgentTextField(blank=True, default="")  # the first segment that differs, its label
+    lost_tokens = models.PositiveIntegerField(default=0)
+    lost_cost = models.DecimalField(max_digits=14, decimal_places=6, default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["session", "lost_tokens", "call"], name="cache_verdict_breaks")]
+
+    def __str__(self) -> str:
+        return f"call #{self.seq}: {self.status}"

@@ -17,6 +17,7 @@ from django.core.cache import cache as django_cache
 
 from contextstore.llm_models import cache_saving_per_token
 from contextstore.models import (
+    CallCacheVerdict,
     Clear,
     Collapse,
     ContextBlockVersion,
@@ -560,9 +561,20 @@ def _pair_verdict(thread: Thread, previous: LLMCall, call: LLMCall, requests: di
     return verdict
 
 
+def _stored_verdict(row: CallCacheVerdict) -> dict[str, Any] | None:
+    """A verdict the worker stored (services/cache_verdicts.py), as _pair_verdict gives it."""
+    if row.status in (CallCacheVerdict.Status.UNKNOWN, CallCacheVerdict.Status.FIRST):
+        return None
+    return {"status": row.status, "cause": row.cause, "cause_label": CAUSES.get(row.cause, row.cause),
+            "cause_text": row.cause_text, "lost_tokens": row.lost_tokens, "lost_cost": row.lost_cost}
+
+
 def _tally(thread: Thread, calls: list[LLMCall], budget: list[int]) -> Tally:
     tally, previous = Tally(), None
     requests: dict[int, Request | None] = {}
+    # the worker's verdicts, one query for the thread's newest calls; the rest rebuilt in budget
+    stored = {row.call_id: row for row in CallCacheVerdict.objects.filter(
+        call_id__in=[c.start.pk for c in calls if c.start is not None])}
     for call in calls:
         tally.calls += 1
         reported = reported_of(call)
@@ -572,7 +584,13 @@ def _tally(thread: Thread, calls: list[LLMCall], budget: list[int]) -> Tally:
             tally.input += reported.input_total
         if call.start is None or not call.can_show_sent:
             continue
-        verdict = _pair_verdict(thread, previous, call, requests, budget) if previous is not None else None
+        row = stored.get(call.start.pk)
+        if previous is None:
+            verdict = None
+        elif row is not None and previous.start is not None and row.previous_id == previous.start.pk:
+            verdict = _stored_verdict(row)
+        else:
+            verdict = _pair_verdict(thread, previous, call, requests, budget)
         previous = call
         if verdict is PENDING:
             tally.pending += 1
@@ -618,3 +636,28 @@ def workspace_cache(*, workspace: Workspace) -> dict[str, Any]:
     sessions = [{"session": session, **tally.summary()} for session, tally in by_session.values()]
     return {**total.summary(), "threads": len(threads), "per_thread": RECENT_CALLS,
             "rebuilds": REBUILDS_PER_VIEW, "sessions": sorted(sessions, key=lambda s: -s["lost_cost"])}
+
+
+BREAKS_PAGE = 50  # cache breaks listed per page
+
+
+def session_cache_breaks(*, session: Session, page: int = 1) -> dict[str, Any]:
+    """Every call of the session whose prompt cache broke against the call before it (tokens
+    lost), from the verdicts the worker stored: where the requests part, why, and what it cost;
+    in call order, a page at a time (an index range: a page costs the same at any history)."""
+    rows = (CallCacheVerdict.objects.filter(session=session, lost_tokens__gt=0)
+            .select_related("thread").order_by("call_id"))
+    page = max(page, 1)
+    listed = list(rows[(page - 1) * BREAKS_PAGE:page * BREAKS_PAGE + 1])
+    # calls not compared yet, among the newest of the newest threads (bounded, as the panel)
+    threads = Thread.objects.filter(session=session).order_by("-last_event_at", "-id")[:RECENT_THREADS]
+    newest = [pk for thread in threads
+              for pk in Event.objects.filter(thread=thread, type=CALL_START).order_by("-seq")
+              .values_list("pk", flat=True)[:RECENT_CALLS]]
+    pending = len(newest) - CallCacheVerdict.objects.filter(call_id__in=newest).count()
+    return {"breaks": [{"thread": r.thread, "seq": r.seq, "status": r.status, "cause": r.cause,
+                        "cause_label": CAUSES.get(r.cause, r.cause), "cause_text": r.cause_text,
+                        "where": r.where, "lost_tokens": r.lost_tokens, "lost_cost": r.lost_cost}
+                       for r in listed[:BREAKS_PAGE]],
+            "page": page, "has_next": len(listed) > BREAKS_PAGE, "per_page": BREAKS_PAGE,
+            "first_index": (page - 1) * BREAKS_PAGE + 1, "pending": pending}

@@ -2,11 +2,11 @@
 workspace's. Reads live in contextstore.selectors.cache."""
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.views.decorators.vary import vary_on_headers
 
-from contextstore.selectors.cache import session_cache, workspace_cache
+from contextstore.selectors.cache import session_cache, session_cache_breaks, workspace_cache
 from contextstore.selectors.trends import cache_totals
 from contextstore.views.access import DashboardRequest, current_workspace, get_session
 
@@ -33,3 +33,15 @@ def workspace_cache_view(request: DashboardRequest) -> HttpResponse:
     context = {"workspace": workspace,
                "summary": workspace_cache(workspace=workspace), "totals": cache_totals(workspace=workspace)}
     return render(request, "contextstore/cache.html", context)
+
+
+@login_required
+def session_cache_breaks_view(request: DashboardRequest, pk: int) -> HttpResponse:
+    """Every cache break of the session the worker has compared, a page at a time."""
+    session = get_session(request, pk)
+    raw = request.GET.get("page", "1")
+    if not raw.isdigit() or int(raw) < 1:
+        return HttpResponseBadRequest("page must be a positive whole number.")
+    context = {"session": session, "workspace": session.workspace,
+               "listing": session_cache_breaks(session=session, page=int(raw))}
+    return render(request, "contextstore/cache_breaks.html", context)

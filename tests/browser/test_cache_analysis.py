@@ -115,3 +115,24 @@ def cards_seq(thread) -> int:
 
     return Event.objects.filter(thread=thread, type="LLMCallStart").order_by("-seq").values_list(
         "seq", flat=True)[0]
+
+
+def test_the_session_panel_links_to_every_cache_break_the_worker_compared(page, thread, actor):
+    from contextstore import tasks
+
+    tasks.compare_cache_pending()
+    page.goto(f"/sessions/{thread.session_id}/")
+    page.locator("#cache-panel #cache-breaks-link").click()
+    expect(page).to_have_url(f"{page.url.split('/sessions/')[0]}/sessions/{thread.session_id}/cache/breaks/")
+    rows = page.locator("#cache-breaks tbody tr")
+    expect(rows).to_have_count(1)
+    row = rows.first
+    expect(row).to_have_attribute("data-cause", "timestamp")
+    expect(row.locator("[data-label=where]")).to_have_text("system block 2 (suffix blocks)")
+    assert int(row.locator("[data-label=lost]").get_attribute("data-tokens")) > 1000
+    expect(page.locator("main")).not_to_contain_text("not compared yet")
+    screenshot(page, "cache-breaks")
+    assert axe_violations(page) == []
+    row.locator("a").click()
+    expect(page.locator(".cache-verdict")).to_have_attribute("data-cause", "timestamp")
+    assert page.problems == [], page.problems

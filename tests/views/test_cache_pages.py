@@ -112,3 +112,75 @@ def test_a_session_not_compared_yet_says_so_and_not_that_it_lost_nothing(editor_
     whole = editor_client.get("/cache/").content.decode()
     row = whole[whole.index('id="cache-sessions"'):]
     assert 'data-not-compared>not compared yet</td>' in row and "$0" not in row
+
+
+def test_after_the_background_job_every_pair_is_compared_and_none_waits_for_a_view(
+        editor_client, session, thread, actor, monkeypatch):
+    from contextstore import tasks
+    from contextstore.selectors import cache
+    from tests.services.test_cache_verdicts_background import three_calls
+
+    three_calls(thread, actor)
+    monkeypatch.setattr(cache, "REBUILDS_PER_VIEW", 0)  # the views compare nothing themselves
+    before = editor_client.get(f"/sessions/{session.pk}/cache/", **HTMX).content.decode()
+    assert 'data-pending="2"' in before and "0 compared with the call before" in before
+    breaks = editor_client.get(f"/sessions/{session.pk}/cache/breaks/").content.decode()
+    assert 'data-pending="3"' in breaks and "not compared yet" in breaks and 'id="cache-breaks"' not in breaks
+    tasks.compare_cache_pending()
+    after = editor_client.get(f"/sessions/{session.pk}/cache/", **HTMX).content.decode()
+    assert "not compared yet" not in after and "2 compared with the call before" in after
+    assert '<tr data-cause="block_edit"><td>block edited</td><td class="num">1</td>' in after
+    assert f'href="/sessions/{session.pk}/cache/breaks/"' in after
+    whole = editor_client.get("/cache/").content.decode()
+    assert "not compared yet" not in whole
+    breaks = editor_client.get(f"/sessions/{session.pk}/cache/breaks/").content.decode()
+    assert "not compared yet" not in breaks and breaks.count("<tr data-cause=") == 1
+    row = breaks[breaks.index('<tr data-cause="block_edit"'):]
+    assert "system block 1" in row and "v1→v2" in row and f"/threads/{thread.pk}/calls/" in row
+
+
+def test_the_cache_breaks_page_pages_and_hides_other_workspaces(editor_client, outsider_client, session,
+                                                                 thread, actor, monkeypatch):
+    from contextstore import tasks
+    from contextstore.selectors import cache
+    from tests.services.test_cache_verdicts_background import three_calls
+
+    three_calls(thread, actor)
+    block_upsert(thread=thread, name="persona", value="Be brief again.", actor=actor)
+    from tests.services.test_cache_verdicts import recorded_call
+    last = recorded_call(thread, actor)
+    tasks.compare_cache_pending()
+    monkeypatch.setattr(cache, "BREAKS_PAGE", 1)
+    url = f"/sessions/{session.pk}/cache/breaks/"
+    first = editor_client.get(url).content.decode()
+    assert first.count("<tr data-cause=") == 1 and 'rel="next" href="?page=2"' in first
+    second = editor_client.get(url + "?page=2").content.decode()
+    assert f'data-seq="{last}"' in second and 'rel="prev"' in second and 'rel="next"' not in second
+    assert "No more cache breaks." in editor_client.get(url + "?page=3").content.decode()
+    assert editor_client.get(url + "?page=x").status_code == 400
+    assert outsider_client.get(url).status_code == 404
+
+
+def test_the_cache_breaks_page_reads_as_many_rows_at_any_history(editor_client, session, thread, actor,
+                                                                  monkeypatch):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from contextstore import tasks
+    from contextstore.selectors import cache
+    from tests.services.test_cache_verdicts import recorded_call
+    from tests.services.test_cache_verdicts_background import three_calls
+
+    three_calls(thread, actor)
+    tasks.compare_cache_pending()
+    monkeypatch.setattr(cache, "BREAKS_PAGE", 1)
+    url = f"/sessions/{session.pk}/cache/breaks/"
+    with CaptureQueriesContext(connection) as few:
+        editor_client.get(url)
+    for value in ("Be brief again.", "Be brief once more."):
+        block_upsert(thread=thread, name="persona", value=value, actor=actor)
+        recorded_call(thread, actor)
+    tasks.compare_cache_pending()
+    with CaptureQueriesContext(connection) as more:
+        page = editor_client.get(url).content.decode()
+    assert 'rel="next"' in page and len(more.captured_queries) == len(few.captured_queries)
