@@ -256,23 +256,25 @@ class _Run:
         self.rules = rules
         self.counts: dict[str, int] = {}
         self.deadline = time.monotonic() + rules.timeout_ms / 1000
-        # Each text once a call, with what it found: an OTLP pass carries every message of a
-        # conversation again in each of its LLM calls (data.messages).
-        self.seen: dict[str, tuple[str, dict[str, int]]] = {}
+        # Each text once a call, with what it found (None: nothing, the text is kept as it is):
+        # an OTLP pass carries every message of a conversation again in each of its LLM calls.
+        self.seen: dict[str, tuple[str | None, dict[str, int]]] = {}
 
     def text(self, s: str) -> str:
         known = self.seen.get(s)
         if known is None:
             counts, self.counts = self.counts, {}
             try:
-                known = self.seen[s] = (self._text(s), self.counts)
+                redacted = self._text(s)
+                known = self.seen[s] = (None if redacted is s else redacted, self.counts)
             finally:
                 self.counts = counts
-            if len(known[0]) >= _REMEMBER_FROM:
-                _remember(known[0], self.rules)
+            if len(redacted) >= _REMEMBER_FROM:
+                _remember(redacted, self.rules)
         for name, n in known[1].items():
             self.counts[name] = self.counts.get(name, 0) + n
-        return known[0]
+        # The caller's own object when nothing was found: callers tell a change by identity.
+        return s if known[0] is None else known[0]
 
     def _text(self, s: str) -> str:
         for rule in self.rules.candidates(s):
