@@ -3,7 +3,8 @@ listed here by function, as a rule that needs stored data, a lock or the databas
 (a state conflict, "not in this workspace", a stale revision, a limit counted in the DB), or as
 a shape check not moved yet, with the door that would take it. A new one fails this test until
 it is classified; a shape check belongs in the door's parser (an API serializer, a dashboard
-form, eventspec/blockspec/importspec/annotationspec/summarizerspec), not in a service."""
+form, eventspec/blockspec/importspec/annotationspec/summarizerspec/storespec/conversationspec),
+not in a service."""
 
 import ast
 from collections import Counter
@@ -18,6 +19,7 @@ SERVICES = Path(__file__).resolve().parent.parent / "contextstore" / "services"
 # Rules a service alone can decide: they read stored rows or need the thread's lock.
 STORED_DATA_RULES = {
     "collapses.collapse_step": (1, "no active events in the range, read under the lock"),
+    "conversations._retired_ids": (1, "an item id the conversation holds already (a stored event)"),
     "datasets.dataset_add_call": (1, "the stored call holds neither a render record nor its messages"),
     "datasets.dataset_add_range": (2, "no stored events at the positions; the range's stored size"),
     "document.document_restore": (1, "the stored revision does not hold a whole document"),
@@ -54,7 +56,6 @@ SHAPE_NOT_MOVED_YET = {
     "clientai._agent_time": 1, "collapses.collapse_check": 2, "model_settings._check": 2,
     "replays.replay_request": 1,
     "retention.check_days": 1, "retention.retention_policy_set": 1,
-    "workspaces.api_token_create": 1,
     "workspaces.membership_set": 1, "workspaces.workspace_ensure": 1,
     "workspaces.workspace_redaction_set": 1, "workspaces.workspace_update": 1,
 }

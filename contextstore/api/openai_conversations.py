@@ -2,11 +2,12 @@
 api_key=<contextstore token>)`): conversations and their items as OpenAI's API answers them,
 so the official `openai` SDK and the Agents SDK's OpenAIConversationsSession work unmodified.
 
-Thin: each view parses, calls one service (services/conversations.py) or selector
-(selectors/conversations.py) and answers in OpenAI's shapes. Authentication, scopes, throttling
-and body parsing are the API's own; every error leaves in OpenAI's shape,
-{"error": {"message", "type", "param", "code"}}, with the status the SDK maps to its exception
-classes. Not in the API's OpenAPI schema (/api/schema/): OpenAI publishes this one.
+Thin: each view parses (a body's metadata and items: contextstore/conversationspec.py), calls
+one service (services/conversations.py) or selector (selectors/conversations.py) and answers
+in OpenAI's shapes. Authentication, scopes, throttling and body parsing are the API's own;
+every error leaves in OpenAI's shape, {"error": {"message", "type", "param", "code"}}, with
+the status the SDK maps to its exception classes. Not in the API's OpenAPI schema
+(/api/schema/): OpenAI publishes this one.
 """
 
 from typing import Any
@@ -19,6 +20,7 @@ from rest_framework.views import APIView
 
 from contextstore.api.common import actor_of, token_of
 from contextstore.api.exceptions import api_exception_handler
+from contextstore.conversationspec import check_items, check_metadata
 from contextstore.errors import InvalidInput
 from contextstore.selectors import conversations as reads
 from contextstore.services import conversations as svc
@@ -97,8 +99,10 @@ def _idempotency_key(request: Request) -> str:
 class ConversationsView(OpenAIView):
     def post(self, request: Request) -> Response:
         data = self.body(request)
+        metadata = check_metadata(data.get("metadata"))
+        items = check_items(data["items"] if data.get("items") is not None else [])
         session, _ = svc.conversation_create(
-            workspace=token_of(request).workspace, items=data.get("items"), metadata=data.get("metadata"),
+            workspace=token_of(request).workspace, items=items, metadata=metadata,
             actor=actor_of(request), idempotency_key=_idempotency_key(request))
         return Response(reads.conversation_object(session))
 
@@ -113,8 +117,9 @@ class ConversationView(OpenAIView):
         data = self.body(request)
         if "metadata" not in data:
             raise InvalidInput("Missing required parameter: 'metadata'.", details={"metadata": "required"})
+        metadata = check_metadata(data["metadata"])
         session = svc.conversation_update(workspace=token_of(request).workspace,
-                                          conversation_id=conversation_id, metadata=data["metadata"],
+                                          conversation_id=conversation_id, metadata=metadata,
                                           actor=actor_of(request))
         return Response(reads.conversation_object(session))
 
@@ -143,8 +148,9 @@ class ItemsView(OpenAIView):
         data = self.body(request)
         if "items" not in data:
             raise InvalidInput("Missing required parameter: 'items'.", details={"items": "required"})
+        checked = check_items(data["items"])
         items = svc.items_add(workspace=token_of(request).workspace, conversation_id=conversation_id,
-                              items=data["items"], actor=actor_of(request),
+                              items=checked, actor=actor_of(request),
                               idempotency_key=_idempotency_key(request))
         return Response(reads.ItemPage(data=items, has_more=False).answer())
 

@@ -1,4 +1,5 @@
-"""POST /store/batch/: the long-term store's one door (services/store.py)."""
+"""POST /store/batch/: the long-term store's one door (ops checked by storespec.py, run by
+services/store.py)."""
 
 from typing import Any
 
@@ -13,7 +14,7 @@ from contextstore.api.common import actor_of, body, token_of
 from contextstore.api.serializers import JSONObject
 from contextstore.models import ApiToken
 from contextstore.services import store
-from contextstore.services.store import BATCH_MAX
+from contextstore.storespec import BATCH_MAX, check_ops
 
 READS = {"get", "search", "list_namespaces"}
 
@@ -76,6 +77,6 @@ class StoreBatchView(APIView):
         unknown = set(data) - {"ops"}
         if unknown:
             raise serializers.ValidationError({sorted(unknown)[0]: "unknown field"})
-        results = store.store_batch(workspace=token_of(request).workspace, ops=data.get("ops"),
-                                    actor=actor_of(request))
+        ops = check_ops(data.get("ops"))  # a bad op: 400 before anything is read or written
+        results = store.store_batch(workspace=token_of(request).workspace, ops=ops, actor=actor_of(request))
         return Response({"results": results})

@@ -27,6 +27,7 @@ from contextstore.models.store import namespace_path
 from contextstore.services.common import Actor
 from contextstore.services.store import store_batch
 from contextstore.services.workspaces import workspace_ensure
+from contextstore.storespec import check_ops
 from contextstore.vectors import pack
 
 
@@ -61,7 +62,7 @@ def cosine(stdout: OutputWrapper, sizes: list[int], dims: int, samples: int) -> 
                 if "query_vector" in query:
                     query["query_vector"] = [rng.gauss(0, 1) for _ in range(dims)]
                 begin = time.perf_counter()
-                store_batch(workspace=workspace, actor=actor, ops=[query])
+                store_batch(workspace=workspace, actor=actor, ops=check_ops([query]))
                 times.append((time.perf_counter() - begin) * 1000)
             return statistics.median(times)
 

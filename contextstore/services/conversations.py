@@ -26,61 +26,24 @@ from contextstore.services import sessions as session_service
 from contextstore.services.agent_sessions import CommitIn
 from contextstore.services.common import Actor, audit, lock_thread
 
-MAX_ITEMS_PER_REQUEST = 20
-# OpenAI's limits on metadata: 16 pairs, keys of at most 64 characters, string values of at most 512.
-METADATA_KEYS, METADATA_KEY_MAX, METADATA_VALUE_MAX = 16, 64, 512
 USER_KEY = "user_id"  # the metadata key naming the conversation's end user (the session's user_id)
 
 
-def check_metadata(metadata: Any) -> dict[str, str]:
-    if metadata is None:
-        return {}
-    if not isinstance(metadata, dict):
-        raise InvalidInput("Invalid type for 'metadata': expected an object.", details={"metadata": "object"})
-    if len(metadata) > METADATA_KEYS:
-        raise InvalidInput(f"Invalid 'metadata': too many properties. Expected at most {METADATA_KEYS}, "
-                           f"got {len(metadata)}.", details={"metadata": f"at most {METADATA_KEYS} keys"})
-    for key, value in metadata.items():
-        if len(key) > METADATA_KEY_MAX or "\x00" in key:
-            raise InvalidInput(f"Invalid 'metadata': keys are at most {METADATA_KEY_MAX} characters.",
-                               details={"metadata": key[:METADATA_KEY_MAX + 1]})
-        if not isinstance(value, str) or len(value) > METADATA_VALUE_MAX:
-            raise InvalidInput(f"Invalid 'metadata.{key}': expected a string of at most "
-                               f"{METADATA_VALUE_MAX} characters.", details={f"metadata.{key}": "string"})
-    return metadata
-
-
-def _prepared(items: Any, *, conversation_id: str, seed: str) -> tuple[list[dict[str, Any]], list[str]]:
+def _prepared(items: list[dict[str, Any]], *, conversation_id: str,
+              seed: str) -> tuple[list[dict[str, Any]], list[str]]:
     """The items' events (each item with its id, made when absent, and a type when it has only a
-    role) and their ids, in order; InvalidInput naming the item for a bad one. `seed` (the
-    request's idempotency key) makes the new ids the same when the request is retried."""
-    if not isinstance(items, list):
-        raise InvalidInput("Invalid type for 'items': expected an array.", details={"items": "array"})
-    if len(items) > MAX_ITEMS_PER_REQUEST:
-        raise InvalidInput(f"Invalid 'items': array too long. Expected at most {MAX_ITEMS_PER_REQUEST} "
-                           f"items, got {len(items)}.", details={"items": f"at most {MAX_ITEMS_PER_REQUEST}"})
+    role) and their ids, in order; the items checked by conversationspec.check_items. `seed`
+    (the request's idempotency key) makes the new ids the same when the request is retried."""
     events, ids = [], []
     for place, item in enumerate(items):
-        name = f"items[{place}]"
-        if not isinstance(item, dict):
-            raise InvalidInput(f"Invalid type for '{name}': expected an object.", details={name: "object"})
         kind = item_type(item)
-        if not kind or not isinstance(item.get("type", kind), str):
-            raise InvalidInput(f"Missing required parameter: '{name}.type'.",
-                               details={f"{name}.type": "required"})
         item_id = item.get("id")
         if item_id is None:
             prefix = ID_PREFIXES.get(kind, "item")
             item_id = new_id(prefix, f"{seed}|{conversation_id}|{place}" if seed else None)
             item = {"id": item_id, **item}
-        elif not isinstance(item_id, str) or not item_id or len(item_id) > ITEM_ID_MAX or "\x00" in item_id:
-            raise InvalidInput(f"Invalid '{name}.id': expected a string of 1 to {ITEM_ID_MAX} characters.",
-                               details={f"{name}.id": "string"})
         if "type" not in item:
             item = {"type": kind, **item}
-        if item_id in ids:
-            raise InvalidInput(f"Duplicate item found with id {item_id}. Remove duplicate items from "
-                               "your input and try again.", details={"items": item_id})
         ids.append(item_id)
         events.append({**item_event(item), "client_id": item_id})
     event_specs(events, allow_empty=True)  # a bad event is refused before anything is written
@@ -107,11 +70,12 @@ def _add(workspace: Workspace, session: Session, events: list[dict[str, Any]], a
         commit=CommitIn(events=events, batch_id=batch_id[:200]), actor=actor)
 
 
-def conversation_create(*, workspace: Workspace, items: Any = None, metadata: Any = None, actor: Actor,
+def conversation_create(*, workspace: Workspace, items: list[dict[str, Any]] | None = None,
+                        metadata: dict[str, str] | None = None, actor: Actor,
                         idempotency_key: str = "") -> tuple[Session, list[dict[str, Any]]]:
-    """A new conversation with its first items (at most 20) and metadata, in one transaction.
-    Returns the session and the items as stored."""
-    metadata = check_metadata(metadata)
+    """A new conversation with its first items and metadata (checked by conversationspec), in
+    one transaction. Returns the session and the items as stored."""
+    metadata = metadata or {}
     conversation_id = new_id("conv", f"{idempotency_key}|{workspace.pk}" if idempotency_key else None)
     events, ids = _prepared(items if items is not None else [], conversation_id=conversation_id,
                             seed=f"create|{idempotency_key}" if idempotency_key else "")
@@ -130,10 +94,9 @@ def conversation_create(*, workspace: Workspace, items: Any = None, metadata: An
         return read.session, items_by_ids(thread=read.thread, item_ids=ids)
 
 
-def conversation_update(*, workspace: Workspace, conversation_id: str, metadata: Any,
+def conversation_update(*, workspace: Workspace, conversation_id: str, metadata: dict[str, str],
                         actor: Actor) -> Session:
-    """Replace the conversation's metadata (the session's)."""
-    metadata = check_metadata(metadata)
+    """Replace the conversation's metadata (the session's; checked by conversationspec)."""
     session, _ = conversation_get(workspace=workspace, conversation_id=conversation_id)
     return session_service.session_update(session=session, actor=actor, metadata=metadata)
 
@@ -149,10 +112,11 @@ def conversation_delete(*, workspace: Workspace, conversation_id: str, actor: Ac
     return session
 
 
-def items_add(*, workspace: Workspace, conversation_id: str, items: Any, actor: Actor,
+def items_add(*, workspace: Workspace, conversation_id: str, items: list[dict[str, Any]], actor: Actor,
               idempotency_key: str = "") -> list[dict[str, Any]]:
-    """Append items (at most 20) to the conversation in one transaction, replay-safe by the
-    request's idempotency key. Returns them as stored (redacted, with their ids)."""
+    """Append items (checked by conversationspec: at most 20) to the conversation in one
+    transaction, replay-safe by the request's idempotency key. Returns them as stored
+    (redacted, with their ids)."""
     session, thread = conversation_get(workspace=workspace, conversation_id=conversation_id)
     events, ids = _prepared(items, conversation_id=conversation_id,
                             seed=f"items|{idempotency_key}" if idempotency_key else "")

@@ -1,7 +1,8 @@
 """The long-term store: one `store_batch` runs a list of ops (get, put, move, search,
 list_namespaces) in one transaction, results in order; and a person's restore of a version.
 
-The op shapes are those of the client's `store_batch` (docs/api.md, "Long-term store"). Every
+The op shapes are those of the client's `store_batch` (docs/api.md, "Long-term store"),
+checked at the door by contextstore/storespec.py; the service runs checked ops. Every
 put, delete and move writes a StoreItemVersion, so each change is visible and undoable
 (`store_item_restore`). Recall by meaning scores stored vectors by exact cosine
 (contextstore/vectors.py): vectors the client sends with a put (LangGraph's store `index`) or
@@ -25,7 +26,7 @@ from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from contextstore import embeddings, vectors
-from contextstore.errors import Conflict, InvalidInput, NotFound
+from contextstore.errors import Conflict, NotFound
 from contextstore.models import StoreItem, StoreItemVersion, StoreVector, Workspace
 from contextstore.models.store import SEPARATOR, namespace_path, path_labels
 from contextstore.outbox import publish_after_commit
@@ -34,189 +35,8 @@ from contextstore.services.common import Actor
 
 logger = logging.getLogger(__name__)
 EMBED_TASK = "contextstore.tasks.embed_store_items"
-LABEL_MAX = 200
-PATH_MAX = 2000
-KEY_MAX = 1000
-ROW_BYTES = 2400  # namespace + key in the unique index (PostgreSQL's btree takes ~2,700)
-LIMIT_MAX = 10_000
-BATCH_MAX = 1_000
 Action = StoreItemVersion.Action
-OPS = {
-    "get": {"op", "namespace", "key", "refresh_ttl"},
-    "put": {"op", "namespace", "key", "value", "index", "ttl", "vectors"},
-    "move": {"op", "namespace", "key", "new_key"},
-    "search": {"op", "namespace_prefix", "filter", "query", "query_vector", "limit", "offset",
-               "refresh_ttl"},
-    "list_namespaces": {"op", "prefix", "suffix", "max_depth", "limit", "offset"},
-}
-FILTER_OPERATORS = {"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"}
 WORD = re.compile(r"\w+")
-
-
-# --- input -----------------------------------------------------------------------------------
-
-class _Bad(Exception):
-    def __init__(self, field: str, message: str):
-        self.field, self.message = field, message
-
-
-def _labels(value: Any, field: str, *, empty: bool) -> list[str]:
-    # "*" is a label like any other; only list_namespaces reads it as a wildcard
-    if not isinstance(value, list) or (not value and not empty):
-        raise _Bad(field, "must be a non-empty list of strings" if not empty else "must be a list of strings")
-    for label in value:
-        if not isinstance(label, str) or not label:
-            raise _Bad(field, "labels must be non-empty strings")
-        if len(label) > LABEL_MAX:
-            raise _Bad(field, f"labels are at most {LABEL_MAX} characters")
-        if "\x00" in label or SEPARATOR in label:
-            raise _Bad(field, "labels cannot hold U+0000 or U+001F")
-    if len(namespace_path(value)) > PATH_MAX:
-        raise _Bad(field, f"the namespace is longer than {PATH_MAX} characters")
-    return list(value)
-
-
-def _key(value: Any, field: str = "key") -> str:
-    if not isinstance(value, str) or not value:
-        raise _Bad(field, "must be a non-empty string")
-    if len(value) > KEY_MAX:
-        raise _Bad(field, f"at most {KEY_MAX} characters")
-    if "\x00" in value:
-        raise _Bad(field, "cannot hold NUL characters (U+0000)")
-    return value
-
-
-def _bool(op: dict[str, Any], field: str, default: bool) -> bool:
-    value = op.get(field, default)
-    if not isinstance(value, bool):
-        raise _Bad(field, "must be true or false")
-    return value
-
-
-def _int(op: dict[str, Any], field: str, default: int | None, *, minimum: int,
-         maximum: int | None = None) -> int | None:
-    value = op.get(field, default)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum \
-            or (maximum is not None and value > maximum):
-        raise _Bad(field, f"must be an integer from {minimum}" + (f" to {maximum}" if maximum else ""))
-    return value
-
-
-def _fields(value: Any) -> list[str] | None:
-    """The put's `index`: None (the default: the whole value), False (not indexed: []), or
-    field paths."""
-    if value is None:
-        return None
-    if value is False:
-        return []
-    if not isinstance(value, list) or not all(isinstance(f, str) and f for f in value):
-        raise _Bad("index", "must be null, false or a list of field paths")
-    return list(value)
-
-
-def _check(i: int, op: Any) -> dict[str, Any]:
-    """One op, checked; InvalidInput naming it and its field."""
-    try:
-        if not isinstance(op, dict):
-            raise _Bad("op", "each op must be a JSON object")
-        kind = op.get("op")
-        if kind not in OPS:
-            raise _Bad("op", f"must be one of {', '.join(OPS)}")
-        unknown = set(op) - OPS[kind]
-        if unknown:
-            raise _Bad(sorted(unknown)[0], f"unknown field of a {kind} op")
-        out: dict[str, Any] = {"op": kind}
-        if kind in ("get", "put", "move"):
-            out["namespace"] = _labels(op.get("namespace"), "namespace", empty=False)
-            out["key"] = _key(op.get("key"))
-            for field in ("key", "new_key"):
-                key = op.get(field, "")
-                row = namespace_path(out["namespace"]) + (key if isinstance(key, str) else "")
-                if len(row.encode()) > ROW_BYTES:
-                    raise _Bad(field, f"the namespace and the key together are at most {ROW_BYTES:,} "
-                                      "bytes (UTF-8)")
-        if kind == "get":
-            out["refresh_ttl"] = _bool(op, "refresh_ttl", True)
-        elif kind == "put":
-            if "value" not in op:
-                raise _Bad("value", "required (null deletes)")
-            value = op["value"]
-            if value is not None and not isinstance(value, dict):
-                raise _Bad("value", "must be a JSON object, or null to delete")
-            out["value"] = value
-            out["index"] = _fields(op.get("index"))
-            ttl = op.get("ttl")
-            if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, (int, float))
-                                    or not 0 < ttl < 10**9):
-                raise _Bad("ttl", "must be a positive number of minutes, or null")
-            out["ttl"] = ttl
-            out["vectors"] = _vectors(op.get("vectors"))
-        elif kind == "move":
-            out["new_key"] = _key(op.get("new_key"), "new_key")
-        elif kind == "search":
-            out["namespace_prefix"] = _labels(op.get("namespace_prefix", []), "namespace_prefix",
-                                              empty=True)
-            flt = op.get("filter")
-            if flt is not None and not isinstance(flt, dict):
-                raise _Bad("filter", "must be a JSON object or null")
-            _check_filter(flt or {})
-            out["filter"] = flt or None
-            query = op.get("query")
-            if query is not None and not isinstance(query, str):
-                raise _Bad("query", "must be a string or null")
-            out["query"] = query or None
-            qv = op.get("query_vector")
-            if qv is not None and vectors.check_vector(qv) is None:
-                raise _Bad("query_vector", "must be a non-empty list of finite numbers")
-            out["query_vector"] = vectors.check_vector(qv) if qv is not None else None
-            out["limit"] = _int(op, "limit", 10, minimum=0, maximum=LIMIT_MAX)
-            out["offset"] = _int(op, "offset", 0, minimum=0)
-            out["refresh_ttl"] = _bool(op, "refresh_ttl", True)
-        elif kind == "list_namespaces":
-            for field in ("prefix", "suffix"):
-                value = op.get(field)
-                out[field] = None if value is None else _labels(value, field, empty=True)
-            out["max_depth"] = _int(op, "max_depth", None, minimum=1)
-            out["limit"] = _int(op, "limit", 100, minimum=0, maximum=LIMIT_MAX)
-            out["offset"] = _int(op, "offset", 0, minimum=0)
-        return out
-    except _Bad as bad:
-        raise InvalidInput(f"ops[{i}].{bad.field}: {bad.message}.",
-                           details={"ops": {str(i): {bad.field: bad.message}}}) from None
-
-
-def _vectors(value: Any) -> dict[str, list[float]] | None:
-    if value is None:
-        return None
-    if not isinstance(value, dict) or not value:
-        raise _Bad("vectors", "must be an object of field path to vector, or null")
-    out: dict[str, list[float]] = {}
-    dims = None
-    for field, vector in value.items():
-        checked = vectors.check_vector(vector)
-        if not field or len(field) > 200 or checked is None:
-            raise _Bad("vectors", "each vector must be a non-empty list of finite numbers under "
-                                  "a field path of at most 200 characters")
-        if dims is not None and len(checked) != dims:
-            raise _Bad("vectors", "the vectors of one item must have the same dimensions")
-        dims = len(checked)
-        out[field] = checked
-    return out
-
-
-def _check_filter(flt: dict[str, Any]) -> None:
-    for value in flt.values():
-        if isinstance(value, dict):
-            ops = [k for k in value if isinstance(k, str) and k.startswith("$")]
-            if ops:
-                for name in ops:
-                    if name not in FILTER_OPERATORS:
-                        raise _Bad("filter", f"unknown operator {name} (one of "
-                                             f"{', '.join(sorted(FILTER_OPERATORS))})")
-            else:
-                _check_filter(value)
 
 
 # --- the batch -------------------------------------------------------------------------------
@@ -229,16 +49,11 @@ class _Batch:
     embed: list[int]
 
 
-def store_batch(*, workspace: Workspace, ops: Any, actor: Actor,
+def store_batch(*, workspace: Workspace, ops: list[dict[str, Any]], actor: Actor,
                 now: datetime | None = None) -> list[Any]:
-    """Run `ops` in order in one transaction; a bad op (400) or a move onto an existing key
-    (409) changes nothing."""
-    if not isinstance(ops, list):
-        raise InvalidInput("ops must be a list of ops.", details={"ops": "must be a list"})
-    if len(ops) > BATCH_MAX:
-        raise InvalidInput(f"at most {BATCH_MAX} ops in one batch.",
-                           details={"ops": f"at most {BATCH_MAX}"})
-    checked = [_check(i, op) for i, op in enumerate(ops)]
+    """Run `ops`, checked by storespec.check_ops, in order in one transaction; a move onto an
+    existing key (409) changes nothing."""
+    checked = ops
     rules = use_workspace(workspace)
     for op in checked:
         if op["op"] == "put" and op["value"] is not None:
@@ -645,12 +460,10 @@ def store_versions_prune(*, workspace: Workspace, cutoff: datetime) -> int:
     return gone + pruned
 
 
-def store_item_edit(*, item: StoreItem, value: Any, actor: Actor) -> StoreItem:
-    """A person's edit of an item's value (the dashboard), as its next version; it keeps the
-    item's index fields and TTL. Vectors the client sent are dropped (they described the old
-    value): the deployment's embedder, if any, embeds the new one."""
-    if not isinstance(value, dict):
-        raise InvalidInput("The value must be a JSON object.", details={"value": "must be an object"})
+def store_item_edit(*, item: StoreItem, value: dict[str, Any], actor: Actor) -> StoreItem:
+    """A person's edit of an item's value (the dashboard, which checks it is a JSON object), as
+    its next version; it keeps the item's index fields and TTL. Vectors the client sent are
+    dropped (they described the old value): the deployment's embedder, if any, embeds the new one."""
     [value] = redact_each(use_workspace(item.workspace), [value])
     batch = _Batch(item.workspace, actor, timezone.now(), [])
     with transaction.atomic():

@@ -93,6 +93,8 @@ def store_item_change(request: DashboardRequest, pk: int, op: str) -> HttpRespon
                 value: Any = json.loads(request.POST.get("value", ""), cls=StrictJSONDecoder)
             except ValueError as exc:
                 raise InvalidInput(f"The value is not valid JSON: {exc}") from None
+            if not isinstance(value, dict):
+                raise InvalidInput("The value must be a JSON object.", details={"value": "must be an object"})
             store_item_edit(item=item, value=value, actor=actor_for(request))
         elif op == "undo":
             store_item_undo(item=item, actor=actor_for(request))

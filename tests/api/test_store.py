@@ -84,6 +84,13 @@ def test_a_bad_op_is_a_400_naming_it_and_nothing_changes(api_client, op, field):
     assert not StoreItem.objects.exists()
 
 
+def test_a_batch_that_is_not_a_list_of_at_most_1000_ops_is_a_400(api_client):
+    for ops, detail in [({"op": "get"}, "must be a list"), ([put(["a"], "k", {})] * 1001, "at most 1000")]:
+        response = api_client.post(URL, {"ops": ops}, format="json")
+        assert response.status_code == 400 and response.json()["error"]["details"] == {"ops": detail}
+    assert not StoreItem.objects.exists()
+
+
 def test_a_read_token_may_read_but_not_write(read_client):
     assert batch(read_client, get(["a"], "k")) == [None]
     assert read_client.post(URL, {"ops": [put(["a"], "k", {})]}, format="json").status_code == 403

@@ -7,16 +7,17 @@ from playwright.sync_api import expect
 from contextstore.models import StoreItem
 from contextstore.services.common import Actor
 from contextstore.services.store import store_batch
+from contextstore.storespec import check_ops
 from tests.browser.conftest import axe_violations, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def test_browse_read_edit_and_undo_a_store_item(page, workspace):
-    store_batch(workspace=workspace, actor=Actor.system("agent"), ops=[
+    store_batch(workspace=workspace, actor=Actor.system("agent"), ops=check_ops([
         {"op": "put", "namespace": ["memories", "ann"], "key": "notes/diet.md",
          "value": {"content": "Ann is vegan <img src=x onerror=alert(1)>"}},
-        {"op": "put", "namespace": ["memories", "bob"], "key": "k", "value": {"content": "b"}}])
+        {"op": "put", "namespace": ["memories", "bob"], "key": "k", "value": {"content": "b"}}]))
     page.goto("/")
     page.get_by_role("link", name="Store", exact=True).click()
     expect(page.locator("#store-namespaces")).to_contain_text("memories / ann")

@@ -3,11 +3,12 @@
 from contextstore.models import StoreItem
 from contextstore.services.common import Actor
 from contextstore.services.store import store_batch
+from contextstore.storespec import check_ops
 
 
 def put(workspace, namespace, key, value):
     store_batch(workspace=workspace, actor=Actor.system("agent"),
-                ops=[{"op": "put", "namespace": namespace, "key": key, "value": value}])
+                ops=check_ops([{"op": "put", "namespace": namespace, "key": key, "value": value}]))
 
 
 def test_a_person_browses_reads_edits_and_undoes(editor_client, workspace):
@@ -31,6 +32,9 @@ def test_a_person_browses_reads_edits_and_undoes(editor_client, workspace):
     assert item.value == {"content": "vegetarian"}
     bad = editor_client.post(f"/store/items/{item.pk}/edit/", {"value": "[1, 2"})
     assert bad.status_code == 400 and item.versions.count() == 4
+    not_object = editor_client.post(f"/store/items/{item.pk}/edit/", {"value": "[1, 2]"})
+    assert not_object.status_code == 400 and "The value must be a JSON object." in not_object.content.decode()
+    assert item.versions.count() == 4
 
 
 def test_viewers_read_but_cannot_change_and_others_see_nothing(viewer_client, outsider, workspace):
