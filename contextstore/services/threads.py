@@ -46,7 +46,9 @@ def clear_step(*, thread: Thread, actor: Actor, progress: dict[str, Any], upto_s
     if "clear" not in progress:
         clear = Clear.objects.create(thread=thread, actor=actor.label[:200], summary=thread.summary,
                                      event_count=0, tokens=0)
-        if thread.summary:  # an empty summary stays empty: a clear of nothing writes no revision
+        # A clear of nothing (no summary, no active event) writes no revision; one that clears
+        # something does, so a framework's save from before it is stale (sync's base_revision).
+        if thread.summary or thread.active_event_count:
             document_write(thread=thread, actor=actor, reason="clear_context", values={"summary": ""})
         progress["clear"] = clear.pk
     clear = Clear.objects.get(pk=progress["clear"])

@@ -24,11 +24,11 @@ def test_a_clear_of_nothing_writes_no_state_revision(thread, actor):
     assert thread_clear_context(thread=thread, actor=actor).event_count == 0
     thread.refresh_from_db()
     assert (thread.revision, thread.state_revisions.count()) == (revision, revisions)
-    # with events but no summary: the events are cleared, the document is not written either
+    # with events: a change a framework's save from before it must see (sync's base_revision)
     event_append(thread=thread, events=messages(2), actor=actor)
     assert thread_clear_context(thread=thread, actor=actor).event_count == 2
     thread.refresh_from_db()
-    assert (thread.revision, thread.state_revisions.count()) == (revision, revisions)
+    assert (thread.revision, thread.state_revisions.count()) == (revision + 1, revisions + 1)
 
 
 def test_clear_context_empties_the_working_context_and_keeps_everything_else(thread, actor):
