@@ -71,7 +71,7 @@ def test_old_events_go_in_several_audited_batches_and_counters_follow(workspace,
     _append(thread, 25, actor)
     _age(thread, upto_seq=20, days=31)
     done = retention.retention_run(batch_size=8)
-    assert done == {"batches": 3, "events": 20, "sessions": 0}
+    assert done == {"batches": 3, "events": 20, "sessions": 0, "store_versions": 0}
     assert list(Event.objects.filter(thread=thread).order_by("seq").values_list("seq", flat=True)) == \
         list(range(21, 26))
     rows = list(AuditLog.objects.filter(action="retention.events_delete").order_by("pk"))
@@ -83,7 +83,8 @@ def test_old_events_go_in_several_audited_batches_and_counters_follow(workspace,
     assert_counters_match(session)
     # seq goes on after the gap, never reused
     assert _append(thread, 1, actor)[0].seq == 26
-    assert retention.retention_run(batch_size=8) == {"batches": 0, "events": 0, "sessions": 0}
+    assert retention.retention_run(batch_size=8) == {"batches": 0, "events": 0, "sessions": 0,
+                                                      "store_versions": 0}
 
 
 def test_inactive_sessions_go_whole_and_active_ones_stay(workspace, session, thread, actor):
@@ -95,7 +96,8 @@ def test_inactive_sessions_go_whole_and_active_ones_stay(workspace, session, thr
     _append(thread_ensure(session=active, actor=actor)[0], 2, actor)
     Session.objects.filter(pk=session.pk).update(last_activity_at=timezone.now() - 11 * DAY)
     done = retention.retention_run(batch_size=5)
-    assert done == {"batches": 5, "events": 15, "sessions": 1}  # 3 + 1 batches, then the rest
+    # 3 + 1 batches, then the rest
+    assert done == {"batches": 5, "events": 15, "sessions": 1, "store_versions": 0}
     assert not Session.objects.filter(pk=session.pk).exists()
     assert Session.objects.filter(pk=active.pk).exists()
     assert AuditLog.objects.get(action="retention.session_delete").target_id == str(session.pk)
@@ -107,7 +109,7 @@ def test_a_legal_hold_exempts_a_session_from_both_rules(workspace, session, thre
     _append(thread, 4, actor)
     _age(thread, upto_seq=4, days=5)
     Session.objects.filter(pk=session.pk).update(last_activity_at=timezone.now() - 5 * DAY)
-    assert retention.retention_run() == {"batches": 0, "events": 0, "sessions": 0}
+    assert retention.retention_run() == {"batches": 0, "events": 0, "sessions": 0, "store_versions": 0}
     assert Event.objects.filter(thread=thread).count() == 4
 
 
@@ -225,7 +227,7 @@ def test_beat_runs_retention_through_its_task(workspace, session, thread, actor,
     retention.retention_policy_set(target=workspace, actor=actor, event_days=30)
     _append(thread, 3, actor)
     _age(thread, upto_seq=2, days=31)
-    assert tasks.apply_retention() == {"batches": 1, "events": 2, "sessions": 0}
+    assert tasks.apply_retention() == {"batches": 1, "events": 2, "sessions": 0, "store_versions": 0}
 
 
 def _expire_originals(workspace, thread, actor, *, upto_seq: int) -> None:
