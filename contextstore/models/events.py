@@ -130,3 +130,27 @@ class EventSearchPending(models.Model):
 
     def __str__(self) -> str:
         return f"events {self.low}-{self.high}"
+
+
+class CallFigure(models.Model):
+    """The numbers analytics read from a model call or an error row, extracted once when the
+    event is written (services/history.py; the migration filled the rows stored before), so
+    trends aggregate these narrow rows instead of parsing each call's JSON `data`
+    (selectors/trends.py: the same SQL read them from the JSON). Rows of LLMCallStart,
+    LLMComplete and is_error events only. Deleted with their event: Django's cascade on an ORM
+    delete, the database's ON DELETE CASCADE on PostgreSQL (an unpartitioned event table), and
+    retention's raw delete deletes them first (services/retention.py)."""
+
+    event = models.OneToOneField(Event, primary_key=True, on_delete=models.CASCADE,
+                                 db_constraint=False, related_name="figure")
+    model = models.TextField(blank=True, default="")  # the call's, "" when none
+    failed = models.BooleanField(default=False)  # an LLMComplete reporting its own failure
+    cost = models.FloatField(null=True)
+    input = models.FloatField(null=True)
+    output = models.FloatField(null=True)
+    cache_read = models.FloatField(null=True)
+    cache_input = models.FloatField(null=True)
+    reported_ms = models.FloatField(null=True)  # the latency_ms the agent reported
+
+    def __str__(self) -> str:
+        return f"figures of event {self.pk}"
