@@ -52,7 +52,7 @@ class Migration(migrations.Migration):
                 ('output', models.FloatField(null=True)),
                 ('cache_read', models.FloatField(null=True)),
                 ('cache_input', models.FloatField(null=True)),
-                ('reported_ms', models.FloatField(null=True)),
+                ('latency', models.FloatField(null=True)),
             ],
         ),
         migrations.RunPython(database_cascade, migrations.RunPython.noop),

@@ -150,7 +150,9 @@ class CallFigure(models.Model):
     output = models.FloatField(null=True)
     cache_read = models.FloatField(null=True)
     cache_input = models.FloatField(null=True)
-    reported_ms = models.FloatField(null=True)  # the latency_ms the agent reported
+    # A call's: from its LLMCallStart (paired as selectors/calls pairs them), else the
+    # latency_ms the agent reported
+    latency = models.FloatField(null=True)
 
     def __str__(self) -> str:
         return f"figures of event {self.pk}"

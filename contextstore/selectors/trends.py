@@ -184,24 +184,16 @@ def _calls_sql_json(calls: QuerySet[Event], select: str, *, latency: bool = True
 
 def _calls_sql(calls: QuerySet[Event], select: str, *, latency: bool = True) -> tuple[str, list[Any]]:
     """`select` over the CTE `c` of the calls' rows (day, agent, model, cost, input, output,
-    cache_read, cache_input, latency), read from their CallFigure: no JSON parsed."""
-    pg = connection.vendor == "postgresql"
-    start = (Event.objects.filter(thread_id=OuterRef("thread_id"), type=CALL_START, seq__lt=OuterRef("seq"),
-                                  call_id=OuterRef("call_id"))
-             .annotate(r=Coalesce("run_id", Value(0)))
-             .filter(Q(call_id__gt="") | Q(r=Coalesce(OuterRef("run_id"), Value(0))))
-             .order_by("-seq").values("occurred_at")[:1])
-    started = Subquery(start) if latency else Cast(Value(None), output_field=DateTimeField())
-    names = ("model", "cost", "input", "output", "cache_read", "cache_input", "reported_ms")
-    inner, params = (calls.annotate(day=TruncDate("occurred_at"), started=started,
-                                    **{f"f_{n}": F(f"figure__{n}") for n in names})
-                     .values("day", "agent", "started", "occurred_at", *(f"f_{n}" for n in names))
+    cache_read, cache_input, latency), read from their CallFigure: no JSON parsed, no start
+    looked up (its latency was stored with the call)."""
+    names = ("model", "cost", "input", "output", "cache_read", "cache_input", "latency")
+    figures = {f"f_{n}": F(f"figure__{n}") for n in names}
+    inner, params = (calls.annotate(day=TruncDate("occurred_at"), **figures)
+                     .values("day", "agent", *(f"f_{n}" for n in names))
                      .order_by().query.sql_with_params())
-    millis = ("EXTRACT(EPOCH FROM (occurred_at - started)) * 1000" if pg
-              else "(julianday(occurred_at) - julianday(started)) * 86400000.0")
-    return (f"WITH c AS MATERIALIZED (SELECT day, agent, COALESCE(f_model, '') AS model, f_cost AS cost, "
+    return ("WITH c AS MATERIALIZED (SELECT day, agent, COALESCE(f_model, '') AS model, f_cost AS cost, "
             "COALESCE(f_input, 0) AS input, COALESCE(f_output, 0) AS output, f_cache_read AS cache_read, "
-            f"f_cache_input AS cache_input, COALESCE({millis}, f_reported_ms) AS latency "
+            f"f_cache_input AS cache_input, {'f_latency' if latency else 'NULL'} AS latency "
             f"FROM ({inner}) q) {select}", list(params))
 
 
@@ -434,10 +426,10 @@ def cache_totals(*, workspace: Workspace, session: Session | None = None,
     calls = Event.objects.filter(thread__workspace=workspace, type=CALL_END)
     if session is not None:
         calls = calls.filter(thread__session=session)
-    read = _calls_sql_json if from_json else _calls_sql
-    sql, params = read(calls.annotate(agent=F("thread__session__agent")),
-                       "SELECT COUNT(*), COUNT(cache_input), SUM(cache_read), SUM(cache_input) FROM c",
-                       latency=False)
+    source = _calls_sql_json if from_json else _calls_sql
+    sql, params = source(calls.annotate(agent=F("thread__session__agent")),
+                         "SELECT COUNT(*), COUNT(cache_input), SUM(cache_read), SUM(cache_input) FROM c",
+                         latency=False)
     with without_jit():
         n, reporting, read_sum, input_sum = _query(sql, params)[0]
     read, total = round(read_sum or 0), round(input_sum or 0)

@@ -123,7 +123,7 @@ def events_add(
     return objs
 
 
-FIGURE_COLUMNS = ("model", "failed", "cost", "input", "output", "cache_read", "cache_input", "reported_ms")
+FIGURE_COLUMNS = ("model", "failed", "cost", "input", "output", "cache_read", "cache_input", "latency")
 
 
 def figures_insert_sql(where: str, params: list[Any]) -> tuple[str, list[Any]]:
@@ -133,15 +133,22 @@ def figures_insert_sql(where: str, params: list[Any]) -> tuple[str, list[Any]]:
     already is skipped. For services/history.py and the migration that fills the table."""
     pg = connection.vendor == "postgresql"
     said, derived = call_columns_sql(pg)
-    kept = {k: v for k, v in derived.items() if k != "latency"}
-    kept["model"], kept["reported_ms"], kept["failed"] = "model", "reported_ms", "failed"
-    return (f"WITH r AS MATERIALIZED (SELECT id, type, {parsed_sql(pg)} AS j FROM contextstore_event "
+    kept = dict(derived)
+    kept["model"], kept["failed"] = "model", "failed"
+    # the call's LLMCallStart, as selectors/calls pairs them (the newest before it in its
+    # thread with its call_id; without one, of its run)
+    started = ("(SELECT s.occurred_at FROM contextstore_event s WHERE s.thread_id = r.thread_id "
+               "AND s.type = %s AND s.seq < r.seq AND s.call_id = r.call_id AND (s.call_id > '' "
+               "OR COALESCE(s.run_id, 0) = COALESCE(r.run_id, 0)) ORDER BY s.seq DESC LIMIT 1)")
+    return (f"WITH r AS MATERIALIZED (SELECT id, type, thread_id, seq, call_id, run_id, occurred_at, "
+            f"{parsed_sql(pg)} AS j FROM contextstore_event "
             f"WHERE ({where}) AND (type IN (%s, %s) OR is_error)), "
-            "b AS MATERIALIZED (SELECT id, " + ", ".join(f"{v} AS {k}" for k, v in said.items())
+            f"b AS MATERIALIZED (SELECT id, occurred_at, CASE WHEN type = %s THEN {started} END AS started, "
+            + ", ".join(f"{v} AS {k}" for k, v in said.items())
             + f", {failed_sql(pg)} AS failed FROM r) "
             f"INSERT INTO contextstore_callfigure (event_id, {', '.join(FIGURE_COLUMNS)}) "
             f"SELECT id, {', '.join(kept[k] for k in FIGURE_COLUMNS)} FROM b WHERE true "
-            "ON CONFLICT DO NOTHING", [*params, CALL_START, CALL_END])
+            "ON CONFLICT DO NOTHING", [*params, CALL_START, CALL_END, CALL_END, CALL_START])
 
 
 def figures_record(events: Sequence[Event]) -> None:
