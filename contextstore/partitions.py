@@ -51,6 +51,8 @@ INCOMING = (
     # partitioned: FORGET below instead (a foreign key into a partitioned table costs each
     # indexed event a check through the partitions, a fifth of the search index's work)
     ("contextstore_eventsearch", "event_id", "eventsearch_event_fk", False, "ON DELETE CASCADE"),
+    # partitioned: FORGET too (the analytics' figures of calls and errors)
+    ("contextstore_callfigure", "event_id", "contextstore_callfigure_event_fk", False, "ON DELETE CASCADE"),
     ("contextstore_collapse", "summary_event_id", "contextstore_collapse_summary_event_fk", True,
      "DEFERRABLE INITIALLY DEFERRED"),
     ("contextstore_memory", "source_event_id", "contextstore_memory_source_event_fk", False,
@@ -62,7 +64,10 @@ INCOMING = (
 FORGET = (
     "CREATE OR REPLACE FUNCTION contextstore_event_search_forget() RETURNS trigger "
     "LANGUAGE plpgsql AS $$ BEGIN DELETE FROM contextstore_eventsearch s USING old_events o "
-    "WHERE s.event_id = o.id; RETURN NULL; END $$",
+    "WHERE s.event_id = o.id; DELETE FROM contextstore_callfigure f USING old_events o "
+    "WHERE f.event_id = o.id; DELETE FROM contextstore_callcacheverdict v USING old_events o "
+    "WHERE v.call_id = o.id; UPDATE contextstore_callcacheverdict v SET previous_id = NULL "
+    "FROM old_events o WHERE v.previous_id = o.id; RETURN NULL; END $$",
     f"CREATE TRIGGER event_search_delete AFTER DELETE ON {NEW} REFERENCING OLD TABLE AS old_events "
     "FOR EACH STATEMENT EXECUTE FUNCTION contextstore_event_search_forget()",
 )

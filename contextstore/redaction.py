@@ -518,6 +518,7 @@ EXEMPT_COLUMNS: dict[str, str] = {
     "Session.user_id": _ID,
     "Session.app": _ID,
     "SessionModel.model": _MODEL,
+    "CallFigure.model": _MODEL,
     "Thread.model": _MODEL,
     "Run.run_id": _ID,
     "Run.status": _CHOICE,

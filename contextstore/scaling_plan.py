@@ -48,6 +48,7 @@ PLAN: dict[str, str] = {
     "contextstore.Clear": DISTRIBUTED,
     "contextstore.Event": DISTRIBUTED,
     "contextstore.EventSearch": DISTRIBUTED,
+    "contextstore.CallFigure": DISTRIBUTED,
     "contextstore.EventSearchPending": DISTRIBUTED,
     "contextstore.CallCacheVerdict": DISTRIBUTED,
     "contextstore.ContextBlock": DISTRIBUTED,
@@ -90,6 +91,7 @@ WORKSPACE: dict[str, str] = {
     "contextstore.Clear": "add via thread",
     "contextstore.Event": "add via thread",
     "contextstore.EventSearch": "add via event",
+    "contextstore.CallFigure": "add via event",
     "contextstore.EventSearchPending": "add via the trigger's new rows",
     "contextstore.CallCacheVerdict": "has",
     "contextstore.ContextBlock": "add via thread",
@@ -153,6 +155,7 @@ UNIQUE_EXCEPTIONS: dict[tuple[str, tuple[str, ...]], str] = {
 # Primary keys other than the automatic `id`, which the blanket rule covers.
 PRIMARY_KEY_EXCEPTIONS: dict[str, str] = {
     "contextstore.EventSearch": "(workspace_id, event_id)",
+    "contextstore.CallFigure": "(workspace_id, event_id)",
     "contextstore.RenderRecord": "(workspace_id, id), the uuid as today",
     "contextstore.Job": "(workspace_id, id), the uuid as today",
 }

@@ -29,6 +29,8 @@ RAW_WRITES = {
                                         "get_db_prep_save; texts through db.insert_sql",
     "contextstore/services/search.py": "EventSearch.text, copied in SQL from the event's "
                                        "redacted columns",
+    "contextstore/services/history.py": "CallFigure: numbers and a model name read in SQL from the "
+                                        "event's stored (redacted) data",
     "contextstore/partitions.py": "rows moved between tables as they are stored",
     "contextstore/bench/api.py": "the benchmark's own rows and tables (manage.py bench_api)",
 }

@@ -9,6 +9,8 @@ The calls live in a workspace `bench-trends` (reused between runs; --fresh rebui
 session a run of model calls (an LLMCallStart and its LLMComplete with a model, cost and a
 provider's usage, now and then an Error), spread evenly over the last 30 days. On PostgreSQL it
 also prints whether the planner would compile the trends query with JIT (EXPLAIN's JIT section).
+The lines marked "JSON:" time the same reads parsing each call's JSON (from_json, the query
+before CallFigure), in the same run.
 """
 
 import random
@@ -109,6 +111,15 @@ class TrendsBench:
             assert response.status_code == 200, (path, response.status_code)
 
         for _ in range(repeat):
+            # before: the same queries parsing each call's JSON (as before CallFigure)
+            timed("JSON: workspace_trends(30 days, by model)",
+                  lambda: trends.workspace_trends(workspace=workspace, from_json=True))
+            timed("JSON: workspace_trends(30 days, by agent)",
+                  lambda: trends.workspace_trends(workspace=workspace, group="agent", from_json=True))
+            timed("JSON: workspace_trends(90 days, by model)",
+                  lambda: trends.workspace_trends(workspace=workspace, days=90, from_json=True))
+            timed("JSON: cache_totals(workspace)",
+                  lambda: trends.cache_totals(workspace=workspace, from_json=True))
             timed("workspace_trends(30 days, by model)", lambda: trends.workspace_trends(workspace=workspace))
             timed("workspace_trends(30 days, by agent)",
                   lambda: trends.workspace_trends(workspace=workspace, group="agent"))
@@ -117,7 +128,7 @@ class TrendsBench:
             timed("cache_totals(workspace)", lambda: trends.cache_totals(workspace=workspace))
             timed("GET /trends/?days=30", lambda: page(f"/trends/?days=30&ws={workspace.slug}"))
         for name, samples in figures.items():
-            self.stdout.write(f"{name:<40} {_summary(samples)}")
+            self.stdout.write(f"{name:<46} {_summary(samples)}")
 
     def _seed(self, workspace: Any, calls: int, actor: Actor) -> None:
         sessions = -(-calls // CALLS_PER_SESSION)

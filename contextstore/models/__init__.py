@@ -1,7 +1,7 @@
 """The data model, one module per subject; every model is importable from here."""
 
 from contextstore.models.audit import AuditLog, ReadAudit
-from contextstore.models.events import CallCacheVerdict, Event, EventSearch, EventSearchPending
+from contextstore.models.events import CallCacheVerdict, CallFigure, Event, EventSearch, EventSearchPending
 from contextstore.models.jobs import Job, WorkerHeartbeat
 from contextstore.models.otel import OtelLog, OtelPending, OtelSpan, OtelTrace
 from contextstore.models.renders import CallReplay, RenderRecord, StoredText
@@ -41,6 +41,7 @@ __all__ = [
     "ContextBlockVersion",
     "Dataset",
     "DatasetItem",
+    "CallFigure",
     "Event",
     "EventSearch",
     "EventSearchPending",

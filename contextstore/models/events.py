@@ -149,8 +149,13 @@ class CallCacheVerdict(models.Model):
     session = models.ForeignKey("contextstore.Session", on_delete=models.CASCADE, related_name="+",
                                 null=True, blank=True)
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="+")
-    call = models.OneToOneField(Event, on_delete=models.CASCADE, related_name="cache_verdict")
-    previous = models.ForeignKey(Event, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    # No database key into the event table (as CallFigure): retention's and erasure's raw delete
+    # settles these rows first (services/retention.events_delete_locked), the partitioned
+    # table's trigger too (partitions.FORGET), and an ORM delete cascades as usual.
+    call = models.OneToOneField(Event, on_delete=models.CASCADE, db_constraint=False,
+                                related_name="cache_verdict")
+    previous = models.ForeignKey(Event, on_delete=models.SET_NULL, null=True, blank=True,
+                                 db_constraint=False, related_name="+")
     seq = models.BigIntegerField()  # the call's seq, which names it in URLs
     status = models.CharField(max_length=10, choices=Status.choices)
     cause = models.CharField(max_length=20, blank=True, default="")
@@ -165,3 +170,29 @@ class CallCacheVerdict(models.Model):
 
     def __str__(self) -> str:
         return f"call #{self.seq}: {self.status}"
+
+
+class CallFigure(models.Model):
+    """The numbers analytics read from a model call or an error row, extracted once when the
+    event is written (services/history.py; the migration filled the rows stored before), so
+    trends aggregate these narrow rows instead of parsing each call's JSON `data`
+    (selectors/trends.py: the same SQL read them from the JSON). Rows of LLMCallStart,
+    LLMComplete and is_error events only. Deleted with their event: Django's cascade on an ORM
+    delete, the database's ON DELETE CASCADE on PostgreSQL (an unpartitioned event table), and
+    retention's raw delete deletes them first (services/retention.py)."""
+
+    event = models.OneToOneField(Event, primary_key=True, on_delete=models.CASCADE,
+                                 db_constraint=False, related_name="figure")
+    model = models.TextField(blank=True, default="")  # the call's, "" when none
+    failed = models.BooleanField(default=False)  # an LLMComplete reporting its own failure
+    cost = models.FloatField(null=True)
+    input = models.FloatField(null=True)
+    output = models.FloatField(null=True)
+    cache_read = models.FloatField(null=True)
+    cache_input = models.FloatField(null=True)
+    # A call's: from its LLMCallStart (paired as selectors/calls pairs them), else the
+    # latency_ms the agent reported
+    latency = models.FloatField(null=True)
+
+    def __str__(self) -> str:
+        return f"figures of event {self.pk}"

@@ -155,8 +155,9 @@ def _call_columns(pg: bool) -> tuple[dict[str, str], dict[str, str]]:
     return said, derived
 
 
-def _calls_sql(calls: QuerySet[Event], select: str, *, latency: bool = True) -> tuple[str, list[Any]]:
-    """`select` over the CTE `c` of the calls' rows: day, key (model or agent), cost, input,
+def _calls_sql_json(calls: QuerySet[Event], select: str, *, latency: bool = True) -> tuple[str, list[Any]]:
+    """The JSON way (before CallFigure; kept to check the figures against): `select` over the
+    CTE `c` of the calls' rows: day, key (model or agent), cost, input,
     output, cache_read, cache_input, latency. Each row's JSON is parsed once (materialized);
     PostgreSQL's jsonb refuses the escape of a NUL character, so a row holding one reports no
     numbers."""
@@ -179,6 +180,21 @@ def _calls_sql(calls: QuerySet[Event], select: str, *, latency: bool = True) -> 
             + ", ".join(f"{v} AS {k}" for k, v in said.items()) + " FROM r), "
             "c AS MATERIALIZED (SELECT day, agent, " + ", ".join(f"{v} AS {k}" for k, v in derived.items())
             + f" FROM b) {select}", list(params))
+
+
+def _calls_sql(calls: QuerySet[Event], select: str, *, latency: bool = True) -> tuple[str, list[Any]]:
+    """`select` over the CTE `c` of the calls' rows (day, agent, model, cost, input, output,
+    cache_read, cache_input, latency), read from their CallFigure: no JSON parsed, no start
+    looked up (its latency was stored with the call)."""
+    names = ("model", "cost", "input", "output", "cache_read", "cache_input", "latency")
+    figures = {f"f_{n}": F(f"figure__{n}") for n in names}
+    inner, params = (calls.annotate(day=TruncDate("occurred_at"), **figures)
+                     .values("day", "agent", *(f"f_{n}" for n in names))
+                     .order_by().query.sql_with_params())
+    return ("WITH c AS MATERIALIZED (SELECT day, agent, COALESCE(f_model, '') AS model, f_cost AS cost, "
+            "COALESCE(f_input, 0) AS input, COALESCE(f_output, 0) AS output, f_cache_read AS cache_read, "
+            f"f_cache_input AS cache_input, {'f_latency' if latency else 'NULL'} AS latency "
+            f"FROM ({inner}) q) {select}", list(params))
 
 
 def _query(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
@@ -228,13 +244,14 @@ class Trends:
 
 
 def workspace_trends(*, workspace: Workspace, days: int = 30, group: str = "model",
-                     today: date | None = None) -> Trends:
+                     today: date | None = None, from_json: bool = False) -> Trends:
     """The workspace's last `days` days (today included) grouped by day and `group`.
 
     Two reads, neither JIT-compiled (db.without_jit: on a large workspace PostgreSQL's estimate
     passes jit_above_cost and compiling cost seconds of a sub-second query): the calls' sums
     with each day and key's latencies (its percentiles, and the folded keys' ones, computed
-    from them here), and the error rows. Each parses a row's JSON once."""
+    from them here), and the error rows. Both read the events' CallFigure rows, not their JSON
+    (from_json: the JSON parsed, as before those rows; the figures are the same)."""
     if days not in RANGES or group not in GROUPS:
         raise ValueError("days must be one of 7, 30, 90 and group one of model, agent")
     today = today or timezone.localdate()
@@ -247,14 +264,15 @@ def workspace_trends(*, workspace: Workspace, days: int = 30, group: str = "mode
     pg = connection.vendor == "postgresql"
     latencies = ("array_agg(latency) FILTER (WHERE latency IS NOT NULL)" if pg
                  else "json_group_array(latency) FILTER (WHERE latency IS NOT NULL)")
-    sql, params = _calls_sql(calls, f"SELECT day, {group}, COUNT(*), SUM(cost), SUM(input), SUM(output), "
+    read = _calls_sql_json if from_json else _calls_sql
+    sql, params = read(calls, f"SELECT day, {group}, COUNT(*), SUM(cost), SUM(input), SUM(output), "
                                     f"SUM(cache_read), SUM(cache_input), {latencies} "
                                     f"FROM c GROUP BY day, {group}")
     cells: dict[tuple[date, str], Cell] = {}
     with without_jit():
         rows = _query(sql, params)
         if group == "model":
-            errors = _model_errors(events)
+            errors = (_model_errors_json if from_json else _model_errors)(events)
         else:
             errors = {(_day(err["day"]), err["key"]): err["n"] for err in (
                 events.filter(is_error=True).annotate(day=TruncDate("occurred_at"), key=_group_key(group))
@@ -279,7 +297,33 @@ def workspace_trends(*, workspace: Workspace, days: int = 30, group: str = "mode
 FAILED_STATUSES = ("error", "failed", "failure")
 
 
-def _model_errors(events: QuerySet[Event]) -> dict[tuple[date, str], int]:
+def _parsed(pg: bool) -> str:
+    """The JSON text `data` parsed (jsonb on PostgreSQL, which refuses a NUL's escape: such a
+    row reads as NULL), else NULL."""
+    return ("CASE WHEN strpos(data, '\\u0000') = 0 THEN data::jsonb END" if pg
+            else "CASE WHEN json_valid(data) THEN data END")
+
+
+def _text(pg: bool) -> Any:
+    if pg:
+        def text(path: str) -> str:
+            return f"CASE WHEN jsonb_typeof(j #> '{{{path}}}') = 'string' THEN j #>> '{{{path}}}' END"
+    else:
+        def text(path: str) -> str:
+            at = "$." + path.replace(",", ".")
+            return f"CASE WHEN json_type(j, '{at}') = 'text' THEN json_extract(j, '{at}') END"
+    return text
+
+
+def _failed(pg: bool) -> str:
+    """An LLMComplete that reports its own failure (`error`, or `status` error / failed)."""
+    text = _text(pg)
+    statuses = ", ".join(f"'{s}'" for s in FAILED_STATUSES)
+    return (f"(type = '{CALL_END}' AND COALESCE({text('error')} > '' OR {text('error,message')} > '' "
+            f"OR {text('status')} IN ({statuses}), {'false' if pg else '0'}))")
+
+
+def _model_errors_json(events: QuerySet[Event]) -> dict[tuple[date, str], int]:
     """Errors per day and model. An error row (is_error: an `Error` event, a failed tool
     result) counts against the model it names, else against the LLM call it belongs to: the
     call with its call_id, else the call open in its thread when it was logged (an LLMCallStart
@@ -294,25 +338,33 @@ def _model_errors(events: QuerySet[Event]) -> dict[tuple[date, str], int]:
                      .annotate(day=TruncDate("occurred_at"))
                      .values("thread_id", "seq", "type", "call_id", "run_id", "day", "is_error", "data")
                      .order_by().query.sql_with_params())
-    parsed = ("CASE WHEN strpos(data, '\\u0000') = 0 THEN data::jsonb END" if pg
-              else "CASE WHEN json_valid(data) THEN data END")
-    if pg:
-        def text(path: str) -> str:
-            return f"CASE WHEN jsonb_typeof(j #> '{{{path}}}') = 'string' THEN j #>> '{{{path}}}' END"
-    else:
-        def text(path: str) -> str:
-            at = "$." + path.replace(",", ".")
-            return f"CASE WHEN json_type(j, '{at}') = 'text' THEN json_extract(j, '{at}') END"
-    statuses = ", ".join(f"'{s}'" for s in FAILED_STATUSES)
-    failed = (f"(type = '{CALL_END}' AND COALESCE({text('error')} > '' OR {text('error,message')} > '' "
-              f"OR {text('status')} IN ({statuses}), {'false' if pg else '0'}))")
+    parsed = _parsed(pg)
+    text, failed = _text(pg), _failed(pg)
     sql = (f"WITH r AS MATERIALIZED (SELECT thread_id, seq, type, call_id, run_id, day, is_error, "
            f"{parsed} AS j FROM ({inner}) q), "
            f"t AS MATERIALIZED (SELECT thread_id, seq, type, call_id, run_id, day, {text('model')} AS model, "
            f"is_error, {failed} AS failed FROM r) "
            "SELECT thread_id, seq, type, call_id, run_id, day, model, is_error, failed FROM t "
            "WHERE thread_id IN (SELECT thread_id FROM t WHERE is_error OR failed) ORDER BY thread_id, seq")
-    table: Iterator[tuple[Any, ...]] = iter(_query(sql, list(params)))
+    return _count_errors(iter(_query(sql, list(params))))
+
+
+def _model_errors(events: QuerySet[Event]) -> dict[tuple[date, str], int]:
+    """_model_errors_json's counts, from the error rows' and calls' CallFigure (one query, no
+    JSON parsed)."""
+    inner, params = (events.filter(Q(is_error=True) | Q(type__in=(CALL_START, CALL_END)))
+                     .annotate(day=TruncDate("occurred_at"), f_model=F("figure__model"),
+                               f_failed=F("figure__failed"))
+                     .values("thread_id", "seq", "type", "call_id", "run_id", "day", "f_model", "is_error",
+                             "f_failed")
+                     .order_by().query.sql_with_params())
+    sql = (f"WITH t AS MATERIALIZED ({inner}) "
+           "SELECT thread_id, seq, type, call_id, run_id, day, f_model, is_error, f_failed FROM t "
+           "WHERE thread_id IN (SELECT thread_id FROM t WHERE is_error OR f_failed) ORDER BY thread_id, seq")
+    return _count_errors(iter(_query(sql, list(params))))
+
+
+def _count_errors(table: Iterator[tuple[Any, ...]]) -> dict[tuple[date, str], int]:
     counts: dict[tuple[date, str], int] = {}
     open_calls: dict[tuple[int, str, Any], list[Any]] = {}  # (thread, call key) -> [model, erred]
     by_call_id: dict[tuple[int, str], list[Any]] = {}
@@ -366,16 +418,18 @@ def _add(total: Cell, c: Cell) -> None:
         setattr(total, name, getattr(total, name) + getattr(c, name))
 
 
-def cache_totals(*, workspace: Workspace, session: Session | None = None) -> dict[str, Any]:
+def cache_totals(*, workspace: Workspace, session: Session | None = None,
+                 from_json: bool = False) -> dict[str, Any]:
     """Over every model call of the workspace (or of one session): calls, those whose usage
     reports cache tokens, the tokens read from the cache of their input, and the hit rate; one
     aggregate query (the cache pages' own figures look at the newest calls only)."""
     calls = Event.objects.filter(thread__workspace=workspace, type=CALL_END)
     if session is not None:
         calls = calls.filter(thread__session=session)
-    sql, params = _calls_sql(calls.annotate(agent=F("thread__session__agent")),
-                             "SELECT COUNT(*), COUNT(cache_input), SUM(cache_read), SUM(cache_input) FROM c",
-                             latency=False)
+    source = _calls_sql_json if from_json else _calls_sql
+    sql, params = source(calls.annotate(agent=F("thread__session__agent")),
+                         "SELECT COUNT(*), COUNT(cache_input), SUM(cache_read), SUM(cache_input) FROM c",
+                         latency=False)
     with without_jit():
         n, reporting, read_sum, input_sum = _query(sql, params)[0]
     read, total = round(read_sum or 0), round(input_sum or 0)

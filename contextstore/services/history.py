@@ -24,6 +24,7 @@ property test). No other module writes them:
   clientai's step results (the latest StepResult per step).
 """
 
+import json
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -44,6 +45,10 @@ from contextstore.db import (
 )
 from contextstore.eventspec import EventSpec
 from contextstore.models import Event, Run, Session, SessionModel, Thread
+from contextstore.selectors.calls import CALL_END, CALL_START
+from contextstore.selectors.trends import _call_columns as call_columns_sql
+from contextstore.selectors.trends import _failed as failed_sql
+from contextstore.selectors.trends import _parsed as parsed_sql
 from contextstore.toolcalls import event_failed
 from contextstore.usage import event_cost, event_usage, metric  # noqa: F401 - re-exported
 
@@ -114,7 +119,55 @@ def events_add(
         bulk_insert_events(objs, now)
         history_added(thread=thread, events=objs, now=now, activity_occurred=activity_occurred)
     _step_results(objs)
+    figures_record(objs)
     return objs
+
+
+FIGURE_COLUMNS = ("model", "failed", "cost", "input", "output", "cache_read", "cache_input", "latency")
+
+
+def figures_insert_sql(where: str, params: list[Any]) -> tuple[str, list[Any]]:
+    """The INSERT that stores the CallFigure rows of the events matching `where` (SQL over
+    contextstore_event, written by the caller) that are calls or errors: the same expressions
+    the JSON way reads (selectors/trends.py), so the figures are the same. A row stored
+    already is skipped. For services/history.py and the migration that fills the table."""
+    pg = connection.vendor == "postgresql"
+    said, derived = call_columns_sql(pg)
+    kept = dict(derived)
+    kept["model"], kept["failed"] = "model", "failed"
+    # the call's LLMCallStart, as selectors/calls pairs them (the newest before it in its
+    # thread with its call_id; without one, of its run)
+    started = ("(SELECT s.occurred_at FROM contextstore_event s WHERE s.thread_id = r.thread_id "
+               "AND s.type = %s AND s.seq < r.seq AND s.call_id = r.call_id AND (s.call_id > '' "
+               "OR COALESCE(s.run_id, 0) = COALESCE(r.run_id, 0)) ORDER BY s.seq DESC LIMIT 1)")
+    return (f"WITH r AS MATERIALIZED (SELECT id, type, thread_id, seq, call_id, run_id, occurred_at, "
+            f"{parsed_sql(pg)} AS j FROM contextstore_event "
+            f"WHERE ({where}) AND (type IN (%s, %s) OR is_error)), "
+            f"b AS MATERIALIZED (SELECT id, occurred_at, CASE WHEN type = %s THEN {started} END AS started, "
+            + ", ".join(f"{v} AS {k}" for k, v in said.items())
+            + f", {failed_sql(pg)} AS failed FROM r) "
+            f"INSERT INTO contextstore_callfigure (event_id, {', '.join(FIGURE_COLUMNS)}) "
+            f"SELECT id, {', '.join(kept[k] for k in FIGURE_COLUMNS)} FROM b WHERE true "
+            "ON CONFLICT DO NOTHING", [*params, CALL_START, CALL_END, CALL_END, CALL_START])
+
+
+def figures_record(events: Sequence[Event]) -> None:
+    """Store the CallFigure rows of the stored `events` that are model calls or errors: the
+    numbers trends read (selectors/trends.py), extracted from their JSON once, here, by one
+    INSERT … SELECT (none when no row is a call or an error)."""
+    pks = [e.pk for e in events if e.is_error or e.type in (CALL_START, CALL_END)]
+    if pks:
+        figures_store(pks)
+
+
+def figures_store(pks: Sequence[int]) -> None:
+    """The CallFigure rows of the events with these ids (those stored already kept)."""
+    if connection.vendor == "postgresql":
+        sql, params = figures_insert_sql("id = ANY(%s)", [list(pks)])
+    else:
+        sql, params = figures_insert_sql("id IN (SELECT value FROM json_each(%s))", [json.dumps(list(pks))])
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
 
 
 def events_add_many(*, batches: Sequence[tuple[Thread, Sequence[EventSpec]]],
@@ -138,6 +191,7 @@ def events_add_many(*, batches: Sequence[tuple[Thread, Sequence[EventSpec]]],
     runs = _runs_for_many(batches, added)
     objs = [e for events in added for e in events]
     bulk_insert_events(objs, now)
+    figures_record(objs)
     threads: list[tuple[int, dict[str, Any], dict[str, Any]]] = []
     sessions: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
     for (thread, _), events in zip(batches, added, strict=True):

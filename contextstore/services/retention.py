@@ -32,6 +32,8 @@ from django.utils import timezone
 
 from contextstore.errors import InvalidInput
 from contextstore.models import (
+    CallCacheVerdict,
+    CallFigure,
     Collapse,
     Event,
     Memory,
@@ -293,6 +295,9 @@ def events_delete_locked(*, thread: Thread, events: list[Event], now: datetime) 
     memories = Memory.objects.filter(source_event_id__in=pks).update(source_event=None,
                                                                      source_expired=True)
     Event.objects.filter(replaced_by_id__in=pks).update(replaced_by=None)
+    CallFigure.objects.filter(event_id__in=pks)._raw_delete(CallFigure.objects.db)  # their figures
+    CallCacheVerdict.objects.filter(call_id__in=pks)._raw_delete(CallCacheVerdict.objects.db)
+    CallCacheVerdict.objects.filter(previous_id__in=pks).update(previous=None)
     # Everything that points at the rows was settled above: one DELETE, without Django's
     # collector reading the rows back to look for it again.
     Event.objects.filter(pk__in=pks)._raw_delete(Event.objects.db)

@@ -6,13 +6,15 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from contextstore import tasks
-from contextstore.models import CallCacheVerdict
+from contextstore.models import CallCacheVerdict, Event
+from contextstore.services import retention
 from contextstore.services.blocks import block_upsert
 from contextstore.services.cache_verdicts import cache_verdict_of, cache_verdicts_compute
 from contextstore.services.events import event_append
 from contextstore.services.sessions import session_ensure, thread_ensure
 from tests.conftest import messages
 from tests.services.test_cache_verdicts import recorded_call
+from tests.services.test_retention import _age
 
 
 def three_calls(thread, actor) -> list[int]:
@@ -69,3 +71,17 @@ def test_a_call_without_a_known_request_is_stored_as_unknown(thread, actor):
     event_append(thread=thread, actor=actor, events=[{"type": "LLMCallStart", "data": {"model": "gpt-4o"}}])
     cache_verdicts_compute()
     assert CallCacheVerdict.objects.get(thread=thread).status == "unknown"
+
+
+def test_retention_deletes_calls_that_have_verdicts_and_their_verdicts(thread, actor, workspace):
+    three_calls(thread, actor)
+    cache_verdicts_compute()
+    assert CallCacheVerdict.objects.filter(thread=thread).count() == 3
+    newest = Event.objects.filter(thread=thread).order_by("-seq").first().seq
+    retention.retention_policy_set(target=workspace, actor=actor, event_days=30)
+    _age(thread, upto_seq=newest - 1, days=31)  # every call but the newest row is old
+    assert retention.retention_run()["events"] == newest - 1  # the raw delete meets no key
+    assert not CallCacheVerdict.objects.filter(call__isnull=True).exists()
+    left = CallCacheVerdict.objects.filter(thread=thread)
+    assert {v.call_id for v in left} <= set(Event.objects.filter(thread=thread).values_list("pk", flat=True))
+    assert all(v.previous_id is None for v in left)
