@@ -46,6 +46,8 @@ from contextstore_client import ContextStore, Event, StaleRevision, SyncTracker,
 KEY = "agentscope"
 PART = "agentscope_part"  # data key of an event showing part of a message another event holds
 ROLE_TYPES = {"user": "Message", "assistant": "LLMOutput", "system": "Notification"}
+SUMMARY = "agentscope_summary"  # data key of the event holding AgentScope's compression summary
+NEW_SUMMARY_KEY = "agentscope:summary"  # its key when no dropped message's place is free for it
 
 if TYPE_CHECKING:
     from agentscope.message import Msg
@@ -148,6 +150,14 @@ def _message(key: str, event: Event) -> dict[str, Any] | None:
             "created_at": event.occurred_at or ""}
 
 
+def _summary_event(summary: Any) -> dict[str, Any]:
+    """AgentScope's compression summary as the user message its formatters send right after the
+    system prompt (the state's own value kept in ``data["agentscope_summary"]``)."""
+    text = summary if isinstance(summary, str) else "\n".join(
+        b.get("text", "") for b in summary if isinstance(b, dict))
+    return {"type": "Message", "role": "user", "content": text, "data": {SUMMARY: summary}}
+
+
 class ContextStoreStateStore:
     """Loads an AgentState before a call and saves it after, with compare-and-swap."""
 
@@ -155,6 +165,8 @@ class ContextStoreStateStore:
         self.client = client
         self.agent = agent
         self._slots: dict[tuple[str, str, str], SyncTracker] = {}
+        # Per slot, as loaded: the summary event's key and the context's message ids, in order.
+        self._loaded: dict[tuple[str, str, str], tuple[str | None, list[str]]] = {}
 
     def thread(self, user_id: str, session_id: str, thread: str = "main") -> ThreadHandle:
         return self.client.thread(session_id, user_id=user_id, agent=self.agent, name=thread)
@@ -164,17 +176,26 @@ class ContextStoreStateStore:
         tracker = SyncTracker(self.thread(user_id, session_id, thread), KEY)
         loaded = tracker.load()
         tracker.digests = {}
-        messages = [m for m in (_message(i.key, i.event) for i in loaded.items) if m is not None]
+        summaries = [i for i in loaded.items if isinstance(i.event.data, dict) and SUMMARY in i.event.data]
+        summary_keys = {i.key for i in summaries}
+        messages = [m for m in (_message(i.key, i.event) for i in loaded.items
+                                if i.key not in summary_keys) if m is not None]
         data = dict(loaded.state)
         data.setdefault("session_id", session_id)
         data["summary"] = self._summary(loaded.summary, loaded.document)
+        if summaries:  # saved as an event (older saves kept it as the thread's summary)
+            data["summary"] = summaries[-1].event.data[SUMMARY]
         data["context"] = messages
         state = AgentState.model_validate(data)
         # What an unchanged message looks like when saved: not a change.
         for message in state.model_dump(mode="json")["context"]:
             for key, event in _events(message):
                 tracker.seen(key, event)
+        if summaries:
+            tracker.seen(summaries[-1].key, _summary_event(state.model_dump(mode="json")["summary"]))
         self._slots[(user_id, session_id, thread)] = tracker
+        self._loaded[(user_id, session_id, thread)] = (
+            summaries[-1].key if summaries else None, [m["id"] for m in messages])
         return state
 
     def save(self, state: AgentState, user_id: str, session_id: str, thread: str = "main") -> int:
@@ -186,12 +207,11 @@ class ContextStoreStateStore:
         dump = state.model_dump(mode="json")
         messages: list[dict[str, Any]] = dump.pop("context")
         summary = dump.pop("summary")
-        text = summary if isinstance(summary, str) else "\n".join(
-            b.get("text", "") for b in summary if isinstance(b, dict))
-        result = tracker.save(
-            [pair for m in messages for pair in _events(m, state.reply_id or "")],
-            state=dump, summary=text,
-            document={"summary": summary} if not isinstance(summary, str) else None)
+        items = [pair for m in messages for pair in _events(m, state.reply_id or "")]
+        if summary:
+            items.insert(0, (self._summary_key(user_id, session_id, thread, messages),
+                             _summary_event(summary)))
+        result = tracker.save(items, state=dump, summary="")
         return result["revision"] if result else tracker.revision or 0
 
     def log_llm_calls(self, model: Any, user_id: str, session_id: str, thread: str = "main") -> Any:
@@ -229,6 +249,18 @@ class ContextStoreStateStore:
         only while the thread still has a summary (a clear empties it)."""
         blocks = document.get("summary") if isinstance(document, dict) else None
         return blocks if text and isinstance(blocks, list) else text
+
+    def _summary_key(self, user_id: str, session_id: str, thread: str,
+                     messages: list[dict[str, Any]]) -> str:
+        """Where the summary event goes: in place of the last message a compression dropped (it
+        stood right before the kept ones, where AgentScope puts the summary), else where the
+        summary was, else a new key (first in the save, so before the messages it sends)."""
+        summary_key, loaded_ids = self._loaded.get((user_id, session_id, thread), (None, []))
+        kept = {m["id"] for m in messages}
+        dropped = [i for i in loaded_ids if i not in kept]
+        if dropped and not dropped[-1].startswith("cs:"):
+            return dropped[-1]
+        return summary_key or NEW_SUMMARY_KEY
 
     def _tracker(self, user_id: str, session_id: str, thread: str) -> SyncTracker:
         key = (user_id, session_id, thread)
