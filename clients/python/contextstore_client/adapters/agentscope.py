@@ -12,7 +12,9 @@
 Built on the sync protocol (``/threads/{id}/sync/``): the conversation (``AgentState.context``)
 is kept as events, one per message (key: the message id; the message's JSON in
 ``data["agentscope"]``; its reply id as the run), so it reads as a conversation in the dashboard.
-``summary`` is the thread's summary (so a clear made in the dashboard clears it, as AgentScope's
+``summary`` (the compression summary) is a user Message event (value in
+``data["agentscope_summary"]``) right before the kept messages, where AgentScope's formatters send
+it (so renders send it there too, and a clear made in the dashboard clears it, as AgentScope's
 clearContext does); every other sub-state (reply, permission, tool, task, middleware) is the
 thread's state. One save is one transaction on the revision the state was loaded at: a stale
 save raises ``StaleRevision`` and writes nothing, neither state nor messages; any number of
@@ -21,7 +23,8 @@ messages is sent in parts applied together.
 - A message AgentScope rewrites in place (its image limit, a metadata edit) is rewritten in
   place in contextstore: same position, the old version kept as history.
 - Messages AgentScope drops (its compression keeps a suffix and a new summary) are retired
-  (status ``removed``, kept in history); the new summary is the thread's summary.
+  (status ``removed``, kept in history); the new summary is written in place of the last one
+  dropped (so it stands before the kept suffix), the earlier summary retired.
 - What people and workers add comes back as messages at their place in the context: a note as a
   message of its role, the summary of a collapse made in contextstore as a user message holding
   the summary (the form AgentScope gives its own summary) in place of the collapsed range. Their
