@@ -115,8 +115,8 @@ def test_clear_context_keeps_tasks_permissions_and_tools(store):
         assert result.tool_context.activated_groups == ["files"]
         assert result.session_id == agent.state.session_id
     history = states.thread("carol", "s-3").events(status="all")
-    # kept, not deleted: the message, the reply's time reminder and its text
-    assert {e.status for e in history} == {"cleared"} and len(history) == 3
+    # kept, not deleted: the message, the reply's time reminder, its text and the summary
+    assert {e.status for e in history} == {"cleared"} and len(history) == 4
     # The next call starts the conversation afresh, as a new AgentScope conversation would.
     assert turn(states, "carol", "s-3", "fresh topic") == in_memory("fresh topic")[0][0]
 
@@ -134,8 +134,12 @@ def test_messages_agentscope_compressed_away_are_retired_and_the_summary_kept(st
     assert texts(reloaded) == texts(state) and reloaded.summary == "Dan counted to two."
     thread = states.thread("dan", "s-4")
     history = thread.events(status="all")
-    assert len(history) == 7  # none deleted (the first reply's time reminder is an event too)
-    assert [e.status for e in history] == ["removed"] * 5 + ["active"] * 2
+    # None deleted (the first reply's time reminder is an event too); the summary is a user
+    # message in place of the last message dropped (that one kept as history, replaced), so
+    # it stands where AgentScope sends it: before the kept messages.
+    assert sorted(e.status for e in history) == ["active"] * 3 + ["removed"] * 4 + ["replaced"]
+    active = sorted((e for e in history if e.status == "active"), key=lambda e: e.position)
+    assert [(e.role, e.content) for e in active][0] == ("user", "Dan counted to two.")
 
 
 def test_a_message_rewritten_in_place_stays_in_place(store):

@@ -9,9 +9,10 @@ the caller, so the comparison starts after it."""
 import asyncio
 import json
 
-from agentscope.agent import Agent
+from agentscope.agent import Agent, ContextConfig
 from agentscope.formatter import AnthropicChatFormatter, OpenAIChatFormatter
 from agentscope.message import Msg, SystemMsg, UserMsg
+from agentscope.model import StructuredResponse
 from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.tool import FunctionTool, Toolkit
 from contextstore_client.adapters.agentscope import ContextStoreStateStore
@@ -109,3 +110,47 @@ def test_the_render_is_what_agentscopes_formatters_send(store):
     own_anthropic = formatted(AnthropicChatFormatter(), [SystemMsg("system", SYSTEM), *context])
     rendered = thread.context(format="anthropic", record=False)
     assert anthropic_read(rendered.messages) == anthropic_read(own_anthropic[1:])
+
+
+class CompressingModel(WireModel):
+    """WireModel that also writes AgentScope's compression summary (its structured output)."""
+
+    async def generate_structured_output(self, messages, structured_model, **kwargs):
+        fields = ("task_overview", "current_state", "important_discoveries", "next_steps",
+                  "context_to_preserve")
+        return StructuredResponse(content={f: f"{f} of the weather talk" for f in fields})
+
+
+def test_agentscopes_compression_summary_is_where_its_formatters_send_it(store):
+    states = ContextStoreStateStore(store)
+    calls: list = []
+    run_turns(states, calls)
+    state = states.load("alice", "render")
+    before = [m.id for m in state.context]
+    # AgentScope's own compression: a small context size makes the two turns exceed the trigger.
+    agent = Agent(name="helper", system_prompt=SYSTEM, model=CompressingModel(calls), state=state)
+    agent.model.context_size = 200
+    asyncio.run(agent.compress_context(ContextConfig(trigger_ratio=0.5, reserve_ratio=0.3)))
+    summary = agent.state.summary
+    assert summary and "task_overview of the weather talk" in str(summary)
+    kept = [m.id for m in agent.state.context]
+    assert kept and kept != before and kept == before[len(before) - len(kept):]
+    states.save(agent.state, "alice", "render")
+
+    context = agent.state.context
+    system = SystemMsg("system", SYSTEM)
+    own_openai = formatted(OpenAIChatFormatter(), [system, UserMsg("user", summary), *context])
+    thread = states.thread("alice", "render")
+    render = thread.context(format="openai", record=False)
+    assert openai_read(own_openai)[1][0] == "user"  # the summary, right after the system prompt
+    assert openai_read(render.messages) == openai_read(own_openai[1:])
+    own_anthropic = formatted(AnthropicChatFormatter(), [system, UserMsg("user", summary), *context])
+    rendered = thread.context(format="anthropic", record=False)
+    assert rendered.system in (None, [], "")  # nothing before the history: no system block
+    assert anthropic_read(rendered.messages) == anthropic_read(own_anthropic[1:])
+
+    # Loaded again, the state has the summary and the kept messages; an unchanged save is a no-op.
+    again = states.load("alice", "render")
+    assert again.summary == summary and [m.id for m in again.context] == kept
+    revision = states.save(again, "alice", "render")
+    assert states.save(again, "alice", "render") == revision

@@ -12,7 +12,9 @@
 Built on the sync protocol (``/threads/{id}/sync/``): the conversation (``AgentState.context``)
 is kept as events, one per message (key: the message id; the message's JSON in
 ``data["agentscope"]``; its reply id as the run), so it reads as a conversation in the dashboard.
-``summary`` is the thread's summary (so a clear made in the dashboard clears it, as AgentScope's
+``summary`` (the compression summary) is a user Message event (value in
+``data["agentscope_summary"]``) right before the kept messages, where AgentScope's formatters send
+it (so renders send it there too, and a clear made in the dashboard clears it, as AgentScope's
 clearContext does); every other sub-state (reply, permission, tool, task, middleware) is the
 thread's state. One save is one transaction on the revision the state was loaded at: a stale
 save raises ``StaleRevision`` and writes nothing, neither state nor messages; any number of
@@ -21,7 +23,8 @@ messages is sent in parts applied together.
 - A message AgentScope rewrites in place (its image limit, a metadata edit) is rewritten in
   place in contextstore: same position, the old version kept as history.
 - Messages AgentScope drops (its compression keeps a suffix and a new summary) are retired
-  (status ``removed``, kept in history); the new summary is the thread's summary.
+  (status ``removed``, kept in history); the new summary is written in place of the last one
+  dropped (so it stands before the kept suffix), the earlier summary retired.
 - What people and workers add comes back as messages at their place in the context: a note as a
   message of its role, the summary of a collapse made in contextstore as a user message holding
   the summary (the form AgentScope gives its own summary) in place of the collapsed range. Their
@@ -46,6 +49,8 @@ from contextstore_client import ContextStore, Event, StaleRevision, SyncTracker,
 KEY = "agentscope"
 PART = "agentscope_part"  # data key of an event showing part of a message another event holds
 ROLE_TYPES = {"user": "Message", "assistant": "LLMOutput", "system": "Notification"}
+SUMMARY = "agentscope_summary"  # data key of the event holding AgentScope's compression summary
+NEW_SUMMARY_KEY = "agentscope:summary"  # its key when no dropped message's place is free for it
 
 if TYPE_CHECKING:
     from agentscope.message import Msg
@@ -148,6 +153,14 @@ def _message(key: str, event: Event) -> dict[str, Any] | None:
             "created_at": event.occurred_at or ""}
 
 
+def _summary_event(summary: Any) -> dict[str, Any]:
+    """AgentScope's compression summary as the user message its formatters send right after the
+    system prompt (the state's own value kept in ``data["agentscope_summary"]``)."""
+    text = summary if isinstance(summary, str) else "\n".join(
+        b.get("text", "") for b in summary if isinstance(b, dict))
+    return {"type": "Message", "role": "user", "content": text, "data": {SUMMARY: summary}}
+
+
 class ContextStoreStateStore:
     """Loads an AgentState before a call and saves it after, with compare-and-swap."""
 
@@ -155,6 +168,8 @@ class ContextStoreStateStore:
         self.client = client
         self.agent = agent
         self._slots: dict[tuple[str, str, str], SyncTracker] = {}
+        # Per slot, as loaded: the summary event's key and the context's message ids, in order.
+        self._loaded: dict[tuple[str, str, str], tuple[str | None, list[str]]] = {}
 
     def thread(self, user_id: str, session_id: str, thread: str = "main") -> ThreadHandle:
         return self.client.thread(session_id, user_id=user_id, agent=self.agent, name=thread)
@@ -164,17 +179,26 @@ class ContextStoreStateStore:
         tracker = SyncTracker(self.thread(user_id, session_id, thread), KEY)
         loaded = tracker.load()
         tracker.digests = {}
-        messages = [m for m in (_message(i.key, i.event) for i in loaded.items) if m is not None]
+        summaries = [i for i in loaded.items if isinstance(i.event.data, dict) and SUMMARY in i.event.data]
+        summary_keys = {i.key for i in summaries}
+        messages = [m for m in (_message(i.key, i.event) for i in loaded.items
+                                if i.key not in summary_keys) if m is not None]
         data = dict(loaded.state)
         data.setdefault("session_id", session_id)
         data["summary"] = self._summary(loaded.summary, loaded.document)
+        if summaries:  # saved as an event (older saves kept it as the thread's summary)
+            data["summary"] = summaries[-1].event.data[SUMMARY]
         data["context"] = messages
         state = AgentState.model_validate(data)
         # What an unchanged message looks like when saved: not a change.
         for message in state.model_dump(mode="json")["context"]:
             for key, event in _events(message):
                 tracker.seen(key, event)
+        if summaries:
+            tracker.seen(summaries[-1].key, _summary_event(state.model_dump(mode="json")["summary"]))
         self._slots[(user_id, session_id, thread)] = tracker
+        self._loaded[(user_id, session_id, thread)] = (
+            summaries[-1].key if summaries else None, [m["id"] for m in messages])
         return state
 
     def save(self, state: AgentState, user_id: str, session_id: str, thread: str = "main") -> int:
@@ -186,12 +210,11 @@ class ContextStoreStateStore:
         dump = state.model_dump(mode="json")
         messages: list[dict[str, Any]] = dump.pop("context")
         summary = dump.pop("summary")
-        text = summary if isinstance(summary, str) else "\n".join(
-            b.get("text", "") for b in summary if isinstance(b, dict))
-        result = tracker.save(
-            [pair for m in messages for pair in _events(m, state.reply_id or "")],
-            state=dump, summary=text,
-            document={"summary": summary} if not isinstance(summary, str) else None)
+        items = [pair for m in messages for pair in _events(m, state.reply_id or "")]
+        if summary:
+            items.insert(0, (self._summary_key(user_id, session_id, thread, messages),
+                             _summary_event(summary)))
+        result = tracker.save(items, state=dump, summary="")
         return result["revision"] if result else tracker.revision or 0
 
     def log_llm_calls(self, model: Any, user_id: str, session_id: str, thread: str = "main") -> Any:
@@ -229,6 +252,18 @@ class ContextStoreStateStore:
         only while the thread still has a summary (a clear empties it)."""
         blocks = document.get("summary") if isinstance(document, dict) else None
         return blocks if text and isinstance(blocks, list) else text
+
+    def _summary_key(self, user_id: str, session_id: str, thread: str,
+                     messages: list[dict[str, Any]]) -> str:
+        """Where the summary event goes: in place of the last message a compression dropped (it
+        stood right before the kept ones, where AgentScope puts the summary), else where the
+        summary was, else a new key (first in the save, so before the messages it sends)."""
+        summary_key, loaded_ids = self._loaded.get((user_id, session_id, thread), (None, []))
+        kept = {m["id"] for m in messages}
+        dropped = [i for i in loaded_ids if i not in kept]
+        if dropped and not dropped[-1].startswith("cs:"):
+            return dropped[-1]
+        return summary_key or NEW_SUMMARY_KEY
 
     def _tracker(self, user_id: str, session_id: str, thread: str) -> SyncTracker:
         key = (user_id, session_id, thread)
