@@ -1,7 +1,7 @@
 """Issue 50's polish: numbers a page shows agree with its sentences."""
 import re
 
-from contextstore.models import Event
+from contextstore.models import Clear, Event
 from contextstore.services.collapses import collapse_create
 from contextstore.services.events import event_append
 from contextstore.services.summaries.worker import event_item
@@ -29,3 +29,25 @@ def test_a_nested_summary_cards_count_is_the_count_its_text_says(editor_client, 
     card = html[html.index(f'id="c{outer.pk}"'):]
     shown = int(re.search(r"#1–#40 · (\d+) events?<", card).group(1))
     assert shown == said
+
+
+def test_clears_confirmation_result_list_and_undo_say_the_same_count(editor_client, thread, actor):
+    event_append(thread=thread, events=messages(4) + [
+        {"type": "Checkpoint", "visible": False, "content": "runtime"},
+        {"type": "Checkpoint", "visible": False, "content": "runtime"}], actor=actor)
+    thread.refresh_from_db()
+    assert thread.active_event_count == 4  # the two checkpoints are not in the working context
+    page = editor_client.get(f"/threads/{thread.pk}/").content.decode()
+    assert "takes all 4 events in the working context" in page
+    editor_client.post(f"/threads/{thread.pk}/clear/")
+    page = editor_client.get(f"/threads/{thread.pk}/").content.decode()
+    assert "Cleared 4 events from the working context." in page
+    assert "<li><b>4 events</b>" in page  # the Clears panel's entry
+    assert Event.objects.filter(thread=thread, status="cleared").count() == 6  # all moved
+    clear = Clear.objects.get(thread=thread)
+    editor_client.post(f"/threads/{thread.pk}/clears/{clear.pk}/undo/")
+    page = editor_client.get(f"/threads/{thread.pk}/").content.decode()
+    assert "Un-cleared: 4 events are back in the working context." in page
+    thread.refresh_from_db()
+    assert thread.active_event_count == 4
+    assert Event.objects.filter(thread=thread, status="active").count() == 6
