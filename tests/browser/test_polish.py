@@ -1,0 +1,58 @@
+"""Issue 50's polish, seen in the browser: the runs chart's axes and legend, and more."""
+
+import pytest
+from playwright.sync_api import expect
+
+from contextstore.services.events import event_append
+from contextstore.services.sessions import session_ensure, thread_ensure
+from tests.browser.conftest import axe_violations, screenshot
+from tests.conftest import messages
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def call(run: str, n: int, tokens: int, cost: float) -> list[dict]:
+    return [{"type": "LLMCallStart", "call_id": f"{run}-{n}", "run_id": run,
+             "data": {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}},
+            {"type": "LLMComplete", "call_id": f"{run}-{n}", "run_id": run,
+             "data": {"model": "gpt-4o", "input_tokens": tokens, "output_tokens": 10, "cost": cost}}]
+
+
+@pytest.fixture
+def thread(workspace, actor):
+    session = session_ensure(workspace=workspace, key="polish-1", actor=actor)[0]
+    thread = thread_ensure(session=session, actor=actor)[0]
+    event_append(thread=thread, actor=actor, events=[
+        *messages(4), *call("run-1", 1, 1990, 0.004), *call("run-2", 1, 490, 0.001),
+        *call("run-3", 1, 3990, 0.008)])
+    return thread
+
+
+def test_the_runs_chart_has_labelled_axes_and_a_legend(page, thread):
+    page.goto(f"/threads/{thread.pk}/")
+    page.locator("[data-side-tab=runs]").click()
+    chart = page.locator(".run-chart")
+    expect(chart).to_be_visible()
+    svg = chart.locator("svg")
+    expect(svg).to_have_attribute("role", "img")
+    # both value axes say their top, middle and zero; the bottom one says the runs' order
+    expect(svg.locator("[data-axis=tokens] text")).to_have_text(["4k", "2k", "0"])
+    expect(svg.locator("[data-axis=cost] text").first).to_contain_text("0.008")
+    expect(svg.locator("[data-axis=runs] text")).to_have_text(["oldest", "newest", "runs"])
+    expect(chart.locator(".legend li")).to_have_text(["input + output tokens (left axis)",
+                                                      "cost (right axis)"])
+    expect(svg.locator("rect.c-tokens")).to_have_count(3)
+    # the chart's accessible name says what it shows
+    name = page.evaluate("""() => { const s = document.querySelector('.run-chart svg');
+        return s.getAttribute('aria-labelledby').split(' ')
+          .map(id => document.getElementById(id).textContent).join(' '); }""")
+    assert "Runs" in name and "latest 3 runs" in name
+    # the tick labels stay inside the SVG's box (not clipped off its edges)
+    box = svg.bounding_box()
+    for text in svg.locator("text").all():
+        t = text.bounding_box()
+        inside = box["x"] - 1 <= t["x"] and t["x"] + t["width"] <= box["x"] + box["width"] + 1
+        assert inside, text.text_content()
+    screenshot(page, "runs-chart")
+    assert axe_violations(page, "[data-tab=runs]") == []
+    assert page.problems == [], page.problems
