@@ -56,3 +56,20 @@ def test_the_runs_chart_has_labelled_axes_and_a_legend(page, thread):
     screenshot(page, "runs-chart")
     assert axe_violations(page, "[data-tab=runs]") == []
     assert page.problems == [], page.problems
+
+
+def test_the_favicon_is_served_and_the_login_page_has_one_h1_and_no_404(browser, live_server):
+    context = browser.new_context(base_url=live_server.url)
+    page = context.new_page()
+    problems = []
+    page.on("console", lambda m: m.type == "error" and problems.append(m.text))
+    page.on("response", lambda r: r.status >= 400 and problems.append(f"{r.status} {r.url}"))
+    page.goto("/accounts/login/")
+    expect(page.locator("h1")).to_have_count(1)
+    expect(page.locator("#id_password")).to_have_attribute("autocomplete", "current-password")
+    href = page.locator("link[rel=icon]").get_attribute("href")
+    icon = page.request.get(href)
+    assert icon.status == 200 and icon.headers["content-type"].startswith("image/svg+xml")
+    page.wait_for_timeout(300)  # the browser's own favicon request
+    assert problems == [], problems
+    context.close()
