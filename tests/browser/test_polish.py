@@ -73,3 +73,42 @@ def test_the_favicon_is_served_and_the_login_page_has_one_h1_and_no_404(browser,
     page.wait_for_timeout(300)  # the browser's own favicon request
     assert problems == [], problems
     context.close()
+
+
+@pytest.fixture
+def long_thread(workspace, actor):
+    session = session_ensure(workspace=workspace, key="polish-long", actor=actor)[0]
+    thread = thread_ensure(session=session, actor=actor)[0]
+    events = messages(240, words=30)
+    events[59] = {"type": "Error", "content": "Payment gateway timed out", "data": {"code": 504}}
+    events[179] = {"type": "Error", "content": "Disk full", "data": {"code": 507}}
+    event_append(thread=thread, actor=actor, events=events)
+    return thread
+
+
+def landed(page, seq: int) -> dict:
+    return page.evaluate("""seq => { const e = document.getElementById('e' + seq);
+        const r = e.getBoundingClientRect();
+        const whole = r.top >= 0 && r.bottom <= window.innerHeight;
+        return {inView: whole || (r.top < window.innerHeight / 2 && r.bottom > 0),
+                focused: document.activeElement === e, marked: e.classList.contains('target')}; }""", seq)
+
+
+def test_jump_and_next_error_land_on_their_target_in_view_and_focused(page, long_thread):
+    page.goto(f"/threads/{long_thread.pk}/", timeout=30_000)
+    page.fill("#jump-to", "100")
+    page.locator("form.jump button[type=submit]", has_text="Go").click()
+    page.wait_for_url("**around=100**")
+    expect(page.locator("#e100")).to_be_in_viewport()
+    assert landed(page, 100) == {"inView": True, "focused": True, "marked": True}
+    # the next error after #100 is #180, far below: it lands there too
+    page.locator("form.jump button", has_text="Next error").click()
+    page.wait_for_url("**around=180**")
+    expect(page.locator("#e180")).to_be_in_viewport()
+    assert landed(page, 180) == {"inView": True, "focused": True, "marked": True}
+    page.locator("form.jump button", has_text="Previous error").click()
+    page.wait_for_url("**around=60**")
+    expect(page.locator("#e60")).to_be_in_viewport()
+    assert landed(page, 60) == {"inView": True, "focused": True, "marked": True}
+    screenshot(page, "jump-next-error")
+    assert page.problems == [], page.problems
