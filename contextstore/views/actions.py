@@ -406,7 +406,8 @@ def state_diff(request: DashboardRequest, pk: int) -> HttpResponse:
                     else "add" if line.startswith("+") else "del" if line.startswith("-")
                     else "same")
             lines.append({"kind": kind, "text": line})
-        fields.append({"name": name, "lines": lines})
+        fields.append({"name": name, "lines": lines,
+                       "paths": documents.path_changes(old.get(name), new.get(name), name)})
     context = {"thread": thread, "a": found[a], "b": found[b], "fields": fields,
                "can_edit": can_edit(request.user, thread.workspace),
                "session": thread.session, "workspace": thread.workspace,

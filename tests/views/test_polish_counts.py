@@ -51,3 +51,22 @@ def test_clears_confirmation_result_list_and_undo_say_the_same_count(editor_clie
     thread.refresh_from_db()
     assert thread.active_event_count == 4
     assert Event.objects.filter(thread=thread, status="active").count() == 6
+
+
+def test_a_state_diff_lists_each_change_by_json_path(editor_client, thread, actor):
+    from contextstore.services.state import state_write
+
+    state_write(thread=thread, state={"plan": ["look up", "refund"], "n": 1, "who": "<b>x</b>"},
+                actor=actor)
+    state_write(thread=thread, state={"plan": ["look up", "ship"], "n": 2, "done": True},
+                actor=actor)
+    thread.refresh_from_db()
+    b = thread.revision
+    html = editor_client.get(f"/threads/{thread.pk}/state/diff/", {"a": b - 1, "b": b}).content.decode()
+    table = html[html.index('class="small path-diff"'):html.index("</table>")]
+    rows = re.findall(r"<tr class=\"p-(\w+)\"><th scope=\"row\"><code>(.*?)</code></th>"
+                      r"<td><code>(.*?)</code></td><td><code>→ (.*?)</code></td></tr>", table)
+    assert rows == [("changed", "state.plan[1]", "&quot;refund&quot;", "&quot;ship&quot;"),
+                    ("changed", "state.n", "1", "2"),
+                    ("removed", "state.who", "&quot;&lt;b&gt;x&lt;/b&gt;&quot;", "—"),
+                    ("added", "state.done", "—", "true")]
