@@ -141,6 +141,18 @@ def block_history(thread: Thread, live: set[str]) -> tuple[dict[str, list], list
     return by_name, deleted
 
 
+REVISION_PAGE = 20
+
+
+def revision_page(thread: Thread, before: int | None) -> dict[str, Any]:
+    """The state panel's revisions a page at a time (?revs_before=<revision>), with the link to
+    the older page when there is one."""
+    rows = dashboard.recent_revisions(thread=thread, limit=REVISION_PAGE, before=before)
+    page = rows[:REVISION_PAGE]
+    return {"revisions": page, "revs_before": before,
+            "older_revisions": page[-1].revision if len(rows) > REVISION_PAGE else None}
+
+
 def panel_context(request: DashboardRequest, thread: Thread) -> dict[str, Any]:
     """Everything the side panel shows; each read is capped, none grows with history."""
     budget = budget_of(request, thread)
@@ -155,7 +167,7 @@ def panel_context(request: DashboardRequest, thread: Thread) -> dict[str, Any]:
         "blocks": blocks,
         "deleted_blocks": deleted,
         "gauge": gauge(thread, budget),
-        "revisions": dashboard.recent_revisions(thread=thread),
+        **revision_page(thread, _int(request.GET.get("revs_before"))),
         "providers": dashboard.provider_states(thread=thread),
         # Framework sessions (ADK app:/user: state) share state across sessions of an app.
         "scopes": (scoped_states(workspace=thread.workspace, app=thread.session.app,

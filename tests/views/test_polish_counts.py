@@ -70,3 +70,26 @@ def test_a_state_diff_lists_each_change_by_json_path(editor_client, thread, acto
                     ("changed", "state.n", "1", "2"),
                     ("removed", "state.who", "&quot;&lt;b&gt;x&lt;/b&gt;&quot;", "—"),
                     ("added", "state.done", "—", "true")]
+
+
+def test_the_state_panel_pages_its_revisions(editor_client, thread, actor):
+    from contextstore.services.state import state_write
+
+    for i in range(45):
+        state_write(thread=thread, state={"n": i}, actor=actor)
+    thread.refresh_from_db()
+    top = thread.revision
+
+    def listed(html):
+        return [int(n) for n in re.findall(r'<li><b>r(\d+)</b>', html)]
+
+    html = editor_client.get(f"/threads/{thread.pk}/").content.decode()
+    assert listed(html) == list(range(top, top - 20, -1))
+    older = re.search(r'href="([^"]*revs_before=(\d+)[^"]*)" data-older-revisions', html)
+    assert older and int(older.group(2)) == top - 19
+    html = editor_client.get(f"/threads/{thread.pk}/", {"revs_before": top - 19}).content.decode()
+    assert listed(html) == list(range(top - 20, top - 40, -1))
+    html = editor_client.get(f"/threads/{thread.pk}/", {"revs_before": top - 39}).content.decode()
+    assert listed(html) == list(range(top - 40, -1, -1)) and "data-older-revisions" not in html
+    assert "Newest revisions" in html
+    assert editor_client.get(f"/threads/{thread.pk}/", {"revs_before": "x"}).status_code == 400
