@@ -338,12 +338,12 @@ class ThreadAdmin(ReadOnlyAdmin):
         run_each(self, request, queryset.select_related("workspace"), "Context cleared",
                  lambda t: threads.thread_clear_context(thread=t, actor=actor_of(request)))
 
-    @admin.action(description="Reset state (clientai clear)", permissions=["mutate"])
+    @admin.action(description="Reset the agent's state", permissions=["mutate"])
     def reset(self, request, queryset):
         run_each(self, request, queryset.select_related("workspace"), "Reset",
                  lambda t: clientai.thread_reset(thread=t, actor=actor_of(request)))
 
-    @admin.action(description="Reset all (clientai clear_all)", permissions=["mutate"])
+    @admin.action(description="Reset the agent's state and history", permissions=["mutate"])
     def reset_all(self, request, queryset):
         run_each(self, request, queryset.select_related("workspace"), "Reset all",
                  lambda t: clientai.thread_reset_all(thread=t, actor=actor_of(request)))

@@ -131,3 +131,33 @@ def changed_fields(ops: list[dict[str, Any]]) -> list[str]:
     names = {op["path"].split("/")[1].replace("~1", "/").replace("~0", "~") for op in ops}
     return [n for n in DOCUMENT_FIELDS if n in names] + sorted(names - set(DOCUMENT_FIELDS))
 
+
+
+MISSING = object()
+
+
+def path_changes(old: Any, new: Any, path: str = "$", limit: int = 200) -> list[dict[str, str]]:
+    """What differs between two JSON values, one row per JSON path (`$.plan[1]`): the old and
+    new value as compact JSON, "" where a side has none. Objects and lists are walked, anything
+    else compared whole; at most `limit` rows."""
+    out: list[dict[str, str]] = []
+
+    def show(v: Any) -> str:
+        return "" if v is MISSING else json.dumps(v, ensure_ascii=False, sort_keys=True)[:500]
+
+    def walk(a: Any, b: Any, at: str) -> None:
+        if len(out) >= limit:
+            return
+        if isinstance(a, dict) and isinstance(b, dict):
+            for k in list(a) + [k for k in b if k not in a]:
+                key = f"{at}.{k}" if isinstance(k, str) and k.isidentifier() else f"{at}[{json.dumps(k)}]"
+                walk(a.get(k, MISSING), b.get(k, MISSING), key)
+        elif isinstance(a, list) and isinstance(b, list):
+            for i in range(max(len(a), len(b))):
+                walk(a[i] if i < len(a) else MISSING, b[i] if i < len(b) else MISSING, f"{at}[{i}]")
+        elif a is MISSING or b is MISSING or dumps(a) != dumps(b):
+            kind = "added" if a is MISSING else "removed" if b is MISSING else "changed"
+            out.append({"path": at, "old": show(a), "new": show(b), "kind": kind})
+
+    walk(old, new, path)
+    return out

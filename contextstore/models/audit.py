@@ -62,7 +62,8 @@ class AuditLog(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.actor_label} {self.action} {self.target_type}:{self.target_id}"
+        when = f" at {self.created_at:%Y-%m-%d %H:%M:%S %Z}" if self.created_at else ""
+        return f"{self.action} on {self.target_type} {self.target_id} by {self.actor_label}{when}"
 
 
 class ReadAudit(models.Model):

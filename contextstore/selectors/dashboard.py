@@ -31,9 +31,14 @@ def thread_blocks(*, thread: Thread) -> list[ContextBlock]:
     return list(thread.blocks.order_by("placement", "order", "name"))
 
 
-def recent_revisions(*, thread: Thread, limit: int = 20) -> list[StateRevision]:
-    return list(StateRevision.objects.filter(thread=thread).order_by("-revision")
-                .only("revision", "reason", "actor", "created_at")[:limit])
+def recent_revisions(*, thread: Thread, limit: int = 20,
+                     before: int | None = None) -> list[StateRevision]:
+    """A page of revisions, newest first: the newest `limit`, or those older than `before`
+    (keyset, no OFFSET); one more is read to tell whether an older page exists."""
+    qs = StateRevision.objects.filter(thread=thread)
+    if before is not None:
+        qs = qs.filter(revision__lt=before)
+    return list(qs.order_by("-revision").only("revision", "reason", "actor", "created_at")[:limit + 1])
 
 
 def provider_states(*, thread: Thread, limit: int = 20) -> list[ProviderState]:

@@ -96,8 +96,31 @@ def _cards(thread: Thread, filters: dict[str, Any], low: int, high: int | None) 
     ).select_related("summary_event")
     if high is not None:
         qs = qs.filter(start_position__lt=high)
-    return [Item("collapse", c.start_position, collapse=c)
-            for c in qs.order_by("-start_position")[:CARD_LIMIT]]
+    cards = list(qs.order_by("-start_position")[:CARD_LIMIT])
+    with_originals(cards)
+    return [Item("collapse", c.start_position, collapse=c) for c in cards]
+
+
+def with_originals(collapses: list[Collapse], depth: int = 32) -> None:
+    """Set `originals` on each collapse: the original events it stands for, an earlier summary
+    inside it counted as the events that summary covers (as the extractive summary's "Summary
+    of N events" counts them), so a card's number and its text are the same value. One query
+    per level of nesting."""
+    owner = {c.pk: c for c in collapses}
+    for c in collapses:
+        c.originals = c.event_count  # type: ignore[attr-defined]
+    level = list(owner)
+    for _ in range(depth):
+        if not level:
+            break
+        nested = Collapse.objects.filter(summary_event__collapse_id__in=level).values_list(
+            "pk", "event_count", "summary_event__collapse_id")
+        level = []
+        for pk, count, parent in nested:
+            root = owner[parent]
+            root.originals += count - 1  # type: ignore[attr-defined]  # the summary stood for 1
+            owner[pk] = root
+            level.append(pk)
 
 
 def _tool_rows(events: list[Event], *, in_card: bool = False) -> list[Item]:

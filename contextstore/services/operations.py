@@ -58,10 +58,12 @@ def clear_or_queue(*, thread: Thread, actor: Actor) -> Clear | Job:
 
 
 def unclear_or_queue(*, clear: Clear, actor: Actor) -> Clear | Job:
-    if clear.undone_at is not None or not _long(clear.event_count):
+    # Rows, hidden ones too, decide (as for a clear); the Clear's count is what the model saw.
+    rows = Event.objects.filter(cleared_by=clear, status=Event.Status.CLEARED).count()
+    if clear.undone_at is not None or not _long(rows):
         return thread_unclear(clear=clear, actor=actor)
     return _enqueue(thread=clear.thread, kind=Job.Kind.UNCLEAR, actor=actor,
-                    total=clear.event_count, params={"clear": clear.pk})
+                    total=rows, params={"clear": clear.pk})
 
 
 def collapse_or_queue(*, thread: Thread, start_position: int, end_position: int,

@@ -58,13 +58,15 @@ def clear_step(*, thread: Thread, actor: Actor, progress: dict[str, Any], upto_s
     count, left = history.events_move(thread=thread, events=members, now=timezone.now(),
                                       entering=False, limit=limit,
                                       status=Event.Status.CLEARED, cleared_by=clear)
-    Clear.objects.filter(pk=clear.pk).update(event_count=F("event_count") + count,
+    # The Clear counts what left the working context (visible events), as the confirmation
+    # (the thread's active_event_count), its undo and the Clears list say; `done` counts rows.
+    Clear.objects.filter(pk=clear.pk).update(event_count=F("event_count") + left.count,
                                              tokens=F("tokens") + left.tokens)
     progress["done"] = progress.get("done", 0) + count
     if limit is not None and count == limit:
         return False
     clear.refresh_from_db()
-    progress["total"] = clear.event_count
+    progress["total"] = progress["done"]
     audit(actor=actor, action="thread.clear_context", target=thread, workspace=thread.workspace,
           clear=clear.pk, cleared=clear.event_count, summary_chars=len(clear.summary),
           **({"job": str(job.pk)} if job else {}))
@@ -92,7 +94,7 @@ def thread_unclear(*, clear: Clear, actor: Actor) -> Clear:
         progress: dict[str, Any] = {}
         unclear_step(thread=thread, actor=actor, progress=progress, clear_id=clear.pk)
     clear = Clear.objects.get(pk=clear.pk)
-    clear.restored = progress["done"]
+    clear.restored = progress["restored"]
     clear.summary_restored = progress["summary_restored"]
     return clear
 
@@ -115,15 +117,16 @@ def unclear_step(*, thread: Thread, actor: Actor, progress: dict[str, Any], clea
                            values={"summary": clear.summary})
         progress["clear"] = clear.pk
     members = Event.objects.filter(cleared_by=clear, status=Event.Status.CLEARED)
-    count, _ = history.events_move(thread=thread, events=members, now=timezone.now(),
-                                   entering=True, limit=limit,
-                                   status=Event.Status.ACTIVE, cleared_by=None)
+    count, entered = history.events_move(thread=thread, events=members, now=timezone.now(),
+                                         entering=True, limit=limit,
+                                         status=Event.Status.ACTIVE, cleared_by=None)
     progress["done"] = progress.get("done", 0) + count
+    progress["restored"] = progress.get("restored", 0) + entered.count  # as the clear counted
     if limit is not None and count == limit:
         return False
     progress["total"] = progress["done"]
     audit(actor=actor, action="thread.unclear", target=thread, workspace=thread.workspace,
-          clear=clear.pk, restored=progress["done"], summary_restored=progress["summary_restored"],
+          clear=clear.pk, restored=progress["restored"], summary_restored=progress["summary_restored"],
           **({"job": str(job.pk)} if job else {}))
     return True
 

@@ -7,6 +7,7 @@ import json
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.views.decorators.vary import vary_on_headers
 
@@ -97,7 +98,8 @@ def _offer_operation_done(request: DashboardRequest, thread: Thread, job: Job) -
     elif job.kind == Job.Kind.CLEAR and clear is not None:
         _offer_unclear(request, thread, clear)
     elif job.kind == Job.Kind.UNCLEAR and clear is not None:
-        clear.restored, clear.summary_restored = result["done"], result["summary_restored"]
+        clear.restored = result.get("restored", result["done"])
+        clear.summary_restored = result["summary_restored"]
         _offer_after_unclear(request, thread, clear)
     else:  # its record was deleted since (retention, a deleted fork)
         offer_undo(request, thread=thread, text="Done.")
@@ -257,7 +259,7 @@ def clear_context(request: DashboardRequest, thread: Thread) -> HttpResponse:
 
 def _offer_unclear(request: DashboardRequest, thread: Thread, clear: Clear) -> None:
     offer_undo(request, thread=thread,
-               text=f"Cleared {clear.event_count} events"
+               text=f"Cleared {clear.event_count} event{pluralize(clear.event_count)}"
                     f"{' and the summary' if clear.summary else ''} from the working context.",
                url=reverse("contextstore:unclear", args=[thread.pk, clear.pk]), label="Undo (un-clear)")
 
@@ -275,7 +277,8 @@ def unclear(request: DashboardRequest, thread: Thread, clear_id: int) -> HttpRes
 
 
 def _offer_after_unclear(request: DashboardRequest, thread: Thread, clear: Clear) -> None:
-    text = f"Un-cleared: {clear.restored} events are back in the working context"
+    text = (f"Un-cleared: {clear.restored} event{pluralize(clear.restored)} "
+            f"{'is' if clear.restored == 1 else 'are'} back in the working context")
     if clear.summary_restored:
         text += ", and the summary with them"
     elif clear.summary:
@@ -405,7 +408,8 @@ def state_diff(request: DashboardRequest, pk: int) -> HttpResponse:
                     else "add" if line.startswith("+") else "del" if line.startswith("-")
                     else "same")
             lines.append({"kind": kind, "text": line})
-        fields.append({"name": name, "lines": lines})
+        fields.append({"name": name, "lines": lines,
+                       "paths": documents.path_changes(old.get(name), new.get(name), name)})
     context = {"thread": thread, "a": found[a], "b": found[b], "fields": fields,
                "can_edit": can_edit(request.user, thread.workspace),
                "session": thread.session, "workspace": thread.workspace,

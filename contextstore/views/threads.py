@@ -98,26 +98,37 @@ def gauge(thread: Thread, budget: int) -> dict[str, Any]:
     }
 
 
+RUN_CHART = {"width": 320, "height": 132, "left": 46, "right": 268, "top": 10, "bottom": 104}
+
+
 def run_chart(thread: Thread) -> dict[str, Any]:
-    """Tokens and cost of the latest 20 runs as bars in a 300x100 SVG."""
+    """Tokens and cost of the latest 20 runs as bars in an SVG with both axes: tokens on the
+    left, cost on the right, the runs oldest to newest along the bottom (the template labels
+    them and draws the legend)."""
     runs = dashboard.recent_runs(thread=thread)
     if not runs:
         return {"bars": []}
+    g = RUN_CHART
+    left, right, top, bottom = g["left"], g["right"], g["top"], g["bottom"]
+    span = bottom - top
     top_tokens = max(r.input_tokens + r.output_tokens for r in runs) or 1
     top_cost = max(r.cost for r in runs) or 1
-    step = 300 / len(runs)
+    step = (right - left) / len(runs)
     bars = []
     for i, r in enumerate(runs):
         tokens = r.input_tokens + r.output_tokens
-        height = 90 * tokens / top_tokens
-        cost_height = float(90 * r.cost / top_cost)
+        height = span * tokens / top_tokens
+        cost_height = float(span * r.cost / top_cost)
         bars.append({
-            "run": r, "tokens": tokens, "x": round(i * step + step * 0.1, 1),
-            "width": round(step * 0.4, 1), "y": round(95 - height, 1), "height": round(height, 1),
-            "cx": round(i * step + step * 0.5, 1), "cy": round(95 - cost_height, 1),
+            "run": r, "tokens": tokens, "x": round(left + i * step + step * 0.1, 1),
+            "width": round(step * 0.4, 1), "y": round(bottom - height, 1), "height": round(height, 1),
+            "cx": round(left + i * step + step * 0.5, 1), "cy": round(bottom - cost_height, 1),
             "cheight": round(cost_height, 1),
         })
-    return {"bars": bars, "top_tokens": top_tokens, "top_cost": top_cost}
+    middle = (top + bottom) / 2
+    return {"bars": bars, "top_tokens": top_tokens, "top_cost": top_cost,
+            "half_tokens": top_tokens // 2, "half_cost": top_cost / 2, "middle": middle,
+            "center": (left + right) / 2, **g}
 
 
 def block_history(thread: Thread, live: set[str]) -> tuple[dict[str, list], list]:
@@ -128,6 +139,18 @@ def block_history(thread: Thread, live: set[str]) -> tuple[dict[str, list], list
         by_name.setdefault(v.name, []).append(v)
     deleted = [vs[0] for name, vs in sorted(by_name.items()) if name not in live and vs[0].deleted]
     return by_name, deleted
+
+
+REVISION_PAGE = 20
+
+
+def revision_page(thread: Thread, before: int | None) -> dict[str, Any]:
+    """The state panel's revisions a page at a time (?revs_before=<revision>), with the link to
+    the older page when there is one."""
+    rows = dashboard.recent_revisions(thread=thread, limit=REVISION_PAGE, before=before)
+    page = rows[:REVISION_PAGE]
+    return {"revisions": page, "revs_before": before,
+            "older_revisions": page[-1].revision if len(rows) > REVISION_PAGE else None}
 
 
 def panel_context(request: DashboardRequest, thread: Thread) -> dict[str, Any]:
@@ -144,7 +167,7 @@ def panel_context(request: DashboardRequest, thread: Thread) -> dict[str, Any]:
         "blocks": blocks,
         "deleted_blocks": deleted,
         "gauge": gauge(thread, budget),
-        "revisions": dashboard.recent_revisions(thread=thread),
+        **revision_page(thread, _int(request.GET.get("revs_before"))),
         "providers": dashboard.provider_states(thread=thread),
         # Framework sessions (ADK app:/user: state) share state across sessions of an app.
         "scopes": (scoped_states(workspace=thread.workspace, app=thread.session.app,

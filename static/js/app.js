@@ -479,6 +479,10 @@
     if (target) {
       window.scrollTo(0, target.getBoundingClientRect().top + window.scrollY - window.innerHeight / 3);
       stick = false;
+      // Jump, next/previous error and permalinks land on the event: focused (a keyboard or
+      // screen-reader user starts there), outlined by .target, without a second scroll.
+      if (!target.hasAttribute("tabindex")) target.setAttribute("tabindex", "-1");
+      target.focus({preventScroll: true});
     } else {
       toBottom();
     }

@@ -36,7 +36,8 @@ def test_markdown_is_rendered_sanitized_with_a_raw_toggle_and_copyable_code(edit
     ])
     html = page(editor_client, thread)
     md = html[html.index('class="content md'):html.index('class="content raw"')]
-    assert "<h1>Plan</h1>" in md and "<strong>order 4711</strong>" in md and "<table>" in md
+    assert "<h4>Plan</h4>" in md and "<h1" not in md  # under the page's own headings
+    assert "<strong>order 4711</strong>" in md and "<table>" in md
     assert ('<button type="button" class="btn small copy" data-copy-code>Copy</button>'
             '<pre><code class="language-python">') in md
     assert "print(\"&lt;b&gt;hi&lt;/b&gt;\")" in md
