@@ -89,7 +89,7 @@ def test_the_migrations_backfill_stores_the_same_rows(workspace, actor):
     _generated(workspace, actor, seed=9)
     stored = {f.pk: f for f in CallFigure.objects.all()}
     CallFigure.objects.all().delete()
-    migration = importlib.import_module("contextstore.migrations.0003_rollup_call_figures")
+    migration = importlib.import_module("contextstore.migrations.0005_call_figures")
 
     class Editor:
         pass
