@@ -68,9 +68,9 @@ def _bool(op: dict[str, Any], field: str, default: bool) -> bool:
 
 def _int(op: dict[str, Any], field: str, default: int | None, *, minimum: int,
          maximum: int | None = None) -> int | None:
-    value = op.get(field, default)
-    if value is None:
-        return None
+    value = op.get(field)
+    if value is None:  # absent or null: the default
+        return default
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum \
             or (maximum is not None and value > maximum):
         raise _Bad(field, f"must be an integer from {minimum}" + (f" to {maximum}" if maximum else ""))
@@ -95,7 +95,7 @@ def check_op(i: int, op: Any) -> dict[str, Any]:
         if not isinstance(op, dict):
             raise _Bad("op", "each op must be a JSON object")
         kind = op.get("op")
-        if kind not in OPS:
+        if not isinstance(kind, str) or kind not in OPS:
             raise _Bad("op", f"must be one of {', '.join(OPS)}")
         unknown = set(op) - OPS[kind]
         if unknown:
@@ -166,15 +166,11 @@ def _vectors(value: Any) -> dict[str, list[float]] | None:
     if not isinstance(value, dict) or not value:
         raise _Bad("vectors", "must be an object of field path to vector, or null")
     out: dict[str, list[float]] = {}
-    dims = None
     for field, vector in value.items():
         checked = vectors.check_vector(vector)
         if not field or len(field) > 200 or checked is None:
             raise _Bad("vectors", "each vector must be a non-empty list of finite numbers under "
                                   "a field path of at most 200 characters")
-        if dims is not None and len(checked) != dims:
-            raise _Bad("vectors", "the vectors of one item must have the same dimensions")
-        dims = len(checked)
         out[field] = checked
     return out
 

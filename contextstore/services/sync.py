@@ -110,7 +110,7 @@ class _Item:
 
 def _check_namespace(namespace: Any) -> str:
     if (not isinstance(namespace, str) or not namespace or len(namespace) > NAMESPACE_MAX
-            or not namespace.replace("_", "").replace("-", "").replace(".", "").isalnum()):
+            or not all(c.isalnum() or c in "._-" for c in namespace)):  # "-" alone too
         raise InvalidInput("namespace is required: letters, digits, . _ - (at most 64).",
                            details={"namespace": namespace})
     return namespace
