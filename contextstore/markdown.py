@@ -16,8 +16,6 @@ TAGS = {"p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "
         "pre", "code", "em", "strong", "del", "a", "table", "thead", "tbody", "tr", "th", "td"}
 ATTRIBUTES = {"a": {"href", "title"}, "ol": {"start"}, "code": {"class"}}
 SCHEMES = {"http", "https", "mailto"}
-HEADING_SHIFT = 3
-_HEADING = re.compile(r"<(/?)h([1-6])>")
 # Text with none of these is shown as plain text (no Markdown work, no raw toggle).
 _MARKUP = re.compile(r"(^|\n)\s{0,3}(#{1,6}\s|[-*+]\s|\d+[.)]\s|>|```|~~~|\|)|[*_`\[]")
 
@@ -30,10 +28,6 @@ def render_markdown(text: str) -> str:
     """Sanitized HTML; each code block wrapped with a copy button (behaviour in app.js)."""
     html = nh3.clean(_md.render(text or ""), tags=TAGS, attributes=ATTRIBUTES, url_schemes=SCHEMES,
                      link_rel="noopener noreferrer nofollow", strip_comments=True)
-    # An agent's headings sit under the page's own (its one h1, the panels' h2, a card's
-    # header): "# Plan" becomes an h4. Text that looked like a tag is escaped by now, so these
-    # are the rendered headings.
-    html = _HEADING.sub(lambda m: f"<{m[1]}h{min(int(m[2]) + HEADING_SHIFT, 6)}>", html)
     # nh3's output escapes any "<pre>" that was text, so these are the real code blocks.
     return (html.replace("<pre>", '<div class="code"><button type="button" class="btn small copy" '
                                   'data-copy-code>Copy</button><pre>')
