@@ -301,10 +301,15 @@ class ContextStoreSessionService(BaseSessionService):
     async def close(self) -> None:
         """Close the client when this service made it (the test factory)."""
         if self._owned:
-            if isinstance(self.client, AsyncContextStore):
-                await self.client.aclose()
-            else:
-                self.client.close()
+            await _close(self.client)
+
+
+async def _close(client: ContextStore | AsyncContextStore) -> None:
+    """Close a client of either kind (a service's own, made by the test factories)."""
+    if isinstance(client, AsyncContextStore):
+        await client.aclose()
+    else:
+        client.close()
 
 
 def make_test_service(*, namespace: str | None = None) -> ContextStoreSessionService:
@@ -487,10 +492,7 @@ class ContextStoreMemoryService(BaseMemoryService):
     async def close(self) -> None:
         """Close the client when this service made it (the test factory)."""
         if self._owned:
-            if isinstance(self.client, AsyncContextStore):
-                await self.client.aclose()
-            else:
-                self.client.close()
+            await _close(self.client)
 
 
 def _entry(value: dict[str, Any]) -> MemoryEntry:
