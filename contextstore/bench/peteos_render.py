@@ -32,7 +32,8 @@ def peteos_context(size: int) -> dict[str, Any]:
               "_type": "SystemPromptMessage", "id": "sys", "_sequence_number": 0}
     tools = {"role": "system", "content": [], "_type": "ToolDefinitionsMessage", "id": "tools",
              "_sequence_number": 1}
-    notes, rest = [], []
+    notes: list[dict[str, Any]] = []
+    rest: list[dict[str, Any]] = []
     for n in range(size):
         role = "user" if n % 2 == 0 else "assistant"
         content: list[dict[str, Any]] = [{"type": "text", "text": f"message {n}: " + "word " * 40}]

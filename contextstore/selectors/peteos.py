@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from contextstore.models import Event, Thread
-from contextstore.render_format import HistoryEvent
+from contextstore.render_format import EventFields
 from contextstore.tokens import peteos_stripped_content
 
 KEY = "peteos"
@@ -109,7 +109,7 @@ def fork_dropped(thread: Thread) -> set[int]:
     return view[1] if view is not None else set()
 
 
-def peteos_window_view(thread: Thread, events: Sequence[HistoryEvent]
+def peteos_window_view(thread: Thread, events: Sequence[EventFields]
                        ) -> tuple[dict[int, int], set[int]] | None:
     """peteos_view for the events a render shows (visible, in the working context), read from
     them and the thread's stored context alone, not from the rest of the thread, so a render's

@@ -82,8 +82,8 @@ def collapse_range(request: DashboardRequest, thread: Thread) -> HttpResponse:
 
 def _offer_collapse_undo(request: DashboardRequest, thread: Thread, collapse: Collapse) -> None:
     offer_undo(request, thread=thread,
-               text=f"Collapsed {collapse.event_count} event{pluralize(collapse.event_count)} (positions {collapse.start_position}"
-                    f"–{collapse.end_position}) into a summary.",
+               text=f"Collapsed {collapse.event_count} event{pluralize(collapse.event_count)} "
+                    f"(positions {collapse.start_position}–{collapse.end_position}) into a summary.",
                url=reverse("contextstore:collapse-undo", args=[thread.pk, collapse.pk]))
 
 
@@ -234,7 +234,8 @@ def fork_range(request: DashboardRequest, thread: Thread) -> HttpResponse:
         end_position=form.cleaned_data["end_position"], widen=form.cleaned_data["widen"],
     )
     offer_undo(request, thread=child,
-               text=f"Forked {child.event_count} event{pluralize(child.event_count)} of {thread.name} into {child.name}.",
+               text=f"Forked {child.event_count} event{pluralize(child.event_count)} of {thread.name} "
+                    f"into {child.name}.",
                url=reverse("contextstore:delete-fork", args=[child.pk]), label="Undo (delete fork)")
     return after_action(request, thread_url(child))
 
