@@ -126,7 +126,6 @@ def peteos_window_view(thread: Thread, events: Sequence[EventFields]
     revised, sync = stored.get("revised") or {}, bool(stored.get("sync"))
     held = stored.get("foreign") if sync else None
     held = held if isinstance(held, dict) else {}
-    display = {mid: i for i, mid in enumerate(stored.get("order") or [])}
     anchors = [list(a) for a in context.get("anchor_points") or []]
     last_anchor = anchors[-1][0] if anchors else "messages"
     rank = {name: i for i, (name, _) in enumerate(anchors)}
@@ -136,12 +135,18 @@ def peteos_window_view(thread: Thread, events: Sequence[EventFields]
     anchor_of = dict(Event.objects.filter(thread_id=thread.pk, seq__in=seqs).values_list("seq", "anchor"))
     # where a Summary stands: the display place of the first message it replaced
     moved = {e.position for e in events if e.position != e.seq}
-    seq_place: dict[int, float] = {}
-    for seq, data in (Event.objects.filter(thread_id=thread.pk, seq__in=moved).values_list("seq", "data")
-                      if moved else ()):
-        original = _original(data)
-        if original is not None and original.get("id") in display:
-            seq_place[seq] = float(display[original["id"]])
+    replaced = {seq: _original(data) for seq, data in (
+        Event.objects.filter(thread_id=thread.pk, seq__in=moved).values_list("seq", "data") if moved else ())}
+    # The display places of just the ids these events can stand at (one pass over the order,
+    # no index of every message's id).
+    new_ids = [f"contextstore-{thread.pk}-{seq}" for seq in seqs]  # selectors.peteos._new_id
+    wanted = {o.get("id") for o in [*(_original(e.data) for e in events), *replaced.values(),
+                                     *(held.get(i) for i in new_ids)]
+              if isinstance(o, dict)} | set(new_ids)
+    order = stored.get("order") or []
+    display = {mid: i for i, mid in enumerate(order) if mid in wanted}
+    seq_place = {seq: float(display[o["id"]]) for seq, o in replaced.items()
+                 if o is not None and o.get("id") in display}
     placed: list[tuple[float, int, int]] = []  # (place, anchor rank, seq), in (position, seq) order
     dropped: set[int] = set()
     for event in sorted(events, key=lambda e: (e.position, e.seq)):
@@ -151,7 +156,7 @@ def peteos_window_view(thread: Thread, events: Sequence[EventFields]
         if original is not None and original.get("id") in display:
             place = float(display[original["id"]])
         else:
-            place = seq_place.get(event.position, len(display) + event.position) - 0.5
+            place = seq_place.get(event.position, len(order) + event.position) - 0.5
             if isinstance(message, dict) and message.get("id") in display and sync:
                 place = float(display[message["id"]])
         placed.append((place, rank.get(anchor_of.get(event.seq) or last_anchor, len(anchors)), event.seq))
