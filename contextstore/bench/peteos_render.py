@@ -50,7 +50,7 @@ def peteos_context(size: int) -> dict[str, Any]:
 
 
 def _event_rows(queries: list[dict[str, Any]]) -> int:
-    """How many statements read the events table (a proxy the printout names)."""
+    """How many statements read the events table."""
     return sum(1 for q in queries if "contextstore_event" in q["sql"] and q["sql"].lstrip().upper()
                .startswith("SELECT"))
 
@@ -83,7 +83,7 @@ class PeteosRenderBench:
                 median = statistics.median(times) * 1000
                 results[size][label] = median
                 self.stdout.write(f"  {label}: {median:.1f} ms median of {samples}, "
-                                  f"{len(body['messages'])} messages, {statements} event reads")
+                                  f"{len(body['messages'])} messages, {statements} queries on events")
         if len(sizes) > 1:
             small, large = sizes[0], sizes[-1]
             for label in results[small]:

@@ -2,7 +2,11 @@
 context, not from the whole thread: its reads do not grow with history, and it gives what the
 whole thread's view (selectors.peteos.peteos_view) gives for those events."""
 
+import re
+from io import StringIO
+
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -70,3 +74,13 @@ def test_the_window_view_is_the_whole_views_for_the_events_shown(workspace, acto
         assert not set(seqs) & whole[1]
     if change != "none":
         assert "in short" in [m["content"] for m in body["messages"]]
+
+
+def test_the_bench_command_prints_each_size_and_the_ratio(db):
+    out = StringIO()
+    call_command("bench_peteos_render", sizes="40,80", samples=1, max_tokens=2000, stdout=out)
+    text = out.getvalue()
+    for size in (40, 80):
+        assert f"{size} events imported" in text
+    assert re.search(r"openai: 80 / 40 events = [\d.]+x", text)
+    assert re.search(r"raw strip_thinking: [\d.]+ ms median of 1, \d+ messages", text)
