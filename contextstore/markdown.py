@@ -24,11 +24,22 @@ def looks_like_markdown(text: str) -> bool:
     return bool(_MARKUP.search(text or ""))
 
 
+# An agent's heading ("# Plan") inside an event: the page's outline is the page's (one h1, the
+# thread's name; h2 and h3 for its panels), so it is bold text of its own line, not a heading
+# element, and neither breaks the outline nor axe's heading-order under the cards.
+_HEADING = re.compile(r"<(/?)h([1-6])>")
+
+
+def _heading_as_text(match: re.Match[str]) -> str:
+    return "</strong></p>" if match.group(1) else f'<p class="md-h md-h{match.group(2)}"><strong>'
+
+
 def render_markdown(text: str) -> str:
-    """Sanitized HTML; each code block wrapped with a copy button (behaviour in app.js)."""
+    """Sanitized HTML; each code block wrapped with a copy button (behaviour in app.js), each
+    heading bold text (_HEADING)."""
     html = nh3.clean(_md.render(text or ""), tags=TAGS, attributes=ATTRIBUTES, url_schemes=SCHEMES,
                      link_rel="noopener noreferrer nofollow", strip_comments=True)
-    # nh3's output escapes any "<pre>" that was text, so these are the real code blocks.
-    return (html.replace("<pre>", '<div class="code"><button type="button" class="btn small copy" '
-                                  'data-copy-code>Copy</button><pre>')
-                .replace("</pre>", "</pre></div>"))
+    # nh3's output escapes any "<pre>" or "<h1>" that was text, so these are the real ones.
+    return _HEADING.sub(_heading_as_text, html.replace(
+        "<pre>", '<div class="code"><button type="button" class="btn small copy" '
+                 'data-copy-code>Copy</button><pre>').replace("</pre>", "</pre></div>"))

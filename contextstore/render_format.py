@@ -370,8 +370,14 @@ def _dropped(event: EventFields, reason: str) -> dict[str, Any]:
             "reason": reason}
 
 
+# A block of this name is a framework's own system prompt (the AgentScope adapter keeps the
+# agent's there): sent as its text alone, as the framework sends it, without the "## name" line.
+SYSTEM_PROMPT_BLOCK = "system_prompt"
+
+
 def join_blocks(named_texts: list[tuple[str, str]]) -> str:
-    return "\n\n".join(f"## {name}\n{text}" for name, text in named_texts)
+    return "\n\n".join(text if name == SYSTEM_PROMPT_BLOCK else f"## {name}\n{text}"
+                       for name, text in named_texts)
 
 
 # ------------------------------------------------------------------ messages

@@ -193,7 +193,7 @@ def test_a_summary_of_summaries_keeps_the_original_task():
 
 def test_an_empty_or_textless_range_still_gives_a_short_summary():
     text = extractive.summarize([Item(3, "ToolCall", "", name="noop")], max_tokens=64).text
-    assert text == "Summary of 1 events (#3–#3): 1 ToolCall."
+    assert text == "Summary of 1 event (#3–#3): 1 ToolCall."
 
 
 # --- openai backend against a local chat-completions server -----------------------------------

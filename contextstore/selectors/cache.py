@@ -248,7 +248,8 @@ def _history_cause(thread: Thread, before: Request, after: Request) -> tuple[str
             if reason == Event.Status.COLLAPSED:
                 return "collapse", f"events {_span(same)} were collapsed into a summary"
             if reason == Event.Status.CLEARED:
-                return "clear", f"the context was cleared: {len(same)} events ({_span(same)}) left it"
+                plural = "" if len(same) == 1 else "s"
+                return "clear", f"the context was cleared: {len(same)} event{plural} ({_span(same)}) left it"
             if reason == Event.Status.ACTIVE:
                 return "window", (f"the oldest events ({_span(same)}) no longer fit the budget and "
                                   "slid out of the window")

@@ -5,9 +5,11 @@ services.sync) and the render (strip_thinking, as peteos' ``Context.strip_thinki
 read the same answer. The import side is services.peteos.
 """
 
+from collections.abc import Sequence
 from typing import Any
 
 from contextstore.models import Event, Thread
+from contextstore.render_format import EventFields
 from contextstore.tokens import peteos_stripped_content
 
 KEY = "peteos"
@@ -107,9 +109,78 @@ def fork_dropped(thread: Thread) -> set[int]:
     return view[1] if view is not None else set()
 
 
-def _export(thread: Thread) -> tuple[dict[str, Any], list[tuple[dict[str, Any], int | None]]]:
-    """The exported context's top level (its "messages" not set) and its messages in display
-    order, each with the seq of the event it stands for (None: a special slot message)."""
+def peteos_window_view(thread: Thread, events: Sequence[EventFields]
+                       ) -> tuple[dict[int, int], set[int]] | None:
+    """peteos_view for the events a render shows (visible, in the working context), read from
+    them and the thread's stored context alone, not from the rest of the thread, so a render's
+    cost does not grow with its history: their places in peteos' display order (relative to
+    each other) and which of them its forks leave out. Where those depend on the whole thread
+    (whether anything changed since the context was stored: it decides the anchor regrouping
+    and the _mutation_counter), and the window alone cannot tell, the whole view is read."""
+    if not is_peteos(thread):
+        return None
+    stored = _stored(thread)
+    context = stored.get("context") or {}
+    if not context or not events:
+        return peteos_view(thread)
+    revised, sync = stored.get("revised") or {}, bool(stored.get("sync"))
+    held = stored.get("foreign") if sync else None
+    held = held if isinstance(held, dict) else {}
+    anchors = [list(a) for a in context.get("anchor_points") or []]
+    last_anchor = anchors[-1][0] if anchors else "messages"
+    rank = {name: i for i, (name, _) in enumerate(anchors)}
+    counter = int(context.get("_mutation_counter") or 0)
+    slots = {context.get(k) for k in SLOT_ID_KEYS} - {None, ""}
+    seqs = [e.seq for e in events]
+    anchor_of = dict(Event.objects.filter(thread_id=thread.pk, seq__in=seqs).values_list("seq", "anchor"))
+    # where a Summary stands: the display place of the first message it replaced
+    moved = {e.position for e in events if e.position != e.seq}
+    replaced = {seq: _original(data) for seq, data in (
+        Event.objects.filter(thread_id=thread.pk, seq__in=moved).values_list("seq", "data") if moved else ())}
+    # The display places of just the ids these events can stand at (one pass over the order,
+    # no index of every message's id).
+    new_ids = [f"contextstore-{thread.pk}-{seq}" for seq in seqs]  # selectors.peteos._new_id
+    wanted = {o.get("id") for o in [*(_original(e.data) for e in events), *replaced.values(),
+                                     *(held.get(i) for i in new_ids)]
+              if isinstance(o, dict)} | set(new_ids)
+    order = stored.get("order") or []
+    display = {mid: i for i, mid in enumerate(order) if mid in wanted}
+    seq_place = {seq: float(display[o["id"]]) for seq, o in replaced.items()
+                 if o is not None and o.get("id") in display}
+    placed: list[tuple[float, int, int]] = []  # (place, anchor rank, seq), in (position, seq) order
+    dropped: set[int] = set()
+    for event in sorted(events, key=lambda e: (e.position, e.seq)):
+        original = _original(event.data)
+        message = (revised.get(original.get("id")) or original) if original is not None \
+            else held.get(f"contextstore-{thread.pk}-{event.seq}")
+        if original is not None and original.get("id") in display:
+            place = float(display[original["id"]])
+        else:
+            place = seq_place.get(event.position, len(order) + event.position) - 0.5
+            if isinstance(message, dict) and message.get("id") in display and sync:
+                place = float(display[message["id"]])
+        placed.append((place, rank.get(anchor_of.get(event.seq) or last_anchor, len(anchors)), event.seq))
+        if not isinstance(message, dict) or message.get("id") in slots:
+            continue  # a new message (numbered past every other) or a slot: always kept
+        number = message.get("_sequence_number")
+        if not isinstance(number, int | float) or number < 0:
+            dropped.add(event.seq)
+        elif number >= counter:  # kept only if the thread changed since it was stored
+            return peteos_view(thread)
+    by_place = sorted(placed, key=lambda p: p[0])
+    if anchors and sorted(by_place, key=lambda p: p[1]) != by_place:
+        return peteos_view(thread)  # regrouped by anchor only if the thread changed
+    return {seq: i for i, (_, _, seq) in enumerate(by_place)}, dropped
+
+
+def _original(data: Any) -> dict[str, Any] | None:
+    original = data.get(KEY) if isinstance(data, dict) else None
+    return original if isinstance(original, dict) else None
+
+
+def _stored(thread: Thread) -> dict[str, Any]:
+    """What the thread keeps of its peteos context: its top level, display order, messages
+    peteos changed in place, and (sync adapter) the messages numbered in the last save."""
     stored = dict((thread.extra or {}).get(KEY) or {})
     # The incremental adapter (contextstore_client.adapters.peteos.save_context) keeps the context's
     # current top level, display order and messages peteos changed in place as provider state.
@@ -118,6 +189,13 @@ def _export(thread: Thread) -> tuple[dict[str, Any], list[tuple[dict[str, Any], 
     # provider state an earlier adapter version left.
     if isinstance(saved, dict) and not stored.get("sync"):
         stored.update(saved)
+    return stored
+
+
+def _export(thread: Thread) -> tuple[dict[str, Any], list[tuple[dict[str, Any], int | None]]]:
+    """The exported context's top level (its "messages" not set) and its messages in display
+    order, each with the seq of the event it stands for (None: a special slot message)."""
+    stored = _stored(thread)
     revised = stored.get("revised") or {}
     held = stored.get("foreign") if stored.get("sync") else None
     if not isinstance(held, dict):

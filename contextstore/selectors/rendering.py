@@ -67,7 +67,7 @@ from contextstore.render_format import (
     valid_items,
     without_emptied,
 )
-from contextstore.selectors.peteos import peteos_view
+from contextstore.selectors.peteos import peteos_window_view
 from contextstore.selectors.threads import thread_blocks
 from contextstore.tokens import (
     FRAME_TOKENS,
@@ -571,10 +571,11 @@ def render_plan(
 
 
 def peteos_of(thread: Thread, units: list[list[Item]]) -> tuple[dict[int, int], set[int]] | None:
-    """selectors.peteos.peteos_view of a thread whose render shows peteos messages, else None."""
+    """selectors.peteos.peteos_view of a thread whose render shows peteos messages, for the
+    events it shows (peteos_window_view: read from them, not the whole thread), else None."""
     if not any(peteos_message(i.event.data) is not None for u in units for i in u):
         return None
-    return peteos_view(thread)
+    return peteos_window_view(thread, [i.event for u in units for i in u])
 
 
 def outside_peteos_fork(view: tuple[dict[int, int], set[int]] | None, units: list[list[Item]],

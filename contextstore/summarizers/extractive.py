@@ -35,7 +35,7 @@ STOP = frozenset(
 SECTION_TITLES = {"decision": "Decisions", "error": "Errors", "tool": "Tool outcomes",
                   "point": "Key points"}
 TITLE_TO_KIND = {title: kind for kind, title in SECTION_TITLES.items()}
-NESTED_HEADER = re.compile(r"^Summary of (\d+) events")
+NESTED_HEADER = re.compile(r"^Summary of (\d+) events?\b")
 LEFT_OUT = {"task": "task statements", "error": "errors", "decision": "decisions",
             "tool": "tool outcomes", "point": "other sentences"}
 MAX_LINE_CHARS = 2000  # long pastes are clipped before scoring; the cap applies later anyway
@@ -238,7 +238,7 @@ def _choose(cands: list[Candidate], header: str, max_tokens: int) -> list[Candid
 
 def _header(covered: int, kinds: Counter[str], first: int, last: int) -> str:
     listing = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
-    return f"Summary of {covered} events (#{first}–#{last}): {listing}."
+    return f"Summary of {covered} event{'' if covered == 1 else 's'} (#{first}–#{last}): {listing}."
 
 
 def _render(header: str, chosen: list[Candidate], cands: list[Candidate]) -> str:

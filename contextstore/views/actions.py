@@ -82,8 +82,8 @@ def collapse_range(request: DashboardRequest, thread: Thread) -> HttpResponse:
 
 def _offer_collapse_undo(request: DashboardRequest, thread: Thread, collapse: Collapse) -> None:
     offer_undo(request, thread=thread,
-               text=f"Collapsed {collapse.event_count} events (positions {collapse.start_position}"
-                    f"–{collapse.end_position}) into a summary.",
+               text=f"Collapsed {collapse.event_count} event{pluralize(collapse.event_count)} "
+                    f"(positions {collapse.start_position}–{collapse.end_position}) into a summary.",
                url=reverse("contextstore:collapse-undo", args=[thread.pk, collapse.pk]))
 
 
@@ -209,7 +209,8 @@ def job_status(request: DashboardRequest, job_id) -> HttpResponse:
         elif collapse is not None:
             offer_undo(request, thread=thread,
                        text=f"Summary ready: #{collapse.start_position}–#{collapse.end_position} "
-                            f"({collapse.event_count} events) are summarized.",
+                            f"({collapse.event_count} event{pluralize(collapse.event_count)}) "
+                            f"{pluralize(collapse.event_count, 'is,are')} summarized.",
                        url=reverse("contextstore:collapse-undo", args=[thread.pk, collapse.pk]),
                        link=f"{thread_url(thread)}?around={_first_original(collapse)}#c{collapse.pk}",
                        link_text="Show it")
@@ -233,7 +234,8 @@ def fork_range(request: DashboardRequest, thread: Thread) -> HttpResponse:
         end_position=form.cleaned_data["end_position"], widen=form.cleaned_data["widen"],
     )
     offer_undo(request, thread=child,
-               text=f"Forked {child.event_count} events of {thread.name} into {child.name}.",
+               text=f"Forked {child.event_count} event{pluralize(child.event_count)} of {thread.name} "
+                    f"into {child.name}.",
                url=reverse("contextstore:delete-fork", args=[child.pk]), label="Undo (delete fork)")
     return after_action(request, thread_url(child))
 

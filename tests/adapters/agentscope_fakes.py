@@ -35,5 +35,5 @@ def turn(store: ContextStoreStateStore, user: str, session: str, text: str) -> s
     state = store.load(user, session)
     agent = Agent(name="helper", system_prompt="Be brief.", model=EchoModel(), state=state)
     answer = asyncio.run(agent.reply(UserMsg(user, text)))
-    store.save(agent.state, user, session)
+    store.save(agent.state, user, session, system_prompt="Be brief.")
     return answer.get_text_content()

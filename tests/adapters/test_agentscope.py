@@ -33,7 +33,8 @@ def turn_elsewhere(url: str, token: str, text: str) -> str:
         "with ContextStore(sys.argv[1], sys.argv[2]) as cs:\n"
         "    print(turn(ContextStoreStateStore(cs), 'alice', 'session-001', sys.argv[3]))\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
     env.pop("DJANGO_SETTINGS_MODULE", None)
     done = subprocess.run([sys.executable, "-c", script, url, token, text], capture_output=True,
                           text=True, env=env, timeout=120, check=True)
@@ -62,6 +63,9 @@ def test_two_processes_alternate_on_one_session(live_server, store, token):
     assert third.startswith("seen 6")
     loaded = states.load("alice", "session-001")
     assert texts(loaded) == texts(alone)
+    # the agent's system prompt, put by the first process and unchanged by the others
+    blocks = states.thread("alice", "session-001").blocks()
+    assert [(b.name, b.value, b.version) for b in blocks] == [("system_prompt", "Be brief.", 1)]
     events = states.thread("alice", "session-001").events()
     # the reply opens with AgentScope's time reminder (a hint block): a user message, as sent
     assert [(e.type, e.role) for e in events[:3]] == [("Message", "user")] * 2 + [("LLMOutput", "assistant")]
@@ -310,7 +314,8 @@ def test_adversarial_content_saves_and_loads_equal_in_another_process(live_serve
     state = adversarial_state()
     ContextStoreStateStore(store).save(state, "alice", "adversarial")
 
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
     env.pop("DJANGO_SETTINGS_MODULE", None)
     done = subprocess.run([sys.executable, "-c", LOAD_ELSEWHERE, live_server.url, token[1], "alice",
                            "adversarial"], capture_output=True, env=env, timeout=120, check=True)

@@ -3,8 +3,10 @@ formatters give it for the same memory: the real agent (a system prompt, a tool 
 parallel results, a second turn) saved by the adapter, the thread's openai and anthropic renders
 compared message by message with OpenAIChatFormatter / AnthropicChatFormatter of the agent's
 context (roles, text, each call paired with its result, order). The system prompt is the
-agent's, not the thread's: AgentScope sends it first, the render (no prefix blocks) leaves it to
-the caller, so the comparison starts after it."""
+agent's: AgentScope sends it first, outside its state; the adapter keeps it as the thread's
+``system_prompt`` prefix block, so the render sends it first too, the same text character for
+character (a Markdown heading in it included), counted as tokens.request_tokens counts a
+system text."""
 
 import asyncio
 import json
@@ -17,9 +19,12 @@ from agentscope.permission import PermissionBehavior, PermissionDecision
 from agentscope.tool import FunctionTool, Toolkit
 from contextstore_client.adapters.agentscope import ContextStoreStateStore
 
+from contextstore.selectors.cache import segments_of
+from contextstore.tokens import count_tokens, request_tokens
 from tests.adapters.test_framework_tool_pairs import AgentScopeToolModel, agentscope_weather
 
-SYSTEM = "Be brief."
+# A prompt a block header would show in: several lines, a Markdown heading of its own.
+SYSTEM = "Be brief.\n\n# Rules\n- Answer in one sentence.\n- Use °C, never °F."
 
 
 class WireModel(AgentScopeToolModel):
@@ -44,7 +49,9 @@ def run_turns(states: ContextStoreStateStore, calls: list) -> Agent:
         agent = Agent(name="helper", system_prompt=SYSTEM, model=WireModel(calls), toolkit=tools,
                       state=state)
         asyncio.run(agent.reply(UserMsg("alice", text)))
-        states.save(agent.state, "alice", "render")
+        # the prompt the agent sends (its own, with whatever skills or middlewares add)
+        states.save(agent.state, "alice", "render",
+                    system_prompt=asyncio.run(agent._get_system_prompt()))
     assert agent is not None
     return agent
 
@@ -105,11 +112,35 @@ def test_the_render_is_what_agentscopes_formatters_send(store):
     assert own_openai[0]["role"] == "system" and _text(own_openai[0]["content"]) == SYSTEM
     # AgentScope's memory holds its time reminder (a hint block): the render must send it too.
     assert any("<current-time>" in text for _, text, _, _ in openai_read(own_openai))
-    assert openai_read(render.messages) == openai_read(own_openai[1:])
+    # The system message first, its text exactly AgentScope's, then the conversation.
+    assert render.messages[0] == {"role": "system", "content": SYSTEM}
+    assert openai_read(render.messages) == openai_read(own_openai)
 
     own_anthropic = formatted(AnthropicChatFormatter(), [SystemMsg("system", SYSTEM), *context])
     rendered = thread.context(format="anthropic", record=False)
+    # AgentScope's AnthropicChatModel sends its formatter's first (system) message's content as
+    # the request's `system`.
+    assert own_anthropic[0]["role"] == "system"
+    assert rendered.system == own_anthropic[0]["content"]
     assert anthropic_read(rendered.messages) == anthropic_read(own_anthropic[1:])
+
+    # One count: the system prompt is a system text of tokens.request_tokens, the same in the
+    # render's stats and in the prompt-cache analysis of AgentScope's own request.
+    system_tokens = request_tokens(system=[count_tokens(SYSTEM)])
+    for ctx in (render, rendered):
+        assert ctx.stats["sections"]["prefix"]["tokens"] == system_tokens
+        history = ctx.stats["sections"]["history"]["tokens"]
+        assert ctx.stats["total_tokens"] == system_tokens + history
+    own = segments_of(fmt="openai", tools=[], system=[], messages=own_openai, sections=None)
+    assert own[0].section == "system" and own[0].tokens == system_tokens
+
+    # Saved again unchanged, the block keeps its version; the agent's new prompt replaces it.
+    state = states.load("alice", "render")
+    states.save(state, "alice", "render", system_prompt=SYSTEM)
+    assert [(b.name, b.version, b.placement) for b in thread.blocks()] == [("system_prompt", 1, "prefix")]
+    states.save(state, "alice", "render", system_prompt="Be terse.")
+    assert thread.context(format="openai", record=False).messages[0] == {"role": "system",
+                                                                         "content": "Be terse."}
 
 
 class CompressingModel(WireModel):
@@ -135,7 +166,7 @@ def test_agentscopes_compression_summary_is_where_its_formatters_send_it(store):
     assert summary and "task_overview of the weather talk" in str(summary)
     kept = [m.id for m in agent.state.context]
     assert kept and kept != before and kept == before[len(before) - len(kept):]
-    states.save(agent.state, "alice", "render")
+    states.save(agent.state, "alice", "render", system_prompt=SYSTEM)
 
     context = agent.state.context
     system = SystemMsg("system", SYSTEM)
@@ -143,10 +174,10 @@ def test_agentscopes_compression_summary_is_where_its_formatters_send_it(store):
     thread = states.thread("alice", "render")
     render = thread.context(format="openai", record=False)
     assert openai_read(own_openai)[1][0] == "user"  # the summary, right after the system prompt
-    assert openai_read(render.messages) == openai_read(own_openai[1:])
+    assert openai_read(render.messages) == openai_read(own_openai)
     own_anthropic = formatted(AnthropicChatFormatter(), [system, UserMsg("user", summary), *context])
     rendered = thread.context(format="anthropic", record=False)
-    assert rendered.system in (None, [], "")  # nothing before the history: no system block
+    assert rendered.system == own_anthropic[0]["content"]  # the system prompt alone
     assert anthropic_read(rendered.messages) == anthropic_read(own_anthropic[1:])
 
     # Loaded again, the state has the summary and the kept messages; an unchanged save is a no-op.

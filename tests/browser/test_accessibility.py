@@ -154,6 +154,29 @@ def test_popovers_close_with_escape_and_outside_clicks_and_the_skip_link_works(p
     assert page.problems == [], page.problems
 
 
+def test_the_first_event_is_two_tab_stops_away_and_the_page_has_one_h1(page, thread):
+    """Keyboard: Tab reaches the skip link first, Enter moves to the timeline, the next Tab is
+    inside the first event (the page put 54 stops before it). Outline: one h1, the thread's
+    name; an agent's Markdown heading ("## Plan") is no heading of the page."""
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.goto(f"/threads/{thread.pk}/")
+    in_an_event = "() => !!document.activeElement.closest('#timeline-scroll article')"
+    page.keyboard.press("Tab")
+    expect(page.locator(".skip-link")).to_be_focused()
+    page.keyboard.press("Enter")
+    stops = 1
+    while not page.evaluate(in_an_event):
+        page.keyboard.press("Tab")
+        stops += 1
+        assert stops < 60, "no event reached"
+    assert stops == 2, stops
+    expect(page.locator("h1")).to_have_count(1)
+    expect(page.locator("h1")).to_have_text(thread.name)
+    expect(page.get_by_role("heading", name="Plan")).to_have_count(0)
+    expect(page.locator(".content.md .md-h", has_text="Plan")).to_be_visible()
+    assert page.problems == [], page.problems
+
+
 def test_the_side_panel_is_sticky_tabs_that_keep_their_choice(page, thread):
     page.set_viewport_size({"width": 1440, "height": 900})
     page.goto(f"/threads/{thread.pk}/")

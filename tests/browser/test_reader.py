@@ -49,7 +49,7 @@ def test_read_markdown_toggle_raw_copy_code_and_json_paths_and_load_the_rest(pag
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     page.goto(f"/threads/{thread.pk}/")
     answer = page.locator("#e4")
-    expect(answer.locator(".content.md h2")).to_have_text("Refund plan")
+    expect(answer.locator(".content.md .md-h2")).to_have_text("Refund plan")  # bold text, not a heading
     expect(answer.locator(".content.md table td").nth(1)).to_have_text("lookup_order")
     expect(answer.locator(".content.md")).to_contain_text('<script>document.title = "pwned"</script>')
     assert page.title() != "pwned"
@@ -85,6 +85,6 @@ def test_read_markdown_toggle_raw_copy_code_and_json_paths_and_load_the_rest(pag
 
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto(f"/threads/{thread.pk}/")
-    expect(page.locator("#e4 .content.md h2")).to_be_visible()
+    expect(page.locator("#e4 .content.md .md-h2")).to_be_visible()
     screenshot(page, "reader-390")
     assert page.problems == [], page.problems

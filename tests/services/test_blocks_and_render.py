@@ -9,7 +9,7 @@ from contextstore.selectors import rendering
 from contextstore.services.blocks import block_delete, block_upsert
 from contextstore.services.events import event_append
 from contextstore.services.state import state_write
-from contextstore.tokens import FRAME_TOKENS
+from contextstore.tokens import FRAME_TOKENS, count_tokens
 from tests.conftest import messages
 
 
@@ -96,6 +96,20 @@ def test_render_orders_prefix_summary_history_suffix_and_counts_each(thread, act
                                                           for m in section(render, "history")),
                                             "events_included": 3, "events_omitted": 0,
                                             "older_not_examined": False}
+
+
+def test_a_system_prompt_block_is_sent_as_its_text_alone_and_others_keep_their_header(thread, actor):
+    # A framework's own system prompt (the AgentScope adapter's) has no "## name" line; a block
+    # of any other name keeps it, also beside it.
+    prompt = "You help.\n\n# Rules\nBe brief."
+    block_upsert(thread=thread, name="system_prompt", value=prompt, placement="prefix",
+                 order=-(2**31), actor=actor)
+    block_upsert(thread=thread, name="persona", value="Be kind.", placement="prefix", actor=actor)
+    thread.refresh_from_db()
+    render = rendering.context_render(thread=thread, max_tokens=1000, fmt="openai")
+    text = prompt + "\n\n## persona\nBe kind."
+    assert render["messages"] == [{"role": "system", "content": text}]
+    assert render["stats"]["sections"]["prefix"]["tokens"] == count_tokens(text) + FRAME_TOKENS
 
 
 def test_render_keeps_the_newest_events_that_fit_the_budget(thread, actor):

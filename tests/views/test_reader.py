@@ -36,7 +36,9 @@ def test_markdown_is_rendered_sanitized_with_a_raw_toggle_and_copyable_code(edit
     ])
     html = page(editor_client, thread)
     md = html[html.index('class="content md'):html.index('class="content raw"')]
-    assert "<h1>Plan</h1>" in md  # an agent's headings keep their levels (axe's heading order)
+    # an agent's heading is bold text, never a heading of the page's outline (one h1: the thread)
+    assert '<p class="md-h md-h1"><strong>Plan</strong></p>' in md
+    assert "<h1" not in md and html.count("<h1") == 1
     assert "<strong>order 4711</strong>" in md and "<table>" in md
     assert ('<button type="button" class="btn small copy" data-copy-code>Copy</button>'
             '<pre><code class="language-python">') in md

@@ -4,9 +4,10 @@
 
     store = ContextStoreStateStore(ContextStore(url, token))
     state = store.load("alice", "session-001")            # before the call
-    agent = Agent(name="helper", system_prompt=..., model=model, state=state)
+    agent = Agent(name="helper", system_prompt=prompt, model=model, state=state)
     await agent.reply(UserMsg("alice", "hi"))
-    store.save(agent.state, "alice", "session-001")       # after; StaleRevision if someone saved first
+    store.save(agent.state, "alice", "session-001",       # after; StaleRevision if someone saved first
+               system_prompt=prompt)
     store.clear_context("alice", "session-001")           # AgentScope clearContext
 
 Built on the sync protocol (``/threads/{id}/sync/``): the conversation (``AgentState.context``)
@@ -16,7 +17,10 @@ is kept as events, one per message (key: the message id; the message's JSON in
 ``data["agentscope_summary"]``) right before the kept messages, where AgentScope's formatters send
 it (so renders send it there too, and a clear made in the dashboard clears it, as AgentScope's
 clearContext does); every other sub-state (reply, permission, tool, task, middleware) is the
-thread's state. One save is one transaction on the revision the state was loaded at: a stale
+thread's state. The agent's system prompt, which AgentScope keeps outside its state and sends
+first on every call, is the thread's ``system_prompt`` prefix block when ``save`` is given it, so
+renders send it first too, as AgentScope's formatters do (the text alone, no ``## name`` line).
+One save is one transaction on the revision the state was loaded at: a stale
 save raises ``StaleRevision`` and writes nothing, neither state nor messages; any number of
 messages is sent in parts applied together.
 
@@ -51,6 +55,9 @@ PART = "agentscope_part"  # data key of an event showing part of a message anoth
 ROLE_TYPES = {"user": "Message", "assistant": "LLMOutput", "system": "Notification"}
 SUMMARY = "agentscope_summary"  # data key of the event holding AgentScope's compression summary
 NEW_SUMMARY_KEY = "agentscope:summary"  # its key when no dropped message's place is free for it
+# The prefix block holding the agent's system prompt: renders send a block of this name first
+# (order), as its text alone (contextstore.render_format.SYSTEM_PROMPT_BLOCK), as AgentScope does.
+SYSTEM_PROMPT_BLOCK = "system_prompt"
 
 if TYPE_CHECKING:
     from agentscope.message import Msg
@@ -170,6 +177,7 @@ class ContextStoreStateStore:
         self._slots: dict[tuple[str, str, str], SyncTracker] = {}
         # Per slot, as loaded: the summary event's key and the context's message ids, in order.
         self._loaded: dict[tuple[str, str, str], tuple[str | None, list[str]]] = {}
+        self._system: dict[tuple[str, str, str], str] = {}  # per slot, the system prompt put last
 
     def thread(self, user_id: str, session_id: str, thread: str = "main") -> ThreadHandle:
         return self.client.thread(session_id, user_id=user_id, agent=self.agent, name=thread)
@@ -201,10 +209,16 @@ class ContextStoreStateStore:
             summaries[-1].key if summaries else None, [m["id"] for m in messages])
         return state
 
-    def save(self, state: AgentState, user_id: str, session_id: str, thread: str = "main") -> int:
+    def save(self, state: AgentState, user_id: str, session_id: str, thread: str = "main", *,
+             system_prompt: str | None = None) -> int:
         """Write `state` based on the revision it was loaded at; return the new revision.
 
-        Raises StaleRevision (and writes nothing) when another process saved the slot since.
+        `system_prompt`: the agent's system prompt (the ``system_prompt`` it was built with, or
+        with skills, a workspace or middlewares what ``await agent._get_system_prompt()`` gives),
+        which AgentScope sends first on every call but keeps outside its state: kept as the
+        thread's ``system_prompt`` prefix block (SYSTEM_PROMPT_BLOCK), which renders send first,
+        as is. None leaves the kept one. Raises StaleRevision (and writes nothing) when another
+        process saved the slot since.
         """
         tracker = self._tracker(user_id, session_id, thread)
         dump = state.model_dump(mode="json")
@@ -215,6 +229,12 @@ class ContextStoreStateStore:
             items.insert(0, (self._summary_key(user_id, session_id, thread, messages),
                              _summary_event(summary)))
         result = tracker.save(items, state=dump, summary="")
+        slot = (user_id, session_id, thread)
+        if system_prompt is not None and self._system.get(slot) != system_prompt:
+            # put unchanged, a block keeps its version: only a new prompt is a change
+            tracker.thread.put_block(SYSTEM_PROMPT_BLOCK, value=system_prompt, placement="prefix",
+                                     order=-(2**31))
+            self._system[slot] = system_prompt
         return result["revision"] if result else tracker.revision or 0
 
     def log_llm_calls(self, model: Any, user_id: str, session_id: str, thread: str = "main") -> Any:
