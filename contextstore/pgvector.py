@@ -66,9 +66,10 @@ def add(rows: list[tuple[int, Sequence[float]]], alias: str = "default") -> None
     """Copy vectors (StoreVector pk, the vector as sent) into pgvector's column."""
     if not rows:
         return
-    with connections[alias].cursor() as cursor:
-        cursor.executemany(f"INSERT INTO {TABLE} (vector_id, embedding) VALUES (%s, %s::vector)",
-                           [(pk, literal(vector)) for pk, vector in rows])
+    with connections[alias].cursor() as cursor, \
+            cursor.cursor.copy(f"COPY {TABLE} (vector_id, embedding) FROM STDIN") as copy:
+        for pk, vector in rows:
+            copy.write_row((pk, literal(vector)))
 
 
 def rank(candidates: QuerySet[Any], query: Sequence[float], distance: str,

@@ -98,8 +98,9 @@ def item_dict(item: StoreItem, score: float | None = None, *, with_score: bool =
 
 
 def _refresh(batch: _Batch, items: list[StoreItem]) -> None:
-    """Push back the expiry of items read with refresh_ttl (their TTL from now)."""
-    for item in items:
+    """Push back the expiry of items read with refresh_ttl (their TTL from now), in pk order so
+    that concurrent searches lock their rows in the same order (no deadlock)."""
+    for item in sorted(items, key=lambda item: item.pk):
         if item.ttl_minutes:
             item.expires_at = batch.now + timedelta(minutes=item.ttl_minutes)
             StoreItem.objects.filter(pk=item.pk).update(expires_at=item.expires_at)
@@ -185,7 +186,7 @@ def _add_vectors(item: StoreItem, given: dict[str, list[float]]) -> None:
     rows = StoreVector.objects.bulk_create([
         StoreVector(item=item, field=field, dims=len(vec), data=vectors.pack(vec))
         for field, vec in given.items()])
-    if pgvector.enabled(rows[0]._state.db if rows else "default"):
+    if pgvector.enabled():  # writes go to the default database
         pgvector.add([(row.pk, given[row.field]) for row in rows])
 
 
@@ -248,7 +249,7 @@ def _search(batch: _Batch, op: dict[str, Any]) -> list[dict[str, Any]]:
     ordered = candidates.order_by("-updated_at", "-pk")
     ranked: list[tuple[int, float | None]] = []
     if query_vector is not None:
-        ranked = _rank_by_vectors(candidates, query_vector, op["distance"], offset + limit)
+        ranked.extend(_rank_by_vectors(candidates, query_vector, op["distance"], offset + limit))
         if ranked and len(ranked) < offset + limit:  # then the items without vectors, newest first
             ranked += [(pk, None) for pk in ordered.filter(vectors__isnull=True).values_list(
                 "pk", flat=True)[:offset + limit - len(ranked)]]
@@ -272,7 +273,7 @@ def _search(batch: _Batch, op: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _rank_by_vectors(candidates: QuerySet[StoreItem], query: list[float], distance: str,
-                     need: int) -> list[tuple[int, float | None]]:
+                     need: int) -> list[tuple[int, float]]:
     """The candidates with vectors of the query's dimensions, best first (an item's score is its
     best field's), at least the first `need` of them: by pgvector where the database has it
     (contextstore/pgvector.py), else exactly over every stored vector (vectors.scores)."""

@@ -18,6 +18,7 @@ from contextstore.services.common import Actor
 from contextstore.services.store import store_batch
 from contextstore.storespec import check_ops
 
+
 def run(workspace, *ops):
     return store_batch(workspace=workspace, actor=Actor.system("test"), ops=check_ops(list(ops)))
 
