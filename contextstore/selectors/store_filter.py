@@ -73,8 +73,9 @@ class _Dialect:
 
 
 class _Postgres(_Dialect):
+    # the value parsed once per row: StoreFilter wraps the condition in a subquery naming it
     def doc(self) -> tuple[str, list[Any]]:
-        return f"({self.column})::jsonb", list(self.column_params)
+        return "store_filter.doc", []
 
     def at(self, path: list[Step]) -> tuple[str, list[Any]]:
         doc, params = self.doc()
@@ -252,4 +253,7 @@ class StoreFilter(Func):
         return self._build(compiler, connection, _SQLite, "1", "0")
 
     def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
-        return self._build(compiler, connection, _Postgres, "true", "false")
+        condition, params = self._build(compiler, connection, _Postgres, "true", "false")
+        column, column_params = compiler.compile(self.source_expressions[0])
+        return (f"(SELECT {condition} FROM (SELECT ({column})::jsonb AS doc) AS store_filter)",
+                [*params, *column_params])
