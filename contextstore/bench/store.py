@@ -1,4 +1,5 @@
-"""bench_store: the long-term store's exact cosine by namespace size (in process), and
+"""bench_store: the long-term store's search by vectors by namespace size (in process): exact
+cosine, and pgvector beside it where the database has it (contextstore/pgvector.py); and
 ContextStoreStore over HTTP against LangGraph's PostgresStore on this PostgreSQL database
 (framework_tests/store_peers.py in the langgraph virtualenv).
 
