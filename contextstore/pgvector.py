@@ -17,6 +17,8 @@ from typing import Any
 from django.db import connections
 from django.db.models import QuerySet
 
+from contextstore.models import StoreVector
+
 TABLE = "contextstore_storevector_pg"
 _known: dict[str, bool] = {}
 _off = False
@@ -79,7 +81,7 @@ def rank(candidates: QuerySet[Any], query: Sequence[float], distance: str,
     operator, score = OPERATORS[distance]
     inner, params = candidates.values("pk").query.sql_with_params()
     sql = (f"SELECT v.item_id, MIN(p.embedding {operator} %s::vector) AS d "
-           f"FROM {TABLE} p JOIN contextstore_storevector v ON v.id = p.vector_id "
+           f"FROM {TABLE} p JOIN {StoreVector._meta.db_table} v ON v.id = p.vector_id "
            f"WHERE v.dims = %s AND v.item_id IN ({inner}) "
            f"GROUP BY v.item_id ORDER BY d, v.item_id LIMIT %s")
     with connections[candidates.db].cursor() as cursor:
