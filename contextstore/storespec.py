@@ -18,12 +18,12 @@ ROW_BYTES = 2400  # namespace + key in the unique index (PostgreSQL's btree take
 LIMIT_MAX = 10_000
 BATCH_MAX = 1_000
 OPS = {
-    "get": {"op", "namespace", "key", "refresh_ttl"},
+    "get": {"op", "namespace", "key", "refresh_ttl", "omit_expired"},
     "put": {"op", "namespace", "key", "value", "index", "ttl", "vectors"},
     "move": {"op", "namespace", "key", "new_key"},
-    "search": {"op", "namespace_prefix", "filter", "query", "query_vector", "limit", "offset",
-               "refresh_ttl"},
-    "list_namespaces": {"op", "prefix", "suffix", "max_depth", "limit", "offset"},
+    "search": {"op", "namespace_prefix", "filter", "query", "query_vector", "distance", "limit",
+               "offset", "refresh_ttl", "omit_expired"},
+    "list_namespaces": {"op", "prefix", "suffix", "max_depth", "limit", "offset", "omit_expired"},
 }
 FILTER_OPERATORS = {"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"}
 
@@ -110,6 +110,10 @@ def check_op(i: int, op: Any) -> dict[str, Any]:
                 if len(row.encode()) > ROW_BYTES:
                     raise _Bad(field, f"the namespace and the key together are at most {ROW_BYTES:,} "
                                       "bytes (UTF-8)")
+        if kind in ("get", "search", "list_namespaces"):
+            # False: an item past its TTL stays readable until beat sweeps it (LangGraph's
+            # TTLConfig.omit_expired, off in PostgresStore by default); true by default here
+            out["omit_expired"] = _bool(op, "omit_expired", True)
         if kind == "get":
             out["refresh_ttl"] = _bool(op, "refresh_ttl", True)
         elif kind == "put":
@@ -144,6 +148,10 @@ def check_op(i: int, op: Any) -> dict[str, Any]:
             if qv is not None and vectors.check_vector(qv) is None:
                 raise _Bad("query_vector", "must be a non-empty list of finite numbers")
             out["query_vector"] = vectors.check_vector(qv) if qv is not None else None
+            distance = op.get("distance", "cosine")
+            if distance not in vectors.DISTANCES:
+                raise _Bad("distance", f"must be one of {', '.join(vectors.DISTANCES)}")
+            out["distance"] = distance
             out["limit"] = _int(op, "limit", 10, minimum=0, maximum=LIMIT_MAX)
             out["offset"] = _int(op, "offset", 0, minimum=0)
             out["refresh_ttl"] = _bool(op, "refresh_ttl", True)
@@ -176,16 +184,36 @@ def _vectors(value: Any) -> dict[str, list[float]] | None:
 
 
 def _check_filter(flt: dict[str, Any]) -> None:
-    for value in flt.values():
-        if isinstance(value, dict):
-            ops = [k for k in value if isinstance(k, str) and k.startswith("$")]
-            if ops:
-                for name in ops:
-                    if name not in FILTER_OPERATORS:
-                        raise _Bad("filter", f"unknown operator {name} (one of "
-                                             f"{', '.join(sorted(FILTER_OPERATORS))})")
-            else:
-                _check_filter(value)
+    """LangGraph's filter: item keys to values, nested objects and lists, and operator objects
+    (every key an operator, as InMemoryStore reads an object with any "$" key below the top)."""
+    for key, value in flt.items():
+        _check_key(key)
+        _check_value(value, 1)
+
+
+def _check_key(key: str) -> None:
+    if '"' in key:  # SQLite's JSON path cannot name such a key
+        raise _Bad("filter", "a key cannot hold a double quote")
+
+
+def _check_value(value: Any, depth: int, *, operand: bool = False) -> None:
+    if depth > 32:
+        raise _Bad("filter", "nests more than 32 levels")
+    if isinstance(value, list):
+        for member in value:
+            _check_value(member, depth + 1, operand=operand)
+    if not isinstance(value, dict):
+        return
+    operators = [] if operand else [k for k in value if k.startswith("$")]
+    if operators and len(operators) < len(value):
+        raise _Bad("filter", "an object with an operator holds operators only")
+    for key, member in value.items():
+        if operators and key not in FILTER_OPERATORS:
+            raise _Bad("filter", f"unknown operator {key} (one of "
+                                 f"{', '.join(sorted(FILTER_OPERATORS))})")
+        if not operators:
+            _check_key(key)
+        _check_value(member, depth + 1, operand=operand or bool(operators))
 
 
 def check_ops(ops: Any) -> list[dict[str, Any]]:

@@ -1,8 +1,9 @@
 """Vectors beside the text (the long-term store's recall by meaning): packing and exact cosine.
 
-A vector is kept as unit-length float32 (little-endian bytes), so cosine similarity is one dot
-product. Search is exact: every stored vector of the candidates is scored with one matrix
-product (numpy), which docs/performance.md measures by namespace size.
+A vector is kept as float32 (little-endian bytes). Search is exact: every stored vector of the
+candidates is scored with one matrix product (numpy), which docs/performance.md measures by
+namespace size; where the PostgreSQL database has pgvector, contextstore/pgvector.py ranks in
+the database instead.
 """
 
 import math
@@ -25,19 +26,32 @@ def check_vector(vector: object) -> list[float] | None:
     return out
 
 
+DISTANCES = ("cosine", "inner_product", "l2")
+
+
 def pack(vector: Sequence[float]) -> bytes:
-    """Unit length, float32 little-endian (a zero vector stays zero: it scores 0)."""
-    array = np.asarray(vector, dtype="<f4")
-    norm = float(np.linalg.norm(array))
-    if norm > 0:
-        array = array / norm
-    return array.astype("<f4").tobytes()
+    """float32 little-endian, as sent (vectors kept before scoring by inner product and l2 came
+    were stored at unit length, which cosine, the only distance then, does not tell apart)."""
+    return np.asarray(vector, dtype="<f4").tobytes()
 
 
-def cosine_scores(query: Sequence[float], packed: list[bytes]) -> list[float]:
-    """Cosine similarity of `query` with each packed vector (all of the query's dimensions)."""
+def scores(query: Sequence[float], packed: list[bytes], distance: str = "cosine") -> list[float]:
+    """The similarity of `query` with each packed vector (all of the query's dimensions), as
+    LangGraph's PostgresStore scores: cosine similarity, the inner product, or the negated
+    Euclidean (l2) distance; higher is closer."""
     if not packed:
         return []
-    q = np.frombuffer(pack(query), dtype="<f4")
+    q = np.asarray(query, dtype="<f4")
     matrix = np.frombuffer(b"".join(packed), dtype="<f4").reshape(len(packed), q.shape[0])
-    return [float(x) for x in matrix @ q]
+    dots = matrix @ q
+    if distance == "inner_product":
+        out = dots
+    else:
+        norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))
+        q_norm = float(np.linalg.norm(q))
+        if distance == "l2":
+            out = -np.sqrt(np.maximum(norms * norms + q_norm * q_norm - 2 * dots, 0.0))
+        else:
+            scale = norms * q_norm
+            out = np.divide(dots, scale, out=np.zeros_like(dots), where=scale > 0)
+    return [float(x) for x in out]

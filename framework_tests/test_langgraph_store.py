@@ -9,12 +9,15 @@ gets a ContextStoreStore under a fresh `namespace` of its own on the live server
 empty as theirs do. Not ported (they test LangGraph's own classes or PostgreSQL internals, not
 a store's behaviour): test_async_batch_store_* and test_get_text_at_path (AsyncBatchedBaseStore
 and a LangGraph helper), test_escape_like_literal / test_namespace_match_pattern /
-test_nonnull_migrations (PostgresStore's SQL), the l2 / inner_product / hamming / halfvec /
-bit parametrizations (contextstore scores by cosine: with LangGraph's normalised test
-embeddings inner product equals cosine, so those cases are kept under cosine), and
-test_omit_expired_disabled_preserves_expired_rows (contextstore always hides an expired item).
-The omit_expired tests backdate a row with SQL in PostgresStore's suite; here an item gets a
-one-second TTL and the test waits it out.
+test_nonnull_migrations (PostgresStore's SQL), and the `default` case of
+test_omit_expired_disabled_preserves_expired_rows (PostgresStore's omit_expired defaults to
+False, ContextStoreStore's to True: see its module). PostgresStore's vector parametrizations are
+kept: `distance_type` l2, inner_product and cosine, each under both `vector_type`s (vector,
+halfvec; ContextStoreStore keeps float32 either way, so a halfvec case checks the same scores
+as PostgresStore's float16 within the tests' 1e-3); `bit`/hamming is not among its test
+parameters (its conftest's VECTOR_TYPES are vector and halfvec). The omit_expired tests
+backdate a row with SQL and stop PostgresStore's sweeper; here an item gets a one-second TTL and
+the test waits it out (the test server runs no beat, so nothing sweeps it meanwhile).
 """
 
 import asyncio
@@ -62,15 +65,27 @@ def fake_embeddings() -> CharacterEmbeddings:
     return CharacterEmbeddings(dims=500)
 
 
-def vector_store_of(fake_embeddings, text_fields=None, enable_ttl=True) -> ContextStoreStore:
+def vector_store_of(fake_embeddings, text_fields=None, enable_ttl=True, vector_type="vector",
+                    distance_type="cosine") -> ContextStoreStore:
     return make_store(index={"dims": fake_embeddings.dims, "embed": fake_embeddings,
-                             "fields": text_fields},
+                             "ann_index_config": {"vector_type": vector_type},
+                             "distance_type": distance_type, "fields": text_fields},
                       ttl={"default_ttl": 2, "refresh_on_read": True} if enable_ttl else None)
 
 
-@pytest.fixture(params=[True, False], ids=["ttl", "no-ttl"])
+# PostgresStore's _vector_params: each vector type with each distance, and the last without TTL.
+_vector_params = [(vector_type, distance_type, True) for vector_type in ("vector", "halfvec")
+                  for distance_type in ("l2", "inner_product", "cosine")]
+_vector_params += [(*_vector_params[-1][:2], False)]
+_path_params = [("vector", "cosine"), ("vector", "inner_product"), ("halfvec", "cosine"),
+                ("halfvec", "inner_product")]
+
+
+@pytest.fixture(params=_vector_params, ids=lambda p: f"{p[0]}_{p[1]}" + ("" if p[2] else "_no-ttl"))
 def vector_store(request, fake_embeddings) -> ContextStoreStore:
-    return vector_store_of(fake_embeddings, enable_ttl=request.param)
+    vector_type, distance_type, enable_ttl = request.param
+    return vector_store_of(fake_embeddings, enable_ttl=enable_ttl, vector_type=vector_type,
+                           distance_type=distance_type)
 
 
 # ---- libs/checkpoint/tests/test_store.py (InMemoryStore() -> make_store()) ----------------------
@@ -372,8 +387,9 @@ async def test_embed_with_path(fake_embeddings) -> None:
     assert next(r for r in results if r.key == "doc5").score is None
 
 
-def test_non_ascii(fake_embeddings) -> None:
-    store = vector_store_of(fake_embeddings)
+@pytest.mark.parametrize("vector_type,distance_type", _path_params)
+def test_non_ascii(fake_embeddings, vector_type, distance_type) -> None:
+    store = vector_store_of(fake_embeddings, vector_type=vector_type, distance_type=distance_type)
     texts = ["这是中文", "これは日本語です", "이건 한국어야", "Это русский", "यह रूसी है"]
     for i, text in enumerate(texts, 1):
         store.put(("user_123", "memories"), str(i), {"text": text})
@@ -571,8 +587,10 @@ def test_vector_search_edge_cases(vector_store) -> None:
     assert len(vector_store.search(("test",), query="test!@#$%^&*()")) == 1
 
 
-def test_embed_with_path_sync(fake_embeddings) -> None:
-    store = vector_store_of(fake_embeddings, text_fields=["key0", "key1", "key3"])
+@pytest.mark.parametrize("vector_type,distance_type", _path_params)
+def test_embed_with_path_sync(fake_embeddings, vector_type, distance_type) -> None:
+    store = vector_store_of(fake_embeddings, text_fields=["key0", "key1", "key3"],
+                            vector_type=vector_type, distance_type=distance_type)
     store.put(("test",), "doc1", {"key1": "xxx", "key2": "yyy", "key3": "zzz"})
     store.put(("test",), "doc2", {"key0": "uuu", "key1": "vvv", "key2": "www", "key3": "xxx"})
     results = store.search(("test",), query="xxx")
@@ -589,8 +607,10 @@ def test_embed_with_path_sync(fake_embeddings) -> None:
     assert results[0].score < ascore and results[1].score < ascore
 
 
-def test_embed_with_path_operation_config(fake_embeddings) -> None:
-    store = vector_store_of(fake_embeddings, text_fields=["key17"])
+@pytest.mark.parametrize("vector_type,distance_type", _path_params)
+def test_embed_with_path_operation_config(fake_embeddings, vector_type, distance_type) -> None:
+    store = vector_store_of(fake_embeddings, text_fields=["key17"], vector_type=vector_type,
+                            distance_type=distance_type)
     store.put(("test",), "doc3", {"key0": "aaa", "key1": "bbb", "key2": "ccc", "key3": "ddd"},
               index=["key0", "key1"])
     store.put(("test",), "doc4", {"key0": "eee", "key1": "bbb", "key2": "fff", "key3": "ggg"},
@@ -620,14 +640,27 @@ def _cosine_similarity(X, Y):
     return out
 
 
+def _inner_product(X, Y):
+    return [sum(a * b for a, b in zip(X, y, strict=False)) for y in Y]
+
+
+def _neg_l2_distance(X, Y):
+    return [-(sum((a - b) ** 2 for a, b in zip(X, y, strict=False)) ** 0.5) for y in Y]
+
+
+@pytest.mark.parametrize("vector_type,distance_type",
+                         [("vector", "cosine"), ("vector", "inner_product"), ("halfvec", "l2")])
 @pytest.mark.parametrize("query", ["aaa", "bbb", "ccc", "abcd", "poisson"])
-def test_scores(fake_embeddings, query) -> None:
-    store = vector_store_of(fake_embeddings, text_fields=["key0"])
+def test_scores(fake_embeddings, vector_type, distance_type, query) -> None:
+    store = vector_store_of(fake_embeddings, text_fields=["key0"], vector_type=vector_type,
+                            distance_type=distance_type)
     doc = {"key0": "aaa"}
     store.put(("test",), "doc", doc, index=["key0", "key1"])
     results = store.search((), query=query)
-    similarities = _cosine_similarity(fake_embeddings.embed_query(query),
-                                      [fake_embeddings.embed_query(doc["key0"])])
+    vec0 = fake_embeddings.embed_query(doc["key0"])
+    vec1 = fake_embeddings.embed_query(query)
+    similarities = {"cosine": _cosine_similarity, "inner_product": _inner_product,
+                    "l2": _neg_l2_distance}[distance_type](vec1, [vec0])
     assert len(results) == 1
     assert results[0].score == pytest.approx(similarities[0], abs=1e-3)
 
@@ -654,6 +687,7 @@ def _stored_expires_at(store, ns, key):
 
 
 def test_omit_expired_filters_read_paths(store) -> None:
+    store.ttl_config["omit_expired"] = True
     expired_ns, control_ns = ("omit", "expired"), ("omit", "control")
     store.put(expired_ns, "e", {"data": "gone"}, ttl=EXPIRE)
     store.put(control_ns, "c", {"data": "keep"}, ttl=None)
@@ -667,6 +701,7 @@ def test_omit_expired_filters_read_paths(store) -> None:
 
 
 def test_omit_expired_refresh_ttl_only_refreshes_live_rows(store) -> None:
+    store.ttl_config["omit_expired"] = True
     ns = ("refresh",)
     store.put(ns, "expired", {"n": 0}, ttl=EXPIRE)
     store.put(ns, "live_get", {"n": 1}, ttl=TTL_MINUTES)
@@ -682,7 +717,31 @@ def test_omit_expired_refresh_ttl_only_refreshes_live_rows(store) -> None:
     assert _stored_expires_at(store, ns, "live_search") > search_before
 
 
+@pytest.mark.parametrize("omit", [False], ids=["explicit-false"])
+def test_omit_expired_disabled_preserves_expired_rows(store, omit) -> None:
+    store.ttl_config["omit_expired"] = omit
+    ns = ("keep",)
+    store.put(ns, "k", {"data": "still-here"}, ttl=EXPIRE)
+    time.sleep(1.5)
+    assert _stored_expires_at(store, ns, "k") is None  # past its TTL (what _expire_now does)
+    assert store.get(ns, "k", refresh_ttl=False) is not None
+    assert [i.key for i in store.search(ns, refresh_ttl=False)] == ["k"]
+    assert ns in store.list_namespaces(prefix=("keep",))
+
+
+def test_omit_expired_disabled_reads_refresh_an_unswept_item(store) -> None:
+    """Not in LangGraph's suite: PostgresStore's refresh of a row past its TTL with omit_expired
+    off (its UPDATE then has no expiry clause) gives it its TTL from now, and so does this store."""
+    store.ttl_config["omit_expired"] = False
+    ns = ("revive",)
+    store.put(ns, "k", {"n": 1}, ttl=EXPIRE)
+    time.sleep(1.5)
+    assert store.get(ns, "k", refresh_ttl=True) is not None
+    assert _stored_expires_at(store, ns, "k") is not None  # live again, for another second
+
+
 def test_omit_expired_search_pagination(store) -> None:
+    store.ttl_config["omit_expired"] = True
     ns = ("page",)
     # updated_at DESC: a, expired, b, c (theirs sets updated_at with SQL; here the put order)
     for key in ("c", "b"):

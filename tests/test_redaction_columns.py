@@ -32,6 +32,7 @@ RAW_WRITES = {
     "contextstore/services/history.py": "CallFigure: numbers and a model name read in SQL from the "
                                         "event's stored (redacted) data",
     "contextstore/partitions.py": "rows moved between tables as they are stored",
+    "contextstore/pgvector.py": "numbers alone: a stored vector's id and its floats",
     "contextstore/bench/api.py": "the benchmark's own rows and tables (manage.py bench_api)",
 }
 WRITE_SQL = re.compile(r"\bINSERT INTO\b|\bUPDATE\s+[\w\"{}.]+\s+SET\b|\bCOPY\s+[\w\"{}.]+\s*\(")

@@ -19,16 +19,19 @@ from contextstore.storespec import BATCH_MAX, LIMIT_MAX, check_ops
 READS = {"get", "search", "list_namespaces"}
 
 OPS_HELP = """Each op is one of:
-- `{"op": "get", "namespace": [...], "key": str, "refresh_ttl": true}` -> the item or null;
+- `{"op": "get", "namespace": [...], "key": str, "refresh_ttl": true, "omit_expired": true}` ->
+  the item or null (`omit_expired: false`: an item past its TTL that is not swept yet is read);
 - `{"op": "put", "namespace": [...], "key": str, "value": {...} | null, "index": null | false |
   [field paths], "ttl": minutes | null, "vectors": {field path: [numbers]} | null}` -> null
   (a null value deletes; deleting a missing item is no error);
 - `{"op": "move", "namespace": [...], "key": str, "new_key": str}` -> the moved item, or null
   when there is none (409 for the whole batch when new_key is taken);
 - `{"op": "search", "namespace_prefix": [...], "filter": {...}, "query": str, "query_vector":
-  [numbers], "limit": 10, "offset": 0, "refresh_ttl": true}` -> items, each with `score`;
+  [numbers], "distance": "cosine" | "inner_product" | "l2", "limit": 10, "offset": 0,
+  "refresh_ttl": true, "omit_expired": true}` -> items, each with `score`;
 - `{"op": "list_namespaces", "prefix": [...], "suffix": [...], "max_depth": int, "limit": 100,
-  "offset": 0}` -> namespaces (lists of labels; "*" in prefix or suffix matches any label).
+  "offset": 0, "omit_expired": true}` -> namespaces (lists of labels; "*" in prefix or suffix
+  matches any label).
 A namespace is a non-empty list of labels (non-empty strings without U+0000 or U+001F)."""
 
 # What the schema promises of an op: a part of what storespec accepts, so that every request the
@@ -52,7 +55,8 @@ def _op(name: str, required: list[str], **properties: dict) -> dict:
 
 
 OP_SCHEMA = {"oneOf": [  # OpenAPI 3.0: `nullable`, no list of types
-    _op("get", ["namespace", "key"], namespace=_NAMESPACE, key=_KEY, refresh_ttl={"type": "boolean"}),
+    _op("get", ["namespace", "key"], namespace=_NAMESPACE, key=_KEY, refresh_ttl={"type": "boolean"},
+        omit_expired={"type": "boolean"}),
     _op("put", ["namespace", "key", "value"], namespace=_NAMESPACE, key=_KEY,
         value={"type": "object", "nullable": True, "additionalProperties": {}},
         index={"type": "array", "nullable": True, "items": {"type": "string", "minLength": 1}},
@@ -62,9 +66,10 @@ OP_SCHEMA = {"oneOf": [  # OpenAPI 3.0: `nullable`, no list of types
         filter={"type": "object", "nullable": True, "additionalProperties": {
             "oneOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}]}},
         query={"type": "string", "nullable": True}, query_vector={**_VECTOR, "nullable": True},
-        refresh_ttl={"type": "boolean"}, **_PAGE),
+        distance={"type": "string", "enum": ["cosine", "inner_product", "l2"]},
+        refresh_ttl={"type": "boolean"}, omit_expired={"type": "boolean"}, **_PAGE),
     _op("list_namespaces", [], prefix={**_PREFIX, "nullable": True},
-        suffix={**_PREFIX, "nullable": True},
+        suffix={**_PREFIX, "nullable": True}, omit_expired={"type": "boolean"},
         max_depth={"type": "integer", "nullable": True, "minimum": 1, "maximum": 100}, **_PAGE),
 ]}
 

@@ -1,4 +1,5 @@
-"""bench_store: the long-term store's exact cosine by namespace size (in process), and
+"""bench_store: the long-term store's search by vectors by namespace size (in process): exact
+cosine, and pgvector beside it where the database has it (contextstore/pgvector.py); and
 ContextStoreStore over HTTP against LangGraph's PostgresStore on this PostgreSQL database
 (framework_tests/store_peers.py in the langgraph virtualenv).
 
@@ -20,6 +21,7 @@ from django.core.management.base import CommandError, OutputWrapper
 from django.db import connection
 from django.utils import timezone
 
+from contextstore import pgvector
 from contextstore.bench.over_http import bench_token, load, start_server
 from contextstore.bench.peers import database_dsn
 from contextstore.models import StoreItem, StoreVector
@@ -35,8 +37,11 @@ def cosine(stdout: OutputWrapper, sizes: list[int], dims: int, samples: int) -> 
     workspace, _ = workspace_ensure(slug="bench", name="Benchmarks")
     actor = Actor.system("bench_store")
     rng = random.Random(3)
-    stdout.write(f"exact cosine, {dims} dimensions, limit 10, in process; load average {load()}")
-    stdout.write(f"  {'items':>8} {'search p50 ms':>14} {'by words p50 ms':>16} {'newest 10 ms':>13}")
+    with_pgvector = pgvector.enabled()
+    stdout.write(f"by vectors (cosine), {dims} dimensions, limit 10, in process"
+                 f"{'' if with_pgvector else ' (this database has no pgvector)'}; load average {load()}")
+    stdout.write(f"  {'items':>8} {'exact p50 ms':>13} {'pgvector p50 ms':>16} {'by words p50 ms':>16} "
+                 f"{'newest 10 ms':>13}")
     for size in sizes:
         ns = ["bench", "cosine", uuid.uuid4().hex[:8]]
         # seeded in bulk (the put path is measured below, against PostgresStore)
@@ -51,9 +56,12 @@ def cosine(stdout: OutputWrapper, sizes: list[int], dims: int, samples: int) -> 
             if connection.vendor != "postgresql":  # bulk_create sets pks on PostgreSQL only
                 items = list(StoreItem.objects.filter(workspace=workspace, path=path,
                                                       vectors__isnull=True))
-            StoreVector.objects.bulk_create([
-                StoreVector(item=item, field="text", dims=dims,
-                            data=pack([rng.gauss(0, 1) for _ in range(dims)])) for item in items])
+            drawn = [[rng.gauss(0, 1) for _ in range(dims)] for _ in items]
+            rows = StoreVector.objects.bulk_create([
+                StoreVector(item=item, field="text", dims=dims, data=pack(vector))
+                for item, vector in zip(items, drawn, strict=True)])
+            if with_pgvector:
+                pgvector.add([(row.pk, vector) for row, vector in zip(rows, drawn, strict=True)])
 
         def timed(op: dict) -> float:
             times = []
@@ -67,7 +75,10 @@ def cosine(stdout: OutputWrapper, sizes: list[int], dims: int, samples: int) -> 
             return statistics.median(times)
 
         base = {"op": "search", "namespace_prefix": ns, "limit": 10, "refresh_ttl": False}
-        stdout.write(f"  {size:>8,} {timed({**base, 'query_vector': []}):>14.1f} "
+        with pgvector.exact():
+            exact = timed({**base, 'query_vector': []})
+        by_pgvector = f"{timed({**base, 'query_vector': []}):16.1f}" if with_pgvector else f"{'-':>16}"
+        stdout.write(f"  {size:>8,} {exact:>13.1f} {by_pgvector} "
                      f"{timed({**base, 'query': 'memory 42'}):>16.1f} {timed(base):>13.1f}")
         StoreItem.objects.filter(workspace=workspace, path__startswith="\x1fbench\x1fcosine\x1f").delete()
 

@@ -15,6 +15,7 @@ Expiry: an item past its `expires_at` is invisible at once (every read filters i
 
 import json
 import logging
+import math
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -25,12 +26,13 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
-from contextstore import embeddings, vectors
+from contextstore import embeddings, pgvector, vectors
 from contextstore.errors import Conflict, NotFound
 from contextstore.models import StoreItem, StoreItemVersion, StoreVector, Workspace
 from contextstore.models.store import SEPARATOR, namespace_path, path_labels
 from contextstore.outbox import publish_after_commit
 from contextstore.redaction import redact_each, use_workspace
+from contextstore.selectors.store_filter import StoreFilter
 from contextstore.services.common import Actor
 
 logger = logging.getLogger(__name__)
@@ -76,9 +78,13 @@ def send_embed(item_pks: Any) -> None:
         logger.exception("could not send store items %s to the embedding worker", item_pks)
 
 
-def _live(workspace: Workspace, now: datetime) -> QuerySet[StoreItem]:
-    return StoreItem.objects.filter(workspace=workspace, deleted_at__isnull=True).filter(
-        Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+def _live(workspace: Workspace, now: datetime, omit_expired: bool = True) -> QuerySet[StoreItem]:
+    """The workspace's items; with `omit_expired` False also those past their TTL that beat's
+    store_expire has not swept yet (LangGraph's TTLConfig.omit_expired, PostgresStore's default)."""
+    items = StoreItem.objects.filter(workspace=workspace, deleted_at__isnull=True)
+    if not omit_expired:
+        return items
+    return items.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
 
 
 def item_dict(item: StoreItem, score: float | None = None, *, with_score: bool = False) -> dict[str, Any]:
@@ -92,15 +98,16 @@ def item_dict(item: StoreItem, score: float | None = None, *, with_score: bool =
 
 
 def _refresh(batch: _Batch, items: list[StoreItem]) -> None:
-    """Push back the expiry of items read with refresh_ttl (their TTL from now)."""
-    for item in items:
+    """Push back the expiry of items read with refresh_ttl (their TTL from now), in pk order so
+    that concurrent searches lock their rows in the same order (no deadlock)."""
+    for item in sorted(items, key=lambda item: item.pk):
         if item.ttl_minutes:
             item.expires_at = batch.now + timedelta(minutes=item.ttl_minutes)
             StoreItem.objects.filter(pk=item.pk).update(expires_at=item.expires_at)
 
 
 def _get(batch: _Batch, op: dict[str, Any]) -> dict[str, Any] | None:
-    item = _live(batch.workspace, batch.now).filter(
+    item = _live(batch.workspace, batch.now, op["omit_expired"]).filter(
         path=namespace_path(op["namespace"]), key=op["key"]).first()
     if item is None:
         return None
@@ -174,12 +181,19 @@ def _put(batch: _Batch, op: dict[str, Any]) -> None:
     return None
 
 
+def _add_vectors(item: StoreItem, given: dict[str, list[float]]) -> None:
+    """Keep an item's vectors (and their copy in pgvector's column where the database has it)."""
+    rows = StoreVector.objects.bulk_create([
+        StoreVector(item=item, field=field, dims=len(vec), data=vectors.pack(vec))
+        for field, vec in given.items()])
+    if pgvector.enabled():  # writes go to the default database
+        pgvector.add([(row.pk, given[row.field]) for row in rows])
+
+
 def _set_vectors(batch: _Batch, item: StoreItem, given: dict[str, list[float]] | None) -> None:
     StoreVector.objects.filter(item=item).delete()
     if given:
-        StoreVector.objects.bulk_create([
-            StoreVector(item=item, field=field, dims=len(vec), data=vectors.pack(vec))
-            for field, vec in given.items()])
+        _add_vectors(item, given)
     elif item.index_fields != [] and item.text:
         batch.embed.append(item.pk)
 
@@ -221,61 +235,35 @@ def _prefix_range(queryset: QuerySet[StoreItem], labels: list[str]) -> QuerySet[
 
 
 def _search(batch: _Batch, op: dict[str, Any]) -> list[dict[str, Any]]:
-    candidates = _prefix_range(_live(batch.workspace, batch.now), op["namespace_prefix"])
+    candidates = _prefix_range(_live(batch.workspace, batch.now, op["omit_expired"]),
+                               op["namespace_prefix"])
     limit, offset, flt = op["limit"], op["offset"], op["filter"]
+    if flt:  # evaluated by the database (selectors/store_filter.py)
+        candidates = candidates.filter(StoreFilter("value", filter=flt))
     query_vector = op["query_vector"]
     if query_vector is None and op["query"] and embeddings.configured():
         try:
             [query_vector] = embeddings.embed([op["query"]])
         except embeddings.EmbedderUnavailable:
             query_vector = None  # recall by words, below
-    scores: dict[int, float] | None = None
-    if query_vector is not None:
-        rows = StoreVector.objects.filter(item__in=candidates, dims=len(query_vector)) \
-            .values_list("item_id", "data")
-        pks, packed = [], []
-        for pk, data in rows:
-            pks.append(pk)
-            packed.append(bytes(data))
-        scores = {}
-        for pk, score in zip(pks, vectors.cosine_scores(query_vector, packed), strict=True):
-            scores[pk] = max(score, scores.get(pk, -2.0))
-        if not scores:
-            scores = None  # no vectors anywhere: recall by words
-    words = WORD.findall(op["query"].lower()) if op["query"] and scores is None else []
     ordered = candidates.order_by("-updated_at", "-pk")
+    ranked: list[tuple[int, float | None]] = []
+    if query_vector is not None:
+        ranked.extend(_rank_by_vectors(candidates, query_vector, op["distance"], offset + limit))
+        if ranked and len(ranked) < offset + limit:  # then the items without vectors, newest first
+            ranked += [(pk, None) for pk in ordered.filter(vectors__isnull=True).values_list(
+                "pk", flat=True)[:offset + limit - len(ranked)]]
+    words = WORD.findall(op["query"].lower()) if op["query"] and not ranked else []
     result: list[tuple[StoreItem, float | None]]
-    if scores is None and not words and not flt:
+    if not ranked and not words:
         result = [(item, None) for item in ordered[offset:offset + limit]]
-    elif flt:  # the values are needed: every candidate is read
-        matched: list[tuple[StoreItem, float | None]] = []
-        for item in ordered.iterator(chunk_size=2000):
-            if not _matches(item.value, flt):
-                continue
-            if words:
-                hits = sum(1 for w in words if w in item.text)
-                if hits:
-                    matched.append((item, hits / len(words)))
-            else:
-                matched.append((item, scores.get(item.pk) if scores is not None else None))
-        if scores is not None or words:
-            # stable: equal scores keep newest first; unscored items last
-            matched.sort(key=lambda pair: -pair[1] if pair[1] is not None else 3.0)
-        result = matched[offset:offset + limit]
     else:  # rank by ids and scores alone, then read the page's items
         if words:
-            ranked: list[tuple[int, float | None]] = []
             for pk, text in ordered.values_list("pk", "text").iterator(chunk_size=5000):
                 hits = sum(1 for w in words if w in text)
                 if hits:
                     ranked.append((pk, hits / len(words)))
-            ranked.sort(key=lambda pair: -(pair[1] or 0.0))
-        else:
-            assert scores is not None
-            ranked = [(pk, score) for pk, score in sorted(scores.items(), key=lambda pair: -pair[1])]
-            if len(ranked) < offset + limit:  # then the items without vectors, newest first
-                ranked += [(pk, None) for pk in ordered.filter(vectors__isnull=True).values_list(
-                    "pk", flat=True)[:offset + limit - len(ranked)]]
+            ranked.sort(key=lambda pair: -(pair[1] or 0.0))  # stable: equal scores newest first
         page = ranked[offset:offset + limit]
         items = StoreItem.objects.in_bulk([pk for pk, _ in page])
         result = [(items[pk], score) for pk, score in page if pk in items]
@@ -284,36 +272,23 @@ def _search(batch: _Batch, op: dict[str, Any]) -> list[dict[str, Any]]:
     return [item_dict(item, score, with_score=True) for item, score in result]
 
 
-def _matches(value: Any, flt: dict[str, Any]) -> bool:
-    """LangGraph's filter, as its InMemoryStore applies it (nested objects, $eq $ne $gt $gte
-    $lt $lte)."""
-    if not isinstance(value, dict):
-        return False
-    return all(_compare(value.get(k), v) for k, v in flt.items())
-
-
-def _compare(item_value: Any, filter_value: Any) -> bool:
-    if isinstance(filter_value, dict):
-        if any(isinstance(k, str) and k.startswith("$") for k in filter_value):
-            return all(_operator(item_value, k, v) for k, v in filter_value.items())
-        return isinstance(item_value, dict) and all(
-            _compare(item_value.get(k), v) for k, v in filter_value.items())
-    if isinstance(filter_value, list):
-        return isinstance(item_value, list) and len(item_value) == len(filter_value) and all(
-            _compare(a, b) for a, b in zip(item_value, filter_value, strict=False))
-    return bool(item_value == filter_value)
-
-
-def _operator(value: Any, operator: str, operand: Any) -> bool:
-    if operator == "$eq":
-        return bool(value == operand)
-    if operator == "$ne":
-        return bool(value != operand)
-    try:
-        a, b = float(value), float(operand)
-    except (TypeError, ValueError):
-        return False
-    return {"$gt": a > b, "$gte": a >= b, "$lt": a < b, "$lte": a <= b}[operator]
+def _rank_by_vectors(candidates: QuerySet[StoreItem], query: list[float], distance: str,
+                     need: int) -> list[tuple[int, float]]:
+    """The candidates with vectors of the query's dimensions, best first (an item's score is its
+    best field's), at least the first `need` of them: by pgvector where the database has it
+    (contextstore/pgvector.py), else exactly over every stored vector (vectors.scores)."""
+    if pgvector.enabled(candidates.db):
+        return list(pgvector.rank(candidates, query, distance, need))
+    rows = StoreVector.objects.filter(item__in=candidates, dims=len(query)) \
+        .values_list("item_id", "data")
+    pks, packed = [], []
+    for pk, data in rows:
+        pks.append(pk)
+        packed.append(bytes(data))
+    scores: dict[int, float] = {}
+    for pk, score in zip(pks, vectors.scores(query, packed, distance), strict=True):
+        scores[pk] = max(score, scores.get(pk, -math.inf))
+    return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
 
 
 def _list_namespaces(batch: _Batch, op: dict[str, Any]) -> list[list[str]]:
@@ -323,7 +298,7 @@ def _list_namespaces(batch: _Batch, op: dict[str, Any]) -> list[list[str]]:
         if label == "*":
             break
         literal.append(label)
-    paths = _prefix_range(_live(batch.workspace, batch.now), literal) \
+    paths = _prefix_range(_live(batch.workspace, batch.now, op["omit_expired"]), literal) \
         .order_by().values_list("path", flat=True).distinct()
     found: set[tuple[str, ...]] = set()
     for path in paths:
@@ -424,9 +399,7 @@ def store_items_embed(*, item_pks: list[int]) -> int:
             best: dict[str, list[float]] = {}
             for i, (field, vec) in enumerate(fields):
                 best[field if field not in best else f"{field}#{i}"] = vec
-            StoreVector.objects.bulk_create([
-                StoreVector(item=current, field=field, dims=len(vec), data=vectors.pack(vec))
-                for field, vec in best.items()])
+            _add_vectors(current, best)
             done += 1
     return done
 

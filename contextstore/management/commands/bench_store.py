@@ -10,7 +10,8 @@ def sizes(raw: str) -> list[int]:
 
 
 class Command(BaseCommand):
-    help = "The long-term store: exact cosine by namespace size; ContextStoreStore vs PostgresStore."
+    help = ("The long-term store: exact cosine (and pgvector where the database has it) by namespace "
+            "size; ContextStoreStore vs PostgresStore.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--cosine", type=sizes, default=[], help="namespace sizes, e.g. 1000,10000")

@@ -19,8 +19,16 @@ Recall by meaning (`index`), as LangGraph's own stores:
 - `index=None`: as LangGraph's stores without an index, a search's `query` is not used (newest
   first).
 
-`ttl` is LangGraph's TTLConfig (`default_ttl` minutes, `refresh_on_read`); the server hides an
-expired item at once and sweeps it into a deleted version. `namespace` (a string) is a first
+`index["distance_type"]` is PostgresStore's: "cosine" (the default), "inner_product" or "l2"
+(scores as PostgresStore's: the cosine, the inner product, the negated Euclidean distance);
+`ann_index_config` is not read (the server keeps float32 vectors and ranks exactly, with pgvector
+where its database has it).
+
+`ttl` is LangGraph's TTLConfig (`default_ttl` minutes, `refresh_on_read`, `omit_expired`); beat
+sweeps an expired item into a deleted version. `omit_expired` is True unless set False (then an
+item past its TTL is read, and refreshed by a read, until swept), where PostgresStore's default
+is False: it sweeps from the client every `sweep_interval_minutes`, which this store leaves to
+the server. `namespace` (a string) is a first
 label every namespace of this store is kept under (a store of its own within the workspace).
 """
 
@@ -53,6 +61,8 @@ from contextstore_client import AsyncContextStore, ContextStore
 
 __all__ = ["ContextStoreStore"]
 
+DISTANCES = ("cosine", "inner_product", "l2")  # PostgresStore's `distance_type`s
+
 
 class ContextStoreStore(BaseStore):
     """BaseStore over contextstore's long-term store, sync and async."""
@@ -68,12 +78,24 @@ class ContextStoreStore(BaseStore):
         self.index_config: dict[str, Any] | None = dict(index) if index else None
         self.embeddings = None
         self._fields: list[str] | None = None
+        self._distance = (self.index_config or {}).get("distance_type", "cosine")
+        if self._distance not in DISTANCES:
+            raise ValueError(f"distance_type must be one of {', '.join(DISTANCES)}, "
+                             f"got {self._distance!r}")
         if self.index_config is not None:
             self._fields = list(self.index_config.get("fields") or ["$"])
             if self.index_config.get("embed") is not None:
                 self.embeddings = ensure_embeddings(self.index_config["embed"])
 
     # -- ops to JSON and back
+
+    @property
+    def _omit_expired(self) -> bool:
+        """TTLConfig's omit_expired, read at each call as PostgresStore reads it; unlike
+        PostgresStore (which sweeps expired items from a thread of its own) the default is True:
+        the server sweeps with beat, STORE_EXPIRE_EVERY seconds apart, so an item would
+        otherwise outlive its TTL by that long. False reads items past their TTL until swept."""
+        return bool((self.ttl_config or {}).get("omit_expired", True))
 
     def _ns(self, namespace: tuple[str, ...]) -> list[str]:
         return [*self._prefix, *namespace]
@@ -97,15 +119,18 @@ class ContextStoreStore(BaseStore):
         for i, op in enumerate(ops):
             if isinstance(op, GetOp):
                 out.append({"op": "get", "namespace": self._ns(op.namespace), "key": op.key,
-                            "refresh_ttl": bool(op.refresh_ttl)})
+                            "refresh_ttl": bool(op.refresh_ttl),
+                            "omit_expired": self._omit_expired})
             elif isinstance(op, PutOp):
                 out.append(self._put(i, op, texts))
             elif isinstance(op, SearchOp):
                 search: dict[str, Any] = {
                     "op": "search", "namespace_prefix": self._ns(op.namespace_prefix),
                     "filter": op.filter or None, "limit": op.limit, "offset": op.offset,
-                    "refresh_ttl": bool(op.refresh_ttl)}
+                    "refresh_ttl": bool(op.refresh_ttl), "omit_expired": self._omit_expired}
                 if op.query and self.index_config is not None:
+                    if self._distance != "cosine":
+                        search["distance"] = self._distance
                     if self.embeddings is not None:
                         queries.append((i, op.query))
                     else:
@@ -147,7 +172,7 @@ class ContextStoreStore(BaseStore):
             prefix = [*self._prefix, *(prefix or [])]
         max_depth = op.max_depth + len(self._prefix) if op.max_depth is not None else None
         return {"op": "list_namespaces", "prefix": prefix, "suffix": suffix, "max_depth": max_depth,
-                "limit": op.limit, "offset": op.offset}
+                "limit": op.limit, "offset": op.offset, "omit_expired": self._omit_expired}
 
     @staticmethod
     def _attach(out: list[dict[str, Any]], texts: list[tuple[int, str, str]],
