@@ -268,7 +268,7 @@ class _Prepared:
     def _rows(self, values: tuple[int | str, ...], limit: int | None = None,
               along: Sequence[tuple[str, list]] = ()) -> tuple[tuple, list[tuple]]:
         compiled, text, params = self._statement(values, limit, along)
-        with connection.cursor() as cursor:
+        with prepared_cursor() as cursor:
             cursor.execute(text, params)
             return compiled, cursor.fetchall()
 
@@ -290,6 +290,18 @@ def binary_cursor() -> Any:
     raw = ServerBindingCursor(connection.connection)  # type: ignore[call-arg]
     return (connection.make_debug_cursor(raw) if connection.queries_logged  # type: ignore[arg-type]
             else connection.make_cursor(raw))  # type: ignore[arg-type]
+
+
+def prepared_cursor() -> Any:
+    """A cursor for a statement run again and again with the same text (the compiled reads of
+    the hot paths): on PostgreSQL with server-side prepared statements on (the settings turn
+    them on unless a transaction-mode pooler is in the way: DATABASE_POOLER) a server-binding
+    cursor, whose statements psycopg prepares (prepare_threshold), so the server parses and
+    plans each once per connection; else Django's own."""
+    if connection.vendor == "postgresql" and connection.settings_dict["OPTIONS"].get(
+            "prepare_threshold") is not None:
+        return binary_cursor()
+    return connection.cursor()
 
 
 def binary_placeholders(text: str) -> str:

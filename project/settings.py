@@ -159,9 +159,13 @@ else:
     # up on unacknowledged data after tcp_user_timeout, and keepalives notice an idle link.
     options["tcp_user_timeout"] = env_int("DATABASE_SOCKET_TIMEOUT", 60) * 1000
     options.update(keepalives=1, keepalives_idle=30, keepalives_interval=10, keepalives_count=3)
-    # No server-side prepared statements (psycopg prepares a statement run five times on a
-    # server-binding cursor): safe behind a transaction-mode pooler; measured, they saved nothing.
-    options["prepare_threshold"] = None
+    # Server-side prepared statements for the hot paths' compiled reads (db.prepared_cursor:
+    # a server-binding cursor; psycopg prepares a statement there on its second run), the
+    # locked read of a commit among them, which PostgreSQL planned on every call (~0.25 ms).
+    # Django's own queries stay client-side bound and unprepared. A transaction-mode pooler
+    # hands each transaction another server connection, where a statement prepared on this
+    # one does not exist: none then.
+    options["prepare_threshold"] = None if DATABASE_POOLER else 1
 # Read replicas (contextstore/db_router.py): DATABASE_REPLICA_URLS, comma-separated URLs of
 # streaming replicas of DATABASE_URL, with the primary's options. Lag-tolerant reads (dashboard
 # pages, the API's session list) go to one of them; writes and every read that must see a write

@@ -668,7 +668,7 @@ def test_production_env_turns_on_hashed_static_files_json_logs_and_database_time
         "health": True,
         "options": {"options": "-c statement_timeout=30000", "connect_timeout": 5,
                     "tcp_user_timeout": 60_000, "keepalives": 1, "keepalives_idle": 30,
-                    "keepalives_interval": 10, "keepalives_count": 3, "prepare_threshold": None},
+                    "keepalives_interval": 10, "keepalives_count": 3, "prepare_threshold": 1},
     }
 
 

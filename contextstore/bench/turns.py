@@ -8,9 +8,11 @@ Sequential load runs on a shared machine drift by tens of percent from one run t
 timing each request of one version next to the same request of the other ranks two versions
 where sequential runs can't. Both servers use this database (the other checkout must run on its
 schema); each side appends to and reads its own thread of --size events. Prints, per request
-kind, the p50 of each side and their ratio.
+kind, the p50 of each side and their ratio. The framework saves (`agent-sessions/commit/`, as
+the ADK, Agents SDK and LangGraph adapters send them) go to sessions of their own.
 """
 
+import base64
 import uuid
 from contextlib import ExitStack
 from pathlib import Path
@@ -20,6 +22,7 @@ import urllib3
 from django.core.management.base import CommandError, OutputWrapper
 
 from contextstore.bench.over_http import (
+    BODY,
     Http,
     batch_body,
     bench_token,
@@ -29,6 +32,39 @@ from contextstore.bench.over_http import (
     p50_each,
     start_server,
 )
+
+
+def commit_body(kind: str, n: int, tag: str) -> dict[str, Any]:
+    """A framework's save as its adapter sends it (shapes as bench_peers' drivers make them):
+    an ADK event of a run that changes every second event, an Agents SDK turn of three items,
+    a LangGraph checkpoint with its five blobs; each with a batch id, into a session per side
+    and framework."""
+    def client_id() -> str:
+        return uuid.uuid4().hex
+
+    body: dict[str, Any] = {"app": f"turns-{kind}", "user_id": "", "key": tag, "create": True,
+                            "batch_id": client_id()}
+    text = f"turn {n}: {BODY}"
+    if kind == "adk":
+        body["events"] = [{"type": "Message", "role": "user", "content": text, "client_id": client_id(),
+                           "run_id": f"run-{n // 2}", "step": "user", "data": {"adk": {
+                               "author": "user", "content": {"parts": [{}], "role": "user"}}}}]
+    elif kind == "agents":
+        body["events"] = [
+            {"type": "Message", "role": "user", "content": text, "client_id": client_id()},
+            {"type": "ToolCall", "role": "assistant", "call_id": f"call-{n}", "client_id": client_id(),
+             "data": {"tool_calls": [{"id": f"call-{n}", "name": "lookup", "arguments": "{}"}]}},
+            {"type": "ToolResult", "role": "tool", "content": text, "call_id": f"call-{n}",
+             "client_id": client_id(), "data": {"tool_call_id": f"call-{n}"}}]
+    else:
+        cid = client_id()
+        blob = base64.b64encode(text.encode()[:300]).decode()
+        body["events"] = [{"type": "Checkpoint", "client_id": cid, "visible": False,
+                           "run_id": f"run-{n // 3}", "content": f"checkpoint step {n}",
+                           "data": {"checkpoint_id": cid, "metadata": {"step": n}}}]
+        body["blobs"] = [{"key": key, "data": blob, "content_type": "msgpack"} for key in (
+            f"ch/question/{n}", f"ch/answer/{n}", f"ch/turns/{n}", f"cp/{cid}", f"md/{cid}")]
+    return body
 
 
 class TurnsBench:
@@ -82,7 +118,14 @@ class TurnsBench:
                 return http.post(f"{thread}events/", batch_body(
                     n[0] * 100, count, f"{tag}-{name}-{count}"))
 
+            def commit(kind: str) -> urllib3.BaseHTTPResponse:
+                n[0] += 1
+                return http.post("agent-sessions/commit/", commit_body(kind, n[0], f"{tag}-{name}"))
+
             return {
+                "ADK append_event (commit)": lambda: commit("adk"),
+                "Agents add_items(3) (commit)": lambda: commit("agents"),
+                "LangGraph put (commit)": lambda: commit("langgraph"),
                 "single-event append": lambda: append(1),
                 "batch of 100 events": lambda: append(100),
                 "GET /threads/{id}/": lambda: http.get(thread),

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from contextstore.db import insert_sql
 from contextstore.errors import Conflict
-from contextstore.eventspec import EventSpec, event_specs
+from contextstore.eventspec import EventSpec, event_specs, same_payload
 from contextstore.models import AuditLog, Event, Thread
 from contextstore.redaction import redact_events, use_workspace
 from contextstore.services import history
@@ -134,7 +134,7 @@ def _append_checked(
                 continue
             known = stored.get(spec.client_id)
             expected = known.payload_hash if known else batch_hashes.get(spec.client_id)
-            if expected is not None and expected != spec.payload_hash:
+            if expected is not None and not same_payload(expected, spec.payload_hash):
                 raise Conflict(
                     f"client_id {spec.client_id!r} was already used for a different event.",
                     code="idempotency_conflict",

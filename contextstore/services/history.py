@@ -101,19 +101,29 @@ def events_add(
                 places or [_ORDINARY] * len(specs), strict=True)]
     if fold_with is not None:
         # Compiled first: that stamps created_at, which the thread's last_event_at follows.
+        # An item key is a sync's: other rows leave it out (one value less to send).
+        leave_out = _NEW_ROW_NULLS + (("item_key",) if all(o.item_key is None for o in objs) else ())
         inserted = insert_sql(Event, objs, returning=("id", "seq"), ignore_conflicts=True,
-                              leave_out=_NEW_ROW_NULLS)
-        updates = [row_update_sql(*update) for update in _added_updates(
+                              leave_out=leave_out)
+        folded = [row_update_sql(*update) for update in _added_updates(
             thread=thread, events=objs, now=now, activity_occurred=activity_occurred)]
-        rows = one_statement(inserted, *updates, *fold_with(objs),
-                             binary=len(objs) > 1)  # the UNNEST arrays
+        folded += fold_with(objs)
+        # The runs' counters too, while the statement stays one psycopg converts once per
+        # process (a round trip costs more than the conversion: ~0.1 ms each on loopback).
+        runs_counted = _runs_count_sql(objs)
+        if sum(len(params) for _, params in [inserted, *folded, *runs_counted]) <= _CACHED_VALUES:
+            folded, runs_counted = [*folded, *runs_counted], []
+        rows = one_statement(inserted, *folded, binary=len(objs) > 1)  # the UNNEST arrays
         if len(rows) != len(objs):
             raise Skipped
+        if runs_counted:
+            with connection.cursor() as cursor:
+                for statement in runs_counted:
+                    cursor.execute(*statement)
         ids = dict((seq, pk) for pk, seq in rows)
         for obj in objs:
             obj.pk = ids[obj.seq]
             obj._state.adding = False
-        _runs_count(objs)
         _models_seen(thread=thread, events=objs)
     else:
         bulk_insert_events(objs, now)
@@ -269,6 +279,8 @@ def _runs_for(thread: Thread, run_ids: Iterable[str]) -> dict[str, Run]:
     wanted = set(run_ids)
     if not wanted:
         return {}
+    if len(wanted) == 1 and connection.vendor == "postgresql":
+        return {run.run_id: run for run in [_run_made(thread, next(iter(wanted)))]}
     if len(wanted) == 1:  # the common case (a framework's run), by SQL compiled once
         found = _RUN.get(thread.pk, next(iter(wanted)))
         runs = {found.run_id: found} if found is not None else {}
@@ -281,6 +293,24 @@ def _runs_for(thread: Thread, run_ids: Iterable[str]) -> dict[str, Run]:
     return runs
 
 
+def _run_made(thread: Thread, run_id: str) -> Run:
+    """The run of this thread named `run_id`, made if missing, in one round trip (PostgreSQL):
+    the INSERT skips an existing run (its unique key), and the SELECT, which sees the database
+    as it was before the INSERT, finds it. The caller holds the thread lock, so no other
+    transaction makes the run meanwhile. The instance holds the run's id and name only (what an
+    event's row and answer need; _step_results reads the rest itself)."""
+    insert, params = insert_sql(Run, [Run(thread=thread, run_id=run_id)], returning=("id",),
+                                ignore_conflicts=True)
+    with connection.cursor() as cursor:
+        cursor.execute(f"WITH made AS ({insert}) SELECT id FROM made UNION ALL "
+                       f"SELECT id FROM {Run._meta.db_table} WHERE thread_id = %s AND run_id = %s",
+                       [*params, thread.pk, run_id])
+        [(pk,)] = cursor.fetchall()
+    run = Run(pk=pk, thread_id=thread.pk, run_id=run_id)
+    run._state.adding = False
+    return run
+
+
 # Event's columns in order, with their defaults (constants: no Event field has a callable
 # default). Building an Event positionally from these skips Model.__init__'s keyword handling
 # and related-object descriptors, which cost more per event than the rest of the append's Python.
@@ -288,6 +318,9 @@ _EVENT_DEFAULTS = {f.attname: f.get_default() for f in Event._meta.concrete_fiel
 # The links a new row never has (a later rewrite, collapse or clear sets them): left out of the
 # folded insert, which keeps the append's one statement within psycopg's 50 cached values.
 _NEW_ROW_NULLS = ("replaced_by", "collapse", "cleared_by")
+# psycopg splits a client-side bound statement's placeholders once per process when it has at
+# most this many values (and 4 kB of text); past it, on every call (psycopg._queries).
+_CACHED_VALUES = 50
 _EVENT_THREAD = Event._meta.get_field("thread")
 _EVENT_RUN = Event._meta.get_field("run")
 
@@ -444,6 +477,14 @@ def seqs_expired_before(*, thread: Thread, seq: int) -> None:
 
 def _runs_count(events: list[Event]) -> None:
     """Count new rows on the runs they name."""
+    with connection.cursor() as cursor:  # the UPDATE's text written once (db.row_update_sql)
+        for statement in _runs_count_sql(events):
+            cursor.execute(*statement)
+
+
+def _runs_count_sql(events: list[Event]) -> list[tuple[str, tuple]]:
+    """The UPDATEs that count new rows on the runs they name (one per run; the usage and cost
+    columns only where they move)."""
     per_run: dict[int, dict[str, Any]] = defaultdict(
         lambda: {"events": 0, "in": 0, "out": 0, "cost": Decimal(0)})
     for e in events:
@@ -455,11 +496,10 @@ def _runs_count(events: list[Event]) -> None:
         agg["in"] += used_in
         agg["out"] += used_out
         agg["cost"] += event_cost(e)
-    with connection.cursor() as cursor:  # the UPDATE's text written once (db.row_update_sql)
-        for pk, agg in per_run.items():
-            cursor.execute(*row_update_sql(Run, pk, {}, {
-                "event_count": agg["events"], "input_tokens": agg["in"],
-                "output_tokens": agg["out"], "cost": agg["cost"]}))
+    return [row_update_sql(Run, pk, {}, {"event_count": agg["events"], **{
+        name: amount for name, amount in (("input_tokens", agg["in"]), ("output_tokens", agg["out"]),
+                                          ("cost", agg["cost"])) if amount}})
+        for pk, agg in per_run.items()]
 
 
 def _step_results(events: list[Event]) -> None:

@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from contextstore.models import AuditLog, Event, ScopedState, Session, ThreadBlob
+from contextstore.models import AuditLog, Event, Run, ScopedState, Session, ThreadBlob
 
 URL = "/api/v1/agent-sessions/"
 WHO = {"app": "shop", "user_id": "ann", "key": "s1"}
@@ -385,6 +385,27 @@ def test_a_replayable_commit_reads_its_record_with_the_lock_and_writes_it_with_t
     assert log.action == "events.append" and log.details["blob_keys"] == ["cp/1"]
     assert log.details["blob_count"] == 1 and log.details["count"] == 1
     assert Session.objects.get().last_activity_at == Event.objects.get().occurred_at
+
+
+def test_an_event_of_a_run_is_counted_on_its_run_within_the_appends_statement(
+        api_client, django_assert_num_queries):
+    assert commit(api_client, create=True).status_code == 200
+    usage = {"model": "m", "usage": {"input_tokens": 7, "output_tokens": 3}}
+    # as an ADK append: a run new, then the same run again, then a model call's usage on it.
+    # PostgreSQL: BEGIN, the thread under its lock, the run (found or made, one statement), the
+    # event with its counters, the run's and the audit row, COMMIT; a call's usage on the run
+    # makes its statement one psycopg would convert on every call: the run's counters go apart
+    # (with the call's figures and the session's model name). SQLite: the run read, made and
+    # counted apart.
+    for events, pg, sqlite in (([{"type": "Message", "content": "a", "run_id": "r1"}], 5, 10),
+                               ([{"type": "Message", "content": "b", "run_id": "r1"}], 5, 9),
+                               ([{"type": "LLMComplete", "content": "c", "run_id": "r1", "data": usage}],
+                                8, 11)):
+        with django_assert_num_queries(pg if connection.vendor == "postgresql" else sqlite):
+            assert commit(api_client, events=events).status_code == 200
+    [run] = Run.objects.all()
+    assert (run.run_id, run.event_count, run.input_tokens, run.output_tokens) == ("r1", 3, 7, 3)
+    assert Event.objects.filter(run=run).count() == 3
 
 
 def test_a_commit_that_stores_no_event_audits_its_blobs_in_a_row_of_their_own(api_client):

@@ -10,7 +10,7 @@ from django.db import connection
 
 from contextstore.bench import api as bench_api
 from contextstore.bench.api import cpu_snapshot
-from contextstore.models import Thread
+from contextstore.models import Run, Thread
 
 
 def test_bench_api_reports_every_figure_against_a_running_server(live_server, transactional_db,
@@ -118,13 +118,19 @@ def test_bench_turns_times_two_servers_request_by_request(live_server, transacti
                  samples=3, size=30, stdout=out)
     text = out.getvalue()
     number = r"\d+\.\d\d"
-    for kind in ("single-event append", "batch of 100 events", "GET /threads/{id}/",
+    for kind in ("ADK append_event (commit)", "Agents add_items(3) (commit)", "LangGraph put (commit)",
+                 "single-event append", "batch of 100 events", "GET /threads/{id}/",
                  "GET /state/", "GET /context/ 8k", "GET /context/ 8k record=true"):
         assert re.search(rf"{re.escape(kind)} p50 +this +{number} ms +other +{number} ms +"
                          rf"this/other \d+\.\d\d\d", text), kind
     # each side's own thread: the fill, then 13 single appends and 13 batches (10 to warm up)
     sides = Thread.objects.filter(session__key__startswith="turns-")
     assert sorted(t.event_count for t in sides) == [30 + 13 + 1300] * 2
+    # the framework saves, 13 of each kind per side, each side in a session of its own
+    saves = {app: sorted(Thread.objects.filter(session__app=f"turns-{app}").values_list(
+        "event_count", flat=True)) for app in ("adk", "agents", "langgraph")}
+    assert saves == {"adk": [13, 13], "agents": [39, 39], "langgraph": [13, 13]}
+    assert Run.objects.filter(thread__session__app="turns-adk").count() == 2 * 7
     with pytest.raises(CommandError, match="--other PATH or --other-url"):
         call_command("bench_turns", url=live_server.url, token=token[1])
 

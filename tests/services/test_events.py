@@ -71,6 +71,26 @@ def test_a_client_id_reused_for_another_payload_is_a_conflict_and_writes_nothing
     assert thread.events.count() == 1
 
 
+def test_a_row_keeps_half_its_payloads_hash_and_one_stored_whole_before_still_replays(thread, actor):
+    import hashlib
+    import json
+
+    event = {"type": "Message", "content": "hi", "client_id": "c-1"}
+    [stored] = event_append(thread=thread, events=[event], actor=actor).events
+    stored.refresh_from_db()
+    assert len(stored.payload_hash) == 32
+    # as a row written before the hash was cut: all 64 hex digits of the same SHA-256
+    whole = hashlib.sha256(json.dumps({"type": "Message", "content": "hi"}, sort_keys=True,
+                                      separators=(",", ":"), ensure_ascii=False).encode()).hexdigest()
+    assert whole.startswith(stored.payload_hash)
+    Event.objects.filter(pk=stored.pk).update(payload_hash=whole)
+    again = event_append(thread=thread, events=[event], actor=actor)
+    assert again.created == 0 and again.events[0].pk == stored.pk
+    with pytest.raises(Conflict):
+        event_append(thread=thread, events=[{**event, "content": "changed"}], actor=actor)
+    assert thread.events.count() == 1
+
+
 def test_duplicates_inside_one_batch_are_stored_once(thread, actor):
     event = {"type": "Message", "content": "hi", "client_id": "dup"}
     result = event_append(thread=thread, events=[event, event], actor=actor)

@@ -7,12 +7,12 @@ changes the thread between two renders too."""
 
 import itertools
 import json
+import re
 import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
+from django.db import connection, transaction
 from django.utils import timezone
 from hypothesis import given
 from hypothesis import strategies as st
@@ -177,13 +177,27 @@ def test_the_appended_rows_are_read_by_seq_whatever_the_statistics_say(session, 
                                             for i in range(start, start + 1000)], actor=actor)
     rendering.render(thread=Thread.objects.get(pk=thread.pk), max_tokens=800)
     event_append(thread=thread, events=[{"type": "Message", "role": "user", "content": "new"}], actor=actor)
-    with CaptureQueriesContext(connection) as captured:
+    seen = []
+
+    def record(execute, sql, params, many, context):
+        seen.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
         rendering.render(thread=Thread.objects.get(pk=thread.pk), max_tokens=800)
-    [appended] = [q["sql"] for q in captured.captured_queries if '"seq" >' in q["sql"]]
-    with connection.cursor() as cursor:
-        cursor.execute(f"EXPLAIN {appended}")
-        plan = "\n".join(line for (line,) in cursor.fetchall())
-    assert "event_unique_seq" in plan and "event_working_context" not in plan, plan
+    [(appended, params)] = [(sql, params) for sql, params in seen if '"seq" >' in sql]
+    # as the statement runs: prepared on the server (db.prepared_cursor), whose plan may become
+    # the generic one (for any values) after five runs, so both plans are held to it
+    numbered = iter(range(1, len(params) + 1))
+    text = re.sub(r"%s", lambda _: f"${next(numbered)}", appended)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"PREPARE appended AS {text}")
+        for mode in ("force_custom_plan", "force_generic_plan"):
+            cursor.execute(f"SET LOCAL plan_cache_mode = {mode}")
+            cursor.execute(f"EXPLAIN EXECUTE appended({', '.join(['%s'] * len(params))})", params)
+            plan = "\n".join(line for (line,) in cursor.fetchall())
+            assert "event_unique_seq" in plan and "event_working_context" not in plan, (mode, plan)
+        cursor.execute("DEALLOCATE appended")
 
 
 @pytest.mark.django_db(transaction=True)
