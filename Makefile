@@ -18,12 +18,13 @@ unexport PYTHONDONTWRITEBYTECODE
 # uv installs the pinned dependencies in a fraction of pip's time; it is itself a pinned
 # package from PyPI, installed into the virtualenv with the interpreter's own pip. The client
 # (clients/python, the contextstore-client distribution agents install) goes in beside the
-# server, editable, with its token-counting extra.
+# server, editable, with its token-counting extra. It compiles the bytecode as it installs (on both
+# cores), so the first `make check` does not compile Django and the rest in every process.
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	@PY="$$(scripts/find-python)" || exit 1; \
 	if [ ! -x $(BIN)/python ]; then echo "creating $(VENV) with $$PY"; "$$PY" -m venv $(VENV); fi
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
-	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[dev,adapters]' -e './clients/python[tiktoken]'
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -e '.[dev,adapters]' -e './clients/python[tiktoken]'
 	@touch $(STAMP)
 
 # The tests that install clients/python into bare virtualenvs do it offline, at this venv's

@@ -49,6 +49,25 @@ SLOW_MODULES = ("test_schemathesis.py", "test_fuzz.py", "test_deploy.py",
                 "test_bench_client.py", "test_outage_restart.py", "test_two_nodes.py")
 
 
+# The tests that take a minute or more alone (the frameworks' suites, the peers' benchmark, the
+# soak, the 50k walkthrough, the processes and clusters some tests start), heaviest first: they go
+# to the front of the run, so that two workers share them from the start and neither spends the
+# last minutes alone on one while the other has nothing left (pytest-xdist hands tests out in
+# collection order). Measured with --durations on PostgreSQL.
+HEAVY_FIRST = ("frameworks/test_framework_suites.py", "frameworks/test_bench_peers.py",
+               "worker/test_soak_embedded.py", "browser/test_large_thread_walkthrough.py",
+               "test_outage_restart.py", "test_client_distribution.py",
+               "frameworks/test_framework_demos.py", "test_replicas.py", "test_production_layout.py",
+               "api/test_bench_command.py", "frameworks/test_otlp_emitters.py",
+               "frameworks/test_framework_conversations.py", "frameworks/test_adk_memory_service.py",
+               "adapters/test_anthropic_memory.py", "test_deploy.py")
+
+
+def heavy_rank(path: Path) -> int:
+    name = "/".join(path.relative_to(TESTS).parts) if path.is_relative_to(TESTS) else ""
+    return HEAVY_FIRST.index(name) if name in HEAVY_FIRST else len(HEAVY_FIRST)
+
+
 def path_tiers(path: Path) -> set[str]:
     """The marks every test under `path` gets whatever it uses."""
     parts = path.relative_to(TESTS).parts
@@ -80,6 +99,7 @@ def pytest_ignore_collect(collection_path, config):
 
 
 def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: heavy_rank(item.path))  # stable: the rest keep their order
     for item in items:
         marks = path_tiers(item.path) | {FIXTURE_MARKS.get(name) for name in item.fixturenames}
         if not DATABASE_FIXTURES & set(item.fixturenames) and not item.get_closest_marker("django_db"):

@@ -54,7 +54,7 @@ class _Handler(BaseHTTPRequestHandler):
 def fake_chat() -> Iterator[FakeChat]:
     server = FakeChat(("127.0.0.1", 0), _Handler)
     server.requests = []
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield server

@@ -60,7 +60,7 @@ def replica_server(django_db_setup):
     try:
         yield run_dir, port
     finally:
-        _script("stop", run_dir)
+        _script("remove", run_dir)  # stopped, and its replication slot dropped
         shutil.rmtree(run_dir, ignore_errors=True)
 
 

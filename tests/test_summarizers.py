@@ -247,7 +247,7 @@ class ChatHandler(BaseHTTPRequestHandler):
 def chat_server() -> Iterator[ChatServer]:
     server = ChatServer(("127.0.0.1", 0), ChatHandler)
     server.requests = []
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield server
     server.shutdown()
@@ -374,7 +374,7 @@ def serving_a_trickle() -> Iterator[ChatServer]:
     server = ChatServer(("127.0.0.1", 0), TrickleHandler)
     server.block_on_close = False  # a handler may still be trickling to a client that left
     server.requests = []
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield server

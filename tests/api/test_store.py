@@ -227,7 +227,7 @@ def embedder(settings):
             pass
 
     server = HTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     settings.STORE_EMBEDDINGS_URL = f"http://127.0.0.1:{server.server_port}/v1"
     settings.STORE_EMBEDDINGS_MODEL = "fake-embed"
     settings.STORE_EMBEDDINGS_API_KEY = "k-1"

@@ -55,7 +55,7 @@ class FakeChatCompletions(BaseHTTPRequestHandler):
 @contextmanager
 def fake_model() -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), FakeChatCompletions)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     try:
         yield f"http://127.0.0.1:{server.server_port}/v1"
     finally:

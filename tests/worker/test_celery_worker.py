@@ -104,7 +104,7 @@ class StallingHandler(BaseHTTPRequestHandler):
 @pytest.fixture
 def stalling_chat() -> Iterator[StallingChat]:
     server = StallingChat()
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     yield server
     server.release.set()
     server.shutdown()
