@@ -47,10 +47,10 @@ class ScoreConfigInSerializer(serializers.Serializer):
                        "categories": {"items": {"pattern": "\\S"}}},
         "x-at-most": {"min_value": "max_value"},
         "oneOf": [
-            {"properties": {"data_type": {"enum": ["numeric"]}, **NO_CATEGORIES}},
-            {"properties": {"data_type": {"enum": ["categorical"]}, "categories": {"minItems": 1},
+            {"properties": {"data_type": {"pattern": "^numeric$"}, **NO_CATEGORIES}},
+            {"properties": {"data_type": {"pattern": "^categorical$"}, "categories": {"minItems": 1},
                             **NO_BOUNDS}, "required": ["categories"]},
-            {"properties": {"data_type": {"enum": ["boolean"]}, **NO_CATEGORIES, **NO_BOUNDS}},
+            {"properties": {"data_type": {"pattern": "^boolean$"}, **NO_CATEGORIES, **NO_BOUNDS}},
         ],
     }
 

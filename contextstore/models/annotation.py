@@ -7,6 +7,7 @@ from django.conf import settings
 from django.db import models
 
 from contextstore.fields import OrderedJSONField, RedactedCharField, RedactedTextField
+from contextstore.models.reviews import Score
 from contextstore.models.threads import Session, Thread
 from contextstore.models.workspaces import Workspace
 
@@ -16,10 +17,7 @@ class ScoreConfig(models.Model):
     `categories`) or boolean. Not edited once made (scores given under it keep their meaning):
     archived instead, and a new one made; archived configs still check their name's scores."""
 
-    class DataType(models.TextChoices):  # Score.DataType's values
-        NUMERIC = "numeric"
-        CATEGORICAL = "categorical"
-        BOOLEAN = "boolean"
+    DataType = Score.DataType
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+",
                                   db_index=False)  # score_config_name leads with it

@@ -83,7 +83,8 @@ def test_items_are_added_listed_and_completed_by_a_token(api_client, queue, thre
     assert done.json()["item"]["status"] == "completed"
     assert done.json()["scores"][0] | {"id": 0, "created_at": ""} == {
         "id": 0, "session": thread.session_id, "thread": thread.pk, "seq": 2, "name": "accuracy",
-        "data_type": "numeric", "value": 1.0, "comment": "right", "author": done.json()["scores"][0]["author"],
+        "data_type": "numeric", "value": 1.0, "comment": "right",
+        "author": done.json()["scores"][0]["author"],
         "created_at": ""}
     again = api_client.post(f"{items_url}{call_item}/complete/", {"scores": []}, format="json")
     assert again.status_code == 409
@@ -97,8 +98,8 @@ def test_a_queue_needs_the_workspaces_unarchived_configs(api_client, accuracy):
                               format="json")
     assert missing.status_code == 404
     api_client.post(f"/api/v1/score-configs/{accuracy['id']}/archive/", {}, format="json")
-    archived = api_client.post("/api/v1/annotation-queues/", {"name": "q", "score_config_ids": [accuracy["id"]]},
-                               format="json")
+    archived = api_client.post("/api/v1/annotation-queues/",
+                               {"name": "q", "score_config_ids": [accuracy["id"]]}, format="json")
     assert archived.status_code == 409
 
 

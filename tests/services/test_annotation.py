@@ -198,7 +198,8 @@ def test_reviewers_asking_at_once_get_different_items(workspace, actor, queue):
     assert not errors
     got = [r.pk for r in results if r is not None]
     assert len(got) == len(set(got)) == 4
-    assert set(AnnotationItem.objects.filter(leased_by__isnull=False).values_list("pk", flat=True)) == set(got)
+    leased = AnnotationItem.objects.filter(leased_by__isnull=False).values_list("pk", flat=True)
+    assert set(leased) == set(got)
 
 
 @pytest.mark.postgres

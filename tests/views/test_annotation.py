@@ -63,7 +63,8 @@ def test_adding_from_the_session_page_a_call_card_and_the_lists_filter(
     assert 'name="queue"' in editor_client.get(f"/sessions/{session.pk}/").content.decode()
     assert 'class="to-queue"' in editor_client.get(f"/threads/{thread.pk}/").content.decode()
     assert editor_client.post("/queues/add/", {"queue": queue.pk, "session": session.pk}).status_code == 302
-    assert editor_client.post("/queues/add/", {"queue": queue.pk, "thread": thread.pk, "seq": 3}).status_code == 302
+    on_call = {"queue": queue.pk, "thread": thread.pk, "seq": 3}
+    assert editor_client.post("/queues/add/", on_call).status_code == 302
     listing = editor_client.get("/?agent=bulky").content.decode()
     assert 'id="list-to-queue"' in listing and 'name="agent" value="bulky"' in listing
     assert editor_client.post("/queues/add/", {"queue": queue.pk, "from_list": "1",
