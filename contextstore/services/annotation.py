@@ -95,8 +95,8 @@ def queue_add_items(*, queue: AnnotationQueue, targets: Iterable[Target], actor:
     added."""
     with transaction.atomic():
         AnnotationQueue.objects.select_for_update().filter(pk=queue.pk).first()  # one adder at a time
-        existing = set(AnnotationItem.objects.filter(queue=queue)
-                       .values_list("session_id", "thread_id", "seq"))
+        existing: set[tuple[int, int | None, int | None]] = set(
+            AnnotationItem.objects.filter(queue=queue).values_list("session_id", "thread_id", "seq"))
         rank = AnnotationItem.objects.filter(queue=queue).aggregate(top=Max("rank"))["top"] or 0
         new: list[AnnotationItem] = []
         for session, thread, seq in targets:

@@ -27,7 +27,13 @@ from contextstore.models import (
     Thread,
     Workspace,
 )
-from contextstore.selectors.annotation import queue_configs_for, queue_items, queue_progress, workspace_queues
+from contextstore.selectors.annotation import (
+    queue_choices,
+    queue_configs_for,
+    queue_items,
+    queue_progress,
+    workspace_queues,
+)
 from contextstore.selectors.calls import llm_call_at, llm_call_reply
 from contextstore.services import annotation as service
 from contextstore.views.access import (
@@ -169,10 +175,15 @@ def queue_detail(request: DashboardRequest, pk: int) -> HttpResponse:
 
 
 @login_required
-@require_POST
 def queue_add(request: DashboardRequest) -> HttpResponse:
     """Add to a queue: a session (`session`), a thread (`thread`), an LLM call (`thread` and
-    `seq`), or every session the session list's filters keep (`from_list`, with the filters)."""
+    `seq`), or every session the session list's filters keep (`from_list`, with the filters;
+    GET: the form that asks which queue, from the session list's link)."""
+    if request.method != "POST":
+        workspace = current_workspace(request)
+        return render(request, "contextstore/queue_add.html", {
+            "workspace": workspace, "query": request.GET,
+            "queues": queue_choices(workspace_id=workspace.pk) if workspace else []})
     queue = _queue(request, _int(request.POST.get("queue")))
     _editor(request, queue.workspace)
     actor = actor_for(request)

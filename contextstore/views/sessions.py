@@ -126,7 +126,6 @@ def session_list(request: DashboardRequest) -> HttpResponse:
         "paged": cursor is not None,
         "search": data.get("q") or "",
         "text_incomplete": hits is not None and not hits.complete,
-        "queues": queue_choices(workspace_id=workspace.pk) if workspace else [],
     }
     template_name = "contextstore/session_list.html"
     if request.htmx:

@@ -66,7 +66,9 @@ def test_adding_from_the_session_page_a_call_card_and_the_lists_filter(
     on_call = {"queue": queue.pk, "thread": thread.pk, "seq": 3}
     assert editor_client.post("/queues/add/", on_call).status_code == 302
     listing = editor_client.get("/?agent=bulky").content.decode()
-    assert 'id="list-to-queue"' in listing and 'name="agent" value="bulky"' in listing
+    assert 'id="list-to-queue"' in listing and "/queues/add/?agent=bulky" in listing
+    form = editor_client.get("/queues/add/?agent=bulky").content.decode()
+    assert 'name="agent" value="bulky"' in form
     assert editor_client.post("/queues/add/", {"queue": queue.pk, "from_list": "1",
                                                "agent": "bulky"}).status_code == 302
     assert list(AnnotationItem.objects.order_by("rank").values_list("kind", "seq")) == [
