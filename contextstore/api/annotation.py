@@ -144,7 +144,8 @@ class ItemTargetSerializer(serializers.Serializer):
 
 
 class ItemsInSerializer(serializers.Serializer):
-    items = ItemTargetSerializer(many=True, allow_empty=False, max_length=1000)
+    # max_length goes to the ListSerializer many=True makes; the stubs know only the child's.
+    items = ItemTargetSerializer(many=True, allow_empty=False, max_length=1000)  # type: ignore[call-arg]
 
 
 class AddedSerializer(serializers.Serializer):
@@ -172,7 +173,7 @@ class ItemScoreSerializer(serializers.Serializer):
 
 
 class CompleteSerializer(serializers.Serializer):
-    scores = ItemScoreSerializer(many=True, max_length=50)
+    scores = ItemScoreSerializer(many=True, max_length=50)  # type: ignore[call-arg]  # as ItemsInSerializer
 
 
 class CompletedSerializer(serializers.Serializer):

@@ -140,7 +140,7 @@ def queue_list(request: DashboardRequest) -> HttpResponse:
             description = request.POST.get("description", "")
             if len(description) > 10_000 or "\x00" in description:
                 raise InvalidInput("The description is at most 10,000 characters.")
-            assignees = list(workspace.memberships.filter(  # type: ignore[attr-defined]
+            assignees = list(workspace.memberships.filter(
                 user_id__in=[int(i) for i in request.POST.getlist("assignees") if i.isdigit()])
                 .select_related("user"))
             queue = service.queue_create(
@@ -152,7 +152,7 @@ def queue_list(request: DashboardRequest) -> HttpResponse:
             error, status = exc.message, exc.status
     queues = list(workspace_queues(workspace_id=workspace.pk)) if workspace else []
     configs = list(ScoreConfig.objects.filter(workspace=workspace, archived=False)) if workspace else []
-    members = (list(workspace.memberships.select_related("user")  # type: ignore[attr-defined]
+    members = (list(workspace.memberships.select_related("user")
                     .order_by("user__username")[:200]) if workspace else [])
     return render(request, "contextstore/queues.html", {
         "workspace": workspace, "queues": queues, "configs": configs, "members": members,
@@ -268,7 +268,7 @@ def _item_page(request: DashboardRequest, queue: AnnotationQueue, item: Annotati
         context["thread"] = thread
     else:
         if thread is None:
-            context["threads"] = list(item.session.threads.order_by("id")[:50])  # type: ignore[attr-defined]
+            context["threads"] = list(item.session.threads.order_by("id")[:50])
             thread = context["threads"][0] if context["threads"] else None
         if thread is not None:
             events = list(Event.objects.filter(thread=thread).select_related("run")
