@@ -24,9 +24,13 @@ from contextstore.selectors.annotation import queue_configs_for, queue_items, qu
 from contextstore.selectors.calls import llm_call_at
 from contextstore.services import annotation as service
 
-NAME_PATTERN = "^[^:\\u0000]*[^:\\s\\u0000][^:\\u0000]*$"
+# What Python's str.strip() leaves something of, in ECMA 262's terms (its \s lacks these four
+# separators and NEL, which Python counts as whitespace).
+NOT_BLANK = r"[^\s\x1c-\x1f\x85]"
+NAME_PATTERN = f"^[^:\\u0000]*{NOT_BLANK[:-1]}:\\u0000][^:\\u0000]*$"
+ID_MAX = 2**63 - 1  # a bigint; past it a lookup would overflow, not miss
 NO_CATEGORIES = {"categories": {"maxItems": 0}}
-NO_BOUNDS = {"min_value": {"type": "null"}, "max_value": {"type": "null"}}
+NO_BOUNDS = {"min_value": {"not": {"type": "number"}}, "max_value": {"not": {"type": "number"}}}
 
 
 class ScoreConfigInSerializer(serializers.Serializer):
@@ -38,13 +42,12 @@ class ScoreConfigInSerializer(serializers.Serializer):
     max_value = serializers.FloatField(required=False, allow_null=True, default=None,
                                        help_text="numeric only: the highest value allowed.")
     categories = serializers.ListField(
-        child=serializers.CharField(max_length=200, trim_whitespace=False), required=False,
+        child=serializers.RegexField(NOT_BLANK, max_length=200, trim_whitespace=False), required=False,
         default=list, max_length=50, help_text="categorical only (and required): the values allowed.")
     description = serializers.CharField(required=False, allow_blank=True, default="",
                                         max_length=10_000, trim_whitespace=False)
     schema_rules = {
-        "properties": {"name": {"pattern": NAME_PATTERN},
-                       "categories": {"items": {"pattern": "\\S"}}},
+        "properties": {"name": {"pattern": NAME_PATTERN}},
         "x-at-most": {"min_value": "max_value"},
         "oneOf": [
             {"properties": {"data_type": {"pattern": "^numeric$"}, **NO_CATEGORIES}},
@@ -100,13 +103,13 @@ class QueueInSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200, trim_whitespace=False)
     description = serializers.CharField(required=False, allow_blank=True, default="",
                                         max_length=10_000, trim_whitespace=False)
-    score_config_ids = serializers.ListField(child=serializers.IntegerField(min_value=1),
+    score_config_ids = serializers.ListField(child=serializers.IntegerField(min_value=1, max_value=ID_MAX),
                                              min_length=1, max_length=50,
                                              help_text="The workspace's unarchived score configs.")
     assignees = serializers.ListField(child=serializers.CharField(max_length=150), required=False,
                                       default=list, max_length=100,
                                       help_text="Usernames of the workspace's members.")
-    schema_rules = {"properties": {"name": {"pattern": "\\S"}}}
+    schema_rules = {"properties": {"name": {"pattern": NOT_BLANK}}}
 
 
 class QueueSerializer(serializers.ModelSerializer):
@@ -131,11 +134,11 @@ class QueueSerializer(serializers.ModelSerializer):
 
 
 class ItemTargetSerializer(serializers.Serializer):
-    session = serializers.IntegerField(min_value=1, required=False,
+    session = serializers.IntegerField(min_value=1, max_value=ID_MAX, required=False,
                                        help_text="A session (alone).")
-    thread = serializers.IntegerField(min_value=1, required=False, help_text="A thread, or with "
-                                      "seq an LLM call of it.")
-    seq = serializers.IntegerField(min_value=1, required=False,
+    thread = serializers.IntegerField(min_value=1, max_value=ID_MAX, required=False,
+                                      help_text="A thread, or with seq an LLM call of it.")
+    seq = serializers.IntegerField(min_value=1, max_value=ID_MAX, required=False,
                                    help_text="The seq of the call's LLMCallStart or LLMComplete.")
     schema_rules = {"oneOf": [
         {"required": ["session"], "not": {"anyOf": [{"required": ["thread"]}, {"required": ["seq"]}]}},
