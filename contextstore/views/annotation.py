@@ -196,7 +196,10 @@ def queue_add(request: DashboardRequest) -> HttpResponse:
             added = service.queue_add_sessions(queue=queue, sessions=sessions.order_by("-id"),
                                                actor=actor)
         else:
-            added = service.queue_add_items(queue=queue, targets=[_target(request)], actor=actor)
+            target = _target(request)
+            if target[0].workspace_id != queue.workspace_id:
+                raise Http404("No such session in the queue's workspace.")
+            added = service.queue_add_items(queue=queue, targets=[target], actor=actor)
     except DomainError as exc:
         return error_response(request, exc.message, exc.status)
     messages.success(request, f"Added {added} item{'s' if added != 1 else ''} to {queue.name}"
