@@ -113,3 +113,13 @@ def test_viewers_review_nothing_and_outsiders_see_nothing(viewer_client, outside
         assert other.get(url).status_code == 404
     assert other.post(f"/queues/{queue.pk}/next/").status_code == 404
     assert other.post("/queues/add/", {"queue": queue.pk, "session": session.pk}).status_code == 404
+
+
+def test_a_session_of_another_workspace_is_not_added_even_by_a_member_of_both(
+        editor_client, editor, other_workspace, actor, queue):
+    from contextstore.models import Membership
+    Membership.objects.create(workspace=other_workspace, user=editor, role=Membership.Role.EDITOR)
+    theirs = session_ensure(workspace=other_workspace, key="theirs", actor=actor)[0]
+    answer = editor_client.post("/queues/add/", {"queue": queue.pk, "session": theirs.pk})
+    assert answer.status_code == 404
+    assert AnnotationItem.objects.count() == 0
