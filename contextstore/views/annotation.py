@@ -180,7 +180,12 @@ def queue_add(request: DashboardRequest) -> HttpResponse:
     `seq`), or every session the session list's filters keep (`from_list`, with the filters;
     GET: the form that asks which queue, from the session list's link)."""
     if request.method != "POST":
-        workspace = current_workspace(request)
+        if request.GET.get("thread"):
+            workspace: Workspace | None = get_thread(request, _int(request.GET.get("thread"))).workspace
+        elif request.GET.get("session"):
+            workspace = get_session(request, _int(request.GET.get("session"))).workspace
+        else:
+            workspace = current_workspace(request)
         return render(request, "contextstore/queue_add.html", {
             "workspace": workspace, "query": request.GET,
             "queues": queue_choices(workspace_id=workspace.pk) if workspace else []})

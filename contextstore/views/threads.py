@@ -28,7 +28,6 @@ from contextstore.models import (
 from contextstore.ranges import positive_int
 from contextstore.selectors import dashboard, rendering, timeline
 from contextstore.selectors.agent_sessions import scoped_states
-from contextstore.selectors.annotation import queue_choices
 from contextstore.selectors.cache import model_view_cache
 from contextstore.selectors.calls import latest_tools
 from contextstore.selectors.events import error_seq, event_seq_at, run_first_seq, thread_events
@@ -235,7 +234,6 @@ def thread_detail(request: DashboardRequest, pk: int) -> HttpResponse:
         "before": before, "around": around, "range": _typed_range(request),
         "max_rows": timeline.MAX_ROWS,
         "actor_names": actor_names(workspace=thread.workspace),
-        "queues": queue_choices(workspace_id=thread.workspace_id),
     }
     template_name = "contextstore/thread_detail.html"
     if request.htmx and after is not None:

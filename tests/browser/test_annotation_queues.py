@@ -57,9 +57,10 @@ def test_configure_queue_add_review_two_items_and_complete(page, workspace, acto
     page.click("#session-to-queue button")
     expect(page.locator("[data-message]")).to_contain_text("Added 1 item to first pass")
     page.goto(f"/threads/{thread.pk}/")
-    card = page.locator("[data-call='2']")
-    card.locator("summary:text-is('Add to queue…')").click()
-    card.locator("button:text-is('Add call to queue')").click()
+    page.locator("[data-call='2'] [data-to-queue]").click()
+    expect(page.locator("#to-queue-form label")).to_have_text("LLM call #2 to")
+    check("add-to-queue")
+    page.click("#to-queue-form button")
     expect(page.locator("#queue-items tbody tr")).to_have_count(2)
     check("queue")
     # review the two items

@@ -61,7 +61,10 @@ def test_adding_from_the_session_page_a_call_card_and_the_lists_filter(
     for i in range(3):
         session_ensure(workspace=workspace, key=f"bulk-{i}", agent="bulky", actor=actor)
     assert 'name="queue"' in editor_client.get(f"/sessions/{session.pk}/").content.decode()
-    assert 'class="to-queue"' in editor_client.get(f"/threads/{thread.pk}/").content.decode()
+    assert f'href="/queues/add/?thread={thread.pk}&amp;seq=2"' in editor_client.get(
+        f"/threads/{thread.pk}/").content.decode()
+    asked = editor_client.get(f"/queues/add/?thread={thread.pk}&seq=2").content.decode()
+    assert 'name="seq" value="2"' in asked and "from_list" not in asked
     assert editor_client.post("/queues/add/", {"queue": queue.pk, "session": session.pk}).status_code == 302
     on_call = {"queue": queue.pk, "thread": thread.pk, "seq": 3}
     assert editor_client.post("/queues/add/", on_call).status_code == 302
