@@ -12,6 +12,8 @@ from contextstore.blockspec import check_block
 from contextstore.errors import DomainError, InvalidInput
 from contextstore.expressions import evaluate_expr
 from contextstore.models import (
+    AnnotationItem,
+    AnnotationQueue,
     ApiToken,
     AuditLog,
     Clear,
@@ -26,6 +28,7 @@ from contextstore.models import (
     ReadAudit,
     Run,
     ScopedState,
+    ScoreConfig,
     Session,
     StateRevision,
     Thread,
@@ -512,6 +515,31 @@ class MemoryAdmin(ReadOnlyAdmin):
     search_fields = ("user_id", "key", "content")
     date_hierarchy = "updated_at"
     list_select_related = ("workspace",)
+
+
+@admin.register(ScoreConfig)
+class ScoreConfigAdmin(ReadOnlyAdmin):
+    list_display = ("name", "data_type", "workspace", "archived", "created_at")
+    list_filter = ("workspace", "data_type", "archived")
+    search_fields = ("name",)
+    list_select_related = ("workspace",)
+
+
+@admin.register(AnnotationQueue)
+class AnnotationQueueAdmin(ReadOnlyAdmin):
+    list_display = ("name", "workspace", "created_at")
+    list_filter = ("workspace",)
+    search_fields = ("name",)
+    list_select_related = ("workspace",)
+
+
+@admin.register(AnnotationItem)
+class AnnotationItemAdmin(ReadOnlyAdmin):
+    list_display = ("id", "queue", "kind", "session", "seq", "status", "completed_label", "completed_at")
+    list_filter = ("status", "kind", "workspace")
+    search_fields = ("session__key", "completed_label")
+    raw_id_fields = ("session", "thread")
+    list_select_related = ("queue", "session")
 
 
 @admin.register(Job)

@@ -588,6 +588,9 @@ EXEMPT_COLUMNS: dict[str, str] = {
     "ShareLink.prefix": "the first characters of a link's token, to tell links apart",
     "ShareLink.token_hash": _HASH,
     "DatasetItem.kind": _CHOICE,
+    "ScoreConfig.data_type": _CHOICE,
+    "AnnotationItem.kind": _CHOICE,
+    "AnnotationItem.status": _CHOICE,
     "DatasetItem.user_id": _ID,
     "WorkerHeartbeat.hostname": "a Celery worker's node name (celery@host), written by the worker itself",
 }

@@ -75,6 +75,11 @@ PLAN: dict[str, str] = {
     "contextstore.ShareLink": DISTRIBUTED,
     "contextstore.Dataset": DISTRIBUTED,
     "contextstore.DatasetItem": DISTRIBUTED,
+    "contextstore.ScoreConfig": DISTRIBUTED,
+    "contextstore.AnnotationQueue": DISTRIBUTED,
+    "contextstore.AnnotationQueue_score_configs": DISTRIBUTED,
+    "contextstore.AnnotationQueue_assignees": DISTRIBUTED,
+    "contextstore.AnnotationItem": DISTRIBUTED,
     "contextstore.StoreItem": DISTRIBUTED,
     "contextstore.StoreItemVersion": DISTRIBUTED,
     "contextstore.StoreVector": DISTRIBUTED,
@@ -118,6 +123,11 @@ WORKSPACE: dict[str, str] = {
     "contextstore.ShareLink": "has",
     "contextstore.Dataset": "has",
     "contextstore.DatasetItem": "has",
+    "contextstore.ScoreConfig": "has",
+    "contextstore.AnnotationQueue": "has",
+    "contextstore.AnnotationQueue_score_configs": "add via annotationqueue",
+    "contextstore.AnnotationQueue_assignees": "add via annotationqueue",
+    "contextstore.AnnotationItem": "has",
     "contextstore.StoreItem": "has",
     "contextstore.StoreItemVersion": "add via item",
     "contextstore.StoreVector": "add via item",
@@ -150,6 +160,10 @@ UNIQUE_EXCEPTIONS: dict[tuple[str, tuple[str, ...]], str] = {
     ("contextstore.CommitRecord", ("thread", "batch_id")): "(workspace, thread, batch_id)",
     ("contextstore.StoreItemVersion", ("item", "version")): "(workspace, item, version)",
     ("contextstore.StoreVector", ("item", "field")): "(workspace, item, field)",
+    ("contextstore.AnnotationQueue_score_configs", ("annotationqueue", "scoreconfig")):
+        "(workspace, annotationqueue, scoreconfig)",
+    ("contextstore.AnnotationQueue_assignees", ("annotationqueue", "user")):
+        "(workspace, annotationqueue, user)",
 }
 
 # Primary keys other than the automatic `id`, which the blanket rule covers.

@@ -61,13 +61,13 @@ def _resolve(node: Any, root: Any = None) -> Any:
 
 
 def _limit(expression: str, body: dict[str, Any], properties: dict[str, Any],
-           root: Any) -> int | None:
+           root: Any) -> float | None:
     """x-at-most's "name", "name - n" or "name / n" (whole tokens, rounded down); an absent
     field counts as its default."""
     name, *rest = expression.split()
     value = body.get(name, _resolve(properties.get(name, {}), root).get("default"))
-    if not isinstance(value, int) or isinstance(value, bool):
-        return None
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None  # (a float bound: a score configuration's min_value <= max_value)
     if rest:
         operator, operand = rest[0], int(rest[1])
         return value - operand if operator == "-" else value // operand
@@ -128,7 +128,8 @@ def _keep_rules(body: Any, node: Any, root: Any) -> None:
     for name, expression in node.get("x-at-most", {}).items():
         limit = _limit(expression, body, properties, root)
         value = body.get(name)
-        if limit is not None and isinstance(value, int) and not isinstance(value, bool) and value > limit:
+        if limit is not None and isinstance(value, int | float) and not isinstance(value, bool) \
+                and value > limit:
             body[name] = limit
     _unique_by(body, node.get("x-unique-by", {}))
     _numbered(body, node.get("x-numbered", {}))

@@ -17,6 +17,7 @@ from rest_framework.response import Response
 from contextstore.annotationspec import check_score
 from contextstore.api.common import actor_of, body, parse, token_of
 from contextstore.models import Score, Session, Thread
+from contextstore.selectors.annotation import score_config_named
 from contextstore.selectors.calls import llm_call_at
 from contextstore.services import scores
 
@@ -71,7 +72,8 @@ class _ScoreViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         session, thread, seq = self.target()
         data = parse(ScoreInSerializer, body(request))
-        check_score(**data)
+        check_score(**data, config=score_config_named(workspace_id=session.workspace_id,
+                                                      name=data["name"]))
         score = scores.score_add(session=session, thread=thread, seq=seq, actor=actor_of(request),
                                  **data)
         return Response(ScoreSerializer(score).data, status=status.HTTP_201_CREATED)

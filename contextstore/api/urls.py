@@ -20,6 +20,7 @@ from contextstore.api import (
     views,
 )
 from contextstore.api.agent_sessions import AgentSessionViewSet
+from contextstore.api.annotation import AnnotationItemViewSet, AnnotationQueueViewSet, ScoreConfigViewSet
 from contextstore.api.datasets import DatasetViewSet, dataset_items
 from contextstore.api.exceptions import api_not_found
 
@@ -52,6 +53,10 @@ router.register(r"sessions/(?P<session_pk>[0-9]+)/scores", scores.SessionScoreVi
 router.register(r"threads/(?P<thread_pk>[0-9]+)/events/(?P<seq>[0-9]+)/scores",
                 scores.CallScoreViewSet, basename="call-score")
 router.register("datasets", DatasetViewSet, basename="dataset")
+router.register("score-configs", ScoreConfigViewSet, basename="score-config")
+router.register("annotation-queues", AnnotationQueueViewSet, basename="annotation-queue")
+router.register(r"annotation-queues/(?P<queue_pk>[0-9]+)/items", AnnotationItemViewSet,
+                basename="annotation-item")
 
 app_name = "api"
 urlpatterns = [

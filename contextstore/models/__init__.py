@@ -1,5 +1,6 @@
 """The data model, one module per subject; every model is importable from here."""
 
+from contextstore.models.annotation import AnnotationItem, AnnotationQueue, ScoreConfig
 from contextstore.models.audit import AuditLog, ReadAudit
 from contextstore.models.events import CallCacheVerdict, CallFigure, Event, EventSearch, EventSearchPending
 from contextstore.models.jobs import Job, WorkerHeartbeat
@@ -29,6 +30,9 @@ from contextstore.models.workspaces import (
 )
 
 __all__ = [
+    "AnnotationItem",
+    "AnnotationQueue",
+    "ScoreConfig",
     "CallCacheVerdict",
     "ApiToken",
     "AuditLog",

@@ -54,6 +54,25 @@ def _base(request: DashboardRequest, thread: Thread) -> dict:
     return {"thread": thread, "session": thread.session, "workspace": thread.workspace}
 
 
+def sent_context(request: DashboardRequest, thread: Thread, call: LLMCall) -> dict:
+    """What call_sent.html's `sent` partial shows (the call page, a review of the call)."""
+    sent = llm_call_sent(thread=thread, call=call)
+    turns = provider_request.chat(system=sent["system"], messages=sent["messages"])
+    total = len(turns)
+    newest = max(total - SENT_PAGE, 0)
+    asked = query_int(request.GET.get("from"))
+    start = newest if asked is None else min(max(asked, 0), newest)
+    end = start + SENT_PAGE
+    return {"call": call, "sent": sent, "first": start,
+            "turns": list(enumerate(turns[start:end], start=start)),
+            "total": total, "next": end if end < total else None,
+            "previous": max(start - SENT_PAGE, 0) if start else None, "newest": newest,
+            "tools": provider_request.tools_of(sent["tools"]), "params": sent["params"],
+            "curl_provider": _provider(sent["format"], call.model),
+            "can_replay": can_edit(request.user, thread.workspace),
+            "replay_count": call_replays(thread=thread, call=call).count()}
+
+
 @login_required
 @vary_on_headers("HX-Request")  # a page and its fragment share a URL
 def call_sent(request: DashboardRequest, pk: int, seq: int) -> HttpResponse:
@@ -62,21 +81,7 @@ def call_sent(request: DashboardRequest, pk: int, seq: int) -> HttpResponse:
     earlier page and to the start; `?from=` opens the page starting there."""
     thread = get_thread(request, pk)
     call = _call(thread, seq)
-    sent = llm_call_sent(thread=thread, call=call)
-    turns = provider_request.chat(system=sent["system"], messages=sent["messages"])
-    total = len(turns)
-    newest = max(total - SENT_PAGE, 0)
-    asked = query_int(request.GET.get("from"))
-    start = newest if asked is None else min(max(asked, 0), newest)
-    end = start + SENT_PAGE
-    context = {**_base(request, thread), "call": call, "sent": sent, "first": start,
-               "turns": list(enumerate(turns[start:end], start=start)),
-               "total": total, "next": end if end < total else None,
-               "previous": max(start - SENT_PAGE, 0) if start else None, "newest": newest,
-               "tools": provider_request.tools_of(sent["tools"]), "params": sent["params"],
-               "curl_provider": _provider(sent["format"], call.model),
-               "can_replay": can_edit(request.user, thread.workspace),
-               "replay_count": call_replays(thread=thread, call=call).count()}
+    context = {**_base(request, thread), **sent_context(request, thread, call)}
     template_name = "contextstore/call_sent.html"
     if request.htmx:
         template_name += "#sent"

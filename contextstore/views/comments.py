@@ -16,6 +16,7 @@ from contextstore.annotationspec import check_score, comment_text
 from contextstore.errors import DomainError
 from contextstore.forms import CommentForm, ScoreForm
 from contextstore.models import Comment, Event, Membership, Session, Thread
+from contextstore.selectors.annotation import score_config_named
 from contextstore.selectors.scores import comments_on, session_scores
 from contextstore.services import comments as service
 from contextstore.services import scores
@@ -141,7 +142,9 @@ def session_scores_view(request: DashboardRequest, pk: int) -> HttpResponse:
                 error, status = "Give the score a name, a type and a value.", 400
             else:
                 check_score(name=form.cleaned_data["name"], data_type=form.cleaned_data["data_type"],
-                            value=form.typed_value(), comment=form.cleaned_data["comment"])
+                            value=form.typed_value(), comment=form.cleaned_data["comment"],
+                            config=score_config_named(workspace_id=session.workspace_id,
+                                                      name=form.cleaned_data["name"]))
                 scores.score_add(session=session, name=form.cleaned_data["name"],
                                  data_type=form.cleaned_data["data_type"], value=form.typed_value(),
                                  comment=form.cleaned_data["comment"], actor=actor_for(request))

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -15,8 +15,9 @@ from django.views.decorators.http import require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from contextstore.forms import SessionFilterForm, format_cursor, parse_cursor
-from contextstore.models import ReadAudit, Session
+from contextstore.models import ReadAudit, Session, Workspace
 from contextstore.ranges import positive_int
+from contextstore.selectors.annotation import queue_choices
 from contextstore.selectors.sessions import (
     SESSION_SORTS,
     session_runs,
@@ -46,6 +47,29 @@ from contextstore.views.sharing import NEW_LINK
 PAGE_SIZE = 50
 
 
+def filtered_sessions(workspace: Workspace, form: SessionFilterForm) -> tuple[QuerySet[Session], Any]:
+    """The sessions the list's filters (a valid or unbound form) keep, and the text search's
+    hits: the list's rows, and what "Add these to a queue" adds."""
+    data = form.cleaned_data if form.is_bound else {}
+    archived = {"": False, "yes": True, "all": None}.get(data.get("archived") or "", False)
+    filters: dict[str, Any] = {
+        "agent": data.get("agent") or None, "user_id": data.get("user") or None,
+        "archived": archived, "model": data.get("model") or None,
+        "errors": bool(data.get("errors")),
+        "cost": (data.get("cost_min"), data.get("cost_max")),
+        "tokens": (data.get("tokens_min"), data.get("tokens_max")),
+        "active": form.active_range() if data else (None, None),
+        "score": data.get("score"),
+    }
+    q = data.get("q") or None
+    # The search also looks through the events of the sessions the other filters keep.
+    hits = sessions_with_text(sessions=workspace_sessions(workspace=workspace, **filters),
+                              text=q) if q else None
+    qs = workspace_sessions(workspace=workspace, q=q, text_hits=hits.sessions if hits else (),
+                            **filters)
+    return qs, hits
+
+
 @login_required
 @vary_on_headers("HX-Request")  # a page and its fragment share a URL
 def session_list(request: DashboardRequest) -> HttpResponse:
@@ -70,22 +94,7 @@ def session_list(request: DashboardRequest) -> HttpResponse:
         models = workspace_models(workspace=workspace)
     if workspace is not None and valid:
         data = form.cleaned_data if form.is_bound else {}
-        archived = {"": False, "yes": True, "all": None}.get(data.get("archived") or "", False)
-        filters: dict[str, Any] = {
-            "agent": data.get("agent") or None, "user_id": data.get("user") or None,
-            "archived": archived, "model": data.get("model") or None,
-            "errors": bool(data.get("errors")),
-            "cost": (data.get("cost_min"), data.get("cost_max")),
-            "tokens": (data.get("tokens_min"), data.get("tokens_max")),
-            "active": form.active_range() if data else (None, None),
-            "score": data.get("score"),
-        }
-        q = data.get("q") or None
-        # The search also looks through the events of the sessions the other filters keep.
-        hits = sessions_with_text(sessions=workspace_sessions(workspace=workspace, **filters),
-                                  text=q) if q else None
-        qs = workspace_sessions(workspace=workspace, q=q, text_hits=hits.sessions if hits else (),
-                                **filters)
+        qs, hits = filtered_sessions(workspace, form)
         field, descending = _sort(sort)
         qs = qs.order_by(f"-{field}" if descending else field, "-id" if descending else "id")
         cursor = _parse_sort_cursor(field, request.GET.get("before"))
@@ -161,6 +170,7 @@ def session_detail(request: DashboardRequest, pk: int) -> HttpResponse:
         "share_links": session_share_links(session=session),
         "new_link": request.session.pop(NEW_LINK, None),
         "expiries": EXPIRY_LABELS, "now": timezone.now(),
+        "queues": queue_choices(workspace_id=session.workspace_id),
     })
     if request.htmx:
         template_name += "#runs"

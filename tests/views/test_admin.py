@@ -4,6 +4,8 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from contextstore.models import (
+    AnnotationItem,
+    AnnotationQueue,
     ApiToken,
     AuditLog,
     Collapse,
@@ -15,6 +17,7 @@ from contextstore.models import (
     ProviderState,
     ReadAudit,
     Run,
+    ScoreConfig,
     Session,
     StateRevision,
     Thread,
@@ -24,8 +27,9 @@ from contextstore.services.collapses import collapse_create
 from contextstore.services.events import event_append
 from tests.conftest import messages
 
-MODELS = [ApiToken, AuditLog, Collapse, ContextBlock, Event, Job, Membership, Memory, ProviderState,
-          ReadAudit, Run, Session, StateRevision, Thread, Workspace]
+MODELS = [AnnotationItem, AnnotationQueue, ApiToken, AuditLog, Collapse, ContextBlock, Event, Job,
+          Membership, Memory, ProviderState, ReadAudit, Run, ScoreConfig, Session, StateRevision,
+          Thread, Workspace]
 
 
 @pytest.fixture
