@@ -22,6 +22,7 @@ from contextstore.api import (
 from contextstore.api.agent_sessions import AgentSessionViewSet
 from contextstore.api.datasets import DatasetViewSet, dataset_items
 from contextstore.api.exceptions import api_not_found
+from contextstore.api.monitoring import AlertEventViewSet, AlertRuleViewSet, SavedViewViewSet
 
 router = SimpleRouter()
 router.register("sessions", views.SessionViewSet, basename="session")
@@ -52,6 +53,9 @@ router.register(r"sessions/(?P<session_pk>[0-9]+)/scores", scores.SessionScoreVi
 router.register(r"threads/(?P<thread_pk>[0-9]+)/events/(?P<seq>[0-9]+)/scores",
                 scores.CallScoreViewSet, basename="call-score")
 router.register("datasets", DatasetViewSet, basename="dataset")
+router.register("saved-views", SavedViewViewSet, basename="saved-view")
+router.register("alert-rules", AlertRuleViewSet, basename="alert-rule")
+router.register("alert-events", AlertEventViewSet, basename="alert-event")
 
 app_name = "api"
 urlpatterns = [

@@ -41,6 +41,7 @@ from contextstore.views.access import (
     get_session,
 )
 from contextstore.views.comments import comments_context, scores_context
+from contextstore.views.monitoring import default_view_redirect
 from contextstore.views.sharing import NEW_LINK
 
 PAGE_SIZE = 50
@@ -50,6 +51,8 @@ PAGE_SIZE = 50
 @vary_on_headers("HX-Request")  # a page and its fragment share a URL
 def session_list(request: DashboardRequest) -> HttpResponse:
     workspace = current_workspace(request)
+    if default := default_view_redirect(request, workspace, "sessions"):
+        return default
     form = SessionFilterForm(request.GET or None)
     sort = request.GET.get("sort") or "-activity"
     if sort.lstrip("-") not in SESSION_SORTS:
@@ -70,16 +73,7 @@ def session_list(request: DashboardRequest) -> HttpResponse:
         models = workspace_models(workspace=workspace)
     if workspace is not None and valid:
         data = form.cleaned_data if form.is_bound else {}
-        archived = {"": False, "yes": True, "all": None}.get(data.get("archived") or "", False)
-        filters: dict[str, Any] = {
-            "agent": data.get("agent") or None, "user_id": data.get("user") or None,
-            "archived": archived, "model": data.get("model") or None,
-            "errors": bool(data.get("errors")),
-            "cost": (data.get("cost_min"), data.get("cost_max")),
-            "tokens": (data.get("tokens_min"), data.get("tokens_max")),
-            "active": form.active_range() if data else (None, None),
-            "score": data.get("score"),
-        }
+        filters = form.filters()
         q = data.get("q") or None
         # The search also looks through the events of the sessions the other filters keep.
         hits = sessions_with_text(sessions=workspace_sessions(workspace=workspace, **filters),
