@@ -15,18 +15,18 @@ from contextstore.services.sessions import session_ensure, thread_ensure
 NOW = datetime.fromisoformat("2026-03-10T12:00:00+00:00")
 
 
-def stamp(minutes_ago: float) -> str:
-    return (NOW - timedelta(minutes=minutes_ago)).isoformat()
+def stamp(minutes_ago: float, now: datetime = NOW) -> str:
+    return (now - timedelta(minutes=minutes_ago)).isoformat()
 
 
 def call(thread, actor, *, minutes_ago: float, cost: float | None = None, model: str = "gpt-4o",
-         ms: int | None = None, **data) -> None:
-    """One model call that ended `minutes_ago` before NOW (took `ms`, when given)."""
-    end = {"type": "LLMComplete", "occurred_at": stamp(minutes_ago),
+         ms: int | None = None, now: datetime = NOW, **data) -> None:
+    """One model call that ended `minutes_ago` before `now` (took `ms`, when given)."""
+    end = {"type": "LLMComplete", "occurred_at": stamp(minutes_ago, now),
            "data": {"model": model, **({"cost": cost} if cost is not None else {}), **data}}
     events = [end]
     if ms is not None:
-        events = [{"type": "LLMCallStart", "occurred_at": stamp(minutes_ago + ms / 60_000),
+        events = [{"type": "LLMCallStart", "occurred_at": stamp(minutes_ago + ms / 60_000, now),
                    "data": {"model": model}}, end]
     event_append(thread=thread, actor=actor, events=events)
 

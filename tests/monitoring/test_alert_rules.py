@@ -8,9 +8,14 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from contextstore.models import AlertEvent, AlertRule, CallCacheVerdict, Event
-from contextstore.services.alerts import alert_rule_create, alert_rule_evaluate, alert_rule_update, alerts_evaluate
-from contextstore.services.saved_views import saved_view_create
+from contextstore.services.alerts import (
+    alert_rule_create,
+    alert_rule_evaluate,
+    alert_rule_update,
+    alerts_evaluate,
+)
 from contextstore.services.events import event_append
+from contextstore.services.saved_views import saved_view_create
 from tests.monitoring.conftest import NOW, call, make_thread
 
 pytestmark = pytest.mark.django_db
