@@ -22,8 +22,14 @@ pytestmark = pytest.mark.django_db
 
 
 def rule(workspace, actor, **fields) -> AlertRule:
-    fields = {"name": "r", "metric": "cost", "comparison": "gt", "threshold": 1.0, "window_minutes": 60,
-              **fields}
+    fields = {
+        "name": "r",
+        "metric": "cost",
+        "comparison": "gt",
+        "threshold": 1.0,
+        "window_minutes": 60,
+        **fields,
+    }
     return alert_rule_create(workspace=workspace, actor=actor, **fields)[0]
 
 
@@ -41,7 +47,8 @@ def test_a_cost_exactly_at_the_threshold_fires_at_or_above_but_not_above(workspa
 
 
 def test_the_window_holds_what_ended_within_it_and_nothing_of_another_workspace(
-        workspace, other_workspace, actor):
+    workspace, other_workspace, actor
+):
     thread = make_thread(workspace, actor)
     call(thread, actor, minutes_ago=14, cost=2.0)
     call(thread, actor, minutes_ago=16, cost=5.0)  # outside 15 minutes
@@ -87,19 +94,35 @@ def test_a_firing_rule_records_one_event_then_one_when_it_resolves(workspace, ac
     assert resolved is not None and resolved.kind == "resolved" and resolved.value == 0.0
     assert alert_rule_evaluate(rule=r, now=NOW + timedelta(minutes=57)) is None
     assert list(AlertEvent.objects.filter(rule=r).order_by("id").values_list("kind", flat=True)) == [
-        "firing", "resolved"]
+        "firing",
+        "resolved",
+    ]
     assert r.state == "ok" and r.state_since == NOW + timedelta(minutes=56)
 
 
 def test_errors_count_error_rows_and_failed_calls_once_per_model(workspace, actor):
     thread = make_thread(workspace, actor)
     at = (NOW - timedelta(minutes=3)).isoformat()
-    event_append(thread=thread, actor=actor, events=[
-        {"type": "LLMCallStart", "call_id": "a", "occurred_at": at, "data": {"model": "gpt-4o"}},
-        {"type": "Error", "call_id": "a", "content": "gateway timed out", "occurred_at": at},
-        {"type": "LLMComplete", "call_id": "a", "occurred_at": at, "data": {"model": "gpt-4o", "error": "boom"}},
-        {"type": "LLMComplete", "call_id": "b", "occurred_at": at, "data": {"model": "mini", "status": "failed"}},
-    ])
+    event_append(
+        thread=thread,
+        actor=actor,
+        events=[
+            {"type": "LLMCallStart", "call_id": "a", "occurred_at": at, "data": {"model": "gpt-4o"}},
+            {"type": "Error", "call_id": "a", "content": "gateway timed out", "occurred_at": at},
+            {
+                "type": "LLMComplete",
+                "call_id": "a",
+                "occurred_at": at,
+                "data": {"model": "gpt-4o", "error": "boom"},
+            },
+            {
+                "type": "LLMComplete",
+                "call_id": "b",
+                "occurred_at": at,
+                "data": {"model": "mini", "status": "failed"},
+            },
+        ],
+    )
     everything = rule(workspace, actor, metric="errors", comparison="gte", threshold=2)
     gpt = rule(workspace, actor, name="g", metric="errors", comparison="gte", threshold=2, model="gpt-4o")
     assert alert_rule_evaluate(rule=everything, now=NOW).value == 2.0  # the Error and mini's failed call
@@ -108,13 +131,19 @@ def test_errors_count_error_rows_and_failed_calls_once_per_model(workspace, acto
 
 def test_hit_rate_and_p95_latency_read_the_call_figures(workspace, actor):
     thread = make_thread(workspace, actor)
-    call(thread, actor, minutes_ago=5, prompt_tokens=1000, prompt_tokens_details={"cached_tokens": 250}, ms=400)
-    call(thread, actor, minutes_ago=4, prompt_tokens=1000, prompt_tokens_details={"cached_tokens": 750}, ms=800)
+    call(
+        thread, actor, minutes_ago=5, prompt_tokens=1000, prompt_tokens_details={"cached_tokens": 250}, ms=400
+    )
+    call(
+        thread, actor, minutes_ago=4, prompt_tokens=1000, prompt_tokens_details={"cached_tokens": 750}, ms=800
+    )
     hit = rule(workspace, actor, metric="hit_rate", comparison="lt", threshold=50)
     p95 = rule(workspace, actor, name="p", metric="latency_p95", comparison="gt", threshold=700)
     assert alert_rule_evaluate(rule=hit, now=NOW) is None and hit.last_value == 50.0  # not below 50
     event = alert_rule_evaluate(rule=p95, now=NOW)
-    assert event is not None and event.value == pytest.approx(780.0, abs=0.1)  # percentile_cont of 400, 800 (SQLite: julianday)
+    assert event is not None and event.value == pytest.approx(
+        780.0, abs=0.1
+    )  # percentile_cont of 400, 800 (SQLite: julianday)
 
 
 def test_an_agent_or_model_scope_counts_only_its_calls(workspace, actor):
@@ -131,8 +160,9 @@ def test_a_saved_view_scope_counts_the_sessions_it_keeps(workspace, actor):
     owner = get_user_model().objects.create_user("owner")
     call(make_thread(workspace, actor, "a", agent="billing"), actor, minutes_ago=5, cost=2.0)
     call(make_thread(workspace, actor, "b", agent="search"), actor, minutes_ago=5, cost=3.0)
-    view = saved_view_create(workspace=workspace, owner=owner, page="sessions", name="billing",
-                             query="agent=billing", actor=actor)
+    view = saved_view_create(
+        workspace=workspace, owner=owner, page="sessions", name="billing", query="agent=billing", actor=actor
+    )
     r = rule(workspace, actor, saved_view=view, threshold=0)
     alert_rule_evaluate(rule=r, now=NOW)
     assert r.last_value == 2.0
@@ -147,8 +177,9 @@ def test_cache_breaks_count_the_verdicts_lost_or_partial(workspace, actor):
     for minutes, status in ((5, "lost"), (4, "partial"), (3, "kept"), (90, "lost")):
         call(thread, actor, minutes_ago=minutes, cost=0.0)
         end = Event.objects.filter(thread=thread).order_by("-seq").first()
-        CallCacheVerdict.objects.create(workspace=workspace, session=thread.session, thread=thread, call=end,
-                                        seq=end.seq, status=status)
+        CallCacheVerdict.objects.create(
+            workspace=workspace, session=thread.session, thread=thread, call=end, seq=end.seq, status=status
+        )
     r = rule(workspace, actor, metric="cache_breaks", comparison="gte", threshold=2)
     assert alert_rule_evaluate(rule=r, now=NOW).value == 2.0
 

@@ -22,28 +22,40 @@ def fired(workspace, actor, url: str) -> tuple[AlertEvent, str]:
     """A rule with a webhook that fires (its delivery not sent: the test sends it)."""
     thread = make_thread(workspace, actor)
     call(thread, actor, minutes_ago=5, cost=3.0)
-    rule, secret = alert_rule_create(workspace=workspace, actor=actor, name="spend", metric="cost",
-                                     comparison="gt", threshold=1.0, window_minutes=60, webhook_url=url)
+    rule, secret = alert_rule_create(
+        workspace=workspace,
+        actor=actor,
+        name="spend",
+        metric="cost",
+        comparison="gt",
+        threshold=1.0,
+        window_minutes=60,
+        webhook_url=url,
+    )
     event = alert_rule_evaluate(rule=rule, now=NOW)
     assert event is not None and event.delivery == "pending"
     return event, secret
 
 
-def test_the_event_is_posted_as_json_signed_with_the_rules_secret(workspace, actor, receiver,
-                                                                   django_capture_on_commit_callbacks):
+def test_the_event_is_posted_as_json_signed_with_the_rules_secret(
+    workspace, actor, receiver, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=False) as queued:
         event, secret = fired(workspace, actor, receiver.url)
     assert len(queued) == 1  # the delivery is queued after commit, not made in the check
     assert alert_event_deliver(event_id=event.pk, last=False) is True
     [request] = receiver.received
     headers = {k.lower(): v for k, v in request["headers"].items()}
-    expected = hmac.new(secret.encode(), headers["x-contextstore-timestamp"].encode() + b"." + request["body"],
-                        hashlib.sha256).hexdigest()
+    expected = hmac.new(
+        secret.encode(), headers["x-contextstore-timestamp"].encode() + b"." + request["body"], hashlib.sha256
+    ).hexdigest()
     assert headers["x-contextstore-signature"] == f"sha256={expected}"
     assert headers["content-type"] == "application/json" and headers["x-contextstore-event"] == "alert.firing"
     body = body_of(request)
     assert body["kind"] == "firing" and body["value"] == 3.0 and body["threshold"] == 1.0
-    assert body["workspace"] == "acme" and body["rule"]["name"] == "spend" and body["rule"]["metric"] == "cost"
+    assert (
+        body["workspace"] == "acme" and body["rule"]["name"] == "spend" and body["rule"]["metric"] == "cost"
+    )
     assert secret not in request["body"].decode()
     fresh = AlertEvent.objects.get(pk=event.pk)
     assert (fresh.delivery, fresh.attempts, fresh.response_status) == ("delivered", 1, 200)
@@ -100,20 +112,23 @@ def test_a_redirect_is_not_followed(workspace, actor, receiver):
     assert len(receiver.received) == 1
 
 
-@pytest.mark.parametrize(("url", "why"), [
-    ("ftp://hooks.example.com/x", "http:// or https://"),
-    ("file:///etc/passwd", "http:// or https://"),
-    ("https://user:pw@hooks.example.com/x", "user name or password"),
-    ("http://localhost:8000/x", "this machine"),
-    ("http://127.0.0.1/x", "private, local or reserved"),
-    ("http://10.0.0.5/x", "private, local or reserved"),
-    ("http://169.254.169.254/latest/meta-data/", "private, local or reserved"),
-    ("http://[::1]/x", "private, local or reserved"),
-    ("http://[::ffff:127.0.0.1]/x", "private, local or reserved"),
-    ("http://100.64.0.1/x", "private, local or reserved"),
-    ("http:///x", "no host"),
-    ("http://[bad/x", "not a valid URL"),
-])
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("ftp://hooks.example.com/x", "http:// or https://"),
+        ("file:///etc/passwd", "http:// or https://"),
+        ("https://user:pw@hooks.example.com/x", "user name or password"),
+        ("http://localhost:8000/x", "this machine"),
+        ("http://127.0.0.1/x", "private, local or reserved"),
+        ("http://10.0.0.5/x", "private, local or reserved"),
+        ("http://169.254.169.254/latest/meta-data/", "private, local or reserved"),
+        ("http://[::1]/x", "private, local or reserved"),
+        ("http://[::ffff:127.0.0.1]/x", "private, local or reserved"),
+        ("http://100.64.0.1/x", "private, local or reserved"),
+        ("http:///x", "no host"),
+        ("http://[bad/x", "not a valid URL"),
+    ],
+)
 def test_urls_that_are_not_public_http_are_refused(url, why):
     assert why in (webhooks.url_problem(url, allow_private=False) or "")
 
@@ -122,8 +137,15 @@ def test_a_name_that_resolves_to_a_private_address_is_refused_when_posting(monke
     monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: [(2, 1, 6, "", ("192.168.1.9", 443))])
     assert "192.168.1.9" in webhooks.url_problem("https://hooks.example.com/x", allow_private=False)
     assert webhooks.url_problem("https://hooks.example.com/x", allow_private=False, resolve=False) is None
-    attempt = webhooks.post("https://hooks.example.com/x", body=b"{}", secret="s", timestamp="1", event="e",
-                            timeout=1, allow_private=False)
+    attempt = webhooks.post(
+        "https://hooks.example.com/x",
+        body=b"{}",
+        secret="s",
+        timestamp="1",
+        event="e",
+        timeout=1,
+        allow_private=False,
+    )
     assert not attempt.ok and "private" in attempt.error
 
 

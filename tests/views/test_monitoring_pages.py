@@ -15,14 +15,21 @@ from tests.monitoring.conftest import call, make_thread
 pytestmark = pytest.mark.django_db
 
 
-def save(client, page: str = "sessions", name: str = "Billing", query: str = "agent=billing&errors=on", **extra):
+def save(
+    client, page: str = "sessions", name: str = "Billing", query: str = "agent=billing&errors=on", **extra
+):
     return client.post("/views/saved/", {"page": page, "name": name, "query": query, **extra})
 
 
 def test_filters_saved_from_the_session_list_reopen_it(editor_client, editor):
     response = save(editor_client, query="before=2026&agent=billing&errors=on&q=")
     view = SavedView.objects.get()
-    assert (view.owner, view.page, view.query, view.shared) == (editor, "sessions", "agent=billing&errors=on", False)
+    assert (view.owner, view.page, view.query, view.shared) == (
+        editor,
+        "sessions",
+        "agent=billing&errors=on",
+        False,
+    )
     assert response.status_code == 302 and response["Location"] == f"/?agent=billing&errors=on&view={view.pk}"
     page = editor_client.get(response["Location"])
     assert page.status_code == 200
@@ -50,20 +57,29 @@ def test_a_view_is_renamed_shared_made_default_and_deleted(editor_client, editor
     assert editor_client.get("/").status_code == 200
 
 
-def test_a_view_with_a_filter_that_no_longer_exists_opens_the_page_with_a_notice(editor_client, editor, workspace,
-                                                                                  actor):
-    view = saved_view_create(workspace=workspace, owner=editor, page="sessions", name="Old",
-                             query="agent=billing&colour=red&cost_min=abc&sort=-mood", actor=actor)
+def test_a_view_with_a_filter_that_no_longer_exists_opens_the_page_with_a_notice(
+    editor_client, editor, workspace, actor
+):
+    view = saved_view_create(
+        workspace=workspace,
+        owner=editor,
+        page="sessions",
+        name="Old",
+        query="agent=billing&colour=red&cost_min=abc&sort=-mood",
+        actor=actor,
+    )
     opened = editor_client.get(f"/views/saved/{view.pk}/")
     assert opened["Location"] == f"/?agent=billing&view={view.pk}"
     page = editor_client.get(opened["Location"])
     assert page.status_code == 200
-    notice = re.search(r"<p class=\"notice\" role=\"status\" data-view-notice>(.*?)</p>", page.content.decode(),
-                       re.S).group(1)
+    notice = re.search(
+        r"<p class=\"notice\" role=\"status\" data-view-notice>(.*?)</p>", page.content.decode(), re.S
+    ).group(1)
     assert "The filter “colour” no longer exists." in notice and "Cost from" in notice
     assert "sort order" in notice and "shown without them" in notice
-    trends = saved_view_create(workspace=workspace, owner=editor, page="trends", name="T",
-                               query="days=14&group=agent", actor=actor)
+    trends = saved_view_create(
+        workspace=workspace, owner=editor, page="trends", name="T", query="days=14&group=agent", actor=actor
+    )
     opened = editor_client.get(f"/views/saved/{trends.pk}/")
     assert opened["Location"] == f"/trends/?group=agent&view={trends.pk}"
     page = editor_client.get(opened["Location"])
@@ -76,16 +92,29 @@ def test_trends_and_store_keep_saved_views_too(editor_client):
     save(editor_client, page="store", name="Users", query="ns=users&ns=alice&deleted=1")
     view = SavedView.objects.get(page="store")
     assert view.query == "deleted=1&ns=users&ns=alice"  # the namespace's labels keep their order
-    assert editor_client.get(f"/views/saved/{view.pk}/")["Location"] == f"/store/?deleted=1&ns=users&ns=alice&view={view.pk}"
+    assert (
+        editor_client.get(f"/views/saved/{view.pk}/")["Location"]
+        == f"/store/?deleted=1&ns=users&ns=alice&view={view.pk}"
+    )
     assert save(editor_client, page="cache-nowhere").status_code == 400
     assert save(editor_client, name="").status_code == 400
 
 
 def test_private_views_are_their_owners_and_shared_ones_read_only_to_others(
-        editor_client, viewer_client, viewer, workspace, editor, actor):
-    private = saved_view_create(workspace=workspace, owner=editor, page="sessions", name="Mine", query="", actor=actor)
-    shared = saved_view_create(workspace=workspace, owner=editor, page="sessions", name="Ours", query="errors=on",
-                               shared=True, actor=actor)
+    editor_client, viewer_client, viewer, workspace, editor, actor
+):
+    private = saved_view_create(
+        workspace=workspace, owner=editor, page="sessions", name="Mine", query="", actor=actor
+    )
+    shared = saved_view_create(
+        workspace=workspace,
+        owner=editor,
+        page="sessions",
+        name="Ours",
+        query="errors=on",
+        shared=True,
+        actor=actor,
+    )
     assert viewer_client.get(f"/views/saved/{private.pk}/").status_code == 404
     assert viewer_client.get(f"/views/saved/{shared.pk}/").status_code == 302
     html = viewer_client.get("/?view=0").content.decode()
@@ -96,23 +125,37 @@ def test_private_views_are_their_owners_and_shared_ones_read_only_to_others(
 
 
 def test_another_workspace_sees_404s(outsider_client, editor, workspace, actor):
-    view = saved_view_create(workspace=workspace, owner=editor, page="sessions", name="V", query="", shared=True,
-                             actor=actor)
-    rule = AlertRule.objects.create(workspace=workspace, name="r", metric="cost", threshold=1, secret="s" * 64)
+    view = saved_view_create(
+        workspace=workspace, owner=editor, page="sessions", name="V", query="", shared=True, actor=actor
+    )
+    rule = AlertRule.objects.create(
+        workspace=workspace, name="r", metric="cost", threshold=1, secret="s" * 64
+    )
     assert outsider_client.get(f"/views/saved/{view.pk}/").status_code == 404
     for action in ("check", "toggle", "delete"):
         assert outsider_client.post(f"/alerts/rules/{rule.pk}/{action}/").status_code == 404
     assert "r" not in re.findall(r'data-rule="([^"]*)"', outsider_client.get("/alerts/").content.decode())
 
 
-def test_an_editor_makes_a_rule_sees_its_secret_once_and_it_fires_into_the_banner(editor_client, workspace, actor):
-    made = editor_client.post("/alerts/rules/", {
-        "name": "Spend", "metric": "cost", "comparison": "gt", "threshold": "1", "window_minutes": "60",
-        "webhook_url": "https://hooks.example.com/x", "saved_view": ""})
+def test_an_editor_makes_a_rule_sees_its_secret_once_and_it_fires_into_the_banner(
+    editor_client, workspace, actor
+):
+    made = editor_client.post(
+        "/alerts/rules/",
+        {
+            "name": "Spend",
+            "metric": "cost",
+            "comparison": "gt",
+            "threshold": "1",
+            "window_minutes": "60",
+            "webhook_url": "https://hooks.example.com/x",
+            "saved_view": "",
+        },
+    )
     assert made.status_code == 302, made.content
     rule = AlertRule.objects.get()
     first = editor_client.get("/alerts/").content.decode()
-    assert f"<code class=\"secret\" data-secret>{rule.secret}</code>" in first
+    assert f'<code class="secret" data-secret>{rule.secret}</code>' in first
     assert rule.secret not in editor_client.get("/alerts/").content.decode()  # once
     assert "data-alert-banner" not in first
     call(make_thread(workspace, actor), actor, minutes_ago=0.5, cost=2.5, now=timezone.now())
@@ -133,25 +176,37 @@ def test_an_editor_makes_a_rule_sees_its_secret_once_and_it_fires_into_the_banne
 
 def test_a_bad_rule_is_refused_with_a_reason(editor_client, settings):
     settings.ALERT_WEBHOOK_ALLOW_PRIVATE = False
-    response = editor_client.post("/alerts/rules/", {"name": "x", "metric": "cost", "threshold": "1",
-                                                     "webhook_url": "http://10.1.2.3/hook"})
+    response = editor_client.post(
+        "/alerts/rules/",
+        {"name": "x", "metric": "cost", "threshold": "1", "webhook_url": "http://10.1.2.3/hook"},
+    )
     assert response.status_code == 400 and "private, local or reserved" in response.content.decode()
     assert not AlertRule.objects.exists()
 
 
 def test_a_viewer_sees_rules_but_cannot_change_them(viewer_client, workspace):
-    rule = AlertRule.objects.create(workspace=workspace, name="r", metric="cost", threshold=1, secret="s" * 64)
+    rule = AlertRule.objects.create(
+        workspace=workspace, name="r", metric="cost", threshold=1, secret="s" * 64
+    )
     page = viewer_client.get("/alerts/").content.decode()
     assert 'data-rule="r"' in page and "Create rule" not in page and "s" * 64 not in page
-    assert viewer_client.post("/alerts/rules/", {"name": "x", "metric": "cost", "threshold": "1"}).status_code == 403
+    assert (
+        viewer_client.post("/alerts/rules/", {"name": "x", "metric": "cost", "threshold": "1"}).status_code
+        == 403
+    )
     assert viewer_client.post(f"/alerts/rules/{rule.pk}/delete/").status_code == 403
 
 
 def test_a_view_a_rule_is_scoped_to_cannot_be_deleted(editor_client, editor, workspace, actor):
-    view = saved_view_create(workspace=workspace, owner=editor, page="sessions", name="V", query="agent=a",
-                             actor=actor)
-    assert editor_client.post("/alerts/rules/", {"name": "x", "metric": "cost", "threshold": "1",
-                                                 "saved_view": str(view.pk)}).status_code == 302
+    view = saved_view_create(
+        workspace=workspace, owner=editor, page="sessions", name="V", query="agent=a", actor=actor
+    )
+    assert (
+        editor_client.post(
+            "/alerts/rules/", {"name": "x", "metric": "cost", "threshold": "1", "saved_view": str(view.pk)}
+        ).status_code
+        == 302
+    )
     response = editor_client.post(f"/views/saved/{view.pk}/delete/")
     assert response.status_code == 409 and "alert rule" in response.content.decode()
     assert SavedView.objects.filter(pk=view.pk).exists()
