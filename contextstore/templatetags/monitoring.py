@@ -31,4 +31,5 @@ def firing_alerts(context: template.Context) -> dict[str, Any]:
     if workspace is None or not hasattr(workspace, "pk"):
         return {"rules": []}
     fields = ("id", "name", "metric", "comparison", "threshold", "window_minutes", "last_value")
-    return {"rules": list(firing_rules(workspace=workspace).only(*fields)[:4])}
+    rules = list(firing_rules(workspace=workspace).only(*fields)[:5])
+    return {"rules": rules[:4], "more": len(rules) > 4}

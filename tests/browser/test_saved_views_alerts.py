@@ -81,7 +81,7 @@ def test_an_alert_rule_made_on_the_alerts_page_fires_into_the_header(page, works
     page.get_by_role("button", name=f"Check now: Spend {XSS}").click()
     expect(page.locator(f"#rule-{rule.pk} [data-state]")).to_have_text("firing")
     expect(page.locator("[data-secret]")).to_have_count(0)  # shown once
-    banner = page.locator("header [data-alert-banner]")
+    banner = page.locator("[data-alert-banner]")
     expect(banner).to_contain_text("1 alert firing")
     expect(banner).to_contain_text(f"Spend {XSS}")
     expect(page.locator("#alert-events tbody tr").first).to_contain_text("fired")
@@ -89,13 +89,13 @@ def test_an_alert_rule_made_on_the_alerts_page_fires_into_the_header(page, works
         "delivered, 1 attempt, HTTP 200")
     assert len(receiver.received) == 1
     page.get_by_role("navigation", name="Workspace pages").get_by_role("link", name="Sessions").click()
-    expect(page.locator("header [data-alert-banner]")).to_contain_text(
+    expect(page.locator("[data-alert-banner]")).to_contain_text(
         "Cost (USD) at or above 2 over 15 minutes")
     for width, height in ((1280, 800), (390, 844)):
         page.set_viewport_size({"width": width, "height": height})
         for url in ("/alerts/", "/"):
             page.goto(url)
-            expect(page.locator("header [data-alert-banner]")).to_be_visible()
+            expect(page.locator("[data-alert-banner]")).to_be_visible()
             screenshot(page, f"alerts-{width}-{'alerts' if 'alerts' in url else 'sessions'}")
             assert axe_violations(page) == []
             assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
