@@ -14,6 +14,9 @@ from contextstore import webhooks
 from contextstore.models import AlertRule, SavedView, Workspace
 from contextstore.selectors.monitoring import saved_views_visible
 
+FIELDS = ("name", "metric", "comparison", "threshold", "window_minutes", "agent", "model", "saved_view",
+          "webhook_url", "enabled")
+
 
 class AlertRuleInSerializer(serializers.Serializer):
     """An alert rule's input, the API's and the dashboard form's (views/monitoring.py)."""

@@ -6,6 +6,7 @@ value it no longer accepts, is left out and named in a notice, so an old view op
 (without that filter) instead of failing."""
 
 from dataclasses import dataclass
+from typing import Any, cast
 from urllib.parse import parse_qsl, urlencode
 
 from django.http import QueryDict
@@ -52,7 +53,7 @@ def check(page: str, query: str) -> tuple[str, list[str]]:
     if page == "sessions":
         form = SessionFilterForm(QueryDict(urlencode(kept)))
         if not form.is_valid():
-            bad |= {k for k in form.errors if k in spec.params}
+            bad |= {k for k in cast(Any, form).errors if k in spec.params}  # a field is named `errors`
             problems += form.problems()
         if any(k == "sort" and v.lstrip("-") not in SESSION_SORTS for k, v in kept):
             bad.add("sort")

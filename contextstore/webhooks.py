@@ -56,7 +56,7 @@ def url_problem(url: str, *, allow_private: bool, resolve: bool = True) -> str |
                                        type=socket.SOCK_STREAM)
         except OSError:
             return f"The webhook's host {host} does not resolve."
-        addresses = [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
+        addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
     for address in addresses:
         if not address.is_global or address.is_multicast:
             return f"The webhook's host {host} is a private, local or reserved address ({address})."

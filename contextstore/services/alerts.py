@@ -109,7 +109,7 @@ def rule_value(*, rule: AlertRule, now: datetime) -> float | None:
         cell = window_figures(workspace=rule.workspace, since=since, until=now, **scope)
         value = {AlertRule.Metric.COST: float(cell.cost), AlertRule.Metric.ERRORS: float(cell.errors),
                  AlertRule.Metric.HIT_RATE: cell.hit_rate,
-                 AlertRule.Metric.LATENCY_P95: cell.p95}[rule.metric]
+                 AlertRule.Metric.LATENCY_P95: cell.p95}[AlertRule.Metric(rule.metric)]
     return None if value is None or math.isnan(value) else float(value)
 
 
