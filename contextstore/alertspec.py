@@ -7,13 +7,16 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.core.validators import RegexValidator
 from rest_framework import serializers
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound
 
 from contextstore import webhooks
 from contextstore.models import AlertRule, SavedView, Workspace
 from contextstore.selectors.monitoring import saved_views_visible
 
+# The URL's shape, stated in the schema too; webhooks.url_problem then checks its addresses.
+WEBHOOK_URL = r"^https?://[A-Za-z0-9.\-]+(:[0-9]{1,4})?(/[^\s\x00]*)?$"
 FIELDS = ("name", "metric", "comparison", "threshold", "window_minutes", "agent", "model", "saved_view",
           "webhook_url", "enabled")
 
@@ -24,14 +27,16 @@ class AlertRuleInSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     metric = serializers.ChoiceField(choices=AlertRule.Metric.choices)
     comparison = serializers.ChoiceField(choices=AlertRule.Comparison.choices, default="gt")
-    threshold = serializers.FloatField()
+    threshold = serializers.FloatField(min_value=-1e15, max_value=1e15)
     window_minutes = serializers.ChoiceField(choices=AlertRule.WINDOWS, default=60)
     agent = serializers.CharField(max_length=200, allow_blank=True, default="")
     model = serializers.CharField(max_length=200, allow_blank=True, default="")
-    saved_view = serializers.IntegerField(required=False, allow_null=True, default=None,
+    saved_view = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=1,
+                                          max_value=2**63 - 1,
                                           help_text="A saved view of the session list: the rule counts "
                                                     "its sessions.")
     webhook_url = serializers.CharField(max_length=2000, allow_blank=True, default="",
+                                        validators=[RegexValidator(WEBHOOK_URL, "Not an http(s) URL.")],
                                         help_text="http(s) only; public addresses only unless the "
                                                   "deployment allows private ones.")
     enabled = serializers.BooleanField(default=True)
@@ -63,7 +68,7 @@ def rule_scope(workspace: Workspace, user: User | None, data: dict[str, Any]) ->
         view = (saved_views_visible(workspace=workspace, user=user, page=SavedView.Page.SESSIONS)
                 .filter(pk=data["saved_view"]).first())
         if view is None:
-            raise ValidationError({"saved_view": ["No such saved view of the session list."]})
+            raise NotFound("No such saved view of the session list.")
         data["saved_view"] = view
     return data
 

@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -68,8 +68,8 @@ class SavedViewViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
     def create(self, request: Request) -> Response:
         person = _person(request)
         if person is None:
-            raise ValidationError({"non_field_errors": [
-                "This token belongs to no person: saved views need an owner."]})
+            raise PermissionDenied("This token belongs to no person: saved views need an owner (a token "
+                                   "made in admin belongs to the person who made it).")
         data = parse(SavedViewInSerializer, body(request))
         view = saved_views.saved_view_create(workspace=token_of(request).workspace, owner=person,
                                              actor=actor_of(request), **data)
@@ -163,11 +163,14 @@ class AlertEventViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
 
     def get_queryset(self) -> QuerySet[AlertEvent]:
         events = alert_events(workspace=token_of(self.request).workspace)
-        rule = self.request.query_params.get("rule", "")
+        rule = self.request.query_params.get("rule", "").strip()
         if rule:
-            if not rule.isdigit() or len(rule) > 18:
-                raise ValidationError({"rule": ["A rule's id."]})
-            events = events.filter(rule_id=int(rule))
+            try:
+                rule_id = int(rule)
+            except ValueError:
+                raise ValidationError({"rule": ["A rule's id."]}) from None
+            # an id no rule can have (not positive, past a bigint) has no events
+            events = events.filter(rule_id=rule_id) if 0 < rule_id < 2**63 else events.none()
         return events
 
 

@@ -3,7 +3,6 @@ alerts page (rules, their state and history; made, switched, checked and deleted
 Writes in services/saved_views.py and services/alerts.py; the saved query's door is
 contextstore.viewspec, a rule's is the API's input serializer (one input definition)."""
 
-from typing import cast
 from urllib.parse import urlencode, urlsplit
 
 from django.contrib.auth.decorators import login_required
@@ -12,7 +11,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound
 
 from contextstore import viewspec
 from contextstore.alertspec import FIELDS, AlertRuleInSerializer, rule_scope
@@ -169,8 +168,8 @@ def alert_rule_create(request: DashboardRequest) -> HttpResponse:
         return error_response(request, _problems(form.errors), 400)
     try:
         data = rule_scope(workspace, request.user, dict(form.validated_data))
-    except ValidationError as exc:  # a saved view this person does not see
-        return error_response(request, _problems(cast(dict, exc.detail)), 400)
+    except NotFound as exc:  # a saved view this person does not see
+        return error_response(request, str(exc.detail), 404)
     rule, secret = alerts.alert_rule_create(workspace=workspace, actor=actor_for(request),
                                             created_by=request.user, **data)
     request.session[SECRET_KEY] = {"rule": rule.pk, "name": rule.name, "secret": secret,

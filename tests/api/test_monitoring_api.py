@@ -70,7 +70,7 @@ def test_a_token_of_no_person_sees_shared_views_and_cannot_save(api_client, work
     assert [v["name"] for v in api_client.get("/api/v1/saved-views/").json()["results"]] == ["shared"]
     assert (
         api_client.post("/api/v1/saved-views/", {"page": "trends", "name": "x"}, format="json").status_code
-        == 400
+        == 403
     )
     shared = SavedView.objects.get(name="shared")
     assert (
@@ -114,7 +114,9 @@ def test_an_alert_rule_shows_its_secret_once(api_client, settings):
         {"webhook_url": "ftp://x.example.com/"},
         {"webhook_url": "http://127.0.0.1:9/"},
         {"webhook_url": "http://169.254.169.254/"},
-        {"saved_view": 999999},
+        {"webhook_url": "https://hooks.example.com:99999/"},
+        {"threshold": 1e16},
+        {"saved_view": 0},
     ],
 )
 def test_bad_alert_rule_input_is_a_400_that_makes_nothing(api_client, bad, settings):
@@ -123,6 +125,15 @@ def test_bad_alert_rule_input_is_a_400_that_makes_nothing(api_client, bad, setti
     response = api_client.post("/api/v1/alert-rules/", data, format="json")
     assert response.status_code == 400, response.content
     assert AlertRule.objects.count() == 0
+
+
+def test_a_rule_scoped_to_a_view_that_does_not_exist_is_a_404(api_client):
+    response = api_client.post(
+        "/api/v1/alert-rules/",
+        {"name": "r", "metric": "cost", "threshold": 1, "saved_view": 999999},
+        format="json",
+    )
+    assert response.status_code == 404 and AlertRule.objects.count() == 0
 
 
 def test_a_rule_is_changed_and_deleted_and_its_events_listed(api_client, workspace, actor):
@@ -138,6 +149,8 @@ def test_a_rule_is_changed_and_deleted_and_its_events_listed(api_client, workspa
         ("firing", 2.0, "none", "r")
     ]
     assert api_client.get("/api/v1/alert-events/?rule=abc").status_code == 400
+    assert api_client.get("/api/v1/alert-events/?rule=-3").json()["results"] == []
+    assert api_client.get(f"/api/v1/alert-events/?rule={2**70}").json()["results"] == []
     assert api_client.delete(f"/api/v1/alert-rules/{rule['id']}/").status_code == 204
     assert AlertEvent.objects.count() == 0
 
@@ -184,7 +197,7 @@ def test_another_workspace_sees_404s(person_client, other_client, workspace, act
         {"name": "r", "metric": "cost", "threshold": 0, "saved_view": view["id"]},
         format="json",
     )
-    assert other.status_code == 400
+    assert other.status_code == 404
 
 
 def test_the_schema_lists_the_endpoints(api_client):
