@@ -76,8 +76,9 @@ class AlertRule(models.Model):
     window_minutes = models.PositiveIntegerField(choices=WINDOWS, default=60)
     agent = models.CharField(max_length=200, blank=True, default="")  # "" any agent
     model = models.CharField(max_length=200, blank=True, default="")  # "" any model
-    # The sessions of a saved view of the session list; a view in use cannot be deleted.
-    saved_view = models.ForeignKey(SavedView, null=True, blank=True, on_delete=models.PROTECT,
+    # The sessions of a saved view of the session list; a view in use cannot be deleted (nor its
+    # owner), but goes with its workspace.
+    saved_view = models.ForeignKey(SavedView, null=True, blank=True, on_delete=models.RESTRICT,
                                    related_name="alert_rules")
     webhook_url = models.CharField(max_length=2000, blank=True, default="")
     # The HMAC key the webhook's signature is made with: shown once when the rule is made.

@@ -4,7 +4,7 @@ per person and page, one default per person and page, only the owner changes a v
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
-from django.db.models import ProtectedError
+from django.db.models import RestrictedError
 
 from contextstore.errors import Conflict, NotFound
 from contextstore.models import SavedView, Workspace
@@ -62,5 +62,5 @@ def saved_view_delete(*, view: SavedView, user: User | None, actor: Actor) -> No
               name=view.name)
         try:
             view.delete()
-        except ProtectedError:
+        except RestrictedError:
             raise Conflict("An alert rule is scoped to this view: change or delete the rule first.") from None

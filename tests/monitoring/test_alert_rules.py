@@ -7,7 +7,8 @@ from datetime import timedelta
 import pytest
 from django.contrib.auth import get_user_model
 
-from contextstore.models import AlertEvent, AlertRule, CallCacheVerdict, Event
+from contextstore.errors import Conflict
+from contextstore.models import AlertEvent, AlertRule, CallCacheVerdict, Event, SavedView
 from contextstore.services.alerts import (
     alert_rule_create,
     alert_rule_evaluate,
@@ -15,7 +16,8 @@ from contextstore.services.alerts import (
     alerts_evaluate,
 )
 from contextstore.services.events import event_append
-from contextstore.services.saved_views import saved_view_create
+from contextstore.services.saved_views import saved_view_create, saved_view_delete
+from contextstore.services.workspaces import workspace_delete
 from tests.monitoring.conftest import NOW, call, make_thread
 
 pytestmark = pytest.mark.django_db
@@ -204,3 +206,18 @@ def test_beat_checks_the_rules_due_oldest_first_and_skips_disabled_ones(workspac
     assert alerts_evaluate(now=NOW + timedelta(seconds=30)) == {"checked": 0, "changed": 0}  # not due
     assert alerts_evaluate(now=NOW + timedelta(seconds=60)) == {"checked": 1, "changed": 0}
     assert AlertEvent.objects.filter(rule=on).count() == 1
+
+
+def test_a_view_in_use_stays_until_its_rule_goes_but_the_workspace_takes_both(workspace, actor):
+    owner = get_user_model().objects.create_user("owner")
+    view = saved_view_create(
+        workspace=workspace, owner=owner, page="sessions", name="v", query="", actor=actor
+    )
+    r = rule(workspace, actor, saved_view=view)
+    with pytest.raises(Conflict):
+        saved_view_delete(view=view, user=owner, actor=actor)
+    assert SavedView.objects.filter(pk=view.pk).exists()
+    alert_rule_evaluate(rule=r, now=NOW)
+    workspace_delete(workspace=workspace, actor=actor)
+    assert not SavedView.objects.exists() and not AlertRule.objects.exists()
+    assert not AlertEvent.objects.exists()
