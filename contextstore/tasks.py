@@ -108,8 +108,8 @@ def compare_cache_pending() -> dict[str, int]:
 @shared_task(expires=120)
 def evaluate_alerts() -> dict[str, int]:
     """Run by beat: checks the alert rules due (services/alerts.py); a changed state records an
-    event and queues its delivery."""
-    return alerts.alerts_evaluate()
+    event and queues its delivery; a delivery whose message was lost is queued again."""
+    return {**alerts.alerts_evaluate(), "resent": alerts.alert_deliveries_recover()}
 
 
 @shared_task(bind=True, max_retries=None)

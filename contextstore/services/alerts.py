@@ -169,6 +169,22 @@ def alerts_evaluate(*, now: datetime | None = None, batch: int = BATCH) -> dict[
 # ------------------------------------------------------------------ delivery
 
 
+LOST_AFTER = timedelta(minutes=5)  # a delivery never tried by then: its message was not sent
+
+
+def alert_deliveries_recover(*, now: datetime | None = None) -> int:
+    """Queues again the deliveries no worker ever tried LOST_AFTER after they were recorded (a
+    broker that was down when the check committed, a process that died before it published);
+    one being retried has attempts and is left to its task. Run with beat's check."""
+    now = now or timezone.now()
+    lost = list(AlertEvent.objects.filter(delivery=AlertEvent.Delivery.PENDING, attempts=0,
+                                          created_at__lt=now - LOST_AFTER)
+                .order_by("pk").values_list("pk", flat=True)[:BATCH])
+    for pk in lost:
+        send_delivery(pk)
+    return len(lost)
+
+
 def send_delivery(event_id: int) -> None:
     try:
         current_app.tasks[DELIVER_TASK].delay(int(event_id))
