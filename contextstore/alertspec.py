@@ -16,7 +16,8 @@ from contextstore.models import AlertRule, SavedView, Workspace
 from contextstore.selectors.monitoring import saved_views_visible
 
 # The URL's shape, stated in the schema too; webhooks.url_problem then checks its addresses.
-WEBHOOK_URL = r"^https?://[A-Za-z0-9.\-]+(:[0-9]{1,4})?(/[^\s\x00]*)?$"
+PORT = r"([0-9]{1,4}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])"
+WEBHOOK_URL = rf"^https?://[A-Za-z0-9.\-]+(:{PORT})?(/[^\s\x00]*)?$"
 FIELDS = ("name", "metric", "comparison", "threshold", "window_minutes", "agent", "model", "saved_view",
           "webhook_url", "enabled")
 

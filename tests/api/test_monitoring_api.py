@@ -214,3 +214,13 @@ def test_the_schema_lists_the_endpoints(api_client):
     created = schema["paths"]["/api/v1/alert-rules/"]["post"]["responses"]["201"]
     ref = created["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
     assert "secret" in schema["components"]["schemas"][ref]["properties"]
+
+
+def test_a_local_receiver_on_any_port_is_accepted_where_private_addresses_are_allowed(api_client, settings):
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+    made = api_client.post(
+        "/api/v1/alert-rules/",
+        {"name": "r", "metric": "cost", "threshold": 1, "webhook_url": "http://127.0.0.1:45678/hook"},
+        format="json",
+    )
+    assert made.status_code == 201 and made.json()["webhook_host"] == "127.0.0.1"

@@ -72,6 +72,7 @@ def test_an_alert_rule_made_on_the_alerts_page_fires_into_the_header(page, works
     form.get_by_label("Over the last").select_option("15")
     form.get_by_label("Webhook URL (optional)").fill(receiver.url)
     form.get_by_role("button", name="Create rule").click()
+    expect(page.locator("[data-new-secret]")).to_be_visible()
     rule = AlertRule.objects.get()
     expect(page.locator("[data-secret]")).to_have_text(rule.secret)
     expect(page.locator(f"#rule-{rule.pk} [data-state]")).to_have_text("ok")
