@@ -106,7 +106,9 @@ def rule_value(*, rule: AlertRule, now: datetime) -> float | None:
         value: float | None = float(cache_breaks_in_window(workspace=rule.workspace, since=since, until=now,
                                                            **scope))
     else:
-        cell = window_figures(workspace=rule.workspace, since=since, until=now, **scope)
+        errors = rule.metric == AlertRule.Metric.ERRORS  # one read or the other
+        cell = window_figures(workspace=rule.workspace, since=since, until=now, calls=not errors,
+                              errors=errors, **scope)
         value = {AlertRule.Metric.COST: float(cell.cost), AlertRule.Metric.ERRORS: float(cell.errors),
                  AlertRule.Metric.HIT_RATE: cell.hit_rate,
                  AlertRule.Metric.LATENCY_P95: cell.p95}[AlertRule.Metric(rule.metric)]
