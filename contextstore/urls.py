@@ -41,6 +41,7 @@ urlpatterns = [
     path("views/saved/<int:pk>/delete/", monitoring.saved_view_delete, name="saved-view-delete"),
     path("alerts/", monitoring.alerts_page, name="alerts"),
     path("alerts/rules/", monitoring.alert_rule_create, name="alert-rule-create"),
+    path("alerts/rules/<int:pk>/update/", monitoring.alert_rule_update, name="alert-rule-update"),
     path("alerts/rules/<int:pk>/toggle/", monitoring.alert_rule_toggle, name="alert-rule-toggle"),
     path("alerts/rules/<int:pk>/check/", monitoring.alert_rule_check, name="alert-rule-check"),
     path("alerts/rules/<int:pk>/delete/", monitoring.alert_rule_delete, name="alert-rule-delete"),

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 from rest_framework.exceptions import NotFound
 
 from contextstore import viewspec
-from contextstore.alertspec import FIELDS, AlertRuleInSerializer, rule_scope
+from contextstore.alertspec import FIELDS, AlertRuleInSerializer, AlertRulePatchSerializer, rule_scope
 from contextstore.errors import DomainError
 from contextstore.models import AlertRule, SavedView, Workspace
 from contextstore.selectors.monitoring import alert_events, saved_view_default, saved_views_visible
@@ -174,6 +174,22 @@ def alert_rule_create(request: DashboardRequest) -> HttpResponse:
                                             created_by=request.user, **data)
     request.session[SECRET_KEY] = {"rule": rule.pk, "name": rule.name, "secret": secret,
                                    "webhook": bool(rule.webhook_url)}
+    return redirect(reverse("contextstore:alerts") + f"#rule-{rule.pk}")
+
+
+@login_required
+@require_POST
+def alert_rule_update(request: DashboardRequest, pk: int) -> HttpResponse:
+    """Changes the fields given (the rule's edit form: name, condition, window)."""
+    rule = _rule(request, pk)
+    form = AlertRulePatchSerializer(data={k: request.POST.get(k, "") for k in FIELDS if request.POST.get(k)})
+    if not form.is_valid():
+        return error_response(request, _problems(form.errors), 400)
+    try:
+        data = rule_scope(rule.workspace, request.user, dict(form.validated_data))
+    except NotFound as exc:
+        return error_response(request, str(exc.detail), 404)
+    alerts.alert_rule_update(rule=rule, actor=actor_for(request), **data)
     return redirect(reverse("contextstore:alerts") + f"#rule-{rule.pk}")
 
 

@@ -210,3 +210,20 @@ def test_a_view_a_rule_is_scoped_to_cannot_be_deleted(editor_client, editor, wor
     response = editor_client.post(f"/views/saved/{view.pk}/delete/")
     assert response.status_code == 409 and "alert rule" in response.content.decode()
     assert SavedView.objects.filter(pk=view.pk).exists()
+
+
+def test_an_editor_changes_a_rules_condition_and_it_starts_again_from_ok(editor_client, workspace):
+    rule = AlertRule.objects.create(
+        workspace=workspace, name="r", metric="cost", threshold=1, secret="s" * 64, state="firing"
+    )
+    response = editor_client.post(
+        f"/alerts/rules/{rule.pk}/update/",
+        {"name": "Spend", "comparison": "gte", "threshold": "2.5", "window_minutes": "15"},
+    )
+    assert response.status_code == 302
+    rule.refresh_from_db()
+    assert (rule.name, rule.comparison, rule.threshold, rule.window_minutes, rule.state) == (
+        "Spend", "gte", 2.5, 15, "ok"
+    )
+    bad = editor_client.post(f"/alerts/rules/{rule.pk}/update/", {"threshold": "lots"})
+    assert bad.status_code == 400 and AlertRule.objects.get().threshold == 2.5
