@@ -12,6 +12,8 @@ from contextstore.blockspec import check_block
 from contextstore.errors import DomainError, InvalidInput
 from contextstore.expressions import evaluate_expr
 from contextstore.models import (
+    AlertEvent,
+    AlertRule,
     AnnotationItem,
     AnnotationQueue,
     ApiToken,
@@ -27,6 +29,7 @@ from contextstore.models import (
     ProviderState,
     ReadAudit,
     Run,
+    SavedView,
     ScopedState,
     ScoreConfig,
     Session,
@@ -37,6 +40,7 @@ from contextstore.models import (
 )
 from contextstore.redaction import setting_problems
 from contextstore.services import (
+    alerts,
     blocks,
     clientai,
     collapses,
@@ -573,3 +577,44 @@ class ReadAuditAdmin(ReadOnlyAdmin):
     date_hierarchy = "hour"
     list_select_related = ("workspace",)
     show_full_result_count = False
+
+
+@admin.register(SavedView)
+class SavedViewAdmin(ReadOnlyAdmin):
+    list_display = ("name", "page", "owner", "workspace", "shared", "is_default", "updated_at")
+    list_filter = ("page", "shared", "workspace")
+    search_fields = ("name", "owner__username")
+    list_select_related = ("workspace", "owner")
+
+
+@admin.register(AlertRule)
+class AlertRuleAdmin(ReadOnlyAdmin):
+    """Rules as their workspace made them (the dashboard's alerts page, the API); the webhook
+    secret is never shown (it was shown once, when the rule was made)."""
+
+    exclude = ("secret",)
+    list_display = ("name", "workspace", "metric", "comparison", "threshold", "window_minutes", "enabled",
+                    "state", "last_value", "last_evaluated_at")
+    list_filter = ("state", "enabled", "metric", "workspace")
+    search_fields = ("name",)
+    list_select_related = ("workspace",)
+    actions = ["disable", "enable"]
+
+    @admin.action(description="Disable selected rules", permissions=["mutate"])
+    def disable(self, request, queryset):
+        run_each(self, request, queryset.select_related("workspace"), "Disabled",
+                 lambda r: alerts.alert_rule_update(rule=r, actor=actor_of(request), enabled=False))
+
+    @admin.action(description="Enable selected rules", permissions=["mutate"])
+    def enable(self, request, queryset):
+        run_each(self, request, queryset.select_related("workspace"), "Enabled",
+                 lambda r: alerts.alert_rule_update(rule=r, actor=actor_of(request), enabled=True))
+
+
+@admin.register(AlertEvent)
+class AlertEventAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "rule", "kind", "value", "delivery", "attempts", "response_status",
+                    "workspace")
+    list_filter = ("kind", "delivery", "workspace")
+    date_hierarchy = "created_at"
+    list_select_related = ("rule", "workspace")

@@ -4,6 +4,7 @@ Forms only parse; every change is made by a service.
 """
 
 from datetime import date, datetime, time, timedelta
+from typing import Any
 
 from django import forms
 from django.utils import timezone
@@ -88,6 +89,21 @@ class SessionFilterForm(forms.Form):
         if data.get("active_to") and data["active_to"] < date.max:
             end = timezone.make_aware(datetime.combine(data["active_to"] + timedelta(days=1), time.min))
         return start, end
+
+    def filters(self) -> dict[str, Any]:
+        """selectors.sessions.workspace_sessions's filters (q aside) from the cleaned data (the
+        session list's, and an alert rule scoped to a saved view of it)."""
+        data = self.cleaned_data if self.is_bound else {}
+        archived = {"": False, "yes": True, "all": None}.get(data.get("archived") or "", False)
+        return {
+            "agent": data.get("agent") or None, "user_id": data.get("user") or None,
+            "archived": archived, "model": data.get("model") or None,
+            "errors": bool(data.get("errors")),
+            "cost": (data.get("cost_min"), data.get("cost_max")),
+            "tokens": (data.get("tokens_min"), data.get("tokens_max")),
+            "active": self.active_range() if data else (None, None),
+            "score": data.get("score"),
+        }
 
     def problems(self) -> list[str]:
         """The errors as sentences naming the field, for the message above the list."""

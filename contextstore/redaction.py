@@ -593,6 +593,19 @@ EXEMPT_COLUMNS: dict[str, str] = {
     "AnnotationItem.status": _CHOICE,
     "DatasetItem.user_id": _ID,
     "WorkerHeartbeat.hostname": "a Celery worker's node name (celery@host), written by the worker itself",
+    "SavedView.page": _CHOICE,
+    "AlertRule.metric": _CHOICE,
+    "AlertRule.comparison": _CHOICE,
+    "AlertRule.state": _CHOICE,
+    "AlertRule.agent": "an agent's name as sessions hold it (Session.agent), compared as an id",
+    "AlertRule.model": _MODEL,
+    "AlertRule.webhook_url": "the address alerts are posted to, read back as written (a marker "
+                             "would send them elsewhere); shown to people as its host only",
+    "AlertRule.secret": "the key the webhook's HMAC signature is made with: random, made by the "
+                        "server, read back to sign (a marker would sign with another key); "
+                        "never shown after the rule is made",
+    "AlertEvent.kind": _CHOICE,
+    "AlertEvent.delivery": _CHOICE,
 }
 # Django's own tables: no service of contextstore writes agent or people's text into them.
 EXEMPT_APPS: dict[str, str] = {

@@ -83,6 +83,9 @@ PLAN: dict[str, str] = {
     "contextstore.StoreItem": DISTRIBUTED,
     "contextstore.StoreItemVersion": DISTRIBUTED,
     "contextstore.StoreVector": DISTRIBUTED,
+    "contextstore.SavedView": DISTRIBUTED,
+    "contextstore.AlertRule": DISTRIBUTED,
+    "contextstore.AlertEvent": DISTRIBUTED,
     "contextstore.WorkerHeartbeat": LOCAL,  # one row per worker, read by /readyz alone
 }
 
@@ -131,6 +134,9 @@ WORKSPACE: dict[str, str] = {
     "contextstore.StoreItem": "has",
     "contextstore.StoreItemVersion": "add via item",
     "contextstore.StoreVector": "add via item",
+    "contextstore.SavedView": "has",
+    "contextstore.AlertRule": "has",
+    "contextstore.AlertEvent": "has",
 }
 
 # Unique keys of distributed tables that do not include workspace today, by (model, fields),

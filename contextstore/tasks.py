@@ -13,6 +13,7 @@ from django.db import InterfaceError, OperationalError
 
 from contextstore.embeddings import EmbedderUnavailable
 from contextstore.services import (
+    alerts,
     cache_verdicts,
     commits,
     operations,
@@ -102,3 +103,20 @@ def compare_cache_pending() -> dict[str, int]:
     """Run by beat: compares, in a bounded batch, model calls whose prompt-cache verdict is not
     stored yet (services/cache_verdicts.py); the next run goes on."""
     return cache_verdicts.cache_verdicts_compute()
+
+
+@shared_task(expires=120)
+def evaluate_alerts() -> dict[str, int]:
+    """Run by beat: checks the alert rules due (services/alerts.py); a changed state records an
+    event and queues its delivery; a delivery whose message was lost is queued again."""
+    return {**alerts.alerts_evaluate(), "resent": alerts.alert_deliveries_recover()}
+
+
+@shared_task(bind=True, max_retries=None)
+def deliver_alert(self: Any, event_id: int) -> None:
+    """Posts an alert event to its rule's webhook; a failed attempt is tried again
+    ALERT_WEBHOOK_RETRIES times, ALERT_WEBHOOK_BACKOFF * 2**n seconds apart, then the event is
+    marked failed. Every attempt is recorded on the event."""
+    last = self.request.retries >= settings.ALERT_WEBHOOK_RETRIES
+    if not alerts.alert_event_deliver(event_id=event_id, last=last):
+        raise self.retry(countdown=settings.ALERT_WEBHOOK_BACKOFF * 2 ** self.request.retries)

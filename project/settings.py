@@ -437,7 +437,18 @@ CELERY_BEAT_SCHEDULE = {
     # Prompt-cache verdicts of new model calls (services/cache_verdicts.py), a batch a run.
     "compare-cache": {"task": "contextstore.tasks.compare_cache_pending",
                       "schedule": env_int("CACHE_COMPARE_EVERY", 30)},
+    # Alert rules (services/alerts.py): each enabled rule checked about this often, in seconds.
+    "evaluate-alerts": {"task": "contextstore.tasks.evaluate_alerts",
+                        "schedule": env_int("ALERTS_EVALUATE_EVERY", 60)},
 }
+ALERTS_EVALUATE_EVERY = env_int("ALERTS_EVALUATE_EVERY", 60)
+# Alert webhooks (contextstore/webhooks.py): seconds an attempt may take; attempts after the
+# first, spaced ALERT_WEBHOOK_BACKOFF * 2**n seconds; whether private and local addresses may
+# be posted to (off: only public ones, against server-side request forgery).
+ALERT_WEBHOOK_TIMEOUT = float(env_str("ALERT_WEBHOOK_TIMEOUT", "5"))
+ALERT_WEBHOOK_RETRIES = env_int("ALERT_WEBHOOK_RETRIES", 5)
+ALERT_WEBHOOK_BACKOFF = env_int("ALERT_WEBHOOK_BACKOFF", 10)
+ALERT_WEBHOOK_ALLOW_PRIVATE = env_bool("ALERT_WEBHOOK_ALLOW_PRIVATE", False)
 # The workers' heartbeat: each worker writes one every WORKER_HEARTBEAT_EVERY seconds from its main
 # loop (project/celery.py); /readyz answers 503 naming the worker when the newest is older than
 # WORKER_HEARTBEAT_MAX_AGE seconds. 0 (the default) checks nothing, for a process beside which no

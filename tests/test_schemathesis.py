@@ -242,10 +242,11 @@ def test_the_api_honours_its_schema(case, db, admin_token, session, thread, clie
 
 
 @pytest.fixture
-def admin_token(workspace, actor):
+def admin_token(workspace, actor, user):
     """Admin scope: write, and the workspace's own settings (its retention policy) and legal
-    holds, so every operation's valid requests are accepted."""
-    return api_token_create(workspace=workspace, name="tests", scope="admin", actor=actor)
+    holds, so every operation's valid requests are accepted; made by a person, as admin makes
+    tokens (a saved view needs one)."""
+    return api_token_create(workspace=workspace, name="tests", scope="admin", actor=actor, created_by=user)
 
 
 def test_every_operation_runs_the_acceptance_and_conformance_checks():

@@ -23,6 +23,7 @@ from contextstore.api.agent_sessions import AgentSessionViewSet
 from contextstore.api.annotation import AnnotationItemViewSet, AnnotationQueueViewSet, ScoreConfigViewSet
 from contextstore.api.datasets import DatasetViewSet, dataset_items
 from contextstore.api.exceptions import api_not_found
+from contextstore.api.monitoring import AlertEventViewSet, AlertRuleViewSet, SavedViewViewSet
 
 router = SimpleRouter()
 router.register("sessions", views.SessionViewSet, basename="session")
@@ -57,6 +58,9 @@ router.register("score-configs", ScoreConfigViewSet, basename="score-config")
 router.register("annotation-queues", AnnotationQueueViewSet, basename="annotation-queue")
 router.register(r"annotation-queues/(?P<queue_pk>[0-9]+)/items", AnnotationItemViewSet,
                 basename="annotation-item")
+router.register("saved-views", SavedViewViewSet, basename="saved-view")
+router.register("alert-rules", AlertRuleViewSet, basename="alert-rule")
+router.register("alert-events", AlertEventViewSet, basename="alert-event")
 
 app_name = "api"
 urlpatterns = [

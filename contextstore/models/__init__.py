@@ -4,6 +4,7 @@ from contextstore.models.annotation import AnnotationItem, AnnotationQueue, Scor
 from contextstore.models.audit import AuditLog, ReadAudit
 from contextstore.models.events import CallCacheVerdict, CallFigure, Event, EventSearch, EventSearchPending
 from contextstore.models.jobs import Job, WorkerHeartbeat
+from contextstore.models.monitoring import AlertEvent, AlertRule, SavedView
 from contextstore.models.otel import OtelLog, OtelPending, OtelSpan, OtelTrace
 from contextstore.models.renders import CallReplay, RenderRecord, StoredText
 from contextstore.models.reviews import Comment, Dataset, DatasetItem, Score, ShareLink
@@ -33,6 +34,9 @@ __all__ = [
     "AnnotationItem",
     "AnnotationQueue",
     "ScoreConfig",
+    "AlertEvent",
+    "AlertRule",
+    "SavedView",
     "CallCacheVerdict",
     "ApiToken",
     "AuditLog",

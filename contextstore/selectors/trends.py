@@ -447,3 +447,35 @@ def explain_trends(*, workspace: Workspace, days: int = 30, group: str = "model"
     sql, params = _calls_sql(calls, f"SELECT day, {group}, COUNT(*), SUM(cost) FROM c GROUP BY day, {group}")
     with without_jit():
         return [row[0] for row in _query(f"EXPLAIN (ANALYZE, FORMAT TEXT) {sql}", params)]
+
+
+def window_figures(*, workspace: Workspace, since: datetime, until: datetime, agent: str = "",
+                   model: str = "", sessions: QuerySet[Session] | None = None, calls: bool = True,
+                   errors: bool = True) -> Cell:
+    """The workspace's calls in [since, until) summed as one Cell (alert rules,
+    services/alerts.py): the same two reads as workspace_trends (the calls' CallFigure rows,
+    errors counted per model as its "model" grouping counts them), over a window instead of
+    days, optionally of one agent, one model or some sessions; `calls` or `errors` False leaves
+    that read out (its figures 0)."""
+    events = Event.objects.filter(thread__workspace=workspace, occurred_at__gte=since, occurred_at__lt=until)
+    if agent:
+        events = events.filter(thread__session__agent=agent)
+    if sessions is not None:
+        events = events.filter(thread__session__in=sessions.values("pk"))
+    rows = events.filter(type=CALL_END).annotate(agent=F("thread__session__agent"))
+    if model:
+        rows = rows.filter(figure__model=model)
+    pg = connection.vendor == "postgresql"
+    latencies = ("array_agg(latency) FILTER (WHERE latency IS NOT NULL)" if pg
+                 else "json_group_array(latency) FILTER (WHERE latency IS NOT NULL)")
+    sql, params = _calls_sql(rows, "SELECT COUNT(*), SUM(cost), SUM(input), SUM(output), SUM(cache_read), "
+                                   f"SUM(cache_input), {latencies} FROM c")
+    with without_jit():
+        row: tuple[Any, ...] = _query(sql, params)[0] if calls else (0, None, None, None, None, None, None)
+        counted = _model_errors(events) if errors else {}
+    n, cost, inp, out, read, cached, lat = row
+    values = [float(v) for v in ((json.loads(lat) if isinstance(lat, str) else lat) or ())]
+    return Cell(calls=n, cost=Decimal(str(round(cost or 0, 9))).normalize(), input=round(inp or 0),
+                output=round(out or 0), cache_read=round(read or 0), cache_input=round(cached or 0),
+                errors=sum(count for (_, name), count in counted.items() if not model or name == model),
+                p50=percentile(values, 0.5), p95=percentile(values, 0.95), latencies=values)

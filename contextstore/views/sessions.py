@@ -42,6 +42,7 @@ from contextstore.views.access import (
     get_session,
 )
 from contextstore.views.comments import comments_context, scores_context
+from contextstore.views.monitoring import default_view_redirect
 from contextstore.views.sharing import NEW_LINK
 
 PAGE_SIZE = 50
@@ -51,16 +52,7 @@ def filtered_sessions(workspace: Workspace, form: SessionFilterForm) -> tuple[Qu
     """The sessions the list's filters (a valid or unbound form) keep, and the text search's
     hits: the list's rows, and what "Add these to a queue" adds."""
     data = form.cleaned_data if form.is_bound else {}
-    archived = {"": False, "yes": True, "all": None}.get(data.get("archived") or "", False)
-    filters: dict[str, Any] = {
-        "agent": data.get("agent") or None, "user_id": data.get("user") or None,
-        "archived": archived, "model": data.get("model") or None,
-        "errors": bool(data.get("errors")),
-        "cost": (data.get("cost_min"), data.get("cost_max")),
-        "tokens": (data.get("tokens_min"), data.get("tokens_max")),
-        "active": form.active_range() if data else (None, None),
-        "score": data.get("score"),
-    }
+    filters = form.filters()
     q = data.get("q") or None
     # The search also looks through the events of the sessions the other filters keep.
     hits = sessions_with_text(sessions=workspace_sessions(workspace=workspace, **filters),
@@ -74,6 +66,8 @@ def filtered_sessions(workspace: Workspace, form: SessionFilterForm) -> tuple[Qu
 @vary_on_headers("HX-Request")  # a page and its fragment share a URL
 def session_list(request: DashboardRequest) -> HttpResponse:
     workspace = current_workspace(request)
+    if default := default_view_redirect(request, workspace, "sessions"):
+        return default
     form = SessionFilterForm(request.GET or None)
     sort = request.GET.get("sort") or "-activity"
     if sort.lstrip("-") not in SESSION_SORTS:

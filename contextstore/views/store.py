@@ -33,6 +33,7 @@ from contextstore.views.access import (
     query_int,
     visible_workspaces,
 )
+from contextstore.views.monitoring import default_view_redirect
 
 
 def _labels(request: DashboardRequest) -> list[str]:
@@ -46,6 +47,8 @@ def _ns_query(labels: list[str]) -> str:
 @login_required
 def store_view(request: DashboardRequest) -> HttpResponse:
     workspace = current_workspace(request)
+    if default := default_view_redirect(request, workspace, "store"):
+        return default
     labels = _labels(request)
     show_deleted = request.GET.get("deleted") == "1"
     namespaces = store_namespaces(workspace=workspace, prefix=labels) if workspace else []

@@ -13,6 +13,7 @@ from contextstore.charts import line_chart
 from contextstore.selectors.trends import GROUPS, RANGES, Cell, Trends, workspace_trends
 from contextstore.usage import cost_text
 from contextstore.views.access import DashboardRequest, current_workspace, error_response
+from contextstore.views.monitoring import default_view_redirect
 
 
 def _ms(v: float) -> str:
@@ -52,6 +53,8 @@ def workspace_trends_view(request: DashboardRequest) -> HttpResponse:
     workspace = current_workspace(request)
     if workspace is None:
         raise Http404("No workspace.")
+    if default := default_view_redirect(request, workspace, "trends"):
+        return default
     days, group = request.GET.get("days", "30"), request.GET.get("group", "model")
     if days not in {str(d) for d in RANGES} or group not in GROUPS:
         return error_response(request, "Choose a range of 7, 30 or 90 days and a grouping by model or agent.",

@@ -612,6 +612,13 @@
     });
   }
 
+  // A saved view saves the filters the page shows now: the list's filters change the address
+  // (hx-push-url) after the menu was drawn.
+  document.addEventListener("submit", function (evt) {
+    var form = evt.target.closest("form[data-save-view]");
+    if (form) form.elements.query.value = window.location.search.replace(/^\?/, "");
+  });
+
   document.addEventListener("htmx:afterSettle", function (evt) {
     var box = timelineBox();
     if (!box) return;

@@ -87,7 +87,7 @@ def pages(thread, job, dataset) -> dict[str, str]:
             "replay": f"{t}/calls/7/replay/", "activity": f"{t}/activity/",
             "event-comments": f"{t}/events/5/comments/", "session-comments": f"{s}/comments/",
             "session-scores": f"{s}/scores/", "trends": "/trends/", "datasets": "/datasets/",
-            "dataset": f"/datasets/{dataset.pk}/", "not-found": "/threads/987654321/"}
+            "dataset": f"/datasets/{dataset.pk}/", "alerts": "/alerts/", "not-found": "/threads/987654321/"}
 
 
 SIDE_TABS = ("context", "blocks", "state", "runs", "memory")
