@@ -481,7 +481,8 @@ def call_subject(*, end: Event) -> dict[str, Any]:
             answered = result_call_id(result.parts, result.data)
             if answered in names:
                 errors.append(names[answered])
-    latency = figure.latency if figure is not None and figure.latency is not None else call.latency_ms
+    # a measured 0 (start and end logged in one batch) measured nothing: the reported one then
+    latency = figure.latency if figure is not None and figure.latency else call.latency_ms
     cost = figure.cost if figure is not None and figure.cost is not None else (
         float(call.cost) if call.end is not None and call.cost else None)
     system = [{"role": "system", "content": as_text(s)} for s in sent["system"]]
