@@ -48,7 +48,8 @@ class EvaluatorSerializer(serializers.ModelSerializer):
 
 
 class EvaluatorInSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=100, help_text="The scores' name: at most 100 characters, no ':'.")
+    name = serializers.CharField(max_length=100,
+                                 help_text="The scores' name: at most 100 characters, no ':'.")
     kind = serializers.ChoiceField(choices=Evaluator.Kind.choices)
     target = serializers.ChoiceField(choices=Evaluator.Target.choices, default="call")
     enabled = serializers.BooleanField(default=True)
@@ -58,7 +59,8 @@ class EvaluatorInSerializer(serializers.Serializer):
                                          help_text="Only sessions of this agent (any case).")
     filter_model = serializers.CharField(max_length=200, allow_blank=True, default="",
                                          help_text="Only calls to this model (sessions that used it).")
-    model = serializers.CharField(max_length=200, allow_blank=True, default="", help_text="The judge's model.")
+    model = serializers.CharField(max_length=200, allow_blank=True, default="",
+                                  help_text="The judge's model.")
     prompt = serializers.CharField(max_length=evaluatorspec.MAX_PROMPT, allow_blank=True, default="",
                                    trim_whitespace=False,
                                    help_text="The judge's prompt; {{input}} and {{output}} are filled in.")
@@ -133,7 +135,8 @@ class EvaluatorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
                                                 fields=settings, version=version)
         return Response(EvaluatorSerializer(evaluator).data)
 
-    @extend_schema(responses=EvaluatorVersionSerializer(many=True), summary="An evaluator's versions, newest first")
+    @extend_schema(responses=EvaluatorVersionSerializer(many=True),
+                   summary="An evaluator's versions, newest first")
     @action(detail=True, methods=["get"], pagination_class=None)
     def versions(self, request: Request, pk: str) -> Response:
         evaluator = self.get_object()

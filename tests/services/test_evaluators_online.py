@@ -113,7 +113,8 @@ def test_the_filters_take_only_their_agent_and_model(workspace, thread, actor):
     other = session_ensure(workspace=workspace, key="s-2", agent="Planner", actor=actor)[0]
     call(thread_ensure(session=other, actor=actor)[0], actor)
     run_online()
-    assert sorted(Score.objects.values_list("name", "session__key")) == [("mini", "s-1"), ("other-agent", "s-2")]
+    assert sorted(Score.objects.values_list("name", "session__key")) == [
+        ("mini", "s-1"), ("other-agent", "s-2")]
 
 
 def test_a_disabled_evaluator_scores_nothing_until_enabled_and_then_only_what_came_after(
@@ -136,7 +137,8 @@ def test_an_edit_scores_new_calls_with_the_new_version(workspace, thread, actor)
                      version=evaluator_version(kind="regex", config={"pattern": "thanks"}))
     call(thread, actor)
     run_online()
-    assert [(e.version.number, e.score.value) for e in Evaluation.objects.order_by("pk")] == [(1, 1.0), (2, 0.0)]
+    assert [(e.version.number, e.score.value) for e in Evaluation.objects.order_by("pk")] == [
+        (1, 1.0), (2, 0.0)]
 
 
 @pytest.fixture
@@ -155,7 +157,8 @@ def test_a_judge_scores_a_call_with_its_reply_and_keeps_its_raw_answer(workspace
     run_online()
     [score] = Score.objects.all()
     assert (score.value, score.comment, score.evaluation.raw) == (0.9, "It answers.", judge.reply)
-    assert judge.requests[0]["body"]["messages"][1]["content"] == "Q: user: hi\nA: It is in the drawer.\nHelpful from 0 to 1?"
+    assert judge.requests[0]["body"]["messages"][1]["content"] == \
+        "Q: user: hi\nA: It is in the drawer.\nHelpful from 0 to 1?"
 
 
 def test_a_failing_judge_keeps_an_error_and_no_score(workspace, thread, actor, judge):
@@ -176,7 +179,8 @@ def test_tool_and_figure_checks_read_the_calls_stored_tools_and_figures(workspac
     new(workspace, actor, kind="latency_limit", name="fast", config={"max_ms": 1000})
     event_append(thread=thread, actor=actor, events=[
         {"type": "LLMCallStart", "data": {"model": "gpt-4o"}},
-        {"type": "ToolCall", "parts": [{"type": "tool_use", "id": "t1", "name": "search", "input": {"q": "x"}}]},
+        {"type": "ToolCall", "parts": [{"type": "tool_use", "id": "t1", "name": "search",
+                                        "input": {"q": "x"}}]},
         {"type": "LLMComplete", "data": {"model": "gpt-4o", "cost": 0.9, "latency_ms": 400}},
         {"type": "ToolResult", "data": {"tool_call_id": "t1", "is_error": True}, "content": "quota"},
     ])
