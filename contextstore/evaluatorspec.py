@@ -86,7 +86,8 @@ def evaluator_version(*, kind: Any, model: Any = "", prompt: Any = "",
     if not isinstance(config, dict):
         raise _bad("config", "config must be an object.", "object")
     model = _text(model, "model", limit=200, required=kind == "llm_judge")
-    prompt = _text(prompt, "prompt", limit=MAX_PROMPT, required=kind == "llm_judge")
+    # a browser's form sends CRLF line ends: kept as LF, as the API's prompts are
+    prompt = _text(prompt, "prompt", limit=MAX_PROMPT, required=kind == "llm_judge").replace("\r\n", "\n")
     if kind != "llm_judge":
         model = prompt = ""
     return {"model": model, "prompt": prompt, "config": _CHECKS[kind](config, prompt)}
