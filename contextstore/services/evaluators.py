@@ -24,6 +24,7 @@ import logging
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 import jsonschema
@@ -146,8 +147,11 @@ def evaluate(version: EvaluatorVersion, *, input: Any, output: Any,  # noqa: A00
             document = json.loads(text)
         except ValueError as exc:
             return EvaluationResult(False, "boolean", f"The output is not JSON: {exc}.")
-        error = jsonschema.exceptions.best_match(
-            jsonschema.Draft202012Validator(version.config["schema"]).iter_errors(document))
+        try:
+            error = jsonschema.exceptions.best_match(
+                jsonschema.Draft202012Validator(version.config["schema"]).iter_errors(document))
+        except Exception as exc:  # noqa: BLE001 - a $ref nothing resolves, a pattern it cannot run
+            return _failed("boolean", f"The schema could not be applied: {exc}"[:500])
         if error is None:
             return EvaluationResult(True, "boolean", "The output satisfies the schema.")
         where = "/".join(map(str, error.absolute_path)) or "(the document)"
@@ -424,7 +428,7 @@ def evaluations_schedule(*, batch: int = BATCH, now: datetime | None = None) -> 
                 evaluator=evaluator, status=Evaluation.Status.QUEUED,
                 subject__in=[r.subject for r in rows]).values_list("pk", flat=True))
             for evaluation_id in ids:
-                transaction.on_commit(lambda i=evaluation_id: publish_after_commit(send_evaluation, i))
+                transaction.on_commit(partial(publish_after_commit, send_evaluation, evaluation_id))
             queued += len(ids)
     return {"queued": queued, **evaluations_recover(now=now)}
 
@@ -451,7 +455,7 @@ def evaluations_recover(*, now: datetime | None = None) -> dict[str, int]:
     # started_at marks when it was sent again, so the next pass waits stale_after before another send
     Evaluation.objects.filter(pk__in=ids).update(status=Status.QUEUED, started_at=timezone.now())
     for evaluation_id in ids:
-        transaction.on_commit(lambda i=evaluation_id: publish_after_commit(send_evaluation, i))
+        transaction.on_commit(partial(publish_after_commit, send_evaluation, evaluation_id))
     return {"resent": len(ids), "failed": gave_up}
 
 
