@@ -357,18 +357,21 @@ def _call_model(end: Event) -> str:
     return LLMCall(start=None, end=end).model
 
 
-def _new_calls(evaluator: Evaluator, batch: int, cutoff: datetime) -> tuple[list[Evaluation], int]:
-    """The evaluations of the LLMCompletes after the watermark, and the new watermark. Stops
-    at the first one younger than `cutoff` (its reply may still be arriving, and a transaction
-    that took an id before it may not have committed yet)."""
+def _new_calls(evaluator: Evaluator, batch: int, top: int,
+               cutoff: datetime) -> tuple[list[Evaluation], int]:
+    """The evaluations of this workspace's LLMCompletes after the watermark up to `top` (the
+    newest event older than `cutoff`: its reply may still be arriving, and a transaction that
+    took an id before it may not have committed yet), and the new watermark: `top` once none
+    is left below it, so a workspace without new calls does not scan others' again."""
     version = evaluator.latest
     rows: list[Evaluation] = []
     through = evaluator.through_event
-    ends = (Event.objects.filter(pk__gt=through, type=CALL_END, thread__workspace_id=evaluator.workspace_id)
-            .select_related("thread__session", "figure").order_by("pk")[:batch])
+    ends = list(Event.objects.filter(pk__gt=through, pk__lte=top, type=CALL_END,
+                                     thread__workspace_id=evaluator.workspace_id)
+                .select_related("thread__session", "figure").order_by("pk")[:batch])
     for end in ends:
-        if end.created_at > cutoff:
-            break
+        if end.created_at > cutoff:  # stored out of order: it waits, and so does the watermark
+            return rows, through
         through = end.pk
         subject = f"call {end.pk}"
         session = end.thread.session
@@ -379,7 +382,7 @@ def _new_calls(evaluator: Evaluator, batch: int, cutoff: datetime) -> tuple[list
         start = call_start_of(thread=end.thread, end=end)
         rows.append(Evaluation(workspace_id=evaluator.workspace_id, evaluator=evaluator, version=version,
                                session=session, thread=end.thread, seq=(start or end).seq, subject=subject))
-    return rows, through
+    return rows, max(through, top) if len(ends) < batch else through
 
 
 def _new_sessions(evaluator: Evaluator, batch: int,
@@ -413,13 +416,16 @@ def evaluations_schedule(*, batch: int = BATCH, now: datetime | None = None) -> 
     settle = now - timedelta(seconds=settings.EVALUATOR_SETTLE_SECONDS)
     quiet = now - timedelta(seconds=settings.EVALUATOR_SESSION_QUIET_SECONDS)
     queued = 0
+    # the newest event old enough: the pk index read backwards, stopping at once
+    top = (Event.objects.filter(created_at__lte=settle).order_by("-pk")
+           .values_list("pk", flat=True).first()) or 0
     for pk in Evaluator.objects.filter(enabled=True).order_by("pk").values_list("pk", flat=True):
         with transaction.atomic():
             evaluator = Evaluator.objects.select_for_update().filter(pk=pk, enabled=True).first()
             if evaluator is None:
                 continue
             if evaluator.target == Evaluator.Target.CALL:
-                rows, evaluator.through_event = _new_calls(evaluator, batch, settle)
+                rows, evaluator.through_event = _new_calls(evaluator, batch, top, settle)
             else:
                 rows, evaluator.through_at, evaluator.through_session = _new_sessions(evaluator, batch, quiet)
             Evaluation.objects.bulk_create(rows, ignore_conflicts=True)
