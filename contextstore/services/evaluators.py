@@ -62,7 +62,7 @@ from contextstore.toolcalls import event_calls, result_call_id
 
 logger = logging.getLogger(__name__)
 RUN_TASK = "contextstore.tasks.run_evaluation"  # by name: services sit below contextstore.tasks
-BATCH = 200  # new calls (sessions) one pass looks at per evaluator
+BATCH = 1000  # new calls (sessions) one pass looks at per evaluator: EVALUATE_EVERY sets the ceiling
 MAX_ATTEMPTS = 3  # a row whose worker died this often is failed, not sent again
 MAX_TEXT = 20_000  # characters of a subject's input or output put in a judge's prompt
 REGEX_SECONDS = 1.0  # a pattern that backtracks longer than this fails the evaluation
@@ -379,9 +379,9 @@ def _new_calls(evaluator: Evaluator, batch: int, top: int,
             continue
         if evaluator.filter_model and _call_model(end).casefold() != evaluator.filter_model.casefold():
             continue
-        start = call_start_of(thread=end.thread, end=end)
+        # seq: the LLMComplete's until the run names the call by its start's (as its score does)
         rows.append(Evaluation(workspace_id=evaluator.workspace_id, evaluator=evaluator, version=version,
-                               session=session, thread=end.thread, seq=(start or end).seq, subject=subject))
+                               session=session, thread=end.thread, seq=end.seq, subject=subject))
     return rows, max(through, top) if len(ends) < batch else through
 
 
@@ -474,11 +474,11 @@ def send_evaluation(evaluation_id: Any) -> None:
         logger.exception("could not send evaluation %s to the broker", evaluation_id)
 
 
-def call_subject(*, end: Event) -> dict[str, Any]:
+def call_subject(*, end: Event, start: Event | None = None) -> dict[str, Any]:
     """evaluate()'s input, output and call_data for the call this LLMComplete closes: what it
     sent, what it answered, its stored figures (CallFigure) and the tools that failed answering it."""
     thread = end.thread
-    call = LLMCall(start=call_start_of(thread=thread, end=end), end=end)
+    call = LLMCall(start=start or call_start_of(thread=thread, end=end), end=end)
     sent = llm_call_sent(thread=thread, call=call)
     reply = llm_call_reply(thread=thread, call=call)
     figure = CallFigure.objects.filter(event_id=end.pk).first()
@@ -525,13 +525,18 @@ def session_subject(*, session: Session) -> dict[str, Any]:
                           "tool_errors": errors}}
 
 
-def _subject(evaluation: Evaluation) -> dict[str, Any] | None:
+def _subject(evaluation: Evaluation) -> tuple[dict[str, Any] | None, int | None]:
+    """evaluate()'s arguments for the evaluation's subject (None: the call is gone), and the
+    seq that names the call (its start's, as its card and its score name it)."""
     kind, _, pk = evaluation.subject.partition(" ")
     if kind == "session":
-        return session_subject(session=evaluation.session)
+        return session_subject(session=evaluation.session), None
     end = (Event.objects.filter(thread=evaluation.thread, pk=int(pk))
            .select_related("thread__workspace").first())
-    return None if end is None else call_subject(end=end)
+    if end is None:
+        return None, evaluation.seq
+    start = call_start_of(thread=end.thread, end=end)
+    return call_subject(end=end, start=start), (start or end).seq
 
 
 def evaluation_run(*, evaluation_id: int) -> Evaluation | None:
@@ -544,7 +549,7 @@ def evaluation_run(*, evaluation_id: int) -> Evaluation | None:
         return None
     evaluation = Evaluation.objects.select_related(
         "evaluator__workspace", "version__evaluator__workspace", "session", "thread").get(pk=evaluation_id)
-    subject = _subject(evaluation)
+    subject, seq = _subject(evaluation)
     if subject is None:
         result = _failed("boolean", "The call was deleted before it was evaluated.")
     else:
@@ -554,13 +559,13 @@ def evaluation_run(*, evaluation_id: int) -> Evaluation | None:
         running = Evaluation.objects.select_for_update().filter(pk=evaluation_id, status=Status.RUNNING)
         if not running.exists():
             return Evaluation.objects.get(pk=evaluation_id)
-        fields: dict[str, Any] = {"raw": result.raw, "finished_at": timezone.now()}
+        fields: dict[str, Any] = {"raw": result.raw, "finished_at": timezone.now(), "seq": seq}
         if result.ok:
             evaluator = evaluation.evaluator
             actor = Actor.worker(f"evaluator {evaluator.name} v{evaluation.version.number}"[:200])
             score = score_add(session=evaluation.session, name=evaluator.name, data_type=result.data_type,
                               value=result.value, actor=actor, comment=result.reason,
-                              thread=evaluation.thread, seq=evaluation.seq)
+                              thread=evaluation.thread, seq=seq)
             fields.update(status=Status.DONE, score=score)
         else:
             fields.update(status=Status.ERROR, error=result.error)

@@ -197,6 +197,7 @@ def test_a_failing_judge_keeps_an_error_and_no_score(workspace, thread, actor, j
     run_online()
     [evaluation] = Evaluation.objects.all()
     assert evaluation.status == "error" and evaluation.score is None
+    assert evaluation.seq == 1  # the call's start, as its card names it
     assert evaluation.error.startswith("The judge failed: The endpoint answered HTTP 500")
     assert not Score.objects.exists()
 
