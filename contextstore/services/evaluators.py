@@ -216,6 +216,7 @@ JUDGE_ANSWER = {
     "numeric": '{"score": <a number>, "reason": "<one or two sentences>"}',
     "boolean": '{"score": true or false, "reason": "<one or two sentences>"}',
     "categorical": '{"score": "<one of: %s>", "reason": "<one or two sentences>"}',
+    "category": '{"score": "<a category, a few words>", "reason": "<one or two sentences>"}',
 }
 
 
@@ -224,7 +225,8 @@ def judge_messages(version: EvaluatorVersion, input: Any, output: Any) -> list[d
     config = version.config
     shape = JUDGE_ANSWER[config["score_type"]]
     if config["score_type"] == "categorical":
-        shape = shape % ", ".join(config["categories"])
+        categories = config.get("categories")
+        shape = shape % ", ".join(categories) if categories else JUDGE_ANSWER["category"]
     prompt = (version.prompt.replace("{{input}}", as_text(input)[-MAX_TEXT:])
               .replace("{{output}}", as_text(output)[-MAX_TEXT:]))
     return [{"role": "system", "content": "You are an evaluator. Answer with one JSON object and "
@@ -270,10 +272,14 @@ def judge_answer(config: dict[str, Any], answer: str) -> EvaluationResult:
             return _failed(score_type, f"The judge's score {score!r} is not true or false.", answer)
         value = score
     else:
-        if score not in config["categories"]:
+        categories = config.get("categories")
+        if categories and score not in categories:
             return _failed(score_type, f"The judge's score {score!r} is not one of "
-                           f"{', '.join(config['categories'])}.", answer)
-        value = str(score)
+                           f"{', '.join(categories)}.", answer)
+        if not isinstance(score, str) or not score.strip() or len(score) > 200 or "\x00" in score:
+            return _failed(score_type, f"The judge's score {score!r} is not a category "
+                           "(a name of at most 200 characters).", answer)
+        value = score.strip()
     return EvaluationResult(value, score_type, reason[:10_000], raw=answer)
 
 
