@@ -47,6 +47,7 @@ from contextstore.models import (
     Workspace,
 )
 from contextstore.outbox import publish_after_commit
+from contextstore.redaction import use_workspace
 from contextstore.selectors.calls import (
     CALL_END,
     REPLY_WINDOW,
@@ -292,6 +293,7 @@ def evaluator_create(*, workspace: Workspace, actor: Actor, name: str, kind: str
     """An evaluator and its version 1, from input its door checked (evaluatorspec). Its online
     run starts at what arrives after now: calls and sessions already stored are not scored."""
     newest = Event.objects.aggregate(newest=Max("pk"))["newest"] or 0
+    use_workspace(workspace)  # the prompt and settings stored under the workspace's redaction rules
     try:
         with transaction.atomic():
             evaluator = Evaluator.objects.create(
@@ -324,6 +326,7 @@ def evaluator_update(*, evaluator: Evaluator, actor: Actor, fields: dict[str, An
     try:
         with transaction.atomic():
             locked = Evaluator.objects.select_for_update().get(pk=evaluator.pk)
+            use_workspace(locked.workspace)
             for key, value in fields.items():
                 setattr(locked, key, value)
             locked.save()
@@ -555,6 +558,7 @@ def evaluation_run(*, evaluation_id: int) -> Evaluation | None:
         return None
     evaluation = Evaluation.objects.select_related(
         "evaluator__workspace", "version__evaluator__workspace", "session", "thread").get(pk=evaluation_id)
+    use_workspace(evaluation.evaluator.workspace)  # its redaction rules for the score and the answer
     subject, seq = _subject(evaluation)
     if subject is None:
         result = _failed("boolean", "The call was deleted before it was evaluated.")
