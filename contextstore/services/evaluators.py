@@ -31,7 +31,7 @@ import jsonschema
 import regex
 from celery import current_app
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, InterfaceError, OperationalError, transaction
 from django.db.models import F, Max, Q, Sum
 from django.utils import timezone
 
@@ -563,7 +563,13 @@ def evaluation_run(*, evaluation_id: int) -> Evaluation | None:
     if subject is None:
         result = _failed("boolean", "The call was deleted before it was evaluated.")
     else:
-        result = evaluate(evaluation.version, **subject)
+        try:
+            result = evaluate(evaluation.version, **subject)
+        except (OperationalError, InterfaceError):
+            raise  # the database: the task retries, and a later pass sends the row again
+        except Exception as exc:  # noqa: BLE001 - a bug must show on the row, not only in a log
+            logger.exception("evaluation %s failed", evaluation_id)
+            result = _failed("boolean", f"The evaluation failed: {type(exc).__name__}: {exc}")
     with transaction.atomic():
         # Only a row still running is finished: one failed meanwhile as given up stays failed.
         running = Evaluation.objects.select_for_update().filter(pk=evaluation_id, status=Status.RUNNING)
