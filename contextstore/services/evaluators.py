@@ -22,6 +22,7 @@ import hashlib
 import json
 import logging
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
@@ -38,6 +39,8 @@ from django.utils import timezone
 from contextstore.errors import Conflict
 from contextstore.models import (
     CallFigure,
+    Dataset,
+    DatasetItem,
     Evaluation,
     Evaluator,
     EvaluatorVersion,
@@ -164,6 +167,17 @@ def evaluate(version: EvaluatorVersion, *, input: Any, output: Any,  # noqa: A00
     if kind == Evaluator.Kind.LATENCY_LIMIT:
         return _limit(data.get("latency_ms"), version.config["max_ms"], "latency", lambda v: f"{v:.0f} ms")
     return _failed("boolean", f"Unknown evaluator kind {kind!r}.")
+
+
+def evaluate_dataset(version: EvaluatorVersion, *,
+                     dataset: Dataset) -> Iterator[tuple[DatasetItem, EvaluationResult]]:
+    """The version run over a dataset's items (their input and the output they keep), oldest
+    first, with no write: what an evaluator says of a dataset as recorded. An experiment runs a
+    variant's outputs through evaluate() the same way. Items of another workspace are not read."""
+    items = (DatasetItem.objects.filter(dataset=dataset, workspace_id=version.workspace_id)
+             .order_by("id").iterator(chunk_size=100))
+    for item in items:
+        yield item, evaluate(version, input=item.input, output=item.output)
 
 
 def _limit(value: Any, limit: float, what: str, show: Any) -> EvaluationResult:
