@@ -16,6 +16,7 @@ from contextstore.services import (
     alerts,
     cache_verdicts,
     commits,
+    evaluators,
     operations,
     replays,
     retention,
@@ -120,3 +121,14 @@ def deliver_alert(self: Any, event_id: int) -> None:
     last = self.request.retries >= settings.ALERT_WEBHOOK_RETRIES
     if not alerts.alert_event_deliver(event_id=event_id, last=last):
         raise self.retry(countdown=settings.ALERT_WEBHOOK_BACKOFF * 2 ** self.request.retries)
+def evaluate_online() -> dict[str, int]:
+    """Run by beat: the evaluators' online run picks what arrived since its watermarks and
+    sends each evaluation to a worker (services/evaluators.py)."""
+    return evaluators.evaluations_schedule()
+
+
+@shared_task(**JOB_RETRIES)
+def run_evaluation(evaluation_id: int) -> str | None:
+    """One evaluation of an online run: a judge's call or a rule, and the score it gives."""
+    evaluation = evaluators.evaluation_run(evaluation_id=evaluation_id)
+    return None if evaluation is None else evaluation.status

@@ -349,7 +349,8 @@ SPECTACULAR_SETTINGS = {
     # Every PATCH validates its body as a whole (api.common.parse), never partially.
     "COMPONENT_SPLIT_PATCH": False,
     # An event's status appears in Event and SessionEvent (an agent-session read's events).
-    "ENUM_NAME_OVERRIDES": {"EventStatusEnum": "contextstore.models.Event.Status"},
+    "ENUM_NAME_OVERRIDES": {"EventStatusEnum": "contextstore.models.Event.Status",
+                            "EvaluatorKindEnum": "contextstore.models.Evaluator.Kind"},
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
@@ -440,6 +441,9 @@ CELERY_BEAT_SCHEDULE = {
     # Alert rules (services/alerts.py): each enabled rule checked about this often, in seconds.
     "evaluate-alerts": {"task": "contextstore.tasks.evaluate_alerts",
                         "schedule": env_int("ALERTS_EVALUATE_EVERY", 60)},
+    # Evaluators' online run (services/evaluators.py): new calls and quiet sessions sampled.
+    "evaluate-online": {"task": "contextstore.tasks.evaluate_online",
+                        "schedule": env_int("EVALUATE_EVERY", 10)},
 }
 ALERTS_EVALUATE_EVERY = env_int("ALERTS_EVALUATE_EVERY", 60)
 # Alert webhooks (contextstore/webhooks.py): seconds an attempt may take; attempts after the
@@ -507,6 +511,10 @@ PLAYGROUND_WORKSPACES = env_json("PLAYGROUND_WORKSPACES", {})
 PLAYGROUND_MAX_PER_USER = env_int("PLAYGROUND_MAX_PER_USER", 2)
 PLAYGROUND_MAX_PENDING = env_int("PLAYGROUND_MAX_PENDING", 8)
 PLAYGROUND_QUEUE_SECONDS = env_int("PLAYGROUND_QUEUE_SECONDS", 120)
+# Evaluators (services/evaluators.py): a call is evaluated once its LLMComplete is this many
+# seconds old (its reply may follow it), a session once it has been quiet this long.
+EVALUATOR_SETTLE_SECONDS = env_int("EVALUATOR_SETTLE_SECONDS", 5)
+EVALUATOR_SESSION_QUIET_SECONDS = env_int("EVALUATOR_SESSION_QUIET_SECONDS", 300)
 SUMMARIZER_RETRIES = env_int("SUMMARIZER_RETRIES", 2)
 SUMMARIZER_BACKOFF = float(env_str("SUMMARIZER_BACKOFF", "2"))
 SUMMARIZER_FALLBACK_EXTRACTIVE = env_bool("SUMMARIZER_FALLBACK_EXTRACTIVE", False)

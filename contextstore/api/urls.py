@@ -22,6 +22,7 @@ from contextstore.api import (
 from contextstore.api.agent_sessions import AgentSessionViewSet
 from contextstore.api.annotation import AnnotationItemViewSet, AnnotationQueueViewSet, ScoreConfigViewSet
 from contextstore.api.datasets import DatasetViewSet, dataset_items
+from contextstore.api.evaluators import EvaluatorViewSet
 from contextstore.api.exceptions import api_not_found
 from contextstore.api.monitoring import AlertEventViewSet, AlertRuleViewSet, SavedViewViewSet
 
@@ -61,6 +62,7 @@ router.register(r"annotation-queues/(?P<queue_pk>[0-9]+)/items", AnnotationItemV
 router.register("saved-views", SavedViewViewSet, basename="saved-view")
 router.register("alert-rules", AlertRuleViewSet, basename="alert-rule")
 router.register("alert-events", AlertEventViewSet, basename="alert-event")
+router.register("evaluators", EvaluatorViewSet, basename="evaluator")
 
 app_name = "api"
 urlpatterns = [

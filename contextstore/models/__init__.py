@@ -2,6 +2,7 @@
 
 from contextstore.models.annotation import AnnotationItem, AnnotationQueue, ScoreConfig
 from contextstore.models.audit import AuditLog, ReadAudit
+from contextstore.models.evaluators import Evaluation, Evaluator, EvaluatorVersion
 from contextstore.models.events import CallCacheVerdict, CallFigure, Event, EventSearch, EventSearchPending
 from contextstore.models.jobs import Job, WorkerHeartbeat
 from contextstore.models.monitoring import AlertEvent, AlertRule, SavedView
@@ -50,6 +51,9 @@ __all__ = [
     "Dataset",
     "DatasetItem",
     "CallFigure",
+    "Evaluation",
+    "Evaluator",
+    "EvaluatorVersion",
     "Event",
     "EventSearch",
     "EventSearchPending",
