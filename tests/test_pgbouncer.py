@@ -61,6 +61,7 @@ def pooled(transactional_db):
     saved = dict(settings)
     options = dict(settings.get("OPTIONS", {}))
     options.pop("options", None)  # PgBouncer refuses the startup parameter
+    options["prepare_threshold"] = None  # a statement prepared on one server connection only
     settings.update(OPTIONS=options, HOST="127.0.0.1", PORT=str(port), DISABLE_SERVER_SIDE_CURSORS=True)
     try:
         yield port
