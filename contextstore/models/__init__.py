@@ -2,6 +2,7 @@
 
 from contextstore.models.audit import AuditLog, ReadAudit
 from contextstore.models.events import CallCacheVerdict, CallFigure, Event, EventSearch, EventSearchPending
+from contextstore.models.experiments import Experiment, ExperimentResult, ExperimentScore
 from contextstore.models.jobs import Job, WorkerHeartbeat
 from contextstore.models.otel import OtelLog, OtelPending, OtelSpan, OtelTrace
 from contextstore.models.renders import CallReplay, RenderRecord, StoredText
@@ -43,6 +44,9 @@ __all__ = [
     "DatasetItem",
     "CallFigure",
     "Event",
+    "Experiment",
+    "ExperimentResult",
+    "ExperimentScore",
     "EventSearch",
     "EventSearchPending",
     "InDocument",
