@@ -1,7 +1,6 @@
 """Reads of experiments (services/experiments.py writes them): when a run is stalled, an item's
 expected output as text, the side-by-side comparison with a baseline, and a run's totals."""
 
-import difflib
 from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
@@ -13,6 +12,7 @@ from django.utils import timezone
 
 from contextstore import provider_request
 from contextstore.models import DatasetItem, Experiment, ExperimentResult, ExperimentScore, Workspace
+from contextstore.prompt_cache import word_diff
 
 
 def workspace_experiments(*, workspace: Workspace) -> QuerySet[Experiment]:
@@ -67,7 +67,7 @@ class Row:
     item: DatasetItem
     variant: Side
     baseline: Side
-    diff: list[tuple[str, str]]  # (op, text): "equal", "insert" (variant), "delete" (baseline)
+    diff: list[tuple[str, str]]  # prompt_cache.word_diff: baseline → variant
 
     @property
     def cost_delta(self) -> Decimal | None:
@@ -80,21 +80,6 @@ class Row:
         if self.variant.latency_ms is None or self.baseline.latency_ms is None:
             return None
         return self.variant.latency_ms - self.baseline.latency_ms
-
-
-def word_diff(old: str, new: str, limit: int = 20_000) -> list[tuple[str, str]]:
-    """The words of `old` (baseline) and `new` (variant) as equal / delete / insert runs."""
-    a, b = old[:limit].split(" "), new[:limit].split(" ")
-    out: list[tuple[str, str]] = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if op == "equal":
-            out.append(("equal", " ".join(a[i1:i2])))
-            continue
-        if i2 > i1:
-            out.append(("delete", " ".join(a[i1:i2])))
-        if j2 > j1:
-            out.append(("insert", " ".join(b[j1:j2])))
-    return out
 
 
 def _side(result: ExperimentResult | None, target: str = ExperimentScore.Target.OUTPUT) -> Side:
@@ -149,4 +134,6 @@ def experiment_summary(*, experiment: Experiment,
               .annotate(average=Avg("value"), count=Count("id", filter=Q(error="")),
                         errors=Count("id", filter=~Q(error="")))
               .order_by("evaluator"))
+    if figures["latency_ms"] is not None:
+        figures["latency_ms"] = round(figures["latency_ms"])
     return {**figures, "scores": {s["evaluator"]: s for s in scores}}

@@ -7,7 +7,7 @@ from django.utils import timezone
 from contextstore.errors import Conflict
 from contextstore.models import AuditLog, ExperimentResult, ExperimentScore
 from contextstore.selectors.calls import llm_call_at
-from contextstore.selectors.experiments import experiment_comparison, experiment_summary, word_diff
+from contextstore.selectors.experiments import experiment_comparison, experiment_summary
 from contextstore.services import experiments
 from contextstore.services.datasets import dataset_add_call
 from contextstore.services.events import event_append
@@ -24,7 +24,8 @@ def dataset(thread, actor):
         event_append(thread=thread, actor=actor, events=[
             {"type": "LLMCallStart", "data": {
                 "model": "gpt-4o", "params": {"temperature": 0.3, "stream": True},
-                "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": question}]}},
+                "messages": [{"role": "system", "content": "Be brief."},
+                             {"role": "user", "content": question}]}},
             {"type": "LLMComplete", "data": {"model": "gpt-4o", "input_tokens": 100, "output_tokens": 5}},
             {"type": "LLMOutput", "role": "assistant", "content": f"Replayed answer to: {question}" if n == 0
              else f"Answer {n}"}])
@@ -75,7 +76,8 @@ def test_a_run_sends_each_item_with_the_variant_and_keeps_output_usage_and_cost(
 
 def test_each_output_is_scored_and_the_expected_output_beside_it(dataset, actor, endpoint):
     experiment = run(variant(dataset, actor), actor)
-    scores = {(s.result.item_id, s.target, s.evaluator): s for s in ExperimentScore.objects.select_related("result")}
+    scores = {(s.result.item_id, s.target, s.evaluator): s
+              for s in ExperimentScore.objects.select_related("result")}
     first_item = min(k[0] for k in scores)
     exact = scores[(first_item, "output", "builtin:exact_match")]
     assert (exact.data_type, exact.string_value, exact.value) == ("boolean", "false", 0.0)
@@ -179,23 +181,20 @@ def test_starting_is_refused_while_running_or_without_an_endpoint(dataset, actor
 def test_a_stalled_run_can_be_started_again(dataset, actor, endpoint):
     experiment = variant(dataset, actor)
     experiment_start(experiment=experiment, actor=actor)
-    type(experiment).objects.filter(pk=experiment.pk).update(touched_at=timezone.now() - experiments.claim_after() * 20)
+    long_ago = timezone.now() - experiments.claim_after() * 20
+    type(experiment).objects.filter(pk=experiment.pk).update(touched_at=long_ago)
     assert run(experiment, actor).status == "done"
 
 
 def test_the_comparison_puts_each_output_beside_the_baseline(dataset, actor, endpoint):
     first = run(variant(dataset, actor), actor)
     rows = experiment_comparison(experiment=first)
-    assert [r.baseline.output for r in rows] == ["Replayed answer to: Which tests fail?", "Answer 1", "Answer 2"]
+    assert [r.baseline.output for r in rows] == [
+        "Replayed answer to: Which tests fail?", "Answer 1", "Answer 2"]
     assert rows[0].variant.output == "Replayed answer to: Question: Which tests fail?"
-    assert ("insert", "Question:") in rows[0].diff
+    assert ("add", "Question: ") in rows[0].diff
     second = run(experiment_create(dataset=dataset, actor=actor, name="as recorded", baseline=first), actor)
     rows = experiment_comparison(experiment=second)
     assert rows[0].baseline.output == first.results.order_by("item_id")[0].output
     assert rows[0].variant.output == "Replayed answer to: Which tests fail?"
     assert rows[0].cost_delta is not None and rows[0].latency_delta is not None
-
-
-def test_word_diff_marks_what_each_side_alone_holds():
-    assert word_diff("the tests fail", "the tests pass") == [
-        ("equal", "the tests"), ("delete", "fail"), ("insert", "pass")]
