@@ -9,6 +9,7 @@ from contextstore.models import (
     Collapse,
     ContextBlock,
     Event,
+    Experiment,
     Job,
     Membership,
     Memory,
@@ -24,8 +25,8 @@ from contextstore.services.collapses import collapse_create
 from contextstore.services.events import event_append
 from tests.conftest import messages
 
-MODELS = [ApiToken, AuditLog, Collapse, ContextBlock, Event, Job, Membership, Memory, ProviderState,
-          ReadAudit, Run, Session, StateRevision, Thread, Workspace]
+MODELS = [ApiToken, AuditLog, Collapse, ContextBlock, Event, Experiment, Job, Membership, Memory,
+          ProviderState, ReadAudit, Run, Session, StateRevision, Thread, Workspace]
 
 
 @pytest.fixture

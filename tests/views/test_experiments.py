@@ -86,7 +86,7 @@ def test_two_experiments_compare_side_by_side_with_deltas(editor_client, dataset
                                  {"experiment": second.pk, "against": first.pk})
     assert response.url == f"/experiments/{second.pk}/?against={first.pk}"
     page = editor_client.get(response.url).content.decode()
-    assert 'Compared with <a href="/experiments/%d/">first</a>' % first.pk in page
+    assert f'Compared with <a href="/experiments/{first.pk}/">first</a>' in page
     assert "Replayed answer to: Briefly: List" in page and "data-cost-delta" in page
     mine, theirs = (ExperimentResult.objects.get(experiment=e) for e in (second, first))
     assert f"Δ cost {'+' if mine.cost >= theirs.cost else '−'}" in page
@@ -110,3 +110,14 @@ def test_running_without_an_endpoint_says_so(editor_client, dataset, actor, sett
     experiment = experiment_create(dataset=dataset, actor=actor, name="terse")
     response = editor_client.post(f"/experiments/{experiment.pk}/run/")
     assert response.status_code == 409 and "No playground endpoint" in response.content.decode()
+
+
+def test_admin_lists_experiments_with_their_results_read_only(dataset, actor, endpoint, django_user_model,
+                                                              client):
+    experiment = experiment_create(dataset=dataset, actor=actor, name="terse <x>", model="gpt-4o-mini")
+    experiment_start(experiment=experiment, actor=actor)
+    experiment_run(experiment_id=experiment.pk)
+    client.force_login(django_user_model.objects.create_superuser("root", password="pw-for-tests-123"))
+    assert "terse &lt;x&gt;" in client.get("/admin/contextstore/experiment/").content.decode()
+    page = client.get(f"/admin/contextstore/experiment/{experiment.pk}/change/").content.decode()
+    assert "gpt-4o-mini" in page and 'name="_save"' not in page
