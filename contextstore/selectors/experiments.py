@@ -21,8 +21,8 @@ def workspace_experiments(*, workspace: Workspace) -> QuerySet[Experiment]:
 
 def claim_after() -> timedelta:
     """How old a `running` result's claim must be to be taken over: longer than a send can take
-    (the endpoint's timeout bounds it), so its worker is gone."""
-    return timedelta(seconds=settings.PLAYGROUND_TIMEOUT + 30)
+    (the endpoint's timeout bounds each read and the whole answer), so its worker is gone."""
+    return timedelta(seconds=2 * settings.PLAYGROUND_TIMEOUT + 5)
 
 
 def experiment_stalled(experiment: Experiment, now: Any = None) -> bool:

@@ -96,10 +96,11 @@ def experiment_start(*, experiment: Experiment, actor: Actor) -> Experiment:
     return experiment
 
 
-def send_experiment(experiment_id: Any) -> None:
-    """Hand the run to the broker; when that fails the run shows as stalled and can be resumed."""
+def send_experiment(experiment_id: Any, countdown: float | None = None) -> None:
+    """Hand the run to the broker (to start after `countdown` seconds); when that fails the run
+    shows as stalled and can be resumed."""
     try:
-        current_app.tasks[EXPERIMENT_TASK].delay(int(experiment_id))
+        current_app.tasks[EXPERIMENT_TASK].apply_async((int(experiment_id),), countdown=countdown)
     except Exception:  # noqa: BLE001 - any broker failure
         logger.exception("could not send experiment %s to the broker", experiment_id)
 
@@ -240,12 +241,21 @@ def _count(experiment: Experiment) -> None:
 
 
 def _finish(experiment: Experiment) -> Experiment:
-    """Done once every item has a finished result (a claim another worker holds is its to end)."""
+    """Done once every item has a finished result. Items left are claimed by another worker,
+    live or dead: the run looks again once the newest claim could be taken over (a live
+    worker's is finished by then, a dead one's is sent again)."""
     _count(experiment)
     experiment.refresh_from_db()
     left = DatasetItem.objects.filter(dataset_id=experiment.dataset_id).exclude(
         id__in=ExperimentResult.objects.filter(experiment=experiment, status__in=DONE).values("item_id"))
     if left.exists():
+        claims = ExperimentResult.objects.filter(experiment=experiment, status="running")
+        newest = claims.order_by("-started_at").values_list("started_at", flat=True).first()
+        wait = claim_after().total_seconds()
+        if newest is not None:
+            wait -= (timezone.now() - newest).total_seconds()
+        transaction.on_commit(lambda: publish_after_commit(
+            lambda pk: send_experiment(pk, countdown=max(wait, 1.0)), experiment.pk))
         return experiment
     with transaction.atomic():
         if Experiment.objects.filter(pk=experiment.pk, status=Experiment.Status.RUNNING).update(
