@@ -10,7 +10,6 @@ from contextstore.fields import (
     RedactedCharField,
     RedactedTextField,
 )
-from contextstore.models.reviews import Dataset, DatasetItem
 from contextstore.models.workspaces import Workspace
 
 
@@ -30,7 +29,7 @@ class Experiment(models.Model):
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+",
                                   db_index=False)  # experiment_list leads with it
-    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="experiments",
+    dataset = models.ForeignKey("contextstore.Dataset", on_delete=models.CASCADE, related_name="experiments",
                                 db_index=False)  # experiment_dataset leads with it
     name = RedactedCharField(max_length=200)
     system_prompt = RedactedTextField(blank=True, default="",
@@ -88,7 +87,7 @@ class ExperimentResult(models.Model):
                                   db_index=False)  # experiment_result_item leads with it
     experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="results",
                                    db_index=False)  # experiment_result_order leads with it
-    item = models.ForeignKey(DatasetItem, on_delete=models.CASCADE, related_name="+")
+    item = models.ForeignKey("contextstore.DatasetItem", on_delete=models.CASCADE, related_name="+")
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.RUNNING)
     request = OrderedJSONField(null=True, blank=True, help_text="The body sent, as sent.")
     output = AgentTextField(blank=True, default="")
