@@ -345,7 +345,9 @@ SPECTACULAR_SETTINGS = {
     # Every PATCH validates its body as a whole (api.common.parse), never partially.
     "COMPONENT_SPLIT_PATCH": False,
     # An event's status appears in Event and SessionEvent (an agent-session read's events).
-    "ENUM_NAME_OVERRIDES": {"EventStatusEnum": "contextstore.models.Event.Status"},
+    "ENUM_NAME_OVERRIDES": {"EventStatusEnum": "contextstore.models.Event.Status",
+                            "ExperimentStatusEnum": "contextstore.models.Experiment.Status",
+                            "ExperimentResultStatusEnum": "contextstore.models.ExperimentResult.Status"},
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
