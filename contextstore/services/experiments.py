@@ -100,7 +100,7 @@ def send_experiment(experiment_id: Any, countdown: float | None = None) -> None:
     """Hand the run to the broker (to start after `countdown` seconds); when that fails the run
     shows as stalled and can be resumed."""
     try:
-        current_app.tasks[EXPERIMENT_TASK].apply_async((int(experiment_id),), countdown=countdown)
+        current_app.tasks[EXPERIMENT_TASK].apply_async((int(experiment_id),), countdown=countdown or 0)
     except Exception:  # noqa: BLE001 - any broker failure
         logger.exception("could not send experiment %s to the broker", experiment_id)
 

@@ -188,7 +188,7 @@ def delta(value: Decimal | float | None, kind: str = "number") -> str:
     if value is None:
         return "—"
     sign = "+" if value >= 0 else "−"
-    size = abs(value)
+    size = Decimal(abs(value)) if isinstance(value, Decimal) else float(abs(value))
     if kind == "money":
         return sign + cost_text(size)
     if kind == "ms":
