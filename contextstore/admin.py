@@ -17,6 +17,9 @@ from contextstore.models import (
     Clear,
     Collapse,
     ContextBlock,
+    Evaluation,
+    Evaluator,
+    EvaluatorVersion,
     Event,
     Experiment,
     ExperimentResult,
@@ -39,6 +42,7 @@ from contextstore.services import (
     blocks,
     clientai,
     collapses,
+    evaluators,
     retention,
     sessions,
     state,
@@ -572,3 +576,53 @@ class ReadAuditAdmin(ReadOnlyAdmin):
     date_hierarchy = "hour"
     list_select_related = ("workspace",)
     show_full_result_count = False
+
+
+class EvaluatorVersionInline(admin.TabularInline):
+    model = EvaluatorVersion
+    fields = ("number", "model", "prompt", "config", "author_label", "created_at")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
+@admin.register(Evaluator)
+class EvaluatorAdmin(ReadOnlyAdmin):
+    """Evaluators (services/evaluators.py): made and edited in the dashboard or the API (an edit
+    is a new version); here they are read, and enabled or disabled."""
+
+    list_display = ("name", "workspace", "kind", "target", "enabled", "sample_rate", "updated_at")
+    list_filter = ("workspace", "kind", "enabled")
+    search_fields = ("name",)
+    list_select_related = ("workspace",)
+    inlines = [EvaluatorVersionInline]
+    actions = ["enable", "disable"]
+
+    def _set(self, request: HttpRequest, queryset: QuerySet, enabled: bool, verb: str) -> None:
+        if not self.has_mutate_permission(request):
+            raise PermissionDenied
+        run_each(self, request, queryset, verb, lambda e: evaluators.evaluator_update(
+            evaluator=e, actor=actor_of(request), fields={"enabled": enabled}))
+
+    @admin.action(description="Enable the selected evaluators' online runs")
+    def enable(self, request: HttpRequest, queryset: QuerySet) -> None:
+        self._set(request, queryset, True, "Enabled")
+
+    @admin.action(description="Disable the selected evaluators' online runs")
+    def disable(self, request: HttpRequest, queryset: QuerySet) -> None:
+        self._set(request, queryset, False, "Disabled")
+
+
+@admin.register(Evaluation)
+class EvaluationAdmin(ReadOnlyAdmin):
+    """Each evaluation of an online run: its status, its score or its error."""
+
+    list_display = ("id", "evaluator", "version", "subject", "status", "score", "attempts",
+                    "created_at", "finished_at")
+    list_filter = ("status", "evaluator__workspace")
+    search_fields = ("=subject", "evaluator__name")
+    date_hierarchy = "created_at"
+    list_select_related = ("evaluator", "version", "score")

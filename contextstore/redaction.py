@@ -596,6 +596,12 @@ EXEMPT_COLUMNS: dict[str, str] = {
     "ShareLink.token_hash": _HASH,
     "DatasetItem.kind": _CHOICE,
     "DatasetItem.user_id": _ID,
+    "Evaluator.kind": _CHOICE,
+    "Evaluator.target": _CHOICE,
+    "Evaluator.filter_model": _MODEL,
+    "EvaluatorVersion.model": _MODEL,
+    "Evaluation.subject": _SYSTEM,
+    "Evaluation.status": _CHOICE,
     "WorkerHeartbeat.hostname": "a Celery worker's node name (celery@host), written by the worker itself",
 }
 # Django's own tables: no service of contextstore writes agent or people's text into them.

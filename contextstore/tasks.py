@@ -15,6 +15,7 @@ from contextstore.embeddings import EmbedderUnavailable
 from contextstore.services import (
     cache_verdicts,
     commits,
+    evaluators,
     experiments,
     operations,
     replays,
@@ -110,3 +111,17 @@ def compare_cache_pending() -> dict[str, int]:
     """Run by beat: compares, in a bounded batch, model calls whose prompt-cache verdict is not
     stored yet (services/cache_verdicts.py); the next run goes on."""
     return cache_verdicts.cache_verdicts_compute()
+
+
+@shared_task(expires=120)
+def evaluate_online() -> dict[str, int]:
+    """Run by beat: the evaluators' online run picks what arrived since its watermarks and
+    sends each evaluation to a worker (services/evaluators.py)."""
+    return evaluators.evaluations_schedule()
+
+
+@shared_task(**JOB_RETRIES)
+def run_evaluation(evaluation_id: int) -> str | None:
+    """One evaluation of an online run: a judge's call or a rule, and the score it gives."""
+    evaluation = evaluators.evaluation_run(evaluation_id=evaluation_id)
+    return None if evaluation is None else evaluation.status

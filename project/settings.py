@@ -347,7 +347,8 @@ SPECTACULAR_SETTINGS = {
     # An event's status appears in Event and SessionEvent (an agent-session read's events).
     "ENUM_NAME_OVERRIDES": {"EventStatusEnum": "contextstore.models.Event.Status",
                             "ExperimentStatusEnum": "contextstore.models.Experiment.Status",
-                            "ExperimentResultStatusEnum": "contextstore.models.ExperimentResult.Status"},
+                            "ExperimentResultStatusEnum": "contextstore.models.ExperimentResult.Status",
+                            "EvaluatorKindEnum": "contextstore.models.Evaluator.Kind"},
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
@@ -435,6 +436,9 @@ CELERY_BEAT_SCHEDULE = {
     # Prompt-cache verdicts of new model calls (services/cache_verdicts.py), a batch a run.
     "compare-cache": {"task": "contextstore.tasks.compare_cache_pending",
                       "schedule": env_int("CACHE_COMPARE_EVERY", 30)},
+    # Evaluators' online run (services/evaluators.py): new calls and quiet sessions sampled.
+    "evaluate-online": {"task": "contextstore.tasks.evaluate_online",
+                        "schedule": env_int("EVALUATE_EVERY", 10)},
 }
 # The workers' heartbeat: each worker writes one every WORKER_HEARTBEAT_EVERY seconds from its main
 # loop (project/celery.py); /readyz answers 503 naming the worker when the newest is older than
@@ -494,6 +498,10 @@ PLAYGROUND_WORKSPACES = env_json("PLAYGROUND_WORKSPACES", {})
 PLAYGROUND_MAX_PER_USER = env_int("PLAYGROUND_MAX_PER_USER", 2)
 PLAYGROUND_MAX_PENDING = env_int("PLAYGROUND_MAX_PENDING", 8)
 PLAYGROUND_QUEUE_SECONDS = env_int("PLAYGROUND_QUEUE_SECONDS", 120)
+# Evaluators (services/evaluators.py): a call is evaluated once its LLMComplete is this many
+# seconds old (its reply may follow it), a session once it has been quiet this long.
+EVALUATOR_SETTLE_SECONDS = env_int("EVALUATOR_SETTLE_SECONDS", 5)
+EVALUATOR_SESSION_QUIET_SECONDS = env_int("EVALUATOR_SESSION_QUIET_SECONDS", 300)
 SUMMARIZER_RETRIES = env_int("SUMMARIZER_RETRIES", 2)
 SUMMARIZER_BACKOFF = float(env_str("SUMMARIZER_BACKOFF", "2"))
 SUMMARIZER_FALLBACK_EXTRACTIVE = env_bool("SUMMARIZER_FALLBACK_EXTRACTIVE", False)

@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class FakeChat(ThreadingHTTPServer):
     daemon_threads = True
     mode = "ok"  # ok, 500 or slow
+    reply: str | None = None  # the answer's content when set (an evaluator's judge), else an echo
     fail_when = ""  # set: a request whose last message holds this text is answered 500
     requests: list[dict]
 
@@ -40,7 +41,8 @@ class _Handler(BaseHTTPRequestHandler):
         last = body["messages"][-1].get("content") or ""
         reply = {"id": "chatcmpl-1", "object": "chat.completion", "model": body["model"],
                  "choices": [{"index": 0, "finish_reason": "stop",
-                              "message": {"role": "assistant", "content": f"Replayed answer to: {last}"}}],
+                              "message": {"role": "assistant",
+                                          "content": self.server.reply or f"Replayed answer to: {last}"}}],
                  "usage": {"prompt_tokens": 1200, "completion_tokens": 30, "total_tokens": 1230}}
         self._send(200, json.dumps(reply).encode())
 

@@ -37,15 +37,28 @@ class ScoreInSerializer(serializers.Serializer):
                                     trim_whitespace=False)
 
 
+class ProvenanceSerializer(serializers.Serializer):
+    evaluator = serializers.IntegerField(source="evaluator_id")
+    version = serializers.IntegerField(source="version.number")
+    evaluation = serializers.IntegerField(source="pk")
+
+
 class ScoreSerializer(serializers.ModelSerializer):
     value = serializers.SerializerMethodField(method_name="typed_value")
     author = serializers.CharField(source="author_label", read_only=True)
+    evaluator = serializers.SerializerMethodField(
+        help_text="An evaluator's score: which evaluator, version and evaluation gave it; else null.")
 
     class Meta:
         model = Score
         fields = ["id", "session", "thread", "seq", "name", "data_type", "value", "comment",
-                  "author", "created_at"]
+                  "author", "evaluator", "created_at"]
         read_only_fields = fields
+
+    @extend_schema_field(ProvenanceSerializer(allow_null=True))
+    def get_evaluator(self, score: Score) -> dict[str, int] | None:
+        evaluation = getattr(score, "evaluation", None)
+        return None if evaluation is None else dict(ProvenanceSerializer(evaluation).data)
 
     @extend_schema_field(VALUE_SCHEMA)
     def typed_value(self, score: Score) -> Any:
@@ -64,9 +77,10 @@ class _ScoreViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
 
     def get_queryset(self) -> QuerySet[Score]:
         session, thread, seq = self.target()
+        scores = Score.objects.select_related("evaluation__version")
         if thread is None:  # the session's list holds its calls' scores too
-            return Score.objects.filter(session=session)
-        return Score.objects.filter(thread=thread, seq=seq)
+            return scores.filter(session=session)
+        return scores.filter(thread=thread, seq=seq)
 
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         session, thread, seq = self.target()

@@ -21,6 +21,7 @@ from contextstore.api import (
 )
 from contextstore.api.agent_sessions import AgentSessionViewSet
 from contextstore.api.datasets import DatasetViewSet, dataset_items
+from contextstore.api.evaluators import EvaluatorViewSet
 from contextstore.api.exceptions import api_not_found
 from contextstore.api.experiments import ExperimentViewSet
 
@@ -53,6 +54,7 @@ router.register(r"sessions/(?P<session_pk>[0-9]+)/scores", scores.SessionScoreVi
 router.register(r"threads/(?P<thread_pk>[0-9]+)/events/(?P<seq>[0-9]+)/scores",
                 scores.CallScoreViewSet, basename="call-score")
 router.register("datasets", DatasetViewSet, basename="dataset")
+router.register("evaluators", EvaluatorViewSet, basename="evaluator")
 router.register("experiments", ExperimentViewSet, basename="experiment")
 
 app_name = "api"

@@ -1,6 +1,7 @@
 """The data model, one module per subject; every model is importable from here."""
 
 from contextstore.models.audit import AuditLog, ReadAudit
+from contextstore.models.evaluators import Evaluation, Evaluator, EvaluatorVersion
 from contextstore.models.events import CallCacheVerdict, CallFigure, Event, EventSearch, EventSearchPending
 from contextstore.models.experiments import Experiment, ExperimentResult, ExperimentScore
 from contextstore.models.jobs import Job, WorkerHeartbeat
@@ -43,6 +44,9 @@ __all__ = [
     "Dataset",
     "DatasetItem",
     "CallFigure",
+    "Evaluation",
+    "Evaluator",
+    "EvaluatorVersion",
     "Event",
     "Experiment",
     "ExperimentResult",

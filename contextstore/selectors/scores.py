@@ -63,7 +63,7 @@ def sessions_scored(sessions: QuerySet[Session], *, workspace_id: int,
 
 def session_scores(*, session: Session, limit: int = 200) -> list[Score]:
     """The session's scores and its calls', newest first."""
-    return list(Score.objects.filter(session=session).select_related("thread")
+    return list(Score.objects.filter(session=session).select_related("thread", "evaluation__version")
                 .order_by("-created_at", "-id")[:limit])
 
 

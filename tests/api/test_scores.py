@@ -20,7 +20,7 @@ def test_score_a_session_and_a_call_then_list_and_filter(api_client, session, th
     assert r.json() | {"id": 0, "created_at": ""} == {
         "id": 0, "session": session.pk, "thread": None, "seq": None, "name": "accuracy",
         "data_type": "numeric", "value": 0.8, "comment": "by the grader",
-        "author": r.json()["author"], "created_at": ""}
+        "author": r.json()["author"], "evaluator": None, "created_at": ""}
     assert r.json()["author"].startswith("token:")
     call_url = f"/api/v1/threads/{thread.pk}/events/3/scores/"  # the LLMComplete's seq
     r = api_client.post(call_url, {"name": "ok", "data_type": "boolean", "value": True}, format="json")

@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('contextstore', '0005_call_figures'),
+        ('contextstore', '0006_evals_evaluators'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
