@@ -13,6 +13,8 @@ MAX_PROMPT = 100_000
 INPUT = "{input}"  # in a template: the last user message's recorded text
 MAX_EVALUATORS = 20
 EVALUATOR = re.compile(r"builtin:[a-z_]{1,40}|[0-9]{1,18}")
+# The evaluators every workspace has (services/experiments.py runs them), by key: their names.
+BUILTIN_EVALUATORS = {"builtin:exact_match": "exact match", "builtin:similarity": "similarity"}
 # The params a variant may set, with the range each takes (what the chat-completions APIs accept).
 NUMBER_PARAMS: dict[str, tuple[float, float]] = {
     "temperature": (0.0, 2.0), "top_p": (0.0, 1.0),
@@ -74,6 +76,10 @@ def experiment_variant(data: dict[str, Any]) -> dict[str, Any]:
             for e in evaluators):
         raise InvalidInput(f"Evaluators are a list of at most {MAX_EVALUATORS} evaluator ids or "
                            "builtin:<name>.", details={"evaluators": "list of ids"})
+    unknown = [e for e in map(str, evaluators) if e.startswith("builtin:") and e not in BUILTIN_EVALUATORS]
+    if unknown:
+        raise InvalidInput(f"No built-in evaluator {unknown[0]}; there are "
+                           f"{', '.join(BUILTIN_EVALUATORS)}.", details={"evaluators": "unknown built-in"})
     return {"name": name,
             "system_prompt": _text(data, "system_prompt", MAX_PROMPT),
             "template": _text(data, "template", MAX_PROMPT),

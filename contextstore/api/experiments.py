@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from contextstore.api.common import actor_of, body, parse, token_of
 from contextstore.experimentspec import experiment_variant
 from contextstore.models import Dataset, Experiment, ExperimentResult, ExperimentScore
-from contextstore.selectors.experiments import experiment_summary
+from contextstore.selectors.experiments import experiment_summary, unknown_evaluators
 from contextstore.services.experiments import experiment_create, experiment_start
 
 
@@ -59,7 +59,8 @@ class ExperimentSerializer(serializers.ModelSerializer):
 class ExperimentScoreSerializer(serializers.ModelSerializer):
     class Meta:
         model = ExperimentScore
-        fields = ["target", "evaluator", "name", "data_type", "value", "string_value", "reason", "error"]
+        fields = ["target", "evaluator", "version", "name", "data_type", "value", "string_value", "reason",
+                  "error", "raw"]
         read_only_fields = fields
 
 
@@ -119,8 +120,11 @@ class ExperimentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
             baseline = Experiment.objects.filter(dataset=dataset, pk=baseline_id).first()
             if baseline is None:
                 raise NotFound("The baseline is no experiment of this dataset.")
-        experiment = experiment_create(dataset=dataset, actor=actor_of(request), baseline=baseline,
-                                       **experiment_variant(data))
+        variant = experiment_variant(data)
+        unknown = unknown_evaluators(workspace=workspace, keys=variant["evaluators"])
+        if unknown:
+            raise NotFound(f"No evaluator {unknown[0]} in this workspace.")
+        experiment = experiment_create(dataset=dataset, actor=actor_of(request), baseline=baseline, **variant)
         return Response(ExperimentSerializer(experiment).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=None, responses={202: ExperimentSerializer},

@@ -43,8 +43,9 @@ class Experiment(models.Model):
     baseline = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
                                  related_name="+",
                                  help_text="Another experiment of the dataset; none: the expected outputs.")
-    # The evaluators that score each output: ids of the workspace's evaluators (their module:
-    # services/experiments.py, `experiment_evaluators`), and "builtin:<name>" for the built-in ones.
+    # The evaluators that score each output: ids of the workspace's evaluators (each run uses
+    # their newest version; services/experiments.py, `experiment_evaluators`), and
+    # "builtin:<name>" for the built-in ones.
     evaluators = OrderedJSONField(default=list)
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.DRAFT)
     item_count = models.PositiveIntegerField(default=0)
@@ -128,6 +129,10 @@ class ExperimentScore(models.Model):
     # "builtin:<name>" or an evaluator's id; `name` is what the page shows.
     evaluator = models.CharField(max_length=100)
     name = RedactedCharField(max_length=100)
+    # A workspace evaluator's version that gave the score (None: a built-in one).
+    version = models.ForeignKey("contextstore.EvaluatorVersion", null=True, blank=True,
+                                on_delete=models.SET_NULL, related_name="+")
+    raw = RedactedTextField(blank=True, default="")  # a judge's answer as it came
     data_type = models.CharField(max_length=11, blank=True, default="")
     value = models.FloatField(null=True, blank=True)
     string_value = RedactedCharField(max_length=200, blank=True, default="")

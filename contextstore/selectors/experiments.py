@@ -11,12 +11,35 @@ from django.db.models import Avg, Count, Q, QuerySet, Sum
 from django.utils import timezone
 
 from contextstore import provider_request
-from contextstore.models import DatasetItem, Experiment, ExperimentResult, ExperimentScore, Workspace
+from contextstore.experimentspec import BUILTIN_EVALUATORS
+from contextstore.models import (
+    DatasetItem,
+    Evaluator,
+    Experiment,
+    ExperimentResult,
+    ExperimentScore,
+    Workspace,
+)
 from contextstore.prompt_cache import word_diff
 
 
 def workspace_experiments(*, workspace: Workspace) -> QuerySet[Experiment]:
     return Experiment.objects.filter(workspace=workspace).select_related("dataset", "baseline")
+
+
+def unknown_evaluators(*, workspace: Workspace, keys: list[str]) -> list[str]:
+    """The keys (experimentspec's) that name no evaluator of the workspace."""
+    ids = {int(k) for k in keys if k.isdigit()}
+    found = Evaluator.objects.filter(workspace=workspace, pk__in=ids).values_list("pk", flat=True)
+    known = {str(pk) for pk in found}
+    return [k for k in keys if k.isdigit() and k not in known]
+
+
+def evaluator_choices(*, workspace: Workspace) -> list[tuple[str, str]]:
+    """(key, name) of every evaluator an experiment of the workspace can choose."""
+    own = Evaluator.objects.filter(workspace=workspace).order_by("name").values_list("pk", "name", "kind")
+    return [*BUILTIN_EVALUATORS.items(),
+            *((str(pk), f"{name} ({Evaluator.Kind(kind).label})") for pk, name, kind in own)]
 
 
 def claim_after() -> timedelta:
@@ -101,10 +124,10 @@ def experiment_comparison(*, experiment: Experiment, against: Experiment | None 
                  .order_by("id")[:limit])
     ids = [i.pk for i in items]
     mine = {r.item_id: r for r in ExperimentResult.objects.filter(experiment=experiment, item_id__in=ids)
-            .prefetch_related("scores")}
+            .prefetch_related("scores__version")}
     theirs = {} if other is None else {
         r.item_id: r for r in ExperimentResult.objects.filter(experiment=other, item_id__in=ids)
-        .prefetch_related("scores")}
+        .prefetch_related("scores__version")}
     rows = []
     for item in items:
         variant = _side(mine.get(item.pk))

@@ -31,11 +31,14 @@ from django.utils import timezone
 
 from contextstore import provider_request
 from contextstore.errors import Conflict
+from contextstore.experimentspec import BUILTIN_EVALUATORS
 from contextstore.llm_models import call_cost
 from contextstore.models import (
     AuditLog,
     Dataset,
     DatasetItem,
+    Evaluator,
+    EvaluatorVersion,
     Experiment,
     ExperimentResult,
     ExperimentScore,
@@ -44,6 +47,7 @@ from contextstore.outbox import publish_after_commit
 from contextstore.redaction import redact, use_workspace
 from contextstore.selectors.experiments import claim_after, expected_text, experiment_stalled
 from contextstore.services.common import Actor, audit
+from contextstore.services.evaluators import EvaluationResult, evaluate
 from contextstore.services.replays import ReplayFailed, playground_configured, playground_endpoint
 from contextstore.services.replays import _send as chat_completion
 
@@ -270,64 +274,83 @@ def _finish(experiment: Experiment) -> Experiment:
 # ------------------------------------------------------------------ scoring
 
 @dataclass
-class Verdict:
-    """What an evaluator said of one output (the shape services/evaluators.py's results have)."""
+class Subject:
+    """What an evaluator judges: an item's input, one output (the variant's, or the item's
+    expected one) as text and as an assistant message, the expected output's text, and the
+    output's figures (services/evaluators.py's `call_data`)."""
 
-    value: Any = None
-    data_type: str = "numeric"
-    reason: str = ""
-    error: str = ""
+    input: Any
+    text: str
+    message: dict[str, Any]
+    expected: str | None
+    call_data: dict[str, Any]
 
 
 @dataclass
 class ExperimentEvaluator:
     key: str  # "builtin:<name>" or an evaluator's id
     name: str
-    needs_expected: bool  # compares with the expected output: not run on the expected itself
-    judge: Callable[[Any, str, str | None, ExperimentResult], Verdict]
+    # Whether it judges the expected output too (the dataset's column): not when it compares
+    # with it (the built-ins) or needs a sent call's figures (cost and latency limits).
+    judges_expected: bool
+    judge: Callable[[Subject], EvaluationResult]
+    version: EvaluatorVersion | None = None
 
 
-def _exact_match(input: Any, output: str, expected: str | None, result: ExperimentResult) -> Verdict:
-    if expected is None:
-        return Verdict(error="The item has no expected output.")
-    same = " ".join(output.split()) == " ".join(expected.split())
-    return Verdict(same, "boolean", "The output equals the expected output (whitespace aside)."
-                   if same else "The output differs from the expected output.")
+def _exact_match(subject: Subject) -> EvaluationResult:
+    if subject.expected is None:
+        return EvaluationResult(None, "boolean", error="The item has no expected output.")
+    same = " ".join(subject.text.split()) == " ".join(subject.expected.split())
+    return EvaluationResult(same, "boolean", "The output equals the expected output (whitespace aside)."
+                            if same else "The output differs from the expected output.")
 
 
-def _similarity(input: Any, output: str, expected: str | None, result: ExperimentResult) -> Verdict:
-    if expected is None:
-        return Verdict(error="The item has no expected output.")
-    ratio = difflib.SequenceMatcher(None, output, expected, autojunk=False).ratio()
-    return Verdict(round(ratio, 4), "numeric", "difflib's ratio of the output to the expected output.")
+def _similarity(subject: Subject) -> EvaluationResult:
+    if subject.expected is None:
+        return EvaluationResult(None, "numeric", error="The item has no expected output.")
+    ratio = difflib.SequenceMatcher(None, subject.text, subject.expected, autojunk=False).ratio()
+    return EvaluationResult(round(ratio, 4), "numeric",
+                            "difflib's ratio of the output to the expected output.")
 
 
-BUILTINS = {
-    "builtin:exact_match": ExperimentEvaluator("builtin:exact_match", "exact match", True, _exact_match),
-    "builtin:similarity": ExperimentEvaluator("builtin:similarity", "similarity", True, _similarity),
-}
+BUILTINS = {key: ExperimentEvaluator(key, BUILTIN_EVALUATORS[key], False, judge)
+            for key, judge in (("builtin:exact_match", _exact_match), ("builtin:similarity", _similarity))}
+NO_FIGURES = (Evaluator.Kind.COST_LIMIT, Evaluator.Kind.LATENCY_LIMIT)
+
+
+def _workspace_evaluator(evaluator: Evaluator) -> ExperimentEvaluator:
+    version = evaluator.latest
+
+    def judge(subject: Subject) -> EvaluationResult:
+        return evaluate(version, input=subject.input, output=subject.message, call_data=subject.call_data)
+
+    return ExperimentEvaluator(str(evaluator.pk), evaluator.name, evaluator.kind not in NO_FIGURES, judge,
+                               version)
+
+
+def _missing(subject: Subject) -> EvaluationResult:
+    return EvaluationResult(None, "numeric", error="No such evaluator in this workspace (deleted?).")
 
 
 def experiment_evaluators(experiment: Experiment) -> list[ExperimentEvaluator]:
-    """The evaluators the experiment chose, as callables. The seam to the workspace's own
-    evaluators (services/evaluators.py, `evaluate(version, *, input, output, call_data)`): an
-    id in `experiment.evaluators` names one of those; until that module is merged, only the
-    built-in ones (exact match, similarity with the expected output) are run, and an id is
-    scored as an error saying so."""
+    """The evaluators the experiment chose: the built-in ones, and the workspace's own
+    (services/evaluators.py's `evaluate`, with each one's newest version when the run looks it
+    up); an id that names none of the workspace's (deleted since) scores as an error."""
+    ids = [int(key) for key in experiment.evaluators or [] if key.isdigit()]
+    own = {str(e.pk): e for e in Evaluator.objects.filter(workspace_id=experiment.workspace_id, pk__in=ids)
+           .select_related("workspace")}
     chosen = []
     for key in experiment.evaluators or []:
         if key in BUILTINS:
             chosen.append(BUILTINS[key])
+        elif key in own and own[key].latest is not None:
+            chosen.append(_workspace_evaluator(own[key]))
         else:
-            chosen.append(ExperimentEvaluator(key, f"evaluator {key}", False, _unknown_evaluator))
+            chosen.append(ExperimentEvaluator(key, f"evaluator {key}", True, _missing))
     return chosen
 
 
-def _unknown_evaluator(input: Any, output: str, expected: str | None, result: ExperimentResult) -> Verdict:
-    return Verdict(error="No such evaluator in this workspace.")
-
-
-def _verdict_fields(verdict: Verdict) -> dict[str, Any]:
+def _score_fields(verdict: EvaluationResult) -> dict[str, Any]:
     value, string_value = verdict.value, ""
     if verdict.error:
         value = None
@@ -337,9 +360,34 @@ def _verdict_fields(verdict: Verdict) -> dict[str, Any]:
         string_value, value = str(value)[:200], None
     elif value is not None:
         value = float(value)
-    return {"data_type": verdict.data_type if not verdict.error else "", "value": value,
+    return {"data_type": "" if verdict.error else verdict.data_type, "value": value,
             "string_value": string_value, "reason": str(verdict.reason or ""),
-            "error": str(verdict.error or "")[:500]}
+            "error": str(verdict.error or "")[:500], "raw": str(verdict.raw or "")}
+
+
+def _item_input(item: DatasetItem) -> Any:
+    """An item's input as an evaluator reads it: a call's messages, a range's events."""
+    if isinstance(item.input, dict):
+        return item.input.get("messages") or item.input
+    return item.input
+
+
+def _subjects(experiment: Experiment, item: DatasetItem,
+              result: ExperimentResult) -> list[tuple[str, Subject]]:
+    expected = expected_text(item)
+    answer = {"role": "assistant", "content": result.output,
+              **({"tool_calls": result.tool_calls} if result.tool_calls else {})}
+    figures = {"model": result.model, "cost": None if result.cost is None else float(result.cost),
+               "latency_ms": result.latency_ms, "tool_calls": result.tool_calls}
+    subjects = [(ExperimentScore.Target.OUTPUT,
+                 Subject(_item_input(item), result.output, answer, expected, figures))]
+    if experiment.baseline_id is None and expected is not None:
+        message = item.output if isinstance(item.output, dict) else {"role": "assistant", "content": expected}
+        source = (item.metadata or {}).get("source") or {}
+        subjects.append((ExperimentScore.Target.EXPECTED, Subject(
+            _item_input(item), expected, message, expected,
+            {"model": source.get("model") or "", "tool_calls": message.get("tool_calls") or []})))
+    return subjects
 
 
 def _score(experiment: Experiment, item: DatasetItem, result: ExperimentResult,
@@ -348,19 +396,16 @@ def _score(experiment: Experiment, item: DatasetItem, result: ExperimentResult,
     expected output); kept once per (result, target, evaluator): a rescoring replaces it."""
     if not evaluators or result.status != ExperimentResult.Status.OK:
         return
-    expected = expected_text(item)
-    targets = [(ExperimentScore.Target.OUTPUT, result.output)]
-    if experiment.baseline_id is None and expected is not None:
-        targets.append((ExperimentScore.Target.EXPECTED, expected))
-    for target, text in targets:
+    for target, subject in _subjects(experiment, item, result):
         for evaluator in evaluators:
-            if target == ExperimentScore.Target.EXPECTED and evaluator.needs_expected:
+            if target == ExperimentScore.Target.EXPECTED and not evaluator.judges_expected:
                 continue
             try:
-                verdict = evaluator.judge(item.input, text, expected, result)
+                verdict = evaluator.judge(subject)
             except Exception as exc:  # noqa: BLE001 - an evaluator's failure is its score's error
                 logger.exception("evaluator %s failed on experiment result %s", evaluator.key, result.pk)
-                verdict = Verdict(error=f"{type(exc).__name__}: {exc}")
+                verdict = EvaluationResult(None, "numeric", error=f"{type(exc).__name__}: {exc}")
             ExperimentScore.objects.update_or_create(
                 workspace_id=experiment.workspace_id, result=result, target=target, evaluator=evaluator.key,
-                defaults={"name": evaluator.name[:100], **_verdict_fields(verdict)})
+                defaults={"name": evaluator.name[:100], "version": evaluator.version,
+                          **_score_fields(verdict)})

@@ -20,11 +20,13 @@ from contextstore.errors import DomainError, InvalidInput
 from contextstore.experimentspec import INT_PARAMS, experiment_variant
 from contextstore.models import Dataset, Experiment
 from contextstore.selectors.experiments import (
+    evaluator_choices,
     experiment_comparison,
     experiment_stalled,
     experiment_summary,
+    unknown_evaluators,
 )
-from contextstore.services.experiments import BUILTINS, experiment_create, experiment_start
+from contextstore.services.experiments import experiment_create, experiment_start
 from contextstore.services.replays import playground_configured
 from contextstore.views.access import (
     DashboardRequest,
@@ -76,6 +78,9 @@ def variant_form(post: Any, dataset: Dataset) -> dict[str, Any]:
         "name": post.get("name", ""), "system_prompt": post.get("system_prompt", "").replace("\r\n", "\n"),
         "template": post.get("template", "").replace("\r\n", "\n"), "model": post.get("model", ""),
         "params": params, "evaluators": post.getlist("evaluators")})
+    unknown = unknown_evaluators(workspace=dataset.workspace, keys=data["evaluators"])
+    if unknown:
+        raise InvalidInput(f"No evaluator {unknown[0]} in this workspace.", details={"evaluators": "unknown"})
     baseline_id = query_int(post.get("baseline"))
     data["baseline"] = None
     if baseline_id:
@@ -131,7 +136,7 @@ def dataset_experiments_context(request: DashboardRequest, dataset: Dataset) -> 
     """What the dataset's page shows of its experiments: the list, the new-experiment form's
     choices and the compare form."""
     return {"experiments": list(Experiment.objects.filter(dataset=dataset)[:100]),
-            "builtin_evaluators": BUILTINS.values(),
+            "evaluator_choices": evaluator_choices(workspace=dataset.workspace),
             "can_edit": can_edit(request.user, dataset.workspace),
             "configured": playground_configured(dataset.workspace)}
 

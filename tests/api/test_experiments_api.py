@@ -7,6 +7,7 @@ from contextstore.services.datasets import dataset_add_call, dataset_ensure
 from contextstore.services.events import event_append
 from contextstore.services.experiments import experiment_run
 from tests.fake_chat import fake_chat
+from tests.services.test_evaluate import make as make_version
 
 
 @pytest.fixture
@@ -90,3 +91,14 @@ def test_the_experiments_are_in_the_openapi_schema(api_client):
     assert {"get", "post"} <= set(paths["/api/v1/experiments/"])
     assert "post" in paths["/api/v1/experiments/{id}/run/"]
     assert "get" in paths["/api/v1/experiments/{id}/results/"]
+
+
+def test_an_evaluator_of_another_workspace_is_a_404(api_client, dataset, actor, other_workspace, workspace):
+    theirs = make_version(other_workspace, actor, "regex", name="theirs", config={"pattern": "x"}).evaluator
+    answer = api_client.post("/api/v1/experiments/", {"dataset": dataset.pk, "name": "x",
+                                                      "evaluators": [str(theirs.pk)]}, format="json")
+    assert answer.status_code == 404 and str(theirs.pk) in answer.json()["error"]["message"]
+    mine = make_version(workspace, actor, "regex", name="mine", config={"pattern": "x"}).evaluator
+    body = {"dataset": dataset.pk, "name": "x", "evaluators": [mine.pk, "builtin:similarity"]}
+    made = api_client.post("/api/v1/experiments/", body, format="json")
+    assert made.status_code == 201 and made.json()["evaluators"] == [str(mine.pk), "builtin:similarity"]

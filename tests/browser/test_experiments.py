@@ -11,6 +11,7 @@ from contextstore.services.events import event_append
 from contextstore.services.sessions import session_ensure, thread_ensure
 from tests.browser.conftest import axe_violations, screenshot
 from tests.fake_chat import fake_chat
+from tests.services.test_evaluate import make as make_version
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 SIZES = ((1440, 900), (390, 844))
@@ -30,6 +31,7 @@ def dataset(workspace, actor):
     for seq in (1, 4):
         item = dataset_add_call(dataset_name="ci questions", thread=thread,
                                 call=llm_call_at(thread=thread, seq=seq), actor=actor)
+    make_version(workspace, actor, "regex", name="mentions CI", config={"pattern": "CI"})
     return item.dataset
 
 
@@ -53,6 +55,7 @@ def test_dataset_new_experiment_run_and_compare(page, dataset, settings, make_fs
         page.locator("#exp-template").fill("Briefly: {input}")
         page.locator("#exp-model").fill("gpt-4o-mini")
         page.locator("#exp-temperature").fill("0")
+        page.get_by_label("mentions CI (regular expression)").check()
         page.locator("text=Create experiment").click()
         expect(page.locator("h1")).to_have_text("terse")
         expect(page.locator("#run-status")).to_contain_text("Not run yet.")
@@ -71,6 +74,8 @@ def test_dataset_new_experiment_run_and_compare(page, dataset, settings, make_fs
             "Replayed answer to: Which <b>test</b> is flaky?")
         expect(page.locator('#experiment-summary tr[data-evaluator="builtin:exact_match"]')).to_contain_text(
             "0.000")
+        expect(rows.first.locator(".variant-side .experiment-scores")).to_contain_text("mentions CI: true")
+        expect(rows.nth(1).locator(".baseline-side .experiment-scores")).to_contain_text("mentions CI: false")
         rows.first.locator("details.output-diff summary").click()
         expect(rows.first.locator(".word-diff ins")).to_contain_text("Briefly:")
         system = server.requests[0]["body"]["messages"][0]

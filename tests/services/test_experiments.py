@@ -13,6 +13,7 @@ from contextstore.services.datasets import dataset_add_call
 from contextstore.services.events import event_append
 from contextstore.services.experiments import experiment_create, experiment_run, experiment_start
 from tests.fake_chat import fake_chat
+from tests.services.test_evaluate import make as make_version
 
 QUESTIONS = ["Which tests fail?", "Why is CI red?", "Who broke main?"]
 
@@ -45,11 +46,15 @@ def endpoint(settings):
         yield server
 
 
+def make_evaluator(workspace, actor, kind, **version):
+    return make_version(workspace, actor, kind, **version).evaluator
+
+
 def variant(dataset, actor, **more):
+    more.setdefault("evaluators", ["builtin:exact_match", "builtin:similarity"])
     return experiment_create(dataset=dataset, actor=actor, name="terse", system_prompt="Answer in one line.",
                              template="Question: {input}", model="gpt-4o-mini",
-                             params={"temperature": 0, "max_tokens": 50},
-                             evaluators=["builtin:exact_match", "builtin:similarity"], **more)
+                             params={"temperature": 0, "max_tokens": 50}, **more)
 
 
 def run(experiment, actor):
@@ -198,3 +203,40 @@ def test_the_comparison_puts_each_output_beside_the_baseline(dataset, actor, end
     assert rows[0].baseline.output == first.results.order_by("item_id")[0].output
     assert rows[0].variant.output == "Replayed answer to: Which tests fail?"
     assert rows[0].cost_delta is not None and rows[0].latency_delta is not None
+
+
+def test_the_workspace_evaluators_score_each_output_and_the_expected_one(dataset, actor, endpoint, workspace):
+    judge = make_evaluator(workspace, actor, "llm_judge", name="polite", model="judge-1",
+                           prompt="Answer: {{output}}\nIs it polite?", config={"score_type": "numeric"})
+    rule = make_evaluator(workspace, actor, "regex", name="answers", config={"pattern": "nswer"})
+    cost = make_evaluator(workspace, actor, "cost_limit", name="cheap", config={"max_cost": 1})
+    endpoint.reply = '{"score": 0.75, "reason": "Polite enough."}'  # the variant's and the judge's answer
+    experiment = run(variant(dataset, actor, evaluators=[str(judge.pk), str(rule.pk), str(cost.pk)]), actor)
+    assert experiment.status == "done"
+    judged = [r["body"] for r in endpoint.requests if r["body"]["model"] == "judge-1"]
+    # each output, then each expected output, judged with the version's prompt
+    assert len(judged) == 6 and "Answer: {\"score\": 0.75" in judged[0]["messages"][1]["content"]
+    assert "Answer: Replayed answer to: Which tests fail?" in judged[1]["messages"][1]["content"]
+    scores = ExperimentScore.objects.filter(result__experiment=experiment)
+    polite = scores.filter(evaluator=str(judge.pk), target="output")
+    assert {(s.value, s.reason, s.name, s.version_id) for s in polite} == {
+        (0.75, "Polite enough.", "polite", judge.latest.pk)}
+    assert polite.first().raw == endpoint.reply
+    answers = {(s.target, s.string_value) for s in scores.filter(evaluator=str(rule.pk))}
+    assert answers == {("output", "false"), ("expected", "true")}
+    # a cost limit judges the variant's cost; the expected output has none to judge
+    assert {(s.target, s.string_value) for s in scores.filter(evaluator=str(cost.pk))} == {("output", "true")}
+    summary = experiment_summary(experiment=experiment)
+    assert summary["scores"][str(judge.pk)]["average"] == 0.75
+    expected = experiment_summary(experiment=experiment, target="expected")
+    assert expected["scores"][str(rule.pk)]["average"] == 1
+
+
+def test_an_evaluator_deleted_since_scores_as_an_error(dataset, actor, endpoint, workspace):
+    rule = make_evaluator(workspace, actor, "regex", name="answers", config={"pattern": "answer"})
+    experiment = variant(dataset, actor, evaluators=[str(rule.pk)])
+    rule.delete()
+    experiment = run(experiment, actor)
+    assert experiment.status == "done" and experiment.error_count == 0
+    errors = set(ExperimentScore.objects.filter(target="output").values_list("error", flat=True))
+    assert errors == {"No such evaluator in this workspace (deleted?)."}

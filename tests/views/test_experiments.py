@@ -9,6 +9,7 @@ from contextstore.services.datasets import dataset_add_call
 from contextstore.services.events import event_append
 from contextstore.services.experiments import experiment_create, experiment_run, experiment_start
 from tests.fake_chat import fake_chat
+from tests.services.test_evaluate import make as make_version
 from tests.views.conftest import HTMX
 
 
@@ -121,3 +122,23 @@ def test_admin_lists_experiments_with_their_results_read_only(dataset, actor, en
     assert "terse &lt;x&gt;" in client.get("/admin/contextstore/experiment/").content.decode()
     page = client.get(f"/admin/contextstore/experiment/{experiment.pk}/change/").content.decode()
     assert "gpt-4o-mini" in page and 'name="_save"' not in page
+
+
+def test_the_workspace_evaluators_are_offered_scored_and_linked_to_their_version(
+        editor_client, dataset, actor, endpoint, workspace, other_workspace):
+    rule = make_version(workspace, actor, "regex", name="says tests", config={"pattern": "tests"}).evaluator
+    theirs = make_version(other_workspace, actor, "regex", name="theirs", config={"pattern": "x"}).evaluator
+    page = editor_client.get(f"/datasets/{dataset.pk}/").content.decode()
+    assert f'value="{rule.pk}"' in page and "says tests (regular expression)" in page
+    assert f'value="{theirs.pk}"' not in page
+    url = f"/datasets/{dataset.pk}/experiments/"
+    refused = editor_client.post(url, {"name": "x", "evaluators": [theirs.pk]})
+    said = refused.content.decode()
+    assert refused.status_code == 400 and f"No evaluator {theirs.pk} in this workspace" in said
+    editor_client.post(url, {"name": "x", "model": "m", "evaluators": [rule.pk]})
+    experiment = Experiment.objects.get()
+    assert experiment.evaluators == [str(rule.pk)]
+    experiment_start(experiment=experiment, actor=actor)
+    experiment_run(experiment_id=experiment.pk)
+    page = editor_client.get(f"/experiments/{experiment.pk}/").content.decode()
+    assert "says tests: true" in page and f'href="/evaluators/{rule.pk}/#v1">v1</a>' in page
