@@ -10,6 +10,7 @@ from contextstore.selectors.calls import llm_call_at
 from contextstore.selectors.experiments import experiment_comparison, experiment_summary
 from contextstore.services import experiments
 from contextstore.services.datasets import dataset_add_call
+from contextstore.services.erasure import user_erase
 from contextstore.services.events import event_append
 from contextstore.services.experiments import experiment_create, experiment_run, experiment_start
 from tests.fake_chat import fake_chat
@@ -240,3 +241,11 @@ def test_an_evaluator_deleted_since_scores_as_an_error(dataset, actor, endpoint,
     assert experiment.status == "done" and experiment.error_count == 0
     errors = set(ExperimentScore.objects.filter(target="output").values_list("error", flat=True))
     assert errors == {"No such evaluator in this workspace (deleted?)."}
+
+
+def test_erasing_the_person_takes_the_experiment_results_of_their_items(dataset, actor, endpoint, session):
+    experiment = run(variant(dataset, actor), actor)
+    assert ExperimentScore.objects.filter(result__experiment=experiment).count() == 6
+    receipt = user_erase(workspace=session.workspace, user_id="alice", actor=actor)
+    assert receipt["counts"]["dataset_items"] == 3 and receipt["counts"]["experiment_results"] == 3
+    assert not ExperimentResult.objects.exists() and not ExperimentScore.objects.exists()
