@@ -379,7 +379,7 @@ def _subjects(experiment: Experiment, item: DatasetItem,
               **({"tool_calls": result.tool_calls} if result.tool_calls else {})}
     figures = {"model": result.model, "cost": None if result.cost is None else float(result.cost),
                "latency_ms": result.latency_ms, "tool_calls": result.tool_calls}
-    subjects = [(ExperimentScore.Target.OUTPUT,
+    subjects: list[tuple[str, Subject]] = [(ExperimentScore.Target.OUTPUT,
                  Subject(_item_input(item), result.output, answer, expected, figures))]
     if experiment.baseline_id is None and expected is not None:
         message = item.output if isinstance(item.output, dict) else {"role": "assistant", "content": expected}
