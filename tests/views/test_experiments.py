@@ -2,6 +2,8 @@
 with the expected outputs or another experiment; escaped; another workspace's is a 404."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from contextstore.models import Experiment, ExperimentResult
 from contextstore.selectors.calls import llm_call_at
@@ -142,3 +144,27 @@ def test_the_workspace_evaluators_are_offered_scored_and_linked_to_their_version
     experiment_run(experiment_id=experiment.pk)
     page = editor_client.get(f"/experiments/{experiment.pk}/").content.decode()
     assert "says tests: true" in page and f'href="/evaluators/{rule.pk}/#v1">v1</a>' in page
+
+
+def test_the_comparison_page_reads_the_same_queries_at_any_dataset_size(
+        editor_client, dataset, thread, actor, endpoint):
+    def queries_for_page(experiment) -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert editor_client.get(f"/experiments/{experiment.pk}/").status_code == 200
+        return len(captured)
+
+    def experiment_of_size(n: int):
+        while dataset.items.count() < n:
+            dataset_add_call(dataset_name="ci", thread=thread, call=llm_call_at(thread=thread, seq=1),
+                             actor=actor)
+        first = experiment_create(dataset=dataset, actor=actor, name=f"a{n}", model="m",
+                                  evaluators=["builtin:exact_match", "builtin:similarity"])
+        second = experiment_create(dataset=dataset, actor=actor, name=f"b{n}", model="m", baseline=first,
+                                   evaluators=["builtin:exact_match"])
+        for e in (first, second):
+            experiment_start(experiment=e, actor=actor)
+            experiment_run(experiment_id=e.pk)
+        return second
+
+    small, large = queries_for_page(experiment_of_size(2)), queries_for_page(experiment_of_size(12))
+    assert small == large and large < 30
