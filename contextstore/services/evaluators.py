@@ -24,6 +24,7 @@ import logging
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 import jsonschema
@@ -61,7 +62,7 @@ from contextstore.toolcalls import event_calls, result_call_id
 
 logger = logging.getLogger(__name__)
 RUN_TASK = "contextstore.tasks.run_evaluation"  # by name: services sit below contextstore.tasks
-BATCH = 200  # new calls (sessions) one pass looks at per evaluator
+BATCH = 1000  # new calls (sessions) one pass looks at per evaluator: EVALUATE_EVERY sets the ceiling
 MAX_ATTEMPTS = 3  # a row whose worker died this often is failed, not sent again
 MAX_TEXT = 20_000  # characters of a subject's input or output put in a judge's prompt
 REGEX_SECONDS = 1.0  # a pattern that backtracks longer than this fails the evaluation
@@ -146,8 +147,11 @@ def evaluate(version: EvaluatorVersion, *, input: Any, output: Any,  # noqa: A00
             document = json.loads(text)
         except ValueError as exc:
             return EvaluationResult(False, "boolean", f"The output is not JSON: {exc}.")
-        error = jsonschema.exceptions.best_match(
-            jsonschema.Draft202012Validator(version.config["schema"]).iter_errors(document))
+        try:
+            error = jsonschema.exceptions.best_match(
+                jsonschema.Draft202012Validator(version.config["schema"]).iter_errors(document))
+        except Exception as exc:  # noqa: BLE001 - a $ref nothing resolves, a pattern it cannot run
+            return _failed("boolean", f"The schema could not be applied: {exc}"[:500])
         if error is None:
             return EvaluationResult(True, "boolean", "The output satisfies the schema.")
         where = "/".join(map(str, error.absolute_path)) or "(the document)"
@@ -353,18 +357,21 @@ def _call_model(end: Event) -> str:
     return LLMCall(start=None, end=end).model
 
 
-def _new_calls(evaluator: Evaluator, batch: int, cutoff: datetime) -> tuple[list[Evaluation], int]:
-    """The evaluations of the LLMCompletes after the watermark, and the new watermark. Stops
-    at the first one younger than `cutoff` (its reply may still be arriving, and a transaction
-    that took an id before it may not have committed yet)."""
+def _new_calls(evaluator: Evaluator, batch: int, top: int,
+               cutoff: datetime) -> tuple[list[Evaluation], int]:
+    """The evaluations of this workspace's LLMCompletes after the watermark up to `top` (the
+    newest event older than `cutoff`: its reply may still be arriving, and a transaction that
+    took an id before it may not have committed yet), and the new watermark: `top` once none
+    is left below it, so a workspace without new calls does not scan others' again."""
     version = evaluator.latest
     rows: list[Evaluation] = []
     through = evaluator.through_event
-    ends = (Event.objects.filter(pk__gt=through, type=CALL_END, thread__workspace_id=evaluator.workspace_id)
-            .select_related("thread__session", "figure").order_by("pk")[:batch])
+    ends = list(Event.objects.filter(pk__gt=through, pk__lte=top, type=CALL_END,
+                                     thread__workspace_id=evaluator.workspace_id)
+                .select_related("thread__session", "figure").order_by("pk")[:batch])
     for end in ends:
-        if end.created_at > cutoff:
-            break
+        if end.created_at > cutoff:  # stored out of order: it waits, and so does the watermark
+            return rows, through
         through = end.pk
         subject = f"call {end.pk}"
         session = end.thread.session
@@ -372,10 +379,10 @@ def _new_calls(evaluator: Evaluator, batch: int, cutoff: datetime) -> tuple[list
             continue
         if evaluator.filter_model and _call_model(end).casefold() != evaluator.filter_model.casefold():
             continue
-        start = call_start_of(thread=end.thread, end=end)
+        # seq: the LLMComplete's until the run names the call by its start's (as its score does)
         rows.append(Evaluation(workspace_id=evaluator.workspace_id, evaluator=evaluator, version=version,
-                               session=session, thread=end.thread, seq=(start or end).seq, subject=subject))
-    return rows, through
+                               session=session, thread=end.thread, seq=end.seq, subject=subject))
+    return rows, max(through, top) if len(ends) < batch else through
 
 
 def _new_sessions(evaluator: Evaluator, batch: int,
@@ -409,13 +416,16 @@ def evaluations_schedule(*, batch: int = BATCH, now: datetime | None = None) -> 
     settle = now - timedelta(seconds=settings.EVALUATOR_SETTLE_SECONDS)
     quiet = now - timedelta(seconds=settings.EVALUATOR_SESSION_QUIET_SECONDS)
     queued = 0
+    # the newest event old enough: the pk index read backwards, stopping at once
+    top = (Event.objects.filter(created_at__lte=settle).order_by("-pk")
+           .values_list("pk", flat=True).first()) or 0
     for pk in Evaluator.objects.filter(enabled=True).order_by("pk").values_list("pk", flat=True):
         with transaction.atomic():
             evaluator = Evaluator.objects.select_for_update().filter(pk=pk, enabled=True).first()
             if evaluator is None:
                 continue
             if evaluator.target == Evaluator.Target.CALL:
-                rows, evaluator.through_event = _new_calls(evaluator, batch, settle)
+                rows, evaluator.through_event = _new_calls(evaluator, batch, top, settle)
             else:
                 rows, evaluator.through_at, evaluator.through_session = _new_sessions(evaluator, batch, quiet)
             Evaluation.objects.bulk_create(rows, ignore_conflicts=True)
@@ -424,7 +434,7 @@ def evaluations_schedule(*, batch: int = BATCH, now: datetime | None = None) -> 
                 evaluator=evaluator, status=Evaluation.Status.QUEUED,
                 subject__in=[r.subject for r in rows]).values_list("pk", flat=True))
             for evaluation_id in ids:
-                transaction.on_commit(lambda i=evaluation_id: publish_after_commit(send_evaluation, i))
+                transaction.on_commit(partial(publish_after_commit, send_evaluation, evaluation_id))
             queued += len(ids)
     return {"queued": queued, **evaluations_recover(now=now)}
 
@@ -451,7 +461,7 @@ def evaluations_recover(*, now: datetime | None = None) -> dict[str, int]:
     # started_at marks when it was sent again, so the next pass waits stale_after before another send
     Evaluation.objects.filter(pk__in=ids).update(status=Status.QUEUED, started_at=timezone.now())
     for evaluation_id in ids:
-        transaction.on_commit(lambda i=evaluation_id: publish_after_commit(send_evaluation, i))
+        transaction.on_commit(partial(publish_after_commit, send_evaluation, evaluation_id))
     return {"resent": len(ids), "failed": gave_up}
 
 
@@ -464,11 +474,11 @@ def send_evaluation(evaluation_id: Any) -> None:
         logger.exception("could not send evaluation %s to the broker", evaluation_id)
 
 
-def call_subject(*, end: Event) -> dict[str, Any]:
+def call_subject(*, end: Event, start: Event | None = None) -> dict[str, Any]:
     """evaluate()'s input, output and call_data for the call this LLMComplete closes: what it
     sent, what it answered, its stored figures (CallFigure) and the tools that failed answering it."""
     thread = end.thread
-    call = LLMCall(start=call_start_of(thread=thread, end=end), end=end)
+    call = LLMCall(start=start or call_start_of(thread=thread, end=end), end=end)
     sent = llm_call_sent(thread=thread, call=call)
     reply = llm_call_reply(thread=thread, call=call)
     figure = CallFigure.objects.filter(event_id=end.pk).first()
@@ -515,13 +525,18 @@ def session_subject(*, session: Session) -> dict[str, Any]:
                           "tool_errors": errors}}
 
 
-def _subject(evaluation: Evaluation) -> dict[str, Any] | None:
+def _subject(evaluation: Evaluation) -> tuple[dict[str, Any] | None, int | None]:
+    """evaluate()'s arguments for the evaluation's subject (None: the call is gone), and the
+    seq that names the call (its start's, as its card and its score name it)."""
     kind, _, pk = evaluation.subject.partition(" ")
     if kind == "session":
-        return session_subject(session=evaluation.session)
+        return session_subject(session=evaluation.session), None
     end = (Event.objects.filter(thread=evaluation.thread, pk=int(pk))
            .select_related("thread__workspace").first())
-    return None if end is None else call_subject(end=end)
+    if end is None:
+        return None, evaluation.seq
+    start = call_start_of(thread=end.thread, end=end)
+    return call_subject(end=end, start=start), (start or end).seq
 
 
 def evaluation_run(*, evaluation_id: int) -> Evaluation | None:
@@ -534,7 +549,7 @@ def evaluation_run(*, evaluation_id: int) -> Evaluation | None:
         return None
     evaluation = Evaluation.objects.select_related(
         "evaluator__workspace", "version__evaluator__workspace", "session", "thread").get(pk=evaluation_id)
-    subject = _subject(evaluation)
+    subject, seq = _subject(evaluation)
     if subject is None:
         result = _failed("boolean", "The call was deleted before it was evaluated.")
     else:
@@ -544,13 +559,13 @@ def evaluation_run(*, evaluation_id: int) -> Evaluation | None:
         running = Evaluation.objects.select_for_update().filter(pk=evaluation_id, status=Status.RUNNING)
         if not running.exists():
             return Evaluation.objects.get(pk=evaluation_id)
-        fields: dict[str, Any] = {"raw": result.raw, "finished_at": timezone.now()}
+        fields: dict[str, Any] = {"raw": result.raw, "finished_at": timezone.now(), "seq": seq}
         if result.ok:
             evaluator = evaluation.evaluator
             actor = Actor.worker(f"evaluator {evaluator.name} v{evaluation.version.number}"[:200])
             score = score_add(session=evaluation.session, name=evaluator.name, data_type=result.data_type,
                               value=result.value, actor=actor, comment=result.reason,
-                              thread=evaluation.thread, seq=evaluation.seq)
+                              thread=evaluation.thread, seq=seq)
             fields.update(status=Status.DONE, score=score)
         else:
             fields.update(status=Status.ERROR, error=result.error)

@@ -8,7 +8,7 @@ from typing import Any
 from django import forms
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, Q
+from django.db.models import Count, Max, Q
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -95,7 +95,8 @@ class EvaluatorForm(forms.Form):
         """(the evaluator's settings, the version's fields), checked by evaluatorspec."""
         if not self.is_valid():
             field, problems = next(iter(self.errors.items()))
-            raise InvalidInput(f"{field.replace('_', ' ')}: {' '.join(problems)}", details={field: "invalid"})
+            said = " ".join(str(problem) for problem in problems)
+            raise InvalidInput(f"{field.replace('_', ' ')}: {said}", details={field: "invalid"})
         data = self.cleaned_data
         settings = evaluatorspec.evaluator_settings(
             name=data["name"], target=data["target"] or "call", sample_rate=data["sample_rate"],
@@ -139,11 +140,11 @@ def _editor(request: DashboardRequest, evaluator_workspace: Any) -> None:
 @login_required
 def evaluator_list(request: DashboardRequest) -> HttpResponse:
     workspace = current_workspace(request)
-    rows = list(Evaluator.objects.filter(workspace=workspace).prefetch_related("versions")
-                .annotate(done=Count("evaluations", filter=_status("done")),
-                          failed=Count("evaluations", filter=_status("error")))) if workspace else []
-    for row in rows:
-        row.version_number = max((v.number for v in row.versions.all()), default=0)
+    # distinct: the versions' join repeats each evaluation once per version
+    rows = list(Evaluator.objects.filter(workspace=workspace).annotate(
+        version_number=Max("versions__number"),
+        done=Count("evaluations", filter=_status("done"), distinct=True),
+        failed=Count("evaluations", filter=_status("error"), distinct=True))) if workspace else []
     return render(request, "contextstore/evaluators.html", {
         "workspace": workspace, "evaluators": rows, "kinds": Evaluator.Kind.choices,
         "can_edit": workspace is not None and can_edit(request.user, workspace)})

@@ -52,6 +52,12 @@ def test_a_json_schema_checks_the_reply_parsed_and_names_the_failing_path(worksp
     assert not_json.ok  # a failed check is a score, not an error
 
 
+def test_a_schema_that_cannot_be_applied_is_an_error_not_a_crash(workspace, actor):
+    version = make(workspace, actor, "json_schema", config={"schema": {"$ref": "https://example.com/s.json"}})
+    result = evaluate(version, input="", output="{}")
+    assert result.value is None and result.error.startswith("The schema could not be applied")
+
+
 def test_a_tool_check_finds_the_tool_and_its_arguments(workspace, actor):
     called = make(workspace, actor, "tool_call", name="searched",
                   config={"check": "called", "tool": "search", "arguments": {"filters": {"lang": "en"}}})

@@ -88,6 +88,34 @@ def test_a_call_too_young_waits_and_the_watermark_stops_before_it(workspace, thr
     assert run_online()["queued"] == 1
 
 
+def test_the_watermark_passes_other_workspaces_calls_so_a_pass_does_not_read_them_again(
+        workspace, other_workspace, thread, actor):
+    evaluator = new(workspace, actor)
+    rival = thread_ensure(session=session_ensure(workspace=other_workspace, key="r", actor=actor)[0],
+                          actor=actor)[0]
+    for _ in range(3):
+        call(rival, actor)
+    run_online()
+    evaluator.refresh_from_db()
+    assert evaluator.through_event == rival.events.order_by("-pk").first().pk
+    assert not Evaluation.objects.exists()
+    call(thread, actor)
+    run_online()
+    assert Score.objects.get().session.workspace == workspace
+
+
+def test_a_batch_stops_the_watermark_at_its_last_call(workspace, thread, actor):
+    evaluator = new(workspace, actor)
+    for _ in range(3):
+        call(thread, actor)
+    evaluations_schedule(batch=2, now=timezone.now() + LATER)
+    evaluator.refresh_from_db()
+    ends = list(thread.events.filter(type="LLMComplete").order_by("pk").values_list("pk", flat=True))
+    assert evaluator.through_event == ends[1] and Evaluation.objects.count() == 2
+    evaluations_schedule(batch=2, now=timezone.now() + LATER)
+    assert Evaluation.objects.count() == 3
+
+
 def test_sampling_picks_the_same_calls_every_run_and_never_twice(workspace, thread, actor):
     evaluator = new(workspace, actor, sample_rate=0.5)
     for _ in range(30):
@@ -169,6 +197,7 @@ def test_a_failing_judge_keeps_an_error_and_no_score(workspace, thread, actor, j
     run_online()
     [evaluation] = Evaluation.objects.all()
     assert evaluation.status == "error" and evaluation.score is None
+    assert evaluation.seq == 1  # the call's start, as its card names it
     assert evaluation.error.startswith("The judge failed: The endpoint answered HTTP 500")
     assert not Score.objects.exists()
 

@@ -107,6 +107,9 @@ def test_a_score_links_to_the_version_that_gave_it_and_the_evaluator_page_shows_
     assert f'href="/evaluators/{evaluator.pk}/#v1">evaluator asks-politely v1</a>' in html
     page = editor_client.get(f"/evaluators/{evaluator.pk}/").content.decode()
     assert f"/threads/{thread.pk}/?around=1#e1" in page and "The pattern was found" in page
+    editor_client.post(f"/evaluators/{evaluator.pk}/", {**REGEX, "pattern": "wait"})  # version 2
+    row = editor_client.get("/evaluators/").content.decode().split('data-evaluator="asks-politely"')[1]
+    assert ">v2</a>" in row and '<td class="num">1</td>' in row  # one scored, whatever the versions
 
 
 def test_a_failed_judge_shows_its_error_and_the_prompt_escaped(
