@@ -83,6 +83,7 @@ class Side:
     input_tokens: int | None = None
     output_tokens: int | None = None
     scores: dict[str, ExperimentScore] | None = None
+    request: Any = None  # the body sent
 
 
 @dataclass
@@ -110,7 +111,7 @@ def _side(result: ExperimentResult | None, target: str = ExperimentScore.Target.
         return Side(output=None)
     return Side(output=result.output if result.status == ExperimentResult.Status.OK else None,
                 error=result.error, status=result.status, cost=result.cost, latency_ms=result.latency_ms,
-                input_tokens=result.input_tokens, output_tokens=result.output_tokens,
+                input_tokens=result.input_tokens, output_tokens=result.output_tokens, request=result.request,
                 scores={s.evaluator: s for s in result.scores.all() if s.target == target})
 
 

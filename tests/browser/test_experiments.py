@@ -76,6 +76,8 @@ def test_dataset_new_experiment_run_and_compare(page, dataset, settings, make_fs
             "0.000")
         expect(rows.first.locator(".variant-side .experiment-scores")).to_contain_text("mentions CI: true")
         expect(rows.nth(1).locator(".baseline-side .experiment-scores")).to_contain_text("mentions CI: false")
+        rows.first.locator("details.request-sent > summary").click()
+        expect(rows.first.locator("details.request-sent")).to_contain_text("Answer in one line.")
         rows.first.locator("details.output-diff summary").click()
         expect(rows.first.locator(".word-diff ins")).to_contain_text("Briefly:")
         system = server.requests[0]["body"]["messages"][0]

@@ -75,7 +75,7 @@ def test_run_queues_and_the_status_polls_until_the_results_are_in(editor_client,
     assert "Two &lt;i&gt;tests&lt;/i&gt;." in page and "<i>tests" not in page
     assert "Replayed answer to: List the &lt;b&gt;tests&lt;/b&gt;." in page and "<b>tests" not in page
     assert 'data-evaluator="builtin:exact_match"' in page and "exact match: false" in page
-    assert "Diff of the outputs" in page
+    assert "Diff of the outputs" in page and "Request as sent" in page and "gpt-4o-mini" in page
 
 
 def test_two_experiments_compare_side_by_side_with_deltas(editor_client, dataset, actor, endpoint):
