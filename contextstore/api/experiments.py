@@ -51,7 +51,7 @@ class ExperimentSerializer(serializers.ModelSerializer):
     class Meta:
         model = Experiment
         fields = ["id", "dataset", "name", "system_prompt", "template", "model", "params", "baseline",
-                  "evaluators", "status", "item_count", "done_count", "error_count", "error", "actor",
+                  "evaluators", "status", "item_count", "done_count", "error_count", "actor",
                   "created_at", "started_at", "finished_at"]
         read_only_fields = fields
 

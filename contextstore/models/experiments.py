@@ -25,7 +25,6 @@ class Experiment(models.Model):
         QUEUED = "queued"
         RUNNING = "running"
         DONE = "done"
-        FAILED = "failed"
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+",
                                   db_index=False)  # experiment_list leads with it
@@ -51,7 +50,6 @@ class Experiment(models.Model):
     item_count = models.PositiveIntegerField(default=0)
     done_count = models.PositiveIntegerField(default=0)
     error_count = models.PositiveIntegerField(default=0)
-    error = RedactedCharField(max_length=500, blank=True, default="")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="+")
     actor = RedactedCharField(max_length=200, blank=True, default="")

@@ -90,7 +90,7 @@ def experiment_start(*, experiment: Experiment, actor: Actor) -> Experiment:
         ExperimentResult.objects.filter(experiment=taken, status=ExperimentResult.Status.ERROR).delete()
         now = timezone.now()
         Experiment.objects.filter(pk=taken.pk).update(
-            status=Experiment.Status.QUEUED, error="", finished_at=None, touched_at=now,
+            status=Experiment.Status.QUEUED, finished_at=None, touched_at=now,
             item_count=DatasetItem.objects.filter(dataset_id=taken.dataset_id).count())
         _count(taken)
         audit(actor=actor, action="experiment.run", target=taken, workspace=experiment.workspace,
