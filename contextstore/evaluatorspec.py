@@ -4,8 +4,8 @@ services/evaluators.py writes; returns the settings as stored, or InvalidInput s
 wrong, with the same message at every door.
 
 Settings by kind (a version's `config`; the judge's prompt and model are columns of their own):
-- llm_judge: score_type numeric | boolean | categorical, categories (categorical), and the
-  prompt, which names {{output}} (and may name {{input}}).
+- llm_judge: score_type numeric | boolean | categorical, categories (categorical: the names
+  the judge may give; none: any), and the prompt, which names {{output}} (and may name {{input}}).
 - regex: pattern (Python `regex` syntax, matched on the reply's text), ignore_case, must_match
   (false: the score is true when the pattern is NOT found).
 - json_schema: schema (Draft 2020-12), which the reply's text, parsed as JSON, must satisfy.
@@ -102,18 +102,21 @@ def _judge(config: dict[str, Any], prompt: str) -> dict[str, Any]:
         raise _bad("score_type", "score_type must be numeric, boolean or categorical.",
                    "numeric, boolean or categorical")
     out: dict[str, Any] = {"score_type": score_type}
-    if score_type == "categorical":
-        categories = config.get("categories")
+    categories = config.get("categories")
+    if score_type == "categorical" and categories is not None:  # none: any category the judge names
         if not isinstance(categories, list) or not categories or not all(
-                isinstance(c, str) and c.strip() and len(c) <= 200 for c in categories):
-            raise _bad("categories", "A categorical judge needs its categories: a list of names.",
+                isinstance(c, str) and c.strip() and len(c) <= 200 and "\x00" not in c for c in categories):
+            raise _bad("categories", "categories must be a list of names (at most 200 characters each).",
                        "list of names")
         out["categories"] = [c.strip() for c in categories]
     return out
 
 
 def _regex(config: dict[str, Any], prompt: str) -> dict[str, Any]:
-    pattern = _text(config.get("pattern"), "pattern", limit=2000, required=True)
+    pattern = config.get("pattern")  # not trimmed: a space can be what it looks for
+    if not isinstance(pattern, str) or not pattern or len(pattern) > 2000 or "\x00" in pattern:
+        raise _bad("pattern", "pattern is required: a regular expression of at most 2000 characters.",
+                   "regular expression")
     try:
         regex.compile(pattern)
     except regex.error as exc:

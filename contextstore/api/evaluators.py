@@ -8,6 +8,7 @@ a 404."""
 
 from typing import Any
 
+import json_merge_patch
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
@@ -17,6 +18,7 @@ from rest_framework.response import Response
 
 from contextstore import evaluatorspec
 from contextstore.api.common import actor_of, body, parse, token_of
+from contextstore.api.serializers import NOT_BLANK, NOT_BLANK_NO_NUL, _only
 from contextstore.models import Evaluation, Evaluator, EvaluatorVersion
 from contextstore.services import evaluators
 
@@ -47,14 +49,64 @@ class EvaluatorSerializer(serializers.ModelSerializer):
         return dict(EvaluatorVersionSerializer(evaluator.latest).data)
 
 
+NAME = f"^[^\\u0000:]*[^\\u0000:{NOT_BLANK[2:]}[^\\u0000:]*$"  # no ':', not blank once trimmed
+OUTPUT_NAMED = "^[^\\u0000]*[{][{]output[}][}][^\\u0000]*$"  # braces in classes: the fuzzer's parser
+NAMES = {"type": "array", "minItems": 1,
+         "items": {"type": "string", "maxLength": 200, "pattern": NOT_BLANK_NO_NUL}}
+# A JSON Schema's common keywords, typed as Draft 2020-12 takes them (any other is allowed too).
+SCHEMA_TYPES = ["null", "boolean", "object", "array", "number", "string", "integer"]
+JSON_SCHEMA = {"type": "object", "description": "A JSON Schema (Draft 2020-12).", "properties": {
+    "type": {"oneOf": [{"enum": SCHEMA_TYPES},
+                       {"type": "array", "items": {"enum": SCHEMA_TYPES}, "uniqueItems": True}]},
+    "required": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+    "properties": {"type": "object", "additionalProperties": {"type": "object"}},
+    "items": {"type": "object"},
+    "minimum": {"type": "number"}, "maximum": {"type": "number"},
+    "minLength": {"type": "integer", "minimum": 0}, "maxLength": {"type": "integer", "minimum": 0},
+    "pattern": {"type": "string", "format": "regex"}}}
+# Each kind's settings (evaluatorspec), as `config` takes them.
+CONFIGS = {
+    "llm_judge": {"type": "object", "properties": {
+        "score_type": {"enum": list(evaluatorspec.SCORE_TYPES)}, "categories": NAMES}},
+    "regex": {"type": "object", "required": ["pattern"], "properties": {
+        "pattern": {"type": "string", "format": "regex", "minLength": 1, "maxLength": 2000},
+        "ignore_case": {"type": "boolean"}, "must_match": {"type": "boolean"}}},
+    "json_schema": {"type": "object", "required": ["schema"], "properties": {"schema": JSON_SCHEMA}},
+    "tool_call": {"type": "object", "properties": {
+        "check": {"enum": list(evaluatorspec.TOOL_CHECKS)},
+        "tool": {"type": "string", "maxLength": 200, "pattern": NOT_BLANK_NO_NUL},
+        "arguments": {"type": "object"}},
+        # called (the default) and not_called name the tool
+        "anyOf": [{"required": ["check"], "properties": {"check": _only("no_failed")}},
+                  {"required": ["tool"]}]},
+    "cost_limit": {"type": "object", "required": ["max_cost"],
+                   "properties": {"max_cost": {"type": "number", "minimum": 0}}},
+    "latency_limit": {"type": "object", "required": ["max_ms"],
+                      "properties": {"max_ms": {"type": "number", "exclusiveMinimum": True, "minimum": 0}}},
+}
+JUDGE_FIELDS = {"model": {"maxLength": 200, "pattern": NOT_BLANK_NO_NUL},
+                "prompt": {"pattern": OUTPUT_NAMED}}
+
+
 class EvaluatorInSerializer(serializers.Serializer):
+    schema_rules = {
+        "description": "The kind's settings in `config`; a judge's `model` and `prompt` (which names "
+                       "{{output}}).",
+        "properties": {"name": {"pattern": NAME}},
+        "oneOf": [{"required": ["kind", *(("model", "prompt") if kind == "llm_judge" else ("config",))],
+                   "properties": {"kind": _only(kind), "config": CONFIGS[kind],
+                                  **(JUDGE_FIELDS if kind == "llm_judge" else {})}}
+                  for kind in evaluatorspec.KINDS],
+    }
+
     name = serializers.CharField(max_length=100,
                                  help_text="The scores' name: at most 100 characters, no ':'.")
     kind = serializers.ChoiceField(choices=Evaluator.Kind.choices)
     target = serializers.ChoiceField(choices=Evaluator.Target.choices, default="call")
     enabled = serializers.BooleanField(default=True)
-    sample_rate = serializers.FloatField(default=1.0, help_text="The share of new calls (sessions) "
-                                         "scored, 0 to 1; which ones is decided by each one's id.")
+    sample_rate = serializers.FloatField(
+        default=1.0, min_value=0, max_value=1,
+        help_text="The share of new calls (sessions) scored, 0 to 1; which ones is decided by each one's id.")
     filter_agent = serializers.CharField(max_length=200, allow_blank=True, default="",
                                          help_text="Only sessions of this agent (any case).")
     filter_model = serializers.CharField(max_length=200, allow_blank=True, default="",
@@ -69,6 +121,20 @@ class EvaluatorInSerializer(serializers.Serializer):
 
 
 class EvaluatorPatchSerializer(EvaluatorInSerializer):
+    # The kind is the stored evaluator's: `config` is merged into its current settings (a JSON
+    # merge patch: null removes a key), and each key keeps its kind's rule.
+    schema_rules = {
+        # (the prompt's rule in a branch: the fuzzer cannot merge it with its maxLength)
+        "allOf": [{"properties": {"prompt": JUDGE_FIELDS["prompt"]}}],
+        "properties": {"name": {"pattern": NAME}, "model": JUDGE_FIELDS["model"], "config": {
+            "type": "object", "description": "Merged into the current settings, key by key.",
+            "properties": {key: rule for kind in evaluatorspec.KINDS
+                           for key, rule in CONFIGS[kind]["properties"].items()},
+            # a check that names a tool comes with it
+            "anyOf": [{"not": {"required": ["check"]}},
+                      {"required": ["check"], "properties": {"check": _only("no_failed")}},
+                      {"required": ["tool"]}]}}}
+
     kind = None  # type: ignore[assignment]  # an evaluator keeps its kind (its scores' meaning)
     target = None  # type: ignore[assignment]
 
@@ -130,7 +196,9 @@ class EvaluatorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         if {"model", "prompt", "config"} & data.keys():
             version = evaluatorspec.evaluator_version(
                 kind=evaluator.kind, model=data.get("model", latest.model),
-                prompt=data.get("prompt", latest.prompt), config=data.get("config", latest.config))
+                prompt=data.get("prompt", latest.prompt),
+                config=json_merge_patch.merge(latest.config, data["config"])
+                if isinstance(data.get("config"), dict) else data.get("config", latest.config))
         evaluator = evaluators.evaluator_update(evaluator=evaluator, actor=actor_of(request),
                                                 fields=settings, version=version)
         return Response(EvaluatorSerializer(evaluator).data)

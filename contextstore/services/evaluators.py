@@ -47,6 +47,7 @@ from contextstore.models import (
     Workspace,
 )
 from contextstore.outbox import publish_after_commit
+from contextstore.redaction import use_workspace
 from contextstore.selectors.calls import (
     CALL_END,
     REPLY_WINDOW,
@@ -216,6 +217,7 @@ JUDGE_ANSWER = {
     "numeric": '{"score": <a number>, "reason": "<one or two sentences>"}',
     "boolean": '{"score": true or false, "reason": "<one or two sentences>"}',
     "categorical": '{"score": "<one of: %s>", "reason": "<one or two sentences>"}',
+    "category": '{"score": "<a category, a few words>", "reason": "<one or two sentences>"}',
 }
 
 
@@ -224,7 +226,8 @@ def judge_messages(version: EvaluatorVersion, input: Any, output: Any) -> list[d
     config = version.config
     shape = JUDGE_ANSWER[config["score_type"]]
     if config["score_type"] == "categorical":
-        shape = shape % ", ".join(config["categories"])
+        categories = config.get("categories")
+        shape = shape % ", ".join(categories) if categories else JUDGE_ANSWER["category"]
     prompt = (version.prompt.replace("{{input}}", as_text(input)[-MAX_TEXT:])
               .replace("{{output}}", as_text(output)[-MAX_TEXT:]))
     return [{"role": "system", "content": "You are an evaluator. Answer with one JSON object and "
@@ -270,10 +273,14 @@ def judge_answer(config: dict[str, Any], answer: str) -> EvaluationResult:
             return _failed(score_type, f"The judge's score {score!r} is not true or false.", answer)
         value = score
     else:
-        if score not in config["categories"]:
+        categories = config.get("categories")
+        if categories and score not in categories:
             return _failed(score_type, f"The judge's score {score!r} is not one of "
-                           f"{', '.join(config['categories'])}.", answer)
-        value = str(score)
+                           f"{', '.join(categories)}.", answer)
+        if not isinstance(score, str) or not score.strip() or len(score) > 200 or "\x00" in score:
+            return _failed(score_type, f"The judge's score {score!r} is not a category "
+                           "(a name of at most 200 characters).", answer)
+        value = score.strip()
     return EvaluationResult(value, score_type, reason[:10_000], raw=answer)
 
 
@@ -286,6 +293,7 @@ def evaluator_create(*, workspace: Workspace, actor: Actor, name: str, kind: str
     """An evaluator and its version 1, from input its door checked (evaluatorspec). Its online
     run starts at what arrives after now: calls and sessions already stored are not scored."""
     newest = Event.objects.aggregate(newest=Max("pk"))["newest"] or 0
+    use_workspace(workspace)  # the prompt and settings stored under the workspace's redaction rules
     try:
         with transaction.atomic():
             evaluator = Evaluator.objects.create(
@@ -318,6 +326,7 @@ def evaluator_update(*, evaluator: Evaluator, actor: Actor, fields: dict[str, An
     try:
         with transaction.atomic():
             locked = Evaluator.objects.select_for_update().get(pk=evaluator.pk)
+            use_workspace(locked.workspace)
             for key, value in fields.items():
                 setattr(locked, key, value)
             locked.save()
@@ -549,6 +558,7 @@ def evaluation_run(*, evaluation_id: int) -> Evaluation | None:
         return None
     evaluation = Evaluation.objects.select_related(
         "evaluator__workspace", "version__evaluator__workspace", "session", "thread").get(pk=evaluation_id)
+    use_workspace(evaluation.evaluator.workspace)  # its redaction rules for the score and the answer
     subject, seq = _subject(evaluation)
     if subject is None:
         result = _failed("boolean", "The call was deleted before it was evaluated.")

@@ -8,7 +8,7 @@ from typing import Any
 from django import forms
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, Max, Q
+from django.db.models import Max
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -140,18 +140,14 @@ def _editor(request: DashboardRequest, evaluator_workspace: Any) -> None:
 @login_required
 def evaluator_list(request: DashboardRequest) -> HttpResponse:
     workspace = current_workspace(request)
-    # distinct: the versions' join repeats each evaluation once per version
-    rows = list(Evaluator.objects.filter(workspace=workspace).annotate(
-        version_number=Max("versions__number"),
-        done=Count("evaluations", filter=_status("done"), distinct=True),
-        failed=Count("evaluations", filter=_status("error"), distinct=True))) if workspace else []
+    rows = list(Evaluator.objects.filter(workspace=workspace)
+                .annotate(version_number=Max("versions__number"))) if workspace else []
+    for row in rows:  # the newest RECENT's outcomes (evaluation_recent): a page's cost, not the history's
+        statuses = list(row.evaluations.order_by("-id").values_list("status", flat=True)[:RECENT])
+        row.done, row.failed = statuses.count("done"), statuses.count("error")  # type: ignore[attr-defined]
     return render(request, "contextstore/evaluators.html", {
         "workspace": workspace, "evaluators": rows, "kinds": Evaluator.Kind.choices,
         "can_edit": workspace is not None and can_edit(request.user, workspace)})
-
-
-def _status(status: str) -> Q:
-    return Q(evaluations__status=status)
 
 
 @login_required

@@ -31,7 +31,9 @@ def test_create_read_and_change_an_evaluator(api_client):
     assert r.json()["version"]["number"] == 1  # settings of the run are not a new version
     r = api_client.patch(one, {"config": {"pattern": "thank", "ignore_case": True}}, format="json")
     assert r.json()["version"]["number"] == 2 and r.json()["version"]["config"]["ignore_case"] is True
-    versions = api_client.get(f"{one}versions/").json()
+    r = api_client.patch(one, {"config": {"ignore_case": False}}, format="json")  # merged key by key
+    assert r.json()["version"]["config"] == {"pattern": "thank", "ignore_case": False, "must_match": True}
+    versions = api_client.get(f"{one}versions/").json()[1:]
     assert [(v["number"], v["config"]["pattern"]) for v in versions] == [(2, "thank"), (1, "please")]
     assert [e["name"] for e in api_client.get(URL).json()["results"]] == ["asks-politely"]
 

@@ -124,6 +124,23 @@ def test_a_categorical_judge_takes_only_its_categories(workspace, actor, judge_e
     assert result.raw == judge_endpoint.reply
 
 
+def test_a_categorical_judge_without_categories_takes_any_name(workspace, actor, judge_endpoint):
+    version = make(workspace, actor, "llm_judge", model="judge-1", prompt="{{output}}",
+                   config={"score_type": "categorical"})
+    judge_endpoint.reply = '{"score": " curt ", "reason": "short"}'
+    assert evaluate(version, input="", output="x").value == "curt"
+    assert "a category, a few words" in judge_endpoint.requests[0]["body"]["messages"][0]["content"]
+    judge_endpoint.reply = '{"score": 3, "reason": "short"}'
+    assert evaluate(version, input="", output="x").error == \
+        "The judge's score 3 is not a category (a name of at most 200 characters)."
+
+
+def test_a_regex_keeps_its_spaces(workspace, actor):
+    version = make(workspace, actor, "regex", config={"pattern": " "})
+    assert evaluate(version, input="", output="two words").value is True
+    assert evaluate(version, input="", output="one").value is False
+
+
 def test_a_judge_that_answers_no_score_or_fails_gives_an_error_not_a_score(workspace, actor, judge_endpoint):
     version = make(workspace, actor, "llm_judge", model="judge-1", prompt="{{output}}",
                    config={"score_type": "boolean"})
@@ -173,8 +190,9 @@ def test_editing_an_evaluator_adds_a_version_and_keeps_the_old_one(workspace, ac
     ("json_schema", {"config": {"schema": {"type": "nope"}}}, "schema"),
     ("llm_judge", {"model": "m", "prompt": "no placeholder"}, "prompt"),
     ("llm_judge", {"prompt": "{{output}}"}, "model"),
-    ("llm_judge", {"model": "m", "prompt": "{{output}}", "config": {"score_type": "categorical"}},
-     "categories"),
+    ("llm_judge", {"model": "m", "prompt": "{{output}}",
+                   "config": {"score_type": "categorical", "categories": []}}, "categories"),
+    ("regex", {"config": {"pattern": ""}}, "pattern"),
     ("tool_call", {"config": {"check": "called"}}, "tool"),
     ("cost_limit", {"config": {"max_cost": -1}}, "max_cost"),
     ("latency_limit", {"config": {"max_ms": 0}}, "max_ms"),

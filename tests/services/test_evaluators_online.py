@@ -307,3 +307,19 @@ def test_a_session_judge_reads_its_first_input_and_last_reply(workspace, thread,
     run_online(now=timezone.now() + timedelta(seconds=400))
     assert judge.requests[0]["body"]["messages"][1]["content"] == "Find my keys -> In the drawer"
     assert Score.objects.get().string_value == "true"
+
+
+SECRET = "sk-proj-" + "Zx9_Qw8-Er7Ty6Ui5" * 3
+
+
+def test_the_judges_prompt_answer_and_reason_are_stored_redacted(workspace, thread, actor, judge):
+    evaluator = new(workspace, actor, kind="llm_judge", name="helpful", model="judge-1",
+                    prompt=f"key {SECRET}: {{{{output}}}}", config={"score_type": "boolean"})
+    assert evaluator.latest.prompt == "key [REDACTED:openai_key]: {{output}}"
+    judge.reply = f'{{"score": true, "reason": "saw {SECRET}"}}'
+    call(thread, actor)
+    run_online()
+    evaluation = Evaluation.objects.get()
+    assert SECRET not in evaluation.raw and "[REDACTED:openai_key]" in evaluation.raw
+    assert evaluation.score.comment == "saw [REDACTED:openai_key]"
+    assert SECRET not in judge.requests[0]["body"]["messages"][1]["content"]  # it sends what is kept
