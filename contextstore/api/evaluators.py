@@ -65,7 +65,7 @@ JSON_SCHEMA = {"type": "object", "description": "A JSON Schema (Draft 2020-12)."
     "minLength": {"type": "integer", "minimum": 0}, "maxLength": {"type": "integer", "minimum": 0},
     "pattern": {"type": "string", "format": "regex"}}}
 # Each kind's settings (evaluatorspec), as `config` takes them.
-CONFIGS = {
+CONFIGS: dict[str, dict[str, Any]] = {
     "llm_judge": {"type": "object", "properties": {
         "score_type": {"enum": list(evaluatorspec.SCORE_TYPES)}, "categories": NAMES}},
     "regex": {"type": "object", "required": ["pattern"], "properties": {

@@ -22,6 +22,7 @@ import hashlib
 import json
 import logging
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
@@ -31,13 +32,15 @@ import jsonschema
 import regex
 from celery import current_app
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, InterfaceError, OperationalError, transaction
 from django.db.models import F, Max, Q, Sum
 from django.utils import timezone
 
 from contextstore.errors import Conflict
 from contextstore.models import (
     CallFigure,
+    Dataset,
+    DatasetItem,
     Evaluation,
     Evaluator,
     EvaluatorVersion,
@@ -164,6 +167,17 @@ def evaluate(version: EvaluatorVersion, *, input: Any, output: Any,  # noqa: A00
     if kind == Evaluator.Kind.LATENCY_LIMIT:
         return _limit(data.get("latency_ms"), version.config["max_ms"], "latency", lambda v: f"{v:.0f} ms")
     return _failed("boolean", f"Unknown evaluator kind {kind!r}.")
+
+
+def evaluate_dataset(version: EvaluatorVersion, *,
+                     dataset: Dataset) -> Iterator[tuple[DatasetItem, EvaluationResult]]:
+    """The version run over a dataset's items (their input and the output they keep), oldest
+    first, with no write: what an evaluator says of a dataset as recorded. An experiment runs a
+    variant's outputs through evaluate() the same way. Items of another workspace are not read."""
+    items = (DatasetItem.objects.filter(dataset=dataset, workspace_id=version.workspace_id)
+             .order_by("id").iterator(chunk_size=100))
+    for item in items:
+        yield item, evaluate(version, input=item.input, output=item.output)
 
 
 def _limit(value: Any, limit: float, what: str, show: Any) -> EvaluationResult:
@@ -563,7 +577,13 @@ def evaluation_run(*, evaluation_id: int) -> Evaluation | None:
     if subject is None:
         result = _failed("boolean", "The call was deleted before it was evaluated.")
     else:
-        result = evaluate(evaluation.version, **subject)
+        try:
+            result = evaluate(evaluation.version, **subject)
+        except (OperationalError, InterfaceError):
+            raise  # the database: the task retries, and a later pass sends the row again
+        except Exception as exc:  # noqa: BLE001 - a bug must show on the row, not only in a log
+            logger.exception("evaluation %s failed", evaluation_id)
+            result = _failed("boolean", f"The evaluation failed: {type(exc).__name__}: {exc}")
     with transaction.atomic():
         # Only a row still running is finished: one failed meanwhile as given up stays failed.
         running = Evaluation.objects.select_for_update().filter(pk=evaluation_id, status=Status.RUNNING)

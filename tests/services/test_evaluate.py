@@ -208,3 +208,29 @@ def test_the_door_refuses_settings_an_evaluator_cannot_run(kind, version, field)
 def test_an_evaluator_kind_is_one_of_the_models_kinds():
     from contextstore.evaluatorspec import KINDS
     assert set(KINDS) == set(Evaluator.Kind.values)
+
+
+def test_a_dataset_is_evaluated_item_by_item_without_writing(workspace, other_workspace, thread, actor):
+    from contextstore.models import Score
+    from contextstore.selectors.calls import llm_call_at
+    from contextstore.services.datasets import dataset_add_call
+    from contextstore.services.evaluators import evaluate_dataset
+    from contextstore.services.events import event_append
+
+    event_append(thread=thread, actor=actor, events=[
+        {"type": "LLMCallStart", "data": {"model": "m", "messages": [{"role": "user", "content": "hi"}]}},
+        {"type": "LLMOutput", "content": "Hello, please sit."},
+        {"type": "LLMComplete", "data": {"model": "m"}},
+        {"type": "LLMCallStart", "data": {"model": "m", "messages": [{"role": "user", "content": "bye"}]}},
+        {"type": "LLMOutput", "content": "Goodbye."},
+        {"type": "LLMComplete", "data": {"model": "m"}}])
+    for seq in (1, 4):
+        item = dataset_add_call(dataset_name="greetings", thread=thread,
+                                call=llm_call_at(thread=thread, seq=seq), actor=actor)
+    version = make(workspace, actor, "regex", config={"pattern": "please"})
+    results = [(i.pk, r.value, r.reason) for i, r in evaluate_dataset(version, dataset=item.dataset)]
+    assert [value for _, value, _ in results] == [True, False]
+    assert results[1][2] == "The pattern was not found."
+    assert not Score.objects.exists()
+    rival = make(other_workspace, actor, "regex", name="other", config={"pattern": "please"})
+    assert list(evaluate_dataset(rival, dataset=item.dataset)) == []  # another workspace's items

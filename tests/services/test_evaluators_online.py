@@ -244,6 +244,19 @@ def test_a_worker_that_dies_mid_evaluation_is_replaced_and_the_call_scored_once(
     assert (evaluation.status, evaluation.attempts, Score.objects.count()) == ("done", 2, 1)
 
 
+def test_an_evaluation_that_raises_keeps_the_error_on_its_row(workspace, thread, actor, monkeypatch):
+    new(workspace, actor)
+    call(thread, actor)
+
+    def broken(*args, **kwargs):
+        raise KeyError("pattern")
+
+    monkeypatch.setattr(evaluators, "evaluate", broken)
+    run_online()
+    evaluation = Evaluation.objects.get()
+    assert (evaluation.status, evaluation.error) == ("error", "The evaluation failed: KeyError: 'pattern'")
+
+
 def test_a_call_whose_worker_keeps_dying_is_failed_after_the_last_attempt(workspace, thread, actor):
     new(workspace, actor)
     call(thread, actor)
