@@ -25,6 +25,8 @@ from contextstore.models import (
     Evaluator,
     EvaluatorVersion,
     Event,
+    Experiment,
+    ExperimentResult,
     Job,
     Membership,
     Memory,
@@ -557,6 +559,31 @@ class JobAdmin(ReadOnlyAdmin):
     search_fields = ("id", "thread__session__key")
     date_hierarchy = "created_at"
     list_select_related = ("thread__session",)
+
+
+class ExperimentResultInline(admin.TabularInline):
+    model = ExperimentResult
+    fields = ("item", "status", "model", "input_tokens", "output_tokens", "cost", "latency_ms", "error")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = False
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(Experiment)
+class ExperimentAdmin(ReadOnlyAdmin):
+    """Experiments are made and run in the dashboard or the API (services/experiments.py)."""
+
+    list_display = ("id", "name", "dataset", "model", "status", "done_count", "error_count", "item_count",
+                    "workspace", "created_at")
+    list_filter = ("status", "workspace")
+    search_fields = ("name", "model")
+    date_hierarchy = "created_at"
+    list_select_related = ("dataset", "workspace")
+    inlines = [ExperimentResultInline]
 
 
 @admin.register(AuditLog)

@@ -17,6 +17,7 @@ from contextstore.services import (
     cache_verdicts,
     commits,
     evaluators,
+    experiments,
     operations,
     replays,
     retention,
@@ -51,6 +52,13 @@ def replay_call(replay_id: int) -> str | None:
     """A dashboard replay: the recorded call sent again to the playground (services/replays.py)."""
     replay = replays.replay_run(replay_id=replay_id)
     return None if replay is None else replay.status
+
+
+@shared_task(**JOB_RETRIES)
+def run_experiment(experiment_id: int) -> str | None:
+    """A dataset sent through an experiment's variant, item by item (services/experiments.py)."""
+    experiment = experiments.experiment_run(experiment_id=experiment_id)
+    return None if experiment is None else experiment.status
 
 
 @shared_task

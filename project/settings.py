@@ -350,7 +350,11 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_PATCH": False,
     # An event's status appears in Event and SessionEvent (an agent-session read's events).
     "ENUM_NAME_OVERRIDES": {"EventStatusEnum": "contextstore.models.Event.Status",
-                            "EvaluatorKindEnum": "contextstore.models.Evaluator.Kind"},
+                            "ExperimentStatusEnum": "contextstore.models.Experiment.Status",
+                            "ExperimentResultStatusEnum": "contextstore.models.ExperimentResult.Status",
+                            "ExperimentScoreTargetEnum": "contextstore.models.ExperimentScore.Target",
+                            "EvaluatorKindEnum": "contextstore.models.Evaluator.Kind",
+                            "EvaluatorTargetEnum": "contextstore.models.Evaluator.Target"},
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

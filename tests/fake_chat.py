@@ -12,6 +12,7 @@ class FakeChat(ThreadingHTTPServer):
     daemon_threads = True
     mode = "ok"  # ok, 500 or slow
     reply: str | None = None  # the answer's content when set (an evaluator's judge), else an echo
+    fail_when = ""  # set: a request whose last message holds this text is answered 500
     requests: list[dict]
 
     def handle_error(self, request: object, client_address: object) -> None:
@@ -32,7 +33,8 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.server.requests.append({"path": self.path, "body": body,
                                      "auth": self.headers.get("Authorization")})
-        if self.server.mode == "500":
+        last_text = json.dumps(body["messages"][-1]) if body.get("messages") else ""
+        if self.server.mode == "500" or (self.server.fail_when and self.server.fail_when in last_text):
             return self._send(500, b'{"error": {"message": "overloaded"}}')
         if self.server.mode == "slow":
             time.sleep(3.0)

@@ -24,6 +24,7 @@ from contextstore.api.annotation import AnnotationItemViewSet, AnnotationQueueVi
 from contextstore.api.datasets import DatasetViewSet, dataset_items
 from contextstore.api.evaluators import EvaluatorViewSet
 from contextstore.api.exceptions import api_not_found
+from contextstore.api.experiments import ExperimentViewSet
 from contextstore.api.monitoring import AlertEventViewSet, AlertRuleViewSet, SavedViewViewSet
 
 router = SimpleRouter()
@@ -63,6 +64,7 @@ router.register("saved-views", SavedViewViewSet, basename="saved-view")
 router.register("alert-rules", AlertRuleViewSet, basename="alert-rule")
 router.register("alert-events", AlertEventViewSet, basename="alert-event")
 router.register("evaluators", EvaluatorViewSet, basename="evaluator")
+router.register("experiments", ExperimentViewSet, basename="experiment")
 
 app_name = "api"
 urlpatterns = [

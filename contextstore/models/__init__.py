@@ -4,6 +4,7 @@ from contextstore.models.annotation import AnnotationItem, AnnotationQueue, Scor
 from contextstore.models.audit import AuditLog, ReadAudit
 from contextstore.models.evaluators import Evaluation, Evaluator, EvaluatorVersion
 from contextstore.models.events import CallCacheVerdict, CallFigure, Event, EventSearch, EventSearchPending
+from contextstore.models.experiments import Experiment, ExperimentResult, ExperimentScore
 from contextstore.models.jobs import Job, WorkerHeartbeat
 from contextstore.models.monitoring import AlertEvent, AlertRule, SavedView
 from contextstore.models.otel import OtelLog, OtelPending, OtelSpan, OtelTrace
@@ -55,6 +56,9 @@ __all__ = [
     "Evaluator",
     "EvaluatorVersion",
     "Event",
+    "Experiment",
+    "ExperimentResult",
+    "ExperimentScore",
     "EventSearch",
     "EventSearchPending",
     "InDocument",

@@ -57,6 +57,7 @@ from contextstore.models import (
     Dataset,
     DatasetItem,
     Event,
+    ExperimentResult,
     Job,
     Memory,
     OtelLog,
@@ -99,7 +100,7 @@ KINDS = {
     ScopedState: "scoped_states", ScopedStateRevision: "scoped_state_revisions",
     OtelSpan: "otel_spans", OtelLog: "otel_logs", OtelTrace: "otel_traces",
     OtelPending: "otel_pending", Comment: "comments", Score: "scores", CallReplay: "call_replays",
-    DatasetItem: "dataset_items", ShareLink: "share_links",
+    DatasetItem: "dataset_items", ExperimentResult: "experiment_results", ShareLink: "share_links",
     StoreItem: "store_items", StoreItemVersion: "store_item_versions", StoreVector: "store_vectors",
     LogEntry: "admin_log_entries",
 }

@@ -181,6 +181,21 @@ def money(value: Decimal | float | None) -> str:
     return cost_text(value)
 
 
+@register.filter
+def delta(value: Decimal | float | None, kind: str = "number") -> str:
+    """A difference with its sign: "+$0.0012", "−350 ms", "+0.250" (kind money, ms or number);
+    "—" when unknown."""
+    if value is None:
+        return "—"
+    sign = "+" if value >= 0 else "−"
+    size = Decimal(abs(value)) if isinstance(value, Decimal) else float(abs(value))
+    if kind == "money":
+        return sign + cost_text(size)
+    if kind == "ms":
+        return sign + duration(int(round(size)))
+    return f"{sign}{size:.3f}"
+
+
 def _result_text(part: dict) -> str | None:
     """The text a tool_result / function_call_output part carries (a string, or text blocks)."""
     value = part.get("content", part.get("output"))

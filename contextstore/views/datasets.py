@@ -22,6 +22,7 @@ from contextstore.views.access import (
     thread_action,
     visible_workspaces,
 )
+from contextstore.views.experiments import dataset_experiments_context
 
 ITEMS_PAGE = 50
 
@@ -87,6 +88,7 @@ def dataset_detail(request: DashboardRequest, pk: int) -> HttpResponse:
         items = items.filter(id__gt=after)
     page = list(items[: ITEMS_PAGE + 1])
     context = {"dataset": dataset, "workspace": dataset.workspace,
+               **dataset_experiments_context(request, dataset),
                "items": page[:ITEMS_PAGE],
                "next": page[ITEMS_PAGE - 1].pk if len(page) > ITEMS_PAGE else None}
     template_name = "contextstore/dataset_detail.html"

@@ -11,6 +11,7 @@ from contextstore.models import (
     Collapse,
     ContextBlock,
     Event,
+    Experiment,
     Job,
     Membership,
     Memory,
@@ -27,8 +28,8 @@ from contextstore.services.collapses import collapse_create
 from contextstore.services.events import event_append
 from tests.conftest import messages
 
-MODELS = [AnnotationItem, AnnotationQueue, ApiToken, AuditLog, Collapse, ContextBlock, Event, Job,
-          Membership, Memory, ProviderState, ReadAudit, Run, ScoreConfig, Session, StateRevision,
+MODELS = [AnnotationItem, AnnotationQueue, ApiToken, AuditLog, Collapse, ContextBlock, Event, Experiment,
+          Job, Membership, Memory, ProviderState, ReadAudit, Run, ScoreConfig, Session, StateRevision,
           Thread, Workspace]
 
 
