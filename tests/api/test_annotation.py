@@ -84,7 +84,7 @@ def test_items_are_added_listed_and_completed_by_a_token(api_client, queue, thre
     assert done.json()["scores"][0] | {"id": 0, "created_at": ""} == {
         "id": 0, "session": thread.session_id, "thread": thread.pk, "seq": 2, "name": "accuracy",
         "data_type": "numeric", "value": 1.0, "comment": "right",
-        "author": done.json()["scores"][0]["author"],
+        "author": done.json()["scores"][0]["author"], "evaluator": None,  # a person's score
         "created_at": ""}
     again = api_client.post(f"{items_url}{call_item}/complete/", {"scores": []}, format="json")
     assert again.status_code == 409
