@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contextstore.blockspec import check_block
+from contextstore.documents import check_memory
 from contextstore.errors import InvalidInput
 from contextstore.eventspec import event_spec, parse_stored_datetime
 from contextstore.fields import NUL_IN_NAME
@@ -28,12 +29,6 @@ THREAD_FIELD_TYPES: dict[str, type] = {
     "state": dict, "last_results": dict, "extra": dict, "conversation_history": list,
     "iteration": int, "max_history_size": int, "summary": str, "system_prompt": str,
 }
-
-
-def check_memory(memory: Any) -> None:
-    """clientai's memory: a list of objects (the one rule every door that writes it applies)."""
-    if not isinstance(memory, list) or not all(isinstance(m, dict) for m in memory):
-        raise InvalidInput("memory must be a list of objects.", details={"memory": "list of objects"})
 
 
 def check_import_document(data: Any) -> bool:

@@ -13,7 +13,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from contextstore.api.renderers import StoredJSON
-from contextstore.documents import DOCUMENT_DEFAULTS
+from contextstore.documents import DOCUMENT_DEFAULTS, check_object
 from contextstore.errors import InvalidInput
 from contextstore.eventspec import EVENT_TYPES, STRING_FIELDS, TYPE_MAX_LENGTH
 from contextstore.models import (
@@ -38,8 +38,18 @@ JSON_ANY = serializers.JSONField  # any JSON value (the models keep it as ordere
 
 @extend_schema_field({"type": "object", "additionalProperties": {}})
 class JSONObject(serializers.JSONField):
-    """A JSON object: what the services take as a state, a merge patch or metadata (they refuse
-    anything else, naming the field). Parsed as JSON_ANY; only the schema says more."""
+    """A JSON object: what the services take as a state, a merge patch or metadata. Anything
+    else is refused here as documents.check_object words it, naming the field (or
+    `object_name`), so every door that takes one answers alike."""
+
+    def __init__(self, *, object_name: str = "", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.object_name = object_name
+
+    def to_internal_value(self, data: Any) -> Any:
+        value = super().to_internal_value(data)
+        check_object(self.object_name or self.field_name, value)
+        return value
 
 
 # Event types the schema promises: printable ASCII and Latin-1 without whitespace. eventspec

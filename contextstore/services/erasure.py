@@ -45,6 +45,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from contextstore.errors import Conflict
+from contextstore.eventspec import LLM_CALL_TYPES
 from contextstore.models import (
     AuditLog,
     CallReplay,
@@ -84,7 +85,6 @@ from contextstore.models import (
 from contextstore.models.store import SEPARATOR
 from contextstore.otel.mapping import USER_KEYS, first_of
 from contextstore.ranges import positive_int
-from contextstore.selectors.renders import LLM_CALL_TYPES
 from contextstore.services.common import Actor, audit, check_key, lock_thread
 from contextstore.services.retention import COUNTED, events_delete_locked
 

@@ -11,11 +11,11 @@ from django.utils import timezone
 from contextstore.documents import DOCUMENT_FIELDS, new_document
 from contextstore.errors import Conflict, InvalidInput
 from contextstore.eventspec import EVENT_FIELDS as EVENT_SPEC_FIELDS
-from contextstore.eventspec import EventSpec, event_spec
+from contextstore.eventspec import LLM_CALL_TYPES, EventSpec, event_spec
 from contextstore.importspec import FORMAT, check_import_document, parse_export, stored_datetime
 from contextstore.models import Clear, Collapse, Event, Thread
 from contextstore.redaction import redact, redact_events, use_workspace
-from contextstore.selectors.renders import LLM_CALL_TYPES, texts_of
+from contextstore.selectors.renders import texts_of
 from contextstore.services import history
 from contextstore.services.blocks import block_upsert
 from contextstore.services.common import Actor, audit
