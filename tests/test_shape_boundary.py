@@ -44,11 +44,8 @@ SHAPE_NOT_MOVED_YET = {
     # the only check of an import's session fields and of OTLP's names (NUL)
     "common.check_key": 4,
     # API serializers / dashboard forms that do not check these yet
-    "clientai._agent_time": 1, "collapses.collapse_check": 2, "model_settings._check": 2,
+    "clientai._agent_time": 1, "collapses.collapse_check": 2,
     "replays.replay_request": 1,
-    "retention.check_days": 1, "retention.retention_policy_set": 1,
-    "workspaces.membership_set": 1, "workspaces.workspace_ensure": 1,
-    "workspaces.workspace_redaction_set": 1, "workspaces.workspace_update": 1,
 }
 
 
