@@ -131,3 +131,41 @@ def test_a_range_added_to_a_dataset_is_refused_at_the_form(editor_client, thread
     response = editor_client.post(f"/threads/{thread.pk}/dataset/", form, **HTMX)
     assert response.status_code == 400 and escape(message) in response.content.decode()
     assert not Dataset.objects.exists()
+
+
+# An LLM call's data (eventspec): every door that takes events refuses it alike.
+CALL_DATA = [
+    ({"messages": "hi"}, "data.messages must be a list of at most 2000 messages."),
+    ({"params": [1]}, "data.params must be an object of at most 10000 characters as JSON."),
+    ({"params": {"x": "y" * 10_001}}, "data.params must be an object of at most 10000 characters as JSON."),
+    ({"tools": {"name": "ls"}}, "data.tools must be a list of at most 500 tool definitions (objects)."),
+    ({"tools": ["ls"]}, "data.tools must be a list of at most 500 tool definitions (objects)."),
+    ({"message_hashes": ["f" * 63]}, "data.message_hashes must be a list of at most 2000 sha256 hex digests."),
+    ({"message_hashes": "f" * 64}, "data.message_hashes must be a list of at most 2000 sha256 hex digests."),
+    ({"tools_hash": "F" * 64}, "data.tools_hash must be a sha256 hex digest."),
+]
+
+
+def _call(data: dict) -> dict:
+    return {"type": "LLMCallStart", "data": {"model": "m", **data}}
+
+
+@pytest.mark.parametrize(("data", "message"), CALL_DATA)
+def test_every_door_that_takes_events_refuses_a_call_of_a_bad_shape(api_client, thread, data, message):
+    from contextstore.models import Event
+
+    doors = [
+        (f"/api/v1/threads/{thread.pk}/events/", {"events": [_call(data)]}, "events[0]"),
+        ("/api/v1/agent-sessions/commit/", {"app": "a", "key": "k", "create": True,
+                                            "events": [_call(data)]}, "events[0]"),
+        (f"/api/v1/threads/{thread.pk}/sync/", {"namespace": "fw", "items": [
+            {"key": "c", "event": _call(data)}]}, "items[0].event"),
+        ("/api/v1/threads/import/?session_key=copy", {"format": "contextstore", "thread": {},
+                                                       "events": [{**_call(data), "seq": 1}]},
+         "events[0]"),
+    ]
+    for url, body, place in doors:
+        status, said, where = _error(api_client.post(url, body, format="json"))
+        assert (status, said) == (400, f"{place}.{message}"), url
+        assert where == {f"{place}.{message.split(' must')[0]}": "invalid"}
+    assert not Event.objects.exists() and not Session.objects.filter(key__in=["k", "copy"]).exists()
