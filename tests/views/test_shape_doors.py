@@ -134,14 +134,15 @@ def test_a_range_added_to_a_dataset_is_refused_at_the_form(editor_client, thread
 
 
 # An LLM call's data (eventspec): every door that takes events refuses it alike.
+HASHES = "data.message_hashes must be a list of at most 2000 sha256 hex digests."
 CALL_DATA = [
     ({"messages": "hi"}, "data.messages must be a list of at most 2000 messages."),
     ({"params": [1]}, "data.params must be an object of at most 10000 characters as JSON."),
     ({"params": {"x": "y" * 10_001}}, "data.params must be an object of at most 10000 characters as JSON."),
     ({"tools": {"name": "ls"}}, "data.tools must be a list of at most 500 tool definitions (objects)."),
     ({"tools": ["ls"]}, "data.tools must be a list of at most 500 tool definitions (objects)."),
-    ({"message_hashes": ["f" * 63]}, "data.message_hashes must be a list of at most 2000 sha256 hex digests."),
-    ({"message_hashes": "f" * 64}, "data.message_hashes must be a list of at most 2000 sha256 hex digests."),
+    ({"message_hashes": ["f" * 63]}, HASHES),
+    ({"message_hashes": "f" * 64}, HASHES),
     ({"tools_hash": "F" * 64}, "data.tools_hash must be a sha256 hex digest."),
 ]
 
