@@ -6,6 +6,7 @@ thousands and DRF's per-field machinery would cost more than the database work.
 """
 
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any
 
 from django.core.validators import ProhibitNullCharactersValidator, RegexValidator
@@ -556,6 +557,16 @@ class InputSerializer(serializers.Serializer):
         required=False, allow_null=True, trim_whitespace=False,
         help_text="The agent's time for the history entry (ISO 8601 with offset); "
                   "absent: the server's.")
+
+    def validate_timestamp(self, value: str | None) -> str | None:
+        """The agent's time as ISO 8601, kept with its offset (services.clientai trusts it)."""
+        if value is None:
+            return None
+        try:
+            return datetime.fromisoformat(value).isoformat()
+        except ValueError:
+            raise InvalidInput("timestamp must be an ISO 8601 date-time.",
+                               details={"timestamp": value}) from None
 
 
 class StepResultInSerializer(serializers.Serializer):

@@ -170,3 +170,55 @@ def test_every_door_that_takes_events_refuses_a_call_of_a_bad_shape(api_client, 
         assert (status, said) == (400, f"{place}.{message}"), url
         assert where == {f"{place}.{message.split(' must')[0]}": "invalid"}
     assert not Event.objects.exists() and not Session.objects.filter(key__in=["k", "copy"]).exists()
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ({"start_position": 3, "end_position": 2, "summary_text": "s"},
+     "start_position must not be after end_position."),
+    ({"start_position": 1, "end_position": 2, "summary_text": " \n "}, "summary_text is required."),
+    ({"start_position": 1, "end_position": 2, "summary_text": "é" * 60},
+     "summary_text is larger than 100 bytes."),
+])
+def test_the_api_refuses_a_collapse_out_of_shape(api_client, thread, actor, settings, body, message):
+    from contextstore.models import Collapse
+
+    event_append(thread=thread, events=messages(4), actor=actor)
+    settings.CONTEXTSTORE = {**settings.CONTEXTSTORE, "MAX_EVENT_CONTENT_BYTES": 100}
+    status, said, _ = _error(api_client.post(f"/api/v1/threads/{thread.pk}/collapse/", body,
+                                             format="json"))
+    assert (status, said) == (413 if "larger" in message else 400, message)
+    assert not Collapse.objects.exists()
+
+
+@pytest.mark.parametrize(("summary", "message"), [
+    (" \n ", "This field is required."), ("é" * 60, "summary_text is larger than 100 bytes.")])
+def test_the_dashboard_refuses_a_collapse_out_of_shape(editor_client, thread, actor, settings,
+                                                       summary, message):
+    from contextstore.models import Collapse
+
+    event_append(thread=thread, events=messages(4), actor=actor)
+    settings.CONTEXTSTORE = {**settings.CONTEXTSTORE, "MAX_EVENT_CONTENT_BYTES": 100}
+    response = editor_client.post(f"/threads/{thread.pk}/collapse/",
+                                  {"start_position": 1, "end_position": 2, "summary": summary}, **HTMX)
+    assert response.status_code == 400 and escape(message) in response.content.decode()
+    assert not Collapse.objects.exists()
+
+
+@pytest.mark.parametrize("timestamp", ["yesterday", "2026-13-01T00:00:00", 5])
+def test_the_api_refuses_an_input_whose_timestamp_is_no_date_time(api_client, thread, timestamp):
+    status, said, where = _error(api_client.post(f"/api/v1/threads/{thread.pk}/input/",
+                                                 {"input": "go", "timestamp": timestamp}, format="json"))
+    assert (status, said) == (400, "timestamp must be an ISO 8601 date-time.")
+    assert where == {"timestamp": str(timestamp)}
+    thread.refresh_from_db()
+    assert (thread.revision, thread.current_input) == (0, None)
+
+
+def test_an_input_keeps_the_agents_timestamp_with_its_offset(api_client, thread):
+    url = f"/api/v1/threads/{thread.pk}/"
+    api_client.post(f"{url}input/", {"input": "first"}, format="json")
+    api_client.post(f"{url}results/", {"step": "s", "result": 1}, format="json")
+    api_client.post(f"{url}input/", {"input": "next", "timestamp": "2026-01-02T03:04:05+02:00"},
+                    format="json")
+    thread.refresh_from_db()
+    assert thread.conversation_history[0]["timestamp"] == "2026-01-02T03:04:05+02:00"
