@@ -222,3 +222,28 @@ def test_an_input_keeps_the_agents_timestamp_with_its_offset(api_client, thread)
                     format="json")
     thread.refresh_from_db()
     assert thread.conversation_history[0]["timestamp"] == "2026-01-02T03:04:05+02:00"
+
+
+@pytest.mark.parametrize(("names", "query", "message"), [
+    ({"key": "a\x00b"}, "", "key: names and ids cannot hold NUL characters (U+0000)."),
+    ({"key": 7}, "", "key must be a string."),
+    ({"key": "k" * 256}, "", "key is longer than 255 characters."),
+    ({"key": "k", "user_id": "u\x00"}, "", "user_id: names and ids cannot hold NUL characters (U+0000)."),
+    ({"key": "k", "agent": ["a"]}, "", "agent must be a string."),
+    ({"key": "k", "title": "t" * 501}, "", "title is longer than 500 characters."),
+    ({"key": "k", "user_id": "u\x00"}, "?session_key=copy", "user_id: names and ids cannot hold NUL "
+                                                            "characters (U+0000)."),
+])
+def test_an_import_refuses_session_names_a_session_cannot_hold(api_client, names, query, message):
+    # importspec (sessionspec's rules): before anything is written
+    export = {"format": "contextstore", "session": names, "thread": {}, "events": []}
+    status, said, _ = _error(api_client.post(f"/api/v1/threads/import/{query}", export, format="json"))
+    assert (status, said) == (400, message)
+    assert not Session.objects.exists()
+
+
+def test_an_import_takes_the_requests_key_over_the_exports_bad_one(api_client):
+    export = {"format": "contextstore", "session": {"key": "a\x00b"}, "thread": {}, "events": []}
+    response = api_client.post("/api/v1/threads/import/?session_key=copy", export, format="json")
+    assert response.status_code == 201
+    assert list(Session.objects.values_list("key", flat=True)) == ["copy"]
