@@ -49,7 +49,7 @@ class JSONObject(serializers.JSONField):
 
     def to_internal_value(self, data: Any) -> Any:
         value = super().to_internal_value(data)
-        check_object(self.object_name or self.field_name, value)
+        check_object(self.object_name or self.field_name or "value", value)
         return value
 
 

@@ -160,7 +160,7 @@ class ThreadSyncViewSet(viewsets.GenericViewSet):
         thread = self.get_object()
         syncspec.check_save(data)
         result = sync.sync_apply(
-            thread=thread, actor=actor_of(request), namespace=data.get("namespace"),
+            thread=thread, actor=actor_of(request), namespace=data["namespace"],
             items=data.get("items"), removed=data.get("removed"),
             base_revision=data.get("base_revision"), upload_id=data.get("upload_id"),
             part=data.get("part", 0), parts=data.get("parts", 1),

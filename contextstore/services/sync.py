@@ -98,7 +98,7 @@ def _with_namespace_document(thread: Thread, namespace: str, value: Any) -> dict
 @dataclass
 class _Item:
     key: str  # as the adapter names it, without the namespace
-    raw: dict[str, Any]
+    raw: Any  # the event as sent, redacted (an object: event_spec refused anything else)
     spec: EventSpec
 
 
