@@ -106,3 +106,14 @@ def test_names_a_session_cannot_hold_leave_their_traces_underived_and_the_rest_d
     assert OtelTrace.objects.get(trace_id="a" * 32).thread is None
     assert otlp(export(bad)).status_code == 200  # alone: refused as well
     assert list(Session.objects.values_list("key", flat=True)) == ["fine"]
+
+
+def test_a_call_whose_parameters_are_too_large_leaves_its_trace_underived(otlp):
+    # eventspec's rule for an LLM call's data (params at most 10000 characters as JSON), as
+    # every door that takes events applies it
+    bad = chat("00f067aa0ba902b7", "a" * 32, [("user", "Hi")], "Hello!",
+               **{"session.id": "big", "gen_ai.request.stop_sequences": "x" * 10_001})
+    good = chat("00f067aa0ba902b8", "b" * 32, [("user", "Hi")], "Hello!", **{"session.id": "fine"})
+    assert otlp(export(bad, good)).status_code == 200
+    assert not Event.objects.filter(thread__session__key="big").exists()
+    assert Event.objects.filter(thread__session__key="fine", type="LLMCallStart").exists()
