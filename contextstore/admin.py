@@ -44,6 +44,7 @@ from contextstore.models import (
     redaction_default,
 )
 from contextstore.redaction import setting_problems
+from contextstore.retentionspec import check_days
 from contextstore.services import (
     alerts,
     blocks,
@@ -57,6 +58,7 @@ from contextstore.services import (
     workspaces,
 )
 from contextstore.services.common import Actor
+from contextstore.workspacespec import check_slug
 
 
 def actor_of(request: HttpRequest) -> Actor:
@@ -118,11 +120,11 @@ class MembershipInline(admin.TabularInline):
 
 
 class RetentionFields(forms.ModelForm):
-    """The retention rules checked as services.retention checks them (API and admin alike)."""
+    """The retention rules checked as retentionspec words them (API and admin alike)."""
 
     def _days(self, name: str) -> int | None:
         try:
-            return retention.check_days(name, self.cleaned_data[name])
+            return check_days(name, self.cleaned_data[name])
         except InvalidInput as exc:
             raise forms.ValidationError(exc.message) from None
 
@@ -140,6 +142,12 @@ class WorkspaceForm(RetentionFields):
         help_texts = {"redaction": 'Secrets redacted before they are stored: {"enabled": true, '
                                    '"extra_patterns": [{"name": "ticket_token", "pattern": '
                                    '"TKT-[0-9]{12}"}]}. See docs/security.md.'}
+
+    def clean_slug(self) -> str:
+        try:
+            return check_slug(self.cleaned_data["slug"])
+        except InvalidInput as exc:
+            raise forms.ValidationError(exc.message) from None
 
     def clean_redaction(self):
         value = self.cleaned_data["redaction"]

@@ -15,6 +15,8 @@ import jsonpatch
 from django.core.serializers.json import DjangoJSONEncoder
 from jsonpointer import escape
 
+from contextstore.errors import InvalidInput
+
 # Field name → value of a new thread, in the document's (fixed) key order.
 DOCUMENT_DEFAULTS: tuple[tuple[str, Any], ...] = (
     ("state", {}),                     # the agent's state object (AgentScope sub-state inside)
@@ -32,6 +34,19 @@ DOCUMENT_DEFAULTS: tuple[tuple[str, Any], ...] = (
 )
 DOCUMENT_FIELDS = tuple(name for name, _ in DOCUMENT_DEFAULTS)
 MISSING: Any = object()  # a field the document does not have yet
+
+
+def check_object(name: str, value: Any) -> None:
+    """The one shape check of a state (the thread's, a merge patch of it or of a scope, a
+    clientai field), made by every door that takes one: a JSON object."""
+    if not isinstance(value, dict):
+        raise InvalidInput(f"{name} must be a JSON object.", details={name: "must be an object"})
+
+
+def check_memory(memory: Any) -> None:
+    """clientai's memory: a list of objects (the one rule every door that writes it applies)."""
+    if not isinstance(memory, list) or not all(isinstance(m, dict) for m in memory):
+        raise InvalidInput("memory must be a list of objects.", details={"memory": "list of objects"})
 
 
 def new_document(**values: Any) -> dict[str, Any]:

@@ -29,6 +29,12 @@ MODEL_VISIBLE_TYPES = (
 )
 RUNTIME_TYPES = ("BeforeAgentCall", "AfterAgentCall", "LLMCallStart", "LLMCallEnd", "LLMComplete")
 EVENT_TYPES = MODEL_VISIBLE_TYPES + RUNTIME_TYPES
+# The events that record an LLM call: their data's request (messages, tools, params) and the
+# hashes standing for its texts have a shape of their own (services/renders keeps the texts).
+LLM_CALL_TYPES = ("LLMCallStart", "LLMComplete", "LLMCallEnd")
+MAX_LOGGED_MESSAGES = 2000
+MAX_LOGGED_TOOLS = 500
+MAX_PARAMS_CHARS = 10_000  # request parameters stay inline in the event: small by nature
 
 TYPE_MAX_LENGTH = 64
 STRING_FIELDS = {"role": 32, "call_id": 200, "step": 200, "anchor": 200, "client_id": 200, "run_id": 200}
@@ -110,6 +116,43 @@ def _fail(place: str, message: str) -> InvalidInput:
     return InvalidInput(f"{place}: {message}", details={place: message})
 
 
+def is_hash(value: Any) -> bool:
+    """A sha256 hex digest, as the server names a stored text."""
+    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+
+
+def _check_call_data(place: str, data: dict[str, Any]) -> None:
+    """An LLM call's data as the client sent it: the request's messages, its model parameters,
+    its tool definitions, and the text hashes a client may send instead of the texts."""
+    messages = data.get("messages")
+    if messages is not None and (not isinstance(messages, list) or len(messages) > MAX_LOGGED_MESSAGES):
+        raise InvalidInput(f"{place}.data.messages must be a list of at most "
+                           f"{MAX_LOGGED_MESSAGES} messages.",
+                           details={f"{place}.data.messages": "invalid"})
+    params = data.get("params")
+    if params is not None and (not isinstance(params, dict) or len(
+            json.dumps(params, ensure_ascii=False)) > MAX_PARAMS_CHARS):
+        raise InvalidInput(f"{place}.data.params must be an object of at most "
+                           f"{MAX_PARAMS_CHARS} characters as JSON.",
+                           details={f"{place}.data.params": "invalid"})
+    tools = data.get("tools")
+    if tools is not None and (not isinstance(tools, list) or len(tools) > MAX_LOGGED_TOOLS
+                              or not all(isinstance(t, dict) for t in tools)):
+        raise InvalidInput(f"{place}.data.tools must be a list of at most "
+                           f"{MAX_LOGGED_TOOLS} tool definitions (objects).",
+                           details={f"{place}.data.tools": "invalid"})
+    if "message_hashes" in data:
+        hashes = data["message_hashes"]
+        if not isinstance(hashes, list) or len(hashes) > MAX_LOGGED_MESSAGES \
+                or not all(is_hash(h) for h in hashes):
+            raise InvalidInput(f"{place}.data.message_hashes must be a list of at most "
+                               f"{MAX_LOGGED_MESSAGES} sha256 hex digests.",
+                               details={f"{place}.data.message_hashes": "invalid"})
+    if "tools_hash" in data and not is_hash(data["tools_hash"]):
+        raise InvalidInput(f"{place}.data.tools_hash must be a sha256 hex digest.",
+                           details={f"{place}.data.tools_hash": "invalid"})
+
+
 def event_spec(raw: Any, place: str) -> EventSpec:
     """The event `raw` validated; `place` is where the body holds it (`events[0]`), which every
     refusal names."""
@@ -134,6 +177,9 @@ def event_spec(raw: Any, place: str) -> EventSpec:
     parts = raw.get("parts")
     if parts is not None and not isinstance(parts, list):
         raise _fail(f"{place}.parts", "must be a list")
+    data = raw.get("data")
+    if etype in LLM_CALL_TYPES and isinstance(data, dict):
+        _check_call_data(place, data)
     strings: dict[str, str] = {}
     for field, max_length in STRING_FIELDS.items():
         value = raw.get(field)
@@ -159,9 +205,9 @@ def event_spec(raw: Any, place: str) -> EventSpec:
             raise _fail(f"{place}.occurred_at", str(exc)) from exc
     payload = {k: v for k, v in raw.items() if k != "client_id"}  # the encoder sorts the keys
     payload_hash = hashlib.sha256(_HASH_JSON.encode(payload).encode()).hexdigest()[:PAYLOAD_HASH_KEPT]
-    total, thinking = event_tokens(content, parts, type_=etype, data=raw.get("data"))
+    total, thinking = event_tokens(content, parts, type_=etype, data=data)
     return EventSpec(
-        type=etype, role=strings["role"], content=content, parts=parts, data=raw.get("data"),
+        type=etype, role=strings["role"], content=content, parts=parts, data=data,
         run_id=strings["run_id"], call_id=strings["call_id"], step=strings["step"],
         anchor=strings["anchor"], client_id=strings["client_id"] or None, visible=visible,
         occurred_at=occurred_at, payload_hash=payload_hash, token_count=total,

@@ -10,7 +10,8 @@ from django import forms
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from contextstore.errors import InvalidInput
+from contextstore.collapsespec import check_summary_text
+from contextstore.errors import DomainError, InvalidInput
 from contextstore.eventspec import EVENT_TYPES
 from contextstore.models import ContextBlock, Score
 from contextstore.ranges import positive_int
@@ -150,6 +151,12 @@ class CollapseForm(RangeForm):
     summary = forms.CharField(max_length=20_000, strip=True)
     # the person confirmed the range grown to the tool exchanges it would split
     widen = forms.BooleanField(required=False)
+
+    def clean_summary(self) -> str:
+        try:
+            return check_summary_text(self.cleaned_data["summary"])
+        except DomainError as exc:  # (the same words as the API's)
+            raise forms.ValidationError(exc.message) from None
 
 
 class ForkForm(RangeForm):

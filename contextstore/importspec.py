@@ -12,12 +12,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from contextstore.blockspec import check_block
+from contextstore.documents import check_memory
 from contextstore.errors import InvalidInput
 from contextstore.eventspec import event_spec, parse_stored_datetime
 from contextstore.fields import NUL_IN_NAME
 from contextstore.models import Event
 from contextstore.ranges import check_position
 from contextstore.selectors.peteos import SLOT_ID_KEYS as PETEOS_SLOT_ID_KEYS
+from contextstore.sessionspec import check_session_names
 from contextstore.summarizerspec import summarizer_config_clean
 
 FORMAT = "contextstore"
@@ -28,12 +30,6 @@ THREAD_FIELD_TYPES: dict[str, type] = {
     "state": dict, "last_results": dict, "extra": dict, "conversation_history": list,
     "iteration": int, "max_history_size": int, "summary": str, "system_prompt": str,
 }
-
-
-def check_memory(memory: Any) -> None:
-    """clientai's memory: a list of objects (the one rule every door that writes it applies)."""
-    if not isinstance(memory, list) or not all(isinstance(m, dict) for m in memory):
-        raise InvalidInput("memory must be a list of objects.", details={"memory": "list of objects"})
 
 
 def check_import_document(data: Any) -> bool:
@@ -157,7 +153,7 @@ def check_blocks(blocks: list[Any]) -> None:
 class Export:
     """A checked export: what services.transfer.thread_import writes."""
 
-    session: dict[str, Any]
+    session: dict[str, Any]  # key (None: none named), user_id, agent, title; checked
     thread_name: Any
     fields: dict[str, Any]
     events: list[dict[str, Any]]
@@ -169,12 +165,20 @@ class Export:
     clears: list[Any]
 
 
-def parse_export(data: dict[str, Any], *, thread_fields_named: tuple[str, ...], name: str | None) -> Export:
+def parse_export(data: dict[str, Any], *, thread_fields_named: tuple[str, ...], name: str | None,
+                 session_key: str | None = None, user_id: str | None = None) -> Export:
     """A contextstore export (or the service's conversion of a peteos context), checked whole.
-    The events' own fields are checked by the service (eventspec) after redaction."""
+    The events' own fields are checked by the service (eventspec) after redaction. The
+    session's names are those of the export, where the request (`session_key`, `user_id`)
+    names none; a key that neither names is the service's to make."""
     session = data.get("session") or {}
     if not isinstance(session, dict):
         raise InvalidInput("session must be an object.")
+    names = {"key": session_key or session.get("key") or None,
+             "user_id": user_id if user_id is not None else session.get("user_id", ""),
+             "agent": session.get("agent", ""), "title": session.get("title", "")}
+    check_session_names(key=names["key"] or "import-", user_id=names["user_id"],  # (its made key)
+                        agent=names["agent"], title=names["title"])
     thread_data = data.get("thread") or {}
     fields = thread_fields(thread_data, thread_fields_named)
     thread_name = name or thread_data.get("name") or "main"
@@ -190,6 +194,6 @@ def parse_export(data: dict[str, Any], *, thread_fields_named: tuple[str, ...], 
     check_collapses(collapses, events)
     check_clears(clears)
     check_blocks(blocks)
-    return Export(session=session, thread_name=thread_name, fields=fields, events=events,
+    return Export(session=names, thread_name=thread_name, fields=fields, events=events,
                   places=places, first_seq=seqs[0] if seqs else 1, blocks=blocks,
                   collapses=collapses, clears=clears)

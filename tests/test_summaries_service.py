@@ -1,6 +1,7 @@
 """Summarization services: settings, triggers, and the worker side run in-process."""
 
 import time
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -467,3 +468,16 @@ def test_a_trickling_llm_fails_the_job_at_the_timeout_and_leaves_the_thread_as_i
     assert list(rows.all()) == events_before
     assert (after.active_tokens, after.active_event_count, after.summary) == (
         before.active_tokens, before.active_event_count, before.summary)
+
+
+def test_a_blank_summary_from_the_summarizer_collapses_nothing(thread, actor, monkeypatch):
+    # collapsespec.check_summary_text at the worker, the door of a summarizer's text
+    event_append(thread=thread, events=messages(30), actor=actor)
+    real = extractive_backend.summarize
+    monkeypatch.setattr(extractive_backend, "summarize",
+                        lambda items, **kwargs: replace(real(items, **kwargs), text="  \n "))
+    summaries.summarize_range_request(thread=thread, start_position=5, end_position=12, actor=actor)
+    with pytest.raises(InvalidInput, match="summary_text is required."):
+        run_pending()
+    assert not Collapse.objects.exists()
+    assert fresh(thread).active_event_count == 30

@@ -33,7 +33,7 @@ from contextstore.api.serializers import (
 from contextstore.errors import InvalidInput
 from contextstore.models import ScopedState, Session, Thread
 from contextstore.selectors import agent_sessions as reads
-from contextstore.selectors.agent_sessions import Identity
+from contextstore.selectors.agent_sessions import MAX_BLOBS_PER_COMMIT, Identity
 from contextstore.services import agent_sessions as svc
 from contextstore.services.agent_sessions import BlobIn, CommitIn
 
@@ -123,6 +123,7 @@ class CreateSerializer(IdentitySerializer):
 
 
 class CommitSerializer(IdentitySerializer):
+    # The blobs' count and each one's decoded size are checked by the view (_blobs).
     events = EventInSerializer(many=True, required=False)
     state = JSONObject(required=False, allow_null=True, default=None, help_text="Merge patch (RFC 7386).")
     app_state = JSONObject(required=False, allow_null=True, default=None)
@@ -280,6 +281,19 @@ class RemoveSerializer(serializers.Serializer):
         child=serializers.CharField(max_length=500, trim_whitespace=False), max_length=10, default=list,
         help_text="Blobs deleted with each event: key prefixes holding {client_id} once.")
 
+    def validate(self, data: dict[str, Any]) -> dict[str, Any]:
+        # The rules between fields (schema_rules above), in the words the API has always used.
+        if ("keys" in data) == ("run_ids" in data):
+            raise InvalidInput("Give keys or run_ids (one of them).", details={"keys": "keys or run_ids"})
+        if "run_ids" in data and data["keep_latest"]:
+            raise InvalidInput("keep_latest goes with keys, not run_ids.",
+                               details={"keep_latest": "with keys"})
+        for template in data["blob_prefixes"]:
+            if template.count(svc.CLIENT_ID) != 1:
+                raise InvalidInput("Each blob prefix names the event's client id once: {client_id}.",
+                                   details={"blob_prefixes": template})
+        return data
+
 
 class RemovedSerializer(serializers.Serializer):
     removed = serializers.IntegerField(help_text="Events that left the history (kept for audit).")
@@ -289,7 +303,7 @@ class ScopePatchSerializer(serializers.Serializer):
     app = serializers.CharField(max_length=200, allow_blank=True, default="", trim_whitespace=False)
     scope = serializers.ChoiceField(choices=ScopedState.Scope.choices)
     user_id = serializers.CharField(max_length=255, allow_blank=True, default="", trim_whitespace=False)
-    patch = JSONObject()
+    patch = JSONObject(object_name="state")  # a patch of the scope's state
 
 
 class ScopesSerializer(serializers.Serializer):
@@ -304,6 +318,9 @@ def _identity(data: dict[str, Any]) -> Identity:
 
 
 def _blobs(raw: list[dict[str, Any]]) -> list[BlobIn]:
+    """A commit's blobs decoded: at most MAX_BLOBS_PER_COMMIT, each within MAX_BLOB_BYTES."""
+    if len(raw) > MAX_BLOBS_PER_COMMIT:
+        raise InvalidInput(f"At most {MAX_BLOBS_PER_COMMIT} blobs per commit.", details={"blobs": "too many"})
     out = []
     for i, blob in enumerate(raw):
         try:
@@ -311,6 +328,9 @@ def _blobs(raw: list[dict[str, Any]]) -> list[BlobIn]:
         except (binascii.Error, ValueError) as exc:
             raise InvalidInput(f"blobs[{i}].data is not base64.",
                                details={f"blobs[{i}].data": "base64"}) from exc
+        if len(data) > svc.MAX_BLOB_BYTES:
+            raise InvalidInput(f"A blob is at most {svc.MAX_BLOB_BYTES} bytes.",
+                               details={"blobs": blob["key"]})
         out.append(BlobIn(key=blob["key"], data=data, content_type=blob["content_type"], meta=blob["meta"]))
     return out
 

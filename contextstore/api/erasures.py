@@ -10,7 +10,8 @@ from rest_framework.response import Response
 
 from contextstore.api.common import actor_of, body, parse, token_of
 from contextstore.api.permissions import AdminScope, TokenScope
-from contextstore.services.erasure import AUDIT_REDACTED, KINDS, NOT_BLANK, user_erase
+from contextstore.services.erasure import AUDIT_REDACTED, KINDS, user_erase
+from contextstore.sessionspec import NOT_BLANK
 
 
 class ErasureInSerializer(serializers.Serializer):

@@ -22,6 +22,7 @@ from contextstore.api.common import (
 from contextstore.api.exports import IMPORT_DOCUMENT
 from contextstore.api.pagination import next_link, page
 from contextstore.api.renderers import ORJSONRenderer
+from contextstore.collapsespec import check_collapse
 from contextstore.errors import DomainError, InvalidInput
 from contextstore.jsonstream import json_object_chunks
 from contextstore.models import Collapse, ReadAudit, Thread
@@ -114,6 +115,7 @@ class ThreadHistoryViewSet(ThreadSubjectViewSet):
                 thread=thread, start_position=data["start_position"],
                 end_position=data["end_position"], actor=actor_of(request), widen=data["widen"])
             return Response({"job_id": str(job.pk)}, status=status.HTTP_202_ACCEPTED)
+        check_collapse(data["start_position"], data["end_position"], data["summary_text"])
         collapse = collapses.collapse_create(
             thread=thread, start_position=data["start_position"], end_position=data["end_position"],
             summary_text=data["summary_text"], actor=actor_of(request),

@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from contextstore.api import serializers as s
 from contextstore.api.common import ThreadSubjectViewSet, actor_of, note_read, parse, token_of
 from contextstore.errors import NotFound
+from contextstore.eventspec import LLM_CALL_TYPES
 from contextstore.llm_models import thread_model_settings
 from contextstore.models import Event, ReadAudit, RenderRecord
 from contextstore.selectors import rendering, renders
@@ -153,7 +154,7 @@ class ThreadRenderViewSet(ThreadSubjectViewSet):
     def llm_call(self, request: Request, pk: str, seq: str) -> Response:
         thread = self.get_object()
         event = Event.objects.filter(thread=thread, seq=int(seq),
-                                     type__in=renders.LLM_CALL_TYPES).first()
+                                     type__in=LLM_CALL_TYPES).first()
         if event is None:
             raise NotFound(f"No LLM call event at seq {seq} on this thread.")
         data = event.data if isinstance(event.data, dict) else {}

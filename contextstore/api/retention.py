@@ -17,18 +17,19 @@ from rest_framework.views import APIView
 
 from contextstore.api.common import actor_of, body, parse, token_of
 from contextstore.models import Session
+from contextstore.retentionspec import DAYS_MAX
 from contextstore.services import retention
 
 DAYS_HELP = "Whole days from 1 to {max}; null: no rule here ({inherit})."
 
 
 class WholeDays(serializers.IntegerField):
-    """A number of days as a JSON integer: "30" or 30.0 are refused, as the service refuses them."""
+    """A number of days as a JSON integer: "30" or 30.0 are refused, as retentionspec refuses them."""
 
     def __init__(self, inherit: str, **kwargs: Any) -> None:
         super().__init__(required=False, allow_null=True, min_value=1,
-                         max_value=retention.DAYS_MAX,
-                         help_text=DAYS_HELP.format(max=retention.DAYS_MAX, inherit=inherit), **kwargs)
+                         max_value=DAYS_MAX,
+                         help_text=DAYS_HELP.format(max=DAYS_MAX, inherit=inherit), **kwargs)
 
     def to_internal_value(self, data: Any) -> int:
         if isinstance(data, bool) or not isinstance(data, int):

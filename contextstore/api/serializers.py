@@ -6,6 +6,7 @@ thousands and DRF's per-field machinery would cost more than the database work.
 """
 
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any
 
 from django.core.validators import ProhibitNullCharactersValidator, RegexValidator
@@ -13,7 +14,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from contextstore.api.renderers import StoredJSON
-from contextstore.documents import DOCUMENT_DEFAULTS
+from contextstore.documents import DOCUMENT_DEFAULTS, check_object
 from contextstore.errors import InvalidInput
 from contextstore.eventspec import EVENT_TYPES, STRING_FIELDS, TYPE_MAX_LENGTH
 from contextstore.models import (
@@ -38,8 +39,18 @@ JSON_ANY = serializers.JSONField  # any JSON value (the models keep it as ordere
 
 @extend_schema_field({"type": "object", "additionalProperties": {}})
 class JSONObject(serializers.JSONField):
-    """A JSON object: what the services take as a state, a merge patch or metadata (they refuse
-    anything else, naming the field). Parsed as JSON_ANY; only the schema says more."""
+    """A JSON object: what the services take as a state, a merge patch or metadata. Anything
+    else is refused here as documents.check_object words it, naming the field (or
+    `object_name`), so every door that takes one answers alike."""
+
+    def __init__(self, *, object_name: str = "", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.object_name = object_name
+
+    def to_internal_value(self, data: Any) -> Any:
+        value = super().to_internal_value(data)
+        check_object(self.object_name or self.field_name or "value", value)
+        return value
 
 
 # Event types the schema promises: printable ASCII and Latin-1 without whitespace. eventspec
@@ -546,6 +557,16 @@ class InputSerializer(serializers.Serializer):
         required=False, allow_null=True, trim_whitespace=False,
         help_text="The agent's time for the history entry (ISO 8601 with offset); "
                   "absent: the server's.")
+
+    def validate_timestamp(self, value: str | None) -> str | None:
+        """The agent's time as ISO 8601, kept with its offset (services.clientai trusts it)."""
+        if value is None:
+            return None
+        try:
+            return datetime.fromisoformat(value).isoformat()
+        except ValueError:
+            raise InvalidInput("timestamp must be an ISO 8601 date-time.",
+                               details={"timestamp": value}) from None
 
 
 class StepResultInSerializer(serializers.Serializer):

@@ -9,6 +9,7 @@ from rest_framework import serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from contextstore import syncspec
 from contextstore.api.common import actor_of, body, parse, token_of
 from contextstore.api.schema import ObjectListSchema
 from contextstore.api.serializers import (
@@ -21,7 +22,7 @@ from contextstore.models import Thread
 from contextstore.services import sync
 from contextstore.services.common import UNSET
 
-# services/sync.py's namespace rule: letters and digits of any script (str.isalnum), ".", "_"
+# syncspec's namespace rule: letters and digits of any script (str.isalnum), ".", "_"
 # and "-". ECMA 262 in Unicode mode, as JSON Schema validators read it.
 NAMESPACE_PATTERN = "^[\\p{L}\\p{N}._-]{1,64}$"
 
@@ -52,14 +53,14 @@ class SyncEventInSerializer(EventInSerializer):
 
 
 class SyncSaveInItemSerializer(serializers.Serializer):
-    schema_rules = {"additionalProperties": False}  # services.sync refuses other fields
+    schema_rules = {"additionalProperties": False}  # syncspec refuses other fields
 
-    key = serializers.CharField(max_length=sync.KEY_MAX)
+    key = serializers.CharField(max_length=syncspec.KEY_MAX)
     event = SyncEventInSerializer()
 
 
 class SyncSaveInSerializer(serializers.Serializer):
-    # The view refuses unknown fields; the service, a namespace of other characters. The rules
+    # The view refuses unknown fields; syncspec, a namespace of other characters. The rules
     # between fields: x-at-most and x-unique-by (contextstore.api.schema.AT_MOST).
     schema_rules = {
         "description": "part < parts; a save in several parts names an upload_id; each item's "
@@ -72,14 +73,14 @@ class SyncSaveInSerializer(serializers.Serializer):
         "x-unique-by": {"items": "key"},
     }
 
-    namespace = serializers.CharField(max_length=sync.NAMESPACE_MAX)
+    namespace = serializers.CharField(max_length=syncspec.NAMESPACE_MAX)
     base_revision = serializers.IntegerField(
         required=False, allow_null=True, min_value=0,
         help_text="The revision loaded; a stale one is refused (412). null: unconditional.")
     items = SyncSaveInItemSerializer(many=True, required=False,
                                      help_text="New or changed items, in transcript order.")
     # Keys and upload ids are the framework's, kept verbatim (not trimmed) as the service takes them.
-    removed = serializers.ListField(child=serializers.CharField(max_length=sync.KEY_MAX,
+    removed = serializers.ListField(child=serializers.CharField(max_length=syncspec.KEY_MAX,
                                                                 trim_whitespace=False),
                                     required=False,
                                     help_text="Keys the framework dropped.")
@@ -135,9 +136,11 @@ class ThreadSyncViewSet(viewsets.GenericViewSet):
                    responses=SyncLoadSerializer,
                    summary="Load the working context as keyed items of a framework namespace")
     def list(self, request: Request, thread_pk: str) -> Response:
-        loaded = sync.sync_load(thread=self.get_object(),
-                                namespace=request.query_params.get("namespace"),
-                                format=request.query_params.get("format"))
+        thread = self.get_object()
+        namespace, format = request.query_params.get("namespace"), request.query_params.get("format")
+        syncspec.check_load(namespace, format)
+        assert namespace is not None  # (checked)
+        loaded = sync.sync_load(thread=thread, namespace=namespace, format=format)
         loaded["items"] = [{**item, "event": EventSerializer(item["event"]).data}
                            for item in loaded["items"]]
         return Response(loaded, headers={"ETag": f'"{loaded["revision"]}"'})
@@ -150,12 +153,14 @@ class ThreadSyncViewSet(viewsets.GenericViewSet):
         unknown = set(data) - FIELDS
         if unknown:
             raise serializers.ValidationError({sorted(unknown)[0]: "unknown field"})
-        # Shapes only; the service checks each item's event as an append would.
+        # The fields' types here, the save's rules in syncspec; the service checks each item's
+        # event after redaction, as an append does.
         parse(SyncSaveInSerializer, {k: v for k, v in data.items()
                                      if k not in ("items", "state", "memory", "last_results")})
         thread = self.get_object()
+        syncspec.check_save(data)
         result = sync.sync_apply(
-            thread=thread, actor=actor_of(request), namespace=data.get("namespace"),
+            thread=thread, actor=actor_of(request), namespace=data["namespace"],
             items=data.get("items"), removed=data.get("removed"),
             base_revision=data.get("base_revision"), upload_id=data.get("upload_id"),
             part=data.get("part", 0), parts=data.get("parts", 1),

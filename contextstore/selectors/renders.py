@@ -18,8 +18,6 @@ from contextstore.errors import NotFound
 from contextstore.models import Collapse, ContextBlockVersion, Event, RenderRecord, StoredText
 from contextstore.render_format import HistoryEvent, build_counted, in_order, join_blocks, valid_items
 
-LLM_CALL_TYPES = ("LLMCallStart", "LLMComplete", "LLMCallEnd")
-
 
 def sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()

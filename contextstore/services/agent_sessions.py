@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from contextstore import documents
 from contextstore.db import PreparedGet, insert_sql
-from contextstore.errors import Conflict, InvalidInput, NotFound
+from contextstore.errors import Conflict, NotFound
 from contextstore.eventspec import EventSpec, event_specs
 from contextstore.models import (
     AuditLog,
@@ -39,7 +39,6 @@ from contextstore.models import (
 )
 from contextstore.redaction import redact, redact_events, use_workspace
 from contextstore.selectors.agent_sessions import (
-    MAX_BLOBS_PER_COMMIT,
     Identity,
     SessionRead,
     check_identity,
@@ -53,8 +52,7 @@ from contextstore.services import sessions as session_service
 from contextstore.services import state as state_service
 from contextstore.services import threads as thread_service
 from contextstore.services.commits import Statement
-from contextstore.services.common import Actor, audit, audit_row, check_key, lock_thread
-from contextstore.services.document import check_object
+from contextstore.services.common import Actor, audit, audit_row, lock_thread
 
 MAX_BLOB_BYTES = 16 * 1024 * 1024
 
@@ -127,12 +125,8 @@ def _patch_scope(
 def scoped_state_patch(
     *, workspace: Workspace, app: str, scope: str, user_id: str = "", patch: dict, actor: Actor
 ) -> ScopedState:
-    """Merge-patch the app scope (user_id "") or a user's scope of an app."""
-    if scope not in ScopedState.Scope.values:
-        raise InvalidInput("scope must be app or user.", details={"scope": scope})
-    if scope == ScopedState.Scope.USER and not isinstance(user_id, str):
-        raise InvalidInput("user_id must be a string.", details={"user_id": "string"})
-    check_object("state", patch)
+    """Merge-patch the app scope (user_id "") or a user's scope of an app (a scope of
+    ScopedState.Scope, a patch object: the door's, api.agent_sessions.ScopePatchSerializer)."""
     with transaction.atomic():
         return _patch_scope(workspace=workspace, app=app, scope=scope,
                             user_id=user_id if scope == "user" else "", patch=patch, actor=actor)
@@ -198,14 +192,9 @@ def session_create(
     title: str = "", metadata: dict | None = None,
 ) -> SessionRead:
     """Create-only: the session, its first thread with an initial state, and scoped state
-    patches, in one transaction. An existing session is a 409 and nothing changes."""
+    patches, in one transaction. An existing session is a 409 and nothing changes. The states
+    and metadata are objects, the thread's name a name (api.agent_sessions.CreateSerializer)."""
     check_identity(identity)
-    for name, patch in (("state", state), ("app_state", app_state), ("user_state", user_state)):
-        if patch is not None:
-            check_object(name, patch)
-    if metadata is not None and not isinstance(metadata, dict):
-        raise InvalidInput("metadata must be a JSON object.", details={"metadata": "must be an object"})
-    check_key("name", identity.thread, max_length=200, required=True)
     (title, metadata), _ = redact(use_workspace(workspace), [title, metadata])
     with transaction.atomic():
         made = _create_new(workspace, identity, actor, agent=agent, title=title, metadata=metadata)
@@ -248,19 +237,12 @@ def _request_hash(identity: Identity, commit: CommitIn) -> str:
 
 def session_commit(*, workspace: Workspace, identity: Identity, commit: CommitIn, actor: Actor) -> dict:
     """The atomic conditional append. Returns the answer (also stored under the batch id):
-    appended events, the thread's revision and last seq, and the scoped states' revisions."""
+    appended events, the thread's revision and last seq, and the scoped states' revisions.
+    The states are objects, the blobs and the batch id within their limits: the door's
+    (api.agent_sessions.CommitSerializer); the events are checked here after redaction."""
     check_identity(identity)
-    for name, patch in (("state", commit.state), ("app_state", commit.app_state),
-                        ("user_state", commit.user_state)):
-        if patch is not None:
-            check_object(name, patch)
     commit = replace(commit, events=redact_events(use_workspace(workspace), commit.events))
     specs = event_specs(commit.events, allow_empty=True)  # refused before any lock, as an append's
-    if len(commit.blobs) > MAX_BLOBS_PER_COMMIT:
-        raise InvalidInput(f"At most {MAX_BLOBS_PER_COMMIT} blobs per commit.", details={"blobs": "too many"})
-    if not isinstance(commit.batch_id, str) or len(commit.batch_id) > 200:
-        raise InvalidInput("batch_id must be a string of at most 200 characters.",
-                           details={"batch_id": "at most 200 characters"})
     # What the locked read brought: the session, and the scopes' revisions (None: read them
     # once the scopes are patched).
     found: dict[str, Any] = {}
@@ -339,11 +321,7 @@ def _blobs_put(thread: Thread, blobs: list[BlobIn]) -> tuple[str, tuple]:
     """The statement that inserts or overwrites the blobs by key (INSERT … ON CONFLICT DO
     UPDATE); of a key given twice the last one wins."""
     rows: dict[str, ThreadBlob] = {}
-    for blob in blobs:
-        if not isinstance(blob.key, str) or not blob.key or len(blob.key) > 500:
-            raise InvalidInput("Each blob needs a key of at most 500 characters.", details={"blobs": "key"})
-        if len(blob.data) > MAX_BLOB_BYTES:
-            raise InvalidInput(f"A blob is at most {MAX_BLOB_BYTES} bytes.", details={"blobs": blob.key})
+    for blob in blobs:  # (keys and sizes checked at the door: api.agent_sessions)
         rows[blob.key] = ThreadBlob(thread=thread, key=blob.key, data=blob.data, meta=blob.meta,
                                     content_type=blob.content_type[:100], size=len(blob.data))
     return insert_sql(ThreadBlob, list(rows.values()), returning=("id",), update_conflicts=(
@@ -407,9 +385,7 @@ def session_remove(*, workspace: Workspace, identity: Identity, actor: Actor) ->
 
 def sessions_remove_by_prefix(*, workspace: Workspace, app: str, key_prefix: str, actor: Actor) -> int:
     """Delete every session of an app whose key starts with a prefix (LangGraph delete_thread
-    removes a thread_id under every user)."""
-    if not key_prefix:
-        raise InvalidInput("key_prefix is required.", details={"key_prefix": "required"})
+    removes a thread_id under every user). The prefix is not empty (DeleteSerializer)."""
     removed = 0
     for session in Session.objects.filter(workspace=workspace, app=app, key__startswith=key_prefix):
         session_service.session_delete(session=session, actor=actor)
@@ -477,23 +453,12 @@ class RemoveIn:
 CLIENT_ID = "{client_id}"
 
 
-def _check_remove(remove: RemoveIn) -> None:
-    if (remove.keys is None) == (remove.run_ids is None):
-        raise InvalidInput("Give keys or run_ids (one of them).", details={"keys": "keys or run_ids"})
-    if remove.run_ids is not None and remove.keep_latest:
-        raise InvalidInput("keep_latest goes with keys, not run_ids.", details={"keep_latest": "with keys"})
-    for template in remove.blob_prefixes:
-        if template.count(CLIENT_ID) != 1:
-            raise InvalidInput("Each blob prefix names the event's client id once: {client_id}.",
-                               details={"blob_prefixes": template})
-
-
 def history_remove(*, workspace: Workspace, app: str, user_id: str, remove: RemoveIn,
                    actor: Actor) -> int:
     """LangGraph prune(keep_latest) and delete_for_runs: the events `remove` selects leave the
     history (status removed), with the blobs its templates name. One transaction; returns how
-    many events left."""
-    _check_remove(remove)
+    many events left. `remove` names keys or run_ids, keep_latest only with keys, and
+    {client_id} once in each blob prefix (the door's: api.agent_sessions.RemoveSerializer)."""
     sessions = Session.objects.filter(workspace=workspace, app=app, user_id=user_id)
     if remove.keys is not None:
         sessions = sessions.filter(key__in=remove.keys)

@@ -9,7 +9,6 @@ from typing import Any
 
 from django.db import transaction
 
-from contextstore.errors import InvalidInput
 from contextstore.models import Thread
 from contextstore.services.common import Actor, audit, lock_thread
 from contextstore.services.document import document_write
@@ -20,25 +19,14 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else str(value)
 
 
-def _agent_time(timestamp: Any) -> str:
-    """The time for a history entry: the agent's, when it sent one (ISO 8601, kept with its
-    offset, so "Time:" shows the agent's local time), else this server's, as clientai's own
-    datetime.now() would."""
-    if timestamp is None:
-        return datetime.now().isoformat()
-    try:
-        if isinstance(timestamp, str):
-            return datetime.fromisoformat(timestamp).isoformat()
-    except ValueError:
-        pass
-    raise InvalidInput("timestamp must be an ISO 8601 date-time.", details={"timestamp": timestamp})
-
-
 def thread_set_input(*, thread: Thread, input_data: Any, actor: Actor,
                      timestamp: str | None = None) -> Thread:
     """AgentContext.set_input: the previous interaction moves to history only if there was a
-    current input and results; history is capped at max_history_size."""
-    stamp = _agent_time(timestamp)
+    current input and results; history is capped at max_history_size. The history entry's
+    time is the agent's `timestamp` when it sent one (ISO 8601 with its offset, checked by the
+    door: api.serializers.InputSerializer), so "Time:" shows the agent's local time, else this
+    server's, as clientai's own datetime.now() would."""
+    stamp = timestamp or datetime.now().isoformat()
     with transaction.atomic():
         thread = lock_thread(thread)
         values: dict[str, Any] = {}

@@ -3,15 +3,13 @@
 from datetime import datetime
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, F, Max, Min
 from django.utils import timezone
 
-from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge
+from contextstore.errors import Conflict, InvalidInput
 from contextstore.eventspec import event_spec
 from contextstore.models import Collapse, Event, Job, Thread
-from contextstore.ranges import check_range
 from contextstore.redaction import redact_events, use_workspace
 from contextstore.selectors.exchanges import range_respecting
 from contextstore.services import history
@@ -31,8 +29,9 @@ def collapse_create(
     A range that would split a tool call from its results is refused (`splits_tool_exchange`),
     or with `widen` grown to the whole exchange (selectors/exchanges.py).
     With a job, a second call for the same job returns the first collapse (retries are safe).
+    The range and the text are collapsespec.check_collapse's (the doors': the API, the
+    dashboard's form, the summarizer worker).
     """
-    collapse_check(start_position, end_position, summary_text, source)
 
     with transaction.atomic():
         thread = lock_thread(thread, history_only=True)
@@ -104,19 +103,6 @@ def whole_exchanges(thread: Thread, start_position: int, end_position: int,
                                   end_position=end_position, widen=widen)
     assert start is not None and end is not None  # a closed range stays closed
     return start, end
-
-
-def collapse_check(start_position: Any, end_position: Any, summary_text: Any, source: str) -> None:
-    """A collapse's input, refused before anything changes (also a long collapse's request)."""
-    check_range(start_position, end_position)
-    if not isinstance(summary_text, str) or not summary_text.strip():
-        raise InvalidInput("summary_text is required.", details={"summary_text": "required"})
-    limit = settings.CONTEXTSTORE["MAX_EVENT_CONTENT_BYTES"]
-    if len(summary_text.encode()) > limit:
-        raise PayloadTooLarge(f"summary_text is larger than {limit} bytes.",
-                              details={"summary_text": f"at most {limit} bytes"})
-    if source not in Collapse.Source.values:
-        raise InvalidInput(f"Unknown collapse source {source!r}.")
 
 
 def summary_event(thread: Thread, text: str, first: int, last: int, events: int,

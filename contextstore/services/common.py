@@ -5,8 +5,7 @@ from django.contrib.auth.models import User
 from django.db import models
 
 from contextstore.db import PreparedGet
-from contextstore.errors import Conflict, InvalidInput
-from contextstore.fields import NUL_IN_NAME
+from contextstore.errors import Conflict
 from contextstore.models import ApiToken, AuditLog, Job, Thread, Workspace
 from contextstore.selectors.activity import ACTIONS
 from contextstore.selectors.threads import THREAD_STATE_FIELDS
@@ -101,19 +100,6 @@ def audit_row(
     )
 
 
-def check_key(name: str, value: str, *, max_length: int, required: bool = False) -> str:
-    """A name-like string argument (a key, an id, a title): a string, present when required,
-    within its length, without NUL; else InvalidInput naming it."""
-    if not isinstance(value, str):
-        raise InvalidInput(f"{name} must be a string.", details={name: "must be a string"})
-    if required and not value:
-        raise InvalidInput(f"{name} is required.", details={name: "required"})
-    if len(value) > max_length:
-        raise InvalidInput(f"{name} is longer than {max_length} characters.",
-                           details={name: f"at most {max_length} characters"})
-    if "\x00" in value:
-        raise InvalidInput(f"{name}: {NUL_IN_NAME}.", details={name: NUL_IN_NAME})
-    return value
 def audit_thread_id(action: str, target: Any, details: dict[str, Any]) -> int | None:
     """The thread a row belongs to in the thread page's activity log (selectors/activity.py):
     only the actions that log shows, so its index holds none of the appends and syncs."""

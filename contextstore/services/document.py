@@ -51,13 +51,6 @@ def is_stale(thread: Thread, revision: int | None, last_seq: int | None = None) 
             or last_seq is not None and last_seq != thread.last_seq)
 
 
-def check_object(name: str, value: Any) -> None:
-    """The one shape check of a state (the thread's, a merge patch of it or of a scope, a
-    clientai field): a JSON object."""
-    if not isinstance(value, dict):
-        raise InvalidInput(f"{name} must be a JSON object.", details={name: "must be an object"})
-
-
 def _tail(thread: Thread) -> tuple[int, int]:
     """(base, chain_bytes) of the revision the thread stands at, writing it first if missing.
 

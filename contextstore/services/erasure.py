@@ -32,7 +32,6 @@ make while the erasure runs, or after it, are new data (erase again).
 
 import hashlib
 import json
-import re
 from collections.abc import Iterator
 from itertools import batched
 from typing import Any
@@ -45,6 +44,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from contextstore.errors import Conflict
+from contextstore.eventspec import LLM_CALL_TYPES
 from contextstore.models import (
     AuditLog,
     CallReplay,
@@ -85,8 +85,7 @@ from contextstore.models import (
 from contextstore.models.store import SEPARATOR
 from contextstore.otel.mapping import USER_KEYS, first_of
 from contextstore.ranges import positive_int
-from contextstore.selectors.renders import LLM_CALL_TYPES
-from contextstore.services.common import Actor, audit, check_key, lock_thread
+from contextstore.services.common import Actor, audit, lock_thread
 from contextstore.services.retention import COUNTED, events_delete_locked
 
 # Every kind a receipt counts, in the order it lists them (each present, zero or not).
@@ -114,7 +113,6 @@ TARGETS: tuple[type[models.Model], ...] = (
     Session, Thread, Run, Collapse, Clear, ContextBlock, Job, ProviderState, Memory, ScopedState,
     Comment, Score, CallReplay)
 CHUNK = 500  # ids per IN (...) list: well under SQLite's bound on parameters
-NOT_BLANK = r"\S"  # a user id to erase holds something besides whitespace
 
 
 def subject_digest(user_id: str) -> str:
@@ -123,22 +121,17 @@ def subject_digest(user_id: str) -> str:
     return hashlib.sha256(user_id.encode()).hexdigest()
 
 
-def _check_user_id(user_id: Any) -> str:
-    if isinstance(user_id, str) and not re.search(NOT_BLANK, user_id):
-        user_id = ""  # only whitespace names no one
-    return check_key("user_id", user_id, max_length=255, required=True)
-
-
 def _add(counts: dict[str, int], deleted: dict[str, int]) -> None:
     """Add a QuerySet.delete() answer ({"app.Model": n}) to the receipt's counts."""
     for model, kind in KINDS.items():
         counts[kind] += deleted.get(model._meta.label, 0)
 
 
-def user_erase(*, workspace: Workspace, user_id: Any, actor: Actor,
+def user_erase(*, workspace: Workspace, user_id: str, actor: Actor,
                batch_size: int | None = None) -> dict[str, Any]:
-    """Erase one person of one workspace; returns the receipt (what went, counted by kind)."""
-    user_id = _check_user_id(user_id)
+    """Erase one person of one workspace; returns the receipt (what went, counted by kind).
+    `user_id` holds more than whitespace (sessionspec.check_user_id: the API's serializer and
+    erase_user check it)."""
     batch_size = batch_size or settings.RETENTION_BATCH_SIZE
     counts = dict.fromkeys([*KINDS.values(), AUDIT_REDACTED], 0)
     sessions = Session.objects.filter(workspace=workspace, user_id=user_id)

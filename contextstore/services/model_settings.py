@@ -13,25 +13,13 @@ MAX_WINDOW = 100_000_000
 FIELDS = ("model", "context_window", "reserve_output")
 
 
-def _check(model: Any, context_window: Any, reserve_output: Any) -> None:
-    if model is not UNSET and (not isinstance(model, str) or len(model) > 200):
-        raise InvalidInput("model must be a name of at most 200 characters (blank to inherit).",
-                           details={"model": "invalid"})
-    for field, value in (("context_window", context_window), ("reserve_output", reserve_output)):
-        if value is UNSET or value is None:
-            continue
-        low = 1 if field == "context_window" else 0
-        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= MAX_WINDOW:
-            raise InvalidInput(f"{field} must be a whole number of tokens ({low}–{MAX_WINDOW}) "
-                               "or null to inherit.", details={field: "invalid"})
-
-
 def model_settings_update(
     *, target: Workspace | Session | Thread, actor: Actor, model: Any = UNSET,
     context_window: Any = UNSET, reserve_output: Any = UNSET,
 ) -> Workspace | Session | Thread:
-    """Set any of the three; null (or a blank model) inherits from the level above."""
-    _check(model, context_window, reserve_output)
+    """Set any of the three; null (or a blank model) inherits from the level above. Each
+    one's shape (a name of at most 200 characters, a window of 1 to MAX_WINDOW tokens, a
+    reserve of 0 to MAX_WINDOW) is the door's (api.model_settings.ModelSettingsInSerializer)."""
     changes = {k: v for k, v in (("model", model), ("context_window", context_window),
                                  ("reserve_output", reserve_output)) if v is not UNSET}
     window = changes.get("context_window", target.context_window)

@@ -30,7 +30,7 @@ from contextstore.errors import Conflict, DomainError
 from contextstore.models import Clear, Collapse, Event, Job, Thread
 from contextstore.outbox import publish_after_commit
 from contextstore.redaction import use_workspace
-from contextstore.services.collapses import collapse_check, collapse_create, collapse_step, whole_exchanges
+from contextstore.services.collapses import collapse_create, collapse_step, whole_exchanges
 from contextstore.services.common import Actor, audit, lock_thread, operation_key
 from contextstore.services.threads import clear_step, thread_clear_context, thread_unclear, unclear_step
 
@@ -68,7 +68,6 @@ def unclear_or_queue(*, clear: Clear, actor: Actor) -> Clear | Job:
 
 def collapse_or_queue(*, thread: Thread, start_position: int, end_position: int,
                       summary_text: str, actor: Actor, widen: bool = False) -> Collapse | Job:
-    collapse_check(start_position, end_position, summary_text, Collapse.Source.PERSON)
     start_position, end_position = whole_exchanges(thread, start_position, end_position, widen)
     count = Event.objects.filter(thread=thread, status=Event.Status.ACTIVE, position__gte=start_position,
                                  position__lte=end_position).count()

@@ -18,16 +18,14 @@ from django.utils import timezone
 
 from contextstore.db import insert_sql, run_along
 from contextstore.errors import InvalidInput
+from contextstore.eventspec import LLM_CALL_TYPES
 from contextstore.models import ContextBlock, ContextBlockVersion, RenderRecord, StoredText, Thread
 from contextstore.selectors import rendering
-from contextstore.selectors.renders import LLM_CALL_TYPES, is_uuid, pack_events, sha256
+from contextstore.selectors.renders import is_uuid, pack_events, sha256
 from contextstore.services.common import Actor
 
 # 2: openai renders show a collapse's summary as a user message (render_format.build_messages)
 SPEC_VERSION = 2
-MAX_LOGGED_MESSAGES = 2000
-MAX_LOGGED_TOOLS = 500
-MAX_PARAMS_CHARS = 10_000  # request parameters stay inline in the event: small by nature
 
 
 def _text_rows(workspace_id: int, hashes: list[str], texts: list[str]) -> list[StoredText]:
@@ -227,50 +225,29 @@ def context_render_recorded(
 
 # ------------------------------------------------------------------ LLM call links
 
-def _request_extras(index: int, data: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+def _request_extras(data: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     """The rest of the request a call sent: `data.tools` (the tool definitions, any provider's
     shape) is kept once in StoredText and replaced by `data.tools_hash` (agents send the same
     list on every call); `data.params` (model parameters: temperature, max_tokens,
-    tool_choice, ...) is checked and stays inline. Returns the data and the tools' text."""
-    tools, params = data.get("tools"), data.get("params")
-    if params is not None and (not isinstance(params, dict) or len(
-            json.dumps(params, ensure_ascii=False)) > MAX_PARAMS_CHARS):
-        raise InvalidInput(f"events[{index}].data.params must be an object of at most "
-                           f"{MAX_PARAMS_CHARS} characters as JSON.",
-                           details={f"events[{index}].data.params": "invalid"})
+    tool_choice, ...) stays inline. Returns the data and the tools' text. (Their shapes are
+    eventspec's.)"""
+    tools = data.get("tools")
     if tools is None:
         return data, None
-    if not isinstance(tools, list) or len(tools) > MAX_LOGGED_TOOLS \
-            or not all(isinstance(t, dict) for t in tools):
-        raise InvalidInput(f"events[{index}].data.tools must be a list of at most "
-                           f"{MAX_LOGGED_TOOLS} tool definitions (objects).",
-                           details={f"events[{index}].data.tools": "invalid"})
     text = json.dumps(tools, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     data = {k: v for k, v in data.items() if k != "tools"}
     data["tools_hash"] = sha256(text)
     return data, text
 
 
-def _is_hash(value: Any) -> bool:
-    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
-
-
 def _named_hashes(index: int, data: dict[str, Any], where: str) -> list[tuple[str, list[str]]]:
-    """The text hashes an LLM-call event's data names as the client sent them: (place, hashes)."""
+    """The text hashes an LLM-call event's data names as the client sent them: (place, hashes)
+    (their shape checked by eventspec)."""
     named = []
-    hashes = data.get("message_hashes")
     if "message_hashes" in data:
-        place = f"{where}[{index}].data.message_hashes"
-        if not isinstance(hashes, list) or len(hashes) > MAX_LOGGED_MESSAGES \
-                or not all(_is_hash(h) for h in hashes):
-            raise InvalidInput(f"{place} must be a list of at most {MAX_LOGGED_MESSAGES} sha256 "
-                               "hex digests.", details={place: "invalid"})
-        named.append((place, hashes))
+        named.append((f"{where}[{index}].data.message_hashes", data["message_hashes"]))
     if "tools_hash" in data:
-        place = f"{where}[{index}].data.tools_hash"
-        if not _is_hash(data["tools_hash"]):
-            raise InvalidInput(f"{place} must be a sha256 hex digest.", details={place: "invalid"})
-        named.append((place, [data["tools_hash"]]))
+        named.append((f"{where}[{index}].data.tools_hash", [data["tools_hash"]]))
     return named
 
 
@@ -318,17 +295,13 @@ def llm_call_texts(*, workspace_id: int, specs: list) -> tuple[list, list[str]]:
                 or ("tools_hash" in data and data.get("tools") is None):
             sent.add(index)
         messages = data.get("messages")
-        if messages is not None:
-            if not isinstance(messages, list) or len(messages) > MAX_LOGGED_MESSAGES:
-                raise InvalidInput(f"events[{index}].data.messages must be a list of at most "
-                                   f"{MAX_LOGGED_MESSAGES} messages.",
-                                   details={f"events[{index}].data.messages": "invalid"})
+        if messages is not None:  # a list (eventspec)
             texts = [json.dumps(m, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
                      for m in messages]
             data = {k: v for k, v in data.items() if k != "messages"}
             data["message_hashes"] = [hashes[t] if t in hashes else hashes.setdefault(t, sha256(t))
                                       for t in texts]
-        data, tools_text = _request_extras(index, data)
+        data, tools_text = _request_extras(data)
         if tools_text is not None:
             hashes.setdefault(tools_text, data["tools_hash"])
         out.append(replace(spec, data=data) if data is not spec.data else spec)

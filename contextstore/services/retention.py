@@ -30,7 +30,6 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from contextstore.errors import InvalidInput
 from contextstore.models import (
     CallCacheVerdict,
     CallFigure,
@@ -46,7 +45,6 @@ from contextstore.services.common import Actor, audit, lock_thread
 from contextstore.services.store import store_versions_prune
 
 ACTOR = Actor.system("retention")
-DAYS_MAX = 36500  # a rule's largest number of days (a hundred years)
 UNSET: Any = object()
 
 
@@ -84,31 +82,19 @@ def session_expires_at(session: Session, policy: Policy | None = None) -> dateti
     return session.last_activity_at + timedelta(days=policy.session_days)
 
 
-def check_days(name: str, value: Any) -> int | None:
-    """A rule's value as every entry point takes it (API, admin): None, or whole days from 1 to
-    36500; InvalidInput otherwise."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= DAYS_MAX:
-        raise InvalidInput(f"{name} is a number of days from 1 to {DAYS_MAX}, or empty.",
-                           details={name: value})
-    return value
-
-
 def retention_policy_set(
     *, target: Workspace | Session, actor: Actor, event_days: int | None = UNSET,
     session_days: int | None = UNSET, legal_hold: bool = UNSET,
 ) -> Workspace | Session:
-    """Set a workspace's policy or a session's override (None: inherit) and its legal hold."""
+    """Set a workspace's policy or a session's override (None: inherit) and a session's legal
+    hold. The days are retentionspec.check_days's and the hold a bool: the doors' (the API's
+    serializers, the admin's forms)."""
     changes: dict[str, Any] = {}
     if event_days is not UNSET:
-        changes["retention_event_days"] = check_days("retention_event_days", event_days)
+        changes["retention_event_days"] = event_days
     if session_days is not UNSET:
-        changes["retention_session_days"] = check_days("retention_session_days", session_days)
+        changes["retention_session_days"] = session_days
     if legal_hold is not UNSET:
-        if not isinstance(target, Session) or not isinstance(legal_hold, bool):
-            raise InvalidInput("A legal hold is true or false, on a session.",
-                               details={"legal_hold": legal_hold})
         changes["legal_hold"] = legal_hold
     changes = {k: v for k, v in changes.items() if getattr(target, k) != v}
     if not changes:

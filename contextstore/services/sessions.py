@@ -5,7 +5,7 @@ from django.db import IntegrityError, transaction
 from contextstore.models import AuditLog, Collapse, Session, Thread, Workspace
 from contextstore.redaction import redact, use_workspace
 from contextstore.services import history
-from contextstore.services.common import UNSET, Actor, audit, audit_row, check_key
+from contextstore.services.common import UNSET, Actor, audit, audit_row
 
 
 def session_ensure(
@@ -15,12 +15,9 @@ def session_ensure(
     """Upsert a session by (workspace, user_id, key); agent/title/metadata update when given.
 
     These are the app-less sessions; framework sessions (with an app) are made by
-    services/agent_sessions.py.
+    services/agent_sessions.py. The names are sessionspec.check_session_names's (the doors':
+    the API's serializers, importspec, OpenTelemetry's derivation).
     """
-    check_key("key", key, max_length=255, required=True)
-    check_key("user_id", user_id, max_length=255)
-    check_key("agent", agent, max_length=200)
-    check_key("title", title, max_length=500)
     # An agent's title and metadata are its text too: secrets go before they are stored.
     (title, metadata), _ = redact(use_workspace(workspace), [title, metadata])
     defaults = {"agent": agent, "title": title, "metadata": metadata or {}}
@@ -53,10 +50,6 @@ def session_update(
         (("title", title), ("agent", agent), ("metadata", metadata), ("archived", archived))
         if v is not UNSET
     }
-    if "title" in changes:
-        check_key("title", changes["title"], max_length=500)
-    if "agent" in changes:
-        check_key("agent", changes["agent"], max_length=200)
     texts = {k: v for k, v in changes.items() if k in ("title", "metadata")}
     if texts:
         redacted, _ = redact(use_workspace(session.workspace), texts)
@@ -91,7 +84,8 @@ def session_delete(*, session: Session, actor: Actor) -> None:
 
 
 def thread_ensure(*, session: Session, name: str = "main", actor: Actor) -> tuple[Thread, bool]:
-    check_key("name", name, max_length=200, required=True)
+    """The session's thread of `name` (1 to 200 characters, no NUL: the doors'), made when
+    missing."""
     try:
         with transaction.atomic():
             thread, created = Thread.objects.get_or_create(
@@ -115,10 +109,7 @@ def sessions_create_many(*, workspace: Workspace, new: list[tuple[str, str, str,
     ensures them one by one)."""
     rules = use_workspace(workspace)
     sessions = []
-    for key, user_id, agent, metadata in new:
-        check_key("key", key, max_length=255, required=True)
-        check_key("user_id", user_id, max_length=255)
-        check_key("agent", agent, max_length=200)
+    for key, user_id, agent, metadata in new:  # (names checked by the caller: sessionspec)
         (metadata,), _ = redact(rules, [metadata])
         sessions.append(Session(workspace=workspace, app="", key=key, user_id=user_id, agent=agent,
                                 metadata=metadata, thread_count=1))

@@ -7,11 +7,9 @@ from typing import Any
 
 from django.db import transaction
 
-from contextstore.errors import InvalidInput
-from contextstore.importspec import check_memory
 from contextstore.models import Thread
 from contextstore.services.common import UNSET, Actor, audit, lock_thread
-from contextstore.services.document import check_expected, check_object, document_restore, document_write
+from contextstore.services.document import check_expected, document_restore, document_write
 
 
 def state_write(
@@ -23,16 +21,10 @@ def state_write(
 
     With merge, state is an RFC 7386 merge patch of the current state (an object: the state
     must stay one). `savepoint=False`: the caller's transaction is the unit of work (a commit,
-    which lets any error roll all of it back), so no savepoint is taken.
+    which lets any error roll all of it back), so no savepoint is taken. The shapes (a state
+    object, memory a list of objects, summary and reason strings) are the door's
+    (api.serializers.StateWriteSerializer).
     """
-    if state is not UNSET:
-        check_object("state", state)
-    if memory is not UNSET:
-        check_memory(memory)
-    if summary is not UNSET and not isinstance(summary, str):
-        raise InvalidInput("summary must be a string.", details={"summary": "must be a string"})
-    if not isinstance(reason, str):
-        raise InvalidInput("reason must be a string.", details={"reason": "must be a string"})
     values = {name: value for name, value in
               (("state", state), ("memory", memory), ("summary", summary)) if value is not UNSET}
     patch = {}

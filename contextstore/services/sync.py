@@ -40,26 +40,20 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 
-from contextstore.errors import Conflict, InvalidInput, PayloadTooLarge
+from contextstore.errors import Conflict, InvalidInput
 from contextstore.eventspec import EventSpec, event_spec
-from contextstore.fields import NUL_IN_NAME
 from contextstore.models import Event, Thread
 from contextstore.ranges import positive_int
 from contextstore.redaction import redact_events, use_workspace
 from contextstore.selectors.peteos import thread_to_peteos
 from contextstore.services import commits
 from contextstore.services.common import UNSET, Actor, lock_thread
-from contextstore.services.document import check_object
 from contextstore.services.renders import call_hashes_check
-from contextstore.services.state import check_memory
 from contextstore.services.summaries import summarization_check
 
 FOREIGN_PREFIX = "cs:"
-NAMESPACE_MAX = 64
-KEY_MAX = 200 - NAMESPACE_MAX - 1
 RETIRED = (Event.Status.REPLACED, Event.Status.REMOVED)
 FIELDS = ("pk", "seq", "item_key", "client_id", "payload_hash", "position", "status", "visible",
           "token_count", "collapse", "type", "role", "content", "parts", "data", "anchor", "step",
@@ -104,83 +98,35 @@ def _with_namespace_document(thread: Thread, namespace: str, value: Any) -> dict
 @dataclass
 class _Item:
     key: str  # as the adapter names it, without the namespace
-    raw: dict[str, Any]
+    raw: Any  # the event as sent, redacted (an object: event_spec refused anything else)
     spec: EventSpec
 
 
-def _check_namespace(namespace: Any) -> str:
-    if (not isinstance(namespace, str) or not namespace or len(namespace) > NAMESPACE_MAX
-            or not all(c.isalnum() or c in "._-" for c in namespace)):  # "-" alone too
-        raise InvalidInput("namespace is required: letters, digits, . _ - (at most 64).",
-                           details={"namespace": namespace})
-    return namespace
+def _parse_items(items: list[dict[str, Any]], offset: int = 0) -> list[_Item]:
+    """The items (checked by syncspec at the door, redacted since) with their events' specs."""
+    return [_Item(item["key"], item.get("event"), event_spec(item.get("event"), f"items[{i}].event"))
+            for i, item in enumerate(items, offset)]
 
 
-def _check_key(key: Any, where: str) -> str:
-    if not isinstance(key, str) or not key or len(key) > KEY_MAX:
-        raise InvalidInput(f"{where}: a key is a non-empty string of at most {KEY_MAX} characters.",
-                           details={where: key})
-    if "\x00" in key:
-        raise InvalidInput(f"{where}: {NUL_IN_NAME}.", details={where: NUL_IN_NAME})
-    return key
-
-
-def _parse_items(items: Any, offset: int = 0) -> list[_Item]:
-    if not isinstance(items, list):
-        raise InvalidInput("items must be a list.", details={"items": "list"})
-    parsed = []
-    for i, item in enumerate(items, offset):
-        if not isinstance(item, dict) or set(item) - {"key", "event"}:
-            raise InvalidInput(f"items[{i}] must be an object with key and event.",
-                               details={f"items[{i}]": "{key, event}"})
-        key = _check_key(item.get("key"), f"items[{i}].key")
-        raw: Any = item.get("event")  # event_spec checks it
-        if isinstance(raw, dict) and "client_id" in raw:
-            raise InvalidInput(f"items[{i}].event.client_id: the key identifies a synced item.",
-                               details={f"items[{i}].event.client_id": "not allowed"})
-        parsed.append(_Item(key, raw, event_spec(raw, f"items[{i}].event")))
-    return parsed
-
-
-def _redacted(thread: Thread, items: Any) -> Any:
+def _redacted(thread: Thread, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The items with their events' secrets redacted (contextstore/redaction.py), before they
     are staged or digested: a replayed save digests the same redacted item."""
-    if not isinstance(items, list):
-        return items
     rules = use_workspace(thread.workspace)
-    events = redact_events(rules, [i.get("event") if isinstance(i, dict) else None for i in items])
-    return [{**i, "event": e} if isinstance(i, dict) and e is not i.get("event") else i
+    events = redact_events(rules, [i.get("event") for i in items])
+    return [{**i, "event": e} if e is not i.get("event") else i
             for i, e in zip(items, events, strict=True)]
-
-
-def _parse_removed(removed: Any) -> list[str]:
-    if removed is None:
-        return []
-    if not isinstance(removed, list):
-        raise InvalidInput("removed must be a list of keys.", details={"removed": "list"})
-    return [_check_key(k, f"removed[{i}]") for i, k in enumerate(removed)]
-
-
-def _check_part_size(items: list, removed: list) -> None:
-    limit = settings.CONTEXTSTORE["MAX_EVENTS_PER_BATCH"]
-    if len(items) + len(removed) > limit:
-        raise PayloadTooLarge(
-            f"At most {limit} items and removals per request; send the rest as further parts "
-            "of the same upload.", details={"items": f"at most {limit} per part"})
 
 
 # -------------------------------------------------------------- load
 
-def sync_load(*, thread: Thread, namespace: str | None, format: str | None = None) -> dict[str, Any]:
+def sync_load(*, thread: Thread, namespace: str, format: str | None = None) -> dict[str, Any]:
     """The thread's working context as keyed items, with what a save must name as its base.
 
     Read under the thread's lock, so the items, the revision and the document are one moment of
     the thread (every writer takes that lock). format="peteos" adds the same moment as a peteos
-    context JSON (services/peteos.py), for the adapter that loads whole contexts.
+    context JSON (services/peteos.py), for the adapter that loads whole contexts. The namespace
+    and format are syncspec.check_load's.
     """
-    namespace = _check_namespace(namespace)
-    if format not in (None, "", "peteos"):
-        raise InvalidInput("format must be peteos or absent.", details={"format": format})
     prefix = namespace + ":"
     with transaction.atomic():
         thread = lock_thread(thread)
@@ -206,47 +152,24 @@ def sync_load(*, thread: Thread, namespace: str | None, format: str | None = Non
 # -------------------------------------------------------------- save
 
 def sync_apply(
-    *, thread: Thread, namespace: Any, actor: Actor, items: Any = None, removed: Any = None,
-    base_revision: Any = None, upload_id: Any = None, part: int = 0, parts: int = 1,
+    *, thread: Thread, namespace: str, actor: Actor, items: list[dict[str, Any]] | None = None,
+    removed: list[str] | None = None, base_revision: int | None = None,
+    upload_id: str | None = None, part: int = 0, parts: int = 1,
     state: Any = UNSET, summary: Any = UNSET, document: Any = UNSET, memory: Any = UNSET,
     last_results: Any = UNSET,
 ) -> dict[str, Any]:
     """Stage one part of a save, or (the last part) apply the whole save in one transaction.
 
     Returns {"status": "staged", ...} for an early part, else the applied save's counts and the
-    thread's new revision.
+    thread's new revision. The part's shapes are syncspec.check_save's (the door's); each
+    item's event is checked here, after redaction (eventspec).
     """
-    namespace = _check_namespace(namespace)
-    if base_revision is not None and (not isinstance(base_revision, int)
-                                      or isinstance(base_revision, bool) or base_revision < 0):
-        raise InvalidInput("base_revision must be a revision number or null.",
-                           details={"base_revision": base_revision})
-    if upload_id is not None and (not isinstance(upload_id, str) or not 0 < len(upload_id) <= 64):
-        raise InvalidInput("upload_id must be a string of at most 64 characters.",
-                           details={"upload_id": upload_id})
-    if not all(isinstance(n, int) and not isinstance(n, bool) for n in (part, parts)) or not (
-            0 <= part < parts):
-        raise InvalidInput("part must be 0 ≤ part < parts.", details={"part": part, "parts": parts})
-    if parts > 1 and upload_id is None:
-        raise InvalidInput("A save in several parts needs an upload_id.",
-                           details={"upload_id": "required"})
-    items = [] if items is None else items
+    items = _redacted(thread, [] if items is None else items)
     removed = [] if removed is None else removed
-    items = _redacted(thread, items)
-    _check_part_size(items if isinstance(items, list) else [], removed if isinstance(removed, list) else [])
     parsed = _parse_items(items)
-    gone = _parse_removed(removed)
-    if state is not UNSET:
-        check_object("state", state)
-    if summary is not UNSET and not isinstance(summary, str):
-        raise InvalidInput("summary must be a string.", details={"summary": "string"})
-    if memory is not UNSET:
-        check_memory(memory)
-    if last_results is not UNSET:
-        check_object("last_results", last_results)
 
     if part < parts - 1:
-        assert upload_id is not None  # several parts need one (checked above)
+        assert upload_id is not None  # several parts need one (syncspec)
         answer = commits.stage(thread=thread, batch_id=upload_id, part=part,
                                payload={"items": items, "removed": removed})
         if answer is not None:
@@ -259,7 +182,7 @@ def sync_apply(
         return lock_thread(thread), False
 
     def write(locked: Thread, path: str) -> tuple[dict[str, Any], list[commits.Statement]]:
-        every, every_gone = parsed, gone
+        every, every_gone = parsed, removed
         if parts > 1:
             assert upload_id is not None
             staged = commits.staged_take(thread=locked, batch_id=upload_id)
@@ -274,7 +197,7 @@ def sync_apply(
                 earlier_items += _parse_items(staged[str(n)]["items"], offset)
                 offset += len(staged[str(n)]["items"])
                 earlier_removed += staged[str(n)]["removed"]
-            every, every_gone = earlier_items + parsed, earlier_removed + gone
+            every, every_gone = earlier_items + parsed, earlier_removed + removed
         return _apply(thread=locked, namespace=namespace, items=every, removed=every_gone,
                       actor=actor, state=state, summary=summary, document=document,
                       memory=memory, last_results=last_results), []
@@ -308,7 +231,7 @@ def _apply(*, thread: Thread, namespace: str, items: list[_Item], removed: list[
     prefix = namespace + ":"
     seen: set[str] = set()
     for i, item in enumerate(items):
-        if item.key in seen:
+        if item.key in seen:  # (within one part syncspec refused it; here an earlier, staged part)
             raise InvalidInput(f"items[{i}].key {item.key!r} appears twice in one save.",
                                details={f"items[{i}].key": item.key})
         seen.add(item.key)

@@ -11,11 +11,11 @@ from django.utils import timezone
 from contextstore.documents import DOCUMENT_FIELDS, new_document
 from contextstore.errors import Conflict, InvalidInput
 from contextstore.eventspec import EVENT_FIELDS as EVENT_SPEC_FIELDS
-from contextstore.eventspec import EventSpec, event_spec
+from contextstore.eventspec import LLM_CALL_TYPES, EventSpec, event_spec
 from contextstore.importspec import FORMAT, check_import_document, parse_export, stored_datetime
 from contextstore.models import Clear, Collapse, Event, Thread
 from contextstore.redaction import redact, redact_events, use_workspace
-from contextstore.selectors.renders import LLM_CALL_TYPES, texts_of
+from contextstore.selectors.renders import texts_of
 from contextstore.services import history
 from contextstore.services.blocks import block_upsert
 from contextstore.services.common import Actor, audit
@@ -163,7 +163,8 @@ def thread_import(
     counted = check_import_document(data)
     if counted:
         data = peteos_to_export(data)
-    export = parse_export(data, thread_fields_named=THREAD_FIELDS, name=name)
+    export = parse_export(data, thread_fields_named=THREAD_FIELDS, name=name,
+                          session_key=session_key, user_id=user_id)
     source_session, fields, thread_name = export.session, export.fields, export.thread_name
     raw_events = export.events
     # Secrets out of the events and the document before anything is stored (the blocks'
@@ -171,14 +172,14 @@ def thread_import(
     rules = use_workspace(workspace)
     raw_events = redact_events(rules, raw_events)
     document_fields, _ = redact(rules, {f: v for f, v in fields.items() if f in DOCUMENT_FIELDS})
-    key = session_key or source_session.get("key") or f"import-{timezone.now():%Y%m%d%H%M%S}"
+    key = source_session["key"] or f"import-{timezone.now():%Y%m%d%H%M%S}"
     now = timezone.now()
     try:
         with transaction.atomic():
             session, _ = session_ensure(
                 workspace=workspace, key=key, actor=actor,
-                user_id=user_id if user_id is not None else source_session.get("user_id", ""),
-                agent=source_session.get("agent", ""), title=source_session.get("title", ""),
+                user_id=source_session["user_id"], agent=source_session["agent"],
+                title=source_session["title"],
             )
             if Thread.objects.filter(session=session, name=thread_name).exists():
                 raise Conflict("A thread with this name already exists in the session.",

@@ -8,11 +8,10 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
-from django.utils.text import slugify
 
-from contextstore.errors import InvalidInput, NotAuthenticated
+from contextstore.errors import NotAuthenticated
 from contextstore.models import ApiToken, Membership, Workspace
-from contextstore.redaction import setting_problems, use_workspace
+from contextstore.redaction import use_workspace
 from contextstore.services.common import Actor, audit
 from contextstore.services.sessions import session_delete
 
@@ -36,9 +35,7 @@ def token_cache_clear(token_hash: str | None = None) -> None:
 
 
 def workspace_ensure(*, slug: str, name: str = "") -> tuple[Workspace, bool]:
-    if not slug or slugify(slug) != slug:
-        raise InvalidInput("A workspace slug is lower-case letters, digits and dashes.",
-                           details={"slug": slug})
+    """The workspace of `slug` (workspacespec.check_slug's, the door's), made when missing."""
     try:
         with transaction.atomic():
             return Workspace.objects.get_or_create(slug=slug, defaults={"name": name or slug})
@@ -47,8 +44,8 @@ def workspace_ensure(*, slug: str, name: str = "") -> tuple[Workspace, bool]:
 
 
 def membership_set(*, workspace: Workspace, user: User, role: str, actor: Actor) -> Membership:
-    if role not in Membership.Role.values:
-        raise InvalidInput(f"Unknown role {role!r}.", details={"role": role})
+    """Give `user` a role (one of Membership.Role: the admin's form and the sign-on's role map
+    check it) in `workspace`."""
     with transaction.atomic():
         membership, _ = Membership.objects.update_or_create(
             workspace=workspace, user=user, defaults={"role": role}
@@ -148,8 +145,7 @@ def membership_remove(*, membership: Membership, actor: Actor) -> None:
 
 
 def workspace_update(*, workspace: Workspace, name: str, actor: Actor) -> Workspace:
-    if not isinstance(name, str) or not name.strip() or len(name) > 200:
-        raise InvalidInput("A workspace name is 1 to 200 characters.", details={"name": name})
+    """Rename (1 to 200 characters: the admin's form, the model field's rules)."""
     with transaction.atomic():
         workspace.name = name
         workspace.save(update_fields=["name"])
@@ -162,11 +158,8 @@ def workspace_redaction_set(*, workspace: Workspace, redaction: Any, actor: Acto
     "pattern"}]}. Every pattern is compiled and checked (no nested repetition, no
     backreference, no empty match) before anything is saved. API tokens cached by this process
     carry their workspace, so they are forgotten: its next append uses the new rules (other
-    processes within TOKEN_CACHE_SECONDS)."""
-    problems = setting_problems(redaction)
-    if problems:
-        place, problem = next(iter(problems.items()))
-        raise InvalidInput(f"{place}: {problem}", details=problems)
+    processes within TOKEN_CACHE_SECONDS). The setting is one redaction.setting_problems
+    finds nothing wrong with (the admin's form checks it)."""
     value = {"enabled": redaction.get("enabled", True),
              "extra_patterns": list(redaction.get("extra_patterns", []))}
     with transaction.atomic():

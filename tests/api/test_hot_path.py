@@ -20,6 +20,7 @@ from contextstore.api.agent_sessions import CommitSerializer
 from contextstore.api.common import parse
 from contextstore.api.renderers import ORJSONRenderer
 from contextstore.db import read_together
+from contextstore.errors import DomainError
 from contextstore.llm_models import thread_model_settings
 from contextstore.models import Event, ReadAudit, Thread
 from contextstore.selectors import events as event_reads
@@ -267,7 +268,10 @@ def test_a_render_with_max_tokens_reads_no_session_and_answers_the_same(
 
 def drf_outcome(serializer_class, data):
     serializer = serializer_class(data=data)
-    return ("ok", serializer.validated_data) if serializer.is_valid() else ("error", serializer.errors)
+    try:
+        return ("ok", serializer.validated_data) if serializer.is_valid() else ("error", serializer.errors)
+    except DomainError as exc:  # a field's own refusal in the API's words (JSONObject)
+        return "refused", exc.message, exc.details
 
 
 def parse_outcome(serializer_class, data):
@@ -275,6 +279,8 @@ def parse_outcome(serializer_class, data):
         return "ok", parse(serializer_class, data)
     except drf.ValidationError as exc:
         return "error", exc.detail
+    except DomainError as exc:
+        return "refused", exc.message, exc.details
 
 
 @pytest.mark.parametrize("serializer_class", [

@@ -1,3 +1,5 @@
+import pytest
+
 from contextstore.models import AuditLog
 from contextstore.selectors import rendering
 from contextstore.services.events import event_append
@@ -29,6 +31,23 @@ def test_bad_model_settings_are_a_400_and_other_workspaces_a_404(api_client, oth
     assert bad.status_code == 400 and "reserve_output" in bad.json()["error"]["message"]
     assert other_client.get(f"{thread_url}model/").status_code == 404
     assert other_client.patch(f"{thread_url}model/", {"model": "x"}, format="json").status_code == 404
+
+
+@pytest.mark.parametrize("changes", [
+    {"context_window": 0}, {"context_window": "big"}, {"context_window": 100_000_001},
+    {"reserve_output": -1}, {"reserve_output": True}, {"model": "m" * 201}, {"model": ["gpt"]},
+])
+def test_bad_settings_are_a_400_that_changes_nothing(api_client, thread, thread_url, changes):
+    # The door's checks (the service trusts them): a thread's and a session's alike.
+    for url in (f"{thread_url}model/", f"/api/v1/sessions/{thread.session_id}/model/"):
+        response = api_client.patch(url, changes, format="json")
+        assert response.status_code == 400, response.content
+        assert response.json()["error"]["code"] == "invalid"
+        assert sorted(response.json()["error"]["details"]) == sorted(changes)
+    thread.refresh_from_db()
+    thread.session.refresh_from_db()
+    assert (thread.model, thread.context_window, thread.reserve_output) == ("", None, None)
+    assert (thread.session.model, thread.session.context_window) == ("", None)
 
 
 def test_a_reserve_not_below_the_stored_window_is_a_conflict(api_client, thread_url):

@@ -118,16 +118,16 @@ def test_an_event_of_an_import_naming_no_record_belongs_to_none(api_client, reco
 
 @pytest.mark.parametrize("namespace", ["fw", "Überfluß.1", "框架_2", "a-b.c_d", "x" * 64,
                                        "", "a b", "a/b", "x" * 65, "ns\u00ad", "١٢٣"])
-def test_the_namespace_pattern_is_the_services_rule(namespace):
-    """The schema's namespace pattern (ECMA 262, Unicode) holds exactly what services.sync takes."""
+def test_the_namespace_pattern_is_the_doors_rule(namespace):
+    """The schema's namespace pattern (ECMA 262, Unicode) holds exactly what syncspec takes."""
     import jsonschema_rs
 
     from contextstore.api.sync import NAMESPACE_PATTERN
     from contextstore.errors import InvalidInput
-    from contextstore.services.sync import _check_namespace
+    from contextstore.syncspec import check_namespace
 
     try:
-        _check_namespace(namespace)
+        check_namespace(namespace)
         taken = True
     except InvalidInput:
         taken = False

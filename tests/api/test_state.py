@@ -1,3 +1,5 @@
+import pytest
+
 from contextstore.models import StateRevision
 
 
@@ -95,3 +97,24 @@ def test_the_summary_is_written_with_the_state_and_cleared_by_clear_context(api_
     assert [m["section"] for m in context["messages"]] == ["summary"]
     assert api_client.post(f"{thread_url}clear-context/").status_code == 200
     assert api_client.get(f"{thread_url}state/").json()["summary"] == ""
+
+
+@pytest.mark.parametrize("method", ["put", "patch"])
+@pytest.mark.parametrize(("body", "message", "place"), [
+    ({"state": [1, 2]}, "state must be a JSON object.", "state"),
+    ({"state": "x"}, "state must be a JSON object.", "state"),
+    ({"memory": ["x"]}, None, "memory"),
+    ({"summary": ["x"]}, None, "summary"),
+    ({"reason": {"why": 1}}, None, "reason"),
+])
+def test_a_state_write_out_of_shape_is_a_400_that_changes_nothing(api_client, thread, thread_url,
+                                                                  method, body, message, place):
+    # The door's checks (StateWriteSerializer, JSONObject): services.state trusts them.
+    response = getattr(api_client, method)(f"{thread_url}state/", body, format="json")
+    assert response.status_code == 400, response.content
+    error = response.json()["error"]
+    assert error["code"] == "invalid" and message in (None, error["message"])
+    assert place in error["details"]
+    thread.refresh_from_db()
+    assert (thread.revision, thread.state, thread.memory, thread.summary) == (0, {}, [], "")
+    assert not StateRevision.objects.filter(thread=thread).exists()

@@ -92,3 +92,28 @@ def test_the_session_is_found_by_its_resolved_id(otlp, api_client):
 def test_another_workspace_sees_none_of_it(otlp, other_client):
     assert otlp(fixture("adk.json")).status_code == 200
     assert other_client.get("/api/v1/sessions/", {"q": "adk-session-3"}).json()["results"] == []
+
+
+@pytest.mark.parametrize("attrs", [{"session.id": "chat\x00x"}, {"session.id": "ok", "user.id": "a\x00b"},
+                                   {"session.id": "ok", "gen_ai.agent.name": "agent\x00"}])
+def test_names_a_session_cannot_hold_leave_their_traces_underived_and_the_rest_derived(otlp, attrs):
+    # sessionspec at OpenTelemetry's door: a NUL in a session's key, user id or agent (each of
+    # two new conversations in one pass, the batched path, and alone)
+    bad = chat("00f067aa0ba902b7", "a" * 32, [("user", "Hi")], "Hello!", **attrs)
+    good = chat("00f067aa0ba902b8", "b" * 32, [("user", "Hi")], "Hello!", **{"session.id": "fine"})
+    assert otlp(export(bad, good)).status_code == 200
+    assert list(Session.objects.values_list("key", flat=True)) == ["fine"]
+    assert not OtelTrace.objects.filter(trace_id="a" * 32, thread__isnull=False).exists()
+    assert otlp(export(bad)).status_code == 200  # alone: refused as well
+    assert list(Session.objects.values_list("key", flat=True)) == ["fine"]
+
+
+def test_a_call_whose_parameters_are_too_large_leaves_its_trace_underived(otlp):
+    # eventspec's rule for an LLM call's data (params at most 10000 characters as JSON), as
+    # every door that takes events applies it
+    bad = chat("00f067aa0ba902b7", "a" * 32, [("user", "Hi")], "Hello!",
+               **{"session.id": "big", "gen_ai.request.stop_sequences": "x" * 10_001})
+    good = chat("00f067aa0ba902b8", "b" * 32, [("user", "Hi")], "Hello!", **{"session.id": "fine"})
+    assert otlp(export(bad, good)).status_code == 200
+    assert not Event.objects.filter(thread__session__key="big").exists()
+    assert Event.objects.filter(thread__session__key="fine", type="LLMCallStart").exists()

@@ -49,6 +49,7 @@ from contextstore.services.search import search_index_pending
 from contextstore.services.sessions import session_delete, session_ensure, thread_ensure
 from contextstore.services.threads import thread_clear_context, thread_fork
 from contextstore.services.workspaces import api_token_create
+from contextstore.sessionspec import check_user_id
 from project.celery import app
 from tests.conftest import response_json
 from tests.otlp.conftest import export, span
@@ -372,10 +373,16 @@ def test_a_legal_hold_on_one_of_their_sessions_stops_the_erasure_before_anything
     assert user_erase(workspace=workspace, user_id="alice", actor=actor)["counts"]["memories"] == 1
 
 
-def test_a_blank_or_missing_user_id_is_refused_and_erases_nothing(workspace, session, actor):
-    for user_id in ("", "   ", None, 7, "a\x00b", "x" * 256):
+def test_a_blank_or_missing_user_id_is_refused_by_erase_user_and_erases_nothing(workspace, session):
+    # sessionspec.check_user_id, the command's (the API's serializer: test_the_api_refuses_...)
+    from django.core.management import CommandError, call_command
+
+    for user_id in ("", "   ", "a\x00b", "x" * 256):
+        with pytest.raises(CommandError, match="user_id"):
+            call_command("erase_user", "--workspace", workspace.slug, "--user-id", user_id)
+    for user_id in (None, 7):
         with pytest.raises(InvalidInput):
-            user_erase(workspace=workspace, user_id=user_id, actor=actor)
+            check_user_id(user_id)
     assert Session.objects.filter(pk=session.pk).exists()
     assert not AuditLog.objects.filter(action="person.erase").exists()
 

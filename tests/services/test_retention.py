@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from contextstore.errors import Conflict, InvalidInput
 from contextstore.models import AuditLog, Collapse, Event, Session, SessionModel, Thread
+from contextstore.retentionspec import check_days
 from contextstore.selectors import rendering, renders
 from contextstore.services import history, retention
 from contextstore.services import renders as render_service
@@ -58,12 +59,12 @@ def test_the_policy_is_the_sessions_override_else_the_workspaces_else_none(works
     assert AuditLog.objects.filter(action="retention.policy").count() == 3
 
 
-def test_a_policy_is_a_number_of_days(workspace, actor):
-    for bad in (0, -1, "7", 1.5, True):
+def test_a_policy_is_a_number_of_days():
+    # retentionspec, the doors' (the API's and the admin's: tests/api/test_retention_api.py)
+    for bad in (0, -1, "7", 1.5, True, 36501):
         with pytest.raises(InvalidInput):
-            retention.retention_policy_set(target=workspace, actor=actor, event_days=bad)
-    with pytest.raises(InvalidInput):
-        retention.retention_policy_set(target=workspace, actor=actor, legal_hold=True)
+            check_days("retention_event_days", bad)
+    assert (check_days("d", None), check_days("d", 1), check_days("d", 36500)) == (None, 1, 36500)
 
 
 def test_old_events_go_in_several_audited_batches_and_counters_follow(workspace, session, thread, actor):

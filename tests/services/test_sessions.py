@@ -10,6 +10,7 @@ from contextstore.services.sessions import (
     thread_ensure,
     thread_ensure_by_key,
 )
+from contextstore.sessionspec import check_session_names
 from tests.conftest import messages
 
 
@@ -33,10 +34,17 @@ def test_the_same_key_in_another_workspace_is_another_session(workspace, other_w
     assert a.pk != b.pk
 
 
-def test_it_refuses_a_blank_key_and_changes_nothing(workspace, actor):
-    with pytest.raises(InvalidInput):
-        session_ensure(workspace=workspace, key="", actor=actor)
-    assert not Session.objects.exists()
+@pytest.mark.parametrize(("names", "place"), [
+    ({"key": ""}, "key"), ({"key": 5}, "key"), ({"key": "k" * 256}, "key"), ({"key": "a\x00b"}, "key"),
+    ({"key": "k", "user_id": "u" * 256}, "user_id"), ({"key": "k", "agent": None}, "agent"),
+    ({"key": "k", "title": "t" * 501}, "title"),
+])
+def test_a_sessions_names_out_of_shape_are_refused_by_the_doors_spec(names, place):
+    # sessionspec: what importspec and OpenTelemetry's derivation check (the API's serializers
+    # hold the same rules); tests/views/test_shape_doors.py sends them through the doors
+    with pytest.raises(InvalidInput) as refused:
+        check_session_names(**names)
+    assert list(refused.value.details) == [place]
 
 
 def test_it_ensures_a_thread_named_main_by_default(session, actor):

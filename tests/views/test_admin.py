@@ -208,3 +208,36 @@ def test_a_session_with_a_collapse_can_be_deleted_in_admin(admin_client, session
     assert confirm.status_code == 200
     admin_client.post(f"/admin/contextstore/session/{session.pk}/delete/", {"post": "yes"})
     assert not Session.objects.exists() and not Event.objects.exists()
+
+
+@pytest.mark.parametrize("slug", ["Acme", "ACME-1", "acme-"])
+def test_a_workspace_slug_out_of_shape_is_refused_by_the_admin_and_the_token_command(admin_client,
+                                                                                      slug):
+    # workspacespec.check_slug, the doors' (services.workspaces.workspace_ensure trusts it)
+    from django.core.management import CommandError, call_command
+
+    response = admin_client.post("/admin/contextstore/workspace/add/", {
+        "slug": slug, "name": "Acme", "memberships-TOTAL_FORMS": 0, "memberships-INITIAL_FORMS": 0})
+    assert response.status_code == 200
+    assert "A workspace slug is lower-case letters, digits and dashes." in response.content.decode()
+    with pytest.raises(CommandError, match="lower-case letters, digits and dashes"):
+        call_command("create_api_token", "--workspace", slug)
+    assert not Workspace.objects.exists()
+
+
+@pytest.mark.parametrize(("form", "field"), [
+    ({"name": "   "}, "name"), ({"name": "n" * 201}, "name")])
+def test_a_workspace_name_out_of_shape_is_refused_by_the_admin(admin_client, workspace, form, field):
+    response = admin_client.post(f"/admin/contextstore/workspace/{workspace.pk}/change/", {
+        **form, "memberships-TOTAL_FORMS": 0, "memberships-INITIAL_FORMS": 0})
+    assert response.status_code == 200 and response.context["adminform"].form.errors[field]
+    assert Workspace.objects.get(pk=workspace.pk).name == workspace.name
+    assert not AuditLog.objects.filter(action="workspace.update").exists()
+
+
+def test_a_membership_with_an_unknown_role_is_refused_by_the_admin(admin_client, workspace):
+    user = get_user_model().objects.create_user("ann")
+    response = admin_client.post("/admin/contextstore/membership/add/", {
+        "workspace": workspace.pk, "user": user.pk, "role": "owner"})
+    assert response.status_code == 200 and response.context["adminform"].form.errors["role"]
+    assert not Membership.objects.filter(user=user).exists()

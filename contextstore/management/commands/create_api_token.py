@@ -3,6 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 from contextstore.errors import DomainError
 from contextstore.services.common import Actor
 from contextstore.services.workspaces import api_token_create, workspace_ensure
+from contextstore.workspacespec import check_slug
 
 
 class Command(BaseCommand):
@@ -15,7 +16,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, workspace: str, name: str, scope: str, **options):
         try:
-            ws, created = workspace_ensure(slug=workspace)
+            ws, created = workspace_ensure(slug=check_slug(workspace))
             token, raw = api_token_create(workspace=ws, name=name, scope=scope,
                                           actor=Actor.system("create_api_token"))
         except DomainError as exc:

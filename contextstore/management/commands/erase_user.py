@@ -7,6 +7,7 @@ from contextstore.errors import DomainError
 from contextstore.models import Workspace
 from contextstore.services.common import Actor
 from contextstore.services.erasure import user_erase
+from contextstore.sessionspec import check_user_id
 
 
 class Command(BaseCommand):
@@ -29,7 +30,7 @@ class Command(BaseCommand):
             who = "unknown"
         actor = Actor.system(f"erase_user ({who})")
         try:
-            receipt = user_erase(workspace=ws, user_id=user_id, actor=actor)
+            receipt = user_erase(workspace=ws, user_id=check_user_id(user_id), actor=actor)
         except DomainError as exc:
             raise CommandError(exc.message) from exc
         self.stdout.write(json.dumps(receipt, indent=2))

@@ -29,7 +29,7 @@ from django.db.models import Min
 from django.utils import timezone
 
 from contextstore.db import rows_update
-from contextstore.errors import Conflict
+from contextstore.errors import Conflict, InvalidInput
 from contextstore.eventspec import event_specs
 from contextstore.llm_models import call_cost
 from contextstore.models import AuditLog, Event, OtelLog, OtelSpan, OtelTrace, Run, Session, Thread, Workspace
@@ -48,6 +48,7 @@ from contextstore.services.sessions import (
     thread_ensure,
 )
 from contextstore.services.summaries import run_completed_check, summarization_check
+from contextstore.sessionspec import check_session_names
 
 logger = logging.getLogger(__name__)
 STATUS_ERROR = 2
@@ -340,6 +341,7 @@ def _session_derive(*, workspace: Workspace, key: str, user: str, traces: list[_
     with transaction.atomic():
         group = [ot.pk for ot in rows]
         agent = next((a for t in traces if (a := t.agent())), "")[:200]
+        check_session_names(key=key, user_id=user, agent=agent)  # the spans' names (NUL)
         if made is None:
             for ot in rows:
                 named = (ot.thread.session.key, ot.thread.session.user_id) if ot.thread else None
@@ -568,6 +570,14 @@ def _sessions_derive_fresh(workspace: Workspace, groups: dict[tuple[str, str], l
     return {key for key, _, _, _ in planned}
 
 
+def _names_fit(key: str, user: str, agent: str) -> bool:
+    try:
+        check_session_names(key=key, user_id=user, agent=agent)
+    except InvalidInput:
+        return False
+    return True
+
+
 def _sessions_made(workspace: Workspace, groups: dict[tuple[str, str], list[_Trace]],
                    rows: dict[str, OtelTrace], actor: Actor) -> dict[tuple[str, str], Thread]:
     """The sessions of this pass's new conversations (traces derived for the first time, whose
@@ -583,6 +593,9 @@ def _sessions_made(workspace: Workspace, groups: dict[tuple[str, str], list[_Tra
     new = [(key, user, next((a for t in traces if (a := t.agent())), "")[:200],
             {"otel": traces[0].provenance()})
            for (key, user), traces in sorted(fresh.items()) if (key, user) not in existing]
+    # names a session cannot hold (NUL) are left to _session_derive, which refuses them alone
+    new = [(key, user, agent, metadata) for key, user, agent, metadata in new
+           if _names_fit(key, user, agent)]
     return sessions_create_many(workspace=workspace, new=new, actor=actor) if len(new) > 1 else {}
 
 

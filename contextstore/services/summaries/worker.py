@@ -13,6 +13,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from contextstore.collapsespec import check_summary_text
 from contextstore.errors import Conflict
 from contextstore.models import Collapse, Event, Job, Thread
 from contextstore.redaction import use_workspace
@@ -241,6 +242,7 @@ def _commit(
                 return "no_gain"
             provenance.update(start_position=start, end_position=end, events=len(members),
                               tokens_before=tokens_before)
+            check_summary_text(summary.text)  # a summarizer's text, refused as a person's would be
             existing = collapse_create(
                 thread=locked, start_position=start, end_position=end, summary_text=summary.text,
                 actor=actor, source=SOURCE_BY_KIND[job.kind], provenance=provenance, job=job,
