@@ -26,6 +26,7 @@ import httpx
 
 from contextstore_client.errors import ContextStoreError
 
+_fast_loads: Callable[[bytes], Any] | None
 try:  # pydantic's JSON parser (Rust), where pydantic is installed (every framework's venv)
     from pydantic_core import from_json as _fast_loads
 except ImportError:  # pragma: no cover - the client itself needs only httpx
