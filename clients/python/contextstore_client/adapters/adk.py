@@ -28,7 +28,6 @@ one per page of 500.
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import os
 import unicodedata
@@ -55,7 +54,6 @@ from google.adk.sessions.base_session_service import (
 from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
 from google.genai import types
-from pydantic import TypeAdapter
 
 from contextstore_client import AsyncContextStore, Conflict, ContextStore, StaleRevision
 
@@ -199,13 +197,6 @@ def _whole(stored: dict[str, Any]) -> dict[str, Any]:
     return whole
 
 
-@functools.cache
-def _events() -> TypeAdapter[list[Event]]:
-    """ADK events validated as one list: one call into pydantic instead of one per event (the
-    same validators run on each; ~15% less time for 2,000 events). Built on first read."""
-    return TypeAdapter(list[Event])
-
-
 class ContextStoreSessionService(BaseSessionService):
     """ADK's BaseSessionService over contextstore."""
 
@@ -255,8 +246,8 @@ class ContextStoreSessionService(BaseSessionService):
                                 fields=READ_FIELDS)
         if read is None:
             return None
-        events = _events().validate_python([_whole(e) for e in read["events"]
-                                            if isinstance(e.get("data"), dict) and "adk" in e["data"]])
+        events = [Event.model_validate(_whole(e)) for e in read["events"]
+                  if isinstance(e.get("data"), dict) and "adk" in e["data"]]
         return self._session(app_name, read, events)
 
     async def list_sessions(self, *, app_name: str, user_id: str | None = None) -> ListSessionsResponse:
