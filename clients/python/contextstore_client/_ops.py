@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 from collections.abc import Callable, Coroutine, Generator
 from dataclasses import dataclass, field
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
@@ -24,6 +25,12 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 import httpx
 
 from contextstore_client.errors import ContextStoreError
+
+_fast_loads: Callable[[bytes], Any] | None
+try:  # pydantic's JSON parser (Rust), where pydantic is installed (every framework's venv)
+    from pydantic_core import from_json as _fast_loads
+except ImportError:  # pragma: no cover - the client itself needs only httpx
+    _fast_loads = None
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -43,7 +50,19 @@ class Call:
     def answer(self, response: httpx.Response) -> Any:
         if self.response:
             return response
-        return response.json() if response.content else None
+        return loads(response.content) if response.content else None
+
+
+def loads(body: bytes) -> Any:
+    """An answer's JSON: parsed by pydantic_core where it is installed (half json.loads' time
+    on a 1.5 MB session read), else by json. The two give the same values; the one text
+    pydantic_core refuses and json takes (a lone surrogate escape, "\\ud800") goes to json."""
+    if _fast_loads is not None:
+        try:
+            return _fast_loads(body)
+        except ValueError:
+            pass
+    return json.loads(body)
 
 
 def call(method: str, path: str, *, response: bool = False, **options: Any) -> Call:

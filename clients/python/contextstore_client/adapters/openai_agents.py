@@ -103,14 +103,15 @@ def item_event(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def stored_item(event: dict[str, Any]) -> Any:
-    """The SDK item a stored event holds, with what item_event left to the row put back."""
+    """The SDK item a stored event holds, with what item_event left to the row put back (into
+    the event's own item: an event read is parsed for this call alone)."""
     data = event["data"]
     item = data["item"]
     field = data.get("item_text")
     if field in TEXT_FIELDS:
-        item = {**item, field: event["content"]}
+        item[field] = event["content"]  # the key is there (null), so it keeps its place
     if data.get("item_arguments") is True and isinstance(data.get("tool_calls"), list):
-        item = {**item, "arguments": data["tool_calls"][0]["arguments"]}
+        item["arguments"] = data["tool_calls"][0]["arguments"]
     return item
 
 
