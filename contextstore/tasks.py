@@ -129,6 +129,9 @@ def deliver_alert(self: Any, event_id: int) -> None:
     last = self.request.retries >= settings.ALERT_WEBHOOK_RETRIES
     if not alerts.alert_event_deliver(event_id=event_id, last=last):
         raise self.retry(countdown=settings.ALERT_WEBHOOK_BACKOFF * 2 ** self.request.retries)
+
+
+@shared_task(expires=120)
 def evaluate_online() -> dict[str, int]:
     """Run by beat: the evaluators' online run picks what arrived since its watermarks and
     sends each evaluation to a worker (services/evaluators.py)."""
