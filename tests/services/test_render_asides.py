@@ -3,6 +3,7 @@ framework's own types: spans, state changes) never break a tool call from its re
 aside logged inside a tool exchange stays with it and is shown right after its last result."""
 
 import itertools
+import json
 
 import pytest
 from hypothesis import given
@@ -24,6 +25,11 @@ ASIDES = [
     {"type": "span.end", "content": "span search finished", "data": {"span_id": "ab12"}},
     {"type": "StateChanged", "role": "user", "content": "state: step=2"},
     {"type": "langgraph.checkpoint", "role": "system", "content": "checkpoint 7"},
+    # The documented aside types stay asides whatever role the agent logs them with: an Error
+    # logged as the assistant's once broke the exchange (both calls and results dropped).
+    {"type": "Error", "role": "assistant", "content": "the model call failed, retrying"},
+    {"type": "Notification", "role": "assistant", "content": "switching to the backup model"},
+    {"type": "LLMComplete", "role": "assistant", "content": "call done", "visible": True},
 ]
 
 
@@ -129,16 +135,29 @@ def exchange(tag: int, k: int, style: str) -> tuple[list[dict], list[dict]]:
         head = [{"type": "ToolCall", "data": c} for c in calls]
     elif style == "together":
         head = [{"type": "ToolCall", "content": "calling", "data": {"tool_calls": calls}}]
-    else:  # the model's message carries the calls in its parts
+    elif style == "parts":  # the model's message carries the calls in its parts
         head = [{"type": "LLMOutput", "parts": [{"type": "text", "text": f"let me look {tag}"}] + [
             {"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["arguments"]}
             for c in calls]}]
+    elif style == "responses":  # OpenAI Responses items: function_call / function_call_output
+        head = [{"type": "LLMOutput", "parts": [
+            {"type": "function_call", "call_id": c["id"], "name": c["name"], "arguments": json.dumps(c["arguments"])}
+            for c in calls]}]
+        return head, [{"type": "ToolResult", "content": "", "parts": [
+            {"type": "function_call_output", "call_id": c["id"], "output": f"result {tag}.{i}"}]}
+            for i, c in enumerate(calls)]
+    else:  # Chat Completions messages: an assistant Message with calls, results with role tool
+        head = [{"type": "Message", "role": "assistant", "parts": [
+            {"type": "tool_call", "id": c["id"], "name": c["name"], "arguments": json.dumps(c["arguments"])}
+            for c in calls]}]
+        return head, [{"type": "Message", "role": "tool", "content": f"result {tag}.{i}",
+                       "data": {"tool_call_id": c["id"]}} for i, c in enumerate(calls)]
     results = [{"type": "ToolResult", "content": f"result {tag}.{i} " + "w " * (5 * i),
                 "data": {"tool_call_id": c["id"]}} for i, c in enumerate(calls)]
     return head, results
 
 
-turn_steps = st.lists(st.tuples(st.integers(1, 3), st.sampled_from(["separate", "together", "parts"]),
+turn_steps = st.lists(st.tuples(st.integers(1, 3), st.sampled_from(["separate", "together", "parts", "responses", "chat"]),
                                 st.lists(st.tuples(st.integers(0, 100), st.sampled_from(range(len(ASIDES)))),
                                          max_size=4)), min_size=1, max_size=4)
 
