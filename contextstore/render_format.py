@@ -408,6 +408,12 @@ def _text_of(event: EventFields, *, keep_thinking: bool) -> tuple[str, list[dict
     return ("\n".join(texts) if texts else event.content), thinking
 
 
+def shown_text(event: EventFields) -> str:
+    """The text a model reads of an event, without thinking: its text parts, else its content
+    (a call's reply is read the same way: selectors/calls.llm_call_reply)."""
+    return _text_of(event, keep_thinking=False)[0]
+
+
 def event_tokens(event: EventFields, strip_thinking: bool) -> int:
     return event_cost(event.token_count, event.thinking_tokens, strip_thinking)
 
