@@ -117,9 +117,10 @@ def kind_of(type_: str, role: str) -> str:
     """How an event takes part in a turn, all the walk needs to know to keep units whole:
     `result` (a tool result: type ToolResult or role tool), `call` (a ToolCall), `aside` (not
     part of the provider conversation: Error, Notification and the runtime types whatever
-    their role, any other type unless the model wrote it, role assistant) or `other` (a message: a user's, the model's, a summary). An aside inside a tool
-    exchange stays with the exchange and is shown right after its last result (valid_items);
-    elsewhere it is shown where it stands."""
+    their role, any other type unless the model wrote it, role assistant) or `other` (a
+    message: a user's, the model's, a summary). An aside inside a tool exchange stays with
+    the exchange and is shown right after its last result (valid_items); elsewhere it is shown
+    where it stands."""
     shown_as = role_of(type_, role)
     if shown_as == "tool" or type_ == "ToolResult":  # peteos keeps results as user
         return "result"

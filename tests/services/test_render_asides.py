@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from contextstore.eventspec import RUNTIME_TYPES
 from contextstore.render_format import kind_of, valid_items
 from contextstore.selectors import rendering
 from contextstore.services.events import event_append
@@ -58,6 +59,10 @@ def test_every_type_takes_part_in_a_turn_as_documented():
     assert {kind_of(t, "") for t in ("Task", "Message", "LLMOutput", "Reasoning", "Summary")} == {"other"}
     assert {kind_of(a["type"], a.get("role", "")) for a in ASIDES} == {"aside"}
     assert kind_of("custom.reply", "assistant") == "other"  # the model wrote it: may hold calls
+    # the documented aside types are asides whatever role they are logged with (but tool)
+    assert {kind_of(t, r) for t in ("Error", "Notification", *RUNTIME_TYPES)
+            for r in ("", "user", "assistant", "system")} == {"aside"}
+    assert kind_of("Error", "tool") == "result"
 
 
 @pytest.mark.parametrize("fmt", ["openai", "anthropic"])
@@ -141,8 +146,8 @@ def exchange(tag: int, k: int, style: str) -> tuple[list[dict], list[dict]]:
             for c in calls]}]
     elif style == "responses":  # OpenAI Responses items: function_call / function_call_output
         head = [{"type": "LLMOutput", "parts": [
-            {"type": "function_call", "call_id": c["id"], "name": c["name"], "arguments": json.dumps(c["arguments"])}
-            for c in calls]}]
+            {"type": "function_call", "call_id": c["id"], "name": c["name"],
+             "arguments": json.dumps(c["arguments"])} for c in calls]}]
         return head, [{"type": "ToolResult", "content": "", "parts": [
             {"type": "function_call_output", "call_id": c["id"], "output": f"result {tag}.{i}"}]}
             for i, c in enumerate(calls)]
@@ -157,7 +162,8 @@ def exchange(tag: int, k: int, style: str) -> tuple[list[dict], list[dict]]:
     return head, results
 
 
-turn_steps = st.lists(st.tuples(st.integers(1, 3), st.sampled_from(["separate", "together", "parts", "responses", "chat"]),
+STYLES = ["separate", "together", "parts", "responses", "chat"]
+turn_steps = st.lists(st.tuples(st.integers(1, 3), st.sampled_from(STYLES),
                                 st.lists(st.tuples(st.integers(0, 100), st.sampled_from(range(len(ASIDES)))),
                                          max_size=4)), min_size=1, max_size=4)
 
