@@ -105,20 +105,29 @@ CONVERSATION_TYPES = frozenset({
     "Task", "Input", "Feedback", "Message", "LLMOutput", "Reasoning", "ToolCall", "StepResult",
     "ToolResult", "PythonOutput", "Summary",
 })
+# The documented types that are never the model's own message, whatever role they are logged
+# with: an `Error` an agent logs as the assistant's ("rate limited once, retried") is still an
+# aside, and never breaks the tool exchange it was logged in. (The runtime types are
+# eventspec.RUNTIME_TYPES, spelled out: this module stands beside eventspec, not above it.)
+ASIDE_TYPES = frozenset({"Error", "Notification", "BeforeAgentCall", "AfterAgentCall", "LLMCallStart",
+                         "LLMCallEnd", "LLMComplete"})
 
 
 def kind_of(type_: str, role: str) -> str:
     """How an event takes part in a turn, all the walk needs to know to keep units whole:
     `result` (a tool result: type ToolResult or role tool), `call` (a ToolCall), `aside` (not
-    part of the provider conversation: any other type, unless the model wrote it, role
-    assistant) or `other` (a message: a user's, the model's, a summary). An aside inside a tool
-    exchange stays with the exchange and is shown right after its last result (valid_items);
-    elsewhere it is shown where it stands."""
+    part of the provider conversation: Error, Notification and the runtime types whatever
+    their role, any other type unless the model wrote it, role assistant) or `other` (a
+    message: a user's, the model's, a summary). An aside inside a tool exchange stays with
+    the exchange and is shown right after its last result (valid_items); elsewhere it is shown
+    where it stands."""
     shown_as = role_of(type_, role)
     if shown_as == "tool" or type_ == "ToolResult":  # peteos keeps results as user
         return "result"
     if type_ == "ToolCall":
         return "call"
+    if type_ in ASIDE_TYPES:
+        return "aside"
     return "aside" if type_ not in CONVERSATION_TYPES and shown_as != "assistant" else "other"
 
 
@@ -398,6 +407,12 @@ def _text_of(event: EventFields, *, keep_thinking: bool) -> tuple[str, list[dict
         texts.append(part_text(part))
     texts = [t for t in texts if t]
     return ("\n".join(texts) if texts else event.content), thinking
+
+
+def shown_text(event: EventFields) -> str:
+    """The text a model reads of an event, without thinking: its text parts, else its content
+    (a call's reply is read the same way: selectors/calls.llm_call_reply)."""
+    return _text_of(event, keep_thinking=False)[0]
 
 
 def event_tokens(event: EventFields, strip_thinking: bool) -> int:

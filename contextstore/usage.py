@@ -80,6 +80,11 @@ def _number(value: Any) -> Decimal | None:
     return number if number.is_finite() else None
 
 
+def _count(value: Any) -> Decimal | None:
+    """A token count: a JSON number (a string is not one, as trends' SQL reads it too)."""
+    return _number(value) if isinstance(value, int | float) else None
+
+
 def _places(data: dict[str, Any]) -> list[dict[str, Any]]:
     return [data] + [v for k in USAGE_OBJECTS if isinstance(v := data.get(k), dict)]
 
@@ -87,7 +92,7 @@ def _places(data: dict[str, Any]) -> list[dict[str, Any]]:
 def _first(places: list[dict[str, Any]], keys: tuple[str, ...]) -> int | None:
     for key in keys:
         for place in places:
-            number = _number(place.get(key))
+            number = _count(place.get(key))
             if number is not None and number >= 0:  # a negative count is malformed: not read
                 return int(number)
     return None

@@ -15,6 +15,7 @@ from typing import Any
 
 from django.core.cache import cache as django_cache
 
+from contextstore.errors import NotFound
 from contextstore.llm_models import cache_saving_per_token
 from contextstore.models import (
     CallCacheVerdict,
@@ -203,10 +204,23 @@ def call_request(*, thread: Thread, call: LLMCall) -> Request | None:
                    fmt=None, model=call.model, at=at, logged=logged, tools=tools)
 
 
+def _record_tools(record: RenderRecord) -> list[Any]:
+    """The tools a render counted (its `tools_hash` option), as stored; none when it counted
+    none or their text is gone (erased)."""
+    tools_hash = record.spec["options"].get("tools_hash")
+    if not isinstance(tools_hash, str):
+        return []
+    try:
+        return renders.render_tools(workspace_id=record.thread.workspace_id, tools_hash=tools_hash)
+    except NotFound:
+        return []
+
+
 def records_compare(*, a: RenderRecord, b: RenderRecord) -> dict[str, Any]:
-    """compare() for two render records, as their format sends them (no model, no tools)."""
+    """compare() for two render records, as their format sends them (no model; the tools each
+    counted, so a request's total is the record's own)."""
     before, after = (_from_record(record=r, body=_counted(renders.render_rebuild_counted(record=r)),
-                                  model="", tools=[], at=r.created_at, logged=r.created_at)
+                                  model="", tools=_record_tools(r), at=r.created_at, logged=r.created_at)
                      for r in (a, b))
     return compare(thread=a.thread, before=before, after=after)
 

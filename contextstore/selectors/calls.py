@@ -7,6 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from contextstore.models import Event, RenderRecord, Thread
+from contextstore.render_format import shown_text
 from contextstore.selectors import renders
 from contextstore.toolcalls import ToolCall, data_calls, event_calls, part_calls, result_call_id
 from contextstore.usage import event_cost, event_usage
@@ -335,11 +336,14 @@ def llm_call_reply(*, thread: Thread, call: LLMCall) -> CallReply:
         data = end.data if isinstance(end.data, dict) else {}
         listed = isinstance(data.get("tool_calls"), list)
         calls = part_calls(end.parts) or (data_calls(data) if listed else [])
-        if end.content or calls:
-            return CallReply(events=[], text=end.content, tool_calls=calls)
+        text = shown_text(end)
+        if text or calls:
+            return CallReply(events=[], text=text, tool_calls=calls)
     events = _reply_events(thread, call)
     answered = [e for e in events if e.type != "Reasoning"]
-    text = "\n".join(e.content for e in answered if e.type != "ToolCall" and e.content)
+    # the text the model wrote: its text parts (Anthropic's blocks, Responses' output_text),
+    # else its content
+    text = "\n".join(t for e in answered if e.type != "ToolCall" and (t := shown_text(e)))
     calls = [c for e in answered for c in event_calls(e.type, e.parts, e.data)]
     return CallReply(events=events, text=text, tool_calls=calls)
 

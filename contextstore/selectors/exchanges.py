@@ -89,7 +89,9 @@ def exchanges_across(*, thread_id: int, start_position: int | None,
         found.append(Exchange(
             first_position=unit[0].position, last_position=unit[-1].position,
             call_ids=[i for r in unit for i in ids.get(r.pk, [])],
-            call_positions=[r.position for r in unit if r.pk in ids],
+            # the events that make calls (an assistant aside, an Error logged as the
+            # assistant's, makes none)
+            call_positions=[r.position for r in unit if ids.get(r.pk)],
             result_positions=[r.position for r in unit if r.kind == "result"]))
     return found
 

@@ -96,24 +96,27 @@ def percentile(values: list[float], p: float) -> float | None:
 _PATH_KEY = re.compile(r"^[A-Za-z_][A-Za-z_.]*$")
 
 
-def _number(pg: bool, *path: str) -> str:
+def _number(pg: bool, *path: str, count: bool = False) -> str:
     """A JSON number at `path` in the parsed document `j`, else NULL (paths are written here;
-    each key quoted, since OpenTelemetry's hold dots)."""
+    each key quoted, since OpenTelemetry's hold dots). `count`: a token count, which a negative
+    number is not (NULL, as usage.read_usage reads it)."""
     assert all(_PATH_KEY.match(k) for k in path)
     if pg:
         at = "'{" + ",".join(f'"{k}"' for k in path) + "}'"
-        return f"CASE WHEN jsonb_typeof(j #> {at}) = 'number' THEN (j #>> {at})::double precision END"
+        sign = f" AND (j #>> {at})::double precision >= 0" if count else ""
+        return f"CASE WHEN jsonb_typeof(j #> {at}) = 'number'{sign} THEN (j #>> {at})::double precision END"
     at = "'$" + "".join(f'."{k}"' for k in path) + "'"
-    return f"CASE WHEN json_type(j, {at}) IN ('integer', 'real') THEN json_extract(j, {at}) END"
+    sign = f" AND json_extract(j, {at}) >= 0" if count else ""
+    return f"CASE WHEN json_type(j, {at}) IN ('integer', 'real'){sign} THEN json_extract(j, {at}) END"
 
 
-def _first(pg: bool, *keys: str, within: tuple[str, ...] = ()) -> str:
+def _first(pg: bool, *keys: str, within: tuple[str, ...] = (), count: bool = True) -> str:
     """The first of `keys` the call reports, in its data or in a provider's usage object there
     (usage.USAGE_OBJECTS), in the order usage.read_usage looks (optionally inside one of
-    `within`, the details objects)."""
+    `within`, the details objects). `count`: token counts, negative ones not read."""
     places = [(), *((o,) for o in USAGE_OBJECTS)]
     paths = [(*where, d) for where in places for d in within] if within else places
-    return "COALESCE(" + ", ".join(_number(pg, *where, k) for k in keys for where in paths) + ")"
+    return "COALESCE(" + ", ".join(_number(pg, *where, k, count=count) for k in keys for where in paths) + ")"
 
 
 def _call_columns(pg: bool) -> tuple[dict[str, str], dict[str, str]]:
@@ -123,7 +126,7 @@ def _call_columns(pg: bool) -> tuple[dict[str, str], dict[str, str]]:
     model = ("CASE WHEN jsonb_typeof(j -> 'model') = 'string' THEN j ->> 'model' END" if pg
              else "CASE WHEN json_type(j, '$.model') = 'text' THEN json_extract(j, '$.model') END")
     said = {
-        "cost": _first(pg, "cost"), "inp": f"COALESCE({_first(pg, *USAGE_KEYS['input'])}, 0)",
+        "cost": _first(pg, "cost", count=False), "inp": f"COALESCE({_first(pg, *USAGE_KEYS['input'])}, 0)",
         "out": _first(pg, *USAGE_KEYS["output"]),
         "cand": _first(pg, *USAGE_KEYS["candidates"]), "thought": _first(pg, *USAGE_KEYS["thoughts"]),
         "a_read": _first(pg, *USAGE_KEYS["anthropic_read"]),
@@ -131,7 +134,7 @@ def _call_columns(pg: bool) -> tuple[dict[str, str], dict[str, str]]:
         "o_read": f"COALESCE({_first(pg, *USAGE_KEYS['included_read'], within=INPUT_DETAILS)}, "
                   f"{_first(pg, *USAGE_KEYS['included_read'])})",
         "g_read": _first(pg, *USAGE_KEYS["genai_read"]), "g_made": _first(pg, *USAGE_KEYS["genai_write"]),
-        "reported_ms": _first(pg, "latency_ms"), "model": f"COALESCE({model}, '')",
+        "reported_ms": _first(pg, "latency_ms", count=False), "model": f"COALESCE({model}, '')",
     }
     anthropic = "(a_read IS NOT NULL OR a_made IS NOT NULL)"
     genai = "(g_read IS NOT NULL OR g_made IS NOT NULL)"

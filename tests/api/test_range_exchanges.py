@@ -39,6 +39,20 @@ def test_a_collapse_splitting_an_exchange_is_a_400_naming_it_and_changes_nothing
     assert unchanged(cities)
 
 
+@pytest.mark.parametrize("aside", ASIDES, ids=lambda a: f"{a['type']}-{a.get('role', '')}")
+def test_the_refusal_names_only_the_calls_whatever_aside_stands_between_the_results(
+        api_client, thread, actor, thread_url, aside):
+    """An aside between the results is part of the exchange but makes no call: an Error logged
+    with role assistant was once named among the call positions ("calls p, r at 2, 3, 5")."""
+    event_append(thread=thread, actor=actor, events=two_cities(aside))
+    response = api_client.post(f"{thread_url}collapse/", {
+        "start_position": 1, "end_position": 4, "summary_text": "s"}, format="json")
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["details"]["exchanges"] == [EXCHANGE]
+    assert "calls p, r at 2, 3 with results at 4, 6" in error["message"]
+
+
 def test_widen_collapses_the_whole_exchange(api_client, cities, thread_url):
     response = api_client.post(f"{thread_url}collapse/", {
         "start_position": 1, "end_position": 4, "summary_text": "asked, looked up", "widen": True},

@@ -100,6 +100,28 @@ def test_a_render_counts_the_tools_in_its_budget(thread, actor):
     assert body["stats"]["total_tokens"] == tight + 1 and body["stats"]["fits"]
 
 
+@pytest.mark.parametrize("fmt", ["anthropic", "openai"])
+def test_a_render_diff_counts_each_renders_tools_as_its_record_does(api_client, thread, actor, fmt):
+    """The diff of two recorded renders, the second counting the tools: its prompt-cache totals
+    are the records' totals (once the tools were left out of the cache analysis, so one answer
+    said 398 and 287 for the same request)."""
+    build(thread, actor)
+    url = f"/api/v1/threads/{thread.pk}/context/"
+    plain = api_client.get(url, {"max_tokens": 5000, "format": fmt, "record": "true"}).json()
+    tooled = api_client.get(url, {"max_tokens": 5000, "format": fmt, "record": "true",
+                                  "tools_hash": sha256(canonical_json(TOOLS))}).json()
+    tools = sum(tool_tokens(t) for t in TOOLS)
+    assert tooled["stats"]["total_tokens"] == plain["stats"]["total_tokens"] + tools
+    diff = api_client.get(f"/api/v1/renders/{plain['render_id']}/diff/{tooled['render_id']}/").json()
+    assert diff["tokens"]["total"] == {"before": plain["stats"]["total_tokens"],
+                                       "after": tooled["stats"]["total_tokens"]}
+    cache = diff["prompt_cache"]
+    assert (cache["before_total"], cache["total"]) == (plain["stats"]["total_tokens"],
+                                                       tooled["stats"]["total_tokens"])
+    # the tools come first in the request: adding them leaves nothing of the earlier one to reuse
+    assert cache["reusable"] < tools and diff["prompt_cache_lost"]
+
+
 def test_an_unknown_tools_hash_is_refused(api_client, thread):
     response = api_client.get(f"/api/v1/threads/{thread.pk}/context/", {"tools_hash": "0" * 64})
     assert response.status_code == 404 and "tools_hash" in response.json()["error"]["message"]

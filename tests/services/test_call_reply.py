@@ -1,5 +1,7 @@
 """What a call answered (selectors/calls.py llm_call_reply), however the agent logged it."""
 
+import pytest
+
 from contextstore.selectors.calls import llm_call_at, llm_call_reply
 from contextstore.services.events import event_append
 
@@ -73,3 +75,26 @@ def test_outputs_naming_another_call_or_run_are_not_this_call_s_reply(thread, ac
         {"type": "LLMOutput", "role": "assistant", "content": "mine", "call_id": "a", "run_id": "r1"},
         {**END, "call_id": "a", "run_id": "r1"}])
     assert reply_at(thread, 1).as_message() == {"role": "assistant", "content": "mine"}
+
+
+@pytest.mark.parametrize("output", [
+    # Anthropic's content blocks, with thinking before the text
+    {"type": "LLMOutput", "parts": [{"type": "thinking", "thinking": "hmm", "signature": "s"},
+                                    {"type": "text", "text": "hello"}]},
+    # OpenAI Responses' message item
+    {"type": "Message", "role": "assistant", "parts": [{"type": "output_text", "text": "hello"}]},
+    # the text in both places, as many frameworks keep it: once
+    {"type": "LLMOutput", "content": "hello", "parts": [{"type": "text", "text": "hello"}]},
+])
+def test_a_reply_whose_text_is_in_its_parts_is_that_text(thread, actor, output):
+    """A reply logged with its text only in content parts was once no reply at all (None)."""
+    event_append(thread=thread, actor=actor, events=[START, END, output])
+    assert reply_at(thread, 1).as_message() == {"role": "assistant", "content": "hello"}
+
+
+def test_an_llm_complete_carrying_its_reply_in_parts_is_the_reply(thread, actor):
+    event_append(thread=thread, actor=actor, events=[
+        START, {**END, "parts": [{"type": "text", "text": "from the complete"}]},
+        {"type": "LLMOutput", "content": "a later output"}])
+    reply = reply_at(thread, 1)
+    assert reply.events == [] and reply.as_message() == {"role": "assistant", "content": "from the complete"}

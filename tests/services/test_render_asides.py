@@ -3,11 +3,13 @@ framework's own types: spans, state changes) never break a tool call from its re
 aside logged inside a tool exchange stays with it and is shown right after its last result."""
 
 import itertools
+import json
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from contextstore.eventspec import RUNTIME_TYPES
 from contextstore.render_format import kind_of, valid_items
 from contextstore.selectors import rendering
 from contextstore.services.events import event_append
@@ -24,6 +26,11 @@ ASIDES = [
     {"type": "span.end", "content": "span search finished", "data": {"span_id": "ab12"}},
     {"type": "StateChanged", "role": "user", "content": "state: step=2"},
     {"type": "langgraph.checkpoint", "role": "system", "content": "checkpoint 7"},
+    # The documented aside types stay asides whatever role the agent logs them with: an Error
+    # logged as the assistant's once broke the exchange (both calls and results dropped).
+    {"type": "Error", "role": "assistant", "content": "the model call failed, retrying"},
+    {"type": "Notification", "role": "assistant", "content": "switching to the backup model"},
+    {"type": "LLMComplete", "role": "assistant", "content": "call done", "visible": True},
 ]
 
 
@@ -52,6 +59,10 @@ def test_every_type_takes_part_in_a_turn_as_documented():
     assert {kind_of(t, "") for t in ("Task", "Message", "LLMOutput", "Reasoning", "Summary")} == {"other"}
     assert {kind_of(a["type"], a.get("role", "")) for a in ASIDES} == {"aside"}
     assert kind_of("custom.reply", "assistant") == "other"  # the model wrote it: may hold calls
+    # the documented aside types are asides whatever role they are logged with (but tool)
+    assert {kind_of(t, r) for t in ("Error", "Notification", *RUNTIME_TYPES)
+            for r in ("", "user", "assistant", "system")} == {"aside"}
+    assert kind_of("Error", "tool") == "result"
 
 
 @pytest.mark.parametrize("fmt", ["openai", "anthropic"])
@@ -129,16 +140,30 @@ def exchange(tag: int, k: int, style: str) -> tuple[list[dict], list[dict]]:
         head = [{"type": "ToolCall", "data": c} for c in calls]
     elif style == "together":
         head = [{"type": "ToolCall", "content": "calling", "data": {"tool_calls": calls}}]
-    else:  # the model's message carries the calls in its parts
+    elif style == "parts":  # the model's message carries the calls in its parts
         head = [{"type": "LLMOutput", "parts": [{"type": "text", "text": f"let me look {tag}"}] + [
             {"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["arguments"]}
             for c in calls]}]
+    elif style == "responses":  # OpenAI Responses items: function_call / function_call_output
+        head = [{"type": "LLMOutput", "parts": [
+            {"type": "function_call", "call_id": c["id"], "name": c["name"],
+             "arguments": json.dumps(c["arguments"])} for c in calls]}]
+        return head, [{"type": "ToolResult", "content": "", "parts": [
+            {"type": "function_call_output", "call_id": c["id"], "output": f"result {tag}.{i}"}]}
+            for i, c in enumerate(calls)]
+    else:  # Chat Completions messages: an assistant Message with calls, results with role tool
+        head = [{"type": "Message", "role": "assistant", "parts": [
+            {"type": "tool_call", "id": c["id"], "name": c["name"], "arguments": json.dumps(c["arguments"])}
+            for c in calls]}]
+        return head, [{"type": "Message", "role": "tool", "content": f"result {tag}.{i}",
+                       "data": {"tool_call_id": c["id"]}} for i, c in enumerate(calls)]
     results = [{"type": "ToolResult", "content": f"result {tag}.{i} " + "w " * (5 * i),
                 "data": {"tool_call_id": c["id"]}} for i, c in enumerate(calls)]
     return head, results
 
 
-turn_steps = st.lists(st.tuples(st.integers(1, 3), st.sampled_from(["separate", "together", "parts"]),
+STYLES = ["separate", "together", "parts", "responses", "chat"]
+turn_steps = st.lists(st.tuples(st.integers(1, 3), st.sampled_from(STYLES),
                                 st.lists(st.tuples(st.integers(0, 100), st.sampled_from(range(len(ASIDES)))),
                                          max_size=4)), min_size=1, max_size=4)
 

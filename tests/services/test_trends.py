@@ -202,3 +202,22 @@ def test_the_trends_query_is_never_jit_compiled(workspace, calls):
     plan = explain_trends(workspace=workspace)
     assert any("HashAggregate" in line or "GroupAggregate" in line for line in plan)
     assert not any("JIT" in line for line in plan)
+
+
+def test_trends_and_read_usage_leave_out_the_same_malformed_counts(workspace, actor):
+    """A count that is not a non-negative JSON number is absent everywhere: once a string
+    "12" showed 12 on cards and 0 in trends, and a negative input_tokens -4 in trends where
+    cards took the next key's 30."""
+    from contextstore.usage import read_usage
+    shapes = {"str": {"usage": {"prompt_tokens": "12", "completion_tokens": "5"}},
+              "neg": {"usage": {"input_tokens": -4, "prompt_tokens": 30, "completion_tokens": 5}},
+              "neg-read": {"usage": {"input_tokens": 9, "cache_read_input_tokens": -2,
+                                     "cache_creation_input_tokens": 3, "output_tokens": 1}}}
+    thread = _thread(workspace, actor, "s-malformed", "alpha")
+    event_append(thread=thread, actor=actor, events=[
+        _call(model, "2026-03-10", f"10:0{i}:00", None, model=model, **shapes[model])[0]
+        for i, model in enumerate(shapes)])
+    t = workspace_trends(workspace=workspace, days=7, group="model", today=TODAY)
+    seen = {m: (t.cell(TODAY, m).input, t.cell(TODAY, m).output) for m in shapes}
+    assert seen == {m: (u.input, u.output) if (u := read_usage(shapes[m])) else (0, 0) for m in shapes}
+    assert seen == {"str": (0, 0), "neg": (30, 5), "neg-read": (12, 1)}
