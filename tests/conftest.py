@@ -133,6 +133,20 @@ def no_redaction_workspace_named():
 
 
 @pytest.fixture
+def eager_tasks(settings):
+    """Celery tasks run in this process when sent (the outbox hands them over inline). Celery's
+    own config is read once per process, so it is set too, not only Django's setting: whether a
+    test ran eagerly must not depend on which test first touched the app."""
+    from project.celery import app
+
+    saved = app.conf.task_always_eager, app.conf.task_eager_propagates
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    app.conf.task_always_eager = app.conf.task_eager_propagates = True
+    yield
+    app.conf.task_always_eager, app.conf.task_eager_propagates = saved
+
+
+@pytest.fixture
 def actor() -> Actor:
     return Actor.system("tests")
 

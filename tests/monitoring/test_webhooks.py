@@ -153,12 +153,12 @@ def test_a_public_address_is_allowed():
     assert webhooks.url_problem("https://93.184.215.14/hook", allow_private=False) is None
 
 
-def test_a_delivery_never_tried_is_queued_again_by_beats_pass(workspace, actor, receiver, settings):
+def test_a_delivery_never_tried_is_queued_again_by_beats_pass(workspace, actor, receiver,
+                                                              eager_tasks):
     from datetime import timedelta
 
     from contextstore.services.alerts import alert_deliveries_recover
 
-    settings.CELERY_TASK_ALWAYS_EAGER = True
     event, _ = fired(workspace, actor, receiver.url)  # its message "lost": never sent here
     assert alert_deliveries_recover(now=event.created_at + timedelta(minutes=4)) == 0  # not yet
     assert alert_deliveries_recover(now=event.created_at + timedelta(minutes=6)) == 1

@@ -268,19 +268,18 @@ def test_a_call_whose_worker_keeps_dying_is_failed_after_the_last_attempt(worksp
     assert evaluation.status == "error" and "stopped 3 times" in evaluation.error
 
 
-def test_a_lost_message_is_sent_again(workspace, thread, actor, settings, django_capture_on_commit_callbacks):
+def test_a_lost_message_is_sent_again(workspace, thread, actor, request, django_capture_on_commit_callbacks):
     new(workspace, actor)
     call(thread, actor)
     evaluations_schedule(now=timezone.now() + LATER)  # its message went nowhere (no worker ran it)
-    settings.CELERY_TASK_ALWAYS_EAGER = True
+    request.getfixturevalue("eager_tasks")
     with django_capture_on_commit_callbacks(execute=True):
         assert evaluations_recover(now=timezone.now() + stale_after() + LATER)["resent"] == 1
     assert Evaluation.objects.get().status == "done" and Score.objects.count() == 1
 
 
 def test_the_beat_task_sends_each_evaluation_to_the_run_task(
-        workspace, thread, actor, settings, django_capture_on_commit_callbacks):
-    settings.CELERY_TASK_ALWAYS_EAGER = True
+        workspace, thread, actor, settings, eager_tasks, django_capture_on_commit_callbacks):
     settings.EVALUATOR_SETTLE_SECONDS = 0
     new(workspace, actor)
     call(thread, actor)
