@@ -12,7 +12,7 @@ from typing import Any
 
 import tiktoken
 
-from contextstore.toolcalls import data_call_text
+from contextstore.toolcalls import CALL_PART_TYPES, RESULT_PART_TYPES, data_call_text
 
 
 @functools.cache
@@ -122,14 +122,22 @@ def event_tokens(content: str, parts: list[Any] | None, *, type_: str = "",
     message = peteos_message(data)
     if message is not None:
         return peteos_message_tokens(message), peteos_thinking_tokens(message)
-    total = count_tokens(content) + count_tokens(data_call_text(type_, parts, data))
-    thinking = 0
+    # What a render sends (render_format._text_of): the text parts, else the content; a result
+    # part only where there is no content; call parts as the calls they are; thinking apart. A
+    # framework that keeps the same text in `content` and in its parts is counted once.
+    total = count_tokens(data_call_text(type_, parts, data))
+    thinking, texts = 0, []
     for part in parts or ():
-        n = count_tokens(part_text(part))
-        total += n
+        kind = part.get("type") if isinstance(part, dict) else None
         if is_thinking(part):
-            thinking += n
-    return total, thinking
+            n = count_tokens(part_text(part))
+            total, thinking = total + n, thinking + n
+        elif kind in CALL_PART_TYPES:
+            total += count_tokens(part_text(part))
+        elif not (kind in RESULT_PART_TYPES and content):
+            texts.append(part_text(part))
+    texts = [t for t in texts if t]
+    return total + count_tokens("\n".join(texts) if texts else content), thinking
 
 
 # ------------------------------------------------------------------ a request's tokens

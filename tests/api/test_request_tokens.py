@@ -180,3 +180,25 @@ def test_random_threads_count_alike_in_the_render_its_record_and_the_cache_analy
     # every piece framed once
     pieces = len(tools) + len(rendered.counts["system"]) + len(rendered.counts["messages"])
     assert total >= FRAME_TOKENS * pieces
+
+
+@pytest.mark.parametrize("content, parts", [
+    # a framework that keeps the same text twice (content and a text part): sent once
+    ("Water boils at 100 °C at sea level.", [{"type": "text", "text": "Water boils at 100 °C at sea level."}]),
+    # parts win over a different content, as the render sends them
+    ("a summary of the parts", [{"type": "text", "text": "First part."}, {"type": "text", "text": "Second."}]),
+    # parts alone, and content alone
+    ("", [{"type": "text", "text": "Only parts here."}]),
+    ("Only content here.", None),
+])
+def test_an_events_count_is_the_text_the_render_sends(thread, actor, content, parts):
+    event = {"type": "Message", "role": "assistant", "content": content}
+    if parts is not None:
+        event["parts"] = parts
+    stored = event_append(thread=thread, actor=actor, events=[
+        {"type": "Message", "role": "user", "content": "Tell me."}, event]).events[1]
+    body = rendering.render(thread=thread, max_tokens=5000, fmt="openai", reuse=False).body
+    [sent] = [m for m in body["messages"] if m["role"] == "assistant"]
+    text = sent["content"] if isinstance(sent["content"], str) else "".join(
+        p["text"] for p in sent["content"])
+    assert stored.token_count == count_tokens(text)
