@@ -202,7 +202,7 @@ def test_retention_prunes_old_versions_and_long_deleted_items(api_client, worksp
 
 
 @pytest.fixture
-def embedder(settings):
+def embedder(settings, eager_tasks):
     """A local OpenAI-compatible embeddings endpoint: a text's vector counts its vowels."""
     import json as jsonlib
     import threading
@@ -231,7 +231,6 @@ def embedder(settings):
     settings.STORE_EMBEDDINGS_URL = f"http://127.0.0.1:{server.server_port}/v1"
     settings.STORE_EMBEDDINGS_MODEL = "fake-embed"
     settings.STORE_EMBEDDINGS_API_KEY = "k-1"
-    settings.CELERY_TASK_ALWAYS_EAGER = True
     yield seen
     server.shutdown()
 

@@ -60,7 +60,7 @@ def test_filters_saved_as_a_view_open_again_from_its_menu(page, workspace, actor
 def test_an_alert_rule_made_on_the_alerts_page_fires_into_the_header(page, workspace, actor, member, request,
                                                                      settings):
     receiver = request.getfixturevalue("webhook")  # a local receiver; the delivery runs in the request
-    settings.CELERY_TASK_ALWAYS_EAGER = True
+    request.getfixturevalue("eager_tasks")
     page.goto("/")
     page.get_by_role("navigation", name="Workspace pages").get_by_role("link", name="Alerts").click()
     expect(page.locator("h1")).to_contain_text("Alerts")
