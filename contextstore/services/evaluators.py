@@ -60,7 +60,7 @@ from contextstore.selectors.calls import (
     llm_call_sent,
 )
 from contextstore.services.common import Actor, audit
-from contextstore.services.replays import ReplayFailed, _send, playground_endpoint
+from contextstore.services.replays import ReplayFailed, chat_send, playground_endpoint
 from contextstore.services.scores import score_add
 from contextstore.toolcalls import event_calls, result_call_id
 
@@ -257,7 +257,7 @@ def _judge(version: EvaluatorVersion, input: Any, output: Any) -> EvaluationResu
         return _failed(score_type, "No judge endpoint is configured (PLAYGROUND_BASE_URL).")
     body = {"model": version.model, "messages": judge_messages(version, input, output), "temperature": 0}
     try:
-        answer = _send(body, base_url, key)["answer"]
+        answer = chat_send(body, base_url, key)["answer"]
     except ReplayFailed as exc:
         return _failed(score_type, f"The judge failed: {exc}")
     return judge_answer(version.config, answer)

@@ -49,7 +49,7 @@ from contextstore.selectors.experiments import claim_after, expected_text, exper
 from contextstore.services.common import Actor, audit
 from contextstore.services.evaluators import EvaluationResult, evaluate
 from contextstore.services.replays import ReplayFailed, playground_configured, playground_endpoint
-from contextstore.services.replays import _send as chat_completion
+from contextstore.services.replays import chat_send as chat_completion
 
 logger = logging.getLogger(__name__)
 EXPERIMENT_TASK = "contextstore.tasks.run_experiment"  # by name: services sit below tasks

@@ -177,7 +177,7 @@ def replay_run(*, replay_id: int) -> CallReplay | None:
             raise ReplayFailed("The request was erased before a worker sent it.")
         body = json.loads(kept.text)
         endpoint = playground_endpoint(replay.thread.workspace)
-        fields = {"status": CallReplay.Status.OK, **_send(body, *endpoint)}
+        fields = {"status": CallReplay.Status.OK, **chat_send(body, *endpoint)}
     except ReplayFailed as exc:
         fields = {"status": CallReplay.Status.ERROR, "error": str(exc)[:500]}
     fields["latency_ms"] = int((time.monotonic() - started) * 1000)
@@ -198,7 +198,7 @@ def replay_run(*, replay_id: int) -> CallReplay | None:
     return replay
 
 
-def _send(body: dict[str, Any], base_url: str, key: str) -> dict[str, Any]:
+def chat_send(body: dict[str, Any], base_url: str, key: str) -> dict[str, Any]:
     """One chat completion from the endpoint, as CallReplay fields."""
     url = base_url.rstrip("/") + "/chat/completions"
     headers = {"Authorization": f"Bearer {key}"} if key else {}
