@@ -10,7 +10,6 @@ from playwright.sync_api import expect
 
 from contextstore.models import Run, Thread
 from contextstore.services.events import event_append
-from project.celery import app
 from tests.browser.conftest import axe_violations, screenshot
 from tests.otlp.emitters import exporting_provider
 from tests.views.test_trace_tree import nested_runs
@@ -18,21 +17,11 @@ from tests.views.test_trace_tree import nested_runs
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture
-def derive_eagerly(settings):
-    """The derivation pass an export queues runs in the exporting request (as in tests/otlp)."""
-    saved = app.conf.task_always_eager, app.conf.task_eager_propagates
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    app.conf.task_always_eager = app.conf.task_eager_propagates = True
-    yield
-    app.conf.task_always_eager, app.conf.task_eager_propagates = saved
-
-
 def span_id(span) -> str:
     return format(span.get_span_context().span_id, "016x")
 
 
-def test_a_trace_exported_over_otlp_opens_as_a_tree(page, live_server, token, derive_eagerly):
+def test_a_trace_exported_over_otlp_opens_as_a_tree(page, live_server, token, eager_tasks):
     provider = exporting_provider(live_server.url, token[1], "trip-agent")
     tracer = provider.get_tracer("tests.trace_tree")
     agent = {"gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": "conv-tree-browser"}

@@ -6,7 +6,6 @@ import pytest
 from django.test import Client
 
 from contextstore.services.workspaces import api_token_create
-from project.celery import app
 from tests.api.conftest import client_for
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -52,15 +51,10 @@ def fixture(name: str) -> dict[str, Any]:
 
 
 @pytest.fixture(autouse=True)
-def derive_eagerly(settings):
+def derive_eagerly(eager_tasks):
     """Tasks run eagerly (CELERY_TASK_ALWAYS_EAGER): the derivation pass an export queues runs
     in the exporting process right after its commit, so its events are there when the answer
     is. tests/otlp/test_pending.py and tests/worker test the pass queued to a real worker."""
-    saved = app.conf.task_always_eager, app.conf.task_eager_propagates  # before settings change
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    app.conf.task_always_eager = app.conf.task_eager_propagates = True
-    yield
-    app.conf.task_always_eager, app.conf.task_eager_propagates = saved
 
 
 @pytest.fixture

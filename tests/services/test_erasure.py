@@ -50,7 +50,6 @@ from contextstore.services.sessions import session_delete, session_ensure, threa
 from contextstore.services.threads import thread_clear_context, thread_fork
 from contextstore.services.workspaces import api_token_create
 from contextstore.sessionspec import check_user_id
-from project.celery import app
 from tests.conftest import response_json
 from tests.otlp.conftest import export, span
 
@@ -82,16 +81,6 @@ def client_for(raw: str) -> APIClient:
 @pytest.fixture
 def admin_token(workspace, actor):
     return api_token_create(workspace=workspace, name="dpo", scope="admin", actor=actor)
-
-
-@pytest.fixture
-def eager(settings):
-    """The summarizer's jobs and the OTLP derivation run in-process when their commit comes."""
-    saved = app.conf.task_always_eager, app.conf.task_eager_propagates
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    app.conf.task_always_eager = app.conf.task_eager_propagates = True
-    yield
-    app.conf.task_always_eager, app.conf.task_eager_propagates = saved
 
 
 def build(*, workspace, token: str, user_id: str, mark: str, actor: Actor,
@@ -225,7 +214,7 @@ def sql_holding(text: str) -> dict[str, int]:
 
 
 @pytest.fixture
-def two_people(workspace, token, actor, eager, django_capture_on_commit_callbacks):
+def two_people(workspace, token, actor, eager_tasks, django_capture_on_commit_callbacks):
     a = build(workspace=workspace, token=token[1], user_id=f"ann-{MARK_A}", mark=MARK_A,
               actor=actor, capture=django_capture_on_commit_callbacks)
     b = build(workspace=workspace, token=token[1], user_id=f"ben-{MARK_B}", mark=MARK_B,
@@ -304,7 +293,7 @@ def test_erasure_leaves_no_text_of_the_person_and_every_other_row_as_it_was(two_
 
 
 def test_the_other_workspace_is_untouched_even_for_the_same_user_id(
-        workspace, other_workspace, actor, eager, django_capture_on_commit_callbacks):
+        workspace, other_workspace, actor, eager_tasks, django_capture_on_commit_callbacks):
     theirs = api_token_create(workspace=other_workspace, name="rival", actor=actor)[1]
     build(workspace=other_workspace, token=theirs, user_id="ann", mark=MARK_B, actor=actor,
           capture=django_capture_on_commit_callbacks)
