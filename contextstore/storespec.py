@@ -1,4 +1,5 @@
-"""The one definition of the long-term store's ops (get, put, move, search, list_namespaces),
+"""The one definition of the long-term store's ops (get, put, move, search, list_namespaces,
+sweep),
 the shapes of the client's `store_batch` (docs/api.md, "Long-term store"). The API's
 POST /api/v1/store/batch/ checks a batch here before calling services.store.store_batch, which
 only runs checked ops: a bad op is refused (400, naming it and its field) before anything is
@@ -24,6 +25,7 @@ OPS = {
     "search": {"op", "namespace_prefix", "filter", "query", "query_vector", "distance", "limit",
                "offset", "refresh_ttl", "omit_expired"},
     "list_namespaces": {"op", "prefix", "suffix", "max_depth", "limit", "offset", "omit_expired"},
+    "sweep": {"op", "namespace_prefix"},
 }
 FILTER_OPERATORS = {"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"}
 
@@ -111,8 +113,9 @@ def check_op(i: int, op: Any) -> dict[str, Any]:
                     raise _Bad(field, f"the namespace and the key together are at most {ROW_BYTES:,} "
                                       "bytes (UTF-8)")
         if kind in ("get", "search", "list_namespaces"):
-            # False: an item past its TTL stays readable until beat sweeps it (LangGraph's
-            # TTLConfig.omit_expired, off in PostgresStore by default); true by default here
+            # False: an item past its TTL stays readable until a sweep (beat's, or a sweep op)
+            # turns it into a deleted version (LangGraph's TTLConfig.omit_expired, off unless set
+            # there: the LangGraph adapter sends it); true by default here
             out["omit_expired"] = _bool(op, "omit_expired", True)
         if kind == "get":
             out["refresh_ttl"] = _bool(op, "refresh_ttl", True)
@@ -132,9 +135,10 @@ def check_op(i: int, op: Any) -> dict[str, Any]:
             out["vectors"] = _vectors(op.get("vectors"))
         elif kind == "move":
             out["new_key"] = _key(op.get("new_key"), "new_key")
-        elif kind == "search":
+        if kind in ("search", "sweep"):
             out["namespace_prefix"] = _labels(op.get("namespace_prefix", []), "namespace_prefix",
                                               empty=True)
+        if kind == "search":
             flt = op.get("filter")
             if flt is not None and not isinstance(flt, dict):
                 raise _Bad("filter", "must be a JSON object or null")

@@ -9,15 +9,16 @@ gets a ContextStoreStore under a fresh `namespace` of its own on the live server
 empty as theirs do. Not ported (they test LangGraph's own classes or PostgreSQL internals, not
 a store's behaviour): test_async_batch_store_* and test_get_text_at_path (AsyncBatchedBaseStore
 and a LangGraph helper), test_escape_like_literal / test_namespace_match_pattern /
-test_nonnull_migrations (PostgresStore's SQL), and the `default` case of
-test_omit_expired_disabled_preserves_expired_rows (PostgresStore's omit_expired defaults to
-False, ContextStoreStore's to True: see its module). PostgresStore's vector parametrizations are
+test_nonnull_migrations (PostgresStore's SQL). PostgresStore's vector parametrizations are
 kept: `distance_type` l2, inner_product and cosine, each under both `vector_type`s (vector,
 halfvec; ContextStoreStore keeps float32 either way, so a halfvec case checks the same scores
 as PostgresStore's float16 within the tests' 1e-3); `bit`/hamming is not among its test
-parameters (its conftest's VECTOR_TYPES are vector and halfvec). The omit_expired tests
-backdate a row with SQL and stop PostgresStore's sweeper; here an item gets a one-second TTL and
-the test waits it out (the test server runs no beat, so nothing sweeps it meanwhile).
+parameters (its conftest's VECTOR_TYPES are vector and halfvec). The `store` fixture is theirs:
+a TTL of TTL_MINUTES refreshed on read, and the store's sweeper started every TTL_MINUTES / 2
+(ContextStoreStore.start_ttl_sweeper, a sweep op to the server, where PostgresStore's thread
+deletes rows). The omit_expired tests backdate a row with SQL and stop the sweeper; here the
+sweeper is stopped too and an item gets a one-second TTL and the test waits it out (the test
+server runs no beat, so nothing else sweeps it meanwhile).
 """
 
 import asyncio
@@ -54,9 +55,12 @@ def make_store(**kwargs: Any) -> ContextStoreStore:
 
 
 @pytest.fixture
-def store() -> ContextStoreStore:  # PostgresStore's fixture: ttl {"default_ttl": 2, refresh}
-    s = make_store(ttl={"default_ttl": 2, "refresh_on_read": True})
+def store() -> ContextStoreStore:  # PostgresStore's fixture, its sweeper started
+    s = make_store(ttl={"default_ttl": TTL_MINUTES, "refresh_on_read": True,
+                        "sweep_interval_minutes": TTL_MINUTES / 2})
+    s.start_ttl_sweeper()
     yield s
+    s.stop_ttl_sweeper()
     s.client.close()
 
 
@@ -687,6 +691,7 @@ def _stored_expires_at(store, ns, key):
 
 
 def test_omit_expired_filters_read_paths(store) -> None:
+    store.stop_ttl_sweeper()
     store.ttl_config["omit_expired"] = True
     expired_ns, control_ns = ("omit", "expired"), ("omit", "control")
     store.put(expired_ns, "e", {"data": "gone"}, ttl=EXPIRE)
@@ -701,6 +706,7 @@ def test_omit_expired_filters_read_paths(store) -> None:
 
 
 def test_omit_expired_refresh_ttl_only_refreshes_live_rows(store) -> None:
+    store.stop_ttl_sweeper()
     store.ttl_config["omit_expired"] = True
     ns = ("refresh",)
     store.put(ns, "expired", {"n": 0}, ttl=EXPIRE)
@@ -717,9 +723,11 @@ def test_omit_expired_refresh_ttl_only_refreshes_live_rows(store) -> None:
     assert _stored_expires_at(store, ns, "live_search") > search_before
 
 
-@pytest.mark.parametrize("omit", [False], ids=["explicit-false"])
+@pytest.mark.parametrize("omit", [None, False], ids=["default", "explicit-false"])
 def test_omit_expired_disabled_preserves_expired_rows(store, omit) -> None:
-    store.ttl_config["omit_expired"] = omit
+    store.stop_ttl_sweeper()
+    if omit is not None:
+        store.ttl_config["omit_expired"] = omit
     ns = ("keep",)
     store.put(ns, "k", {"data": "still-here"}, ttl=EXPIRE)
     time.sleep(1.5)
@@ -732,6 +740,7 @@ def test_omit_expired_disabled_preserves_expired_rows(store, omit) -> None:
 def test_omit_expired_disabled_reads_refresh_an_unswept_item(store) -> None:
     """Not in LangGraph's suite: PostgresStore's refresh of a row past its TTL with omit_expired
     off (its UPDATE then has no expiry clause) gives it its TTL from now, and so does this store."""
+    store.stop_ttl_sweeper()
     store.ttl_config["omit_expired"] = False
     ns = ("revive",)
     store.put(ns, "k", {"n": 1}, ttl=EXPIRE)
@@ -741,6 +750,7 @@ def test_omit_expired_disabled_reads_refresh_an_unswept_item(store) -> None:
 
 
 def test_omit_expired_search_pagination(store) -> None:
+    store.stop_ttl_sweeper()
     store.ttl_config["omit_expired"] = True
     ns = ("page",)
     # updated_at DESC: a, expired, b, c (theirs sets updated_at with SQL; here the put order)
@@ -773,3 +783,35 @@ async def test_the_async_client_serves_abatch(fake_embeddings) -> None:
         assert await store.alist_namespaces() == [("test",)]
         with pytest.raises(TypeError):
             store.get(("test",), "doc1")
+
+
+def test_sweep_ttl_sweeps_only_this_store(store) -> None:
+    """Not in LangGraph's suite: PostgresStore's sweep_ttl answers the count it deleted; here
+    the count of this store's items it turned into deleted versions (another store's stay)."""
+    store.stop_ttl_sweeper()
+    other = make_store(ttl={"default_ttl": EXPIRE})
+    store.put(("s",), "k", {"n": 1}, ttl=EXPIRE)
+    other.put(("s",), "k", {"n": 2})
+    time.sleep(1.5)
+    assert store.get(("s",), "k", refresh_ttl=False) is not None  # past its TTL, not swept
+    assert (store.sweep_ttl(), store.sweep_ttl()) == (1, 0)
+    assert store.get(("s",), "k") is None
+    assert other.get(("s",), "k", refresh_ttl=False).value == {"n": 2}
+    assert other.sweep_ttl() == 1
+    other.client.close()
+
+
+async def test_the_async_sweeper_is_a_task_that_sweeps() -> None:
+    """Not in LangGraph's suite: AsyncPostgresStore's start_ttl_sweeper (a task of the loop),
+    over an AsyncContextStore."""
+    async with AsyncContextStore(os.environ["CONTEXTSTORE_URL"], os.environ["CONTEXTSTORE_TOKEN"]) as c:
+        s = ContextStoreStore(c, namespace=f"lgtest-{uuid.uuid4().hex[:12]}",
+                              ttl={"default_ttl": EXPIRE, "sweep_interval_minutes": 0.5 / 60})
+        await s.aput(("a",), "k", {"v": 1})
+        task = await s.astart_ttl_sweeper()
+        assert await s.astart_ttl_sweeper() is task
+        await asyncio.sleep(2.5)
+        assert await s.aget(("a",), "k") is None
+        await s.astop_ttl_sweeper()
+        assert task.done()
+        assert await s.asweep_ttl() == 0

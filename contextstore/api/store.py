@@ -31,7 +31,9 @@ OPS_HELP = """Each op is one of:
   "refresh_ttl": true, "omit_expired": true}` -> items, each with `score`;
 - `{"op": "list_namespaces", "prefix": [...], "suffix": [...], "max_depth": int, "limit": 100,
   "offset": 0, "omit_expired": true}` -> namespaces (lists of labels; "*" in prefix or suffix
-  matches any label).
+  matches any label);
+- `{"op": "sweep", "namespace_prefix": [...]}` -> the count of items past their TTL under the
+  prefix that it turns into deleted versions (undoable), as beat's sweep does.
 A namespace is a non-empty list of labels (non-empty strings without U+0000 or U+001F)."""
 
 # What the schema promises of an op: a part of what storespec accepts, so that every request the
@@ -71,6 +73,7 @@ OP_SCHEMA = {"oneOf": [  # OpenAPI 3.0: `nullable`, no list of types
     _op("list_namespaces", [], prefix={**_PREFIX, "nullable": True},
         suffix={**_PREFIX, "nullable": True}, omit_expired={"type": "boolean"},
         max_depth={"type": "integer", "nullable": True, "minimum": 1, "maximum": 100}, **_PAGE),
+    _op("sweep", [], namespace_prefix=_PREFIX),
 ]}
 
 
@@ -87,14 +90,15 @@ class StoreBatchResultSerializer(serializers.Serializer):
     results = serializers.ListField(
         child=serializers.JSONField(),
         help_text="One per op, in order: an item ({namespace, key, value, created_at, updated_at, "
-                  "version, expires_at}), null, a list of items, or a list "
-                  "of namespaces.")
+                  "version, expires_at}), null, a list of items, a list "
+                  "of namespaces, or a count (sweep).")
 
 
 class StoreScope(BasePermission):
-    """Any active token may read (get, search, list_namespaces); put and move need write scope."""
+    """Any active token may read (get, search, list_namespaces); put, move and sweep need write
+    scope."""
 
-    message = "This token has read scope; put and move need a token with write scope."
+    message = "This token has read scope; put, move and sweep need a token with write scope."
     code = "scope"
 
     def has_permission(self, request: Request, view: Any) -> bool:

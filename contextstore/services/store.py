@@ -1,5 +1,5 @@
 """The long-term store: one `store_batch` runs a list of ops (get, put, move, search,
-list_namespaces) in one transaction, results in order; and a person's restore of a version.
+list_namespaces, sweep) in one transaction, results in order; and a person's restore of a version.
 
 The op shapes are those of the client's `store_batch` (docs/api.md, "Long-term store"),
 checked at the door by contextstore/storespec.py; the service runs checked ops. Every
@@ -9,8 +9,9 @@ put, delete and move writes a StoreItemVersion, so each change is visible and un
 that the deployment's embedder computes in a worker (tasks.embed_store_items); a search with a
 `query` and no vectors anywhere recalls by words (the share of the query's words found).
 
-Expiry: an item past its `expires_at` is invisible at once (every read filters it); beat's
-`store_expire` turns it into a deleted version (undoable), and retention deletes old versions.
+Expiry: an item past its `expires_at` is invisible to reads with `omit_expired` (the API's
+default); beat's `store_expire`, or a `sweep` op (the LangGraph adapter's sweeper), turns it into
+a deleted version (undoable), and retention deletes old versions.
 """
 
 import json
@@ -317,8 +318,31 @@ def _labels_match(labels: list[str], pattern: list[str]) -> bool:
         p in ("*", label) for label, p in zip(labels, pattern, strict=True))
 
 
+def _expire(batch: _Batch, item: StoreItem) -> None:
+    StoreVector.objects.filter(item=item).delete()
+    _write(batch, item, item.namespace, item.key, value=None, index=None, ttl=None,
+           action=Action.EXPIRE)
+
+
+def _expired(now: datetime) -> QuerySet[StoreItem]:
+    """Items past their TTL and not swept yet, locked, skipping any another sweep holds."""
+    return StoreItem.objects.select_for_update(skip_locked=True).filter(
+        deleted_at__isnull=True, expires_at__lte=now)
+
+
+def _sweep(batch: _Batch, op: dict[str, Any]) -> int:
+    """The sweep op (PostgresStore's sweep_ttl, from the LangGraph adapter's sweeper): the
+    workspace's expired items under `namespace_prefix` become deleted versions, as beat's
+    store_expire makes them, by the batch's actor. The count swept."""
+    items = list(_prefix_range(_expired(batch.now).filter(workspace=batch.workspace),
+                               op["namespace_prefix"]).order_by("pk"))
+    for item in items:
+        _expire(batch, item)
+    return len(items)
+
+
 _RUN: dict[str, Any] = {"get": _get, "put": _put, "move": _move, "search": _search,
-                        "list_namespaces": _list_namespaces}
+                        "list_namespaces": _list_namespaces, "sweep": _sweep}
 
 
 # --- indexed text ----------------------------------------------------------------------------
@@ -411,13 +435,9 @@ def store_expire(*, now: datetime | None = None, batch_size: int = 500) -> int:
     actor = Actor.system("ttl")
     while True:
         with transaction.atomic():
-            items = list(StoreItem.objects.select_for_update(skip_locked=True).filter(
-                deleted_at__isnull=True, expires_at__lte=now).select_related("workspace")[:batch_size])
+            items = list(_expired(now).select_related("workspace")[:batch_size])
             for item in items:
-                batch = _Batch(item.workspace, actor, now, [])
-                StoreVector.objects.filter(item=item).delete()
-                _write(batch, item, item.namespace, item.key, value=None, index=None, ttl=None,
-                       action=Action.EXPIRE)
+                _expire(_Batch(item.workspace, actor, now, []), item)
         count += len(items)
         if len(items) < batch_size:
             return count

@@ -151,6 +151,34 @@ def test_ttl_hides_refreshes_and_expires(api_client, workspace):
     assert StoreItem.objects.get().versions.order_by("-version").first().action == "expire"
 
 
+def test_a_sweep_op_expires_what_is_past_its_ttl_under_its_prefix_only(api_client, other_client,
+                                                                       read_client):
+    """PostgresStore's sweep_ttl, asked by the LangGraph adapter's sweeper: the items past their
+    TTL under the prefix, and only they, become expire versions (undoable) by the token's actor;
+    the item stays readable with omit_expired false until then."""
+    batch(api_client, put(["s", "a"], "old", {"v": 1}, ttl=1.0), put(["s", "b"], "live", {"v": 2}, ttl=1.0),
+          put(["s", "a"], "forever", {"v": 3}), put(["t"], "old", {"v": 4}, ttl=1.0))
+    batch(other_client, put(["s", "a"], "old", {"v": 5}, ttl=1.0))
+    past = timezone.now() - timedelta(seconds=1)
+    StoreItem.objects.filter(key="old").update(expires_at=past)
+    [unswept] = batch(api_client, get(["s", "a"], "old", omit_expired=False, refresh_ttl=False))
+    assert unswept["value"] == {"v": 1}
+    assert read_client.post(URL, {"ops": [{"op": "sweep"}]}, format="json").status_code == 403
+    assert batch(api_client, {"op": "sweep", "namespace_prefix": ["s"]},
+                 {"op": "sweep", "namespace_prefix": ["s"]}) == [1, 0]
+    gone, live, forever, other_prefix = batch(
+        api_client, get(["s", "a"], "old", omit_expired=False), get(["s", "b"], "live"),
+        get(["s", "a"], "forever"), get(["t"], "old", omit_expired=False, refresh_ttl=False))
+    assert gone is None and live and forever and other_prefix  # past its TTL, not swept
+    latest = StoreItem.objects.get(key="old", deleted_at__isnull=False).versions.order_by("-version").first()
+    assert (latest.action, latest.actor != "system:ttl") == ("expire", True)
+    assert StoreItem.objects.filter(key="old", deleted_at__isnull=True).count() == 2  # ["t"], the other's
+    assert batch(other_client, {"op": "sweep"}) == [1]
+    assert batch(api_client, {"op": "sweep", "namespace_prefix": []}) == [1]
+    assert batch(api_client, {"op": "sweep", "namespace_prefix": "s"}, status=400)["details"] == {
+        "ops": {"0": {"namespace_prefix": "must be a list of strings"}}}
+
+
 def test_a_person_restores_a_version_and_undoes_a_move(api_client, actor):
     ns = ["m"]
     batch(api_client, put(ns, "k", {"v": 1}), put(ns, "k", {"v": 2}))

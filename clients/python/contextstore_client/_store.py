@@ -131,10 +131,11 @@ class StoreOps:
 
     @op
     def store_batch(self, ops: list[dict[str, Any]]) -> Steps[list[Any]]:
-        """Run long-term store ops (get, put, move, search, list_namespaces; docs/client.md) in
-        one request and one transaction; one result per op, in order."""
-        reads = all(o.get("op") in ("get", "search", "list_namespaces") for o in ops)
-        answer = yield call("POST", "store/batch/", json={"ops": ops}, idempotent=reads)
+        """Run long-term store ops (get, put, move, search, list_namespaces, sweep;
+        docs/client.md) in one request and one transaction; one result per op, in order. A batch
+        of reads and sweeps is retried on a lost answer (a sweep again sweeps only what is left)."""
+        safe = all(o.get("op") in ("get", "search", "list_namespaces", "sweep") for o in ops)
+        answer = yield call("POST", "store/batch/", json={"ops": ops}, idempotent=safe)
         return list(answer["results"])
 
     @op

@@ -24,17 +24,23 @@ Recall by meaning (`index`), as LangGraph's own stores:
 `ann_index_config` is not read (the server keeps float32 vectors and ranks exactly, with pgvector
 where its database has it).
 
-`ttl` is LangGraph's TTLConfig (`default_ttl` minutes, `refresh_on_read`, `omit_expired`); beat
-sweeps an expired item into a deleted version. `omit_expired` is True unless set False (then an
-item past its TTL is read, and refreshed by a read, until swept), where PostgresStore's default
-is False: it sweeps from the client every `sweep_interval_minutes`, which this store leaves to
-the server. `namespace` (a string) is a first
-label every namespace of this store is kept under (a store of its own within the workspace).
+`ttl` is LangGraph's TTLConfig (`default_ttl` minutes, `refresh_on_read`, `omit_expired`,
+`sweep_interval_minutes`), as PostgresStore reads it: an item past its TTL stays readable (and
+a read's refresh revives it) until it is swept into a deleted version (undoable), unless
+`omit_expired` is True (then it is invisible from the moment it expires). The server's beat
+sweeps every STORE_EXPIRE_EVERY seconds (60 by default); `sweep_ttl()` sweeps this store now and
+`start_ttl_sweeper()` every `sweep_interval_minutes` (5 by default) from a thread, as
+PostgresStore's; `asweep_ttl()`, `astart_ttl_sweeper()` and `astop_ttl_sweeper()` are their
+twins for an AsyncContextStore. `namespace` (a string) is a first label every namespace of this
+store is kept under (a store of its own within the workspace; a sweep sweeps only it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import logging
+import threading
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -61,6 +67,8 @@ from contextstore_client import AsyncContextStore, ContextStore
 
 __all__ = ["ContextStoreStore"]
 
+logger = logging.getLogger(__name__)
+
 DISTANCES = ("cosine", "inner_product", "l2")  # PostgresStore's `distance_type`s
 
 
@@ -75,6 +83,8 @@ class ContextStoreStore(BaseStore):
         self.client = client
         self._prefix: list[str] = [namespace] if namespace else []
         self.ttl_config = ttl
+        self._sweeper: threading.Thread | asyncio.Task[None] | None = None
+        self._sweeper_stop = threading.Event()
         self.index_config: dict[str, Any] | None = dict(index) if index else None
         self.embeddings = None
         self._fields: list[str] | None = None
@@ -91,11 +101,9 @@ class ContextStoreStore(BaseStore):
 
     @property
     def _omit_expired(self) -> bool:
-        """TTLConfig's omit_expired, read at each call as PostgresStore reads it; unlike
-        PostgresStore (which sweeps expired items from a thread of its own) the default is True:
-        the server sweeps with beat, STORE_EXPIRE_EVERY seconds apart, so an item would
-        otherwise outlive its TTL by that long. False reads items past their TTL until swept."""
-        return bool((self.ttl_config or {}).get("omit_expired", True))
+        """TTLConfig's omit_expired, read at each call as PostgresStore reads it (False unless
+        set: an item past its TTL is read until swept)."""
+        return bool((self.ttl_config or {}).get("omit_expired", False))
 
     def _ns(self, namespace: tuple[str, ...]) -> list[str]:
         return [*self._prefix, *namespace]
@@ -234,3 +242,85 @@ class ContextStoreStore(BaseStore):
         self._attach(out, texts, vectors, queries, query_vectors)
         return self._results(ops, await self.client.store_batch(out) if out else [])
 
+    # -- TTL sweeps, as PostgresStore's
+
+    def _sweep_op(self) -> list[dict[str, Any]]:
+        return [{"op": "sweep", "namespace_prefix": self._prefix}]
+
+    def _interval(self, minutes: float | None) -> float:
+        return float(minutes or (self.ttl_config or {}).get("sweep_interval_minutes") or 5) * 60
+
+    def sweep_ttl(self) -> int:
+        """Sweep this store's items past their TTL into deleted versions now; the count."""
+        if not isinstance(self.client, ContextStore):
+            raise TypeError("sweep_ttl needs a ContextStore client (asweep_ttl an async one).")
+        [count] = self.client.store_batch(self._sweep_op())
+        return int(count)
+
+    async def asweep_ttl(self) -> int:
+        if isinstance(self.client, ContextStore):
+            return await asyncio.to_thread(self.sweep_ttl)
+        [count] = await self.client.store_batch(self._sweep_op())
+        return int(count)
+
+    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None
+                          ) -> concurrent.futures.Future[None]:
+        """Sweep every `sweep_interval_minutes` (TTLConfig's, else 5) from a daemon thread until
+        stop_ttl_sweeper(); without a TTLConfig, nothing (a done future), as PostgresStore."""
+        future: concurrent.futures.Future[None] = concurrent.futures.Future()
+        if not self.ttl_config or isinstance(self._sweeper, threading.Thread) and self._sweeper.is_alive():
+            future.set_result(None)
+            return future
+        interval, stop = self._interval(sweep_interval_minutes), threading.Event()
+        self._sweeper_stop = stop
+
+        def loop() -> None:
+            while not stop.wait(interval):
+                try:
+                    self.sweep_ttl()
+                except Exception:  # noqa: BLE001 - the next round tries again, as PostgresStore's
+                    logger.exception("store TTL sweep failed")
+            future.set_result(None)
+
+        self._sweeper = threading.Thread(target=loop, daemon=True, name="contextstore-ttl-sweeper")
+        self._sweeper.start()
+        future.add_done_callback(lambda f: stop.set() if f.cancelled() else None)
+        return future
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper thread; False if it is still running after `timeout` seconds."""
+        if not isinstance(self._sweeper, threading.Thread):
+            return True
+        self._sweeper_stop.set()
+        self._sweeper.join(timeout)
+        if self._sweeper.is_alive():
+            return False
+        self._sweeper = None
+        return True
+
+    async def astart_ttl_sweeper(self, sweep_interval_minutes: float | None = None
+                                 ) -> asyncio.Task[None] | None:
+        """The sweeper as a task of the running loop (AsyncPostgresStore's)."""
+        if not self.ttl_config:
+            return None
+        if isinstance(self._sweeper, asyncio.Task) and not self._sweeper.done():
+            return self._sweeper
+        interval = self._interval(sweep_interval_minutes)
+
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(interval)
+                try:
+                    await self.asweep_ttl()
+                except Exception:  # noqa: BLE001
+                    logger.exception("store TTL sweep failed")
+
+        self._sweeper = asyncio.create_task(loop())
+        return self._sweeper
+
+    async def astop_ttl_sweeper(self) -> bool:
+        if isinstance(self._sweeper, asyncio.Task):
+            self._sweeper.cancel()
+            await asyncio.gather(self._sweeper, return_exceptions=True)
+            self._sweeper = None
+        return True
