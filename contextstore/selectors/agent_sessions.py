@@ -2,14 +2,17 @@
 (services/agent_sessions.py owns their writes)."""
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import ExpressionWrapper, F, JSONField, Q, Subquery, TextField
+from django.core.exceptions import EmptyResultSet
+from django.db import connection
+from django.db.models import ExpressionWrapper, F, JSONField, Q, QuerySet, Subquery, TextField
 from django.db.models.functions import Cast
 
-from contextstore.db import PreparedGet
+from contextstore.db import PreparedGet, prepared_cursor
 from contextstore.errors import InvalidInput, NotFound
 from contextstore.models import Event, ScopedState, Session, Thread, ThreadBlob, Workspace
 from contextstore.selectors.threads import BIGINT_MAX
@@ -123,6 +126,24 @@ _THREAD_BY_IDENTITY = PreparedGet(lambda workspace_id, app, user_id, key, name: 
         session__key=key, name=name)), text=(1, 2, 3, 4))
 
 
+def _scope_of(scope: str, field: str, workspace_id: Any, app: Any, user_id: Any) -> Subquery:
+    return Subquery(ScopedState.objects.filter(workspace_id=workspace_id, app=app, scope=scope,
+                                               user_id=user_id).values(field)[:1])
+
+
+# A session read's thread and session with the app's and the user's scoped states beside them
+# (subqueries by the same identity): one statement where there were two.
+_THREAD_AND_SCOPES = PreparedGet(lambda workspace_id, app, user_id, key, name: (
+    Thread.objects.select_related("session").filter(
+        session__workspace_id=workspace_id, session__app=app, session__user_id=user_id,
+        session__key=key, name=name).annotate(**{
+            f"{scope}_{field}": _scope_of(scope, field, workspace_id, app,
+                                          "" if scope == ScopedState.Scope.APP else user_id)
+            for scope in (ScopedState.Scope.APP, ScopedState.Scope.USER)
+            for field in ("state", "revision")})),
+    text=(1, 2, 3, 4))
+
+
 def session_thread(*, workspace: Workspace, identity: Identity) -> tuple[Session, Thread]:
     """The session and its thread named by the identity, in one read; NotFound naming which
     is missing, as session_find and thread_of do."""
@@ -135,15 +156,16 @@ def session_thread(*, workspace: Workspace, identity: Identity) -> tuple[Session
 
 
 # An event as session_read gives it: these columns by name (the run's id as run__run_id), read
-# without building a model instance per row (a full read of 2,000 events spent most of its
-# time in Event.__init__), and its parts and data as their stored JSON text (parts_text,
-# data_text: the API sends them on as they are; parsing and re-encoding them took half the
-# CPU of a full read).
+# as plain rows from the cursor, without building a model instance or a dict per row (a full
+# read of 2,000 events spent most of its time in Event.__init__, then in the ORM's values()
+# iteration), and its parts and data as their stored JSON text (parts_text, data_text: the API
+# sends them on as they are; parsing and re-encoding them took half the CPU of a full read).
 EVENT_ROW_FIELDS = ("id", "seq", "position", "type", "role", "content", "call_id",
                     "step", "anchor", "client_id", "token_count", "visible", "status",
                     "collapse_id", "occurred_at", "created_at")
 EVENT_ROW_TEXT = {"parts_text": ExpressionWrapper(F("parts"), output_field=TextField()),
                   "data_text": ExpressionWrapper(F("data"), output_field=TextField())}
+EVENT_ROW_COLUMNS = (*EVENT_ROW_FIELDS, "run__run_id", *EVENT_ROW_TEXT)
 
 
 BLOB_ROW_FIELDS = ("key", "data", "content_type", "meta", "size")
@@ -155,13 +177,13 @@ BLOB_REFS = "blob_refs"
 MAX_BLOB_TERMS_PER_QUERY = 500  # keys and prefixes in one blob query
 
 
-def event_blob_refs(rows: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
-    """The blob keys and key prefixes the events' data (rows' data_text) name under BLOB_REFS
+def event_blob_refs(texts: list[str | None]) -> tuple[list[str], list[str]]:
+    """The blob keys and key prefixes the events' data (their data_text) name under BLOB_REFS
     (ill-formed entries are skipped: data is the writer's own)."""
     keys: dict[str, None] = {}
     prefixes: dict[str, None] = {}
-    for row in rows:
-        data = json.loads(row["data_text"]) if row["data_text"] is not None else None
+    for text in texts:
+        data = json.loads(text) if text is not None else None
         refs = data.get(BLOB_REFS) if isinstance(data, dict) else None
         if not isinstance(refs, dict):
             continue
@@ -205,8 +227,56 @@ class SessionRead:
     session: Session
     thread: Thread
     scopes: dict[str, ScopedState | None]
-    events: list[dict[str, Any]]  # EVENT_ROW_FIELDS, run__run_id and EVENT_ROW_TEXT, oldest first
+    events: list[Sequence[Any]]  # rows of `columns`' values, oldest first
     blobs: list[dict[str, Any]]  # BLOB_ROW_FIELDS
+    columns: tuple[str, ...] = EVENT_ROW_COLUMNS  # the events' columns, in their rows' order
+
+
+def _event_rows(qs: QuerySet) -> list[Sequence[Any]]:
+    """The rows of a values_list() query as the cursor gives them, through the columns' own
+    converters only where the database needs them (on PostgreSQL the content's unescaping
+    alone; SQLite's booleans and dates too): the ORM's row iteration, a generator per value,
+    cost more than the query on a read of thousands of events."""
+    compiler = qs.query.get_compiler(using=qs.db)
+    try:
+        text, params = compiler.as_sql()
+    except EmptyResultSet:
+        return []
+    converters = list(compiler.get_converters([s[0] for s in compiler.select[:compiler.col_count]]).items())
+    with prepared_cursor() as cursor:
+        cursor.execute(text, params)
+        rows: list[Sequence[Any]] = cursor.fetchall()
+    if not converters:
+        return rows
+    converted: list[Sequence[Any]] = []
+    for row in rows:
+        cells = list(row)
+        for pos, (convs, expression) in converters:
+            for converter in convs:
+                cells[pos] = converter(cells[pos], expression, connection)
+        converted.append(cells)
+    return converted
+
+
+def _newest(qs: QuerySet, thread: Thread, limit: int | None, filtered: bool) -> list[Sequence[Any]]:
+    """The newest `limit` rows of `qs` (ordered newest first), all without a limit. A limited
+    read of the unfiltered history looks first among the thread's last `limit` seqs (seq is
+    gap-free: the newest `limit` events lie there unless some left the history), so it reads
+    that many index entries and rows whatever the planner believes of the thread's size (on a
+    table whose statistics lag, it sorted the whole thread for the newest 20); what it lacks it
+    reads below. A filtered read (LangGraph's newest checkpoint among its messages) would
+    mostly lack some, so it reads as before."""
+    if limit is None:
+        return _event_rows(qs)
+    if limit == 0:
+        return []
+    floor = thread.last_seq - limit
+    if floor <= 0 or filtered:
+        return _event_rows(qs[:limit])
+    rows = _event_rows(qs.filter(seq__gt=floor)[:limit])
+    if len(rows) < limit:
+        rows += _event_rows(qs.filter(seq__lte=floor)[:limit - len(rows)])
+    return rows
 
 
 def session_read(
@@ -215,14 +285,25 @@ def session_read(
     client_id: str | None = None, data_contains: dict | None = None,
     blob_keys: list[str] | None = None, before_client_id: str | None = None,
     blob_prefixes: list[str] | None = None, event_blobs: bool = False,
-    columns: list[str] | None = None,
+    columns: Sequence[str] | None = None,
 ) -> SessionRead:
     """Session, thread state, scoped states, newest `limit` history events (oldest first),
     optionally only those at or after `after`, and the blobs named by key or prefix, and with
     `event_blobs` those the returned events name (BLOB_REFS). Cost follows `limit`. `columns`
-    reads only those of each event's row (of EVENT_ROW_FIELDS, run__run_id, EVENT_ROW_TEXT)."""
+    reads only those of each event's row (of EVENT_ROW_COLUMNS), in that order."""
     check_identity(identity)
-    session, thread = session_thread(workspace=workspace, identity=identity)
+    thread = _THREAD_AND_SCOPES.get(workspace.pk, identity.app, identity.user_id, identity.key,
+                                    identity.thread)
+    if thread is None:
+        thread_of(session_find(workspace=workspace, identity=identity), identity.thread)  # raises
+        raise NotFound("No such session.", details={"key": identity.key})  # made meanwhile
+    session = thread.session
+    scopes: dict[str, ScopedState | None] = {
+        scope: None if getattr(thread, f"{scope}_revision") is None else ScopedState(
+            workspace=workspace, app=identity.app, scope=scope, state=getattr(thread, f"{scope}_state"),
+            revision=getattr(thread, f"{scope}_revision"),
+            user_id="" if scope == ScopedState.Scope.APP else identity.user_id)
+        for scope in (ScopedState.Scope.APP, ScopedState.Scope.USER)}
     qs = history_events(thread=thread)
     if after is not None:
         qs = qs.filter(occurred_at__gte=after)
@@ -238,22 +319,21 @@ def session_read(
         if not isinstance(data_contains, dict):
             raise InvalidInput("data_contains must be a JSON object.", details={"data_contains": "object"})
         qs = qs.annotate(data_json=Cast("data", JSONField())).filter(data_contains_q(data_contains))
-    wanted = set(columns) | ({"data_text"} if event_blobs else set()) if columns is not None else None
-    newest = qs.order_by("-seq").values(
-        *(c for c in (*EVENT_ROW_FIELDS, "run__run_id") if wanted is None or c in wanted),
-        **{c: e for c, e in EVENT_ROW_TEXT.items() if wanted is None or c in wanted})
-    rows = list(newest[:limit] if limit is not None else newest)
+    read = tuple(dict.fromkeys(columns)) if columns is not None else EVENT_ROW_COLUMNS
+    if event_blobs and "data_text" not in read:
+        read += ("data_text",)
+    qs = qs.annotate(**{c: e for c, e in EVENT_ROW_TEXT.items() if c in read})
+    filtered = bool(types) or None not in (after, client_id, before_client_id, data_contains)
+    rows = _newest(qs.order_by("-seq").values_list(*read), thread, limit, filtered)
     rows.reverse()
     keys, prefixes = list(blob_keys or []), list(blob_prefixes or [])
     if event_blobs:
-        named, named_prefixes = event_blob_refs(rows)
+        named, named_prefixes = event_blob_refs([row[read.index("data_text")] for row in rows])
         keys += named
         prefixes += named_prefixes
     blobs = thread_blobs(thread, keys, prefixes) if keys or any(prefixes) else []
-    return SessionRead(
-        session=session, thread=thread,
-        scopes=scoped_states(workspace=workspace, app=identity.app, user_id=identity.user_id),
-        events=rows, blobs=blobs)
+    return SessionRead(session=session, thread=thread, scopes=scopes, events=rows, blobs=blobs,
+                       columns=read)
 
 
 def sessions_list(
