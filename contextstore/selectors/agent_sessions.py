@@ -255,13 +255,18 @@ def _orm_statement(qs: QuerySet, bound: str, floor: int, limit: int | None) -> S
 # The reads adapters make (every field or some, of ADK's event types or all, the newest N),
 # compiled once per process and shape (db.PreparedRows): building and compiling the query with
 # the ORM cost 0.4-0.8 ms of every read, a fifth of a get_items(limit=20).
+# The shapes are the callers' (any fields in any order): past MAX_COMPILED shapes, a read is
+# built by the ORM, so no caller can grow the cache without bound.
 _COMPILED: dict[tuple[tuple[str, ...], int, str], PreparedRows] = {}
+MAX_COMPILED = 64
 MAX_COMPILED_TYPES = len(PreparedRows.STAND_INS) - 2  # the thread and the seq floor beside them
 
 
-def _compiled_events(read: tuple[str, ...], types: int, bound: str) -> PreparedRows:
+def _compiled_events(read: tuple[str, ...], types: int, bound: str) -> PreparedRows | None:
     prepared = _COMPILED.get((read, types, bound))
     if prepared is None:
+        if len(_COMPILED) >= MAX_COMPILED or types > MAX_COMPILED_TYPES:
+            return None
         def build(thread_id: Any, *values: Any) -> QuerySet:
             qs = Event.objects.filter(thread_id=thread_id, status=Event.Status.ACTIVE)
             if types:
@@ -275,8 +280,11 @@ def _compiled_events(read: tuple[str, ...], types: int, bound: str) -> PreparedR
 
 
 def _compiled_statement(thread: Thread, read: tuple[str, ...], types: list[str], bound: str, floor: int,
-                        limit: int | None) -> Statement:
+                        limit: int | None, *, otherwise: Callable[[str, int, int | None], Statement | None],
+                        ) -> Statement | None:
     prepared = _compiled_events(read, len(types), bound)
+    if prepared is None:
+        return otherwise(bound, floor, limit)
     values = (thread.pk, *types, *((floor,) if bound != "all" else ()))
     compiled, text, params = prepared._statement(values, limit)
     return text, params, dict(compiled[3])
@@ -378,21 +386,26 @@ def session_read(
             revision=getattr(thread, f"{scope}_revision"),
             user_id="" if scope == ScopedState.Scope.APP else identity.user_id)
         for scope in (ScopedState.Scope.APP, ScopedState.Scope.USER)}
-    if data_contains is not None and not isinstance(data_contains, dict):
-        raise InvalidInput("data_contains must be a JSON object.", details={"data_contains": "object"})
+    if data_contains is not None:
+        if not isinstance(data_contains, dict):
+            raise InvalidInput("data_contains must be a JSON object.", details={"data_contains": "object"})
+        data_contains_q(data_contains)  # refused before any read, whatever the limit
     read = tuple(dict.fromkeys(columns)) if columns is not None else EVENT_ROW_COLUMNS
     if event_blobs and "data_text" not in read:
         read += ("data_text",)
-    plain = after is None and client_id is None and before_client_id is None and data_contains is None
-    if plain and len(types or ()) <= MAX_COMPILED_TYPES:
-        rows = _newest(lambda *range_: _compiled_statement(thread, read, types or [], *range_),
-                       thread, limit, filtered=bool(types))
-    else:
+
+    def by_the_orm(*range_: Any) -> Statement | None:
         newest = _history_query(thread, after=after, types=types, client_id=client_id,
                                 before_client_id=before_client_id, data_contains=data_contains)
-        newest = newest.annotate(**{c: e for c, e in EVENT_ROW_TEXT.items() if c in read}).order_by("-seq")
-        rows = _newest(lambda *range_: _orm_statement(newest.values_list(*read), *range_), thread, limit,
-                       filtered=True)
+        return _orm_statement(newest.annotate(**{c: e for c, e in EVENT_ROW_TEXT.items() if c in read})
+                              .order_by("-seq").values_list(*read), *range_)
+
+    if after is None and client_id is None and before_client_id is None and data_contains is None:
+        rows = _newest(lambda *range_: _compiled_statement(thread, read, types or [], *range_,
+                                                           otherwise=by_the_orm),
+                       thread, limit, filtered=bool(types))
+    else:
+        rows = _newest(by_the_orm, thread, limit, filtered=True)
     rows.reverse()
     keys, prefixes = list(blob_keys or []), list(blob_prefixes or [])
     if event_blobs:

@@ -7,6 +7,7 @@ import pytest
 from contextstore.api.renderers import ORJSONRenderer
 from contextstore.api.serializers import EVENT_ROW_VALUES
 from contextstore.models import Event
+from contextstore.selectors import agent_sessions
 from contextstore.selectors.agent_sessions import EVENT_ROW_TEXT
 
 URL = "/api/v1/agent-sessions/"
@@ -161,3 +162,22 @@ def test_a_filtered_newest_n_reads_below_the_window(api_client):
     assert commit(api_client, create=True, events=events).status_code == 200
     got = read(api_client, fields="content", type="Checkpoint", limit=2).json()["events"]
     assert [e["content"] for e in got] == ["m10", "m20"]
+
+
+def test_past_the_compiled_shapes_a_read_is_built_by_the_orm(api_client, monkeypatch):
+    """Fields come in any order: the shapes compiled once are capped, the rest read the same."""
+    assert commit(api_client, create=True, events=edge_events()).status_code == 200
+    params = [{"fields": "content,data"}, {"fields": "data,content", "limit": 3},
+              {"fields": ADK_FIELDS, "type": ADK_TYPES, "limit": 4}, {"limit": 2}]
+    compiled = [read(api_client, **p).content for p in params]
+    monkeypatch.setattr(agent_sessions, "_COMPILED", {})
+    monkeypatch.setattr(agent_sessions, "MAX_COMPILED", 0)
+    assert [read(api_client, **p).content for p in params] == compiled
+    assert agent_sessions._COMPILED == {}
+
+
+def test_bad_data_contains_is_refused_whatever_the_limit(api_client):
+    assert commit(api_client, create=True, events=[{"type": "Message", "content": "x"}]).status_code == 200
+    for limit in (0, 1):
+        answer = read(api_client, data_contains='{"a__b": 1}', limit=limit)
+        assert answer.status_code == 400 and "data_contains" in answer.json()["error"]["details"]
