@@ -255,22 +255,10 @@ def _printed(row: dict[str, Any], spec: list[tuple[str, str, Callable[[Any], Any
 def event_rows(rows: list[Sequence[Any]], columns: Sequence[str], fields: Sequence[str] | None = None,
                ) -> list[dict[str, Any]]:
     """Events as the API prints them, from rows of EVENT_ROW_VALUES' columns (`columns` names
-    the rows' values in order): every field or (fields) only those. Made a column at a time
-    (each field's values made by one comprehension), then zipped into one dict per row."""
-    names = list(EVENT_ROW_VALUES) if fields is None else list(fields)
-    if not rows:
-        return []
-    values = list(zip(*rows, strict=True))
-    made: list[Any] = []
-    for name in names:
-        column, make = EVENT_ROW_VALUES[name]
-        cells: Sequence[Any] = values[columns.index(column)]
-        if make is _stored:
-            cells = [None if v is None else StoredJSON(v) for v in cells]
-        elif make is not None:
-            cells = [make(v) for v in cells]
-        made.append(cells)
-    return [dict(zip(names, row, strict=True)) for row in zip(*made, strict=True)]
+    the rows' values in order): every field or (fields) only those."""
+    spec = [(name, columns.index(column), make) for name, (column, make) in
+            (EVENT_ROW_VALUES.items() if fields is None else ((n, EVENT_ROW_VALUES[n]) for n in fields))]
+    return [{name: make(row[i]) if make else row[i] for name, i, make in spec} for row in rows]
 
 
 def event_data(e: Event) -> dict[str, Any]:
