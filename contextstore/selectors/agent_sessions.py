@@ -233,9 +233,9 @@ class SessionRead:
     columns: tuple[str, ...] = EVENT_ROW_COLUMNS  # the events' columns, in their rows' order
 
 
-# A statement: its SQL, its params and the converters of its columns (by position).
+# A read of events: its SQL, its params and its columns' converters by position; made for a
+# range of seqs: "all", "above" or "below" a floor, with a limit or none (_newest).
 Statement = tuple[str, list[Any], dict[int, tuple[list[Any], Any]]]
-Range = tuple[str, int, int | None]  # ("all" | "above" | "below", the seq floor, the limit)
 
 
 def _orm_statement(qs: QuerySet, bound: str, floor: int, limit: int | None) -> Statement | None:
@@ -286,8 +286,8 @@ def _compiled_statement(thread: Thread, read: tuple[str, ...], types: list[str],
     if prepared is None:
         return otherwise(bound, floor, limit)
     values = (thread.pk, *types, *((floor,) if bound != "all" else ()))
-    compiled, text, params = prepared._statement(values, limit)
-    return text, params, dict(compiled[3])
+    compiled, text, params = prepared.statement(*values, limit=limit)
+    return text, params, dict(compiled[-1])
 
 
 def _event_rows(statement: Statement | None) -> list[Sequence[Any]]:
