@@ -547,10 +547,11 @@ class PreparedRows(_Prepared):
              along: Sequence[tuple[str, list]] = ()) -> list[tuple]:
         return self._answer(*self._rows(values, limit, along))
 
-    def statement(self, *values: int | str) -> tuple[tuple, str, list]:
+    def statement(self, *values: int | str, limit: int | None = None) -> tuple[tuple, str, list]:
         """(what `answer` needs, the SQL, its params): the query for a caller to run itself,
-        with statements of its own (run_along)."""
-        return self._statement(values)
+        with statements of its own (run_along). What `answer` needs ends with the columns'
+        converters, (position, (converters, expression)) pairs."""
+        return self._statement(values, limit)
 
     def answer(self, compiled: tuple, rows: list[tuple]) -> list[tuple]:
         """The rows `statement`'s SQL gave, as `rows` returns them."""

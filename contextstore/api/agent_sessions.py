@@ -202,7 +202,7 @@ def _read(read: reads.SessionRead, fields: list[str] | None = None) -> dict[str,
         **_session(read.session, read.thread),
         "app_state": app.state if app else {}, "app_revision": app.revision if app else 0,
         "user_state": user.state if user else {}, "user_revision": user.revision if user else 0,
-        "events": event_rows(read.events, fields),
+        "events": event_rows(read.events, read.columns, fields),
         "blobs": [BlobSerializer().to_representation(blob) for blob in read.blobs],
     }
 
@@ -390,7 +390,7 @@ class AgentSessionViewSet(viewsets.ViewSet):
             after=data.get("after"), types=data.get("type"), client_id=data.get("client_id"),
             data_contains=contains, blob_keys=data.get("blob"), before_client_id=data.get("before_client_id"),
             blob_prefixes=data.get("blob_prefix"), event_blobs=data["event_blobs"],
-            columns=[EVENT_ROW_VALUES[f][0] for f in data["fields"]] if "fields" in data else None)
+            columns=[EVENT_ROW_VALUES[f][0] for f in data.get("fields") or EVENT_ROW_VALUES])
         return Response(_read(read, data.get("fields")))
 
     @extend_schema(request=CommitSerializer, parameters=[IF_MATCH], responses=CommitResultSerializer,

@@ -252,11 +252,13 @@ def _printed(row: dict[str, Any], spec: list[tuple[str, str, Callable[[Any], Any
     return {name: make(row[column]) if make else row[column] for name, column, make in spec}
 
 
-def event_rows(rows: list[dict[str, Any]], fields: list[str] | None = None) -> list[dict[str, Any]]:
-    """Events as the API prints them, from rows of EVENT_ROW_VALUES' columns: every field or
-    (fields) only those."""
-    spec = _EVENT_PRINTED if fields is None else [(name, *EVENT_ROW_VALUES[name]) for name in fields]
-    return [_printed(row, spec) for row in rows]
+def event_rows(rows: list[Sequence[Any]], columns: Sequence[str], fields: Sequence[str] | None = None,
+               ) -> list[dict[str, Any]]:
+    """Events as the API prints them, from rows of EVENT_ROW_VALUES' columns (`columns` names
+    the rows' values in order): every field or (fields) only those."""
+    spec = [(name, columns.index(column), make) for name, (column, make) in
+            (EVENT_ROW_VALUES.items() if fields is None else ((n, EVENT_ROW_VALUES[n]) for n in fields))]
+    return [{name: make(row[i]) if make else row[i] for name, i, make in spec} for row in rows]
 
 
 def event_data(e: Event) -> dict[str, Any]:
