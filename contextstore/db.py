@@ -22,6 +22,7 @@ from django.db.models import BigIntegerField, Func, QuerySet
 from django.db.models.constants import OnConflict
 from django.db.models.query import get_related_populators
 from django.db.models.sql import subqueries as sql
+from psycopg import Binary
 
 from contextstore.models import Event
 
@@ -446,6 +447,14 @@ def rows_update(model: type[models.Model],
         cursor.execute(text, params)
 
 
+def bytes_bound(statements: Sequence[tuple[str, Sequence[Any]]]) -> int:
+    """How many bytes the statements' binary values hold (the ORM wraps each in psycopg's
+    Binary; an UNNEST insert has a list of them per column)."""
+    return sum(len(value.obj) for _, params in statements for param in params
+               for value in (param if isinstance(param, list) else (param,))
+               if isinstance(value, Binary))
+
+
 def one_statement(main: tuple[str, tuple], *others: tuple[str, tuple],
                   binary: bool = False) -> list[tuple]:
     """Run `main` (its rows are returned) with `others` as data-modifying CTEs: one round trip,
@@ -460,7 +469,7 @@ def one_statement(main: tuple[str, tuple], *others: tuple[str, tuple],
         return cursor.fetchall()
 
 
-def read_together(*reads: tuple[_Prepared, tuple[int, ...], int | None]) -> list[Any]:
+def read_together(*reads: tuple[_Prepared, tuple[int | str, ...], int | None]) -> list[Any]:
     """Several prepared reads, each (query, its values, its limit or None), in one round trip on
     PostgreSQL: one message, a result set each (client-side binding; with server-side binding,
     and on SQLite, one after the other). Each answer is what the query's own method gives:
