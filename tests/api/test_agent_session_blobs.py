@@ -40,3 +40,17 @@ def test_a_commit_of_big_and_small_blobs_stores_each_byte_and_replays(api_client
     again = api_client.post(URL + "commit/", body, format="json")
     assert again.status_code == 200 and again.json() == first.json()
     assert (AuditLog.objects.count(), CommitRecord.objects.count(), ThreadBlob.objects.count()) == rows
+
+
+def test_a_commit_of_a_big_blob_alone_is_audited_in_its_own_row(api_client):
+    """Pending writes (no event): the blob, its audit row and the record, bound in binary."""
+    big = bytes(range(256)) * (BINARY_FROM_BYTES // 128)
+    body = {**WHO, "create": True, "batch_id": "w1",
+            "blobs": [{"key": "w/c1/task/0", "data": base64.b64encode(big).decode(), "meta": None}]}
+    first = api_client.post(URL + "commit/", body, format="json")
+    assert first.status_code == 200, first.json()
+    assert bytes(ThreadBlob.objects.get(key="w/c1/task/0").data) == big
+    [log] = AuditLog.objects.filter(action="blobs.put")
+    assert log.details["keys"] == ["w/c1/task/0"] and log.details["count"] == 1
+    assert api_client.post(URL + "commit/", body, format="json").json() == first.json()
+    assert AuditLog.objects.filter(action="blobs.put").count() == 1
