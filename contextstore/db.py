@@ -23,6 +23,7 @@ from django.db.models.constants import OnConflict
 from django.db.models.query import get_related_populators
 from django.db.models.sql import subqueries as sql
 from psycopg import Binary
+from psycopg.pq import Format
 
 from contextstore.models import Event
 
@@ -281,14 +282,18 @@ def statements_share_a_message() -> bool:
         "server_side_binding")
 
 
-def binary_cursor() -> Any:
+def binary_cursor(*, results: bool = False) -> Any:
     """A cursor (Django's wrapper: logged and counted as any other) whose values are sent apart
     from the SQL, in binary where the SQL says %b (see binary_placeholders): psycopg's
-    server-binding cursor, on this connection and in its transaction. PostgreSQL only."""
+    server-binding cursor, on this connection and in its transaction. `results`: the rows come
+    back in binary too (a bytea as its bytes, not as hex text twice its size to decode; text
+    and numbers as the ORM reads them). PostgreSQL only."""
     connection.ensure_connection()
     connection.validate_thread_sharing()
     # The stubs leave out psycopg's Cursor, its base, and make_cursor wraps any DB-API cursor.
     raw = ServerBindingCursor(connection.connection)  # type: ignore[call-arg]
+    if results:
+        raw.format = Format.BINARY  # type: ignore[attr-defined]  # psycopg's cursor attribute (stubs leave it out)
     return (connection.make_debug_cursor(raw) if connection.queries_logged  # type: ignore[arg-type]
             else connection.make_cursor(raw))  # type: ignore[arg-type]
 

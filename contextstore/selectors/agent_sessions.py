@@ -10,7 +10,7 @@ from django.db import connection
 from django.db.models import ExpressionWrapper, F, JSONField, Q, Subquery, TextField
 from django.db.models.functions import Cast
 
-from contextstore.db import PreparedGet, read_together
+from contextstore.db import PreparedGet, binary_cursor, read_together
 from contextstore.errors import InvalidInput, NotFound
 from contextstore.models import Event, ScopedState, Session, Thread, ThreadBlob, Workspace
 from contextstore.selectors.threads import BIGINT_MAX
@@ -228,7 +228,9 @@ def thread_blobs(thread: Thread, keys: list[str], prefixes: list[str]) -> list[d
             found.update((row["key"], row) for row in
                          ThreadBlob.objects.filter(wanted, thread=thread).values(*BLOB_ROW_FIELDS))
             continue
-        with connection.cursor() as cursor:
+        # On PostgreSQL the bytes come back as they are (binary results), not as hex text.
+        postgresql = connection.vendor == "postgresql"
+        with binary_cursor(results=True) if postgresql else connection.cursor() as cursor:
             cursor.execute(*_blobs_sql(thread.pk, [v for kind, v in chunk if kind == "key"],
                                        [r for r in ranges if r is not None]))
             for key, data, content_type, meta, size in cursor.fetchall():
