@@ -22,6 +22,8 @@ from django.db.models import BigIntegerField, Func, QuerySet
 from django.db.models.constants import OnConflict
 from django.db.models.query import get_related_populators
 from django.db.models.sql import subqueries as sql
+from psycopg import Binary
+from psycopg.pq import Format
 
 from contextstore.models import Event
 
@@ -280,14 +282,18 @@ def statements_share_a_message() -> bool:
         "server_side_binding")
 
 
-def binary_cursor() -> Any:
+def binary_cursor(*, results: bool = False) -> Any:
     """A cursor (Django's wrapper: logged and counted as any other) whose values are sent apart
     from the SQL, in binary where the SQL says %b (see binary_placeholders): psycopg's
-    server-binding cursor, on this connection and in its transaction. PostgreSQL only."""
+    server-binding cursor, on this connection and in its transaction. `results`: the rows come
+    back in binary too (a bytea as its bytes, not as hex text twice its size to decode; text
+    and numbers as the ORM reads them). PostgreSQL only."""
     connection.ensure_connection()
     connection.validate_thread_sharing()
     # The stubs leave out psycopg's Cursor, its base, and make_cursor wraps any DB-API cursor.
     raw = ServerBindingCursor(connection.connection)  # type: ignore[call-arg]
+    if results:
+        raw.format = Format.BINARY  # type: ignore[attr-defined]  # psycopg's cursor attribute (stubs leave it out)
     return (connection.make_debug_cursor(raw) if connection.queries_logged  # type: ignore[arg-type]
             else connection.make_cursor(raw))  # type: ignore[arg-type]
 
@@ -446,6 +452,14 @@ def rows_update(model: type[models.Model],
         cursor.execute(text, params)
 
 
+def bytes_bound(statements: Sequence[tuple[str, Sequence[Any]]]) -> int:
+    """How many bytes the statements' binary values hold (the ORM wraps each in psycopg's
+    Binary; an UNNEST insert has a list of them per column)."""
+    return sum(len(value.obj) for _, params in statements for param in params
+               for value in (param if isinstance(param, list) else (param,))
+               if isinstance(value, Binary))
+
+
 def one_statement(main: tuple[str, tuple], *others: tuple[str, tuple],
                   binary: bool = False) -> list[tuple]:
     """Run `main` (its rows are returned) with `others` as data-modifying CTEs: one round trip,
@@ -460,7 +474,7 @@ def one_statement(main: tuple[str, tuple], *others: tuple[str, tuple],
         return cursor.fetchall()
 
 
-def read_together(*reads: tuple[_Prepared, tuple[int, ...], int | None]) -> list[Any]:
+def read_together(*reads: tuple[_Prepared, tuple[int | str, ...], int | None]) -> list[Any]:
     """Several prepared reads, each (query, its values, its limit or None), in one round trip on
     PostgreSQL: one message, a result set each (client-side binding; with server-side binding,
     and on SQLite, one after the other). Each answer is what the query's own method gives:

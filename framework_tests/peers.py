@@ -346,11 +346,50 @@ def langgraph() -> dict[str, Any]:
                         (f"list(limit=20) @{LARGE:,}", 20)):
         asyncio.run(in_turns(timings, call, {side: read(side, limit) for side in SIDES}, READS))
         timings.row(call, target=limit is None or limit == 1)
+    chat(savers, timings)
     client.close()
     conn.close()
     db.close()
     return result("langgraph", timings, "checkpoint", grown, puts,
                   parts_grown(parts_before, parts_after, puts["ours"]))
+
+
+def chat(savers: dict[str, Any], timings: Timings) -> None:
+    """A chat's checkpoints: the state's messages channel holds SMALL, then LARGE LangChain
+    messages and each put adds a turn (two), as add_messages does, so a checkpoint's size
+    follows the conversation (the graph above keeps it constant). put then get_tuple, in turns,
+    SAMPLES of each after three puts that record the conversation's earlier messages."""
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.checkpoint.base import empty_checkpoint
+    from langgraph.checkpoint.base.id import uuid6
+
+    warm = 3
+    for size in (SMALL, LARGE):
+        said = [(HumanMessage if i % 2 == 0 else AIMessage)(f"turn {i}: {BODY}", id=f"{TAG}-{size}-{i}")
+                for i in range(size + 2 * (SAMPLES + warm))]
+        configs: dict[str, Any] = {side: {"configurable": {"thread_id": f"chat-{size}-{TAG}",
+                                                         "checkpoint_ns": ""}} for side in SIDES}
+        for i in range(SAMPLES + warm):
+            checkpoint = empty_checkpoint()
+            checkpoint["id"] = str(uuid6(clock_seq=-1))
+            checkpoint["channel_values"] = {"messages": said[:size + 2 * i]}
+            checkpoint["channel_versions"] = {"messages": i + 1}
+            for side in order(i):
+                saver = savers[side]
+                began = time.perf_counter()  # the class's put: not counted as the graph's puts
+                configs[side] = type(saver).put(saver, configs[side], checkpoint,
+                                                {"source": "loop", "step": i}, {"messages": i + 1})
+                if i >= warm:
+                    timings.add(f"put, {size:,} messages", side, began)
+                began = time.perf_counter()
+                found = saver.get_tuple(configs[side])
+                if i >= warm:
+                    timings.add(f"get_tuple, {size:,} messages", side, began)
+                assert len(found.checkpoint["channel_values"]["messages"]) == size + 2 * i
+    for size in (SMALL, LARGE):
+        timings.row(f"put, {size:,} messages", target=True)
+    for size in (SMALL, LARGE):
+        timings.row(f"get_tuple, {size:,} messages", target=True)
 
 
 # ----------------------------------------------------------------------------- OpenAI Agents SDK

@@ -186,3 +186,65 @@ def test_a_long_list_fits_its_request_lines(saver, named):
         assert transport.count == 1  # the server reads the blobs the checkpoints name
     else:
         assert 2 < transport.count <= 8
+
+
+def as_stored_before(kwargs: dict, new_versions: dict) -> dict:
+    """A put's commit as the saver sent it before the metadata went into the checkpoint's blob
+    and emptied channels stopped storing a blob: the checkpoint and its metadata two blobs
+    (cp/<id>, md/<id>), an "empty" blob per emptied channel, both named in blob_refs."""
+    event = kwargs["events"][-1]
+    cid = event["client_id"]
+    blobs = {b["key"]: b for b in kwargs["blobs"]}
+    folded = blobs.pop(f"cp/{cid}")
+    md_type, start = folded["meta"]["metadata"]
+    old = [{"key": f"ch/{channel}/{version}", "data": b"", "content_type": "empty",
+            "meta": {"channel": channel, "version": version}}
+           if f"ch/{channel}/{version}" not in blobs else blobs[f"ch/{channel}/{version}"]
+           for channel, version in new_versions.items()]
+    old += [{"key": f"cp/{cid}", "data": folded["data"][:start], "content_type": folded["content_type"],
+             "meta": {"checkpoint_id": cid}},
+            {"key": f"md/{cid}", "data": folded["data"][start:], "content_type": md_type,
+             "meta": {"checkpoint_id": cid}}]
+    data = event["data"]
+    data["new_channels"] = sorted(new_versions)
+    data["blob_refs"]["keys"].insert(1, f"md/{cid}")
+    return {**kwargs, "blobs": old}
+
+
+def test_checkpoints_stored_with_their_metadata_apart_read_as_they_were_put():
+    """Checkpoints stored before (metadata a blob of its own, emptied channels an "empty"
+    blob) read back exactly as the same puts stored now: get_tuple, list, pending writes."""
+    client, transport = counting_client()
+    saver = ContextStoreSaver(client, namespace=fresh_namespace())
+    configs = {t: {"configurable": {"thread_id": t, "checkpoint_ns": ""}} for t in ("before", "now")}
+    steps = [({"messages": ["m0"], "topic": "x"}, {"messages": 1, "topic": 1}),
+             ({"messages": ["m0", "m1"]}, {"messages": 2, "topic": 2}),  # topic emptied
+             ({"messages": ["m0", "m1", "m2"], "topic": "y"}, {"messages": 3, "topic": 3})]
+    for step, (values, new_versions) in enumerate(steps):
+        cp = checkpoint(values, step + 1)
+        cp["channel_versions"] = dict(new_versions)
+        metadata = {"source": "loop", "step": step, "writes": {"node": {"n": step}}}
+        plan, configs["before"] = saver._put_commit(configs["before"], cp, metadata, new_versions)
+        client.commit_agent_session(*plan.args, **as_stored_before(plan.commit_kwargs(), new_versions))
+        configs["now"] = saver.put(configs["now"], cp, metadata, new_versions)
+        for thread in configs:
+            saver.put_writes(configs[thread], [("messages", [f"w{step}"]), ("__error__", "boom")], "task-1")
+
+    def read(thread: str) -> list:
+        found = [saver.get_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": ""}}),
+                 *saver.list({"configurable": {"thread_id": thread, "checkpoint_ns": ""}}),
+                 *saver.list({"configurable": {"thread_id": thread, "checkpoint_ns": ""}}, limit=2)]
+        return [repr(t).replace(f"'thread_id': '{thread}'", "'thread_id': ?") for t in found]
+
+    stored = client.read_agent_session(saver.app, "", "before", blob_prefixes=["md/", "ch/topic/"])
+    assert sorted(stored["blobs"]) == sorted([f"md/{e['client_id']}" for e in stored["events"]] + [
+        "ch/topic/1", "ch/topic/2", "ch/topic/3"])  # as stored before: metadata apart, "empty"
+    assert read("before") == read("now")
+    newest = saver.get_tuple(configs["now"])
+    assert newest.checkpoint["channel_values"] == {"messages": ["m0", "m1", "m2"], "topic": "y"}
+    assert newest.metadata["writes"] == {"node": {"n": 2}} and newest.pending_writes == [
+        ("task-1", "__error__", "boom"), ("task-1", "messages", ["w2"])]
+    older = saver.get_tuple(newest.parent_config)
+    assert older.checkpoint["channel_values"] == {"messages": ["m0", "m1"]}  # topic emptied
+    assert "ch/topic/2" not in client.read_agent_session(saver.app, "", "now", blob_prefixes=["ch/"])["blobs"]
+    client.close()

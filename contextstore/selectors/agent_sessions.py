@@ -12,7 +12,7 @@ from django.db import connection
 from django.db.models import ExpressionWrapper, F, JSONField, Q, QuerySet, Subquery, TextField
 from django.db.models.functions import Cast
 
-from contextstore.db import PreparedGet, PreparedRows, prepared_cursor
+from contextstore.db import PreparedGet, PreparedRows, binary_cursor, prepared_cursor
 from contextstore.errors import InvalidInput, NotFound
 from contextstore.fields import ESCAPE, NUL_SYMBOL, AgentTextField, text_from_stored
 from contextstore.models import Event, ScopedState, Session, Thread, ThreadBlob, Workspace
@@ -29,8 +29,12 @@ _SCOPES = PreparedGet(lambda workspace_id, app, user_id: ScopedState.objects.fil
 
 
 def scoped_states(*, workspace: Workspace, app: str, user_id: str) -> dict[str, ScopedState | None]:
+    return _by_scope(_SCOPES.all(workspace.pk, app, user_id))
+
+
+def _by_scope(rows: list[ScopedState]) -> dict[str, ScopedState | None]:
     found: dict[str, ScopedState | None] = {"app": None, "user": None}
-    for row in _SCOPES.all(workspace.pk, app, user_id):
+    for row in rows:
         found[row.scope] = row
     return found
 
@@ -195,16 +199,39 @@ def event_blob_refs(texts: list[str | None]) -> tuple[list[str], list[str]]:
     return list(keys), list(prefixes)
 
 
+def _key_range(prefix: str) -> tuple[str, str] | None:
+    """The keys starting with `prefix` as [low, high) (see key_prefix_q); None past U+10FFFF."""
+    after = ord(prefix[-1]) + 1
+    if after > 0x10FFFF:
+        return None
+    if 0xD800 <= after <= 0xDFFF:  # surrogates are no characters: U+D7FF is followed by U+E000
+        after = 0xE000
+    return prefix, prefix[:-1] + chr(after)
+
+
 def key_prefix_q(prefix: str) -> Q:
     """Keys starting with `prefix`, as a range of the (thread, key) index: keys compare byte for
     byte (code point order) on both databases (SQLite's BINARY, collation "C" on PostgreSQL),
     so they are those from the prefix up to the prefix with its last character's successor."""
-    after = ord(prefix[-1]) + 1
-    if after > 0x10FFFF:
+    bounds = _key_range(prefix)
+    if bounds is None:
         return Q(key__startswith=prefix)
-    if 0xD800 <= after <= 0xDFFF:  # surrogates are no characters: U+D7FF is followed by U+E000
-        after = 0xE000
-    return Q(key__gte=prefix, key__lt=prefix[:-1] + chr(after))
+    return Q(key__gte=bounds[0], key__lt=bounds[1])
+
+
+def _blobs_sql(thread_id: int, keys: list[str], ranges: list[tuple[str, str]]) -> tuple[str, list[Any]]:
+    """The read of a thread's blobs by key and key range, written here: the ORM compiled a
+    checkpoint read's filter (a key list and a range) in more time than the database ran it."""
+    quote = connection.ops.quote_name
+    column = {f.name: quote(str(f.column)) for f in ThreadBlob._meta.concrete_fields}
+    wanted = ([f"{column['key']} IN ({', '.join(['%s'] * len(keys))})"] if keys else []) + [
+        f"({column['key']} >= %s AND {column['key']} < %s)"] * len(ranges)
+    return (f"SELECT {', '.join(column[name] for name in BLOB_ROW_FIELDS)} FROM "
+            f"{quote(ThreadBlob._meta.db_table)} WHERE {column['thread']} = %s AND ({' OR '.join(wanted)})",
+            [thread_id, *keys, *(bound for pair in ranges for bound in pair)])
+
+
+_BLOB_META = ThreadBlob._meta.get_field("meta")
 
 
 def thread_blobs(thread: Thread, keys: list[str], prefixes: list[str]) -> list[dict[str, Any]]:
@@ -214,12 +241,23 @@ def thread_blobs(thread: Thread, keys: list[str], prefixes: list[str]) -> list[d
     found: dict[str, dict[str, Any]] = {}
     for start in range(0, len(terms), MAX_BLOB_TERMS_PER_QUERY):
         chunk = terms[start:start + MAX_BLOB_TERMS_PER_QUERY]
-        wanted = Q(key__in=[v for kind, v in chunk if kind == "key"])
-        for kind, value in chunk:
-            if kind == "prefix":
-                wanted |= key_prefix_q(value)
-        found.update((row["key"], row) for row in
-                     ThreadBlob.objects.filter(wanted, thread=thread).values(*BLOB_ROW_FIELDS))
+        ranges = [_key_range(v) for kind, v in chunk if kind == "prefix"]
+        if None in ranges:  # a prefix ending in U+10FFFF: the ORM's LIKE
+            wanted = Q(key__in=[v for kind, v in chunk if kind == "key"])
+            for kind, value in chunk:
+                if kind == "prefix":
+                    wanted |= key_prefix_q(value)
+            found.update((row["key"], row) for row in
+                         ThreadBlob.objects.filter(wanted, thread=thread).values(*BLOB_ROW_FIELDS))
+            continue
+        # On PostgreSQL the bytes come back as they are (binary results), not as hex text.
+        postgresql = connection.vendor == "postgresql"
+        with binary_cursor(results=True) if postgresql else connection.cursor() as cursor:
+            cursor.execute(*_blobs_sql(thread.pk, [v for kind, v in chunk if kind == "key"],
+                                       [r for r in ranges if r is not None]))
+            for key, data, content_type, meta, size in cursor.fetchall():
+                found[key] = {"key": key, "data": data, "content_type": content_type, "size": size,
+                              "meta": _BLOB_META.from_db_value(meta, None, connection)}
     return [found[key] for key in sorted(found)]
 
 

@@ -37,7 +37,8 @@ def test_bench_peers_prints_every_call_of_every_framework(live_server, transacti
                 "get_session(num_recent_events=50) @30", "bytes/event stored"],
         "langgraph": ["put @6", "put_writes @6", "graph step @6", "put @30", "put_writes @30",
                       "graph step @30", "get_tuple @30", "list (all) @30", "list(limit=20) @30",
-                      "bytes/checkpoint stored"],
+                      "put, 6 messages", "put, 30 messages", "get_tuple, 6 messages",
+                      "get_tuple, 30 messages", "bytes/checkpoint stored"],
         "openai-agents": ["add_items(3) @6", "add_items(3) @30", "get_items @30",
                           "get_items(limit=20) @30", "bytes/item stored"],
         **{f"openai-conversations vs {peer}": [

@@ -10,9 +10,12 @@ Each LangGraph thread is a contextstore session (app ``langgraph``, key = thread
 checkpoint namespace one of its threads (``main`` for the root, ``ns:<checkpoint_ns>`` for a
 subgraph). A checkpoint is a ``Checkpoint`` event (client_id = checkpoint id, occurred_at =
 its ts) whose data is readable: parent id, namespace, metadata, channel versions. The
-serialized checkpoint, its metadata and channel values are typed binary blobs
-(``cp/<id>``, ``md/<id>``, ``ch/<channel>/<version>``) and pending writes are last-write-wins
-blobs ``w/<checkpoint id>/<task id>/<idx>`` with readable meta (task, channel, path).
+serialized checkpoint with its metadata after it (one row: ``cp/<id>``, _checkpoint_blob) and
+the channel values a put makes new (``ch/<channel>/<version>``; an emptied channel stores none)
+are typed binary blobs, and pending writes are last-write-wins blobs
+``w/<checkpoint id>/<task id>/<idx>`` with readable meta (task, channel, path). Checkpoints
+stored before, their metadata a blob ``md/<id>`` of its own beside "empty" blobs, read the
+same (_checkpoint_parts).
 
 Each checkpoint event names its blobs in ``data.blob_refs`` (keys, and the prefix of its
 pending writes), so a read asking for ``event_blobs`` gets them with the events.
@@ -95,8 +98,11 @@ APP = "langgraph"
 # commit_agent_session's (app, user_id, key), as the sync and async methods pass it on
 SessionArgs = tuple[str, str, str]
 TYPE = "Checkpoint"
-# A checkpoint's own blobs, deleted with it (its channel values may be shared with later ones).
+# A checkpoint's own blobs, deleted with it (its channel values may be shared with later ones);
+# md/ holds the metadata of a checkpoint stored before it went into the checkpoint's blob.
 CHECKPOINT_BLOBS = ["cp/{client_id}", "md/{client_id}", "w/{client_id}/"]
+# The checkpoint's blob meta naming its metadata's type and where its bytes start in the blob.
+METADATA_IN_CHECKPOINT = "metadata"
 PRUNE_STRATEGIES = ("keep_latest", "delete")
 # Every blob of a thread: what a list of all its checkpoints reads, in one request.
 THREAD_BLOB_PREFIXES = ("cp/", "md/", "ch/", "w/")
@@ -330,16 +336,37 @@ def _whole(filter: dict[str, Any] | None, before: RunnableConfig | None, limit: 
     return not filter and before is None and limit is None
 
 
-def _blob_keys(data: dict[str, Any]) -> list[str]:
+def _blob_keys(data: dict[str, Any], *, metadata_apart: bool = True) -> list[str]:
+    """The blob keys of a checkpoint: its own, its metadata's where it is a blob of its own (as
+    puts stored it before METADATA_IN_CHECKPOINT), its channel values'."""
     cid = data["checkpoint_id"]
-    return [f"cp/{cid}", f"md/{cid}",
+    return [f"cp/{cid}", *([f"md/{cid}"] if metadata_apart else ()),
             *(f"ch/{k}/{v}" for k, v in (data.get("channel_versions") or {}).items())]
 
 
 def _blob_refs(data: dict[str, Any]) -> dict[str, list[str]]:
-    """What a checkpoint event names for the server's event_blobs read: its own blobs, its
-    channel values and the prefix of its pending writes."""
-    return {"keys": _blob_keys(data), "prefixes": [f"w/{data['checkpoint_id']}/"]}
+    """What a checkpoint event names for the server's event_blobs read: its own blob (its
+    metadata inside), its channel values and the prefix of its pending writes."""
+    return {"keys": _blob_keys(data, metadata_apart=False), "prefixes": [f"w/{data['checkpoint_id']}/"]}
+
+
+def _checkpoint_blob(cid: str, checkpoint: tuple[str, bytes], metadata: tuple[str, bytes]) -> dict[str, Any]:
+    """The checkpoint's blob, its metadata after it: one row, not two (the metadata's type and
+    where it starts in meta[METADATA_IN_CHECKPOINT]); each part the serializer's exact bytes."""
+    return {"key": f"cp/{cid}", "data": checkpoint[1] + metadata[1], "content_type": checkpoint[0],
+            "meta": {"checkpoint_id": cid, METADATA_IN_CHECKPOINT: [metadata[0], len(checkpoint[1])]}}
+
+
+def _checkpoint_parts(blobs: dict[str, Any], cid: str) -> tuple[tuple[str, bytes], tuple[str, bytes]]:
+    """The typed bytes of a checkpoint and of its metadata, from its blob (_checkpoint_blob) or,
+    as puts stored them before, from two."""
+    blob = blobs[f"cp/{cid}"]
+    folded = (blob.get("meta") or {}).get(METADATA_IN_CHECKPOINT)
+    if folded is None:
+        metadata = blobs[f"md/{cid}"]
+        return (blob["content_type"], blob["data"]), (metadata["content_type"], metadata["data"])
+    kind, start = folded
+    return (blob["content_type"], blob["data"][:start]), (kind, blob["data"][start:])
 
 
 class _Writes:
@@ -465,15 +492,15 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
         c = checkpoint.copy()
         values: dict[str, Any] = c.pop("channel_values")
         blobs = []
+        # A new version of a channel without a value (emptied) stores nothing: a version
+        # without its blob reads as no value, as PostgresSaver's "empty" row does.
         for channel, version in new_versions.items():
-            kind, data = self.serde.dumps_typed(values[channel]) if channel in values else ("empty", b"")
-            blobs.append({"key": f"ch/{channel}/{version}", "data": data, "content_type": kind,
-                          "meta": {"channel": channel, "version": version}})
+            if channel in values:
+                kind, data = self.serde.dumps_typed(values[channel])
+                blobs.append({"key": f"ch/{channel}/{version}", "data": data, "content_type": kind,
+                              "meta": {"channel": channel, "version": version}})
         full_metadata = get_checkpoint_metadata(config, metadata)
-        kind, data = self.serde.dumps_typed(c)
-        blobs.append({"key": f"cp/{cid}", "data": data, "content_type": kind, "meta": {"checkpoint_id": cid}})
-        kind, data = self.serde.dumps_typed(full_metadata)
-        blobs.append({"key": f"md/{cid}", "data": data, "content_type": kind, "meta": {"checkpoint_id": cid}})
+        blobs.append(_checkpoint_blob(cid, self.serde.dumps_typed(c), self.serde.dumps_typed(full_metadata)))
         step, source = full_metadata.get("step"), full_metadata.get("source")
         event = {
             "type": TYPE, "client_id": cid, "visible": False, "occurred_at": checkpoint["ts"],
@@ -481,8 +508,7 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
             "content": f"checkpoint step {step} ({source})" + (f" in {ns}" if ns else ""),
             "data": {"checkpoint_id": cid, "parent_checkpoint_id": parent, "checkpoint_ns": ns,
                      "metadata": _readable(full_metadata),
-                     "channel_versions": _readable(c.get("channel_versions") or {}),
-                     "new_channels": sorted(new_versions)},
+                     "channel_versions": _readable(c.get("channel_versions") or {})},
         }
         event["data"]["blob_refs"] = _blob_refs(event["data"])
         args = (self.app, "", thread_id)
@@ -514,16 +540,13 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
         """The checkpoint `data` names, from `blobs` (by key) and `pending` (their writes)."""
         cid, ns = data["checkpoint_id"], data["checkpoint_ns"]
 
-        def load(key: str) -> Any:
-            blob = blobs[key]
-            return self.serde.loads_typed((blob["content_type"], blob["data"]))
-
-        checkpoint = load(f"cp/{cid}")
+        typed_checkpoint, typed_metadata = _checkpoint_parts(blobs, cid)
+        checkpoint = self.serde.loads_typed(typed_checkpoint)
         values = {}
         for channel, version in (checkpoint.get("channel_versions") or {}).items():
             blob = blobs.get(f"ch/{channel}/{version}")
-            if blob is not None and blob["content_type"] != "empty":
-                values[channel] = load(f"ch/{channel}/{version}")
+            if blob is not None and blob["content_type"] != "empty":  # "empty": stored before
+                values[channel] = self.serde.loads_typed((blob["content_type"], blob["data"]))
         writes = pending.of(cid)
         writes.sort(key=lambda b: writes_sort_key(b["meta"]["task_path"], b["meta"]["task_id"],
                                                   b["meta"]["idx"]))
@@ -531,7 +554,7 @@ class ContextStoreSaver(BaseCheckpointSaver[str]):
         return CheckpointTuple(
             config={"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cid}},
             checkpoint={**checkpoint, "channel_values": values},
-            metadata=load(f"md/{cid}"),
+            metadata=self.serde.loads_typed(typed_metadata),
             parent_config=({"configurable": {"thread_id": thread_id, "checkpoint_ns": ns,
                                              "checkpoint_id": parent}} if parent else None),
             pending_writes=[(b["meta"]["task_id"], b["meta"]["channel"],
