@@ -46,23 +46,34 @@ SIZE_SQL = """SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FRO
     JOIN pg_namespace n ON n.oid = c.relnamespace
     WHERE c.relkind = 'r' AND n.nspname = current_schema() AND {where}"""
 OURS_WHERE = r"c.relname LIKE 'contextstore\_%'"
-# Ours by relation: each table (heap and TOAST) and each of its indexes.
-PARTS_SQL = r"""SELECT c.relname, (pg_relation_size(c.oid)
+# By relation: each table (heap and TOAST) and each of its indexes, ours (contextstore_*) and the
+# peer's (its tables, {peer}: a condition on the table's name as `r`), the peer's named "peer:…".
+PARTS_SQL = r"""SELECT CASE WHEN {peer} THEN 'peer:' ELSE '' END || c.relname, (pg_relation_size(c.oid)
         + coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0))::bigint
     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
     LEFT JOIN pg_index i ON i.indexrelid = c.oid LEFT JOIN pg_class t ON t.oid = i.indrelid
-    WHERE n.nspname = current_schema() AND (c.relkind = 'r' AND c.relname LIKE 'contextstore\_%'
-        OR c.relkind = 'i' AND t.relname LIKE 'contextstore\_%')"""
+    CROSS JOIN LATERAL (SELECT CASE c.relkind WHEN 'r' THEN c.relname WHEN 'i' THEN t.relname END
+                        AS relname) r
+    WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'i')
+        AND (r.relname LIKE 'contextstore\_%' OR {peer})"""
 
 
-def parts_grown(before: dict[str, int], after: dict[str, int], count: int) -> dict[str, float]:
-    """Bytes per event (item, checkpoint) each of our relations grew by, the largest first."""
-    grown = {name: (size - before.get(name, 0)) / max(count, 1) for name, size in after.items()}
+def parts_grown(before: dict[str, int], after: dict[str, int], counts: dict[str, int]) -> dict[str, float]:
+    """Bytes per event (item, checkpoint) each relation grew by, the largest first: ours, and
+    the peer's named "peer:<relation>" (per the peer's own count)."""
+    grown = {name: (size - before.get(name, 0))
+             / max(counts["peer" if name.startswith("peer:") else "ours"], 1)
+             for name, size in after.items()}
     return dict(sorted(((n, g) for n, g in grown.items() if g > 0), key=lambda p: -p[1]))
 
 
-def tables_where(names: tuple[str, ...]) -> str:
-    return "c.relname IN ({})".format(", ".join(f"'{n}'" for n in names))
+def tables_where(names: tuple[str, ...], alias: str = "c") -> str:
+    return "{}.relname IN ({})".format(alias, ", ".join(f"'{n}'" for n in names))
+
+
+def parts_sql(peer_tables: tuple[str, ...]) -> str:
+    """Both stores' relations by name, for parts_grown."""
+    return PARTS_SQL.format(peer=tables_where(peer_tables, "r"))
 
 
 def p50(values: list[float]) -> float:
@@ -204,7 +215,8 @@ async def adk() -> dict[str, Any]:
     from google.adk.sessions.database_session_service import DatabaseSessionService
     from google.genai import types
 
-    peer_where = tables_where(("sessions", "events", "app_states", "user_states"))
+    peer_tables = ("sessions", "events", "app_states", "user_states")
+    peer_where, parts_query = tables_where(peer_tables), parts_sql(peer_tables)
     db = await asyncpg.connect(DSN)
     client = AsyncContextStore(URL, TOKEN, transport=transport("async"))
     stores = {"peer": DatabaseSessionService(db_url=async_url("asyncpg")),
@@ -221,7 +233,7 @@ async def adk() -> dict[str, Any]:
                 for side in SIDES}
     before = {"peer": await db.fetchval(SIZE_SQL.format(where=peer_where)),
               "ours": await db.fetchval(SIZE_SQL.format(where=OURS_WHERE))}
-    parts_before = dict(list(r) for r in await db.fetch(PARTS_SQL))
+    parts_before = dict(list(r) for r in await db.fetch(parts_query))
     for n in range(LARGE):
         for side in order(n):
             event = Event(invocation_id=f"run-{n // 2}", author="user" if n % 2 == 0 else "helper",
@@ -233,7 +245,7 @@ async def adk() -> dict[str, Any]:
                 timings.add(f"append_event @{size}", side, began)
     grown = {"peer": await db.fetchval(SIZE_SQL.format(where=peer_where)) - before["peer"],
              "ours": await db.fetchval(SIZE_SQL.format(where=OURS_WHERE)) - before["ours"]}
-    parts_after = dict(list(r) for r in await db.fetch(PARTS_SQL))
+    parts_after = dict(list(r) for r in await db.fetch(parts_query))
     for size in (SMALL, LARGE):
         timings.row(f"append_event @{size:,}", target=True)
 
@@ -254,7 +266,7 @@ async def adk() -> dict[str, Any]:
     await client.aclose()
     await db.close()
     return result("adk", timings, "event", grown, {side: LARGE for side in SIDES},
-                  parts_grown(parts_before, parts_after, LARGE))
+                  parts_grown(parts_before, parts_after, {side: LARGE for side in SIDES}))
 
 
 # ----------------------------------------------------------------------------- LangGraph
@@ -273,7 +285,8 @@ def langgraph() -> dict[str, Any]:
     from langgraph.graph import END, START, StateGraph
     from psycopg.rows import dict_row
 
-    peer_where = tables_where(("checkpoints", "checkpoint_blobs", "checkpoint_writes"))
+    peer_tables = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
+    peer_where, parts_query = tables_where(peer_tables), parts_sql(peer_tables)
     db = psycopg.connect(DSN, autocommit=True)
     conn = psycopg.connect(DSN, autocommit=True, prepare_threshold=0, row_factory=dict_row)
     client = ContextStore(URL, TOKEN, transport=transport("sync"))
@@ -317,7 +330,7 @@ def langgraph() -> dict[str, Any]:
 
     def parts() -> dict[str, int]:
         with db.cursor() as cursor:
-            return dict(cursor.execute(PARTS_SQL).fetchall())  # type: ignore[arg-type]
+            return dict(cursor.execute(parts_query).fetchall())  # type: ignore[arg-type]
 
     before, parts_before = sizes(), parts()
     step = 0
@@ -351,7 +364,7 @@ def langgraph() -> dict[str, Any]:
     conn.close()
     db.close()
     return result("langgraph", timings, "checkpoint", grown, puts,
-                  parts_grown(parts_before, parts_after, puts["ours"]))
+                  parts_grown(parts_before, parts_after, puts))
 
 
 def chat(savers: dict[str, Any], timings: Timings) -> None:
@@ -411,7 +424,8 @@ async def openai_agents() -> dict[str, Any]:
     from contextstore_client import AsyncContextStore
     from contextstore_client.adapters.openai_agents import ContextStoreSession
 
-    peer_where = tables_where(("agent_sessions", "agent_messages"))
+    peer_tables = ("agent_sessions", "agent_messages")
+    peer_where, parts_query = tables_where(peer_tables), parts_sql(peer_tables)
     db = await asyncpg.connect(DSN)
     client = AsyncContextStore(URL, TOKEN, transport=transport("async"))
     session_id = f"conversation-{TAG}"
@@ -422,7 +436,7 @@ async def openai_agents() -> dict[str, Any]:
     timings = Timings()
     before = {"peer": await db.fetchval(SIZE_SQL.format(where=peer_where)),
               "ours": await db.fetchval(SIZE_SQL.format(where=OURS_WHERE))}
-    parts_before = dict(list(r) for r in await db.fetch(PARTS_SQL))
+    parts_before = dict(list(r) for r in await db.fetch(parts_query))
     items = {side: 0 for side in SIDES}
     turn = 0
     while min(items.values()) < LARGE:
@@ -435,7 +449,7 @@ async def openai_agents() -> dict[str, Any]:
         turn += 1
     grown = {"peer": await db.fetchval(SIZE_SQL.format(where=peer_where)) - before["peer"],
              "ours": await db.fetchval(SIZE_SQL.format(where=OURS_WHERE)) - before["ours"]}
-    parts_after = dict(list(r) for r in await db.fetch(PARTS_SQL))
+    parts_after = dict(list(r) for r in await db.fetch(parts_query))
     for size in (SMALL, LARGE):
         timings.row(f"add_items(3) @{size:,}", target=True)
 
@@ -451,7 +465,7 @@ async def openai_agents() -> dict[str, Any]:
     await client.aclose()
     await db.close()
     return result("openai-agents", timings, "item", grown, items,
-                  parts_grown(parts_before, parts_after, items["ours"]))
+                  parts_grown(parts_before, parts_after, items))
 
 
 # ---------------------------------------------------- OpenAI Conversations (OpenAIConversationsSession)
@@ -480,7 +494,8 @@ async def openai_conversations(peer_kind: str) -> dict[str, Any]:
     sessions: dict[str, Any] = {"peer": peer, "ours": OpenAIConversationsSession(openai_client=api)}
     for side in SIDES:  # the peer makes its tables, ours its conversation, on the first call
         assert await sessions[side].get_items() == []
-    peer_where = tables_where(("agent_sessions", "agent_messages"))
+    peer_tables = ("agent_sessions", "agent_messages")
+    peer_where, parts_query = tables_where(peer_tables), parts_sql(peer_tables)
 
     async def peer_bytes() -> int:
         if peer_kind == "sqlite":
@@ -490,7 +505,7 @@ async def openai_conversations(peer_kind: str) -> dict[str, Any]:
 
     timings = Timings()
     before = {"peer": await peer_bytes(), "ours": await db.fetchval(SIZE_SQL.format(where=OURS_WHERE))}
-    parts_before = dict(list(r) for r in await db.fetch(PARTS_SQL))
+    parts_before = dict(list(r) for r in await db.fetch(parts_query))
     items = {side: 0 for side in SIDES}
     turn = 0
     while min(items.values()) < LARGE:
@@ -505,7 +520,7 @@ async def openai_conversations(peer_kind: str) -> dict[str, Any]:
         turn += 1
     grown = {"peer": await peer_bytes() - before["peer"],
              "ours": await db.fetchval(SIZE_SQL.format(where=OURS_WHERE)) - before["ours"]}
-    parts_after = dict(list(r) for r in await db.fetch(PARTS_SQL))
+    parts_after = dict(list(r) for r in await db.fetch(parts_query))
     for size in (SMALL, LARGE):
         timings.row(f"add_items(3) @{size:,}", target=True)
 
@@ -532,7 +547,7 @@ async def openai_conversations(peer_kind: str) -> dict[str, Any]:
     folder.cleanup()
     return result(f"openai-conversations vs {type(peer).__name__}", timings, "item", grown,
                   {side: items[side] + READS for side in SIDES},
-                  parts_grown(parts_before, parts_after, items["ours"] + READS))
+                  parts_grown(parts_before, parts_after, {side: items[side] + READS for side in SIDES}))
 
 
 def main() -> None:

@@ -119,6 +119,12 @@ class PeersBench:
         peer, ours = result["bytes"]["peer"], result["bytes"]["ours"]
         self.stdout.write(f"* {'bytes/' + result['unit'] + ' stored':<44} {peer:9,.0f} {ours:9,.0f} "
                           f"{ours / peer if peer else float('inf'):10.2f}")
-        parts = ", ".join(f"{name.removeprefix('contextstore_')} {size:,.0f}"
-                          for name, size in list(result["parts"].items())[:10])
-        self.stdout.write(f"  ours by relation (bytes/{result['unit']}, the largest): {parts}")
+        for side, label in (("ours", "ours"), ("peer", "the peer's")):
+            mine = {name: size for name, size in result["parts"].items()
+                    if name.startswith("peer:") == (side == "peer")}
+            if not mine:  # a peer outside this database (SQLiteSession)
+                continue
+            parts = ", ".join(f"{name.removeprefix('peer:').removeprefix('contextstore_')} {size:,.0f}"
+                              for name, size in mine.items() if size >= 1)
+            self.stdout.write(f"  {label} by relation (bytes/{result['unit']}, tables and each index, "
+                              f"sum {sum(mine.values()):,.0f}): {parts}")

@@ -57,7 +57,11 @@ def test_bench_peers_prints_every_call_of_every_framework(live_server, transacti
             assert requests >= 1 and 0 < sql <= server, (framework, call, found[0])
         assert re.search(rf"\n\* {re.escape(calls[-1])} +[\d,.]+ +[\d,.]+ +{NUMBER}\n", table + "\n")
         # where our bytes went: the event table among the relations that grew
-        assert re.search(r"ours by relation \(bytes/\w+, the largest\): .*\bevent [\d,]+", table), table
+        assert re.search(r"ours by relation \(bytes/\w+, tables and each index, sum [\d,]+\): "
+                         r".*\bevent [\d,]+", table), table
+        if framework in ("adk", "langgraph", "openai-agents"):  # and the peer's own tables
+            assert re.search(r"the peer's by relation \(bytes/\w+, tables and each index, sum [\d,]+\): "
+                             r"\w+ [\d,]+", table), table
     assert "targets missed: " in text
 
 
@@ -81,9 +85,11 @@ def test_a_server_without_server_timing_gets_the_plain_table():
     PeersBench(OutputWrapper(out)).table({
         "framework": "langgraph", "rows": [row], "unit": "checkpoint",
         "hop": {"round_trip": 1.0, "server": 0.4}, "bytes": {"peer": 100.0, "ours": 200.0},
-        "parts": {"contextstore_event": 150.0}})
+        "parts": {"contextstore_event": 150.0, "contextstore_event_pkey": 20.0, "peer:checkpoints": 90.0}})
     text = out.getvalue()
     assert "split into" not in text and "server" not in text.splitlines()[2]
     assert re.search(r"\n\* put @6 +1\.00 +2\.00 +2\.00\n", text), text
     assert "start it with SERVER_TIMING=true" in text
-    assert "ours by relation (bytes/checkpoint, the largest): event 150" in text
+    assert ("ours by relation (bytes/checkpoint, tables and each index, sum 170): event 150, "
+            "event_pkey 20") in text
+    assert "the peer's by relation (bytes/checkpoint, tables and each index, sum 90): checkpoints 90" in text
