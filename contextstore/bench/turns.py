@@ -9,7 +9,8 @@ timing each request of one version next to the same request of the other ranks t
 where sequential runs can't. Both servers use this database (the other checkout must run on its
 schema); each side appends to and reads its own thread of --size events. Prints, per request
 kind, the p50 of each side and their ratio. The framework saves (`agent-sessions/commit/`, as
-the ADK, Agents SDK and LangGraph adapters send them) go to sessions of their own.
+the ADK, Agents SDK and LangGraph adapters send them) and ADK's create_session (a new session
+each time) go to sessions of their own.
 """
 
 import base64
@@ -122,7 +123,13 @@ class TurnsBench:
                 n[0] += 1
                 return http.post("agent-sessions/commit/", commit_body(kind, n[0], f"{tag}-{name}"))
 
+            def create() -> urllib3.BaseHTTPResponse:  # as ADK's create_session sends it
+                n[0] += 1
+                return http.post("agent-sessions/", {"app": "turns-create", "user_id": "u",
+                                                     "key": f"{tag}-{name}-{n[0]}", "state": {}})
+
             return {
+                "ADK create_session": create,
                 "ADK append_event (commit)": lambda: commit("adk"),
                 "Agents add_items(3) (commit)": lambda: commit("agents"),
                 "LangGraph put (commit)": lambda: commit("langgraph"),

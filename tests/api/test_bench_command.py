@@ -118,7 +118,8 @@ def test_bench_turns_times_two_servers_request_by_request(live_server, transacti
                  samples=3, size=30, stdout=out)
     text = out.getvalue()
     number = r"\d+\.\d\d"
-    for kind in ("ADK append_event (commit)", "Agents add_items(3) (commit)", "LangGraph put (commit)",
+    for kind in ("ADK create_session", "ADK append_event (commit)", "Agents add_items(3) (commit)",
+                 "LangGraph put (commit)",
                  "single-event append", "batch of 100 events", "GET /threads/{id}/",
                  "GET /state/", "GET /context/ 8k", "GET /context/ 8k record=true"):
         assert re.search(rf"{re.escape(kind)} p50 +this +{number} ms +other +{number} ms +"
@@ -131,6 +132,8 @@ def test_bench_turns_times_two_servers_request_by_request(live_server, transacti
         "event_count", flat=True)) for app in ("adk", "agents", "langgraph")}
     assert saves == {"adk": [13, 13], "agents": [39, 39], "langgraph": [13, 13]}
     assert Run.objects.filter(thread__session__app="turns-adk").count() == 2 * 7
+    # a new session for each create_session, with its thread
+    assert Thread.objects.filter(session__app="turns-create").count() == 2 * 13
     with pytest.raises(CommandError, match="--other PATH or --other-url"):
         call_command("bench_turns", url=live_server.url, token=token[1])
 
