@@ -208,7 +208,6 @@ def _utc(text: Any) -> str | None:
 BINARY_FROM_BYTES = 16 * 1024
 
 
-
 def run_statements(writes: list[Statement]) -> list[tuple]:
     """Run these statements in order: on PostgreSQL in one (the last, an INSERT … RETURNING,
     with the others as data-modifying CTEs: one round trip), its values in binary when they
