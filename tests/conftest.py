@@ -15,6 +15,7 @@ from contextstore.services.access_log import forget_seen
 from contextstore.services.common import Actor
 from contextstore.services.sessions import session_ensure, thread_ensure
 from contextstore.services.workspaces import api_token_create, workspace_ensure
+from tests.fake_chat import fake_chat
 
 # Hypothesis: `dev` (the everyday loop) draws few examples, `ci` (.ci/run sets CI) the full
 # numbers. HYPOTHESIS_PROFILE picks one by hand. Property tests over the database use
@@ -130,6 +131,17 @@ def no_redaction_workspace_named():
     scope_reset()
     yield
     scope_reset()
+
+
+@pytest.fixture
+def endpoint(settings):
+    """The deployment's chat-completions endpoint (replays, experiments, judges): a local fake
+    (tests/fake_chat.py) that answers, fails or stalls on demand, with a global key."""
+    with fake_chat() as server:
+        settings.PLAYGROUND_BASE_URL = server.base_url
+        settings.PLAYGROUND_API_KEY = "sk-fake"
+        settings.PLAYGROUND_TIMEOUT = 10
+        yield server
 
 
 @pytest.fixture

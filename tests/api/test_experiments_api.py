@@ -6,7 +6,6 @@ from contextstore.selectors.calls import llm_call_at
 from contextstore.services.datasets import dataset_add_call, dataset_ensure
 from contextstore.services.events import event_append
 from contextstore.services.experiments import experiment_run
-from tests.fake_chat import fake_chat
 from tests.services.test_evaluate import make as make_version
 
 
@@ -19,13 +18,6 @@ def dataset(thread, actor):
         {"type": "LLMOutput", "role": "assistant", "content": "Replayed answer to: Hi"}])
     return dataset_add_call(dataset_name="ci", thread=thread, call=llm_call_at(thread=thread, seq=1),
                             actor=actor).dataset
-
-
-@pytest.fixture
-def endpoint(settings):
-    with fake_chat() as server:
-        settings.PLAYGROUND_BASE_URL = server.base_url
-        yield server
 
 
 def test_a_token_makes_runs_and_reads_an_experiment(api_client, dataset, endpoint):

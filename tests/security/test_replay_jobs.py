@@ -13,7 +13,6 @@ from contextstore.models import CallReplay, Membership
 from contextstore.services.events import event_append
 from contextstore.services.replays import replay_run
 from project.celery import app
-from tests.fake_chat import fake_chat
 from tests.views.conftest import HTMX, _member
 
 SENT = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Which tests fail?"}]
@@ -25,14 +24,6 @@ def recorded(thread, actor):
         {"type": "LLMCallStart", "data": {"model": "gpt-4o", "messages": SENT}},
         {"type": "LLMComplete", "data": {"model": "gpt-4o", "input_tokens": 10, "output_tokens": 2}}])
     return thread
-
-
-@pytest.fixture
-def endpoint(settings):
-    with fake_chat() as server:
-        settings.PLAYGROUND_BASE_URL = server.base_url
-        settings.PLAYGROUND_TIMEOUT = 10
-        yield server
 
 
 def logged_in(client, workspace, name):

@@ -8,7 +8,6 @@ import pytest
 from contextstore.evaluatorspec import evaluator_version
 from contextstore.models import Evaluator
 from contextstore.services.evaluators import EvaluationResult, evaluate, evaluator_create
-from tests.fake_chat import fake_chat
 
 JUDGE_PROMPT = "Question: {{input}}\nAnswer: {{output}}\nIs the answer polite?"
 
@@ -19,12 +18,9 @@ def make(workspace, actor, kind: str, name: str = "check", **version):
 
 
 @pytest.fixture
-def judge_endpoint(settings):
-    with fake_chat() as server:
-        settings.PLAYGROUND_BASE_URL = server.base_url
-        settings.PLAYGROUND_API_KEY = "sk-judge"
-        settings.PLAYGROUND_TIMEOUT = 5
-        yield server
+def judge_endpoint(endpoint, settings):
+    settings.PLAYGROUND_API_KEY = "sk-judge"
+    return endpoint
 
 
 def test_a_regex_passes_when_the_reply_matches_and_says_where(workspace, actor):

@@ -23,7 +23,6 @@ from contextstore.services.evaluators import (
 )
 from contextstore.services.events import event_append
 from contextstore.services.sessions import session_ensure, thread_ensure
-from tests.fake_chat import fake_chat
 
 LATER = timedelta(seconds=60)  # past the settle window
 
@@ -170,11 +169,8 @@ def test_an_edit_scores_new_calls_with_the_new_version(workspace, thread, actor)
 
 
 @pytest.fixture
-def judge(settings):
-    with fake_chat() as server:
-        settings.PLAYGROUND_BASE_URL = server.base_url
-        settings.PLAYGROUND_TIMEOUT = 5
-        yield server
+def judge(endpoint):
+    return endpoint
 
 
 def test_a_judge_scores_a_call_with_its_reply_and_keeps_its_raw_answer(workspace, thread, actor, judge):

@@ -13,7 +13,6 @@ from contextstore.services.datasets import dataset_add_call
 from contextstore.services.erasure import user_erase
 from contextstore.services.events import event_append
 from contextstore.services.experiments import experiment_create, experiment_run, experiment_start
-from tests.fake_chat import fake_chat
 from tests.services.test_evaluate import make as make_version
 
 QUESTIONS = ["Which tests fail?", "Why is CI red?", "Who broke main?"]
@@ -36,15 +35,6 @@ def dataset(thread, actor):
         item = dataset_add_call(dataset_name="ci", thread=thread, call=llm_call_at(thread=thread, seq=seq),
                                 actor=actor)
     return item.dataset
-
-
-@pytest.fixture
-def endpoint(settings):
-    with fake_chat() as server:
-        settings.PLAYGROUND_BASE_URL = server.base_url
-        settings.PLAYGROUND_API_KEY = "sk-fake"
-        settings.PLAYGROUND_TIMEOUT = 5
-        yield server
 
 
 def make_evaluator(workspace, actor, kind, **version):

@@ -8,7 +8,6 @@ from contextstore.selectors.calls import llm_call_at
 from contextstore.services.erasure import user_erase
 from contextstore.services.events import event_append
 from contextstore.services.replays import replay_request, replay_run
-from tests.fake_chat import fake_chat
 
 SENT = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Which tests fail?"}]
 TOOLS = [{"name": "run_tests", "description": "Run pytest", "input_schema": {"type": "object"}}]
@@ -26,15 +25,6 @@ def call(thread, actor):
 def call_replay(**kwargs):
     """Asked as the dashboard asks, then run as the worker runs it."""
     return replay_run(replay_id=replay_request(**kwargs).pk)
-
-
-@pytest.fixture
-def endpoint(settings):
-    with fake_chat() as server:
-        settings.PLAYGROUND_BASE_URL = server.base_url
-        settings.PLAYGROUND_API_KEY = "sk-fake"
-        settings.PLAYGROUND_TIMEOUT = 10
-        yield server
 
 
 def test_a_replay_sends_the_whole_request_and_keeps_answer_usage_and_cost(thread, call, actor, endpoint):

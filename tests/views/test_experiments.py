@@ -10,7 +10,6 @@ from contextstore.selectors.calls import llm_call_at
 from contextstore.services.datasets import dataset_add_call
 from contextstore.services.events import event_append
 from contextstore.services.experiments import experiment_create, experiment_run, experiment_start
-from tests.fake_chat import fake_chat
 from tests.services.test_evaluate import make as make_version
 from tests.views.conftest import HTMX
 
@@ -24,13 +23,6 @@ def dataset(thread, actor):
         {"type": "LLMOutput", "role": "assistant", "content": "Two <i>tests</i>."}])
     return dataset_add_call(dataset_name="ci", thread=thread, call=llm_call_at(thread=thread, seq=1),
                             actor=actor).dataset
-
-
-@pytest.fixture
-def endpoint(settings):
-    with fake_chat() as server:
-        settings.PLAYGROUND_BASE_URL = server.base_url
-        yield server
 
 
 def test_an_editor_makes_an_experiment_from_the_dataset_page(editor_client, dataset):
