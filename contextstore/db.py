@@ -474,7 +474,7 @@ def one_statement(main: tuple[str, tuple], *others: tuple[str, tuple],
         return cursor.fetchall()
 
 
-def read_together(*reads: tuple[_Prepared, tuple[int | str, ...], int | None]) -> list[Any]:
+def read_together(*reads: tuple[_Prepared, tuple[int, ...], int | None]) -> list[Any]:
     """Several prepared reads, each (query, its values, its limit or None), in one round trip on
     PostgreSQL: one message, a result set each (client-side binding; with server-side binding,
     and on SQLite, one after the other). Each answer is what the query's own method gives:

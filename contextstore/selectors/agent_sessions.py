@@ -29,12 +29,8 @@ _SCOPES = PreparedGet(lambda workspace_id, app, user_id: ScopedState.objects.fil
 
 
 def scoped_states(*, workspace: Workspace, app: str, user_id: str) -> dict[str, ScopedState | None]:
-    return _by_scope(_SCOPES.all(workspace.pk, app, user_id))
-
-
-def _by_scope(rows: list[ScopedState]) -> dict[str, ScopedState | None]:
     found: dict[str, ScopedState | None] = {"app": None, "user": None}
-    for row in rows:
+    for row in _SCOPES.all(workspace.pk, app, user_id):
         found[row.scope] = row
     return found
 
@@ -125,10 +121,13 @@ def thread_of(session: Session, name: str) -> Thread:
     return thread
 
 
-_THREAD_BY_IDENTITY = PreparedGet(lambda workspace_id, app, user_id, key, name: (
-    Thread.objects.select_related("session").filter(
+def _by_identity(workspace_id: Any, app: Any, user_id: Any, key: Any, name: Any) -> QuerySet:
+    return Thread.objects.select_related("session").filter(
         session__workspace_id=workspace_id, session__app=app, session__user_id=user_id,
-        session__key=key, name=name)), text=(1, 2, 3, 4))
+        session__key=key, name=name)
+
+
+_THREAD_BY_IDENTITY = PreparedGet(_by_identity, text=(1, 2, 3, 4))
 
 
 def _scope_of(scope: str, field: str, workspace_id: Any, app: Any, user_id: Any) -> Subquery:
@@ -139,9 +138,7 @@ def _scope_of(scope: str, field: str, workspace_id: Any, app: Any, user_id: Any)
 # A session read's thread and session with the app's and the user's scoped states beside them
 # (subqueries by the same identity): one statement where there were two.
 _THREAD_AND_SCOPES = PreparedGet(lambda workspace_id, app, user_id, key, name: (
-    Thread.objects.select_related("session").filter(
-        session__workspace_id=workspace_id, session__app=app, session__user_id=user_id,
-        session__key=key, name=name).annotate(**{
+    _by_identity(workspace_id, app, user_id, key, name).annotate(**{
             f"{scope}_{field}": _scope_of(scope, field, workspace_id, app,
                                           "" if scope == ScopedState.Scope.APP else user_id)
             for scope in (ScopedState.Scope.APP, ScopedState.Scope.USER)
@@ -152,12 +149,17 @@ _THREAD_AND_SCOPES = PreparedGet(lambda workspace_id, app, user_id, key, name: (
 def session_thread(*, workspace: Workspace, identity: Identity) -> tuple[Session, Thread]:
     """The session and its thread named by the identity, in one read; NotFound naming which
     is missing, as session_find and thread_of do."""
-    thread = _THREAD_BY_IDENTITY.get(workspace.pk, identity.app, identity.user_id, identity.key,
-                                     identity.thread)
+    thread = _named_thread(_THREAD_BY_IDENTITY, workspace, identity)
+    return thread.session, thread
+
+
+def _named_thread(read: PreparedGet, workspace: Workspace, identity: Identity) -> Thread:
+    """The identity's thread (its session selected) by `read`; NotFound naming which is missing."""
+    thread = read.get(workspace.pk, identity.app, identity.user_id, identity.key, identity.thread)
     if thread is None:
         thread_of(session_find(workspace=workspace, identity=identity), identity.thread)  # raises
         raise NotFound("No such session.", details={"key": identity.key})  # deleted meanwhile
-    return thread.session, thread
+    return thread
 
 
 # An event as session_read gives it: these columns by name (the run's id as run__run_id), read
@@ -412,11 +414,7 @@ def session_read(
     `event_blobs` those the returned events name (BLOB_REFS). Cost follows `limit`. `columns`
     reads only those of each event's row (of EVENT_ROW_COLUMNS), in that order."""
     check_identity(identity)
-    thread = _THREAD_AND_SCOPES.get(workspace.pk, identity.app, identity.user_id, identity.key,
-                                    identity.thread)
-    if thread is None:
-        thread_of(session_find(workspace=workspace, identity=identity), identity.thread)  # raises
-        raise NotFound("No such session.", details={"key": identity.key})  # made meanwhile
+    thread = _named_thread(_THREAD_AND_SCOPES, workspace, identity)
     session = thread.session
     scopes: dict[str, ScopedState | None] = {
         scope: None if getattr(thread, f"{scope}_revision") is None else ScopedState(
